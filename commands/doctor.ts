@@ -1,0 +1,38 @@
+import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
+import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
+import {renderDoctor} from '../src/cli/renderDoctor.js'
+import {runDoctor, type DoctorReport} from '../src/doctor/runDoctor.js'
+
+export default class Doctor extends AirlockCommand<DoctorReport> {
+  static override summary = 'Check the connection, the Airflow schema, privileges and lock-related settings.'
+  static override description = `Connects (showing which setting supplied the URL, never the password), reads the server version,
+the Airflow version from the alembic head and the capabilities from the catalog (partition
+columns, DAG-run queue shape, multi-team columns), checks the privileges airlock's writers need,
+and gives advice on lock_timeout, statement_timeout, idle_in_transaction_session_timeout,
+deadlock_timeout and log_lock_waits. Writes nothing.
+
+Exit 0 when airlock supports the database, 7 when it cannot connect or log in, 8 when the database
+is not an Airflow 3 schema airlock supports (the report says what is missing).`
+
+  static override examples = [
+    '<%= config.bin %> doctor --embedded',
+    '<%= config.bin %> doctor --database-url postgresql://airflow@db:5432/airflow',
+    'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=postgresql+psycopg2://airflow:***@db/airflow <%= config.bin %> doctor --json',
+  ]
+
+  static override flags = {...connectionFlags}
+
+  protected async execute(): Promise<CommandOutcome<DoctorReport>> {
+    const {flags} = await this.parse(Doctor)
+    const {database, notes} = await openFromFlags(flags, {verb: 'doctor', idleInTransactionTimeoutMs: null}, (secret) => this.secrets.add(secret))
+    this.onCleanup(() => database.close())
+    for (const note of notes) this.progress(note)
+    const {report, exit} = await runDoctor(database)
+    for (const setting of report.settings) if (setting.level === 'warning' && setting.advice) this.recordWarning(`${setting.name}: ${setting.advice}`)
+    return {result: report, exit}
+  }
+
+  protected render(report: DoctorReport): string {
+    return renderDoctor(report)
+  }
+}

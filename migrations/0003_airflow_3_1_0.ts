@@ -1,0 +1,47 @@
+import type {Knex} from 'knex'
+
+/**
+ * Fixture schema, Airflow 3.1.0 (alembic head cc92b33c6709): inlet references, dag.deadline, and
+ * task_instance.dag_version_id's foreign key becoming RESTRICT (../shared/airflow/README.md).
+ */
+const tz = {useTz: true} as const
+
+export const alembicHead = 'cc92b33c6709'
+const previousHead = '29ce7909c52b'
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.schema.createTable('task_inlet_asset_reference', (t) => {
+    t.integer('asset_id').notNullable()
+    t.string('dag_id', 250).notNullable()
+    t.string('task_id', 250).notNullable()
+    t.timestamp('created_at', tz).notNullable()
+    t.timestamp('updated_at', tz).notNullable()
+    t.primary(['asset_id', 'dag_id', 'task_id'], {constraintName: 'tiar_pkey'})
+    t.index(['dag_id'], 'idx_task_inlet_asset_reference_dag_id')
+    t.foreign(['asset_id'], 'tiar_asset_fkey').references(['id']).inTable('asset').onDelete('CASCADE')
+    t.foreign(['dag_id'], 'tiar_dag_id_fkey').references(['dag_id']).inTable('dag').onDelete('CASCADE')
+  })
+
+  await knex.schema.alterTable('dag', (t) => {
+    t.json('deadline')
+  })
+
+  await knex.schema.alterTable('task_instance', (t) => {
+    t.dropForeign(['dag_version_id'], 'task_instance_dag_version_id_fkey')
+    t.foreign(['dag_version_id'], 'task_instance_dag_version_id_fkey').references(['id']).inTable('dag_version').onDelete('RESTRICT')
+  })
+
+  await knex('alembic_version').update({version_num: alembicHead})
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.schema.alterTable('task_instance', (t) => {
+    t.dropForeign(['dag_version_id'], 'task_instance_dag_version_id_fkey')
+    t.foreign(['dag_version_id'], 'task_instance_dag_version_id_fkey').references(['id']).inTable('dag_version').onDelete('CASCADE')
+  })
+  await knex.schema.alterTable('dag', (t) => {
+    t.dropColumn('deadline')
+  })
+  await knex.schema.dropTable('task_inlet_asset_reference')
+  await knex('alembic_version').update({version_num: previousHead})
+}

@@ -1,0 +1,37 @@
+import type {Knex} from 'knex'
+
+/**
+ * Fixture schema, Airflow 3.4.0 (unreleased; alembic head b2f1a9c7d4e0): the DAG-run queue keeps
+ * one row per event. asset_dag_run_queue gains asset_event_id (FK → asset_event ON DELETE
+ * CASCADE) and its key becomes (target_dag_id, asset_event_id), so writers insert instead of
+ * upserting (../shared/airflow/README.md).
+ */
+export const alembicHead = 'b2f1a9c7d4e0'
+const previousHead = '658517c60c7f'
+
+export async function up(knex: Knex): Promise<void> {
+  // Rows of the old shape cannot name their event; fixture databases hold none worth keeping.
+  await knex('asset_dag_run_queue').delete()
+  await knex.schema.alterTable('asset_dag_run_queue', (t) => {
+    t.dropPrimary('assetdagrunqueue_pkey')
+  })
+  await knex.schema.alterTable('asset_dag_run_queue', (t) => {
+    t.integer('asset_event_id').notNullable()
+    t.primary(['target_dag_id', 'asset_event_id'], {constraintName: 'assetdagrunqueue_pkey'})
+    t.foreign(['asset_event_id'], 'adrq_asset_event_fkey').references(['id']).inTable('asset_event').onDelete('CASCADE')
+  })
+  await knex('alembic_version').update({version_num: alembicHead})
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex('asset_dag_run_queue').delete()
+  await knex.schema.alterTable('asset_dag_run_queue', (t) => {
+    t.dropForeign(['asset_event_id'], 'adrq_asset_event_fkey')
+    t.dropPrimary('assetdagrunqueue_pkey')
+    t.dropColumn('asset_event_id')
+  })
+  await knex.schema.alterTable('asset_dag_run_queue', (t) => {
+    t.primary(['asset_id', 'target_dag_id'], {constraintName: 'assetdagrunqueue_pkey'})
+  })
+  await knex('alembic_version').update({version_num: previousHead})
+}

@@ -1,0 +1,147 @@
+import type {Knex} from 'knex'
+
+import {unsupportedSchemaError} from '../errors.js'
+import {readAlembicHead} from '../db/readAlembicHead.js'
+import {readSchemaShape, type SchemaShape} from '../db/readSchemaShape.js'
+import {knownHeads, supportedVersionsText} from './versions.js'
+
+/**
+ * What airlock needs to know about an Airflow database before writing to it: the version from
+ * the alembic head, and capabilities read from the catalog. The catalog wins over the version
+ * number (DESIGN §2): a head that claims 3.2 without partition columns is refused.
+ */
+export interface Capabilities {
+  /** asset_event.partition_key (3.2+): events carry the dag_run's partition key. */
+  eventPartitionKey: boolean
+  /** dag.timetable_partitioned (3.2+): partition-aware consumers exist and must not be queued by airlock. */
+  partitionedTimetables: boolean
+  /** 'per_asset': (asset_id, target_dag_id) upserted (before 3.4); 'per_event': one row per event (3.4). */
+  queueShape: 'per_asset' | 'per_event'
+  /** dag_schedule_asset_reference.allow_producer_teams etc. (3.3+). */
+  multiTeam: boolean
+  /** task_inlet_asset_reference (3.1+). */
+  inletReferences: boolean
+}
+
+export interface AirflowSchema {
+  alembicHead: string
+  airflowVersion: string
+  capabilities: Capabilities
+}
+
+export type SchemaCheck =
+  | {supported: true; schema: AirflowSchema}
+  | {supported: false; alembicHead: string | undefined; reason: string; missing: string[]}
+
+/** Every table and column airlock reads or writes, in every supported version. */
+export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
+  task_instance: ['id', 'dag_id', 'run_id', 'task_id', 'map_index', 'state', 'start_date', 'end_date', 'duration', 'try_number', 'next_method', 'next_kwargs', 'updated_at'],
+  task_instance_history: ['task_instance_id', 'dag_id', 'run_id', 'task_id', 'map_index', 'try_number', 'state'],
+  dag_run: ['id', 'dag_id', 'run_id', 'logical_date'],
+  dag: ['dag_id', 'is_paused', 'owners'],
+  asset: ['id', 'name', 'uri', 'group', 'extra', 'created_at', 'updated_at'],
+  asset_active: ['name', 'uri'],
+  asset_alias: ['id', 'name', 'group'],
+  asset_alias_asset: ['alias_id', 'asset_id'],
+  asset_alias_asset_event: ['alias_id', 'event_id'],
+  asset_event: ['id', 'asset_id', 'extra', 'source_dag_id', 'source_run_id', 'source_task_id', 'source_map_index', 'timestamp'],
+  asset_dag_run_queue: ['asset_id', 'target_dag_id', 'created_at'],
+  dagrun_asset_event: ['dag_run_id', 'event_id'],
+  task_outlet_asset_reference: ['asset_id', 'dag_id', 'task_id'],
+  dag_schedule_asset_reference: ['asset_id', 'dag_id'],
+  dag_schedule_asset_alias_reference: ['alias_id', 'dag_id'],
+  dag_schedule_asset_name_reference: ['name', 'dag_id'],
+  dag_schedule_asset_uri_reference: ['uri', 'dag_id'],
+  log: ['id', 'dttm', 'dag_id', 'task_id', 'run_id', 'map_index', 'try_number', 'event', 'logical_date', 'owner', 'extra'],
+}
+
+const optionalTables = ['task_inlet_asset_reference', 'asset_partition_dag_run', 'partitioned_asset_key_log']
+
+export function detectCapabilities(shape: SchemaShape): Capabilities {
+  const has = (table: string, column: string) => shape.get(table)?.has(column) ?? false
+  return {
+    eventPartitionKey: has('asset_event', 'partition_key'),
+    partitionedTimetables: has('dag', 'timetable_partitioned'),
+    queueShape: has('asset_dag_run_queue', 'asset_event_id') ? 'per_event' : 'per_asset',
+    multiTeam: has('dag_schedule_asset_reference', 'allow_producer_teams') || has('task_outlet_asset_reference', 'allow_consumer_teams'),
+    inletReferences: shape.has('task_inlet_asset_reference'),
+  }
+}
+
+export function missingColumns(shape: SchemaShape): string[] {
+  const missing: string[] = []
+  for (const [table, columns] of Object.entries(requiredColumns)) {
+    const present = shape.get(table)
+    if (!present) {
+      missing.push(`table ${table}`)
+      continue
+    }
+
+    for (const column of columns) if (!present.has(column)) missing.push(`${table}.${column}`)
+  }
+
+  return missing
+}
+
+/** Which capabilities a version's head promises; a schema lacking them is not what its head claims. */
+function expectedFor(version: string): Partial<Capabilities> {
+  if (version.startsWith('3.4')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_event', inletReferences: true}
+  if (version.startsWith('3.3')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_asset', inletReferences: true, multiTeam: true}
+  if (version.startsWith('3.2')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_asset', inletReferences: true}
+  if (version.startsWith('3.1')) return {eventPartitionKey: false, queueShape: 'per_asset', inletReferences: true}
+  return {eventPartitionKey: false, partitionedTimetables: false, queueShape: 'per_asset', inletReferences: false}
+}
+
+export async function checkAirflowSchema(db: Knex | Knex.Transaction): Promise<SchemaCheck> {
+  const heads = await readAlembicHead(db)
+  if (heads === undefined) {
+    return {supported: false, alembicHead: undefined, reason: 'this is not an Airflow metadata database (no alembic_version table)', missing: ['table alembic_version']}
+  }
+
+  if (heads.length !== 1) {
+    return {supported: false, alembicHead: heads.join(','), reason: `alembic_version holds ${heads.length} heads (expected exactly one); a migration may be half-applied`, missing: []}
+  }
+
+  const alembicHead = heads[0]!
+  const shape = await readSchemaShape(db, [...Object.keys(requiredColumns), ...optionalTables])
+  const missing = missingColumns(shape)
+  if (missing.length > 0) {
+    return {supported: false, alembicHead, reason: `the schema lacks what airlock reads and writes: ${missing.join(', ')}`, missing}
+  }
+
+  const capabilities = detectCapabilities(shape)
+  let airflowVersion = knownHeads[alembicHead]
+  if (!airflowVersion && capabilities.multiTeam && capabilities.eventPartitionKey) airflowVersion = '3.3.x'
+  if (!airflowVersion) {
+    return {
+      supported: false,
+      alembicHead,
+      reason: `alembic head ${alembicHead} is not an Airflow version airlock has been checked against (supported: ${supportedVersionsText})`,
+      missing: [],
+    }
+  }
+
+  const mismatches = Object.entries(expectedFor(airflowVersion))
+    .filter(([key, value]) => capabilities[key as keyof Capabilities] !== value)
+    .map(([key]) => key)
+  if (mismatches.length > 0) {
+    return {
+      supported: false,
+      alembicHead,
+      reason: `alembic head ${alembicHead} says Airflow ${airflowVersion}, but the tables do not match it (${mismatches.join(', ')})`,
+      missing: mismatches,
+    }
+  }
+
+  return {supported: true, schema: {alembicHead, airflowVersion, capabilities}}
+}
+
+/** For writers and audits: the schema, or exit 8 naming what is wrong. */
+export async function requireAirflowSchema(db: Knex | Knex.Transaction): Promise<AirflowSchema> {
+  const check = await checkAirflowSchema(db)
+  if (check.supported) return check.schema
+  throw unsupportedSchemaError(`Unsupported database: ${check.reason}.`, [
+    'Point airlock at the Airflow metadata database (airlock doctor shows which one it uses).',
+    `Supported Airflow versions: ${supportedVersionsText}.`,
+  ])
+}

@@ -1,0 +1,72 @@
+import {usageError, unsupportedSchemaError} from '../errors.js'
+
+/**
+ * Database URLs as operators have them: libpq style (`postgres://`, `postgresql://`) or
+ * SQLAlchemy style as in AIRFLOW__DATABASE__SQL_ALCHEMY_CONN (`postgresql+psycopg2://`,
+ * `postgresql+asyncpg://`). node-postgres understands only the first, so the `+driver` suffix is
+ * stripped here, once.
+ */
+export function toPostgresUrl(raw: string, origin: string): string {
+  const url = raw.trim()
+  const match = /^([a-z][a-z0-9]*)(\+[a-z0-9_]+)?:\/\//i.exec(url)
+  if (!match) {
+    throw usageError(`${origin} is not a database URL (expected postgresql://user@host:port/database): ${maskUrl(url)}`)
+  }
+
+  const scheme = match[1]!.toLowerCase()
+  if (scheme === 'mysql' || scheme === 'mariadb') {
+    throw unsupportedSchemaError(`${origin} points at MySQL; airlock supports PostgreSQL only for now.`, [
+      'Run airlock against an Airflow database on PostgreSQL.',
+    ])
+  }
+
+  if (scheme !== 'postgres' && scheme !== 'postgresql') {
+    throw usageError(`${origin} uses the scheme "${match[0]}"; expected postgresql:// (or postgresql+psycopg2:// from Airflow).`)
+  }
+
+  return 'postgresql://' + url.slice(match[0].length)
+}
+
+/** The URL with its password replaced by `***`, for every message, log line and JSON field. */
+export function maskUrl(url: string): string {
+  // user:password@ in the authority; the password may itself contain ':' but never an unescaped '@'.
+  let masked = url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:)[^@/?#]*@/i, '$1***@')
+  // libpq also accepts ?password=… in the query string.
+  masked = masked.replace(/([?&]password=)[^&#]*/gi, '$1***')
+  return masked
+}
+
+/** The password a URL carries, decoded, so messages from elsewhere can be scrubbed of it too. */
+export function passwordOf(url: string): string | undefined {
+  try {
+    const parsed = new URL(url)
+    const fromQuery = parsed.searchParams.get('password')
+    const password = parsed.password ? decodeURIComponent(parsed.password) : fromQuery
+    return password || undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Removes every occurrence of the given secrets (and their URL-encoded forms) from a text. */
+export function redact(text: string, secrets: Iterable<string>): string {
+  let out = text
+  for (const secret of secrets) {
+    if (secret.length < 2) continue
+    for (const form of new Set([secret, encodeURIComponent(secret)])) out = out.split(form).join('***')
+  }
+  return out
+}
+
+/** host:port/database of a URL, for "connected to …" lines (never the user or password). */
+export function describeTarget(url: string): string {
+  try {
+    const parsed = new URL(url)
+    const host = parsed.hostname || parsed.searchParams.get('host') || 'localhost'
+    const port = parsed.port || '5432'
+    const database = decodeURIComponent(parsed.pathname.replace(/^\//, '')) || '(default)'
+    return `${host}:${port}/${database}`
+  } catch {
+    return maskUrl(url)
+  }
+}

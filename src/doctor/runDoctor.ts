@@ -1,0 +1,70 @@
+import {checkAirflowSchema, type Capabilities} from '../airflow/schema.js'
+import {supportedVersionsText} from '../airflow/versions.js'
+import type {Database} from '../connection/open.js'
+import {readLockSettings} from '../db/readLockSettings.js'
+import {readServerInfo} from '../db/readServerInfo.js'
+import {readTablePrivileges} from '../db/readTablePrivileges.js'
+import {ExitCode} from '../exitCodes.js'
+import {adviseOn, lockSettingNames, type SettingReport} from './settingsAdvice.js'
+import {neededPrivileges} from './writePrivileges.js'
+
+export interface DoctorReport {
+  connection: {target: string; source: string; user: string}
+  server: {version: string; versionNum: number; canMonitor: boolean}
+  airflow: {
+    supported: boolean
+    alembicHead: string | null
+    version: string | null
+    reason: string | null
+    missing: string[]
+    capabilities: Capabilities | null
+  }
+  privileges: Array<{object: string; privilege: string; granted: boolean; neededBy: string}>
+  settings: SettingReport[]
+  verdict: string
+}
+
+export interface DoctorOutcome {
+  report: DoctorReport
+  exit: ExitCode
+}
+
+/** Everything an operator wants to know before pointing airlock at a database; writes nothing. */
+export async function runDoctor(database: Database): Promise<DoctorOutcome> {
+  const {knex} = database
+  const server = await readServerInfo(knex)
+  const check = await checkAirflowSchema(knex)
+  const privileges = (await readTablePrivileges(knex, neededPrivileges)).map((result, index) => ({
+    object: result.object.replace(/^public\./, ''),
+    privilege: result.privilege,
+    granted: result.granted,
+    neededBy: neededPrivileges[index]!.neededBy,
+  }))
+  const settings = (await readLockSettings(knex, lockSettingNames)).map(adviseOn)
+
+  const airflow = check.supported
+    ? {supported: true, alembicHead: check.schema.alembicHead, version: check.schema.airflowVersion, reason: null, missing: [], capabilities: check.schema.capabilities}
+    : {supported: false, alembicHead: check.alembicHead ?? null, version: null, reason: check.reason, missing: check.missing, capabilities: null}
+
+  const denied = privileges.filter((p) => !p.granted)
+  let verdict: string
+  if (!check.supported) {
+    verdict = `unsupported: ${check.reason}. airlock supports Airflow ${supportedVersionsText} on PostgreSQL.`
+  } else if (denied.length > 0) {
+    verdict = `Airflow ${airflow.version} on PostgreSQL ${server.version}: readable, but ${server.currentUser} lacks ${denied.map((p) => `${p.privilege} on ${p.object}`).join(', ')} (see the privileges table).`
+  } else {
+    verdict = `ready: Airflow ${airflow.version} (${airflow.alembicHead}) on PostgreSQL ${server.version}; ${server.currentUser} can run every airlock command.`
+  }
+
+  return {
+    report: {
+      connection: {target: database.target, source: database.connection.source, user: server.currentUser},
+      server: {version: server.version, versionNum: server.versionNum, canMonitor: server.canMonitor},
+      airflow,
+      privileges,
+      settings,
+      verdict,
+    },
+    exit: check.supported ? ExitCode.ok : ExitCode.unsupportedSchema,
+  }
+}

