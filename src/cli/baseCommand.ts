@@ -120,11 +120,10 @@ export abstract class AirlockCommand<R> extends Command {
 
     if (isParseError(error)) {
       // oclif's parse messages run to several lines with a "See more help" tail: keep the first.
+      // One line for humans: the problem and where help is.
       const first = error.message.split('\n')[0]?.trim() ?? 'invalid arguments'
-      return {
-        status: ExitCode.usage,
-        error: {name: 'UsageError', code: 'USAGE', message: this.scrub(first), actions: [`See: airlock ${this.id?.replaceAll(':', ' ') ?? ''} --help`]},
-      }
+      const help = `airlock ${this.id?.replaceAll(':', ' ') ?? ''} --help`
+      return {status: ExitCode.usage, error: {name: 'UsageError', code: 'USAGE', message: this.scrub(`${first} (see ${help})`), actions: []}}
     }
 
     const message = error instanceof Error ? error.message : String(error)

@@ -10,7 +10,8 @@ export function toPostgresUrl(raw: string, origin: string): string {
   const url = raw.trim()
   const match = /^([a-z][a-z0-9]*)(\+[a-z0-9_]+)?:\/\//i.exec(url)
   if (!match) {
-    throw usageError(`${origin} is not a database URL (expected postgresql://user@host:port/database): ${maskUrl(url)}`)
+    // Not echoed: without a scheme there is no telling which part is a password.
+    throw usageError(`${origin} is not a database URL (expected postgresql://user@host:port/database).`)
   }
 
   const scheme = match[1]!.toLowerCase()

@@ -1,0 +1,61 @@
+import {describe, expect, it} from 'vitest'
+
+import {AirlockError} from '../../src/errors.js'
+import {describeTarget, maskUrl, passwordOf, redact, toPostgresUrl} from '../../src/connection/url.js'
+
+describe('toPostgresUrl', () => {
+  it.each([
+    ['postgresql+psycopg2://airflow:pw@db:5432/airflow', 'postgresql://airflow:pw@db:5432/airflow'],
+    ['postgresql+asyncpg://airflow@db/airflow?sslmode=require', 'postgresql://airflow@db/airflow?sslmode=require'],
+    ['postgres://u@h/d', 'postgresql://u@h/d'],
+    ['  postgresql://u@h/d  ', 'postgresql://u@h/d'],
+    ['POSTGRESQL+PSYCOPG2://u@h/d', 'postgresql://u@h/d'],
+  ])('translates %s', (input, expected) => {
+    expect(toPostgresUrl(input, 'test')).toBe(expected)
+  })
+
+  it('refuses MySQL with exit 8 and a message naming the source', () => {
+    const error = captureError(() => toPostgresUrl('mysql+mysqldb://u:secret@h/airflow', 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'))
+    expect(error.exit).toBe(8)
+    expect(error.message).toContain('AIRFLOW__DATABASE__SQL_ALCHEMY_CONN')
+    expect(error.message).not.toContain('secret')
+  })
+
+  it('refuses a non-URL with exit 2 without echoing its password', () => {
+    const error = captureError(() => toPostgresUrl('sqlite:////tmp/x.db', '--database-url'))
+    expect(error.exit).toBe(2)
+    const noScheme = captureError(() => toPostgresUrl('user:hunter22@host/db', '--database-url'))
+    expect(noScheme.exit).toBe(2)
+    expect(noScheme.message).not.toContain('hunter22')
+  })
+})
+
+describe('password masking', () => {
+  it('masks the password in the authority and in the query string', () => {
+    expect(maskUrl('postgresql://airflow:s3cr:et@db:5432/airflow')).toBe('postgresql://airflow:***@db:5432/airflow')
+    expect(maskUrl('postgresql://airflow@db/airflow?password=s3cret&sslmode=require')).toBe('postgresql://airflow@db/airflow?password=***&sslmode=require')
+    expect(maskUrl('postgresql://airflow@db/airflow')).toBe('postgresql://airflow@db/airflow')
+  })
+
+  it('finds the decoded password and scrubs both its forms from any text', () => {
+    const url = 'postgresql://airflow:p%40ss%20word@db/airflow'
+    expect(passwordOf(url)).toBe('p@ss word')
+    expect(redact('failed for p@ss word and p%40ss%20word', ['p@ss word'])).toBe('failed for *** and ***')
+  })
+
+  it('describes a target without user or password', () => {
+    expect(describeTarget('postgresql://airflow:pw@db.internal:6543/meta')).toBe('db.internal:6543/meta')
+    expect(describeTarget('postgresql://airflow:pw@db/meta')).toBe('db:5432/meta')
+  })
+})
+
+function captureError(fn: () => unknown): AirlockError {
+  try {
+    fn()
+  } catch (error) {
+    if (error instanceof AirlockError) return error
+    throw error
+  }
+
+  throw new Error('expected an AirlockError')
+}

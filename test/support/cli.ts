@@ -1,0 +1,36 @@
+import {spawn} from 'node:child_process'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+
+export interface CliResult {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/**
+ * Runs the built CLI (bin/run.js → dist/) as an operator would, with a clean environment: no
+ * connection variables leak in from the developer's shell unless the test passes them.
+ */
+export function runCli(args: string[], options: {env?: Record<string, string>; stdin?: string} = {}): Promise<CliResult> {
+  const base: Record<string, string> = {PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LANG: 'C.UTF-8'}
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), ...args], {env: {...base, ...options.env}, stdio: ['pipe', 'pipe', 'pipe']})
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({code, stdout, stderr}))
+    child.stdin.end(options.stdin ?? '')
+  })
+}
+
+/** The one JSON envelope a --json run printed on stdout. */
+export function envelope(result: CliResult): Record<string, unknown> {
+  const lines = result.stdout.trim().split('\n')
+  if (lines.length !== 1) throw new Error(`expected one line on stdout, got ${lines.length}:\n${result.stdout}\nstderr:\n${result.stderr}`)
+  return JSON.parse(lines[0]!) as Record<string, unknown>
+}

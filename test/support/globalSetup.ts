@@ -1,0 +1,57 @@
+import {randomBytes} from 'node:crypto'
+
+import knexFactory from 'knex'
+import type {TestProject} from 'vitest/node'
+
+import {buildFixtureSchema, fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
+import {startTestServer, type TestServer} from './testServer.js'
+import {templateName, withDatabase} from './urls.js'
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    adminUrl: string
+    runId: string
+    serverKind: string
+  }
+}
+
+let server: TestServer | undefined
+let runId = ''
+
+/** One server per run; one template database per fixture version, cloned by each test file. */
+export async function setup(project: TestProject): Promise<void> {
+  server = await startTestServer()
+  runId = randomBytes(4).toString('hex')
+  const admin = knexFactory({client: 'pg', connection: server.adminUrl, pool: {min: 0, max: 1}})
+  try {
+    for (const version of fixtureVersions) {
+      const name = templateName(runId, version)
+      await admin.raw('create database ??', [name])
+      const knex = knexFactory({client: 'pg', connection: withDatabase(server.adminUrl, name), pool: {min: 0, max: 1}})
+      try {
+        await buildFixtureSchema(knex, version)
+      } finally {
+        await knex.destroy()
+      }
+    }
+  } finally {
+    await admin.destroy()
+  }
+
+  process.stderr.write(`airlock tests: PostgreSQL from ${server.kind} (run ${runId})\n`)
+  project.provide('adminUrl', server.adminUrl)
+  project.provide('runId', runId)
+  project.provide('serverKind', server.kind)
+}
+
+export async function teardown(): Promise<void> {
+  if (!server) return
+  const admin = knexFactory({client: 'pg', connection: server.adminUrl, pool: {min: 0, max: 1}})
+  try {
+    const {rows} = await admin.raw<{rows: Array<{datname: string}>}>('select datname from pg_database where datname like ?', [`airlock_t${runId}%`])
+    for (const row of rows) await admin.raw('drop database if exists ?? with (force)', [row.datname])
+  } finally {
+    await admin.destroy()
+    await server.stop()
+  }
+}

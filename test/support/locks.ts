@@ -1,0 +1,33 @@
+import type {Knex} from 'knex'
+
+/**
+ * Waits until backend `pid` is blocked on a heavyweight lock (pg_stat_activity.wait_event_type =
+ * 'Lock'), polling the catalog: race tests order their sessions by what the server reports, never
+ * by sleeping and hoping.
+ */
+export async function waitUntilBlocked(observer: Knex, pid: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const {rows} = await observer.raw<{rows: Array<{wait_event_type: string | null}>}>(
+      'select wait_event_type from pg_stat_activity where pid = ?',
+      [pid],
+    )
+    if (rows[0]?.wait_event_type === 'Lock') return
+    if (Date.now() > deadline) throw new Error(`backend ${pid} was not blocked on a lock within ${timeoutMs} ms`)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+}
+
+/** Waits until some backend whose application_name starts with `prefix` is blocked on a lock; returns its pid. */
+export async function waitUntilAppBlocked(observer: Knex, prefix: string, timeoutMs = 10_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const {rows} = await observer.raw<{rows: Array<{pid: number}>}>(
+      `select pid from pg_stat_activity where application_name like ? and wait_event_type = 'Lock' limit 1`,
+      [`${prefix}%`],
+    )
+    if (rows[0]) return rows[0].pid
+    if (Date.now() > deadline) throw new Error(`no session "${prefix}…" was blocked on a lock within ${timeoutMs} ms`)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+}
