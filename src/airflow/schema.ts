@@ -38,7 +38,7 @@ export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
   task_instance: ['id', 'dag_id', 'run_id', 'task_id', 'map_index', 'state', 'start_date', 'end_date', 'duration', 'try_number', 'next_method', 'next_kwargs', 'updated_at'],
   task_instance_history: ['task_instance_id', 'dag_id', 'run_id', 'task_id', 'map_index', 'try_number', 'state'],
   dag_run: ['id', 'dag_id', 'run_id', 'logical_date'],
-  dag: ['dag_id', 'is_paused', 'owners'],
+  dag: ['dag_id', 'is_paused', 'is_stale', 'owners'],
   asset: ['id', 'name', 'uri', 'group', 'extra', 'created_at', 'updated_at'],
   asset_active: ['name', 'uri'],
   asset_alias: ['id', 'name', 'group'],

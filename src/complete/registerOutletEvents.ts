@@ -1,0 +1,93 @@
+import type {Knex} from 'knex'
+
+import type {Capabilities} from '../airflow/schema.js'
+import type {TaskInstanceContext} from '../airflow/taskInstance.js'
+import {ensureAliasAssets} from '../db/ensureAliasAssets.js'
+import {insertAliasEventLinks} from '../db/insertAliasEventLinks.js'
+import {insertAssetEvents, type InsertedEvent, type NewAssetEvent} from '../db/insertAssetEvents.js'
+import {queueConsumers, type ConsumerDecision} from '../db/queueConsumers.js'
+import {readOutletAssets} from '../db/readOutletAssets.js'
+import type {OutletEventInput} from './workItem.js'
+
+export interface Registration {
+  events: InsertedEvent[]
+  consumers: ConsumerDecision[]
+  warnings: string[]
+}
+
+export const emptyRegistration = (): Registration => ({events: [], consumers: [], warnings: []})
+
+/**
+ * Protocol step 2 as Airflow's success path does it (../shared/airflow/README.md): one event per
+ * ACTIVE outlet asset (inactive ones skipped, with a warning), events through aliases with their
+ * link rows, then the consumers' queue rows last, since their key locks are the contended ones.
+ * A constant number of statements whatever the number of outlets: 3 without aliases, 7 with.
+ */
+export async function registerOutletEvents(
+  trx: Knex.Transaction,
+  ti: TaskInstanceContext,
+  input: {outletEvents: readonly OutletEventInput[]; defaultExtra: string},
+  capabilities: Capabilities,
+): Promise<Registration> {
+  const warnings: string[] = []
+  const outlets = await readOutletAssets(trx, ti.dagId, ti.taskId)
+  for (const outlet of outlets.filter((o) => !o.active)) {
+    warnings.push(`asset ${outlet.name} (${outlet.uri}) of ${ti.dagId}.${ti.taskId} is not active: no event, as Airflow does`)
+  }
+
+  const active = outlets.filter((o) => o.active)
+  const extraByAsset = new Map<number, string>()
+  const aliasEntries: OutletEventInput[] = []
+  for (const entry of input.outletEvents) {
+    if (entry.alias) {
+      aliasEntries.push(entry)
+      continue
+    }
+
+    const outlet = outlets.find((o) => o.name === entry.asset || o.uri === entry.asset)
+    if (!outlet) warnings.push(`outlet_events names ${entry.asset}, which is not an outlet of ${ti.dagId}.${ti.taskId}: ignored`)
+    else if (entry.extra) extraByAsset.set(outlet.assetId, JSON.stringify(entry.extra))
+  }
+
+  const aliased = await ensureAliasAssets(
+    trx,
+    aliasEntries.map((entry) => {
+      const known = outlets.find((o) => o.name === entry.asset || o.uri === entry.asset)
+      return {aliasName: entry.alias!, assetName: known?.name ?? entry.asset, assetUri: known?.uri ?? entry.asset}
+    }),
+  )
+  for (const entry of aliasEntries) {
+    if (!aliased.some((a) => a.aliasName === entry.alias)) warnings.push(`asset alias ${entry.alias} does not exist: no event for ${entry.asset}`)
+  }
+
+  const aliasExtra = new Map(aliasEntries.filter((e) => e.extra).map((e) => [`${e.alias}\u0000${e.asset}`, JSON.stringify(e.extra)]))
+  const events: NewAssetEvent[] = active.map((o) => ({assetId: o.assetId, extra: extraByAsset.get(o.assetId) ?? input.defaultExtra}))
+  for (const emission of aliased) {
+    if (events.some((e) => e.assetId === emission.assetId)) continue
+    const extra = aliasExtra.get(`${emission.aliasName}\u0000${emission.assetName}`) ?? aliasExtra.get(`${emission.aliasName}\u0000${emission.assetUri}`)
+    events.push({assetId: emission.assetId, extra: extra ?? input.defaultExtra})
+  }
+
+  const inserted = await insertAssetEvents(trx, ti, events, {column: capabilities.eventPartitionKey, value: ti.partitionKey})
+  const eventByAsset = new Map(inserted.map((e) => [e.assetId, e.eventId]))
+  const links = aliased.map((a) => ({aliasId: a.aliasId, eventId: eventByAsset.get(a.assetId)!})).filter((l) => l.eventId !== undefined)
+  await insertAliasEventLinks(trx, links)
+
+  const aliasOfEvent = new Map(links.map((l) => [l.eventId, l.aliasId]))
+  const consumers = await queueConsumers(
+    trx,
+    inserted.map((e) => ({eventId: e.eventId, assetId: e.assetId, aliasId: aliasOfEvent.get(e.eventId) ?? null})),
+    {capabilities, eventPartitionKey: ti.partitionKey},
+  )
+  const unqueued = consumers.filter((c) => c.kind !== 'queued')
+  if (unqueued.length > 0) {
+    const dags = [...new Set(unqueued.map((c) => c.dagId))].sort().join(', ')
+    warnings.push(
+      ti.partitionKey === null
+        ? `consumers with a partitioned timetable need Airflow's partition mappers and were not queued: ${dags}`
+        : `events carry partition key ${ti.partitionKey}: Airflow queues their consumers through its partition mappers, which airlock cannot run; not queued: ${dags}`,
+    )
+  }
+
+  return {events: inserted, consumers, warnings}
+}
