@@ -24,9 +24,8 @@ export async function ensureAliasAssets(trx: Knex.Transaction, emissions: readon
 
   await trx.raw(
     `insert into asset (name, uri, "group", extra, created_at, updated_at)
-     select distinct i.asset_name, i.asset_uri, 'asset', '{}'::json, clock_timestamp(), clock_timestamp()
-       from ${input}
-       join asset_alias al on al.name = i.alias_name
+     select wanted.asset_name, wanted.asset_uri, 'asset', '{}'::json, clock_timestamp(), clock_timestamp()
+       from (select distinct i.asset_name, i.asset_uri from ${input} join asset_alias al on al.name = i.alias_name) as wanted
       order by 1, 2
      on conflict (name, uri) do nothing`,
     arrays,

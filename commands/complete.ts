@@ -1,0 +1,96 @@
+import {Flags} from '@oclif/core'
+
+import {requireAirflowSchema} from '../src/airflow/schema.js'
+import {taskInstanceStates, type TaskInstanceState} from '../src/airflow/taskInstance.js'
+import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
+import {BatchOutput} from '../src/cli/batchOutput.js'
+import {confirmBulkWrite} from '../src/cli/confirm.js'
+import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
+import {watchInterrupts} from '../src/cli/interrupt.js'
+import {parseDuration, parseJsonObject, parseTimestamp} from '../src/cli/parseInput.js'
+import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
+import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
+import {openItemSource} from '../src/complete/itemSource.js'
+import {runComplete} from '../src/complete/runComplete.js'
+import {ExitCode} from '../src/exitCodes.js'
+
+export default class Complete extends AirlockCommand<BatchReport> {
+  static override summary = 'Mark task instances SUCCESS together with the asset events they emit.'
+  static override description = `For each selected task instance, in one transaction: read it without a lock, register one asset
+event per active outlet asset (alias events and consumer queue rows included), lock the
+task_instance row, recheck its state, then commit state + events + an audit log row, or roll
+everything back. The row lock is held only for the state update.
+
+Outcomes per task instance: completed; already_success (nothing written); conflict (it was in
+another state: nothing written, previous_state says which); not_found; failed (after retries on
+deadlock, serialization failure or lock timeout).
+
+Without --yes, more than one task instance needs confirmation on a terminal and is refused
+(exit 2) elsewhere. Airflow's listeners (OpenLineage) and metrics do not see these writes.`
+
+  static override examples = [
+    {description: 'Complete one task instance by id', command: '<%= config.bin %> complete --ti-id 0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a --database-url postgresql://airflow@db/airflow'},
+    {description: 'A whole dag run, previewed first', command: '<%= config.bin %> complete --dag-id etl_daily --run-id scheduled__2026-12-01T00:00:00+00:00 --dry-run'},
+    {description: 'Failed tasks too, with an extra on every event', command: '<%= config.bin %> complete --dag-id etl_daily --task-id load --from-state running --from-state failed --extra \'{"reason":"INC-42"}\' --yes'},
+    {description: 'A backfill from cron, split across 4 hosts, streamed', command: '<%= config.bin %> complete --dag-id etl_daily --since 2026-11-01 --until 2026-12-01 --shard 2/4 --yes --ndjson'},
+    {description: 'From a file (or - for stdin)', command: '<%= config.bin %> complete --from-file tis.ndjson --yes --json'},
+  ]
+
+  static override flags = {
+    ...connectionFlags,
+    ...selectionFlags,
+    'from-state': Flags.string({description: 'States a task instance may be in to be completed; repeatable. The lock recheck still applies.', multiple: true, default: ['running'], options: taskInstanceStates.filter((s) => s !== 'success'), helpGroup: 'WRITING'}),
+    'no-events': Flags.boolean({description: 'Only the state and the audit row: no asset events, no queued runs.', helpGroup: 'WRITING'}),
+    extra: Flags.string({description: 'JSON object for the extra of every event (outlet_events in --from-file lines override it per asset).', helpGroup: 'WRITING'}),
+    'end-date': Flags.string({description: 'end_date to record (ISO-8601 UTC); default: now.', helpGroup: 'WRITING'}),
+    concurrency: Flags.integer({description: 'Task instances in flight at once (one connection each).', default: 4, min: 1, max: 64, helpGroup: 'WRITING'}),
+    'lock-timeout': Flags.string({description: 'SET LOCAL lock_timeout per transaction; a lock wait longer than this is retried, then reported failed.', default: '5s', helpGroup: 'WRITING'}),
+    'statement-timeout': Flags.string({description: 'SET LOCAL statement_timeout per transaction.', default: '30s', helpGroup: 'WRITING'}),
+    'dry-run': Flags.boolean({description: 'Run every transaction, then roll it back: reports exactly what would happen.', helpGroup: 'WRITING'}),
+    yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', helpGroup: 'WRITING'}),
+    ndjson: Flags.boolean({description: 'Stream one JSON line per item ({"type":"item",…}), then {"type":"summary",…}.', exclusive: ['json'], helpGroup: 'OUTPUT'}),
+  }
+
+  protected async execute(): Promise<CommandOutcome<BatchReport>> {
+    const {flags} = await this.parse(Complete)
+    const selection = selectionFromFlags(flags)
+    const settings = {
+      fromStates: flags['from-state'] as TaskInstanceState[],
+      emitEvents: !flags['no-events'],
+      defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
+      endDate: flags['end-date'] ? parseTimestamp(flags['end-date'], '--end-date') : null,
+      lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
+      statementTimeoutMs: parseDuration(flags['statement-timeout'], '--statement-timeout'),
+    }
+    const {database} = await openFromFlags(flags, {verb: 'complete', poolSize: flags.concurrency + 1}, (secret) => this.secrets.add(secret))
+    this.onCleanup(() => database.close())
+    const schema = await requireAirflowSchema(database.knex)
+    const source = await openItemSource(database.knex, selection)
+    const mode = flags.ndjson ? 'ndjson' : this.jsonMode ? 'json' : 'human'
+    await confirmBulkWrite({count: source.count, what: 'mark success', yes: flags.yes, dryRun: flags['dry-run'], machineOutput: mode !== 'human'})
+
+    const output = new BatchOutput(mode, flags['dry-run'] ? 'complete (dry run)' : 'complete', source.count, 'completed')
+    const interrupts = watchInterrupts((signal) => this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`))
+    try {
+      const {tally, interrupted} = await runComplete(database.knex, {
+        ...settings,
+        items: source.items,
+        schema,
+        concurrency: flags.concurrency,
+        dryRun: flags['dry-run'],
+        airlockVersion: this.config.version,
+        shouldStop: interrupts.requested,
+        onItem: (item, counts) => output.add(item, counts),
+      })
+      for (const warning of tally.warnings()) this.note(warning)
+      const report = output.finish(tally, flags['dry-run'], interrupted)
+      return {result: report, exit: interrupted ? ExitCode.interrupted : tally.exit}
+    } finally {
+      interrupts.dispose()
+    }
+  }
+
+  protected render(report: BatchReport): string {
+    return this.argv.includes('--ndjson') ? '' : renderBatch(report, report.summary.dry_run ? 'Would complete' : 'Completed')
+  }
+}

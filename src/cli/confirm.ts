@@ -1,0 +1,22 @@
+import {confirm} from '@inquirer/prompts'
+
+import {usageError} from '../errors.js'
+
+/**
+ * DESIGN §3: without --yes, a write touching more than one task instance asks on a terminal and
+ * is refused (exit 2, naming --yes) when nobody can answer: stdin is not a terminal, or the
+ * output is machine-readable.
+ */
+export async function confirmBulkWrite(options: {count: number; what: string; yes: boolean; dryRun: boolean; machineOutput: boolean}): Promise<void> {
+  if (options.yes || options.dryRun || options.count <= 1) return
+  if (options.machineOutput || !process.stdin.isTTY) {
+    throw usageError(`Refusing to ${options.what} ${options.count} task instances without confirmation.`, [
+      'Pass --yes to confirm (or --dry-run to see what would happen).',
+    ])
+  }
+
+  const answer = await confirm({message: `${capitalise(options.what)} ${options.count} task instances?`, default: false}, {output: process.stderr})
+  if (!answer) throw usageError('Nothing written: not confirmed.')
+}
+
+const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)

@@ -1,0 +1,54 @@
+import {usageError} from '../errors.js'
+
+/**
+ * Flag values checked at the edge, into the types src/ works with. Messages name the flag and
+ * what is allowed (STYLE §7).
+ */
+export function parseTimestamp(value: string, flag: string): Date {
+  // ISO-8601; without a zone designator the value is taken as UTC, as Airflow stores it.
+  const withZone = /[zZ]|[+-]\d\d:?\d\d$/.test(value) || /^\d{4}-\d\d-\d\d$/.test(value) ? value : `${value}Z`
+  const date = new Date(/^\d{4}-\d\d-\d\d$/.test(withZone) ? `${withZone}T00:00:00Z` : withZone)
+  if (!/^\d{4}-\d\d-\d\d/.test(value) || Number.isNaN(date.getTime())) {
+    throw usageError(`${flag} must be an ISO-8601 timestamp such as 2026-12-01 or 2026-12-01T03:00:00Z (got "${value}").`)
+  }
+
+  return date
+}
+
+export function parseShard(value: string): {index: number; count: number} {
+  const match = /^(\d+)\/(\d+)$/.exec(value)
+  const index = Number(match?.[1])
+  const count = Number(match?.[2])
+  if (!match || count < 1 || index < 1 || index > count) throw usageError(`--shard must be K/N with 1 ≤ K ≤ N, e.g. 1/4 (got "${value}").`)
+  return {index, count}
+}
+
+export function parseJsonObject(value: string, flag: string): string {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(value)
+  } catch (error) {
+    throw usageError(`${flag} is not valid JSON (${(error as Error).message}).`, [`Example: ${flag} '{"source": "backfill"}'`])
+  }
+
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw usageError(`${flag} must be a JSON object, e.g. '{"source": "backfill"}'.`)
+  return JSON.stringify(parsed)
+}
+
+/** "5s", "500ms", "2min", or plain milliseconds. */
+export function parseDuration(value: string, flag: string): number {
+  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|min)?$/.exec(value.trim())
+  if (!match) throw usageError(`${flag} must be a duration like 500ms, 5s or 1min (got "${value}").`)
+  const amount = Number(match[1])
+  const factor = {ms: 1, s: 1000, min: 60_000}[match[2] ?? 'ms'] ?? 1
+  const ms = Math.round(amount * factor)
+  if (ms < 1 || ms > 3_600_000) throw usageError(`${flag} must be between 1ms and 60min (got "${value}").`)
+  return ms
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export function parseTaskInstanceId(value: string): string {
+  if (!uuidPattern.test(value)) throw usageError(`--ti-id must be a task instance UUID (task_instance.id), got "${value}".`)
+  return value.toLowerCase()
+}

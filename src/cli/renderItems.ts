@@ -1,0 +1,34 @@
+import type {ItemJson} from '../output/itemJson.js'
+import {renderTable} from '../output/table.js'
+
+export interface BatchReport {
+  summary: Record<string, number | boolean>
+  items: ItemJson[]
+  /** Items not kept for the human table (large runs keep the first rows and every problem). */
+  omitted?: number
+  interrupted?: boolean
+}
+
+export function renderBatch(report: BatchReport, verb: string): string {
+  const rows = report.items.map((item) => [
+    `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${item.map_index !== null && item.map_index >= 0 ? `[${item.map_index}]` : ''}`,
+    item.outcome + (item.previous_state ? ` (was ${item.previous_state})` : '') + (item.error ? `: ${item.error.sqlstate ?? ''} ${item.error.message}`.trimEnd() : ''),
+    item.events,
+    item.queued,
+    item.timings.lock_hold_ms.toFixed(2),
+    item.timings.total_ms.toFixed(1),
+  ])
+  const parts: string[] = []
+  if (rows.length > 0) parts.push(renderTable(['task instance', 'outcome', 'events', 'queued', 'lock hold ms', 'total ms'], rows))
+  if (report.omitted) parts.push(`… ${report.omitted} more items (--json or --ndjson lists them all)`)
+  const s = report.summary
+  const counts = Object.entries(s)
+    .filter(([key, value]) => typeof value === 'number' && !['selected', 'events_created', 'runs_queued'].includes(key) && value > 0)
+    .map(([key, value]) => `${value} ${key.replaceAll('_', ' ')}`)
+  parts.push(
+    `${s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${verb} ${s.selected} task instance${s.selected === 1 ? '' : 's'}: ` +
+      `${counts.join(', ') || 'nothing to do'}; ${s.events_created} events, ${s.runs_queued} queue rows.` +
+      (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
+  )
+  return parts.join('\n\n')
+}

@@ -1,0 +1,51 @@
+import {Flags} from '@oclif/core'
+
+import type {SelectionRequest} from '../complete/itemSource.js'
+import {parseShard, parseTaskInstanceId, parseTimestamp} from './parseInput.js'
+
+/** The selection flags of DESIGN §3, shared by every command that works on task instances. */
+export const selectionFlags = {
+  'ti-id': Flags.string({description: 'A task instance id (task_instance.id, a UUID). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
+  'dag-id': Flags.string({description: 'Task instances of this DAG.', helpGroup: 'SELECTION'}),
+  'run-id': Flags.string({description: 'Task instances of this dag run (run_id). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
+  'task-id': Flags.string({description: 'Task instances of this task. Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
+  'map-index': Flags.integer({description: 'Only this map index (-1 for unmapped tasks).', min: -1, helpGroup: 'SELECTION'}),
+  since: Flags.string({description: 'Runs whose run_after (logical date of scheduled runs) is at or after this ISO-8601 UTC time.', helpGroup: 'SELECTION'}),
+  until: Flags.string({description: 'Runs whose run_after is before this ISO-8601 UTC time.', helpGroup: 'SELECTION'}),
+  'from-file': Flags.string({
+    description: 'NDJSON of task instances, "-" for stdin: {"ti_id"} or {"dag_id","run_id","task_id","map_index"} per line, optionally with "outlet_events":[{"asset","extra","alias"}].',
+    helpGroup: 'SELECTION',
+  }),
+  limit: Flags.integer({description: 'At most this many task instances.', min: 1, helpGroup: 'SELECTION'}),
+  shard: Flags.string({description: 'K/N: only the K-th of N hash partitions, so N hosts can share one backfill without overlap.', helpGroup: 'SELECTION'}),
+}
+
+export interface SelectionFlagValues {
+  'ti-id'?: string[] | undefined
+  'dag-id'?: string | undefined
+  'run-id'?: string[] | undefined
+  'task-id'?: string[] | undefined
+  'map-index'?: number | undefined
+  since?: string | undefined
+  until?: string | undefined
+  'from-file'?: string | undefined
+  limit?: number | undefined
+  shard?: string | undefined
+}
+
+export function selectionFromFlags(flags: SelectionFlagValues): SelectionRequest {
+  return {
+    tiIds: (flags['ti-id'] ?? []).map(parseTaskInstanceId),
+    fromFile: flags['from-file'],
+    filter: {
+      dagId: flags['dag-id'],
+      runIds: flags['run-id'] ?? [],
+      taskIds: flags['task-id'] ?? [],
+      mapIndex: flags['map-index'],
+      since: flags.since ? parseTimestamp(flags.since, '--since') : undefined,
+      until: flags.until ? parseTimestamp(flags.until, '--until') : undefined,
+      limit: flags.limit,
+      shard: flags.shard ? parseShard(flags.shard) : undefined,
+    },
+  }
+}

@@ -1,0 +1,103 @@
+import fs from 'node:fs'
+import readline from 'node:readline'
+
+import {usageError} from '../errors.js'
+import type {OutletEventInput, WorkItem} from './workItem.js'
+
+/**
+ * `--from-file PATH|-`: NDJSON, one task instance per line, `{"ti_id": …}` or
+ * `{"dag_id", "run_id", "task_id", "map_index"?}`, optionally with
+ * `"outlet_events": [{"asset": "<name or uri>", "extra": {…}, "alias"?: "<alias name>"}]`.
+ * Blank lines are skipped. Every line is checked before anything is written, so one bad line
+ * means exit 2 and an untouched database.
+ */
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export function parseInputLine(text: string, line: number, source: string): WorkItem {
+  const where = `${source} line ${line}`
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (error) {
+    throw usageError(`${where} is not valid JSON (${(error as Error).message}).`, ['Each line must be one JSON object: {"ti_id": "…"} or {"dag_id": …, "run_id": …, "task_id": …, "map_index": -1}.'])
+  }
+
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw usageError(`${where} must be a JSON object.`)
+  const record = value as Record<string, unknown>
+  const outletEvents = parseOutletEvents(record.outlet_events, where)
+
+  if (record.ti_id !== undefined) {
+    if (typeof record.ti_id !== 'string' || !uuidPattern.test(record.ti_id)) throw usageError(`${where}: ti_id must be a task instance UUID.`)
+    return {ref: {tiId: record.ti_id.toLowerCase()}, outletEvents}
+  }
+
+  for (const field of ['dag_id', 'run_id', 'task_id'] as const) {
+    if (typeof record[field] !== 'string' || record[field] === '') throw usageError(`${where}: needs "ti_id", or "dag_id", "run_id" and "task_id" (strings); "${field}" is missing or not a string.`)
+  }
+
+  const mapIndex = record.map_index ?? -1
+  if (!Number.isInteger(mapIndex) || (mapIndex as number) < -1) throw usageError(`${where}: map_index must be an integer ≥ -1.`)
+  return {ref: {key: {dagId: record.dag_id as string, runId: record.run_id as string, taskId: record.task_id as string, mapIndex: mapIndex as number}}, outletEvents}
+}
+
+function parseOutletEvents(value: unknown, where: string): OutletEventInput[] {
+  if (value === undefined) return []
+  if (!Array.isArray(value)) throw usageError(`${where}: outlet_events must be an array.`)
+  return value.map((entry: unknown, index) => {
+    const at = `${where}: outlet_events[${index}]`
+    if (typeof entry !== 'object' || entry === null) throw usageError(`${at} must be an object with "asset".`)
+    const {asset, extra, alias} = entry as Record<string, unknown>
+    if (typeof asset !== 'string' || asset === '') throw usageError(`${at}.asset must be the asset's name or uri.`)
+    if (extra !== undefined && (typeof extra !== 'object' || extra === null || Array.isArray(extra))) throw usageError(`${at}.extra must be a JSON object.`)
+    if (alias !== undefined && (typeof alias !== 'string' || alias === '')) throw usageError(`${at}.alias must be the alias name.`)
+    return {asset, ...(extra ? {extra: extra as Record<string, unknown>} : {}), ...(alias ? {alias: alias as string} : {})}
+  })
+}
+
+async function* readLines(path: string): AsyncGenerator<{text: string; line: number}> {
+  const input = path === '-' ? process.stdin : fs.createReadStream(path, {encoding: 'utf8'})
+  const lines = readline.createInterface({input, crlfDelay: Number.POSITIVE_INFINITY})
+  let line = 0
+  for await (const text of lines) {
+    line++
+    if (text.trim() !== '') yield {text, line}
+  }
+}
+
+export interface InputFile {
+  count: number
+  items(): AsyncGenerator<WorkItem>
+}
+
+/**
+ * Validates the whole file first, then streams it again for the work: a file's items never sit in
+ * memory together. Standard input cannot be read twice, so its items are kept in memory.
+ */
+export async function openInputFile(path: string): Promise<InputFile> {
+  const source = path === '-' ? 'stdin' : path
+  if (path !== '-') {
+    await fs.promises.access(path, fs.constants.R_OK).catch(() => {
+      throw usageError(`--from-file ${path} cannot be read.`)
+    })
+  }
+
+  const kept: WorkItem[] = []
+  let count = 0
+  for await (const {text, line} of readLines(path)) {
+    const item = parseInputLine(text, line, source)
+    count++
+    if (path === '-') kept.push(item)
+  }
+
+  return {
+    count,
+    async *items() {
+      if (path === '-') {
+        yield* kept
+        return
+      }
+
+      for await (const {text, line} of readLines(path)) yield parseInputLine(text, line, source)
+    },
+  }
+}

@@ -1,0 +1,36 @@
+import type {ItemResult} from '../protocol/outcomes.js'
+
+export interface ItemJson {
+  ti_id: string | null
+  dag_id: string | null
+  run_id: string | null
+  task_id: string | null
+  map_index: number | null
+  outcome: string
+  previous_state: string | null
+  events: number
+  queued: number
+  timings: {register_ms: number; lock_wait_ms: number; lock_hold_ms: number; total_ms: number}
+  error?: {sqlstate: string | null; message: string}
+}
+
+const ms = (value: number) => Math.round(value * 100) / 100
+
+/** An item in the JSON shape of DESIGN §3 (snake_case, as Airflow's columns). */
+export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
+  const key = item.ti ?? ('key' in item.ref ? {id: null, ...item.ref.key} : null)
+  const result = item.result as {outcome: string; previousState?: string | null; sqlstate?: string | null; message?: string}
+  return {
+    ti_id: item.ti?.id ?? ('tiId' in item.ref ? item.ref.tiId : null),
+    dag_id: key?.dagId ?? null,
+    run_id: key?.runId ?? null,
+    task_id: key?.taskId ?? null,
+    map_index: key?.mapIndex ?? null,
+    outcome: result.outcome,
+    previous_state: result.previousState ?? null,
+    events: item.events,
+    queued: item.queued,
+    timings: {register_ms: ms(item.timings.registerMs), lock_wait_ms: ms(item.timings.lockWaitMs), lock_hold_ms: ms(item.timings.lockHoldMs), total_ms: ms(item.timings.totalMs)},
+    ...(result.outcome === 'failed' ? {error: {sqlstate: result.sqlstate ?? null, message: result.message ?? ''}} : {}),
+  }
+}

@@ -1,0 +1,41 @@
+import ora, {type Ora} from 'ora'
+
+/**
+ * Progress on stderr: a spinner line on a terminal, a plain line every `intervalMs` otherwise
+ * (cron logs, CI), never on stdout. Silent for a single item.
+ */
+export interface Progress {
+  update(done: number, detail: string): void
+  stop(): void
+}
+
+export function createProgress(options: {label: string; total: number | null; stream?: NodeJS.WriteStream; intervalMs?: number; enabled: boolean}): Progress {
+  const stream = options.stream ?? process.stderr
+  if (!options.enabled || options.total === 1) return {update() {}, stop() {}}
+  const started = Date.now()
+  const line = (done: number, detail: string) => {
+    const seconds = (Date.now() - started) / 1000
+    const rate = seconds > 0 ? ` · ${(done / seconds).toFixed(1)}/s` : ''
+    const of = options.total === null ? '' : `/${options.total}`
+    return `${options.label}: ${done}${of}${detail ? ` · ${detail}` : ''}${rate}`
+  }
+
+  if (stream.isTTY) {
+    const spinner: Ora = ora({text: line(0, ''), stream, discardStdin: false}).start()
+    return {
+      update: (done, detail) => void (spinner.text = line(done, detail)),
+      stop: () => void spinner.stop(),
+    }
+  }
+
+  const interval = options.intervalMs ?? 5000
+  let lastPrinted = Date.now()
+  return {
+    update(done, detail) {
+      if (Date.now() - lastPrinted < interval) return
+      lastPrinted = Date.now()
+      stream.write(line(done, detail) + '\n')
+    },
+    stop() {},
+  }
+}

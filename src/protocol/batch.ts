@@ -1,0 +1,46 @@
+import type {ItemResult} from './outcomes.js'
+
+export interface BatchOptions<O extends {outcome: string}> {
+  /** Items in flight at once; each holds one pooled connection for its transaction. */
+  concurrency: number
+  /** Checked before each item is taken: true after SIGINT/SIGTERM. In-flight items finish. */
+  shouldStop: () => boolean
+  onResult: (result: ItemResult<O>) => void
+}
+
+/**
+ * Runs one protocol transaction per item over a small pool of workers pulling from one stream, so
+ * a million-item selection is never materialised: the stream pages, the workers consume.
+ */
+export async function runBatch<Item, O extends {outcome: string}>(
+  items: AsyncIterable<Item>,
+  work: (item: Item) => Promise<ItemResult<O>>,
+  options: BatchOptions<O>,
+): Promise<{interrupted: boolean}> {
+  const iterator = items[Symbol.asyncIterator]()
+  let interrupted = false
+  // Async generators queue concurrent next() calls, but a plain iterable may not: serialise them.
+  let pulling: Promise<unknown> = Promise.resolve()
+  const next = () => {
+    const pull = pulling.then(() => iterator.next())
+    pulling = pull.catch(() => undefined)
+    return pull
+  }
+
+  const worker = async () => {
+    for (;;) {
+      if (options.shouldStop()) {
+        interrupted = true
+        return
+      }
+
+      const {value, done} = await next()
+      if (done) return
+      options.onResult(await work(value))
+    }
+  }
+
+  await Promise.all(Array.from({length: Math.max(1, options.concurrency)}, worker))
+  if (interrupted) await iterator.return?.(undefined)
+  return {interrupted}
+}
