@@ -1,0 +1,59 @@
+import knexFactory, {type Knex} from 'knex'
+import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+
+import {completeOne} from '../support/complete.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {eventsOf, seed, ti, tiById} from '../support/scenario.js'
+import {startCommitCutter, type CommitCutter} from '../support/tcpProxy.js'
+
+/**
+ * DESIGN §1: a connection lost during COMMIT is indeterminate. The protocol must re-read and
+ * report the truth, never redo blindly.
+ */
+describe('connection lost during COMMIT', () => {
+  let db: TestDatabase
+  let cutter: CommitCutter
+  let viaProxy: Knex
+
+  beforeAll(async () => {
+    db = await createTestDatabase('3.0')
+    const url = new URL(db.url)
+    cutter = await startCommitCutter({host: url.hostname, port: Number(url.port || 5432)})
+    url.hostname = '127.0.0.1'
+    url.port = String(cutter.port)
+    viaProxy = knexFactory({client: 'pg', connection: url.toString(), pool: {min: 0, max: 2}, log: {warn() {}, error() {}, debug() {}, deprecate() {}}})
+  })
+  afterAll(async () => {
+    await viaProxy?.destroy()
+    await cutter?.close()
+    await db?.drop()
+  })
+  beforeEach(async () => {
+    await db.knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
+    await seed(db.knex)
+  })
+
+  it('when the COMMIT reached the server: reports completed after re-reading, and wrote one set', async () => {
+    const target = await ti(db.knex, 'etl_002', 'task_1')
+    cutter.arm('after')
+    const result = await completeOne(viaProxy, target.id)
+    expect(cutter.cuts).toBe(1)
+    expect(result.result).toEqual({outcome: 'completed'})
+    expect(result.attempts).toBe(1)
+    expect((await tiById(db.knex, target.id)).state).toBe('success')
+    expect(await eventsOf(db.knex, target)).toHaveLength(2)
+  })
+
+  it('when the COMMIT never arrived: reports failed, "safe to run again", nothing written, and a rerun completes once', async () => {
+    const target = await ti(db.knex, 'etl_002', 'task_1')
+    cutter.arm('before')
+    const result = await completeOne(viaProxy, target.id)
+    expect(result.result).toMatchObject({outcome: 'failed', message: expect.stringContaining('safe to run again')})
+    expect((await tiById(db.knex, target.id)).state).toBe('running')
+    expect(await eventsOf(db.knex, target)).toEqual([])
+
+    const rerun = await completeOne(viaProxy, target.id)
+    expect(rerun.result).toEqual({outcome: 'completed'})
+    expect(await eventsOf(db.knex, target)).toHaveLength(2)
+  })
+})

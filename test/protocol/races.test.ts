@@ -1,0 +1,176 @@
+import type {Knex} from 'knex'
+import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+
+import {completeOne} from '../support/complete.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {waitUntilAppBlocked, waitUntilBlocked} from '../support/locks.js'
+import {eventsOf, seed, ti, tiById, writeFootprint} from '../support/scenario.js'
+
+/**
+ * The protocol under real races on PostgreSQL. Sessions are ordered by what pg_stat_activity
+ * reports (a backend waiting on a lock), never by sleeping.
+ */
+type Connection = {query(sql: string, values?: unknown[]): Promise<{rows: Array<Record<string, unknown>>}>}
+
+let db: TestDatabase
+beforeAll(async () => {
+  db = await createTestDatabase('3.0', 40)
+})
+afterAll(async () => db?.drop())
+beforeEach(async () => {
+  await db.knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
+  await seed(db.knex)
+})
+
+async function session(knex: Knex): Promise<{conn: Connection; pid: number; release(): Promise<void>}> {
+  const conn = (await knex.client.acquireConnection()) as Connection
+  const pid = (await conn.query('select pg_backend_pid() as pid')).rows[0]!.pid as number
+  return {conn, pid, release: async () => knex.client.releaseConnection(conn)}
+}
+
+describe('races', () => {
+  it('32 concurrent completions of one TI: exactly one commit and one set of events, the rest already_success', async () => {
+    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const results = await Promise.all(Array.from({length: 32}, () => completeOne(db.knex, target.id)))
+    const outcomes = results.map((r) => r.result.outcome)
+    expect(outcomes.filter((o) => o === 'completed')).toHaveLength(1)
+    expect(outcomes.filter((o) => o === 'already_success')).toHaveLength(31)
+    expect(await eventsOf(db.knex, target)).toHaveLength(2)
+    expect(await db.knex('log').where({dag_id: 'etl_002', task_id: 'task_1', event: 'success'})).toHaveLength(1)
+  })
+
+  it.each([
+    ['up_for_retry', {outcome: 'conflict', previousState: 'up_for_retry'}],
+    ['failed', {outcome: 'conflict', previousState: 'failed'}],
+    ['success', {outcome: 'already_success'}],
+  ])('another session holds the row lock and commits %s: the completion waits, then decides on that state with zero events', async (state, expected) => {
+    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const footprint = await writeFootprint(db.knex)
+    const holder = await session(db.knex)
+    try {
+      await holder.conn.query('begin')
+      await holder.conn.query('select state from task_instance where id = $1 for update', [target.id])
+      const completion = completeOne(db.knex, target.id)
+      // Blocked on FOR UPDATE: registration is done by now, its events uncommitted.
+      await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
+      await holder.conn.query(`update task_instance set state = $1 where id = $2`, [state, target.id])
+      await holder.conn.query('commit')
+      const result = await completion
+      expect(result.result).toEqual(expected)
+      expect(result.timings.lockWaitMs).toBeGreaterThan(0)
+      expect(result.events).toBe(0)
+      expect(await eventsOf(db.knex, target)).toEqual([])
+      const after = await writeFootprint(db.knex)
+      expect({...after, success_tis: 0}).toEqual({...footprint, success_tis: 0})
+    } finally {
+      await holder.release()
+    }
+  })
+
+  it('backend terminated after registration: nothing persisted; a rerun yields exactly one set', async () => {
+    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const footprint = await writeFootprint(db.knex)
+    const holder = await session(db.knex)
+    try {
+      await holder.conn.query('begin')
+      await holder.conn.query('select state from task_instance where id = $1 for update', [target.id])
+      const completion = completeOne(db.knex, target.id)
+      const pid = await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
+      await db.knex.raw('select pg_terminate_backend(?)', [pid])
+      const result = await completion
+      // The server sends 57P01 and closes the socket; node-postgres may surface either.
+      expect(result.result.outcome).toBe('failed')
+      const failed = result.result as {sqlstate: string | null; message: string}
+      expect(failed.sqlstate === '57P01' || /terminat|connection/i.test(failed.message)).toBe(true)
+      await holder.conn.query('rollback')
+    } finally {
+      await holder.release()
+    }
+
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+    const rerun = await completeOne(db.knex, target.id)
+    expect(rerun.result).toEqual({outcome: 'completed'})
+    expect(await eventsOf(db.knex, target)).toHaveLength(2)
+  })
+
+  it('lock_timeout: retried, then failed with 55P03 and a clean rollback', async () => {
+    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const footprint = await writeFootprint(db.knex)
+    const holder = await session(db.knex)
+    try {
+      await holder.conn.query('begin')
+      await holder.conn.query('select state from task_instance where id = $1 for update', [target.id])
+      const result = await completeOne(db.knex, target.id, {lockTimeoutMs: 50, retry: {maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5}})
+      expect(result.result).toMatchObject({outcome: 'failed', sqlstate: '55P03'})
+      expect(result.attempts).toBe(3)
+      expect(await writeFootprint(db.knex)).toEqual(footprint)
+      await holder.conn.query('rollback')
+    } finally {
+      await holder.release()
+    }
+
+    expect((await tiById(db.knex, target.id)).state).toBe('running')
+  })
+})
+
+describe('queue key order: no deadlock between completions with overlapping assets', () => {
+  const upsert = (conn: Connection, assetId: number) =>
+    conn.query(
+      `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at) values ($1, 'report_001', now())
+       on conflict (asset_id, target_dag_id) do update set created_at = excluded.created_at`,
+      [assetId],
+    )
+
+  async function overlappingAssets(): Promise<[number, number]> {
+    const assets = await db.knex('asset').whereIn('name', ['etl_002.task_1.out_1', 'etl_002.task_1.out_2']).orderBy('id').pluck('id')
+    for (const id of assets) await db.knex('dag_schedule_asset_reference').insert({asset_id: id, dag_id: 'report_001', created_at: new Date(), updated_at: new Date()}).onConflict().ignore()
+    return [assets[0], assets[1]]
+  }
+
+  it('negative control: two writers upserting the same keys in opposite orders DO deadlock (the test can see one)', async () => {
+    const [low, high] = await overlappingAssets()
+    const x = await session(db.knex)
+    const y = await session(db.knex)
+    try {
+      await x.conn.query('begin')
+      await y.conn.query('begin')
+      await y.conn.query(`set local deadlock_timeout = '100ms'`).catch(() => undefined)
+      await y.conn.query(`select 1`)
+      await upsert(y.conn, high)
+      await upsert(x.conn, low)
+      const yWaits = upsert(y.conn, low).then(() => 'ok', (error: {code?: string}) => error.code)
+      await waitUntilBlocked(db.knex, y.pid)
+      const xWaits = upsert(x.conn, high).then(() => 'ok', (error: {code?: string}) => error.code)
+      const codes = await Promise.race([yWaits, xWaits])
+      expect(codes).toBe('40P01')
+      await x.conn.query('rollback').catch(() => undefined)
+      await y.conn.query('rollback').catch(() => undefined)
+      await Promise.all([yWaits, xWaits])
+    } finally {
+      await x.release()
+      await y.release()
+    }
+  })
+
+  it('a completion never deadlocks with a writer taking the same keys in the opposite order', async () => {
+    const [low, high] = await overlappingAssets()
+    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const x = await session(db.knex)
+    try {
+      await x.conn.query('begin')
+      await upsert(x.conn, low)
+      // The completion's sorted upsert waits on `low` while holding nothing else…
+      const completion = completeOne(db.knex, target.id)
+      await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
+      // …so the opposite-order writer takes `high` without waiting: no cycle.
+      await x.conn.query(`set local statement_timeout = '5s'`)
+      await upsert(x.conn, high)
+      await x.conn.query('commit')
+      const result = await completion
+      expect(result.result).toEqual({outcome: 'completed'})
+      expect(result.attempts).toBe(1)
+    } finally {
+      await x.release()
+    }
+  })
+})
