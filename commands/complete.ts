@@ -40,14 +40,14 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     ...connectionFlags,
     ...selectionFlags,
     'from-state': Flags.string({description: 'States a task instance may be in to be completed; repeatable. The lock recheck still applies.', multiple: true, default: ['running'], options: taskInstanceStates.filter((s) => s !== 'success'), helpGroup: 'WRITING'}),
-    'no-events': Flags.boolean({description: 'Only the state and the audit row: no asset events, no queued runs.', helpGroup: 'WRITING'}),
+    'no-events': Flags.boolean({default: false, description: 'Only the state and the audit row: no asset events, no queued runs.', helpGroup: 'WRITING'}),
     extra: Flags.string({description: 'JSON object for the extra of every event (outlet_events in --from-file lines override it per asset).', helpGroup: 'WRITING'}),
     'end-date': Flags.string({description: 'end_date to record (ISO-8601 UTC); default: now.', helpGroup: 'WRITING'}),
     concurrency: Flags.integer({description: 'Task instances in flight at once (one connection each).', default: 4, min: 1, max: 64, helpGroup: 'WRITING'}),
     'lock-timeout': Flags.string({description: 'SET LOCAL lock_timeout per transaction; a lock wait longer than this is retried, then reported failed.', default: '5s', helpGroup: 'WRITING'}),
     'statement-timeout': Flags.string({description: 'SET LOCAL statement_timeout per transaction.', default: '30s', helpGroup: 'WRITING'}),
-    'dry-run': Flags.boolean({description: 'Run every transaction, then roll it back: reports exactly what would happen.', helpGroup: 'WRITING'}),
-    yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', helpGroup: 'WRITING'}),
+    'dry-run': Flags.boolean({default: false, description: 'Run every transaction, then roll it back: reports exactly what would happen.', helpGroup: 'WRITING'}),
+    yes: Flags.boolean({default: false, char: 'y', description: 'Do not ask for confirmation.', helpGroup: 'WRITING'}),
     ndjson: Flags.boolean({description: 'Stream one JSON line per item ({"type":"item",…}), then {"type":"summary",…}.', exclusive: ['json'], helpGroup: 'OUTPUT'}),
   }
 

@@ -1,0 +1,181 @@
+import {spawn} from 'node:child_process'
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+
+import {envelope, runCli} from '../support/cli.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {waitUntilAppBlocked} from '../support/locks.js'
+import {seed, ti, writeFootprint} from '../support/scenario.js'
+
+/** `airlock complete` as an operator runs it: flags, exit codes, envelopes, refusals. */
+let db: TestDatabase
+beforeAll(async () => {
+  db = await createTestDatabase('3.0')
+})
+afterAll(async () => db?.drop())
+beforeEach(async () => {
+  await db.knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
+  await seed(db.knex)
+})
+
+const complete = (...args: string[]) => runCli(['complete', '--database-url', db.url, ...args])
+
+describe('airlock complete', () => {
+  it('a dag run with --json: the envelope of DESIGN §3, exit 3 for the seeded conflict', async () => {
+    const run = (await ti(db.knex, 'etl_001', 'task_2')).run_id
+    const result = await complete('--dag-id', 'etl_001', '--run-id', run, '--yes', '--json')
+    const out = envelope(result) as {status: number; result: {summary: Record<string, unknown>; items: Array<Record<string, unknown>>}; warnings: string[]}
+    expect(result.code).toBe(3)
+    expect(out.status).toBe(3)
+    expect(out.result.summary).toEqual({selected: 3, completed: 1, already_success: 1, conflict: 1, not_found: 0, failed: 0, events_created: 1, runs_queued: 2, dry_run: false})
+    const conflict = out.result.items.find((i) => i.outcome === 'conflict')
+    expect(conflict).toMatchObject({dag_id: 'etl_001', run_id: run, task_id: 'task_3', map_index: -1, previous_state: 'up_for_retry', events: 0, queued: 0})
+    expect(Object.keys(conflict!.timings as object).sort()).toEqual(['lock_hold_ms', 'lock_wait_ms', 'register_ms', 'total_ms'])
+    expect(out.warnings.join()).toContain('not active')
+  })
+
+  it('--ndjson streams one item per line and ends with the summary', async () => {
+    const result = await complete('--dag-id', 'etl_002', '--yes', '--ndjson')
+    expect(result.code).toBe(0)
+    const lines = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(lines.slice(0, -1).every((l) => l.type === 'item' && l.outcome === 'completed')).toBe(true)
+    expect(lines.at(-1)).toMatchObject({type: 'summary', selected: 3, completed: 3, events_created: 6})
+  })
+
+  it('--dry-run reports what would happen and writes nothing', async () => {
+    const footprint = await writeFootprint(db.knex)
+    const result = await complete('--dag-id', 'etl_002', '--dry-run')
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain('DRY RUN')
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+  })
+
+  it('an explicit --ti-id that does not exist: not_found, exit 4', async () => {
+    const result = await complete('--ti-id', '00000000-0000-4000-8000-000000000000', '--json')
+    expect(result.code).toBe(4)
+    expect(envelope(result)).toMatchObject({status: 4, result: {summary: {not_found: 1}}})
+  })
+
+  it('a bulk write without --yes and without a terminal is refused: exit 2 naming --yes, nothing written', async () => {
+    const footprint = await writeFootprint(db.knex)
+    const result = await complete('--dag-id', 'etl_002')
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('--yes')
+    const json = await complete('--dag-id', 'etl_002', '--json')
+    expect(envelope(json)).toMatchObject({status: 2, error: {code: 'USAGE'}})
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+  })
+
+  it('a lock held past --lock-timeout: the item fails after retries, exit 5, nothing written', async () => {
+    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const footprint = await writeFootprint(db.knex)
+    await db.knex.transaction(async (holder) => {
+      await holder.raw('select 1 from task_instance where id = ? for update', [target.id])
+      const result = await complete('--ti-id', target.id, '--lock-timeout', '50ms', '--json')
+      const out = envelope(result) as {result: {items: Array<{outcome: string; error: {sqlstate: string}}>}}
+      expect(result.code).toBe(5)
+      expect(out.result.items[0]).toMatchObject({outcome: 'failed', error: {sqlstate: '55P03'}})
+    })
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+  })
+
+  it('--from-file: keys and ids with per-asset extras; a malformed line names its number, exit 2, nothing written', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-input-'))
+    const a = await ti(db.knex, 'etl_002', 'task_1')
+    const b = await ti(db.knex, 'etl_002', 'task_2')
+    const good = [
+      JSON.stringify({ti_id: a.id}),
+      '',
+      JSON.stringify({dag_id: b.dag_id, run_id: b.run_id, task_id: b.task_id, map_index: -1, outlet_events: [{asset: 'etl_002.task_2.out_1', extra: {rows: 5}}]}),
+    ]
+    const footprint = await writeFootprint(db.knex)
+    await fs.writeFile(path.join(dir, 'bad.ndjson'), [...good, '{"dag_id": "etl_002", "run_id": 1}'].join('\n'))
+    const bad = await complete('--from-file', path.join(dir, 'bad.ndjson'), '--yes')
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain('line 4')
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+
+    await fs.writeFile(path.join(dir, 'good.ndjson'), good.join('\n') + '\n')
+    const ok = await complete('--from-file', path.join(dir, 'good.ndjson'), '--yes', '--json')
+    expect(ok.code).toBe(0)
+    expect(envelope(ok)).toMatchObject({result: {summary: {completed: 2, events_created: 4}}})
+    const extra = await db.knex('asset_event as e').join('asset as a', 'a.id', 'e.asset_id').where('a.name', 'etl_002.task_2.out_1').first('e.extra')
+    expect(extra.extra).toEqual({rows: 5})
+
+    const viaStdin = await runCli(['complete', '--database-url', db.url, '--from-file', '-', '--json'], {stdin: JSON.stringify({ti_id: a.id}) + '\n'})
+    expect(envelope(viaStdin)).toMatchObject({status: 0, result: {summary: {already_success: 1}}})
+    await fs.rm(dir, {recursive: true, force: true})
+  })
+
+  it.each([
+    [['--extra', '{not json'], '--extra'],
+    [['--extra', '[1,2]'], '--extra'],
+    [['--ti-id', 'not-a-uuid'], '--ti-id'],
+    [['--dag-id', 'etl_002', '--since', 'yesterday'], '--since'],
+    [['--dag-id', 'etl_002', '--shard', '5/4'], '--shard'],
+    [['--dag-id', 'etl_002', '--frobnicate'], 'frobnicate'],
+    [['--dag-id', 'etl_002', '--from-state', 'success'], 'from-state'],
+    [[], 'Nothing selected'],
+  ])('bad input %j: exit 2 with a message naming %s, nothing written', async (args, named) => {
+    const footprint = await writeFootprint(db.knex)
+    const result = await complete(...args, '--yes')
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain(named)
+    expect(result.stdout).toBe('')
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+  })
+
+  it('refuses a database that is not Airflow: exit 8', async () => {
+    const plain = await createTestDatabase('empty', 1)
+    try {
+      const result = await runCli(['complete', '--database-url', plain.url, '--dag-id', 'x', '--yes'])
+      expect(result.code).toBe(8)
+      expect(result.stderr).toContain('not an Airflow metadata database')
+    } finally {
+      await plain.drop()
+    }
+  })
+
+  it('--shard K/N partitions a selection without overlap', async () => {
+    const seen = new Set<string>()
+    let total = 0
+    for (const shard of ['1/3', '2/3', '3/3']) {
+      const out = envelope(await complete('--dag-id', 'etl_002', '--shard', shard, '--dry-run', '--json')) as {result: {items: Array<{ti_id: string}>}}
+      for (const item of out.result.items) seen.add(item.ti_id)
+      total += out.result.items.length
+    }
+
+    expect(total).toBe(3)
+    expect(seen.size).toBe(3)
+  })
+
+  it('SIGINT: in-flight transactions finish, the summary is printed, exit 130', async () => {
+    const blocked = await ti(db.knex, 'etl_002', 'task_1')
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+    await db.knex.transaction(async (holder) => {
+      await holder.raw('select 1 from task_instance where id = ? for update', [blocked.id])
+      const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), 'complete', '--database-url', db.url, '--dag-id', 'etl_002', '--concurrency', '1', '--yes', '--json', '--lock-timeout', '30s'], {
+        env: {PATH: process.env.PATH ?? ''},
+      })
+      let stdout = ''
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+      const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+      // Wait until the CLI is stuck on the held row (some other TIs may have completed first).
+      await waitUntilAppBlocked(db.knex, `airlock:complete:${blocked.id}`)
+      child.kill('SIGINT')
+      await holder.raw(`update task_instance set state = 'failed' where id = ?`, [blocked.id])
+      // Commit the holder now so the in-flight item can finish: it must see the committed state.
+      await holder.commit()
+      expect(await exited).toBe(130)
+      const out = JSON.parse(stdout) as {status: number; result: {interrupted: boolean; summary: {selected: number; conflict: number}}}
+      expect(out.status).toBe(130)
+      expect(out.result.interrupted).toBe(true)
+      expect(out.result.summary.conflict).toBe(1)
+      expect(out.result.summary.selected).toBeLessThan(3 + 1)
+    })
+  })
+})
