@@ -1,0 +1,51 @@
+import {describe, expect, it} from 'vitest'
+
+import {parseDuration, parseJsonObject, parseShard, parseTaskInstanceId, parseTimestamp} from '../../src/cli/parseInput.js'
+import {AirlockError} from '../../src/errors.js'
+
+const usage = (fn: () => unknown) => {
+  try {
+    fn()
+  } catch (error) {
+    expect(error).toBeInstanceOf(AirlockError)
+    expect((error as AirlockError).exit).toBe(2)
+    return (error as AirlockError).message
+  }
+
+  throw new Error('expected a usage error')
+}
+
+describe('flag parsing', () => {
+  it('timestamps: dates, UTC by default, explicit offsets kept', () => {
+    expect(parseTimestamp('2026-12-01', '--since').toISOString()).toBe('2026-12-01T00:00:00.000Z')
+    expect(parseTimestamp('2026-12-01T03:04:05', '--since').toISOString()).toBe('2026-12-01T03:04:05.000Z')
+    expect(parseTimestamp('2026-12-01T03:00:00+02:00', '--since').toISOString()).toBe('2026-12-01T01:00:00.000Z')
+    expect(usage(() => parseTimestamp('last tuesday', '--until'))).toContain('--until')
+    expect(usage(() => parseTimestamp('2026-13-45', '--until'))).toContain('ISO-8601')
+  })
+
+  it('shards are K/N with 1 ≤ K ≤ N', () => {
+    expect(parseShard('2/4')).toEqual({index: 2, count: 4})
+    for (const bad of ['0/4', '5/4', '1/0', '1-4', 'x']) expect(usage(() => parseShard(bad))).toContain('K/N')
+  })
+
+  it('--extra must be a JSON object and is normalised', () => {
+    expect(parseJsonObject(' {"a": 1} ', '--extra')).toBe('{"a":1}')
+    expect(usage(() => parseJsonObject('[1]', '--extra'))).toContain('JSON object')
+    expect(usage(() => parseJsonObject('{', '--extra'))).toContain('not valid JSON')
+  })
+
+  it('durations in ms, s or min within bounds', () => {
+    expect(parseDuration('5s', '--lock-timeout')).toBe(5000)
+    expect(parseDuration('250ms', '--lock-timeout')).toBe(250)
+    expect(parseDuration('250', '--lock-timeout')).toBe(250)
+    expect(parseDuration('1.5min', '--lock-timeout')).toBe(90_000)
+    expect(usage(() => parseDuration('0s', '--lock-timeout'))).toContain('between')
+    expect(usage(() => parseDuration('soon', '--statement-timeout'))).toContain('--statement-timeout')
+  })
+
+  it('task instance ids are UUIDs', () => {
+    expect(parseTaskInstanceId('0193E3B2-5F7E-7C1A-9A59-3F1D2E4C5B6A')).toBe('0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a')
+    expect(usage(() => parseTaskInstanceId('42'))).toContain('UUID')
+  })
+})

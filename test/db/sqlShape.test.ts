@@ -1,0 +1,53 @@
+import type {Knex} from 'knex'
+import {describe, expect, it} from 'vitest'
+
+import {lockTaskInstance} from '../../src/db/lockTaskInstance.js'
+import {queueConsumers} from '../../src/db/queueConsumers.js'
+import {setTransactionLocals, truncateUtf8} from '../../src/db/setTransactionLocals.js'
+
+/**
+ * The shape of the SQL that carries the protocol's guarantees, checked without a database so a
+ * refactor cannot silently drop a lock clause or the queue's key order (as pg-boss does).
+ */
+function recorder(): {trx: Knex.Transaction; sql: string[]} {
+  const sql: string[] = []
+  const trx = {raw: async (text: string) => (sql.push(text.replace(/\s+/g, ' ').toLowerCase()), {rows: []})} as unknown as Knex.Transaction
+  return {trx, sql}
+}
+
+describe('SQL shape', () => {
+  it('the lock is FOR UPDATE by id only, never filtered on state', async () => {
+    const {trx, sql} = recorder()
+    await lockTaskInstance(trx, 'id')
+    expect(sql[0]).toMatch(/from task_instance where id = \? for update$/)
+    expect(sql[0]).not.toContain('state =')
+    expect(sql[0]).not.toMatch(/skip locked|nowait/)
+  })
+
+  it('queue rows are inserted in key order, upserted before 3.4 and plain-inserted from 3.4', async () => {
+    const events = [{eventId: 2, assetId: 9, aliasId: null}]
+    const before = recorder()
+    await queueConsumers(before.trx, events, {capabilities: {queueShape: 'per_asset', partitionedTimetables: false}, eventPartitionKey: null})
+    expect(before.sql[0]).toContain('order by asset_id, dag_id')
+    expect(before.sql[0]).toContain('on conflict (asset_id, target_dag_id) do update set created_at = greatest(')
+    expect(before.sql[0]).toContain('not coalesce(d.is_paused, false)')
+
+    const after = recorder()
+    await queueConsumers(after.trx, events, {capabilities: {queueShape: 'per_event', partitionedTimetables: true}, eventPartitionKey: null})
+    expect(after.sql[0]).toContain('order by dag_id, event_id')
+    expect(after.sql[0]).not.toContain('on conflict')
+  })
+
+  it('every transaction starts with SET LOCAL timeouts and its application_name', async () => {
+    const {trx, sql} = recorder()
+    await setTransactionLocals(trx, {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, applicationName: 'airlock:complete:x'})
+    expect(sql[0]).toContain("set_config('lock_timeout', ?, true)")
+    expect(sql[0]).toContain("set_config('statement_timeout', ?, true)")
+    expect(sql[0]).toContain("set_config('application_name', ?, true)")
+  })
+
+  it('application names are cut to 63 bytes without splitting a character', () => {
+    expect(Buffer.byteLength(truncateUtf8('airlock:complete:' + 'é'.repeat(40), 63))).toBeLessThanOrEqual(63)
+    expect(truncateUtf8('short', 63)).toBe('short')
+  })
+})

@@ -1,0 +1,55 @@
+import {describe, expect, it} from 'vitest'
+
+import type {CompleteOutcome, ItemResult, ProtocolOutcome} from '../../src/protocol/outcomes.js'
+import {backoffDelay, defaultRetryPolicy} from '../../src/protocol/retry.js'
+import {Tally} from '../../src/protocol/tally.js'
+
+const item = (result: ProtocolOutcome<CompleteOutcome>, warnings: string[] = []): ItemResult<CompleteOutcome> => ({
+  ref: {tiId: 'x'},
+  ti: null,
+  result,
+  events: result.outcome === 'completed' ? 2 : 0,
+  queued: result.outcome === 'completed' ? 1 : 0,
+  timings: {registerMs: 0, lockWaitMs: 0, lockHoldMs: 0, totalMs: 0},
+  attempts: 1,
+  dryRun: false,
+  warnings,
+})
+
+const names = ['completed', 'already_success', 'conflict', 'not_found', 'failed']
+
+describe('Tally', () => {
+  it('counts outcomes, events and queue rows into the summary of DESIGN §3', () => {
+    const tally = new Tally<CompleteOutcome>(names)
+    tally.add(item({outcome: 'completed'}))
+    tally.add(item({outcome: 'already_success'}))
+    expect(tally.summary(true)).toEqual({selected: 2, completed: 1, already_success: 1, conflict: 0, not_found: 0, failed: 0, events_created: 2, runs_queued: 1, dry_run: true})
+    expect(tally.exit).toBe(0)
+  })
+
+  it('exit code: the highest of 5, 4, 3 wins', () => {
+    const tally = new Tally<CompleteOutcome>(names)
+    tally.add(item({outcome: 'conflict', previousState: 'failed'}))
+    expect(tally.exit).toBe(3)
+    tally.add(item({outcome: 'not_found'}))
+    expect(tally.exit).toBe(4)
+    tally.add(item({outcome: 'failed', sqlstate: '55P03', message: 'x'}))
+    expect(tally.exit).toBe(5)
+  })
+
+  it('folds repeated warnings into one line with a count', () => {
+    const tally = new Tally<CompleteOutcome>(names)
+    for (let i = 0; i < 3; i++) tally.add(item({outcome: 'completed'}, ['asset a is not active']))
+    tally.add(item({outcome: 'completed'}, ['asset b is not active']))
+    expect(tally.warnings()).toEqual(['asset a is not active (3 task instances)', 'asset b is not active'])
+  })
+})
+
+describe('backoff', () => {
+  it('grows exponentially with jitter and stays under the cap', () => {
+    expect(backoffDelay(defaultRetryPolicy, 1, () => 0)).toBe(13)
+    expect(backoffDelay(defaultRetryPolicy, 1, () => 1)).toBe(25)
+    expect(backoffDelay(defaultRetryPolicy, 3, () => 1)).toBe(100)
+    expect(backoffDelay(defaultRetryPolicy, 20, () => 1)).toBe(defaultRetryPolicy.maxDelayMs)
+  })
+})
