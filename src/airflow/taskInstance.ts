@@ -43,6 +43,16 @@ export interface TaskInstanceContext extends TaskInstanceKey {
   /** dag_run.partition_key (Airflow 3.2+), null when absent or unset. */
   partitionKey: string | null
   owners: string | null
+  /** The task's declared outlets (task_outlet_asset_reference), when the writer asked for them. */
+  outlets: OutletAsset[]
+}
+
+export interface OutletAsset {
+  assetId: number
+  name: string
+  uri: string
+  /** A row in asset_active with the same name and uri: only active assets get events. */
+  active: boolean
 }
 
 export function describeRef(ref: TaskInstanceRef): string {

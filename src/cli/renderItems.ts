@@ -10,6 +10,7 @@ export interface BatchReport {
 }
 
 export function renderBatch(report: BatchReport, verb: string): string {
+  // Finish order is noise for a reader: list by task instance.
   const rows = report.items.map((item) => [
     `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${item.map_index !== null && item.map_index >= 0 ? `[${item.map_index}]` : ''}`,
     item.outcome + (item.previous_state ? ` (was ${item.previous_state})` : '') + (item.error ? `: ${item.error.sqlstate ?? ''} ${item.error.message}`.trimEnd() : ''),
@@ -17,7 +18,7 @@ export function renderBatch(report: BatchReport, verb: string): string {
     item.queued,
     item.timings.lock_hold_ms.toFixed(2),
     item.timings.total_ms.toFixed(1),
-  ])
+  ]).sort((a, b) => String(a[0]).localeCompare(String(b[0])))
   const parts: string[] = []
   if (rows.length > 0) parts.push(renderTable(['task instance', 'outcome', 'events', 'queued', 'lock hold ms', 'total ms'], rows))
   if (report.omitted) parts.push(`… ${report.omitted} more items (--json or --ndjson lists them all)`)

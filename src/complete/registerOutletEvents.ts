@@ -6,7 +6,6 @@ import {ensureAliasAssets} from '../db/ensureAliasAssets.js'
 import {insertAliasEventLinks} from '../db/insertAliasEventLinks.js'
 import {insertAssetEvents, type InsertedEvent, type NewAssetEvent} from '../db/insertAssetEvents.js'
 import {queueConsumers, type ConsumerDecision} from '../db/queueConsumers.js'
-import {readOutletAssets} from '../db/readOutletAssets.js'
 import type {OutletEventInput} from './workItem.js'
 
 export interface Registration {
@@ -17,20 +16,27 @@ export interface Registration {
 
 export const emptyRegistration = (): Registration => ({events: [], consumers: [], warnings: []})
 
+/** Events written, with the alias each went through, before their consumers are queued. */
+export interface EmittedEvents {
+  events: InsertedEvent[]
+  aliasOfEvent: Map<number, number>
+  warnings: string[]
+}
+
 /**
- * Protocol step 2 as Airflow's success path does it (../shared/airflow/README.md): one event per
- * ACTIVE outlet asset (inactive ones skipped, with a warning), events through aliases with their
- * link rows, then the consumers' queue rows last, since their key locks are the contended ones.
- * A constant number of statements whatever the number of outlets: 3 without aliases, 7 with.
+ * Protocol step 2, first half, as Airflow's success path does it (../shared/airflow/README.md):
+ * one event per ACTIVE outlet asset (inactive ones skipped, with a warning; the outlets come with
+ * the unlocked read) and events through aliases with their link rows. One statement without
+ * aliases, five with, whatever the number of outlets.
  */
-export async function registerOutletEvents(
+export async function emitOutletEvents(
   trx: Knex.Transaction,
   ti: TaskInstanceContext,
   input: {outletEvents: readonly OutletEventInput[]; defaultExtra: string},
   capabilities: Capabilities,
-): Promise<Registration> {
+): Promise<EmittedEvents> {
   const warnings: string[] = []
-  const outlets = await readOutletAssets(trx, ti.dagId, ti.taskId)
+  const outlets = ti.outlets
   for (const outlet of outlets.filter((o) => !o.active)) {
     warnings.push(`asset ${outlet.name} (${outlet.uri}) of ${ti.dagId}.${ti.taskId} is not active: no event, as Airflow does`)
   }
@@ -73,7 +79,17 @@ export async function registerOutletEvents(
   const links = aliased.map((a) => ({aliasId: a.aliasId, eventId: eventByAsset.get(a.assetId)!})).filter((l) => l.eventId !== undefined)
   await insertAliasEventLinks(trx, links)
 
-  const aliasOfEvent = new Map(links.map((l) => [l.eventId, l.aliasId]))
+  return {events: inserted, aliasOfEvent: new Map(links.map((l) => [l.eventId, l.aliasId])), warnings}
+}
+
+/**
+ * Protocol step 2, last: the consumers' queue rows. Last on purpose: their key locks are the
+ * contended ones (every completion feeding the same DAG upserts the same keys), so they are held
+ * for the shortest time before the task_instance lock and COMMIT.
+ */
+export async function queueEventConsumers(trx: Knex.Transaction, ti: TaskInstanceContext, emitted: EmittedEvents, capabilities: Capabilities): Promise<Registration> {
+  const {events: inserted, aliasOfEvent} = emitted
+  const warnings = [...emitted.warnings]
   const consumers = await queueConsumers(
     trx,
     inserted.map((e) => ({eventId: e.eventId, assetId: e.assetId, aliasId: aliasOfEvent.get(e.eventId) ?? null})),

@@ -1,6 +1,10 @@
-import type {Knex} from 'knex'
-
 import type {StoredState} from '../airflow/taskInstance.js'
+import type {DriverConnection} from './driverConnection.js'
+
+export interface LockedTaskInstance {
+  state: StoredState
+  tryNumber: number | null
+}
 
 /**
  * Protocol step 3: lock the task_instance row and read its state under the lock.
@@ -9,8 +13,8 @@ import type {StoredState} from '../airflow/taskInstance.js'
  * would turn a row that changed state into a missing row, and the caller could no longer tell
  * `conflict` from `not_found` (DESIGN §1).
  */
-export async function lockTaskInstance(trx: Knex.Transaction, tiId: string): Promise<{state: StoredState} | undefined> {
-  const {rows} = await trx.raw<{rows: Array<{state: string | null}>}>('select state from task_instance where id = ? for update', [tiId])
+export async function lockTaskInstance(conn: DriverConnection, tiId: string): Promise<LockedTaskInstance | undefined> {
+  const {rows} = await conn.query<{state: string | null; try_number: number | null}>('select state, try_number from task_instance where id = $1 for update', [tiId])
   const row = rows[0]
-  return row ? {state: row.state as StoredState} : undefined
+  return row ? {state: row.state as StoredState, tryNumber: row.try_number} : undefined
 }

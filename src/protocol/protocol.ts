@@ -4,9 +4,9 @@ import type {Knex} from 'knex'
 
 import type {Capabilities} from '../airflow/schema.js'
 import {describeRef, type StoredState, type TaskInstanceContext, type TaskInstanceRef} from '../airflow/taskInstance.js'
+import {driverConnectionOf, type DriverConnection} from '../db/driverConnection.js'
 import {lockTaskInstance} from '../db/lockTaskInstance.js'
 import {readTaskInstance} from '../db/readTaskInstance.js'
-import {setTransactionLocals} from '../db/setTransactionLocals.js'
 import {retryableSqlStates, sqlStateOf} from '../db/sqlstate.js'
 import type {ItemResult, ProtocolOutcome} from './outcomes.js'
 import {backoffDelay, defaultRetryPolicy, sleep, type RetryPolicy} from './retry.js'
@@ -28,14 +28,19 @@ import {backoffDelay, defaultRetryPolicy, sleep, type RetryPolicy} from './retry
  */
 export interface Writer<O extends {outcome: string}, Input, Registration, Receipt> {
   verb: string
+  /** Whether step 1 should read the task's declared outlets too (one round trip either way). */
+  readsOutlets: boolean
   /** Step 1: stop early (nothing written) or undefined to go on. */
   decideBeforeRegistering(ti: TaskInstanceContext): O | undefined
   /** Step 2. */
   register(trx: Knex.Transaction, ti: TaskInstanceContext, input: Input): Promise<Registration>
   /** Step 4: 'commit' to apply, or the outcome to roll back with. Decides on the LOCKED state only. */
   decideUnderLock(trx: Knex.Transaction, lockedState: StoredState, ti: TaskInstanceContext, registration: Registration): Promise<'commit' | O>
-  /** Step 4, commit branch: the state change and the audit row; returns what proves it committed. */
-  apply(trx: Knex.Transaction, ti: TaskInstanceContext, registration: Registration): Promise<Receipt>
+  /**
+   * Step 4, commit branch: the state change, on the transaction's driver connection (the lock
+   * window is kept free of knex's per-statement overhead); returns what proves it committed.
+   */
+  apply(conn: DriverConnection, ti: TaskInstanceContext, registration: Registration): Promise<Receipt>
   committed: O
   counts(registration: Registration): {events: number; queued: number; warnings: string[]}
   /** After a connection lost during COMMIT: did it commit? Asked on a fresh connection. */
@@ -55,6 +60,17 @@ export interface ProtocolOptions {
 /** Thrown inside the transaction handler to roll back with an outcome (knex rolls back once). */
 class RollbackWith<O> {
   constructor(readonly outcome: O) {}
+}
+
+/**
+ * The locked row has another try_number than the unlocked read: the task instance was retried in
+ * between, and what was registered (the audit row names the try) is stale. Retried from step 1
+ * like a serialization failure.
+ */
+class StaleRead extends Error {
+  constructor() {
+    super('the task instance changed try between the unlocked read and the lock, on every attempt')
+  }
 }
 
 interface Attempt<O extends {outcome: string}> {
@@ -83,7 +99,8 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
       outcome = await attemptOnce(knex, ref, input, writer, options)
     } catch (error) {
       const sqlstate = sqlStateOf(error) ?? null
-      if (sqlstate && retryableSqlStates.has(sqlstate) && attempt < policy.maxAttempts) {
+      const retryable = (sqlstate !== null && retryableSqlStates.has(sqlstate)) || error instanceof StaleRead
+      if (retryable && attempt < policy.maxAttempts) {
         await sleep(backoffDelay(policy, attempt))
         continue
       }
@@ -122,6 +139,7 @@ async function attemptOnce<O extends {outcome: string}, Input, Registration, Rec
   let lockWaitMs = 0
   let lockedAt: number | undefined
   let committing = false
+  let committedAt: number | undefined
   const counts = () => (registration === undefined ? {events: 0, queued: 0, warnings: []} : writer.counts(registration))
   const finish = (result: ProtocolOutcome<O>): Attempt<O> => ({
     result,
@@ -129,7 +147,7 @@ async function attemptOnce<O extends {outcome: string}, Input, Registration, Rec
     counts: counts(),
     registerMs,
     lockWaitMs,
-    lockHoldMs: lockedAt === undefined ? 0 : performance.now() - lockedAt,
+    lockHoldMs: lockedAt === undefined ? 0 : (committedAt ?? performance.now()) - lockedAt,
   })
 
   const register = async (trx: Knex.Transaction, context: TaskInstanceContext) => {
@@ -138,9 +156,9 @@ async function attemptOnce<O extends {outcome: string}, Input, Registration, Rec
     registerMs = performance.now() - begin
   }
 
-  const lock = async (trx: Knex.Transaction, context: TaskInstanceContext) => {
+  const lock = async (conn: DriverConnection, context: TaskInstanceContext) => {
     const begin = performance.now()
-    const locked = await lockTaskInstance(trx, context.id)
+    const locked = await lockTaskInstance(conn, context.id)
     lockedAt = performance.now()
     lockWaitMs = lockedAt - begin
     return locked
@@ -149,28 +167,34 @@ async function attemptOnce<O extends {outcome: string}, Input, Registration, Rec
   try {
     const result = await knex.transaction(
       async (trx) => {
-        await setTransactionLocals(trx, {...options, applicationName: `airlock:${writer.verb}:${'tiId' in ref ? ref.tiId : describeRef(ref)}`})
-        ti = (await readTaskInstance(trx, ref, options.capabilities)) ?? null
+        const locals = {...options, applicationName: `airlock:${writer.verb}:${'tiId' in ref ? ref.tiId : describeRef(ref)}`}
+        ti = (await readTaskInstance(trx, ref, {capabilities: options.capabilities, withOutlets: writer.readsOutlets, locals})) ?? null
         if (!ti) return {outcome: 'not_found'} as const
         const early = writer.decideBeforeRegistering(ti)
         if (early) return early
 
+        const conn = await driverConnectionOf(trx)
         let locked
         if (options.order === 'lock_first') {
-          locked = await lock(trx, ti)
+          locked = await lock(conn, ti)
           await register(trx, ti)
         } else {
           await register(trx, ti)
-          locked = await lock(trx, ti)
+          locked = await lock(conn, ti)
         }
 
         if (!locked) throw new RollbackWith<ProtocolOutcome<O>>({outcome: 'not_found'})
+        if (locked.tryNumber !== ti.tryNumber && locked.state === ti.state) throw new StaleRead()
         const decision = await writer.decideUnderLock(trx, locked.state, ti, registration as Registration)
         if (decision !== 'commit') throw new RollbackWith<ProtocolOutcome<O>>(decision)
-        receipt = await writer.apply(trx, ti, registration as Registration)
+        receipt = await writer.apply(conn, ti, registration as Registration)
         // A dry run is this same path ending in ROLLBACK, not a simulation (STYLE §2).
         if (options.dryRun) throw new RollbackWith<ProtocolOutcome<O>>(writer.committed)
         committing = true
+        // COMMIT inside the handler (knex then resolves with this value and does not commit
+        // again), so the hold clock stops when the server answers, not after knex's bookkeeping.
+        await trx.commit(writer.committed)
+        committedAt = performance.now()
         return writer.committed
       },
       {isolationLevel: 'read committed'},

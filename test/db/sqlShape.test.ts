@@ -3,7 +3,8 @@ import {describe, expect, it} from 'vitest'
 
 import {lockTaskInstance} from '../../src/db/lockTaskInstance.js'
 import {queueConsumers} from '../../src/db/queueConsumers.js'
-import {setTransactionLocals, truncateUtf8} from '../../src/db/setTransactionLocals.js'
+import {readTaskInstance} from '../../src/db/readTaskInstance.js'
+import {truncateUtf8} from '../../src/db/transactionLocals.js'
 
 /**
  * The shape of the SQL that carries the protocol's guarantees, checked without a database so a
@@ -17,9 +18,9 @@ function recorder(): {trx: Knex.Transaction; sql: string[]} {
 
 describe('SQL shape', () => {
   it('the lock is FOR UPDATE by id only, never filtered on state', async () => {
-    const {trx, sql} = recorder()
-    await lockTaskInstance(trx, 'id')
-    expect(sql[0]).toMatch(/from task_instance where id = \? for update$/)
+    const sql: string[] = []
+    await lockTaskInstance({query: async (text: string) => (sql.push(text.toLowerCase()), {rows: []})}, 'id')
+    expect(sql[0]).toMatch(/^select state, try_number from task_instance where id = \$1 for update$/)
     expect(sql[0]).not.toContain('state =')
     expect(sql[0]).not.toMatch(/skip locked|nowait/)
   })
@@ -38,9 +39,11 @@ describe('SQL shape', () => {
     expect(after.sql[0]).not.toContain('on conflict')
   })
 
-  it('every transaction starts with SET LOCAL timeouts and its application_name', async () => {
+  it('the first statement sets the SET LOCAL timeouts and application_name, and takes no lock', async () => {
     const {trx, sql} = recorder()
-    await setTransactionLocals(trx, {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, applicationName: 'airlock:complete:x'})
+    await readTaskInstance(trx, {tiId: 'x'}, {capabilities: {eventPartitionKey: false}, withOutlets: true, locals: {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, applicationName: 'airlock:complete:x'}})
+    expect(sql[0]).toMatch(/^with locals as materialized/)
+    expect(sql[0]).not.toContain('for update')
     expect(sql[0]).toContain("set_config('lock_timeout', ?, true)")
     expect(sql[0]).toContain("set_config('statement_timeout', ?, true)")
     expect(sql[0]).toContain("set_config('application_name', ?, true)")

@@ -1,0 +1,84 @@
+import {performance} from 'node:perf_hooks'
+
+import {requireAirflowSchema} from '../airflow/schema.js'
+import {completeWriter} from '../complete/completeWriter.js'
+import {runComplete} from '../complete/runComplete.js'
+import {selectTaskInstances} from '../complete/selection.js'
+import {runProtocol} from '../protocol/protocol.js'
+import type {ScratchServer} from './scratch.js'
+
+export interface ThroughputRow {
+  outlets: number
+  concurrency: number
+  items: number
+  seconds: number
+  perSecond: number
+  failed: number
+}
+
+/** Completions per second on distinct task instances, the whole `complete` path but rendering. */
+export async function measureThroughput(server: ScratchServer, options: {outlets: number; concurrency: number; items: number}): Promise<ThroughputRow> {
+  const scratch = await server.create({seed: {dags: 1, runs: options.items, tasks: 1, outlets: options.outlets, consumers: 2}, poolSize: options.concurrency + 1})
+  try {
+    const schema = await requireAirflowSchema(scratch.knex)
+    const started = performance.now()
+    const {tally} = await runComplete(scratch.knex, {
+      items: (async function* () {
+        for await (const ref of selectTaskInstances(scratch.knex, {dagId: 'etl_001', runIds: [], taskIds: []})) yield {ref, outletEvents: []}
+      })(),
+      schema,
+      fromStates: ['running'],
+      emitEvents: true,
+      defaultExtra: '{}',
+      endDate: null,
+      concurrency: options.concurrency,
+      lockTimeoutMs: 30_000,
+      statementTimeoutMs: 60_000,
+      dryRun: false,
+      airlockVersion: 'bench',
+      shouldStop: () => false,
+      onItem: () => undefined,
+    })
+    const seconds = (performance.now() - started) / 1000
+    return {outlets: options.outlets, concurrency: options.concurrency, items: tally.selected, seconds, perSecond: tally.selected / seconds, failed: tally.counts.get('failed') ?? 0}
+  } finally {
+    await scratch.drop()
+  }
+}
+
+export interface RaceResult {
+  racers: number
+  outlets: number
+  ms: number
+  completed: number
+  alreadySuccess: number
+  events: number
+}
+
+/** N concurrent completions of ONE task instance: wall time until all have an outcome. */
+export async function measureRace(server: ScratchServer, options: {racers: number; outlets: number}): Promise<RaceResult> {
+  const scratch = await server.create({seed: {dags: 1, runs: 1, tasks: 1, outlets: options.outlets, consumers: 2}, poolSize: options.racers + 1})
+  try {
+    const schema = await requireAirflowSchema(scratch.knex)
+    const writer = completeWriter({capabilities: schema.capabilities, fromStates: ['running'], emitEvents: true, defaultExtra: '{}', endDate: null, airlockVersion: 'bench'})
+    const target = (await scratch.knex('task_instance').where({state: 'running'}).first('id')) as {id: string}
+    const started = performance.now()
+    const results = await Promise.all(
+      Array.from({length: options.racers}, () =>
+        runProtocol(scratch.knex, {tiId: target.id}, {outletEvents: []}, writer, {capabilities: schema.capabilities, lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}),
+      ),
+    )
+    const ms = performance.now() - started
+    const events = Number(((await scratch.knex('asset_event').count({n: '*'}).first()) as {n: string}).n)
+    return {
+      racers: options.racers,
+      outlets: options.outlets,
+      ms,
+      completed: results.filter((r) => r.result.outcome === 'completed').length,
+      alreadySuccess: results.filter((r) => r.result.outcome === 'already_success').length,
+      events,
+    }
+  } finally {
+    await scratch.drop()
+  }
+}
