@@ -52,3 +52,10 @@ export function parseTaskInstanceId(value: string): string {
   if (!uuidPattern.test(value)) throw usageError(`--ti-id must be a task instance UUID (task_instance.id), got "${value}".`)
   return value.toLowerCase()
 }
+
+/** "0,10,100": a comma-separated list of whole numbers ≥ 0. */
+export function parseIntegerList(value: string, flag: string): number[] {
+  const items = value.split(',').map((part) => part.trim())
+  if (items.some((item) => !/^\d+$/.test(item))) throw usageError(`${flag} must be comma-separated whole numbers, e.g. 0,10,100 (got "${value}").`)
+  return items.map(Number)
+}

@@ -1,0 +1,81 @@
+import fs from 'node:fs/promises'
+import path from 'node:path'
+
+import {Flags} from '@oclif/core'
+
+import {lockHoldChart} from '../src/bench/chart.js'
+import {benchMarkdown, benchTerminal} from '../src/bench/report.js'
+import {runBench, type BenchReport} from '../src/bench/runBench.js'
+import {openScratchServer} from '../src/bench/scratch.js'
+import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
+import {parseIntegerList} from '../src/cli/parseInput.js'
+import {passwordOf, toPostgresUrl} from '../src/connection/url.js'
+import {sandboxHome, sandboxUrl} from '../src/sandbox/sandbox.js'
+
+export default class Bench extends AirlockCommand<BenchReport & {written: string[]}> {
+  static override summary = 'Measure how long a completion holds the task_instance row lock: register-first (airlock) against lock-first (the old order) and a raw floor.'
+  static override description = `Runs on scratch databases it creates and drops (on the sandbox unless --database-url names a
+server where it may create databases; it refuses a database holding real Airflow data). Both
+orderings run through the same protocol code; the floor is a few lines of raw node-postgres doing
+the same inserts, then FOR UPDATE + UPDATE + COMMIT. Also: completions/s per concurrency, the
+same-task-instance race, and the peak memory of a large backfill. Writes bench/results/.`
+
+  static override examples = ['<%= config.bin %> bench', '<%= config.bin %> bench --quick', '<%= config.bin %> bench --database-url postgresql://postgres@127.0.0.1:5432/postgres --outlets 0,600']
+
+  static override flags = {
+    'database-url': Flags.string({description: 'A server database where scratch databases may be created (default: the sandbox).'}),
+    outlets: Flags.string({description: 'Outlet counts for the lock-hold table.', default: '0,10,100,300,600,1000'}),
+    runs: Flags.integer({description: 'Measured runs per point.', default: 14, min: 1}),
+    warmup: Flags.integer({description: 'Warm-up runs per point (discarded).', default: 3, min: 0}),
+    consumers: Flags.integer({description: 'Consumer DAGs scheduled on each asset.', default: 1, min: 1, max: 20}),
+    concurrency: Flags.string({description: 'Concurrency levels for the throughput table.', default: '1,2,4,8'}),
+    'throughput-outlets': Flags.string({description: 'Outlet counts for the throughput table.', default: '10,300'}),
+    'throughput-items': Flags.integer({description: 'Task instances per throughput point.', default: 400, min: 1}),
+    race: Flags.integer({description: 'Concurrent completions of one task instance (0 skips).', default: 32, min: 0}),
+    'memory-tis': Flags.integer({description: 'Task instances in the memory run of complete (0 skips).', default: 100_000, min: 0}),
+    out: Flags.string({description: 'Where to write results.md, results.json and lock-hold.svg.', default: 'bench/results'}),
+    quick: Flags.boolean({description: 'A smoke run: tiny sizes, nothing written unless --out is given.', default: false}),
+  }
+
+  protected async execute(): Promise<CommandOutcome<BenchReport & {written: string[]}>> {
+    const {flags} = await this.parse(Bench)
+    const quick = flags.quick
+    const plan = {
+      outlets: quick ? [0, 10] : parseIntegerList(flags.outlets, '--outlets'),
+      runs: quick ? 2 : flags.runs,
+      warmup: quick ? 1 : flags.warmup,
+      consumers: flags.consumers,
+      concurrency: quick ? [2] : parseIntegerList(flags.concurrency, '--concurrency'),
+      throughputOutlets: quick ? [10] : parseIntegerList(flags['throughput-outlets'], '--throughput-outlets'),
+      throughputItems: quick ? 20 : flags['throughput-items'],
+      racers: quick ? 4 : flags.race,
+      memoryTis: quick ? 0 : flags['memory-tis'],
+    }
+    const adminUrl = flags['database-url'] ? toPostgresUrl(flags['database-url'], '--database-url') : (await sandboxUrl(sandboxHome())).url.replace(/\/airflow$/, '/postgres')
+    const password = passwordOf(adminUrl)
+    if (password) this.secrets.add(password)
+    const server = await openScratchServer(adminUrl)
+    this.onCleanup(() => server.dropAll())
+    const report = await runBench(server, plan, (line) => this.progress(line))
+    const written: string[] = []
+    if (!quick || this.argv.includes('--out')) {
+      await fs.mkdir(flags.out, {recursive: true})
+      const caption = `${report.machine.cpus} × ${report.machine.cpuModel}, PostgreSQL ${report.machine.postgres}, ${report.machine.date}`
+      const files: Array<[string, string]> = [
+        ['results.md', benchMarkdown(report)],
+        ['results.json', JSON.stringify(report, null, 2) + '\n'],
+        ['lock-hold.svg', lockHoldChart(report.lockHold, caption)],
+      ]
+      for (const [name, text] of files) {
+        await fs.writeFile(path.join(flags.out, name), text)
+        written.push(path.join(flags.out, name))
+      }
+    }
+
+    return {result: {...report, written}}
+  }
+
+  protected render(result: BenchReport & {written: string[]}): string {
+    return `${benchTerminal(result)}\n\n${benchMarkdown(result).split('\n').slice(0, 2).join('\n')}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
+  }
+}

@@ -1,0 +1,38 @@
+import {spawn} from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+/**
+ * Peak resident memory of an airlock command run as an operator runs it (a child process of the
+ * built CLI), read from /proc/<pid>/status VmHWM, the kernel's high-water mark, until it exits.
+ */
+const cliPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bin', 'run.js')
+
+export interface MemoryRun {
+  args: string[]
+  peakRssMb: number
+  seconds: number
+  exitCode: number | null
+}
+
+export async function peakRssOf(args: string[]): Promise<MemoryRun> {
+  const started = Date.now()
+  const child = spawn(process.execPath, [cliPath, ...args], {stdio: ['ignore', 'ignore', 'pipe']})
+  let peakKb = 0
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)))
+  const timer = setInterval(() => {
+    try {
+      const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8')
+      const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0)
+      if (kb > peakKb) peakKb = kb
+    } catch {
+      // The process is gone; the last reading stands.
+    }
+  }, 50)
+  const exitCode = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  clearInterval(timer)
+  if (exitCode !== 0) throw new Error(`airlock ${args[0]} exited ${exitCode} during the memory benchmark: ${stderr.trim()}`)
+  return {args, peakRssMb: peakKb / 1024, seconds: (Date.now() - started) / 1000, exitCode}
+}

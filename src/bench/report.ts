@@ -1,0 +1,73 @@
+import {renderTable} from '../output/table.js'
+import type {BenchReport} from './runBench.js'
+
+const f = (v: number, digits = 2) => (Number.isFinite(v) ? v.toFixed(digits) : '-')
+
+/** The benchmark as markdown: machine, lock hold side by side, registration, throughput, race, memory. */
+export function benchMarkdown(report: BenchReport): string {
+  const m = report.machine
+  const lines = [
+    `Measured ${m.date} on ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GiB, Node ${m.node}, PostgreSQL ${m.postgres} on loopback, synchronous_commit=${m.synchronousCommit}.`,
+    `${report.plan.runs} runs per point after ${report.plan.warmup} warm-up runs, ${report.plan.consumers} consumer DAG(s) per asset; the three strategies interleaved run by run.`,
+    '',
+    '### task_instance row lock held during one completion (ms)',
+    '',
+    markdownTable(
+      ['outlets', 'lock-first p50', 'register-first p50', 'p95', 'p99', 'raw floor p50', 'register-first / floor', 'lock-first / register-first'],
+      report.lockHold.map((row) => [
+        String(row.outlets),
+        f(row.lockHold.lock_first.p50),
+        f(row.lockHold.register_first.p50),
+        f(row.lockHold.register_first.p95),
+        f(row.lockHold.register_first.p99),
+        f(row.lockHold.floor.p50),
+        `${f(row.lockHold.register_first.p50 / row.lockHold.floor.p50)}×`,
+        `${f(row.lockHold.lock_first.p50 / row.lockHold.register_first.p50, 1)}×`,
+      ]),
+    ),
+    '',
+    '### Registration and whole-completion time (ms, p50 / p95)',
+    '',
+    markdownTable(
+      ['outlets', 'register (register-first)', 'register (raw floor)', 'total register-first', 'total lock-first'],
+      report.lockHold.map((row) => [
+        String(row.outlets),
+        `${f(row.register.register_first.p50)} / ${f(row.register.register_first.p95)}`,
+        `${f(row.register.floor.p50)} / ${f(row.register.floor.p95)}`,
+        `${f(row.total.register_first.p50)} / ${f(row.total.register_first.p95)}`,
+        `${f(row.total.lock_first.p50)} / ${f(row.total.lock_first.p95)}`,
+      ]),
+    ),
+  ]
+  if (report.throughput.length > 0) {
+    lines.push('', '### Throughput on distinct task instances (completions/s)', '')
+    const outlets = [...new Set(report.throughput.map((t) => t.outlets))]
+    const concurrency = [...new Set(report.throughput.map((t) => t.concurrency))]
+    lines.push(
+      markdownTable(
+        ['outlets', ...concurrency.map((c) => `concurrency ${c}`)],
+        outlets.map((o) => [String(o), ...concurrency.map((c) => f(report.throughput.find((t) => t.outlets === o && t.concurrency === c)?.perSecond ?? Number.NaN, 0))]),
+      ),
+    )
+  }
+
+  if (report.race) {
+    const r = report.race
+    lines.push('', `### Same-task-instance race`, '', `${r.racers} concurrent completions of one task instance (${r.outlets} outlets): ${f(r.ms, 0)} ms until all had an outcome; ${r.completed} completed, ${r.alreadySuccess} already_success, ${r.events} events in the table.`)
+  }
+
+  for (const run of report.memory) lines.push('', `### Memory`, '', `${run.what}: peak RSS ${f(run.peakRssMb, 0)} MB in ${f(run.seconds, 0)} s.`)
+  return lines.join('\n') + '\n'
+}
+
+function markdownTable(headers: string[], rows: string[][]): string {
+  return [`| ${headers.join(' | ')} |`, `|${headers.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n')
+}
+
+/** A short terminal rendering of the lock-hold table. */
+export function benchTerminal(report: BenchReport): string {
+  return renderTable(
+    ['outlets', 'lock-first p50', 'register-first p50', 'floor p50', 'rf/floor', 'register p50'],
+    report.lockHold.map((row) => [row.outlets, f(row.lockHold.lock_first.p50), f(row.lockHold.register_first.p50), f(row.lockHold.floor.p50), f(row.lockHold.register_first.p50 / row.lockHold.floor.p50), f(row.register.register_first.p50)]),
+  )
+}

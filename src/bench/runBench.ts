@@ -1,0 +1,85 @@
+import os from 'node:os'
+
+import knexFactory from 'knex'
+
+import {silentKnexLog} from '../connection/open.js'
+import {measureLockHold, type LockHoldRow} from './lockHold.js'
+import {peakRssOf, type MemoryRun} from './memory.js'
+import type {ScratchServer} from './scratch.js'
+import {measureRace, measureThroughput, type RaceResult, type ThroughputRow} from './throughput.js'
+
+export interface BenchPlan {
+  outlets: number[]
+  runs: number
+  warmup: number
+  consumers: number
+  concurrency: number[]
+  throughputOutlets: number[]
+  throughputItems: number
+  racers: number
+  /** Task instances in the memory run of `complete` (0 skips it). */
+  memoryTis: number
+}
+
+export interface BenchReport {
+  machine: {cpus: number; cpuModel: string; memoryGb: number; node: string; postgres: string; synchronousCommit: string; date: string}
+  plan: BenchPlan
+  lockHold: LockHoldRow[]
+  throughput: ThroughputRow[]
+  race: RaceResult | null
+  memory: Array<MemoryRun & {what: string}>
+}
+
+export async function runBench(server: ScratchServer, plan: BenchPlan, progress: (line: string) => void): Promise<BenchReport> {
+  const machine = await describeMachine(server.adminUrl)
+  const lockHold: LockHoldRow[] = []
+  for (const outlets of plan.outlets) {
+    progress(`lock hold: ${outlets} outlets × ${plan.runs} runs (+${plan.warmup} warm-up)…`)
+    lockHold.push(await measureLockHold(server, {outlets, runs: plan.runs, warmup: plan.warmup, consumers: plan.consumers}))
+  }
+
+  const throughput: ThroughputRow[] = []
+  for (const outlets of plan.throughputOutlets) {
+    for (const concurrency of plan.concurrency) {
+      progress(`throughput: ${outlets} outlets, concurrency ${concurrency}…`)
+      throughput.push(await measureThroughput(server, {outlets, concurrency, items: plan.throughputItems}))
+    }
+  }
+
+  progress(`race: ${plan.racers} completions of one task instance…`)
+  const race = plan.racers > 0 ? await measureRace(server, {racers: plan.racers, outlets: 10}) : null
+
+  const memory: BenchReport['memory'] = []
+  if (plan.memoryTis > 0) {
+    const tasks = Math.min(100, plan.memoryTis)
+    const runs = Math.max(1, Math.ceil(plan.memoryTis / tasks))
+    progress(`memory: complete over ${runs * tasks} task instances (--ndjson)…`)
+    const scratch = await server.create({seed: {dags: 1, runs, tasks, outlets: 1, consumers: 1}, poolSize: 1})
+    try {
+      const run = await peakRssOf(['complete', '--database-url', scratch.url, '--dag-id', 'etl_001', '--yes', '--ndjson', '--concurrency', '4'])
+      memory.push({...run, what: `complete backfill, ${runs * tasks} task instances, --ndjson`})
+    } finally {
+      await scratch.drop()
+    }
+  }
+
+  return {machine, plan, lockHold, throughput, race, memory}
+}
+
+async function describeMachine(adminUrl: string): Promise<BenchReport['machine']> {
+  const knex = knexFactory({client: 'pg', connection: adminUrl, pool: {min: 0, max: 1}, log: silentKnexLog})
+  try {
+    const {rows} = await knex.raw<{rows: Array<{version: string; sync: string}>}>(`select current_setting('server_version') as version, current_setting('synchronous_commit') as sync`)
+    return {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
+      memoryGb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      postgres: rows[0]!.version,
+      synchronousCommit: rows[0]!.sync,
+      date: new Date().toISOString().slice(0, 10),
+    }
+  } finally {
+    await knex.destroy()
+  }
+}

@@ -1,0 +1,46 @@
+import {inject} from 'vitest'
+import {afterAll, describe, expect, it} from 'vitest'
+
+import {envelope, runCli} from '../support/cli.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+
+/** A smoke run of the benchmark so it cannot rot; the full run is `npm run bench`. */
+describe('airlock bench --quick', () => {
+  const databases: TestDatabase[] = []
+  afterAll(async () => {
+    for (const database of databases) await database.drop()
+  })
+
+  it('measures both orderings and the floor, throughput and the race, and drops its scratch databases', async () => {
+    const adminUrl = inject('adminUrl')
+    const probe = await createTestDatabase('empty', 1)
+    databases.push(probe)
+    const benchDatabases = async () => (await probe.knex.raw(`select count(*)::int as n from pg_database where datname like 'airlock_bench_%'`)).rows[0].n as number
+    const before = await benchDatabases()
+    const result = await runCli(['bench', '--quick', '--database-url', adminUrl, '--json'])
+    expect(result.code).toBe(0)
+    const out = envelope(result) as {result: {lockHold: Array<{outlets: number; lockHold: Record<string, {p50: number; n: number}>}>; throughput: Array<{perSecond: number; failed: number}>; race: {completed: number; alreadySuccess: number}}}
+    expect(out.result.lockHold.map((r) => r.outlets)).toEqual([0, 10])
+    for (const row of out.result.lockHold) {
+      for (const order of ['register_first', 'lock_first', 'floor']) {
+        expect(row.lockHold[order]!.n).toBe(2)
+        expect(row.lockHold[order]!.p50).toBeGreaterThan(0)
+      }
+    }
+
+    expect(out.result.throughput[0]).toMatchObject({failed: 0})
+    expect(out.result.throughput[0]!.perSecond).toBeGreaterThan(0)
+    expect(out.result.race).toMatchObject({completed: 1, alreadySuccess: 3})
+
+    expect(await benchDatabases()).toBe(before)
+  })
+
+  it('refuses to run next to a database that holds a real Airflow schema (exit 2)', async () => {
+    const airflow = await createTestDatabase('empty', 1)
+    databases.push(airflow)
+    await airflow.knex.raw('create table alembic_version (version_num varchar(32) primary key)')
+    const result = await runCli(['bench', '--quick', '--database-url', airflow.url])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('real Airflow schema')
+  })
+})
