@@ -13,6 +13,7 @@ import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
 import {openItemSource} from '../src/complete/itemSource.js'
 import {runComplete} from '../src/complete/runComplete.js'
 import {ExitCode} from '../src/exitCodes.js'
+import {toItemJson, type ItemJson} from '../src/output/itemJson.js'
 
 export default class Complete extends AirlockCommand<BatchReport> {
   static override summary = 'Mark task instances SUCCESS together with the asset events they emit.'
@@ -69,7 +70,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     const mode = flags.ndjson ? 'ndjson' : this.jsonMode ? 'json' : 'human'
     await confirmBulkWrite({count: source.count, what: 'mark success', yes: flags.yes, dryRun: flags['dry-run'], machineOutput: mode !== 'human'})
 
-    const output = new BatchOutput(mode, flags['dry-run'] ? 'complete (dry run)' : 'complete', source.count, 'completed')
+    const output = new BatchOutput<ItemJson>(mode, flags['dry-run'] ? 'complete (dry run)' : 'complete', source.count, ['completed', 'already_success'])
     const interrupts = watchInterrupts((signal) => this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`))
     try {
       const {tally, interrupted} = await runComplete(database.knex, {
@@ -80,7 +81,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
         dryRun: flags['dry-run'],
         airlockVersion: this.config.version,
         shouldStop: interrupts.requested,
-        onItem: (item, counts) => output.add(item, counts),
+        onItem: (item, counts) => output.add(toItemJson(item), counts),
       })
       for (const warning of tally.warnings()) this.note(warning)
       const report = output.finish(tally, flags['dry-run'], interrupted)

@@ -1,4 +1,4 @@
-import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
+import {Command, Flags, type Interfaces} from '@oclif/core'
 
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
@@ -74,6 +74,23 @@ export abstract class AirlockCommand<R> extends Command {
     return redact(text, this.secrets)
   }
 
+  /**
+   * oclif's parse, with every failure in it (unknown flag, bad integer, failed option check,
+   * a flag's own parse function) turned into a one-line usage error: exit 2, never exit 1.
+   */
+  protected override async parse<F extends Interfaces.OutputFlags<any>, B extends Interfaces.OutputFlags<any>, A extends Interfaces.OutputArgs<any>>(
+    options?: Interfaces.Input<F, B, A>,
+    argv?: string[],
+  ): Promise<Interfaces.ParserOutput<F, B, A>> {
+    try {
+      return await super.parse(options, argv)
+    } catch (error) {
+      if (error instanceof AirlockError) throw error
+      const first = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').replace(/See more help with --help/i, '').trim()
+      throw new AirlockError('USAGE', ExitCode.usage, `${first} (see airlock ${this.id?.replaceAll(':', ' ') ?? ''} --help)`)
+    }
+  }
+
   public async run(): Promise<void> {
     let exit: ExitCode
     try {
@@ -118,14 +135,6 @@ export abstract class AirlockCommand<R> extends Command {
       }
     }
 
-    if (isParseError(error)) {
-      // oclif's parse messages run to several lines with a "See more help" tail: keep the first.
-      // One line for humans: the problem and where help is.
-      const first = error.message.split('\n')[0]?.trim() ?? 'invalid arguments'
-      const help = `airlock ${this.id?.replaceAll(':', ' ') ?? ''} --help`
-      return {status: ExitCode.usage, error: {name: 'UsageError', code: 'USAGE', message: this.scrub(`${first} (see ${help})`), actions: []}}
-    }
-
     const message = error instanceof Error ? error.message : String(error)
     return {
       status: ExitCode.internal,
@@ -141,10 +150,6 @@ export abstract class AirlockCommand<R> extends Command {
   private writeStdout(text: string): void {
     process.stdout.write(text.endsWith('\n') ? text : text + '\n')
   }
-}
-
-function isParseError(error: unknown): error is Error {
-  return error instanceof Errors.CLIError && ('parse' in error || /flag|argument/i.test(error.message))
 }
 
 export type InferredFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof AirlockCommand)['baseFlags'] & T['flags']>

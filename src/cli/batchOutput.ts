@@ -1,6 +1,4 @@
-import type {ItemResult} from '../protocol/outcomes.js'
 import type {Tally} from '../protocol/tally.js'
-import {toItemJson, type ItemJson} from '../output/itemJson.js'
 import {createProgress, type Progress} from '../output/progress.js'
 import type {BatchReport} from './renderItems.js'
 
@@ -9,31 +7,34 @@ export type OutputMode = 'human' | 'json' | 'ndjson'
 const humanFirstRows = 50
 const humanProblemRows = 200
 
+export interface ItemLike {
+  outcome: string
+}
+
 /**
  * Where a batch's items go as they finish: streamed as NDJSON lines, all kept for the --json
  * envelope, or (for humans) the first rows and every problem, so a million-item backfill keeps
  * flat memory in every mode but --json.
  */
-export class BatchOutput<O extends {outcome: string}> {
-  private readonly kept: ItemJson[] = []
+export class BatchOutput<J extends ItemLike> {
+  private readonly kept: J[] = []
   private omitted = 0
   private readonly progress: Progress
 
-  constructor(private readonly mode: OutputMode, label: string, total: number, private readonly doneOutcome: string) {
+  constructor(private readonly mode: OutputMode, label: string, total: number | null, private readonly doneOutcomes: readonly string[]) {
     this.progress = createProgress({label, total, enabled: mode !== 'json' || !process.stderr.isTTY})
   }
 
-  add(item: ItemResult<O>, tally: Tally<O>): void {
-    const json = toItemJson(item)
+  add(json: J, tally: Tally): void {
     if (this.mode === 'ndjson') process.stdout.write(JSON.stringify({type: 'item', ...json}) + '\n')
     else if (this.mode === 'json') this.kept.push(json)
-    else if (this.kept.length < humanFirstRows || (json.outcome !== this.doneOutcome && this.kept.length < humanProblemRows)) this.kept.push(json)
+    else if (this.kept.length < humanFirstRows || (!this.doneOutcomes.includes(json.outcome) && this.kept.length < humanProblemRows)) this.kept.push(json)
     else this.omitted++
     const detail = [...tally.counts].filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`).join(' · ')
     this.progress.update(tally.selected, detail)
   }
 
-  finish(tally: Tally<O>, dryRun: boolean, interrupted: boolean): BatchReport {
+  finish(tally: Tally, dryRun: boolean, interrupted: boolean): BatchReport<J> {
     this.progress.stop()
     const summary = tally.summary(dryRun)
     if (this.mode === 'ndjson') process.stdout.write(JSON.stringify({type: 'summary', ...summary, interrupted}) + '\n')

@@ -1,9 +1,9 @@
 import type {ItemJson} from '../output/itemJson.js'
 import {renderTable} from '../output/table.js'
 
-export interface BatchReport {
+export interface BatchReport<J = ItemJson> {
   summary: Record<string, number | boolean>
-  items: ItemJson[]
+  items: J[]
   /** Items not kept for the human table (large runs keep the first rows and every problem). */
   omitted?: number
   interrupted?: boolean

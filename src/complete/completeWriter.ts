@@ -1,5 +1,3 @@
-import os from 'node:os'
-
 import type {Knex} from 'knex'
 
 import type {Capabilities} from '../airflow/schema.js'
@@ -7,6 +5,7 @@ import type {StoredState, TaskInstanceContext, TaskInstanceState} from '../airfl
 import {insertTaskLogRow} from '../db/insertTaskLogRow.js'
 import {markTaskInstanceSuccess} from '../db/markTaskInstanceSuccess.js'
 import type {CompleteOutcome} from '../protocol/outcomes.js'
+import {auditIdentity} from '../protocol/auditIdentity.js'
 import type {Writer} from '../protocol/protocol.js'
 import {emitOutletEvents, emptyRegistration, queueEventConsumers, type Registration} from './registerOutletEvents.js'
 import type {OutletEventInput} from './workItem.js'
@@ -42,11 +41,10 @@ export function completeWriter(settings: CompleteSettings): Writer<CompleteOutco
     return {outcome: 'conflict', previousState: state as StoredState}
   }
 
-  const host = os.hostname()
-  const osUser = safeUsername()
+  const {host_name, os_user} = auditIdentity()
   // Airflow's audit log shows this row: say who did it, from where, and how.
   const auditExtra = (previousState: string | null, events: number) =>
-    JSON.stringify({host_name: host, airlock: {version: settings.airlockVersion, command: 'complete', os_user: osUser, previous_state: previousState, events}})
+    JSON.stringify({host_name, airlock: {version: settings.airlockVersion, command: 'complete', os_user, previous_state: previousState, events}})
 
   return {
     verb: 'complete',
@@ -76,13 +74,5 @@ export function completeWriter(settings: CompleteSettings): Writer<CompleteOutco
       const {rows} = await knex.raw<{rows: unknown[]}>('select 1 from log where id = ?', [receipt.logId])
       return rows.length > 0
     },
-  }
-}
-
-function safeUsername(): string {
-  try {
-    return os.userInfo().username
-  } catch {
-    return process.env.USER ?? 'unknown'
   }
 }

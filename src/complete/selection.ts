@@ -17,13 +17,24 @@ export interface SelectionFilter {
   until?: Date | undefined
   limit?: number | undefined
   shard?: {index: number; count: number} | undefined
+  /** What --since/--until compare: the run's run_after (complete) or the TI's end_date (replay-events). */
+  timeColumn?: 'run_after' | 'end_date'
+  /** Only task instances in these states (replay-events: success). */
+  states?: string[]
+  /** Only task instances with an active declared outlet lacking an event since their start_date. */
+  missingEventsOnly?: boolean
+  /** Keyset start: only ids after this one (a resumed --checkpoint). */
+  afterId?: string | undefined
 }
 
 export const pageSize = 1000
 
 function filtered(db: Knex, filter: SelectionFilter): Knex.QueryBuilder {
   const query = db('task_instance as ti')
-  if (filter.since || filter.until) {
+  if (filter.timeColumn === 'end_date') {
+    if (filter.since) query.where('ti.end_date', '>=', filter.since)
+    if (filter.until) query.where('ti.end_date', '<', filter.until)
+  } else if (filter.since || filter.until) {
     query.join('dag_run as dr', (join) => join.on('dr.dag_id', 'ti.dag_id').andOn('dr.run_id', 'ti.run_id'))
     if (filter.since) query.where('dr.run_after', '>=', filter.since)
     if (filter.until) query.where('dr.run_after', '<', filter.until)
@@ -33,6 +44,24 @@ function filtered(db: Knex, filter: SelectionFilter): Knex.QueryBuilder {
   if (filter.runIds.length > 0) query.whereIn('ti.run_id', filter.runIds)
   if (filter.taskIds.length > 0) query.whereIn('ti.task_id', filter.taskIds)
   if (filter.mapIndex !== undefined) query.where('ti.map_index', filter.mapIndex)
+  if (filter.states) query.whereIn('ti.state', filter.states)
+  if (filter.missingEventsOnly) {
+    // Anti-join: an active declared outlet with no event attributed to this TI since it started.
+    query.whereExists(function () {
+      this.select(db.raw('1'))
+        .from('task_outlet_asset_reference as r')
+        .join('asset as a', 'a.id', 'r.asset_id')
+        .join('asset_active as aa', (join) => join.on('aa.name', 'a.name').andOn('aa.uri', 'a.uri'))
+        .whereRaw('r.dag_id = ti.dag_id and r.task_id = ti.task_id')
+        .whereNotExists(function () {
+          this.select(db.raw('1'))
+            .from('asset_event as e')
+            .whereRaw(`e.asset_id = a.id and e.source_dag_id = ti.dag_id and e.source_run_id = ti.run_id and e.source_task_id = ti.task_id
+                       and e.source_map_index = ti.map_index and e."timestamp" >= coalesce(ti.start_date, '-infinity')`)
+        })
+    })
+  }
+
   // A stable hash of the id: N hosts with --shard 1/N … N/N split one backfill without overlap.
   if (filter.shard) query.whereRaw('mod(abs(hashtext(ti.id::text)::bigint), ?) = ?', [filter.shard.count, filter.shard.index - 1])
   return query
@@ -43,7 +72,7 @@ function filtered(db: Knex, filter: SelectionFilter): Knex.QueryBuilder {
  * flat and each page is an index range scan, however many task instances match.
  */
 export async function* selectTaskInstances(db: Knex, filter: SelectionFilter): AsyncGenerator<TaskInstanceRef> {
-  let last: string | undefined
+  let last = filter.afterId
   let remaining = filter.limit ?? Number.POSITIVE_INFINITY
   while (remaining > 0) {
     const query = filtered(db, filter).select('ti.id').orderBy('ti.id').limit(Math.min(pageSize, remaining))

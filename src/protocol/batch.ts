@@ -1,21 +1,19 @@
-import type {ItemResult} from './outcomes.js'
-
-export interface BatchOptions<O extends {outcome: string}> {
+export interface BatchOptions<R> {
   /** Items in flight at once; each holds one pooled connection for its transaction. */
   concurrency: number
   /** Checked before each item is taken: true after SIGINT/SIGTERM. In-flight items finish. */
   shouldStop: () => boolean
-  onResult: (result: ItemResult<O>) => void
+  onResult: (result: R) => void
 }
 
 /**
  * Runs one protocol transaction per item over a small pool of workers pulling from one stream, so
  * a million-item selection is never materialised: the stream pages, the workers consume.
  */
-export async function runBatch<Item, O extends {outcome: string}>(
+export async function runBatch<Item, R>(
   items: AsyncIterable<Item>,
-  work: (item: Item) => Promise<ItemResult<O>>,
-  options: BatchOptions<O>,
+  work: (item: Item) => Promise<R>,
+  options: BatchOptions<R>,
 ): Promise<{interrupted: boolean}> {
   const iterator = items[Symbol.asyncIterator]()
   let interrupted = false

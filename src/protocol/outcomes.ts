@@ -39,3 +39,9 @@ export interface ItemResult<O extends {outcome: string}> {
   /** Operator-facing notes about this item (inactive assets, unqueued consumers, …). */
   warnings: string[]
 }
+
+export type ReplayOutcome =
+  | {outcome: 'replayed'}
+  | {outcome: 'nothing_missing'}
+  /** The task instance is not (or no longer) success: nothing replayed. */
+  | {outcome: 'changed'; previousState: StoredState}

@@ -34,6 +34,8 @@ export interface Writer<O extends {outcome: string}, Input, Registration, Receip
   decideBeforeRegistering(ti: TaskInstanceContext): O | undefined
   /** Step 2. */
   register(trx: Knex.Transaction, ti: TaskInstanceContext, input: Input): Promise<Registration>
+  /** After step 2: an outcome when registration found nothing to do (then no lock is taken). */
+  nothingToDo?(registration: Registration): O | undefined
   /** Step 4: 'commit' to apply, or the outcome to roll back with. Decides on the LOCKED state only. */
   decideUnderLock(trx: Knex.Transaction, lockedState: StoredState, ti: TaskInstanceContext, registration: Registration): Promise<'commit' | O>
   /**
@@ -180,6 +182,8 @@ async function attemptOnce<O extends {outcome: string}, Input, Registration, Rec
           await register(trx, ti)
         } else {
           await register(trx, ti)
+          const idle = writer.nothingToDo?.(registration as Registration)
+          if (idle) return idle
           locked = await lock(conn, ti)
         }
 

@@ -1,5 +1,12 @@
 import {ExitCode, worstItemExit} from '../exitCodes.js'
-import type {ItemResult} from './outcomes.js'
+
+/** What a tally needs of an item, whichever writer produced it. */
+export interface Countable {
+  result: {outcome: string}
+  events: number
+  queued: number
+  warnings: string[]
+}
 
 /** Outcomes that are not "done" and the exit code each maps to (DESIGN §3). */
 const exitByOutcome: Readonly<Record<string, ExitCode>> = {
@@ -7,13 +14,14 @@ const exitByOutcome: Readonly<Record<string, ExitCode>> = {
   changed: ExitCode.conflict,
   not_found: ExitCode.notFound,
   failed: ExitCode.partialFailure,
+  unknown_asset: ExitCode.partialFailure,
 }
 
 /**
  * Counts per run: items per outcome, events created, runs queued, and warnings folded by text
  * (one inactive asset warns once with a count, not once per task instance of a backfill).
  */
-export class Tally<O extends {outcome: string}> {
+export class Tally<O extends {outcome: string} = {outcome: string}> {
   selected = 0
   eventsCreated = 0
   runsQueued = 0
@@ -24,7 +32,7 @@ export class Tally<O extends {outcome: string}> {
     for (const name of outcomeNames) this.counts.set(name, 0)
   }
 
-  add(item: ItemResult<O>): void {
+  add(item: Countable): void {
     this.selected++
     this.counts.set(item.result.outcome, (this.counts.get(item.result.outcome) ?? 0) + 1)
     this.eventsCreated += item.events

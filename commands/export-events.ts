@@ -1,0 +1,77 @@
+import fs from 'node:fs'
+import {finished} from 'node:stream/promises'
+
+import {Flags} from '@oclif/core'
+
+import {requireAirflowSchema} from '../src/airflow/schema.js'
+import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
+import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
+import {parseTimestamp} from '../src/cli/parseInput.js'
+import {usageError} from '../src/errors.js'
+import {exportEvents} from '../src/export/exportEvents.js'
+import {createProgress} from '../src/output/progress.js'
+
+interface ExportResult {
+  exported: number
+  output: string
+  first_id: number | null
+  last_id: number | null
+}
+
+export default class ExportEvents extends AirlockCommand<ExportResult> {
+  static override summary = 'Write asset events (with their attribution) as NDJSON, e.g. from a restored backup.'
+  static override description = `One JSON object per line: id, asset {name, uri}, extra, source_dag_id / source_run_id /
+source_task_id / source_map_index, partition_key, timestamp, the aliases it went through, the DAGs
+queued for it (queued_for) and the runs that consumed it (consumed_by). Streamed in keyset pages:
+an export of millions of events runs in flat memory. The usual recovery: restore last night's
+backup into a scratch database, export the incident's window there, then
+airlock replay-events --from-file … --skip-existing against production.`
+
+  static override examples = [
+    '<%= config.bin %> export-events --database-url postgresql://airflow@restore/airflow --since 2026-12-01T02:00:00Z --until 2026-12-01T04:00:00Z --output incident.ndjson',
+    '<%= config.bin %> export-events --dag-id etl_daily --asset s3://warehouse/orders > orders.ndjson',
+  ]
+
+  static override flags = {
+    ...connectionFlags,
+    since: Flags.string({description: 'Events at or after this ISO-8601 UTC time.'}),
+    until: Flags.string({description: 'Events before this ISO-8601 UTC time.'}),
+    'dag-id': Flags.string({description: 'Only events whose source DAG is this one.'}),
+    asset: Flags.string({description: 'Only events of this asset (name or uri). Repeatable.', multiple: true}),
+    output: Flags.string({char: 'o', description: 'Write to this file instead of stdout (required with --json, where stdout holds the envelope).'}),
+  }
+
+  protected async execute(): Promise<CommandOutcome<ExportResult>> {
+    const {flags} = await this.parse(ExportEvents)
+    if (this.jsonMode && !flags.output) throw usageError('--json needs --output FILE: stdout carries the events otherwise.')
+    const filter = {
+      since: flags.since ? parseTimestamp(flags.since, '--since') : undefined,
+      until: flags.until ? parseTimestamp(flags.until, '--until') : undefined,
+      sourceDagId: flags['dag-id'],
+      assets: flags.asset ?? [],
+    }
+    const {database} = await openFromFlags(flags, {verb: 'export-events', poolSize: 1}, (secret) => this.secrets.add(secret))
+    this.onCleanup(() => database.close())
+    const schema = await requireAirflowSchema(database.knex)
+    const out = flags.output ? fs.createWriteStream(flags.output, {flags: 'wx'}) : process.stdout
+    if (out !== process.stdout) await new Promise((resolve, reject) => out.once('open', resolve).once('error', (error) => reject(usageError(`--output ${flags.output}: ${error.message} (airlock never overwrites an export).`))))
+    const progress = createProgress({label: 'export-events', total: null, enabled: Boolean(flags.output)})
+    const result = await exportEvents(database.knex, filter, schema.capabilities, out, (n) => progress.update(n, ''))
+    progress.stop()
+    if (out !== process.stdout) {
+      out.end()
+      await finished(out)
+    }
+
+    return {result: {exported: result.exported, output: flags.output ?? 'stdout', first_id: result.firstId, last_id: result.lastId}}
+  }
+
+  protected render(result: ExportResult): string {
+    if (result.output === 'stdout') {
+      process.stderr.write(`exported ${result.exported} events\n`)
+      return ''
+    }
+
+    return `Exported ${result.exported} events to ${result.output}${result.exported ? ` (ids ${result.first_id}…${result.last_id})` : ''}.`
+  }
+}

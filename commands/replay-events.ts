@@ -1,0 +1,123 @@
+import {Flags} from '@oclif/core'
+
+import {requireAirflowSchema} from '../src/airflow/schema.js'
+import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
+import {BatchOutput} from '../src/cli/batchOutput.js'
+import {confirmBulkWrite} from '../src/cli/confirm.js'
+import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
+import {watchInterrupts} from '../src/cli/interrupt.js'
+import {parseDuration, parseJsonObject} from '../src/cli/parseInput.js'
+import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
+import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
+import {usageError} from '../src/errors.js'
+import {ExitCode} from '../src/exitCodes.js'
+import type {ItemJson} from '../src/output/itemJson.js'
+import {Checkpoint, fingerprintOf} from '../src/replay/checkpoint.js'
+import {countReplay, runReplay, type EventItemJson, type ReplayMode} from '../src/replay/runReplay.js'
+
+const {'from-file': _tiFile, ...taskSelection} = selectionFlags
+
+export default class ReplayEvents extends AirlockCommand<BatchReport<ItemJson | EventItemJson>> {
+  static override summary = 'Re-register asset events lost in an incident: missing ones for successful tasks, by event id, or from an export.'
+  static override description = `Three modes:
+
+  missing (default)  successful task instances (selection flags; --since/--until on end_date) whose
+                     active declared outlets have no event attributed to them since they started.
+                     Each goes through the same protocol as complete: register the missing events
+                     and queue their consumers, lock the row, recheck that it is still success and
+                     the events still missing (another replayer may have won), commit or roll back.
+                     Outcomes: replayed, nothing_missing, changed.
+  --event-id N       re-emit existing events as new ones (same asset, extra, partition key, source,
+                     aliases) and queue their consumers again, so downstream DAGs run again.
+  --from-file PATH   re-emit the events of an export-events file, matching assets by name and uri
+                     (an unknown asset: that line is reported and skipped, exit 5 at the end);
+                     --skip-existing skips events already present at or after the line's time.
+
+New events always get a fresh UTC timestamp (never backdated). Provenance goes into Airflow's
+audit log (event "airlock.replay-events"), not into the events' extra, which consumers read.
+--checkpoint FILE lets an interrupted replay resume where it stopped.`
+
+  static override examples = [
+    {description: 'What is missing for last night\'s runs of one DAG', command: '<%= config.bin %> replay-events --dag-id etl_daily --since 2026-12-01T00:00:00Z --dry-run'},
+    {description: 'Replay them, resumable', command: '<%= config.bin %> replay-events --dag-id etl_daily --since 2026-12-01T00:00:00Z --yes --checkpoint replay.ckpt'},
+    {description: 'Run downstream DAGs again for two events', command: '<%= config.bin %> replay-events --event-id 1201 --event-id 1202 --yes'},
+    {description: 'From a restored backup\'s export', command: '<%= config.bin %> replay-events --from-file incident.ndjson --skip-existing --yes --json'},
+  ]
+
+  static override flags = {
+    ...connectionFlags,
+    ...taskSelection,
+    'event-id': Flags.integer({description: 'Re-emit this event (asset_event.id). Repeatable.', multiple: true, min: 1, helpGroup: 'MODE'}),
+    'from-file': Flags.string({description: 'NDJSON written by airlock export-events (or lines of the same shape).', helpGroup: 'MODE'}),
+    'skip-existing': Flags.boolean({description: 'With --from-file: skip lines whose event (same asset, source, extra, partition key) exists at or after the line\'s timestamp.', default: false, helpGroup: 'MODE'}),
+    checkpoint: Flags.string({description: 'Record progress here; a re-run with the same file resumes after the last finished item.', helpGroup: 'WRITING'}),
+    extra: Flags.string({description: 'Missing mode: JSON object for the extra of replayed events (default {}).', helpGroup: 'WRITING'}),
+    concurrency: Flags.integer({description: 'Items in flight at once.', default: 4, min: 1, max: 64, helpGroup: 'WRITING'}),
+    'lock-timeout': Flags.string({description: 'SET LOCAL lock_timeout per transaction.', default: '5s', helpGroup: 'WRITING'}),
+    'statement-timeout': Flags.string({description: 'SET LOCAL statement_timeout per transaction.', default: '30s', helpGroup: 'WRITING'}),
+    'dry-run': Flags.boolean({description: 'Run every transaction, then roll it back.', default: false, helpGroup: 'WRITING'}),
+    yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', default: false, helpGroup: 'WRITING'}),
+    ndjson: Flags.boolean({description: 'Stream one JSON line per item, then a summary line.', exclusive: ['json'], helpGroup: 'OUTPUT'}),
+  }
+
+  protected async execute(): Promise<CommandOutcome<BatchReport<ItemJson | EventItemJson>>> {
+    const {flags} = await this.parse(ReplayEvents)
+    const mode = modeFrom(flags)
+    const lockTimeoutMs = parseDuration(flags['lock-timeout'], '--lock-timeout')
+    const statementTimeoutMs = parseDuration(flags['statement-timeout'], '--statement-timeout')
+    const defaultExtra = flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}'
+    const checkpoint = await Checkpoint.open(flags.checkpoint, fingerprintOf({mode, defaultExtra}))
+    const {database} = await openFromFlags(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1}, (secret) => this.secrets.add(secret))
+    this.onCleanup(() => database.close())
+    const schema = await requireAirflowSchema(database.knex)
+    const {count} = await countReplay(database.knex, mode)
+    if (checkpoint.resumeFrom !== null) this.progress(`resuming from ${flags.checkpoint}: ${checkpoint.resumedDone} items already done`)
+    const outputMode = flags.ndjson ? 'ndjson' : this.jsonMode ? 'json' : 'human'
+    await confirmBulkWrite({count, what: 'replay events for', yes: flags.yes, dryRun: flags['dry-run'], machineOutput: outputMode !== 'human'})
+
+    const output = new BatchOutput<ItemJson | EventItemJson>(outputMode, flags['dry-run'] ? 'replay-events (dry run)' : 'replay-events', count, ['replayed', 'nothing_missing', 'skipped_existing'])
+    const interrupts = watchInterrupts((signal) => this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`))
+    try {
+      const {tally, interrupted} = await runReplay(database.knex, {
+        mode,
+        schema,
+        defaultExtra,
+        concurrency: flags.concurrency,
+        lockTimeoutMs,
+        statementTimeoutMs,
+        dryRun: flags['dry-run'],
+        airlockVersion: this.config.version,
+        checkpoint,
+        shouldStop: interrupts.requested,
+        onItem: (item, counts) => output.add(item, counts),
+      })
+      for (const warning of tally.warnings()) this.note(warning)
+      return {result: output.finish(tally, flags['dry-run'], interrupted), exit: interrupted ? ExitCode.interrupted : tally.exit}
+    } finally {
+      interrupts.dispose()
+    }
+  }
+
+  protected render(report: BatchReport<ItemJson | EventItemJson>): string {
+    if (this.argv.includes('--ndjson')) return ''
+    const rows = report.items.map((item) =>
+      'source' in item
+        ? {...item, ti_id: null, dag_id: item.source_dag_id ?? item.source, run_id: item.source_run_id, task_id: item.source_task_id ?? item.asset, map_index: item.source_map_index, previous_state: null, timings: {register_ms: 0, lock_wait_ms: 0, lock_hold_ms: 0, total_ms: item.timings.total_ms}}
+        : item,
+    ) as ItemJson[]
+    return renderBatch({...report, items: rows}, report.summary.dry_run ? 'Would replay for' : 'Replayed for')
+  }
+}
+
+function modeFrom(flags: Record<string, unknown>): ReplayMode {
+  const eventIds = (flags['event-id'] as number[] | undefined) ?? []
+  const file = flags['from-file'] as string | undefined
+  const selection = selectionFromFlags({...flags, 'from-file': undefined})
+  const selecting = selection.tiIds.length > 0 || Boolean(selection.filter.dagId || selection.filter.runIds.length || selection.filter.taskIds.length || selection.filter.since || selection.filter.until || selection.filter.mapIndex !== undefined)
+  const modes = [eventIds.length > 0, Boolean(file), selecting].filter(Boolean).length
+  if (modes > 1) throw usageError('Use one mode: --event-id, --from-file, or the task selection flags (missing mode).')
+  if (flags['skip-existing'] && !file) throw usageError('--skip-existing works with --from-file only.')
+  if (eventIds.length > 0) return {kind: 'event-id', ids: eventIds}
+  if (file) return {kind: 'file', path: file, skipExisting: Boolean(flags['skip-existing'])}
+  return {kind: 'missing', selection}
+}

@@ -1,0 +1,32 @@
+import type {Knex} from 'knex'
+
+import {bindings} from './bindings.js'
+import type {EventContent} from './insertEventCopy.js'
+
+/**
+ * An existing event with the same content (asset, source attribution, extra, partition key) at or
+ * after `since`, for --skip-existing: replaying an export into a database that already has some
+ * of its events must not double them.
+ */
+export async function findMatchingEvent(trx: Knex.Transaction, content: EventContent, since: Date, partitionColumn: boolean): Promise<number | undefined> {
+  const {rows} = await trx.raw<{rows: Array<{id: number}>}>(
+    `select id from asset_event
+      where asset_id = ? and extra::jsonb = ?::jsonb
+        and source_dag_id is not distinct from ? and source_run_id is not distinct from ?
+        and source_task_id is not distinct from ? and source_map_index is not distinct from ?
+        and "timestamp" >= ?::timestamptz
+        ${partitionColumn ? 'and partition_key is not distinct from ?' : ''}
+      order by id limit 1`,
+    bindings(
+      content.assetId,
+      content.extra,
+      content.source?.dagId ?? null,
+      content.source?.runId ?? null,
+      content.source?.taskId ?? null,
+      content.source ? content.source.mapIndex : -1,
+      since,
+      ...(partitionColumn ? [content.partitionKey] : []),
+    ),
+  )
+  return rows[0]?.id
+}

@@ -1,0 +1,47 @@
+import {once} from 'node:events'
+import type {Writable} from 'node:stream'
+
+import type {Knex} from 'knex'
+
+import type {Capabilities} from '../airflow/schema.js'
+import {readEventPage, type EventPageFilter} from '../db/readEventPage.js'
+
+export const exportPageSize = 1000
+
+/**
+ * Streams events as NDJSON in keyset pages, honouring the output's backpressure: one page in
+ * memory at a time, whatever the table's size.
+ */
+export async function exportEvents(
+  db: Knex,
+  filter: Omit<EventPageFilter, 'afterId' | 'limit'>,
+  capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>,
+  out: Writable,
+  onPage: (exported: number) => void = () => undefined,
+): Promise<{exported: number; firstId: number | null; lastId: number | null}> {
+  // A reader that went away (`| head`) ends the export quietly, as Unix tools do on SIGPIPE.
+  let closed = false
+  out.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error
+    closed = true
+  })
+  let afterId = 0
+  let exported = 0
+  let firstId: number | null = null
+  for (;;) {
+    const page = await readEventPage(db, {...filter, afterId, limit: exportPageSize}, capabilities)
+    for (const line of page) {
+      if (closed) return {exported, firstId, lastId: afterId || null}
+      if (!out.write(JSON.stringify(line) + '\n')) await Promise.race([once(out, 'drain'), once(out, 'error')]).catch(() => undefined)
+    }
+
+    exported += page.length
+    if (page.length > 0) {
+      firstId ??= page[0]!.id
+      afterId = page.at(-1)!.id!
+      onPage(exported)
+    }
+
+    if (page.length < exportPageSize) return {exported, firstId, lastId: page.length > 0 ? afterId : exported > 0 ? afterId : null}
+  }
+}

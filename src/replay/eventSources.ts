@@ -1,0 +1,108 @@
+import fs from 'node:fs'
+import readline from 'node:readline'
+
+import type {Knex} from 'knex'
+
+import type {Capabilities} from '../airflow/schema.js'
+import {readEventsById} from '../db/readEventsById.js'
+import {assetKey, resolveAssetsAndAliases} from '../db/resolveAssetsAndAliases.js'
+import {usageError} from '../errors.js'
+import {parseEventLine, type ParsedEventLine} from './parseEventLine.js'
+import type {EventSpec} from './reemitEvent.js'
+
+/** What an event source yields: an event to emit, or a line/id that cannot be (reported, then skipped). */
+export type EventWork =
+  | {kind: 'emit'; cursor: string; spec: EventSpec}
+  | {kind: 'unresolved'; cursor: string; label: string; outcome: 'not_found' | 'unknown_asset'; message: string}
+
+const chunkSize = 500
+
+/** --event-id: the stored events, in id order, from after the checkpoint's cursor. */
+export async function* eventsById(db: Knex, ids: readonly number[], capabilities: Capabilities, after: number | null): AsyncGenerator<EventWork> {
+  const sorted = [...new Set(ids)].sort((a, b) => a - b).filter((id) => after === null || id > after)
+  for (let start = 0; start < sorted.length; start += chunkSize) {
+    const chunk = sorted.slice(start, start + chunkSize)
+    const found = new Map((await readEventsById(db, chunk, capabilities)).map((event) => [event.id, event]))
+    for (const id of chunk) {
+      const event = found.get(id)
+      if (!event) {
+        yield {kind: 'unresolved', cursor: String(id), label: `event ${id}`, outcome: 'not_found', message: `asset_event ${id} does not exist`}
+        continue
+      }
+
+      yield {
+        kind: 'emit',
+        cursor: String(id),
+        spec: {...event, label: `event ${id}`, originalEventId: id, skipIfSince: null},
+      }
+    }
+  }
+}
+
+/** Checks every line of an export file before anything is written; returns the number of lines. */
+export async function validateEventFile(path: string): Promise<number> {
+  await fs.promises.access(path, fs.constants.R_OK).catch(() => {
+    throw usageError(`--from-file ${path} cannot be read.`)
+  })
+  let count = 0
+  for await (const {text, line} of readLines(path)) {
+    parseEventLine(text, line, path)
+    count++
+  }
+
+  return count
+}
+
+/** --from-file: lines matched to assets by name AND uri, aliases by name, in file order. */
+export async function* eventsFromFile(db: Knex, path: string, options: {skipExisting: boolean; afterLine: number | null}): AsyncGenerator<EventWork> {
+  let chunk: Array<{line: number; parsed: ParsedEventLine}> = []
+  const flush = async function* (): AsyncGenerator<EventWork> {
+    const {assetIds, aliasIds} = await resolveAssetsAndAliases(db, chunk.map((c) => c.parsed.asset), [...new Set(chunk.flatMap((c) => c.parsed.aliases))])
+    for (const {line, parsed} of chunk) {
+      const assetId = assetIds.get(assetKey(parsed.asset))
+      const label = `${path} line ${line}`
+      if (assetId === undefined) {
+        yield {kind: 'unresolved', cursor: String(line), label, outcome: 'unknown_asset', message: `no asset named ${parsed.asset.name} with uri ${parsed.asset.uri} in this database`}
+        continue
+      }
+
+      yield {
+        kind: 'emit',
+        cursor: String(line),
+        spec: {
+          label,
+          assetId,
+          assetName: parsed.asset.name,
+          assetUri: parsed.asset.uri,
+          extra: JSON.stringify(parsed.extra),
+          source: parsed.source,
+          partitionKey: parsed.partition_key,
+          aliasIds: parsed.aliases.map((name) => aliasIds.get(name)).filter((id): id is number => id !== undefined),
+          originalEventId: null,
+          logicalDate: null,
+          owners: null,
+          skipIfSince: options.skipExisting ? parsed.timestamp : null,
+        },
+      }
+    }
+
+    chunk = []
+  }
+
+  for await (const {text, line} of readLines(path)) {
+    if (options.afterLine !== null && line <= options.afterLine) continue
+    chunk.push({line, parsed: parseEventLine(text, line, path)})
+    if (chunk.length >= chunkSize) yield* flush()
+  }
+
+  if (chunk.length > 0) yield* flush()
+}
+
+async function* readLines(path: string): AsyncGenerator<{text: string; line: number}> {
+  const lines = readline.createInterface({input: fs.createReadStream(path, {encoding: 'utf8'}), crlfDelay: Number.POSITIVE_INFINITY})
+  let line = 0
+  for await (const text of lines) {
+    line++
+    if (text.trim() !== '') yield {text, line}
+  }
+}

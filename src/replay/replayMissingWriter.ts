@@ -1,0 +1,72 @@
+import type {Knex} from 'knex'
+
+import type {Capabilities} from '../airflow/schema.js'
+import type {StoredState, TaskInstanceContext} from '../airflow/taskInstance.js'
+import {queueEventConsumers, type Registration} from '../complete/registerOutletEvents.js'
+import {insertAssetEvents} from '../db/insertAssetEvents.js'
+import {insertTaskLogRow} from '../db/insertTaskLogRow.js'
+import {readMissingOutlets} from '../db/readMissingOutlets.js'
+import {auditIdentity} from '../protocol/auditIdentity.js'
+import type {ReplayOutcome} from '../protocol/outcomes.js'
+import type {Writer} from '../protocol/protocol.js'
+
+export interface ReplaySettings {
+  capabilities: Capabilities
+  /** JSON text of the extra of replayed events. Provenance goes to the log row, not here: consumers read extras. */
+  defaultExtra: string
+  airlockVersion: string
+}
+
+type ReplayRegistration = Registration & {missing: number[]; logId: number | null}
+
+/** log.event of a replay; varchar(60) in Airflow. */
+export const replayLogEvent = 'airlock.replay-events'
+
+/**
+ * replay-events, missing mode, as a protocol writer: expected state `success`; registers an event
+ * for each active declared outlet that has none attributed to the task instance since its
+ * start_date (fresh UTC timestamps, never backdated), queues their consumers, and writes the
+ * provenance into the audit log. Under the lock it rechecks that the task instance is still
+ * success AND the events are still missing (another replayer may have committed them first).
+ */
+export function replayMissingWriter(settings: ReplaySettings): Writer<ReplayOutcome, unknown, ReplayRegistration, {logId: number}> {
+  const identity = auditIdentity()
+  const changed = (state: StoredState): ReplayOutcome => ({outcome: 'changed', previousState: state})
+  return {
+    verb: 'replay',
+    readsOutlets: true,
+    committed: {outcome: 'replayed'},
+    decideBeforeRegistering: (ti) => (ti.state === 'success' ? undefined : changed(ti.state)),
+    async register(trx, ti) {
+      const active = ti.outlets.filter((o) => o.active)
+      const missing = await readMissingOutlets(trx, ti, active.map((o) => o.assetId))
+      if (missing.length === 0) return {events: [], consumers: [], warnings: [], missing, logId: null}
+      const events = await insertAssetEvents(trx, ti, missing.map((assetId) => ({assetId, extra: settings.defaultExtra})), {column: settings.capabilities.eventPartitionKey, value: ti.partitionKey})
+      const names = active.filter((o) => missing.includes(o.assetId)).map((o) => o.name)
+      const extra = {
+        host_name: identity.host_name,
+        airlock: {version: settings.airlockVersion, command: 'replay-events', mode: 'missing', os_user: identity.os_user, ti: tiKey(ti), assets: names, event_ids: events.map((e) => e.eventId)},
+      }
+      const {logId} = await insertTaskLogRow(trx, ti, replayLogEvent, JSON.stringify(extra))
+      const registration = await queueEventConsumers(trx, ti, {events, aliasOfEvent: new Map(), warnings: []}, settings.capabilities)
+      return {...registration, missing, logId}
+    },
+    nothingToDo: (registration) => (registration.missing.length === 0 ? {outcome: 'nothing_missing'} : undefined),
+    async decideUnderLock(trx, lockedState, ti, registration) {
+      if (lockedState !== 'success') return changed(lockedState)
+      const stillMissing = await readMissingOutlets(trx, ti, registration.missing, registration.events.map((e) => e.eventId))
+      return stillMissing.length === registration.missing.length ? 'commit' : {outcome: 'nothing_missing'}
+    },
+    async apply(_conn, _ti, registration) {
+      // No state change: the lock only serialises replayers of this task instance.
+      return {logId: registration.logId!}
+    },
+    counts: (registration) => ({events: registration.events.length, queued: registration.consumers.filter((c) => c.kind === 'queued').length, warnings: registration.warnings}),
+    async wasCommitted(knex: Knex, _ti: TaskInstanceContext, _registration: ReplayRegistration, receipt) {
+      const {rows} = await knex.raw<{rows: unknown[]}>('select 1 from log where id = ?', [receipt.logId])
+      return rows.length > 0
+    },
+  }
+}
+
+const tiKey = (ti: TaskInstanceContext) => ({dag_id: ti.dagId, run_id: ti.runId, task_id: ti.taskId, map_index: ti.mapIndex, try_number: ti.tryNumber})

@@ -1,0 +1,136 @@
+import {performance} from 'node:perf_hooks'
+
+import type {Knex} from 'knex'
+
+import type {AirflowSchema} from '../airflow/schema.js'
+import {openItemSource, type SelectionRequest} from '../complete/itemSource.js'
+import {toItemJson, type ItemJson} from '../output/itemJson.js'
+import {runBatch} from '../protocol/batch.js'
+import {runProtocol} from '../protocol/protocol.js'
+import {Tally} from '../protocol/tally.js'
+import type {Checkpoint} from './checkpoint.js'
+import {eventsById, eventsFromFile, validateEventFile, type EventWork} from './eventSources.js'
+import {reemitEvent, type EventItem} from './reemitEvent.js'
+import {replayMissingWriter} from './replayMissingWriter.js'
+
+export type ReplayMode =
+  | {kind: 'missing'; selection: SelectionRequest}
+  | {kind: 'event-id'; ids: number[]}
+  | {kind: 'file'; path: string; skipExisting: boolean}
+
+export const replayOutcomes = ['replayed', 'nothing_missing', 'changed', 'skipped_existing', 'not_found', 'unknown_asset', 'failed'] as const
+
+/** An item of an event-level replay (by id or from a file), as JSON. */
+export interface EventItemJson {
+  source: string
+  event_id: number | null
+  asset: string
+  source_dag_id: string | null
+  source_run_id: string | null
+  source_task_id: string | null
+  source_map_index: number | null
+  outcome: string
+  new_event_id: number | null
+  existing_event_id: number | null
+  events: number
+  queued: number
+  timings: {total_ms: number}
+  error?: {sqlstate: string | null; message: string}
+}
+
+export interface ReplayRun {
+  mode: ReplayMode
+  schema: AirflowSchema
+  defaultExtra: string
+  concurrency: number
+  lockTimeoutMs: number
+  statementTimeoutMs: number
+  dryRun: boolean
+  airlockVersion: string
+  checkpoint: Checkpoint
+  shouldStop: () => boolean
+  onItem: (item: ItemJson | EventItemJson, tally: Tally) => void
+}
+
+/** How many items a replay will touch, for the confirmation prompt (checked input, nothing written). */
+export async function countReplay(knex: Knex, mode: ReplayMode): Promise<{count: number; prepared: ReplayMode}> {
+  if (mode.kind === 'event-id') return {count: new Set(mode.ids).size, prepared: mode}
+  if (mode.kind === 'file') return {count: await validateEventFile(mode.path), prepared: mode}
+  const source = await openItemSource(knex, mode.selection)
+  return {count: source.count, prepared: mode}
+}
+
+export async function runReplay(knex: Knex, run: ReplayRun): Promise<{tally: Tally; interrupted: boolean}> {
+  const tally = new Tally(replayOutcomes)
+  const {mode, checkpoint} = run
+  const record = (json: ItemJson | EventItemJson, countable: Parameters<Tally['add']>[0]) => {
+    tally.add(countable)
+    run.onItem(json, tally)
+  }
+
+  if (mode.kind === 'missing') {
+    const writer = replayMissingWriter({capabilities: run.schema.capabilities, defaultExtra: run.defaultExtra, airlockVersion: run.airlockVersion})
+    const resumeAfter = checkpoint.resumeFrom ?? undefined
+    const selection: SelectionRequest = {
+      ...mode.selection,
+      tiIds: [...mode.selection.tiIds].sort().filter((id) => !resumeAfter || id > resumeAfter),
+      filter: {...mode.selection.filter, states: ['success'], timeColumn: 'end_date', missingEventsOnly: true, afterId: resumeAfter},
+    }
+    if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return {tally, interrupted: false}
+    const source = await openItemSource(knex, selection)
+    const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
+    const {interrupted} = await runBatch(numbered, async ({item, sequence}) => {
+      const result = await runProtocol(knex, item.ref, undefined, writer, {capabilities: run.schema.capabilities, lockTimeoutMs: run.lockTimeoutMs, statementTimeoutMs: run.statementTimeoutMs, dryRun: run.dryRun})
+      await checkpoint.finish(sequence)
+      return result
+    }, {concurrency: run.concurrency, shouldStop: run.shouldStop, onResult: (item) => record(toItemJson(item), item)})
+    await checkpoint.save()
+    return {tally, interrupted}
+  }
+
+  const resume = checkpoint.resumeFrom === null ? null : Number(checkpoint.resumeFrom)
+  const works: AsyncIterable<EventWork> = mode.kind === 'event-id'
+    ? eventsById(knex, mode.ids, run.schema.capabilities, resume)
+    : eventsFromFile(knex, mode.path, {skipExisting: mode.skipExisting, afterLine: resume})
+  const settings = {capabilities: run.schema.capabilities, mode: mode.kind, lockTimeoutMs: run.lockTimeoutMs, statementTimeoutMs: run.statementTimeoutMs, dryRun: run.dryRun, airlockVersion: run.airlockVersion} as const
+  const numbered = withSequence(works, (work) => work.cursor, checkpoint)
+  const {interrupted} = await runBatch(numbered, async ({item: work, sequence}) => {
+    const started = performance.now()
+    const item: EventItem = work.kind === 'emit'
+      ? await reemitEvent(knex, work.spec, settings)
+      : {spec: unresolvedSpec(work.label), result: {outcome: work.outcome, message: work.message} as never, events: 0, queued: 0, warnings: [`${work.label}: ${work.message}`], totalMs: performance.now() - started}
+    await checkpoint.finish(sequence)
+    return item
+  }, {concurrency: run.concurrency, shouldStop: run.shouldStop, onResult: (item) => record(toEventItemJson(item), item)})
+  await checkpoint.save()
+  return {tally, interrupted}
+}
+
+async function* withSequence<T>(items: AsyncIterable<T>, cursorOf: (item: T) => string, checkpoint: Checkpoint): AsyncGenerator<{item: T; sequence: number}> {
+  for await (const item of items) yield {item, sequence: checkpoint.take(cursorOf(item))}
+}
+
+const unresolvedSpec = (label: string): EventItem['spec'] => ({
+  label, assetId: 0, assetName: '', assetUri: '', extra: '{}', source: null, partitionKey: null, aliasIds: [], originalEventId: null, logicalDate: null, owners: null, skipIfSince: null,
+})
+
+function toEventItemJson(item: EventItem): EventItemJson {
+  const {spec, result} = item
+  const r = result as {outcome: string; newEventId?: number; existingEventId?: number; sqlstate?: string | null; message?: string}
+  return {
+    source: spec.label,
+    event_id: spec.originalEventId,
+    asset: spec.assetName,
+    source_dag_id: spec.source?.dagId ?? null,
+    source_run_id: spec.source?.runId ?? null,
+    source_task_id: spec.source?.taskId ?? null,
+    source_map_index: spec.source?.mapIndex ?? null,
+    outcome: r.outcome,
+    new_event_id: r.newEventId ?? null,
+    existing_event_id: r.existingEventId ?? null,
+    events: item.events,
+    queued: item.queued,
+    timings: {total_ms: Math.round(item.totalMs * 100) / 100},
+    ...(r.message ? {error: {sqlstate: r.sqlstate ?? null, message: r.message}} : {}),
+  }
+}

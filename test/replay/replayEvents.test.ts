@@ -1,0 +1,208 @@
+import {spawn} from 'node:child_process'
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+
+import {replayMissingWriter} from '../../src/replay/replayMissingWriter.js'
+import {runProtocol} from '../../src/protocol/protocol.js'
+import {envelope, runCli} from '../support/cli.js'
+import {schemaOf} from '../support/complete.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {waitUntilAppBlocked} from '../support/locks.js'
+import {countRows, eventsOf, seed, ti, writeFootprint} from '../support/scenario.js'
+
+/**
+ * replay-events and export-events on real PostgreSQL. World: etl_001/etl_002, 3 tasks, 2
+ * outlets each; etl_002's task instances are completed first (so they have their events), then
+ * events are deleted to simulate an incident.
+ */
+let db: TestDatabase
+let dir: string
+beforeAll(async () => {
+  db = await createTestDatabase('3.0', 12)
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-replay-'))
+})
+afterAll(async () => {
+  await db?.drop()
+  await fs.rm(dir, {recursive: true, force: true})
+})
+beforeEach(async () => {
+  await db.knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
+  await seed(db.knex)
+  const done = await runCli(['complete', '--database-url', db.url, '--dag-id', 'etl_002', '--yes', '--json'])
+  expect(envelope(done)).toMatchObject({status: 0, result: {summary: {completed: 3, events_created: 6}}})
+})
+
+const cli = (command: string, ...args: string[]) => runCli([command, '--database-url', db.url, ...args])
+
+async function loseEvents(names: string[]): Promise<void> {
+  const ids = await db.knex('asset').whereIn('name', names).pluck('id')
+  await db.knex('asset_event').whereIn('asset_id', ids).delete()
+  await db.knex('asset_dag_run_queue').whereIn('asset_id', ids).delete()
+}
+
+async function replayOne(tiId: string) {
+  const schema = await schemaOf(db.knex)
+  const writer = replayMissingWriter({capabilities: schema.capabilities, defaultExtra: '{}', airlockVersion: 'test'})
+  return runProtocol(db.knex, {tiId}, undefined, writer, {capabilities: schema.capabilities, lockTimeoutMs: 5000, statementTimeoutMs: 30_000, dryRun: false})
+}
+
+describe('replay-events, missing mode', () => {
+  it('restores exactly the missing events and queue rows, writes provenance to the log, and a second run does nothing', async () => {
+    await loseEvents(['etl_002.task_1.out_1', 'etl_002.task_3.out_2'])
+    const queueBefore = await db.knex('asset_dag_run_queue').orderBy(['asset_id', 'target_dag_id']).select('asset_id', 'target_dag_id')
+    const footprint = await writeFootprint(db.knex)
+
+    const result = await cli('replay-events', '--dag-id', 'etl_002', '--yes', '--json')
+    expect(result.code).toBe(0)
+    expect(envelope(result)).toMatchObject({result: {summary: {selected: 2, replayed: 2, events_created: 2}}})
+
+    const t1 = await ti(db.knex, 'etl_002', 'task_1')
+    const t3 = await ti(db.knex, 'etl_002', 'task_3')
+    expect((await eventsOf(db.knex, t1)).map((e) => e.asset_name).sort()).toEqual(['etl_002.task_1.out_1', 'etl_002.task_1.out_2'])
+    expect((await eventsOf(db.knex, t3)).map((e) => e.asset_name).sort()).toEqual(['etl_002.task_3.out_1', 'etl_002.task_3.out_2'])
+    const after = await writeFootprint(db.knex)
+    expect(after).toEqual({...footprint, asset_event: footprint.asset_event! + 2, log: footprint.log! + 2, asset_dag_run_queue: after.asset_dag_run_queue})
+    const queueAfter = await db.knex('asset_dag_run_queue').orderBy(['asset_id', 'target_dag_id']).select('asset_id', 'target_dag_id')
+    expect(queueAfter.length).toBeGreaterThan(queueBefore.length)
+    const log = await db.knex('log').where({event: 'airlock.replay-events', task_id: 'task_1'}).first()
+    expect(JSON.parse(log.extra)).toMatchObject({airlock: {command: 'replay-events', mode: 'missing', assets: ['etl_002.task_1.out_1'], ti: {dag_id: 'etl_002', task_id: 'task_1'}}})
+    // Provenance is in the log, not in the event's extra (consumers read extras).
+    expect((await eventsOf(db.knex, t1)).every((e) => JSON.stringify(e.extra) === '{}')).toBe(true)
+
+    const again = await cli('replay-events', '--dag-id', 'etl_002', '--yes', '--json')
+    expect(envelope(again)).toMatchObject({status: 0, result: {summary: {selected: 0, events_created: 0}}})
+    expect(await writeFootprint(db.knex)).toEqual(await writeFootprint(db.knex))
+    expect(await countRows(db.knex, 'asset_event')).toBe(after.asset_event)
+  })
+
+  it('two replayers racing on one task instance produce one set of events', async () => {
+    await loseEvents(['etl_002.task_2.out_1', 'etl_002.task_2.out_2'])
+    const target = await ti(db.knex, 'etl_002', 'task_2')
+    let racing: Promise<Array<Awaited<ReturnType<typeof replayOne>>>> | undefined
+    await db.knex.transaction(async (holder) => {
+      await holder.raw('select 1 from task_instance where id = ? for update', [target.id])
+      const a = replayOne(target.id)
+      await waitUntilAppBlocked(db.knex, `airlock:replay:${target.id}`)
+      const b = replayOne(target.id)
+      await expect.poll(async () => (await db.knex.raw(`select count(*)::int as n from pg_stat_activity where application_name = ? and wait_event_type = 'Lock'`, [`airlock:replay:${target.id}`])).rows[0].n).toBe(2)
+      racing = Promise.all([a, b])
+    })
+    const results = await racing!
+    expect(results.map((r) => r.result.outcome).sort()).toEqual(['nothing_missing', 'replayed'])
+    expect(await eventsOf(db.knex, target)).toHaveLength(2)
+  })
+
+  it('a task instance cleared between the read and the lock: changed, nothing written', async () => {
+    await loseEvents(['etl_002.task_2.out_1'])
+    const target = await ti(db.knex, 'etl_002', 'task_2')
+    const footprint = await writeFootprint(db.knex)
+    let replay: ReturnType<typeof replayOne> | undefined
+    await db.knex.transaction(async (holder) => {
+      await holder.raw('select 1 from task_instance where id = ? for update', [target.id])
+      replay = replayOne(target.id)
+      await waitUntilAppBlocked(db.knex, `airlock:replay:${target.id}`)
+      await holder.raw(`update task_instance set state = null where id = ?`, [target.id])
+    })
+    const result = await replay!
+    expect(result.result).toEqual({outcome: 'changed', previousState: null})
+    expect({...(await writeFootprint(db.knex)), success_tis: 0}).toEqual({...footprint, success_tis: 0})
+  })
+})
+
+describe('replay-events by id and from a file; export-events', () => {
+  it('--event-id re-emits an event with the same content and queues its consumers again', async () => {
+    const original = (await eventsOf(db.knex, await ti(db.knex, 'etl_002', 'task_1')))[0]!
+    await db.knex('asset_dag_run_queue').delete()
+    const result = await cli('replay-events', '--event-id', String(original.id), '--json')
+    const out = envelope(result) as {result: {items: Array<{new_event_id: number; outcome: string; queued: number}>}}
+    expect(result.code).toBe(0)
+    const consumers = await db.knex('dag_schedule_asset_reference as r').join('dag as d', 'd.dag_id', 'r.dag_id').where({'r.asset_id': original.asset_id, 'd.is_paused': false}).count({n: '*'}).first()
+    expect(out.result.items[0]).toMatchObject({outcome: 'replayed', queued: Number(consumers!.n)})
+    expect(Number(consumers!.n)).toBeGreaterThan(0)
+    const copy = await db.knex('asset_event').where({id: out.result.items[0]!.new_event_id}).first()
+    expect(copy).toMatchObject({asset_id: original.asset_id, extra: original.extra, source_dag_id: 'etl_002', source_task_id: 'task_1', source_run_id: original.source_run_id, source_map_index: -1})
+    expect(copy.timestamp.getTime()).toBeGreaterThan((original.timestamp as Date).getTime())
+    expect(await db.knex('asset_dag_run_queue').where({asset_id: original.asset_id})).toHaveLength(Number(consumers!.n))
+
+    const missing = await cli('replay-events', '--event-id', '999999', '--json')
+    expect(missing.code).toBe(4)
+  })
+
+  it('export → wipe → replay reproduces the events (new ids, same content); --skip-existing makes a second replay a no-op', async () => {
+    const file = path.join(dir, `export-${Date.now()}.ndjson`)
+    const exported = await cli('export-events', '--dag-id', 'etl_002', '--output', file, '--json')
+    expect(envelope(exported)).toMatchObject({status: 0, result: {exported: 6}})
+    const content = async () => (await db.knex('asset_event as e').join('asset as a', 'a.id', 'e.asset_id').orderBy(['a.name']).select('a.name', 'e.extra', 'e.source_dag_id', 'e.source_run_id', 'e.source_task_id', 'e.source_map_index'))
+    const before = await content()
+    const oldIds = await db.knex('asset_event').pluck('id')
+    await db.knex('asset_event').delete()
+
+    const replayed = await cli('replay-events', '--from-file', file, '--yes', '--json')
+    expect(envelope(replayed)).toMatchObject({status: 0, result: {summary: {replayed: 6, events_created: 6}}})
+    expect(await content()).toEqual(before)
+    const newIds = await db.knex('asset_event').pluck('id')
+    expect(newIds.filter((id) => oldIds.includes(id))).toEqual([])
+
+    const again = await cli('replay-events', '--from-file', file, '--skip-existing', '--yes', '--json')
+    expect(envelope(again)).toMatchObject({status: 0, result: {summary: {skipped_existing: 6, replayed: 0}}})
+    expect(await countRows(db.knex, 'asset_event')).toBe(6)
+  })
+
+  it('a line naming an unknown asset is reported and skipped, the others replayed, exit 5', async () => {
+    const file = path.join(dir, `unknown-${Date.now()}.ndjson`)
+    const line = (name: string) => JSON.stringify({asset: {name, uri: `s3://${name}`}, extra: {}, source_dag_id: null, source_run_id: null, source_task_id: null, timestamp: '2026-12-01T00:00:00Z'})
+    const known = await db.knex('asset').where({name: 'etl_001.task_1.out_1'}).first()
+    await fs.writeFile(file, [JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {k: 1}, timestamp: '2026-12-01T00:00:00Z'}), line('nope.asset')].join('\n'))
+    const result = await cli('replay-events', '--from-file', file, '--yes', '--json')
+    const out = envelope(result) as {status: number; result: {summary: Record<string, number>; items: Array<{outcome: string; source: string; error?: {message: string}}>}}
+    expect(result.code).toBe(5)
+    expect(out.result.summary).toMatchObject({replayed: 1, unknown_asset: 1})
+    expect(out.result.items.find((i) => i.outcome === 'unknown_asset')).toMatchObject({source: `${file} line 2`, error: {message: expect.stringContaining('nope.asset')}})
+  })
+
+  it('bad input: a malformed line names its number (exit 2, nothing written); bad flag combinations exit 2', async () => {
+    const file = path.join(dir, `bad-${Date.now()}.ndjson`)
+    const known = await db.knex('asset').where({name: 'etl_001.task_1.out_1'}).first()
+    await fs.writeFile(file, [JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {}, timestamp: '2026-12-01T00:00:00Z'}), '{"asset": {"name": "x"}}'].join('\n'))
+    const footprint = await writeFootprint(db.knex)
+    const bad = await cli('replay-events', '--from-file', file, '--yes')
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain('line 2')
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+
+    for (const args of [['--skip-existing', '--dag-id', 'etl_002'], ['--event-id', '1', '--dag-id', 'etl_002'], ['--event-id', 'x']]) {
+      const result = await cli('replay-events', ...args, '--yes')
+      expect(result.code).toBe(2)
+    }
+
+    expect((await cli('export-events', '--json')).code).toBe(2)
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+  })
+
+  it('a killed replay resumed from its checkpoint ends with exactly one set of events', async () => {
+    // Lose every event of etl_002, and hold the middle task instance's row so the replay stops there.
+    await loseEvents(['etl_002.task_1.out_1', 'etl_002.task_1.out_2', 'etl_002.task_2.out_1', 'etl_002.task_2.out_2', 'etl_002.task_3.out_1', 'etl_002.task_3.out_2'])
+    const ids = (await db.knex('task_instance').where({dag_id: 'etl_002'}).orderBy('id').pluck('id')) as string[]
+    const checkpoint = path.join(dir, `ckpt-${Date.now()}.json`)
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+    await db.knex.transaction(async (holder) => {
+      await holder.raw('select 1 from task_instance where id = ? for update', [ids[1]])
+      const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), 'replay-events', '--database-url', db.url, '--dag-id', 'etl_002', '--concurrency', '1', '--yes', '--checkpoint', checkpoint, '--lock-timeout', '60s'], {env: {PATH: process.env.PATH ?? ''}, stdio: 'ignore'})
+      const exited = new Promise((resolve) => child.on('close', resolve))
+      await waitUntilAppBlocked(db.knex, `airlock:replay:${ids[1]}`)
+      child.kill('SIGKILL')
+      await exited
+      await holder.rollback()
+    }).catch(() => undefined)
+
+    const saved = JSON.parse(await fs.readFile(checkpoint, 'utf8')) as {cursor: string; done: number}
+    expect(saved).toMatchObject({cursor: ids[0], done: 1})
+    const resumed = await cli('replay-events', '--dag-id', 'etl_002', '--yes', '--checkpoint', checkpoint, '--json')
+    expect(envelope(resumed)).toMatchObject({status: 0, result: {summary: {selected: 2, replayed: 2}}})
+    for (const id of ids) expect(await db.knex('asset_event as e').join('task_instance as t', (j) => j.on('t.dag_id', 'e.source_dag_id').andOn('t.run_id', 'e.source_run_id').andOn('t.task_id', 'e.source_task_id')).where('t.id', id)).toHaveLength(2)
+  })
+})
