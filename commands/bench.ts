@@ -33,6 +33,7 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
     'throughput-items': Flags.integer({description: 'Task instances per throughput point.', default: 400, min: 1}),
     race: Flags.integer({description: 'Concurrent completions of one task instance (0 skips).', default: 32, min: 0}),
     'memory-tis': Flags.integer({description: 'Task instances in the memory run of complete (0 skips).', default: 100_000, min: 0}),
+    'memory-events': Flags.integer({description: 'Events in the memory run of export-events (0 skips).', default: 100_000, min: 0}),
     out: Flags.string({description: 'Where to write results.md, results.json and lock-hold.svg.', default: 'bench/results'}),
     quick: Flags.boolean({description: 'A smoke run: tiny sizes, nothing written unless --out is given.', default: false}),
   }
@@ -50,6 +51,7 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
       throughputItems: quick ? 20 : flags['throughput-items'],
       racers: quick ? 4 : flags.race,
       memoryTis: quick ? 0 : flags['memory-tis'],
+      memoryEvents: quick ? 0 : flags['memory-events'],
     }
     const adminUrl = flags['database-url'] ? toPostgresUrl(flags['database-url'], '--database-url') : (await sandboxUrl(sandboxHome())).url.replace(/\/airflow$/, '/postgres')
     const password = passwordOf(adminUrl)

@@ -56,7 +56,10 @@ export function benchMarkdown(report: BenchReport): string {
     lines.push('', `### Same-task-instance race`, '', `${r.racers} concurrent completions of one task instance (${r.outlets} outlets): ${f(r.ms, 0)} ms until all had an outcome; ${r.completed} completed, ${r.alreadySuccess} already_success, ${r.events} events in the table.`)
   }
 
-  for (const run of report.memory) lines.push('', `### Memory`, '', `${run.what}: peak RSS ${f(run.peakRssMb, 0)} MB in ${f(run.seconds, 0)} s.`)
+  if (report.memory.length > 0) {
+    lines.push('', '### Peak memory (RSS of the airlock process)', '')
+    lines.push(markdownTable(['run', 'peak RSS', 'time'], report.memory.map((run) => [run.what, `${f(run.peakRssMb, 0)} MB`, `${f(run.seconds, 0)} s`])))
+  }
   return lines.join('\n') + '\n'
 }
 

@@ -1,6 +1,8 @@
+import fs from 'node:fs/promises'
 import os from 'node:os'
+import path from 'node:path'
 
-import knexFactory from 'knex'
+import knexFactory, {type Knex} from 'knex'
 
 import {silentKnexLog} from '../connection/open.js'
 import {measureLockHold, type LockHoldRow} from './lockHold.js'
@@ -19,6 +21,8 @@ export interface BenchPlan {
   racers: number
   /** Task instances in the memory run of `complete` (0 skips it). */
   memoryTis: number
+  /** Events in the memory run of `export-events` (0 skips it). */
+  memoryEvents: number
 }
 
 export interface BenchReport {
@@ -64,7 +68,33 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
     }
   }
 
+  if (plan.memoryEvents > 0) {
+    progress(`memory: export-events over ${plan.memoryEvents} events…`)
+    const scratch = await server.create({seed: {dags: 1, runs: 1, tasks: 1, outlets: 1, consumers: 1}, poolSize: 1})
+    const file = path.join(os.tmpdir(), `airlock-bench-export-${process.pid}.ndjson`)
+    try {
+      await fillEvents(scratch.knex, plan.memoryEvents)
+      const run = await peakRssOf(['export-events', '--database-url', scratch.url, '--output', file])
+      memory.push({...run, what: `export-events, ${plan.memoryEvents} events`})
+    } finally {
+      await fs.rm(file, {force: true})
+      await scratch.drop()
+    }
+  }
+
   return {machine, plan, lockHold, throughput, race, memory}
+}
+
+/** Bench-only fixture data: `count` events of the seeded task, set-based. */
+async function fillEvents(knex: Knex, count: number): Promise<void> {
+  await knex.raw(
+    `insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp")
+     select a.id, json_build_object('n', n, 'note', 'bench row'), ti.dag_id, ti.run_id, ti.task_id, -1, now() - (n || ' seconds')::interval
+       from generate_series(1, ?::int) as n
+      cross join (select id from asset order by id limit 1) as a
+      cross join (select dag_id, run_id, task_id from task_instance limit 1) as ti`,
+    [count],
+  )
 }
 
 async function describeMachine(adminUrl: string): Promise<BenchReport['machine']> {
