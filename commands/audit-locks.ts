@@ -1,0 +1,81 @@
+import {Flags} from '@oclif/core'
+
+import {auditLocks, defaultThresholds, severityRank, type LockAudit} from '../src/audit/auditLocks.js'
+import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
+import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
+import {watchInterrupts} from '../src/cli/interrupt.js'
+import {parseDuration} from '../src/cli/parseInput.js'
+import {lockAuditCsv, renderLockAudit} from '../src/cli/renderLockAudit.js'
+import {usageError} from '../src/errors.js'
+import {ExitCode} from '../src/exitCodes.js'
+
+export default class AuditLocks extends AirlockCommand<LockAudit> {
+  static override summary = 'Who holds, who waits, on which task instance: a live report of lock waits around task_instance and the asset tables.'
+  static override description = `Samples pg_stat_activity, pg_locks and pg_blocking_pids and reports one tree per root blocker
+(wait times, transaction ages, queries, how many sessions each blocks), which task instance each
+wait is about (exact from airlock's application_name tag, else a best guess from the waiter's
+tuple lock), waits on queue and event inserts as their own category, sessions idle in a
+transaction that hold task_instance row locks, and the timeout settings. Needs only pg_monitor.
+
+Severities: warning when a wait exceeds --warn-wait or a root blocks --warn-blocked sessions;
+critical when a wait exceeds --crit-wait, a root is idle in a transaction, or an idle holder of
+task_instance locks is older than --crit-idle. --fail-on makes such findings exit 6.`
+
+  static override examples = [
+    '<%= config.bin %> audit-locks --database-url postgresql://monitor@db/airflow',
+    '<%= config.bin %> audit-locks --samples 20 --interval 500 --fail-on critical',
+    '<%= config.bin %> audit-locks --watch',
+    '<%= config.bin %> audit-locks --format csv > waits.csv',
+  ]
+
+  static override flags = {
+    ...connectionFlags,
+    samples: Flags.integer({description: 'Snapshots to take.', default: 5, min: 1, max: 10_000}),
+    interval: Flags.integer({description: 'Milliseconds between snapshots.', default: 200, min: 10}),
+    'warn-wait': Flags.string({description: 'A wait longer than this is a warning.', default: '1s'}),
+    'crit-wait': Flags.string({description: 'A wait longer than this is critical.', default: '30s'}),
+    'warn-blocked': Flags.integer({description: 'A root blocking this many sessions is a warning.', default: 3, min: 1}),
+    'crit-idle': Flags.string({description: 'An idle-in-transaction holder of task_instance locks older than this is critical.', default: '10s'}),
+    'fail-on': Flags.string({description: 'Exit 6 when a finding is at or above this severity.', options: ['warning', 'critical']}),
+    format: Flags.string({description: 'Output format.', options: ['table', 'csv'], default: 'table', helpGroup: 'OUTPUT'}),
+    watch: Flags.boolean({description: 'Refresh in place on a terminal until interrupted.', default: false, helpGroup: 'OUTPUT'}),
+  }
+
+  private format = 'table'
+
+  protected async execute(): Promise<CommandOutcome<LockAudit>> {
+    const {flags} = await this.parse(AuditLocks)
+    this.format = flags.format
+    const thresholds = {
+      ...defaultThresholds,
+      warnWaitMs: parseDuration(flags['warn-wait'], '--warn-wait'),
+      critWaitMs: parseDuration(flags['crit-wait'], '--crit-wait'),
+      warnBlocked: flags['warn-blocked'],
+      critIdleMs: parseDuration(flags['crit-idle'], '--crit-idle'),
+    }
+    if (flags.watch && (!process.stdout.isTTY || this.jsonMode)) throw usageError('--watch needs a terminal; use --samples and --interval for a report.')
+    const {database} = await openFromFlags(flags, {verb: 'audit-locks', poolSize: 1, idleInTransactionTimeoutMs: null}, (secret) => this.secrets.add(secret))
+    this.onCleanup(() => database.close())
+    const options = {samples: flags.samples, intervalMs: flags.interval, thresholds}
+    let audit = await auditLocks(database.knex, options)
+    if (flags.watch) {
+      const interrupts = watchInterrupts(() => undefined)
+      try {
+        while (!interrupts.requested()) {
+          process.stdout.write(`\u001B[2J\u001B[H${renderLockAudit(audit)}\n\n(refreshing every ${flags.interval} ms; Ctrl-C to stop)\n`)
+          audit = await auditLocks(database.knex, {...options, samples: 1})
+        }
+      } finally {
+        interrupts.dispose()
+      }
+    }
+
+    const failOn = flags['fail-on'] as 'warning' | 'critical' | undefined
+    const failed = failOn && audit.max_severity && severityRank[audit.max_severity] >= severityRank[failOn]
+    return {result: audit, exit: failed ? ExitCode.auditFindings : ExitCode.ok}
+  }
+
+  protected render(audit: LockAudit): string {
+    return this.format === 'csv' ? lockAuditCsv(audit) : renderLockAudit(audit)
+  }
+}

@@ -1,0 +1,194 @@
+import type {Knex} from 'knex'
+
+import {percentile} from '../bench/stats.js'
+import {findTaskInstanceByTuple} from '../db/findTaskInstanceByTuple.js'
+import {readDeadlockCount} from '../db/readDeadlockCount.js'
+import {readLockSettings} from '../db/readLockSettings.js'
+import {readLockSnapshot, type SessionRow} from '../db/readLockSnapshot.js'
+import {readServerInfo} from '../db/readServerInfo.js'
+import {adviseOn, lockSettingNames, type SettingReport} from '../doctor/settingsAdvice.js'
+import {sleep} from '../protocol/retry.js'
+import {buildForest, taskInstanceTuple, tupleKey, walk, type LockNode, type TupleLookup} from './lockForest.js'
+
+export type Severity = 'info' | 'warning' | 'critical'
+export const severityRank: Record<Severity, number> = {info: 0, warning: 1, critical: 2}
+
+export interface LockThresholds {
+  warnWaitMs: number
+  critWaitMs: number
+  warnBlocked: number
+  critIdleMs: number
+}
+
+/** Defaults as the established tools set them: a wait over 1 s is worth a look, over 30 s an incident. */
+export const defaultThresholds: LockThresholds = {warnWaitMs: 1000, critWaitMs: 30_000, warnBlocked: 3, critIdleMs: 10_000}
+
+export interface Finding {
+  severity: Severity
+  code: string
+  pid: number | null
+  message: string
+}
+
+export interface IdleHolder {
+  pid: number
+  user: string | null
+  application_name: string
+  idle_ms: number
+  transaction_age_ms: number | null
+  last_query: string | null
+  blocking: number
+}
+
+export interface Aggregate {
+  key: string
+  samples: number
+  max_wait_ms: number
+  p95_wait_ms: number
+}
+
+export interface LockAudit {
+  sampling: {samples: number; interval_ms: number; started_at: string; finished_at: string; shown_sample: number}
+  visibility: {can_monitor: boolean; hidden_sessions: number; note: string | null}
+  trees: LockNode[]
+  queue_contention: Array<Pick<LockNode, 'pid' | 'wait_ms' | 'query' | 'application_name'>>
+  idle_in_transaction: IdleHolder[]
+  aggregates: {by_task_instance: Aggregate[]; by_query: Aggregate[]; roots_seen: number; max_blocked: number}
+  settings: SettingReport[]
+  deadlocks: {total: number; delta: number}
+  findings: Finding[]
+  max_severity: Severity | null
+}
+
+/**
+ * Samples the database's sessions `samples` times, `intervalMs` apart, and reports the blocking
+ * forest of the worst sample, who holds task_instance row locks while idle in a transaction,
+ * queue contention, per-TI and per-query wait statistics across the window, and the settings
+ * that decide how long any of it can last.
+ */
+export async function auditLocks(db: Knex, options: {samples: number; intervalMs: number; thresholds: LockThresholds}): Promise<LockAudit> {
+  const server = await readServerInfo(db)
+  const deadlocksBefore = await readDeadlockCount(db)
+  const started = new Date()
+  const waits = {byTi: new Map<string, number[]>(), byQuery: new Map<string, number[]>()}
+  const rootsSeen = new Set<string>()
+  let worst: {forest: LockNode[]; sessions: SessionRow[]; blocked: number; index: number} | null = null
+  let last: SessionRow[] = []
+  for (let index = 0; index < options.samples; index++) {
+    if (index > 0) await sleep(options.intervalMs)
+    const sessions = await readLockSnapshot(db, {hasWaitStart: server.versionNum >= 140_000})
+    const forest = buildForest(sessions, await lookupTuples(db, sessions))
+    last = sessions
+    let blocked = 0
+    for (const tree of forest) {
+      rootsSeen.add(`${tree.pid}:${sessions.find((s) => s.pid === tree.pid)?.xact_start?.toISOString() ?? ''}`)
+      for (const node of walk(tree)) {
+        if (node.wait_ms === null) continue
+        blocked++
+        const ti = node.task_instance
+        if (ti) push(waits.byTi, ti.id ?? `${ti.dag_id}/${ti.run_id}/${ti.task_id}[${ti.map_index}]`, node.wait_ms)
+        if (node.query) push(waits.byQuery, normaliseQuery(node.query), node.wait_ms)
+      }
+    }
+
+    if (!worst || blocked > worst.blocked) worst = {forest, sessions, blocked, index}
+  }
+
+  const finished = new Date()
+  const trees = worst?.forest ?? []
+  const sessions = worst?.sessions ?? last
+  const idle = idleHolders(sessions, trees)
+  const settings = (await readLockSettings(db, lockSettingNames)).map(adviseOn)
+  const deadlocks = {total: await readDeadlockCount(db), delta: 0}
+  deadlocks.delta = deadlocks.total - deadlocksBefore
+  const hidden = last.filter((s) => s.query === '<insufficient privilege>').length
+  const audit: LockAudit = {
+    sampling: {samples: options.samples, interval_ms: options.intervalMs, started_at: started.toISOString(), finished_at: finished.toISOString(), shown_sample: (worst?.index ?? 0) + 1},
+    visibility: {
+      can_monitor: server.canMonitor,
+      hidden_sessions: hidden,
+      note: server.canMonitor ? null : `${server.currentUser} is not a member of pg_monitor: queries, wait details and lock owners of other users' sessions are hidden (${hidden} sessions here). Grant pg_monitor to see them.`,
+    },
+    trees,
+    queue_contention: trees.flatMap((tree) => [...walk(tree)]).filter((n) => n.category === 'queue').map(({pid, wait_ms, query, application_name}) => ({pid, wait_ms, query, application_name})),
+    idle_in_transaction: idle,
+    aggregates: {by_task_instance: aggregate(waits.byTi), by_query: aggregate(waits.byQuery), roots_seen: rootsSeen.size, max_blocked: worst?.blocked ?? 0},
+    settings,
+    deadlocks,
+    findings: [],
+    max_severity: null,
+  }
+  audit.findings = judge(audit, options.thresholds)
+  audit.max_severity = audit.findings.reduce<Severity | null>((max, f) => (max === null || severityRank[f.severity] > severityRank[max] ? f.severity : max), null)
+  return audit
+}
+
+async function lookupTuples(db: Knex, sessions: readonly SessionRow[]): Promise<TupleLookup> {
+  const lookup: TupleLookup = new Map()
+  for (const session of sessions) {
+    const tuple = taskInstanceTuple(session)
+    if (!tuple || lookup.has(tupleKey(tuple.page, tuple.tuple))) continue
+    const row = await findTaskInstanceByTuple(db, tuple.page, tuple.tuple).catch(() => undefined)
+    if (row) lookup.set(tupleKey(tuple.page, tuple.tuple), row)
+  }
+
+  return lookup
+}
+
+/** Sessions idle in a transaction that hold row locks on task_instance (FOR UPDATE or a write). */
+function idleHolders(sessions: readonly SessionRow[], trees: readonly LockNode[]): IdleHolder[] {
+  const blocking = new Map(trees.flatMap((tree) => [...walk(tree)]).map((node) => [node.pid, node.blocked_below]))
+  return sessions
+    .filter((s) => s.state?.startsWith('idle in transaction') && s.row_locked_tables.includes('task_instance'))
+    .map((s) => ({
+      pid: s.pid,
+      user: s.usename,
+      application_name: s.application_name,
+      idle_ms: s.state_change ? s.sampled_at.getTime() - s.state_change.getTime() : 0,
+      transaction_age_ms: s.xact_start ? s.sampled_at.getTime() - s.xact_start.getTime() : null,
+      last_query: s.query ? s.query.replace(/\s+/g, ' ').slice(0, 200) : null,
+      blocking: blocking.get(s.pid) ?? 0,
+    }))
+}
+
+function judge(audit: LockAudit, t: LockThresholds): Finding[] {
+  const findings: Finding[] = []
+  for (const tree of audit.trees) {
+    if (tree.state?.startsWith('idle in transaction')) {
+      findings.push({severity: 'critical', code: 'idle_root', pid: tree.pid, message: `pid ${tree.pid} is idle in a transaction and blocks ${tree.blocked_below} session(s)`})
+    } else if (tree.blocked_below >= t.warnBlocked) {
+      findings.push({severity: 'warning', code: 'wide_root', pid: tree.pid, message: `pid ${tree.pid} blocks ${tree.blocked_below} sessions`})
+    }
+
+    for (const node of walk(tree)) {
+      if (node.wait_ms === null || node.wait_ms <= t.warnWaitMs) continue
+      const severity: Severity = node.wait_ms > t.critWaitMs ? 'critical' : 'warning'
+      findings.push({severity, code: 'long_wait', pid: node.pid, message: `pid ${node.pid} has waited ${(node.wait_ms / 1000).toFixed(1)} s for a ${node.category ?? 'lock'} lock`})
+    }
+  }
+
+  for (const holder of audit.idle_in_transaction) {
+    const severity: Severity = holder.idle_ms > t.critIdleMs ? 'critical' : 'warning'
+    findings.push({severity, code: 'idle_ti_holder', pid: holder.pid, message: `pid ${holder.pid} holds task_instance row locks idle in a transaction for ${(holder.idle_ms / 1000).toFixed(1)} s (last: ${holder.last_query ?? '?'})`})
+  }
+
+  if (audit.deadlocks.delta > 0) findings.push({severity: 'warning', code: 'deadlocks', pid: null, message: `${audit.deadlocks.delta} deadlock(s) during the sampling window`})
+  for (const setting of audit.settings) if (setting.level === 'warning') findings.push({severity: 'info', code: `setting_${setting.name}`, pid: null, message: `${setting.name}: ${setting.advice}`})
+  if (!audit.visibility.can_monitor) findings.push({severity: 'info', code: 'no_pg_monitor', pid: null, message: audit.visibility.note!})
+  return findings
+}
+
+function push(map: Map<string, number[]>, key: string, value: number): void {
+  map.set(key, [...(map.get(key) ?? []), value])
+}
+
+function aggregate(map: Map<string, number[]>): Aggregate[] {
+  return [...map]
+    .map(([key, values]) => ({key, samples: values.length, max_wait_ms: Math.max(...values), p95_wait_ms: percentile(values, 95)}))
+    .sort((a, b) => b.max_wait_ms - a.max_wait_ms)
+}
+
+/** Queries grouped by shape: literals replaced, whitespace collapsed. */
+export function normaliseQuery(query: string): string {
+  return query.replace(/'(?:[^']|'')*'/g, '?').replace(/\b\d+\b/g, '?').replace(/\$\d+/g, '?').replace(/\s+/g, ' ').trim().slice(0, 160)
+}
