@@ -70,12 +70,16 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
 
   if (plan.memoryEvents > 0) {
     progress(`memory: export-events over ${plan.memoryEvents} events…`)
-    const scratch = await server.create({seed: {dags: 1, runs: 1, tasks: 1, outlets: 1, consumers: 1}, poolSize: 1})
+    const scratch = await server.create({seed: {dags: 1, runs: 10, tasks: 100, outlets: 1, consumers: 1}, poolSize: 1})
     const file = path.join(os.tmpdir(), `airlock-bench-export-${process.pid}.ndjson`)
     try {
       await fillEvents(scratch.knex, plan.memoryEvents)
       const run = await peakRssOf(['export-events', '--database-url', scratch.url, '--output', file])
       memory.push({...run, what: `export-events, ${plan.memoryEvents} events`})
+      progress(`memory: audit-events over ${plan.memoryEvents} events…`)
+      // Exit 6 is expected: the seeded success task instance has no events (a missing_events finding).
+      const audit = await peakRssOf(['audit-events', '--database-url', scratch.url, '--ndjson'], [0, 6])
+      memory.push({...audit, what: `audit-events, ${plan.memoryEvents} events over 1000 task instances, --ndjson`})
     } finally {
       await fs.rm(file, {force: true})
       await scratch.drop()
@@ -85,14 +89,15 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
   return {machine, plan, lockHold, throughput, race, memory}
 }
 
-/** Bench-only fixture data: `count` events of the seeded task, set-based. */
+/** Bench-only fixture data: `count` events spread over the seeded task instances, set-based. */
 async function fillEvents(knex: Knex, count: number): Promise<void> {
   await knex.raw(
-    `insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp")
-     select a.id, json_build_object('n', n, 'note', 'bench row'), ti.dag_id, ti.run_id, ti.task_id, -1, now() - (n || ' seconds')::interval
+    `with tis as (select row_number() over (order by id) - 1 as i, dag_id, run_id, task_id, count(*) over () as total from task_instance)
+     insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp")
+     select a.id, json_build_object('n', n, 'note', 'bench row'), tis.dag_id, tis.run_id, tis.task_id, -1, now() - (n || ' seconds')::interval
        from generate_series(1, ?::int) as n
-      cross join (select id from asset order by id limit 1) as a
-      cross join (select dag_id, run_id, task_id from task_instance limit 1) as ti`,
+       join tis on tis.i = n % tis.total
+      cross join (select id from asset order by id limit 1) as a`,
     [count],
   )
 }

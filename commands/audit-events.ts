@@ -1,0 +1,107 @@
+import {Flags} from '@oclif/core'
+
+import {requireAirflowSchema} from '../src/airflow/schema.js'
+import {auditEvents, defaultFailOn, findingClasses, type AuditClass, type Finding} from '../src/audit/auditEvents.js'
+import {fixDuplicateGroups} from '../src/audit/fixDuplicates.js'
+import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
+import {confirmBulkWrite} from '../src/cli/confirm.js'
+import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
+import {parseDuration, parseTimestamp} from '../src/cli/parseInput.js'
+import {findingCsvHeader, findingCsvRow, renderEventAudit, type EventAuditReport} from '../src/cli/renderEventAudit.js'
+import {usageError} from '../src/errors.js'
+import {ExitCode} from '../src/exitCodes.js'
+
+export default class AuditEvents extends AirlockCommand<EventAuditReport> {
+  static override summary = 'Classify duplicate and orphaned asset events, and successful tasks missing theirs; optional guarded repair of duplicates.'
+  static override description = `Every event gets exactly one class, with its evidence: external (no source task: never a finding),
+orphan_missing_ti, orphan_not_success, superseded_by_rerun (an earlier successful try's events:
+legitimate), duplicate (beyond the first of a group with the same asset, source, extra and
+partition key within --duplicate-window), ok. Also missing_events (a successful task instance
+whose active outlets have no event since its last start: the report names the replay-events
+command) and queue_orphan (queue rows or alias links pointing at something gone).
+
+--fix removes duplicate extras that no dag run consumed, one transaction per group, recorded in
+Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or a confirmation).`
+
+  static override examples = [
+    '<%= config.bin %> audit-events --since 2026-11-01 --fail-on duplicate --fail-on missing_events',
+    '<%= config.bin %> audit-events --dag-id etl_daily --format csv > findings.csv',
+    '<%= config.bin %> audit-events --fix',
+    '<%= config.bin %> audit-events --fix --no-dry-run --yes',
+  ]
+
+  static override flags = {
+    ...connectionFlags,
+    since: Flags.string({description: 'Events at or after this ISO-8601 UTC time (task instances: end_date).'}),
+    until: Flags.string({description: 'Events before this ISO-8601 UTC time.'}),
+    'dag-id': Flags.string({description: 'Only events (and task instances) of this source DAG.'}),
+    asset: Flags.string({description: 'Only events of this asset (name or uri). Repeatable.', multiple: true}),
+    'duplicate-window': Flags.string({description: 'Identical events closer than this to the first of their group are duplicates.', default: '10min'}),
+    'fail-on': Flags.string({description: `Exit 6 when a finding of this class exists. Repeatable. Default: ${defaultFailOn.join(', ')}.`, multiple: true, options: [...findingClasses]}),
+    fix: Flags.boolean({description: 'Remove unconsumed duplicate extras (a dry run unless --no-dry-run).', default: false}),
+    'dry-run': Flags.boolean({description: 'With --fix: roll every repair back (the default); --no-dry-run writes.', default: true, allowNo: true}),
+    yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', default: false}),
+    'lock-timeout': Flags.string({description: 'SET LOCAL lock_timeout per repair transaction.', default: '5s'}),
+    format: Flags.string({description: 'Output format.', options: ['table', 'csv'], default: 'table', helpGroup: 'OUTPUT'}),
+    ndjson: Flags.boolean({description: 'Stream findings as JSON lines, then a summary line.', exclusive: ['json'], helpGroup: 'OUTPUT'}),
+  }
+
+  private format = 'table'
+
+  protected async execute(): Promise<CommandOutcome<EventAuditReport>> {
+    const {flags} = await this.parse(AuditEvents)
+    this.format = flags.format
+    if (flags.format === 'csv' && (flags.ndjson || this.jsonMode)) throw usageError('--format csv cannot be combined with --json or --ndjson.')
+    const filter = {
+      since: flags.since ? parseTimestamp(flags.since, '--since') : undefined,
+      until: flags.until ? parseTimestamp(flags.until, '--until') : undefined,
+      sourceDagId: flags['dag-id'],
+      assets: flags.asset ?? [],
+    }
+    const windowSeconds = parseDuration(flags['duplicate-window'], '--duplicate-window') / 1000
+    const {database} = await openFromFlags(flags, {verb: 'audit-events', poolSize: 2}, (secret) => this.secrets.add(secret))
+    this.onCleanup(() => database.close())
+    const schema = await requireAirflowSchema(database.knex)
+
+    const kept: Finding[] = []
+    let omitted = 0
+    const keepAll = this.jsonMode
+    if (flags.format === 'csv') process.stdout.write(findingCsvHeader + '\n')
+    const onFinding = (finding: Finding) => {
+      if (flags.ndjson) process.stdout.write(JSON.stringify({type: 'finding', ...finding}) + '\n')
+      else if (flags.format === 'csv') process.stdout.write(findingCsvRow(finding) + '\n')
+      else if (keepAll || kept.length < 200) kept.push(finding)
+      else omitted++
+    }
+
+    const {counts, groups} = await auditEvents(database.knex, {filter, windowSeconds, capabilities: schema.capabilities, collectGroups: flags.fix}, onFinding)
+    let fix: EventAuditReport['fix'] = null
+    if (flags.fix && groups.length > 0) {
+      await confirmBulkWrite({count: flags['dry-run'] ? 0 : groups.reduce((n, g) => n + g.extras.length, 0), what: 'delete duplicate events:', yes: flags.yes, dryRun: flags['dry-run'], machineOutput: this.jsonMode || flags.ndjson})
+      const fixes = await fixDuplicateGroups(database.knex, groups, {
+        capabilities: schema.capabilities,
+        partitionTables: schema.capabilities.eventPartitionKey,
+        dryRun: flags['dry-run'],
+        lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
+        statementTimeoutMs: 30_000,
+        airlockVersion: this.config.version,
+      })
+      fix = {dry_run: flags['dry-run'], groups: fixes, removed: fixes.reduce((n, f) => n + f.removed.length, 0), refused_consumed: fixes.reduce((n, f) => n + f.refused_consumed.length, 0)}
+    } else if (flags.fix) {
+      fix = {dry_run: flags['dry-run'], groups: [], removed: 0, refused_consumed: 0}
+    }
+
+    const report: EventAuditReport = {counts, findings: kept, omitted, fix}
+    if (flags.ndjson) process.stdout.write(JSON.stringify({type: 'summary', counts, fix}) + '\n')
+    const failOn = (flags['fail-on'] as AuditClass[] | undefined) ?? defaultFailOn
+    const failedFix = fix?.groups.some((g) => g.outcome === 'failed')
+    const exit = failedFix ? ExitCode.partialFailure : failOn.some((cls) => counts[cls] > 0) ? ExitCode.auditFindings : ExitCode.ok
+    return {result: report, exit}
+  }
+
+  protected render(report: EventAuditReport): string {
+    if (this.format === 'csv' || this.argv.includes('--ndjson')) return ''
+    return renderEventAudit(report)
+  }
+}
+
