@@ -1,0 +1,167 @@
+import type {Knex} from 'knex'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import type {Finding} from '../../src/audit/auditEvents.js'
+import type {EventAuditReport} from '../../src/cli/renderEventAudit.js'
+import {envelope, runCli} from '../support/cli.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {countRows, seed, ti} from '../support/scenario.js'
+
+/**
+ * One database with every class present, seeded by plain SQL on top of the seeded world,
+ * including the legitimate look-alikes: a rerun after a clear, REST events without a source, and
+ * two alias groups with different extras from one task instance.
+ */
+let db: TestDatabase
+const ids: Record<string, number> = {}
+
+async function event(knex: Knex, name: string, asset: string, source: {dag: string; run: string; task: string} | null, extra: object, at: string): Promise<number> {
+  const assetId = (await knex('asset').where({name: asset}).first('id')).id as number
+  const [row] = await knex('asset_event')
+    .insert({asset_id: assetId, extra: JSON.stringify(extra), source_dag_id: source?.dag ?? null, source_run_id: source?.run ?? null, source_task_id: source?.task ?? null, source_map_index: -1, timestamp: knex.raw(`now() + ?::interval`, [at])})
+    .returning('id')
+  ids[name] = row.id
+  return row.id
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('3.2', 4)
+  await seed(db.knex)
+  const k = db.knex
+  const t = async (dag: string, task: string) => ti(k, dag, task)
+  const src = (x: {dag_id: string; run_id: string; task_id: string}) => ({dag: x.dag_id, run: x.run_id, task: x.task_id})
+
+  // ok: a completed task instance's own events.
+  const okTi = await t('etl_002', 'task_1')
+  await k('task_instance').where({id: okTi.id}).update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
+  await event(k, 'ok_1', 'etl_002.task_1.out_1', src(okTi), {}, '-30 minutes')
+  await event(k, 'ok_2', 'etl_002.task_1.out_2', src(okTi), {}, '-30 minutes')
+
+  // external: REST-created, no source.
+  await event(k, 'external', 'etl_001.task_1.out_1', null, {via: 'rest'}, '-10 minutes')
+
+  // orphan_missing_ti: no such task instance anywhere.
+  await event(k, 'orphan_missing', 'etl_001.task_1.out_1', {dag: 'etl_001', run: 'manual__gone', task: 'task_1'}, {}, '-5 minutes')
+
+  // orphan_not_success: the TI exists (up_for_retry) and never succeeded.
+  const failed = await t('etl_001', 'task_3')
+  await event(k, 'orphan_not_success', 'etl_001.task_3.out_1', src(failed), {}, '-5 minutes')
+
+  // superseded_by_rerun: try 1 succeeded (archived), cleared, try 2 succeeded later; both emitted.
+  const rerun = await t('etl_002', 'task_2')
+  await k('task_instance_history').insert({
+    task_instance_id: k.raw('gen_random_uuid()'), dag_id: rerun.dag_id, run_id: rerun.run_id, task_id: rerun.task_id, map_index: -1, try_number: 1,
+    start_date: k.raw(`now() - interval '3 hours'`), end_date: k.raw(`now() - interval '150 minutes'`), state: 'success', pool: 'default_pool', pool_slots: 1,
+  })
+  await k('task_instance').where({id: rerun.id}).update({state: 'success', try_number: 2, start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
+  await event(k, 'superseded', 'etl_002.task_2.out_1', src(rerun), {}, '-150 minutes')
+  await event(k, 'rerun_ok', 'etl_002.task_2.out_1', src(rerun), {}, '-30 minutes')
+
+  // duplicate: the same event written twice by a retried request, one extra consumed by a run.
+  const dup = await t('etl_002', 'task_3')
+  await k('task_instance').where({id: dup.id}).update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
+  await event(k, 'dup_kept', 'etl_002.task_3.out_1', src(dup), {rows: 5}, '-30 minutes')
+  await event(k, 'dup_extra', 'etl_002.task_3.out_1', src(dup), {rows: 5}, '-29 minutes')
+  await event(k, 'dup_extra_consumed', 'etl_002.task_3.out_1', src(dup), {rows: 5}, '-28 minutes')
+  await event(k, 'dup_other_asset', 'etl_002.task_3.out_2', src(dup), {}, '-30 minutes')
+  const [consumer] = await k('dag_run').insert({dag_id: 'report_001', run_id: 'asset_triggered__1', run_type: 'asset_triggered', run_after: k.raw('now()'), state: 'queued'}).returning('id')
+  await k('dagrun_asset_event').insert({dag_run_id: consumer.id, event_id: ids.dup_extra_consumed})
+  // Its alias link must go with the removed duplicate.
+  const alias = await k('asset_alias').first('id')
+  await k('asset_alias_asset_event').insert({alias_id: alias.id, event_id: ids.dup_extra})
+
+  // Two alias groups with different extras from one TI: legitimate, both ok.
+  const aliasTi = await t('etl_001', 'task_1')
+  await k('task_instance').where({id: aliasTi.id}).update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
+  await event(k, 'alias_a', 'etl_001.task_1.out_1', src(aliasTi), {partition: 'a'}, '-30 minutes')
+  await event(k, 'alias_b', 'etl_001.task_1.out_1', src(aliasTi), {partition: 'b'}, '-30 minutes')
+
+  // queue_orphan: a queue row whose DAG is gone (the FK bypassed, as a partial restore would).
+  await k.transaction(async (trx) => {
+    await trx.raw(`set local session_replication_role = replica`)
+    await trx('asset_dag_run_queue').insert({asset_id: (await trx('asset').first('id')).id, target_dag_id: 'deleted_dag', created_at: new Date()})
+  })
+})
+afterAll(async () => db?.drop())
+
+const audit = async (...args: string[]) => {
+  const result = await runCli(['audit-events', '--database-url', db.url, '--json', ...args])
+  return {code: result.code, out: envelope(result) as {status: number; result: EventAuditReport}}
+}
+
+const classOf = (findings: Finding[], name: string) => findings.filter((f) => f.event_id === ids[name]).map((f) => f.class)
+
+describe('airlock audit-events', () => {
+  it('puts each event in exactly its class, with evidence, and counts the legitimate ones', async () => {
+    const {code, out} = await audit()
+    expect(code).toBe(6)
+    const {counts, findings} = out.result
+    expect(counts).toMatchObject({external: 1, orphan_missing_ti: 1, orphan_not_success: 1, superseded_by_rerun: 1, duplicate: 2, queue_orphan: 1})
+    expect(counts.ok).toBe(7)
+    expect(classOf(findings, 'orphan_missing')).toEqual(['orphan_missing_ti'])
+    expect(classOf(findings, 'orphan_not_success')).toEqual(['orphan_not_success'])
+    expect(classOf(findings, 'dup_extra')).toEqual(['duplicate'])
+    expect(classOf(findings, 'dup_extra_consumed')).toEqual(['duplicate'])
+    for (const legit of ['ok_1', 'ok_2', 'external', 'superseded', 'rerun_ok', 'dup_kept', 'dup_other_asset', 'alias_a', 'alias_b']) expect(classOf(findings, legit)).toEqual([])
+    const duplicate = findings.find((f) => f.event_id === ids.dup_extra)!
+    expect(duplicate).toMatchObject({kept_id: ids.dup_kept, consumed: false, evidence: expect.stringContaining(`event ${ids.dup_kept}`)})
+    expect(findings.find((f) => f.event_id === ids.dup_extra_consumed)).toMatchObject({consumed: true, suggestion: expect.stringContaining('left alone')})
+    const missing = findings.filter((f) => f.class === 'missing_events')
+    const seededSuccess = await ti(db.knex, 'etl_001', 'task_2')
+    expect(missing.map((f) => f.ti_id)).toContain(seededSuccess.id)
+    expect(missing.find((f) => f.ti_id === seededSuccess.id)!.suggestion).toBe(`airlock replay-events --ti-id ${seededSuccess.id}`)
+    expect(findings.find((f) => f.class === 'queue_orphan')!.evidence).toContain('deleted_dag')
+  })
+
+  it('--fail-on limits which classes exit 6; filters narrow the audit', async () => {
+    expect((await audit('--fail-on', 'queue_orphan')).code).toBe(6)
+    const narrowed = await audit('--dag-id', 'etl_001', '--fail-on', 'duplicate')
+    expect(narrowed.code).toBe(0)
+    expect(narrowed.out.result.counts.duplicate).toBe(0)
+  })
+
+  it('--fix without --no-dry-run changes nothing', async () => {
+    const before = await countRows(db.knex, 'asset_event')
+    const {out} = await audit('--fix')
+    expect(out.result.fix).toMatchObject({dry_run: true, removed: 1, refused_consumed: 1})
+    expect(await countRows(db.knex, 'asset_event')).toBe(before)
+    expect(await db.knex('asset_event').where({id: ids.dup_extra})).toHaveLength(1)
+  })
+
+  it('--fix --no-dry-run --yes removes exactly the unconsumed duplicate and its alias link, logs it, refuses the consumed one, and is idempotent', async () => {
+    const before = await countRows(db.knex, 'asset_event')
+    const {out} = await audit('--fix', '--no-dry-run', '--yes')
+    expect(out.result.fix).toMatchObject({dry_run: false, removed: 1, refused_consumed: 1})
+    expect(await countRows(db.knex, 'asset_event')).toBe(before - 1)
+    expect(await db.knex('asset_event').where({id: ids.dup_extra})).toEqual([])
+    expect(await db.knex('asset_event').where({id: ids.dup_extra_consumed})).toHaveLength(1)
+    expect(await db.knex('asset_alias_asset_event').where({event_id: ids.dup_extra})).toEqual([])
+    const log = await db.knex('log').where({event: 'airlock.audit-events.fix'})
+    expect(log).toHaveLength(1)
+    expect(JSON.parse(log[0].extra)).toMatchObject({airlock: {kept_event_id: ids.dup_kept, removed_event_ids: [ids.dup_extra], left_consumed: [ids.dup_extra_consumed]}})
+
+    const again = await audit('--fix', '--no-dry-run', '--yes')
+    expect(again.out.result.fix).toMatchObject({removed: 0, refused_consumed: 1})
+    expect(await countRows(db.knex, 'asset_event')).toBe(before - 1)
+  })
+
+  it('a bulk repair without --yes and without a terminal is refused (exit 2)', async () => {
+    await event(db.knex, 'dup_late', 'etl_002.task_3.out_1', {dag: 'etl_002', run: (await ti(db.knex, 'etl_002', 'task_3')).run_id, task: 'task_3'}, {rows: 5}, '-27 minutes')
+    await event(db.knex, 'dup_later', 'etl_002.task_3.out_1', {dag: 'etl_002', run: (await ti(db.knex, 'etl_002', 'task_3')).run_id, task: 'task_3'}, {rows: 5}, '-26 minutes')
+    const result = await runCli(['audit-events', '--database-url', db.url, '--fix', '--no-dry-run'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('--yes')
+    expect(await db.knex('asset_event').where({id: ids.dup_late})).toHaveLength(1)
+  })
+
+  it('--format csv and --ndjson stream the findings', async () => {
+    const csv = await runCli(['audit-events', '--database-url', db.url, '--format', 'csv'])
+    const lines = csv.stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^class,event_id,ti_id/)
+    expect(lines.slice(1).some((l) => l.startsWith('orphan_missing_ti,'))).toBe(true)
+    const nd = await runCli(['audit-events', '--database-url', db.url, '--ndjson'])
+    const objects = nd.stdout.trim().split('\n').map((l) => JSON.parse(l) as {type: string})
+    expect(objects.at(-1)).toMatchObject({type: 'summary'})
+    expect(objects.filter((o) => o.type === 'finding').length).toBeGreaterThan(3)
+  })
+})
