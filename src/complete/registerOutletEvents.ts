@@ -5,6 +5,7 @@ import type {TaskInstanceContext} from '../airflow/taskInstance.js'
 import {ensureAliasAssets} from '../db/ensureAliasAssets.js'
 import {insertAliasEventLinks} from '../db/insertAliasEventLinks.js'
 import {insertAssetEvents, type InsertedEvent, type NewAssetEvent} from '../db/insertAssetEvents.js'
+import {driverConnectionOf} from '../db/driverConnection.js'
 import {queueConsumers, type ConsumerDecision} from '../db/queueConsumers.js'
 import type {OutletEventInput} from './workItem.js'
 
@@ -91,7 +92,7 @@ export async function queueEventConsumers(trx: Knex.Transaction, ti: TaskInstanc
   const {events: inserted, aliasOfEvent} = emitted
   const warnings = [...emitted.warnings]
   const consumers = await queueConsumers(
-    trx,
+    await driverConnectionOf(trx),
     inserted.map((e) => ({eventId: e.eventId, assetId: e.assetId, aliasId: aliasOfEvent.get(e.eventId) ?? null})),
     {capabilities, eventPartitionKey: ti.partitionKey},
   )

@@ -1,7 +1,7 @@
 import type {Knex} from 'knex'
 
 import type {TaskInstanceKey} from '../airflow/taskInstance.js'
-import {bindings} from './bindings.js'
+import {driverConnectionOf, prepared} from './driverConnection.js'
 
 export interface NewAssetEvent {
   assetId: number
@@ -28,18 +28,18 @@ export async function insertAssetEvents(
 ): Promise<InsertedEvent[]> {
   if (events.length === 0) return []
   const partitionColumn = partitionKey.column ? ', partition_key' : ''
-  const partitionValue = partitionKey.column ? ', ?::varchar' : ''
-  const values: unknown[] = [source.dagId, source.runId, source.taskId, source.mapIndex]
+  const partitionValue = partitionKey.column ? ', $7::varchar' : ''
+  const values: unknown[] = [source.dagId, source.runId, source.taskId, source.mapIndex, events.map((e) => e.assetId), events.map((e) => e.extra)]
   if (partitionKey.column) values.push(partitionKey.value)
-  values.push(events.map((e) => e.assetId), events.map((e) => e.extra))
-  const {rows} = await trx.raw<{rows: Array<{id: number; asset_id: number}>}>(
+  const rows = await prepared<{id: number; asset_id: number}>(
+    await driverConnectionOf(trx),
     `insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp"${partitionColumn})
-     select e.asset_id, e.extra::json, ?, ?, ?, ?, now.ts${partitionValue}
-       from unnest(?::int[], ?::text[]) with ordinality as e(asset_id, extra, n)
+     select e.asset_id, e.extra::json, $1, $2, $3, $4::int, now.ts${partitionValue}
+       from unnest($5::int[], $6::text[]) with ordinality as e(asset_id, extra, n)
       cross join (select clock_timestamp() as ts) as now
       order by e.n
      returning id, asset_id`,
-    bindings(...values),
+    values,
   )
   return rows.map((row) => ({eventId: row.id, assetId: row.asset_id}))
 }

@@ -1,6 +1,6 @@
 import type {Knex} from 'knex'
 
-import {bindings} from './bindings.js'
+import {driverConnectionOf, prepared} from './driverConnection.js'
 
 /** What a `log` row is about: a task instance, or (for events without a source task) nothing. */
 export interface LogSubject {
@@ -19,11 +19,12 @@ export interface LogSubject {
  * did it and how.
  */
 export async function insertTaskLogRow(trx: Knex.Transaction, subject: LogSubject, event: string, extra: string): Promise<{logId: number}> {
-  const {rows} = await trx.raw<{rows: Array<{id: number}>}>(
+  const rows = await prepared<{id: number}>(
+    await driverConnectionOf(trx),
     `insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
-     values (clock_timestamp(), ?, ?, ?, ?, ?, ?, ?::timestamptz, ?, ?)
+     values (clock_timestamp(), $1, $2, $3, $4::int, $5::int, $6, $7::timestamptz, $8, $9)
      returning id`,
-    bindings(subject.dagId, subject.taskId, subject.runId, subject.mapIndex, subject.tryNumber, event, subject.logicalDate, subject.owners, extra),
+    [subject.dagId, subject.taskId, subject.runId, subject.mapIndex, subject.tryNumber, event, subject.logicalDate, subject.owners, extra],
   )
   return {logId: rows[0]!.id}
 }

@@ -1,5 +1,5 @@
 import type {StoredState} from '../airflow/taskInstance.js'
-import type {DriverConnection} from './driverConnection.js'
+import {prepared, type DriverConnection} from './driverConnection.js'
 
 export interface LockedTaskInstance {
   state: StoredState
@@ -14,7 +14,7 @@ export interface LockedTaskInstance {
  * `conflict` from `not_found` (DESIGN §1).
  */
 export async function lockTaskInstance(conn: DriverConnection, tiId: string): Promise<LockedTaskInstance | undefined> {
-  const {rows} = await conn.query<{state: string | null; try_number: number | null}>('select state, try_number from task_instance where id = $1 for update', [tiId])
+  const rows = await prepared<{state: string | null; try_number: number | null}>(conn, 'select state, try_number from task_instance where id = $1 for update', [tiId])
   const row = rows[0]
   return row ? {state: row.state as StoredState, tryNumber: row.try_number} : undefined
 }

@@ -1,4 +1,4 @@
-import type {DriverConnection} from './driverConnection.js'
+import {prepared, type DriverConnection} from './driverConnection.js'
 
 /**
  * Protocol step 4 for `complete`: the state change Airflow's ti_update_state makes on success,
@@ -6,7 +6,8 @@ import type {DriverConnection} from './driverConnection.js'
  * now), duration computed in SQL from start_date, next_method and next_kwargs cleared, updated_at.
  */
 export async function markTaskInstanceSuccess(conn: DriverConnection, tiId: string, endDate: Date | null): Promise<void> {
-  await conn.query(
+  await prepared(
+    conn,
     `update task_instance ti
         set state = 'success', end_date = stamp.end_date,
             duration = extract(epoch from (stamp.end_date - ti.start_date)),

@@ -1,7 +1,5 @@
-import type {Knex} from 'knex'
-
 import type {Capabilities} from '../airflow/schema.js'
-import {bindings} from './bindings.js'
+import {prepared, type DriverConnection} from './driverConnection.js'
 
 export interface RegisteredEvent {
   eventId: number
@@ -31,7 +29,7 @@ export interface ConsumerDecision {
  * an event that carries a partition key.
  */
 export async function queueConsumers(
-  trx: Knex.Transaction,
+  conn: DriverConnection,
   events: readonly RegisteredEvent[],
   options: {capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables'>; eventPartitionKey: string | null},
 ): Promise<ConsumerDecision[]> {
@@ -51,9 +49,10 @@ export async function queueConsumers(
        on conflict (asset_id, target_dag_id) do update set created_at = greatest(adrq.created_at, excluded.created_at)
        returning asset_id, target_dag_id`
 
-  const {rows} = await trx.raw<{rows: Array<{kind: ConsumerDecision['kind']; asset_id: number; dag_id: string}>}>(
+  const rows = await prepared<{kind: ConsumerDecision['kind']; asset_id: number; dag_id: string}>(
+    conn,
     `with ev as (
-       select * from unnest(?::int[], ?::int[], ?::int[]) as e(event_id, asset_id, alias_id)
+       select * from unnest($1::int[], $2::int[], $3::int[]) as e(event_id, asset_id, alias_id)
      ), reference as (
        select ev.event_id, ev.asset_id, r.dag_id from ev join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
        union
@@ -64,7 +63,7 @@ export async function queueConsumers(
        select ev.event_id, ev.asset_id, r.dag_id from ev join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
      ), consumer as (
        select reference.*, ${partitioned} as partitioned,
-              (?::boolean and not ${partitioned}) as queue
+              ($4::boolean and not ${partitioned}) as queue
          from reference
          join dag d on d.dag_id = reference.dag_id
         where not coalesce(d.is_paused, false) and not coalesce(d.is_stale, false)
@@ -76,7 +75,7 @@ export async function queueConsumers(
      select distinct case when partitioned then 'partitioned_consumer' else 'partitioned_event' end, asset_id, dag_id
        from consumer where not queue
      order by 1, 2, 3`,
-    bindings(events.map((e) => e.eventId), events.map((e) => e.assetId), events.map((e) => e.aliasId), options.eventPartitionKey === null),
+    [events.map((e) => e.eventId), events.map((e) => e.assetId), events.map((e) => e.aliasId), options.eventPartitionKey === null],
   )
   return rows.map((row) => ({kind: row.kind, assetId: row.asset_id, dagId: row.dag_id}))
 }

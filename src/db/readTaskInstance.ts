@@ -1,7 +1,6 @@
-import type {Knex} from 'knex'
-
 import type {Capabilities} from '../airflow/schema.js'
 import type {OutletAsset, StoredState, TaskInstanceContext, TaskInstanceRef} from '../airflow/taskInstance.js'
+import {prepared, type DriverConnection} from './driverConnection.js'
 import {truncateUtf8, type TransactionLocals} from './transactionLocals.js'
 
 interface TaskInstanceRow {
@@ -36,7 +35,7 @@ export interface ReadOptions {
  * Protocol step 1: the task instance with its run, DAG and outlets, WITHOUT a lock. Decisions
  * made on this read are only early exits; the commit decision is taken on the locked read.
  */
-export async function readTaskInstance(db: Knex.Transaction | Knex, ref: TaskInstanceRef, options: ReadOptions): Promise<TaskInstanceContext | undefined> {
+export async function readTaskInstance(conn: DriverConnection, ref: TaskInstanceRef, options: ReadOptions): Promise<TaskInstanceContext | undefined> {
   const partitionKey = options.capabilities.eventPartitionKey ? 'dr.partition_key' : 'null::varchar'
   const outlets = options.withOutlets
     ? `(select json_agg(json_build_object('id', a.id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null) order by a.id)
@@ -52,16 +51,18 @@ export async function readTaskInstance(db: Knex.Transaction | Knex, ref: TaskIns
        ) `
     : ''
   const where = 'tiId' in ref ? 'ti.id = ?::uuid' : 'ti.dag_id = ? and ti.run_id = ? and ti.task_id = ? and ti.map_index = ?'
-  const bindings: Knex.RawBinding[] = locals ? [`${locals.lockTimeoutMs}ms`, `${locals.statementTimeoutMs}ms`, truncateUtf8(locals.applicationName, 63)] : []
+  const bindings: unknown[] = locals ? [`${locals.lockTimeoutMs}ms`, `${locals.statementTimeoutMs}ms`, truncateUtf8(locals.applicationName, 63)] : []
   bindings.push(...('tiId' in ref ? [ref.tiId] : [ref.key.dagId, ref.key.runId, ref.key.taskId, ref.key.mapIndex]))
-  const {rows} = await db.raw<{rows: TaskInstanceRow[]}>(
+  let n = 0
+  const rows = await prepared<TaskInstanceRow>(
+    conn,
     `${with_}select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
             dr.id as dag_run_id, dr.logical_date, ${partitionKey} as partition_key, d.owners, ${outlets} as outlets
        from task_instance ti
        join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
        left join dag d on d.dag_id = ti.dag_id
        ${locals ? 'cross join locals' : ''}
-      where ${where}`,
+      where ${where}`.replace(/\?(?!\?)/g, () => `$${++n}`),
     bindings,
   )
   const row = rows[0]

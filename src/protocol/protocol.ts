@@ -170,12 +170,12 @@ async function attemptOnce<O extends {outcome: string}, Input, Registration, Rec
     const result = await knex.transaction(
       async (trx) => {
         const locals = {...options, applicationName: `airlock:${writer.verb}:${'tiId' in ref ? ref.tiId : describeRef(ref)}`}
-        ti = (await readTaskInstance(trx, ref, {capabilities: options.capabilities, withOutlets: writer.readsOutlets, locals})) ?? null
+        const conn = await driverConnectionOf(trx)
+        ti = (await readTaskInstance(conn, ref, {capabilities: options.capabilities, withOutlets: writer.readsOutlets, locals})) ?? null
         if (!ti) return {outcome: 'not_found'} as const
         const early = writer.decideBeforeRegistering(ti)
         if (early) return early
 
-        const conn = await driverConnectionOf(trx)
         let locked
         if (options.order === 'lock_first') {
           locked = await lock(conn, ti)

@@ -5,6 +5,7 @@ import {findMatchingEvent} from '../db/findMatchingEvent.js'
 import {insertAliasEventLinks} from '../db/insertAliasEventLinks.js'
 import {insertEventCopy, type EventContent} from '../db/insertEventCopy.js'
 import {insertTaskLogRow} from '../db/insertTaskLogRow.js'
+import {driverConnectionOf} from '../db/driverConnection.js'
 import {queueConsumers} from '../db/queueConsumers.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {runEventWrite} from '../protocol/eventWrite.js'
@@ -76,7 +77,7 @@ export async function reemitEvent(knex: Knex, spec: EventSpec, settings: EventRe
           replayLogEvent,
           JSON.stringify(extra),
         )
-        const decisions = await queueConsumers(trx, [{eventId: newEventId, assetId: spec.assetId, aliasId: spec.aliasIds[0] ?? null}], {
+        const decisions = await queueConsumers(await driverConnectionOf(trx), [{eventId: newEventId, assetId: spec.assetId, aliasId: spec.aliasIds[0] ?? null}], {
           capabilities: settings.capabilities,
           eventPartitionKey: spec.partitionKey,
         })
