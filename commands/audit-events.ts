@@ -6,7 +6,8 @@ import {fixDuplicateGroups} from '../src/audit/fixDuplicates.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {confirmBulkWrite} from '../src/cli/confirm.js'
 import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
-import {parseDuration, parseTimestamp} from '../src/cli/parseInput.js'
+import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
+import {parseDuration} from '../src/cli/parseInput.js'
 import {findingCsvHeader, findingCsvRow, renderEventAudit, type EventAuditReport} from '../src/cli/renderEventAudit.js'
 import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
@@ -32,10 +33,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
 
   static override flags = {
     ...connectionFlags,
-    since: Flags.string({description: 'Events at or after this ISO-8601 UTC time (task instances: end_date).'}),
-    until: Flags.string({description: 'Events before this ISO-8601 UTC time.'}),
-    'dag-id': Flags.string({description: 'Only events (and task instances) of this source DAG.'}),
-    asset: Flags.string({description: 'Only events of this asset (name or uri). Repeatable.', multiple: true}),
+    ...eventFilterFlags,
     'duplicate-window': Flags.string({description: 'Identical events closer than this to the first of their group are duplicates.', default: '10min'}),
     'fail-on': Flags.string({description: `Exit 6 when a finding of this class exists. Repeatable. Default: ${defaultFailOn.join(', ')}.`, multiple: true, options: [...findingClasses]}),
     fix: Flags.boolean({description: 'Remove unconsumed duplicate extras (a dry run unless --no-dry-run).', default: false}),
@@ -52,12 +50,8 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     const {flags} = await this.parse(AuditEvents)
     this.format = flags.format
     if (flags.format === 'csv' && (flags.ndjson || this.jsonMode)) throw usageError('--format csv cannot be combined with --json or --ndjson.')
-    const filter = {
-      since: flags.since ? parseTimestamp(flags.since, '--since') : undefined,
-      until: flags.until ? parseTimestamp(flags.until, '--until') : undefined,
-      sourceDagId: flags['dag-id'],
-      assets: flags.asset ?? [],
-    }
+    // For missing_events the window applies to the task instances' end_date.
+    const filter = eventFilterFromFlags(flags)
     const windowSeconds = parseDuration(flags['duplicate-window'], '--duplicate-window') / 1000
     const {database} = await openFromFlags(flags, {verb: 'audit-events', poolSize: 2}, (secret) => this.secrets.add(secret))
     this.onCleanup(() => database.close())

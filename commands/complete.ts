@@ -7,9 +7,10 @@ import {BatchOutput} from '../src/cli/batchOutput.js'
 import {confirmBulkWrite} from '../src/cli/confirm.js'
 import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
 import {watchInterrupts} from '../src/cli/interrupt.js'
-import {parseDuration, parseJsonObject, parseTimestamp} from '../src/cli/parseInput.js'
+import {parseJsonObject, parseTimestamp} from '../src/cli/parseInput.js'
 import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
 import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
+import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
 import {openItemSource} from '../src/complete/itemSource.js'
 import {runComplete} from '../src/complete/runComplete.js'
 import {ExitCode} from '../src/exitCodes.js'
@@ -42,14 +43,9 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     ...selectionFlags,
     'from-state': Flags.string({description: 'States a task instance may be in to be completed; repeatable. The lock recheck still applies.', multiple: true, default: ['running'], options: taskInstanceStates.filter((s) => s !== 'success'), helpGroup: 'WRITING'}),
     'no-events': Flags.boolean({default: false, description: 'Only the state and the audit row: no asset events, no queued runs.', helpGroup: 'WRITING'}),
+    ...writeFlags,
     extra: Flags.string({description: 'JSON object for the extra of every event (outlet_events in --from-file lines override it per asset).', helpGroup: 'WRITING'}),
     'end-date': Flags.string({description: 'end_date to record (ISO-8601 UTC); default: now.', helpGroup: 'WRITING'}),
-    concurrency: Flags.integer({description: 'Task instances in flight at once (one connection each).', default: 4, min: 1, max: 64, helpGroup: 'WRITING'}),
-    'lock-timeout': Flags.string({description: 'SET LOCAL lock_timeout per transaction; a lock wait longer than this is retried, then reported failed.', default: '5s', helpGroup: 'WRITING'}),
-    'statement-timeout': Flags.string({description: 'SET LOCAL statement_timeout per transaction.', default: '30s', helpGroup: 'WRITING'}),
-    'dry-run': Flags.boolean({default: false, description: 'Run every transaction, then roll it back: reports exactly what would happen.', helpGroup: 'WRITING'}),
-    yes: Flags.boolean({default: false, char: 'y', description: 'Do not ask for confirmation.', helpGroup: 'WRITING'}),
-    ndjson: Flags.boolean({description: 'Stream one JSON line per item ({"type":"item",…}), then {"type":"summary",…}.', exclusive: ['json'], helpGroup: 'OUTPUT'}),
   }
 
   protected async execute(): Promise<CommandOutcome<BatchReport>> {
@@ -60,8 +56,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       emitEvents: !flags['no-events'],
       defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
       endDate: flags['end-date'] ? parseTimestamp(flags['end-date'], '--end-date') : null,
-      lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
-      statementTimeoutMs: parseDuration(flags['statement-timeout'], '--statement-timeout'),
+      ...timeoutsFromFlags(flags),
     }
     const {database} = await openFromFlags(flags, {verb: 'complete', poolSize: flags.concurrency + 1}, (secret) => this.secrets.add(secret))
     this.onCleanup(() => database.close())

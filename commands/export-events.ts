@@ -6,7 +6,7 @@ import {Flags} from '@oclif/core'
 import {requireAirflowSchema} from '../src/airflow/schema.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
-import {parseTimestamp} from '../src/cli/parseInput.js'
+import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
 import {usageError} from '../src/errors.js'
 import {exportEvents} from '../src/export/exportEvents.js'
 import {createProgress} from '../src/output/progress.js'
@@ -34,22 +34,14 @@ airlock replay-events --from-file … --skip-existing against production.`
 
   static override flags = {
     ...connectionFlags,
-    since: Flags.string({description: 'Events at or after this ISO-8601 UTC time.'}),
-    until: Flags.string({description: 'Events before this ISO-8601 UTC time.'}),
-    'dag-id': Flags.string({description: 'Only events whose source DAG is this one.'}),
-    asset: Flags.string({description: 'Only events of this asset (name or uri). Repeatable.', multiple: true}),
+    ...eventFilterFlags,
     output: Flags.string({char: 'o', description: 'Write to this file instead of stdout (required with --json, where stdout holds the envelope).'}),
   }
 
   protected async execute(): Promise<CommandOutcome<ExportResult>> {
     const {flags} = await this.parse(ExportEvents)
     if (this.jsonMode && !flags.output) throw usageError('--json needs --output FILE: stdout carries the events otherwise.')
-    const filter = {
-      since: flags.since ? parseTimestamp(flags.since, '--since') : undefined,
-      until: flags.until ? parseTimestamp(flags.until, '--until') : undefined,
-      sourceDagId: flags['dag-id'],
-      assets: flags.asset ?? [],
-    }
+    const filter = eventFilterFromFlags(flags)
     const {database} = await openFromFlags(flags, {verb: 'export-events', poolSize: 1}, (secret) => this.secrets.add(secret))
     this.onCleanup(() => database.close())
     const schema = await requireAirflowSchema(database.knex)

@@ -6,9 +6,10 @@ import {BatchOutput} from '../src/cli/batchOutput.js'
 import {confirmBulkWrite} from '../src/cli/confirm.js'
 import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
 import {watchInterrupts} from '../src/cli/interrupt.js'
-import {parseDuration, parseJsonObject} from '../src/cli/parseInput.js'
+import {parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
 import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
+import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
 import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
 import type {ItemJson} from '../src/output/itemJson.js'
@@ -51,20 +52,14 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     'from-file': Flags.string({description: 'NDJSON written by airlock export-events (or lines of the same shape).', helpGroup: 'MODE'}),
     'skip-existing': Flags.boolean({description: 'With --from-file: skip lines whose event (same asset, source, extra, partition key) exists at or after the line\'s timestamp.', default: false, helpGroup: 'MODE'}),
     checkpoint: Flags.string({description: 'Record progress here; a re-run with the same file resumes after the last finished item.', helpGroup: 'WRITING'}),
+    ...writeFlags,
     extra: Flags.string({description: 'Missing mode: JSON object for the extra of replayed events (default {}).', helpGroup: 'WRITING'}),
-    concurrency: Flags.integer({description: 'Items in flight at once.', default: 4, min: 1, max: 64, helpGroup: 'WRITING'}),
-    'lock-timeout': Flags.string({description: 'SET LOCAL lock_timeout per transaction.', default: '5s', helpGroup: 'WRITING'}),
-    'statement-timeout': Flags.string({description: 'SET LOCAL statement_timeout per transaction.', default: '30s', helpGroup: 'WRITING'}),
-    'dry-run': Flags.boolean({description: 'Run every transaction, then roll it back.', default: false, helpGroup: 'WRITING'}),
-    yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', default: false, helpGroup: 'WRITING'}),
-    ndjson: Flags.boolean({description: 'Stream one JSON line per item, then a summary line.', exclusive: ['json'], helpGroup: 'OUTPUT'}),
   }
 
   protected async execute(): Promise<CommandOutcome<BatchReport<ItemJson | EventItemJson>>> {
     const {flags} = await this.parse(ReplayEvents)
     const mode = modeFrom(flags)
-    const lockTimeoutMs = parseDuration(flags['lock-timeout'], '--lock-timeout')
-    const statementTimeoutMs = parseDuration(flags['statement-timeout'], '--statement-timeout')
+    const {lockTimeoutMs, statementTimeoutMs} = timeoutsFromFlags(flags)
     const defaultExtra = flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}'
     const checkpoint = await Checkpoint.open(flags.checkpoint, fingerprintOf({mode, defaultExtra}))
     const {database} = await openFromFlags(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1}, (secret) => this.secrets.add(secret))

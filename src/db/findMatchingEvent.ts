@@ -1,7 +1,7 @@
 import type {Knex} from 'knex'
 
 import {bindings} from './bindings.js'
-import type {EventContent} from './insertEventCopy.js'
+import {sourceValues, type EventContent} from './insertEventCopy.js'
 
 /**
  * An existing event with the same content (asset, source attribution, extra, partition key) at or
@@ -20,10 +20,7 @@ export async function findMatchingEvent(trx: Knex.Transaction, content: EventCon
     bindings(
       content.assetId,
       content.extra,
-      content.source?.dagId ?? null,
-      content.source?.runId ?? null,
-      content.source?.taskId ?? null,
-      content.source ? content.source.mapIndex : -1,
+      ...sourceValues(content),
       since,
       ...(partitionColumn ? [content.partitionKey] : []),
     ),

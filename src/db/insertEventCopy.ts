@@ -10,6 +10,9 @@ export interface EventContent {
   partitionKey: string | null
 }
 
+/** source_dag_id, source_run_id, source_task_id, source_map_index of an event's content. */
+export const sourceValues = (content: EventContent) => [content.source?.dagId ?? null, content.source?.runId ?? null, content.source?.taskId ?? null, content.source?.mapIndex ?? -1]
+
 /**
  * A new asset_event with the given content and a fresh timestamp (UTC now, never the original's:
  * before 3.4 the scheduler ignores events older than the last asset-triggered run).
@@ -22,10 +25,7 @@ export async function insertEventCopy(trx: Knex.Transaction, content: EventConte
     bindings(
       content.assetId,
       content.extra,
-      content.source?.dagId ?? null,
-      content.source?.runId ?? null,
-      content.source?.taskId ?? null,
-      content.source?.mapIndex ?? -1,
+      ...sourceValues(content),
       ...(partitionColumn ? [content.partitionKey] : []),
     ),
   )

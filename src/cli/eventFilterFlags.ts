@@ -1,0 +1,20 @@
+import {Flags} from '@oclif/core'
+
+import {parseTimestamp} from './parseInput.js'
+
+/** The event selection of export-events and audit-events: time window, source DAG, assets. */
+export const eventFilterFlags = {
+  since: Flags.string({description: 'Events at or after this ISO-8601 UTC time.', helpGroup: 'SELECTION'}),
+  until: Flags.string({description: 'Events before this ISO-8601 UTC time.', helpGroup: 'SELECTION'}),
+  'dag-id': Flags.string({description: 'Only events whose source DAG is this one.', helpGroup: 'SELECTION'}),
+  asset: Flags.string({description: 'Only events of this asset (name or uri). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
+}
+
+export function eventFilterFromFlags(flags: {since?: string | undefined; until?: string | undefined; 'dag-id'?: string | undefined; asset?: string[] | undefined}) {
+  return {
+    since: flags.since ? parseTimestamp(flags.since, '--since') : undefined,
+    until: flags.until ? parseTimestamp(flags.until, '--until') : undefined,
+    sourceDagId: flags['dag-id'],
+    assets: flags.asset ?? [],
+  }
+}
