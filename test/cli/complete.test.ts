@@ -9,7 +9,7 @@ import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked} from '../support/locks.js'
-import {seed, ti, writeFootprint} from '../support/scenario.js'
+import {resetWorld, ti, writeFootprint} from '../support/scenario.js'
 
 /** `airlock complete` as an operator runs it: flags, exit codes, envelopes, refusals. */
 let db: TestDatabase
@@ -18,8 +18,7 @@ beforeAll(async () => {
 })
 afterAll(async () => db?.drop())
 beforeEach(async () => {
-  await db.knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
-  await seed(db.knex)
+  await resetWorld(db.knex)
 })
 
 const complete = (...args: string[]) => runCli(['complete', '--database-url', db.url, ...args])

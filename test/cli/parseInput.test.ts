@@ -1,19 +1,9 @@
 import {describe, expect, it} from 'vitest'
 
 import {parseDuration, parseJsonObject, parseShard, parseTaskInstanceId, parseTimestamp} from '../../src/cli/parseInput.js'
-import {AirlockError} from '../../src/errors.js'
+import {usageMessage} from '../support/usage.js'
 
-const usage = (fn: () => unknown) => {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(AirlockError)
-    expect((error as AirlockError).exit).toBe(2)
-    return (error as AirlockError).message
-  }
-
-  throw new Error('expected a usage error')
-}
+const usage = usageMessage
 
 describe('flag parsing', () => {
   it('timestamps: dates, UTC by default, explicit offsets kept', () => {

@@ -2,7 +2,7 @@ import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
 
 import {completeOne} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {eventsOf, seed, ti, tiById, writeFootprint} from '../support/scenario.js'
+import {eventsOf, resetWorld, ti, tiById, writeFootprint} from '../support/scenario.js'
 
 /**
  * Airflow's own success scenarios (../shared/airflow/README.md, "What the success path writes"),
@@ -16,8 +16,7 @@ describe('complete on Airflow 3.0', () => {
   })
   afterAll(async () => db?.drop())
   beforeEach(async () => {
-    await db.knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
-    await seed(db.knex)
+    await resetWorld(db.knex)
   })
 
   it('running → completed: one event per active outlet, state, duration, cleared next_*, one log row', async () => {

@@ -1,19 +1,9 @@
 import {describe, expect, it} from 'vitest'
 
 import {parseInputLine} from '../../src/complete/inputFile.js'
-import {AirlockError} from '../../src/errors.js'
+import {usageMessage} from '../support/usage.js'
 
-const fails = (text: string) => {
-  try {
-    parseInputLine(text, 7, 'tis.ndjson')
-  } catch (error) {
-    expect(error).toBeInstanceOf(AirlockError)
-    expect((error as AirlockError).exit).toBe(2)
-    return (error as AirlockError).message
-  }
-
-  throw new Error('expected the line to be rejected')
-}
+const fails = (text: string) => usageMessage(() => parseInputLine(text, 7, 'tis.ndjson'))
 
 describe('NDJSON input lines', () => {
   it('accepts an id or a key (map_index defaults to -1) with outlet_events', () => {

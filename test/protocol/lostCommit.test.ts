@@ -3,7 +3,7 @@ import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
 
 import {completeOne} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {eventsOf, seed, ti, tiById} from '../support/scenario.js'
+import {eventsOf, resetWorld, ti, tiById} from '../support/scenario.js'
 import {startCommitCutter, type CommitCutter} from '../support/tcpProxy.js'
 
 /**
@@ -29,8 +29,7 @@ describe('connection lost during COMMIT', () => {
     await db?.drop()
   })
   beforeEach(async () => {
-    await db.knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
-    await seed(db.knex)
+    await resetWorld(db.knex)
   })
 
   it('when the COMMIT reached the server: reports completed after re-reading, and wrote one set', async () => {

@@ -4,7 +4,7 @@ import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
 import {completeOne} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked, waitUntilBlocked} from '../support/locks.js'
-import {eventsOf, seed, ti, tiById, writeFootprint} from '../support/scenario.js'
+import {eventsOf, resetWorld, ti, tiById, writeFootprint} from '../support/scenario.js'
 
 /**
  * The protocol under real races on PostgreSQL. Sessions are ordered by what pg_stat_activity
@@ -18,9 +18,16 @@ beforeAll(async () => {
 })
 afterAll(async () => db?.drop())
 beforeEach(async () => {
-  await db.knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
-  await seed(db.knex)
+  await resetWorld(db.knex)
 })
+
+/** A second session holding the task instance's row lock in an open transaction. */
+async function holdRow(tiId: string) {
+  const holder = await session(db.knex)
+  await holder.conn.query('begin')
+  await holder.conn.query('select state from task_instance where id = $1 for update', [tiId])
+  return holder
+}
 
 async function session(knex: Knex): Promise<{conn: Connection; pid: number; release(): Promise<void>}> {
   const conn = (await knex.client.acquireConnection()) as Connection
@@ -46,10 +53,8 @@ describe('races', () => {
   ])('another session holds the row lock and commits %s: the completion waits, then decides on that state with zero events', async (state, expected) => {
     const target = await ti(db.knex, 'etl_002', 'task_1')
     const footprint = await writeFootprint(db.knex)
-    const holder = await session(db.knex)
+    const holder = await holdRow(target.id)
     try {
-      await holder.conn.query('begin')
-      await holder.conn.query('select state from task_instance where id = $1 for update', [target.id])
       const completion = completeOne(db.knex, target.id)
       // Blocked on FOR UPDATE: registration is done by now, its events uncommitted.
       await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
@@ -70,10 +75,8 @@ describe('races', () => {
   it('backend terminated after registration: nothing persisted; a rerun yields exactly one set', async () => {
     const target = await ti(db.knex, 'etl_002', 'task_1')
     const footprint = await writeFootprint(db.knex)
-    const holder = await session(db.knex)
+    const holder = await holdRow(target.id)
     try {
-      await holder.conn.query('begin')
-      await holder.conn.query('select state from task_instance where id = $1 for update', [target.id])
       const completion = completeOne(db.knex, target.id)
       const pid = await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
       await db.knex.raw('select pg_terminate_backend(?)', [pid])
@@ -96,10 +99,8 @@ describe('races', () => {
   it('lock_timeout: retried, then failed with 55P03 and a clean rollback', async () => {
     const target = await ti(db.knex, 'etl_002', 'task_1')
     const footprint = await writeFootprint(db.knex)
-    const holder = await session(db.knex)
+    const holder = await holdRow(target.id)
     try {
-      await holder.conn.query('begin')
-      await holder.conn.query('select state from task_instance where id = $1 for update', [target.id])
       const result = await completeOne(db.knex, target.id, {lockTimeoutMs: 50, retry: {maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5}})
       expect(result.result).toMatchObject({outcome: 'failed', sqlstate: '55P03'})
       expect(result.attempts).toBe(3)

@@ -12,7 +12,7 @@ import {envelope, runCli} from '../support/cli.js'
 import {schemaOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked} from '../support/locks.js'
-import {countRows, eventsOf, seed, ti, writeFootprint} from '../support/scenario.js'
+import {countRows, eventsOf, resetWorld, ti, writeFootprint} from '../support/scenario.js'
 
 /**
  * replay-events and export-events on real PostgreSQL. World: etl_001/etl_002, 3 tasks, 2
@@ -30,8 +30,7 @@ afterAll(async () => {
   await fs.rm(dir, {recursive: true, force: true})
 })
 beforeEach(async () => {
-  await db.knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
-  await seed(db.knex)
+  await resetWorld(db.knex)
   const done = await runCli(['complete', '--database-url', db.url, '--dag-id', 'etl_002', '--yes', '--json'])
   expect(envelope(done)).toMatchObject({status: 0, result: {summary: {completed: 3, events_created: 6}}})
 })
@@ -190,7 +189,7 @@ describe('replay-events by id and from a file; export-events', () => {
     const checkpoint = path.join(dir, `ckpt-${Date.now()}.json`)
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
     await db.knex.transaction(async (holder) => {
-      await holder.raw('select 1 from task_instance where id = ? for update', [ids[1]])
+      await holder.raw('select 1 from task_instance where id = ? for update', [ids[1]!])
       const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), 'replay-events', '--database-url', db.url, '--dag-id', 'etl_002', '--concurrency', '1', '--yes', '--checkpoint', checkpoint, '--lock-timeout', '60s'], {env: {PATH: process.env.PATH ?? ''}, stdio: 'ignore'})
       const exited = new Promise((resolve) => child.on('close', resolve))
       await waitUntilAppBlocked(db.knex, `airlock:replay:${ids[1]}`)

@@ -10,6 +10,12 @@ export async function seed(knex: Knex, options: Partial<SeedOptions> = {}) {
   return knex.transaction((trx) => seedWorld(trx, {dags: 2, runs: 1, tasks: 3, outlets: 2, consumers: 3, ...options}))
 }
 
+/** Empties the world a writer test works on and seeds it again (sequences restart). */
+export async function resetWorld(knex: Knex, options: Partial<SeedOptions> = {}) {
+  await knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
+  return seed(knex, options)
+}
+
 export interface TiRow {
   id: string
   dag_id: string
