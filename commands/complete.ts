@@ -80,7 +80,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       })
       for (const warning of tally.warnings()) this.note(warning)
       const report = output.finish(tally, flags['dry-run'], interrupted)
-      return {result: report, exit: interrupted ? ExitCode.interrupted : tally.exit}
+      return {result: report, exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: source.explicit})}
     } finally {
       interrupts.dispose()
     }

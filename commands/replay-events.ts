@@ -65,7 +65,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     const {database} = await openFromFlags(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1}, (secret) => this.secrets.add(secret))
     this.onCleanup(() => database.close())
     const schema = await requireAirflowSchema(database.knex)
-    const {count} = await countReplay(database.knex, mode)
+    const count = await countReplay(database.knex, mode, checkpoint)
     if (checkpoint.resumeFrom !== null) this.progress(`resuming from ${flags.checkpoint}: ${checkpoint.resumedDone} items already done`)
     const outputMode = flags.ndjson ? 'ndjson' : this.jsonMode ? 'json' : 'human'
     await confirmBulkWrite({count, what: 'replay events for', yes: flags.yes, dryRun: flags['dry-run'], machineOutput: outputMode !== 'human'})
@@ -87,7 +87,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
         onItem: (item, counts) => output.add(item, counts),
       })
       for (const warning of tally.warnings()) this.note(warning)
-      return {result: output.finish(tally, flags['dry-run'], interrupted), exit: interrupted ? ExitCode.interrupted : tally.exit}
+      return {result: output.finish(tally, flags['dry-run'], interrupted), exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: mode.kind !== 'missing' || mode.selection.tiIds.length > 0})}
     } finally {
       interrupts.dispose()
     }

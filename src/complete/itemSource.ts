@@ -32,6 +32,7 @@ export async function openItemSource(knex: Knex, request: SelectionRequest): Pro
   }
 
   if (ways > 1) throw usageError('Use one way of selecting: --ti-id, --from-file, or the filter flags (--dag-id, --run-id, --task-id, --map-index, --since, --until).')
+  if (filter.shard && (tiIds.length > 0 || fromFile)) throw usageError('--shard partitions a filter selection; split an explicit list (--ti-id, --from-file) between hosts yourself.')
 
   if (tiIds.length > 0) {
     const unique = [...new Set(tiIds)].slice(0, filter.limit ?? Number.POSITIVE_INFINITY)

@@ -25,7 +25,15 @@ export function toPostgresUrl(raw: string, origin: string): string {
     throw usageError(`${origin} uses the scheme "${match[0]}"; expected postgresql:// (or postgresql+psycopg2:// from Airflow).`)
   }
 
-  return 'postgresql://' + url.slice(match[0].length)
+  const translated = 'postgresql://' + url.slice(match[0].length)
+  try {
+    new URL(translated)
+  } catch {
+    // Not echoed: an unescaped '/', '#' or '?' in the password is what usually breaks it.
+    throw usageError(`${origin} is not a valid URL; percent-encode special characters in the user and password (/ as %2F, # as %23, ? as %3F, @ as %40).`)
+  }
+
+  return translated
 }
 
 /** The URL with its password replaced by `***`, for every message, log line and JSON field. */
@@ -68,6 +76,6 @@ export function describeTarget(url: string): string {
     const database = decodeURIComponent(parsed.pathname.replace(/^\//, '')) || '(default)'
     return `${host}:${port}/${database}`
   } catch {
-    return maskUrl(url)
+    return '(unparseable URL)'
   }
 }

@@ -69,7 +69,7 @@ export async function classifyEventsForKeys(
                 else 'candidate'
               end as pre_class
          from k
-         join asset_event e on e.source_dag_id = k.dag_id and e.source_run_id = k.run_id and e.source_task_id = k.task_id and e.source_map_index = k.map_index
+         join asset_event e on e.source_dag_id = k.dag_id and e.source_run_id = k.run_id and e.source_task_id = k.task_id and coalesce(e.source_map_index, -1) = k.map_index
          join asset a on a.id = e.asset_id
          left join last_success ls on ls.dag_id = k.dag_id and ls.run_id = k.run_id and ls.task_id = k.task_id and ls.map_index = k.map_index
         where (?::timestamptz is null or e."timestamp" >= ?::timestamptz) and (?::timestamptz is null or e."timestamp" < ?::timestamptz)
@@ -77,7 +77,7 @@ export async function classifyEventsForKeys(
      ), grouped as (
        select ev.*, first_value(id) over g as first_id, first_value("timestamp") over g as first_ts, row_number() over g as n
          from ev where pre_class = 'candidate'
-       window g as (partition by source_dag_id, source_run_id, source_task_id, source_map_index, asset_id, extra_text, partition_text order by id)
+       window g as (partition by source_dag_id, source_run_id, source_task_id, coalesce(source_map_index, -1), asset_id, extra_text, partition_text order by id)
      )
      select id, asset_id, asset_name, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp",
             case when n > 1 and "timestamp" - first_ts <= make_interval(secs => ?) then 'duplicate' else 'ok' end as class,

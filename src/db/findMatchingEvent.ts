@@ -9,6 +9,9 @@ import {sourceValues, type EventContent} from './insertEventCopy.js'
  * of its events must not double them.
  */
 export async function findMatchingEvent(trx: Knex.Transaction, content: EventContent, since: Date, partitionColumn: boolean): Promise<number | undefined> {
+  // Two replays of one export running at once would both find nothing and both insert: one
+  // transaction-scoped advisory lock per event content makes the check-then-insert atomic.
+  await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [JSON.stringify([content.assetId, content.extra, ...sourceValues(content), content.partitionKey])])
   const {rows} = await trx.raw<{rows: Array<{id: number}>}>(
     `select id from asset_event
       where asset_id = ? and extra::jsonb = ?::jsonb

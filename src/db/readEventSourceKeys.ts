@@ -8,12 +8,14 @@ import type {EventFilter} from './classifyEventsForKeys.js'
  * key: the unit audit-events pages over (every group of a key is classified together).
  */
 export async function readEventSourceKeys(db: Knex, after: TaskInstanceKey | null, limit: number, filter: EventFilter & {sourceDagId?: string | undefined}): Promise<TaskInstanceKey[]> {
+  // source_map_index is nullable (default -1): NULL is read as -1 everywhere, in the key, the
+  // order and the keyset comparison, so paging neither repeats nor skips those events.
   const query = db('asset_event as e')
-    .distinct('e.source_dag_id', 'e.source_run_id', 'e.source_task_id', 'e.source_map_index')
+    .distinct('e.source_dag_id', 'e.source_run_id', 'e.source_task_id', db.raw('coalesce(e.source_map_index, -1) as source_map_index'))
     .whereNotNull('e.source_dag_id')
     .whereNotNull('e.source_run_id')
     .whereNotNull('e.source_task_id')
-    .orderBy(['e.source_dag_id', 'e.source_run_id', 'e.source_task_id', 'e.source_map_index'])
+    .orderBy(['e.source_dag_id', 'e.source_run_id', 'e.source_task_id', {column: db.raw('coalesce(e.source_map_index, -1)') as unknown as string}])
     .limit(limit)
   if (after) query.whereRaw('(e.source_dag_id, e.source_run_id, e.source_task_id, coalesce(e.source_map_index, -1)) > (?, ?, ?, ?)', [after.dagId, after.runId, after.taskId, after.mapIndex])
   if (filter.sourceDagId) query.where('e.source_dag_id', filter.sourceDagId)

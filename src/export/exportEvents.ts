@@ -19,11 +19,13 @@ export async function exportEvents(
   out: Writable,
   onPage: (exported: number) => void = () => undefined,
 ): Promise<{exported: number; firstId: number | null; lastId: number | null}> {
-  // A reader that went away (`| head`) ends the export quietly, as Unix tools do on SIGPIPE.
+  // A reader that went away (`| head`) ends the export quietly, as Unix tools do on SIGPIPE; any
+  // other write error (a full disk) stops it and is reported.
   let closed = false
+  let failed: Error | undefined
   out.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error
-    closed = true
+    if (error.code === 'EPIPE') closed = true
+    else failed = error
   })
   let afterId = 0
   let exported = 0
@@ -31,6 +33,7 @@ export async function exportEvents(
   for (;;) {
     const page = await readEventPage(db, {...filter, afterId, limit: exportPageSize}, capabilities)
     for (const line of page) {
+      if (failed) throw new Error(`writing the export failed: ${failed.message}`)
       if (closed) return {exported, firstId, lastId: afterId || null}
       if (!out.write(JSON.stringify(line) + '\n')) await Promise.race([once(out, 'drain'), once(out, 'error')]).catch(() => undefined)
     }

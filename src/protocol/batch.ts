@@ -25,20 +25,29 @@ export async function runBatch<Item, R>(
     return pull
   }
 
+  // The first failure (a bug, a lost page query) stops the other workers from taking new items;
+  // their in-flight items finish and are reported before the failure is rethrown.
+  let failure: {error: unknown} | undefined
   const worker = async () => {
-    for (;;) {
-      if (options.shouldStop()) {
-        interrupted = true
-        return
-      }
+    try {
+      for (;;) {
+        if (failure) return
+        if (options.shouldStop()) {
+          interrupted = true
+          return
+        }
 
-      const {value, done} = await next()
-      if (done) return
-      options.onResult(await work(value))
+        const {value, done} = await next()
+        if (done) return
+        options.onResult(await work(value))
+      }
+    } catch (error) {
+      failure ??= {error}
     }
   }
 
   await Promise.all(Array.from({length: Math.max(1, options.concurrency)}, worker))
-  if (interrupted) await iterator.return?.(undefined)
+  if (interrupted || failure) await iterator.return?.(undefined)?.catch(() => undefined)
+  if (failure) throw failure.error
   return {interrupted}
 }

@@ -65,13 +65,14 @@ class RollbackWith<O> {
 }
 
 /**
- * The locked row has another try_number than the unlocked read: the task instance was retried in
- * between, and what was registered (the audit row names the try) is stale. Retried from step 1
- * like a serialization failure.
+ * What was registered no longer matches the locked row (the task instance was retried between
+ * the unlocked read and the lock, so the audit row names a stale try; or a writer's recheck found
+ * the world half-changed). Retried from step 1 like a serialization failure; writers may throw it
+ * from decideUnderLock.
  */
-class StaleRead extends Error {
-  constructor() {
-    super('the task instance changed try between the unlocked read and the lock, on every attempt')
+export class RetryFromStart extends Error {
+  constructor(reason = 'the task instance changed try between the unlocked read and the lock, on every attempt') {
+    super(reason)
   }
 }
 
@@ -101,7 +102,7 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
       outcome = await attemptOnce(knex, ref, input, writer, options)
     } catch (error) {
       const sqlstate = sqlStateOf(error) ?? null
-      const retryable = (sqlstate !== null && retryableSqlStates.has(sqlstate)) || error instanceof StaleRead
+      const retryable = (sqlstate !== null && retryableSqlStates.has(sqlstate)) || error instanceof RetryFromStart
       if (retryable && attempt < policy.maxAttempts) {
         await sleep(backoffDelay(policy, attempt))
         continue
@@ -188,7 +189,7 @@ async function attemptOnce<O extends {outcome: string}, Input, Registration, Rec
         }
 
         if (!locked) throw new RollbackWith<ProtocolOutcome<O>>({outcome: 'not_found'})
-        if (locked.tryNumber !== ti.tryNumber && locked.state === ti.state) throw new StaleRead()
+        if (locked.tryNumber !== ti.tryNumber) throw new RetryFromStart()
         const decision = await writer.decideUnderLock(trx, locked.state, ti, registration as Registration)
         if (decision !== 'commit') throw new RollbackWith<ProtocolOutcome<O>>(decision)
         receipt = await writer.apply(conn, ti, registration as Registration)

@@ -40,8 +40,13 @@ export class Tally<O extends {outcome: string} = {outcome: string}> {
     for (const warning of item.warnings) this.warningCounts.set(warning, (this.warningCounts.get(warning) ?? 0) + 1)
   }
 
-  get exit(): ExitCode {
-    return worstItemExit([...this.counts].filter(([, n]) => n > 0).map(([outcome]) => exitByOutcome[outcome] ?? ExitCode.ok))
+  /** The exit code of DESIGN §3. `not_found` is exit 4 only for task instances named explicitly. */
+  exit(options: {explicit: boolean} = {explicit: true}): ExitCode {
+    return worstItemExit(
+      [...this.counts]
+        .filter(([outcome, n]) => n > 0 && (options.explicit || outcome !== 'not_found'))
+        .map(([outcome]) => exitByOutcome[outcome] ?? ExitCode.ok),
+    )
   }
 
   warnings(): string[] {

@@ -25,6 +25,8 @@ export function fingerprintOf(parts: unknown): string {
 export class Checkpoint {
   private readonly pending = new Map<number, string>()
   private readonly finished = new Set<number>()
+  /** A failed item holds the mark back: a resumed run retries it (the recheck prevents doubles). */
+  private stopAt = Number.POSITIVE_INFINITY
   private next = 0
   private taken = 0
   private state: CheckpointState
@@ -39,7 +41,13 @@ export class Checkpoint {
     const empty: CheckpointState = {fingerprint, cursor: null, done: 0, updatedAt: new Date().toISOString()}
     if (!file) return new Checkpoint(null, empty)
     const text = await fs.readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : Promise.reject(error)))
-    if (text === null) return new Checkpoint(file, empty)
+    if (text === null) {
+      // Written now, so an unwritable path is a usage error before anything else happens.
+      const checkpoint = new Checkpoint(file, empty)
+      await checkpoint.save().catch((error: Error) => Promise.reject(usageError(`--checkpoint ${file} cannot be written (${error.message}).`)))
+      checkpoint.lastWrite = 0
+      return checkpoint
+    }
     let saved: CheckpointState
     try {
       saved = JSON.parse(text) as CheckpointState
@@ -70,11 +78,12 @@ export class Checkpoint {
     return sequence
   }
 
-  /** An item finished (any outcome); the low-water mark advances over every finished prefix. */
-  async finish(sequence: number): Promise<void> {
+  /** An item finished; the low-water mark advances over every finished prefix, never past a failure. */
+  async finish(sequence: number, succeeded = true): Promise<void> {
     this.finished.add(sequence)
+    if (!succeeded) this.stopAt = Math.min(this.stopAt, sequence)
     let advanced = false
-    while (this.finished.has(this.next)) {
+    while (this.finished.has(this.next) && this.next < this.stopAt) {
       this.state = {...this.state, cursor: this.pending.get(this.next) ?? this.state.cursor, done: this.state.done + 1}
       this.pending.delete(this.next)
       this.finished.delete(this.next)

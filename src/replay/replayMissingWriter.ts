@@ -8,7 +8,7 @@ import {insertTaskLogRow} from '../db/insertTaskLogRow.js'
 import {readMissingOutlets} from '../db/readMissingOutlets.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import type {ReplayOutcome} from '../protocol/outcomes.js'
-import type {Writer} from '../protocol/protocol.js'
+import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 
 export interface ReplaySettings {
   capabilities: Capabilities
@@ -55,7 +55,10 @@ export function replayMissingWriter(settings: ReplaySettings): Writer<ReplayOutc
     async decideUnderLock(trx, lockedState, ti, registration) {
       if (lockedState !== 'success') return changed(lockedState)
       const stillMissing = await readMissingOutlets(trx, ti, registration.missing, registration.events.map((e) => e.eventId))
-      return stillMissing.length === registration.missing.length ? 'commit' : {outcome: 'nothing_missing'}
+      if (stillMissing.length === registration.missing.length) return 'commit'
+      if (stillMissing.length === 0) return {outcome: 'nothing_missing'}
+      // Another replayer committed part of the set: start over from a fresh read.
+      throw new RetryFromStart('other sessions kept replaying part of these events; run again')
     },
     async apply(_conn, _ti, registration) {
       // No state change: the lock only serialises replayers of this task instance.

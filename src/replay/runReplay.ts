@@ -52,12 +52,26 @@ export interface ReplayRun {
   onItem: (item: ItemJson | EventItemJson, tally: Tally) => void
 }
 
+/**
+ * Missing mode's real selection: successful task instances (--since/--until on end_date) with an
+ * active outlet lacking its event, after the checkpoint's cursor. The count for the confirmation
+ * and the run use this one definition.
+ */
+function missingSelection(selection: SelectionRequest, resumeAfter: string | undefined): SelectionRequest {
+  return {
+    ...selection,
+    tiIds: [...selection.tiIds].sort().filter((id) => !resumeAfter || id > resumeAfter),
+    filter: {...selection.filter, states: ['success'], timeColumn: 'end_date', missingEventsOnly: true, afterId: resumeAfter},
+  }
+}
+
 /** How many items a replay will touch, for the confirmation prompt (checked input, nothing written). */
-export async function countReplay(knex: Knex, mode: ReplayMode): Promise<{count: number; prepared: ReplayMode}> {
-  if (mode.kind === 'event-id') return {count: new Set(mode.ids).size, prepared: mode}
-  if (mode.kind === 'file') return {count: await validateEventFile(mode.path), prepared: mode}
-  const source = await openItemSource(knex, mode.selection)
-  return {count: source.count, prepared: mode}
+export async function countReplay(knex: Knex, mode: ReplayMode, checkpoint: Checkpoint): Promise<number> {
+  if (mode.kind === 'event-id') return new Set(mode.ids).size
+  if (mode.kind === 'file') return validateEventFile(mode.path)
+  const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
+  if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return 0
+  return (await openItemSource(knex, selection)).count
 }
 
 export async function runReplay(knex: Knex, run: ReplayRun): Promise<{tally: Tally; interrupted: boolean}> {
@@ -70,18 +84,13 @@ export async function runReplay(knex: Knex, run: ReplayRun): Promise<{tally: Tal
 
   if (mode.kind === 'missing') {
     const writer = replayMissingWriter({capabilities: run.schema.capabilities, defaultExtra: run.defaultExtra, airlockVersion: run.airlockVersion})
-    const resumeAfter = checkpoint.resumeFrom ?? undefined
-    const selection: SelectionRequest = {
-      ...mode.selection,
-      tiIds: [...mode.selection.tiIds].sort().filter((id) => !resumeAfter || id > resumeAfter),
-      filter: {...mode.selection.filter, states: ['success'], timeColumn: 'end_date', missingEventsOnly: true, afterId: resumeAfter},
-    }
+    const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
     if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return {tally, interrupted: false}
     const source = await openItemSource(knex, selection)
     const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
     const {interrupted} = await runBatch(numbered, async ({item, sequence}) => {
       const result = await runProtocol(knex, item.ref, undefined, writer, {capabilities: run.schema.capabilities, lockTimeoutMs: run.lockTimeoutMs, statementTimeoutMs: run.statementTimeoutMs, dryRun: run.dryRun})
-      await checkpoint.finish(sequence)
+      await checkpoint.finish(sequence, result.result.outcome !== 'failed')
       return result
     }, {concurrency: run.concurrency, shouldStop: run.shouldStop, onResult: (item) => record(toItemJson(item), item)})
     await checkpoint.save()
@@ -99,7 +108,7 @@ export async function runReplay(knex: Knex, run: ReplayRun): Promise<{tally: Tal
     const item: EventItem = work.kind === 'emit'
       ? await reemitEvent(knex, work.spec, settings)
       : {spec: unresolvedSpec(work.label), result: {outcome: work.outcome, message: work.message} as never, events: 0, queued: 0, warnings: [`${work.label}: ${work.message}`], totalMs: performance.now() - started}
-    await checkpoint.finish(sequence)
+    await checkpoint.finish(sequence, item.result.outcome !== 'failed')
     return item
   }, {concurrency: run.concurrency, shouldStop: run.shouldStop, onResult: (item) => record(toEventItemJson(item), item)})
   await checkpoint.save()

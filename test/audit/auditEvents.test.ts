@@ -154,6 +154,15 @@ describe('airlock audit-events', () => {
     expect(await db.knex('asset_event').where({id: ids.dup_late})).toHaveLength(1)
   })
 
+  it('events whose source_map_index is NULL are classified like -1, once', async () => {
+    const before = await audit()
+    const okTi = await ti(db.knex, 'etl_002', 'task_1')
+    const asset = await db.knex('asset').where({name: 'etl_002.task_1.out_1'}).first('id')
+    await db.knex('asset_event').insert({asset_id: asset.id, extra: JSON.stringify({null_map: true}), source_dag_id: okTi.dag_id, source_run_id: okTi.run_id, source_task_id: okTi.task_id, source_map_index: null, timestamp: db.knex.raw(`now() - interval '20 minutes'`)})
+    const after = await audit()
+    expect(after.out.result.counts.ok).toBe(before.out.result.counts.ok + 1)
+  })
+
   it('--format csv and --ndjson stream the findings', async () => {
     const csv = await runCli(['audit-events', '--database-url', db.url, '--format', 'csv'])
     const lines = csv.stdout.trim().split('\n')

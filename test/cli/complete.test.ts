@@ -119,6 +119,7 @@ describe('airlock complete', () => {
     [['--dag-id', 'etl_002', '--frobnicate'], 'frobnicate'],
     [['--dag-id', 'etl_002', '--from-state', 'success'], 'from-state'],
     [[], 'Nothing selected'],
+    [['--ti-id', '0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a', '--shard', '1/2'], '--shard'],
   ])('bad input %j: exit 2 with a message naming %s, nothing written', async (args, named) => {
     const footprint = await writeFootprint(db.knex)
     const result = await complete(...args, '--yes')

@@ -173,6 +173,16 @@ describe('complete on Airflow 3.0', () => {
     expect(await db.knex('asset_event').max({id: 'id'}).first()).toEqual({id: null})
   })
 
+  it('a task instance that never started gets start_date = end_date and duration 0, as Airflow does', async () => {
+    const target = await ti(db.knex, 'etl_002', 'task_2')
+    await db.knex('task_instance').where({id: target.id}).update({state: 'queued', start_date: null})
+    const result = await completeOne(db.knex, target.id, {fromStates: ['queued']})
+    expect(result.result).toEqual({outcome: 'completed'})
+    const after = await tiById(db.knex, target.id)
+    expect(after.start_date).toEqual(after.end_date)
+    expect(after.duration).toBe(0)
+  })
+
   it('an explicit --end-date is recorded and the duration follows it', async () => {
     const target = await ti(db.knex, 'etl_002', 'task_1')
     const end = new Date(target.start_date!.getTime() + 90_000)

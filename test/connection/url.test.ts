@@ -21,6 +21,14 @@ describe('toPostgresUrl', () => {
     expect(error.message).not.toContain('secret')
   })
 
+  it('refuses a URL broken by an unescaped character in its password, without echoing it', () => {
+    const error = captureError(() => toPostgresUrl('postgresql://airflow:pa/ss#w@db/airflow', '--database-url'))
+    expect(error.exit).toBe(2)
+    expect(error.message).toContain('percent-encode')
+    expect(error.message).not.toContain('pa/ss')
+    expect(describeTarget('postgresql://airflow:pa/ss#w@db/airflow')).toBe('(unparseable URL)')
+  })
+
   it('refuses a non-URL with exit 2 without echoing its password', () => {
     const error = captureError(() => toPostgresUrl('sqlite:////tmp/x.db', '--database-url'))
     expect(error.exit).toBe(2)

@@ -72,6 +72,25 @@ describe('races', () => {
     }
   })
 
+  it('a task instance retried between the read and the lock (new try, expected state) is re-read, never completed on the stale read', async () => {
+    const target = await ti(db.knex, 'etl_002', 'task_1')
+    await db.knex('task_instance').where({id: target.id}).update({state: 'failed'})
+    const holder = await holdRow(target.id)
+    try {
+      const completion = completeOne(db.knex, target.id, {fromStates: ['running', 'failed']})
+      await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
+      await holder.conn.query(`update task_instance set state = 'running', try_number = 2 where id = $1`, [target.id])
+      await holder.conn.query('commit')
+      const result = await completion
+      expect(result.result).toEqual({outcome: 'completed'})
+      expect(result.attempts).toBe(2)
+      const logs = await db.knex('log').where({dag_id: 'etl_002', task_id: 'task_1', event: 'success'})
+      expect(logs.map((l) => [l.try_number, JSON.parse(l.extra).airlock.previous_state])).toEqual([[2, 'running']])
+    } finally {
+      await holder.release()
+    }
+  })
+
   it('backend terminated after registration: nothing persisted; a rerun yields exactly one set', async () => {
     const target = await ti(db.knex, 'etl_002', 'task_1')
     const footprint = await writeFootprint(db.knex)
