@@ -78,6 +78,7 @@ export async function* eventsFromFile(db: Knex, path: string, options: {skipExis
           source: parsed.source,
           partitionKey: parsed.partition_key,
           aliasIds: parsed.aliases.map((name) => aliasIds.get(name)).filter((id): id is number => id !== undefined),
+          unknownAliases: parsed.aliases.filter((name) => !aliasIds.has(name)),
           originalEventId: null,
           logicalDate: null,
           owners: null,

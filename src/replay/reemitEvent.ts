@@ -24,6 +24,8 @@ export interface EventSpec extends EventContent {
   owners: string | null
   /** --skip-existing: skip when the same content exists at or after this time. */
   skipIfSince: Date | null
+  /** Alias names of an export line that do not exist here (the event is emitted without them). */
+  unknownAliases?: string[]
 }
 
 export type EventReplayOutcome = {outcome: 'replayed'; newEventId: number; queued: number} | {outcome: 'skipped_existing'; existingEventId: number}
@@ -77,7 +79,9 @@ export async function reemitEvent(knex: Knex, spec: EventSpec, settings: EventRe
           replayLogEvent,
           JSON.stringify(extra),
         )
-        const decisions = await queueConsumers(await driverConnectionOf(trx), [{eventId: newEventId, assetId: spec.assetId, aliasId: spec.aliasIds[0] ?? null}], {
+        // One entry per alias the event went through, so every alias's consumers are queued.
+        const throughAliases = spec.aliasIds.length > 0 ? spec.aliasIds.map((aliasId) => ({eventId: newEventId, assetId: spec.assetId, aliasId})) : [{eventId: newEventId, assetId: spec.assetId, aliasId: null}]
+        const decisions = await queueConsumers(await driverConnectionOf(trx), throughAliases, {
           capabilities: settings.capabilities,
           eventPartitionKey: spec.partitionKey,
         })
@@ -92,5 +96,6 @@ export async function reemitEvent(knex: Knex, spec: EventSpec, settings: EventRe
     {applicationName: `airlock:replay:event:${spec.originalEventId ?? spec.label}`, lockTimeoutMs: settings.lockTimeoutMs, statementTimeoutMs: settings.statementTimeoutMs, dryRun: settings.dryRun},
   )
   const replayed = result.outcome === 'replayed'
-  return {spec, result, events: replayed ? 1 : 0, queued: replayed ? (result as {queued: number}).queued : 0, warnings: [], totalMs}
+  const warnings = (spec.unknownAliases ?? []).map((alias) => `${spec.label}: asset alias ${alias} does not exist here; the event is emitted without that link`)
+  return {spec, result, events: replayed ? 1 : 0, queued: replayed ? (result as {queued: number}).queued : 0, warnings, totalMs}
 }

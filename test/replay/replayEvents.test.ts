@@ -163,6 +163,22 @@ describe('replay-events by id and from a file; export-events', () => {
     expect(out.result.items.find((i) => i.outcome === 'unknown_asset')).toMatchObject({source: `${file} line 2`, error: {message: expect.stringContaining('nope.asset')}})
   })
 
+  it('a line emitted through aliases is linked to each known alias, queues their consumers, and warns about unknown ones', async () => {
+    const file = path.join(dir, `alias-${Date.now()}.ndjson`)
+    const asset = await db.knex('asset').where({name: 'etl_002.task_2.out_2'}).first()
+    await db.knex('asset_dag_run_queue').delete()
+    await fs.writeFile(file, JSON.stringify({asset: {name: asset.name, uri: asset.uri}, extra: {}, timestamp: '2026-12-01T00:00:00Z', aliases: ['lake.daily_alias', 'gone.alias']}) + '\n')
+    const result = await cli('replay-events', '--from-file', file, '--yes', '--json')
+    const out = envelope(result) as {status: number; warnings: string[]; result: {items: Array<{new_event_id: number}>}}
+    expect(out.status).toBe(0)
+    expect(out.warnings.join()).toContain('gone.alias')
+    const alias = await db.knex('asset_alias').where({name: 'lake.daily_alias'}).first()
+    expect(await db.knex('asset_alias_asset_event').where({event_id: out.result.items[0]!.new_event_id})).toEqual([{alias_id: alias.id, event_id: out.result.items[0]!.new_event_id}])
+    // report_001 through the alias (it is not scheduled on this asset otherwise), report_002 by id.
+    expect(await db.knex('asset_dag_run_queue').where({asset_id: asset.id}).orderBy('target_dag_id').pluck('target_dag_id')).toEqual(['report_001', 'report_002'])
+    expect(await db.knex('dag_schedule_asset_reference').where({asset_id: asset.id, dag_id: 'report_001'})).toEqual([])
+  })
+
   it('bad input: a malformed line names its number (exit 2, nothing written); bad flag combinations exit 2', async () => {
     const file = path.join(dir, `bad-${Date.now()}.ndjson`)
     const known = await db.knex('asset').where({name: 'etl_001.task_1.out_1'}).first()
