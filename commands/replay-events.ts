@@ -7,9 +7,10 @@ import {confirmBulkWrite} from '../src/cli/confirm.js'
 import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
 import {watchInterrupts} from '../src/cli/interrupt.js'
 import {parseJsonObject} from '../src/cli/parseInput.js'
-import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
+import {renderBatch, renderEventItems, type BatchReport} from '../src/cli/renderItems.js'
 import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
 import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
+import {hasFilter} from '../src/complete/itemSource.js'
 import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
 import type {ItemJson} from '../src/output/itemJson.js'
@@ -95,12 +96,10 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
 
   protected render(report: BatchReport<ItemJson | EventItemJson>): string {
     if (this.argv.includes('--ndjson')) return ''
-    const rows = report.items.map((item) =>
-      'source' in item
-        ? {...item, ti_id: null, dag_id: item.source_dag_id ?? item.source, run_id: item.source_run_id, task_id: item.source_task_id ?? item.asset, map_index: item.source_map_index, previous_state: null, timings: {register_ms: 0, lock_wait_ms: 0, lock_hold_ms: 0, total_ms: item.timings.total_ms}}
-        : item,
-    ) as ItemJson[]
-    return renderBatch({...report, items: rows}, report.summary.dry_run ? 'Would replay for' : 'Replayed for')
+    const verb = report.summary.dry_run ? 'Would replay for' : 'Replayed for'
+    const events = report.items.filter((item): item is EventItemJson => 'source' in item)
+    if (events.length === 0) return renderBatch(report as BatchReport<ItemJson>, verb)
+    return `${renderEventItems(events)}\n\n${renderBatch({...report, items: []}, verb).replace(/task instances?/, 'items')}`
   }
 }
 
@@ -108,7 +107,7 @@ function modeFrom(flags: Record<string, unknown>): ReplayMode {
   const eventIds = (flags['event-id'] as number[] | undefined) ?? []
   const file = flags['from-file'] as string | undefined
   const selection = selectionFromFlags({...flags, 'from-file': undefined})
-  const selecting = selection.tiIds.length > 0 || Boolean(selection.filter.dagId || selection.filter.runIds.length || selection.filter.taskIds.length || selection.filter.since || selection.filter.until || selection.filter.mapIndex !== undefined)
+  const selecting = selection.tiIds.length > 0 || hasFilter(selection.filter)
   const modes = [eventIds.length > 0, Boolean(file), selecting].filter(Boolean).length
   if (modes > 1) throw usageError('Use one mode: --event-id, --from-file, or the task selection flags (missing mode).')
   if (flags['skip-existing'] && !file) throw usageError('--skip-existing works with --from-file only.')

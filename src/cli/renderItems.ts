@@ -9,6 +9,14 @@ export interface BatchReport<J = ItemJson> {
   interrupted?: boolean
 }
 
+/** Items of an event-level replay (by id, from a file): where each came from and what it became. */
+export function renderEventItems(items: ReadonlyArray<{source: string; asset: string; outcome: string; new_event_id: number | null; existing_event_id: number | null; queued: number; error?: {message: string}}>): string {
+  return renderTable(
+    ['from', 'asset', 'outcome', 'new event', 'queued'],
+    items.map((item) => [item.source, item.asset, item.outcome + (item.error ? `: ${item.error.message}` : ''), item.new_event_id ?? (item.existing_event_id ? `exists: ${item.existing_event_id}` : null), item.queued]),
+  )
+}
+
 export function renderBatch(report: BatchReport, verb: string): string {
   // Finish order is noise for a reader: list by task instance.
   const rows = report.items.map((item) => [

@@ -18,7 +18,8 @@ export interface ItemSource {
   explicit: boolean
 }
 
-const hasFilter = (filter: SelectionFilter) =>
+/** Whether any filter flag narrows the selection (as opposed to naming task instances one by one). */
+export const hasFilter = (filter: SelectionFilter) =>
   Boolean(filter.dagId || filter.runIds.length > 0 || filter.taskIds.length > 0 || filter.mapIndex !== undefined || filter.since || filter.until)
 
 /** Turns the selection flags into a stream of work items and its size (for the confirmation). */

@@ -5,6 +5,7 @@ import type {StoredState, TaskInstanceContext} from '../airflow/taskInstance.js'
 import {queueEventConsumers, type Registration} from '../complete/registerOutletEvents.js'
 import {insertAssetEvents} from '../db/insertAssetEvents.js'
 import {insertTaskLogRow} from '../db/insertTaskLogRow.js'
+import {logRowExists} from '../db/logRowExists.js'
 import {readMissingOutlets} from '../db/readMissingOutlets.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import type {ReplayOutcome} from '../protocol/outcomes.js'
@@ -65,10 +66,7 @@ export function replayMissingWriter(settings: ReplaySettings): Writer<ReplayOutc
       return {logId: registration.logId!}
     },
     counts: (registration) => ({events: registration.events.length, queued: registration.consumers.filter((c) => c.kind === 'queued').length, warnings: registration.warnings}),
-    async wasCommitted(knex: Knex, _ti: TaskInstanceContext, _registration: ReplayRegistration, receipt) {
-      const {rows} = await knex.raw<{rows: unknown[]}>('select 1 from log where id = ?', [receipt.logId])
-      return rows.length > 0
-    },
+    wasCommitted: (knex: Knex, _ti: TaskInstanceContext, _registration: ReplayRegistration, receipt) => logRowExists(knex, receipt.logId),
   }
 }
 
