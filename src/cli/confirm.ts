@@ -1,5 +1,3 @@
-import {confirm} from '@inquirer/prompts'
-
 import {usageError} from '../errors.js'
 
 /**
@@ -15,6 +13,8 @@ export async function confirmBulkWrite(options: {count: number; what: string; ye
     ])
   }
 
+  // Loaded only when a question is actually asked (it is ~8 MB of modules).
+  const {confirm} = await import('@inquirer/prompts')
   const answer = await confirm({message: `${capitalise(options.what)} ${options.count} task instances?`, default: false}, {output: process.stderr})
   if (!answer) throw usageError('Nothing written: not confirmed.')
 }

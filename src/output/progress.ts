@@ -1,4 +1,4 @@
-import ora, {type Ora} from 'ora'
+import type {Ora} from 'ora'
 
 /**
  * Progress on stderr: a spinner line on a terminal, a plain line every `intervalMs` otherwise
@@ -20,11 +20,21 @@ export function createProgress(options: {label: string; total: number | null; st
     return `${options.label}: ${done}${of}${detail ? ` · ${detail}` : ''}${rate}`
   }
 
-  if (stream.isTTY) {
-    const spinner: Ora = ora({text: line(0, ''), stream, discardStdin: false}).start()
+  // A spinner needs a terminal that reports its width: ora computes how many lines to clear from
+  // it, and a pseudo-terminal reporting 0 columns made it emit endless clear-line sequences.
+  if (stream.isTTY && (stream.columns ?? 0) > 0) {
+    // ora (and its dependencies, ~10 MB) is loaded only when there is a terminal to spin on.
+    let spinner: Ora | undefined
+    let stopped = false
+    void import('ora').then(({default: ora}) => {
+      if (!stopped) spinner = ora({text: line(0, ''), stream, discardStdin: false}).start()
+    })
     return {
-      update: (done, detail) => void (spinner.text = line(done, detail)),
-      stop: () => void spinner.stop(),
+      update: (done, detail) => void (spinner && (spinner.text = line(done, detail))),
+      stop: () => {
+        stopped = true
+        spinner?.stop()
+      },
     }
   }
 
