@@ -55,6 +55,9 @@ export interface OutletAsset {
   active: boolean
 }
 
+/** task_instance.id: a UUID. */
+export const taskInstanceIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
 export function describeRef(ref: TaskInstanceRef): string {
   return 'tiId' in ref ? ref.tiId : formatKey(ref.key)
 }

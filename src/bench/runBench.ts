@@ -2,9 +2,9 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import knexFactory, {type Knex} from 'knex'
+import type {Knex} from 'knex'
 
-import {silentKnexLog} from '../connection/open.js'
+import {withConnection} from '../connection/open.js'
 import {measureLockHold, type LockHoldRow} from './lockHold.js'
 import {peakRssOf, type MemoryRun} from './memory.js'
 import type {ScratchServer} from './scratch.js'
@@ -103,8 +103,7 @@ async function fillEvents(knex: Knex, count: number): Promise<void> {
 }
 
 async function describeMachine(adminUrl: string): Promise<BenchReport['machine']> {
-  const knex = knexFactory({client: 'pg', connection: adminUrl, pool: {min: 0, max: 1}, log: silentKnexLog})
-  try {
+  return withConnection(adminUrl, async (knex) => {
     const {rows} = await knex.raw<{rows: Array<{version: string; sync: string}>}>(`select current_setting('server_version') as version, current_setting('synchronous_commit') as sync`)
     return {
       cpus: os.cpus().length,
@@ -115,7 +114,5 @@ async function describeMachine(adminUrl: string): Promise<BenchReport['machine']
       synchronousCommit: rows[0]!.sync,
       date: new Date().toISOString().slice(0, 10),
     }
-  } finally {
-    await knex.destroy()
-  }
+  })
 }

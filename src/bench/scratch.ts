@@ -4,7 +4,8 @@ import knexFactory, {type Knex} from 'knex'
 
 import {usageError} from '../errors.js'
 import {buildFixtureSchema, type FixtureVersion} from '../fixtures/fixtureSchema.js'
-import {silentKnexLog} from '../connection/open.js'
+import {silentKnexLog, withConnection} from '../connection/open.js'
+import {withDatabase} from '../connection/url.js'
 import {seedWorld, type SeedOptions} from '../sandbox/seed.js'
 
 /**
@@ -26,8 +27,7 @@ export interface ScratchDatabase {
 }
 
 export async function openScratchServer(adminUrl: string, allowAirflowData = false): Promise<ScratchServer> {
-  const admin = knexFactory({client: 'pg', connection: adminUrl, pool: {min: 0, max: 1}, log: silentKnexLog})
-  try {
+  await withConnection(adminUrl, async (admin) => {
     const {rows} = await admin.raw<{rows: Array<{airflow: string | null; fixture: string | null}>}>(
       `select to_regclass('public.alembic_version')::text as airflow, to_regclass('airlock_fixture.knex_migrations')::text as fixture`,
     )
@@ -36,9 +36,7 @@ export async function openScratchServer(adminUrl: string, allowAirflowData = fal
         'Point --database-url at a maintenance database of a test server (for example …/postgres), or use the sandbox (the default).',
       ])
     }
-  } finally {
-    await admin.destroy()
-  }
+  })
 
   const created: ScratchDatabase[] = []
   const prefix = `airlock_bench_${randomBytes(3).toString('hex')}`
@@ -46,7 +44,7 @@ export async function openScratchServer(adminUrl: string, allowAirflowData = fal
     adminUrl,
     async create({seed, version = '3.0', poolSize = 10}) {
       const name = `${prefix}_${created.length}`
-      await withAdmin(adminUrl, (k) => k.raw('create database ??', [name]))
+      await withConnection(adminUrl, (k) => k.raw('create database ??', [name]))
       const url = withDatabase(adminUrl, name)
       const knex = knexFactory({client: 'pg', connection: url, pool: {min: 0, max: poolSize}, log: silentKnexLog})
       await buildFixtureSchema(knex, version)
@@ -58,7 +56,7 @@ export async function openScratchServer(adminUrl: string, allowAirflowData = fal
         knex,
         async drop() {
           await knex.destroy()
-          await withAdmin(adminUrl, (k) => k.raw('drop database if exists ?? with (force)', [name]))
+          await withConnection(adminUrl, (k) => k.raw('drop database if exists ?? with (force)', [name]))
         },
       }
       created.push(database)
@@ -68,19 +66,4 @@ export async function openScratchServer(adminUrl: string, allowAirflowData = fal
       for (const database of created.splice(0)) await database.drop().catch(() => undefined)
     },
   }
-}
-
-async function withAdmin<T>(url: string, work: (knex: Knex) => Promise<T>): Promise<T> {
-  const knex = knexFactory({client: 'pg', connection: url, pool: {min: 0, max: 1}, log: silentKnexLog})
-  try {
-    return await work(knex)
-  } finally {
-    await knex.destroy()
-  }
-}
-
-export function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url)
-  parsed.pathname = `/${encodeURIComponent(database)}`
-  return parsed.toString()
 }

@@ -1,3 +1,4 @@
+import {taskInstanceIdPattern} from '../airflow/taskInstance.js'
 import {usageError} from '../errors.js'
 
 /**
@@ -46,10 +47,8 @@ export function parseDuration(value: string, flag: string): number {
   return ms
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
 export function parseTaskInstanceId(value: string): string {
-  if (!uuidPattern.test(value)) throw usageError(`--ti-id must be a task instance UUID (task_instance.id), got "${value}".`)
+  if (!taskInstanceIdPattern.test(value)) throw usageError(`--ti-id must be a task instance UUID (task_instance.id), got "${value}".`)
   return value.toLowerCase()
 }
 

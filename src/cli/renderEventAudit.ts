@@ -1,5 +1,6 @@
 import type {AuditClass, Finding} from '../audit/auditEvents.js'
 import type {GroupFix} from '../audit/fixDuplicates.js'
+import {csvCell} from '../output/csv.js'
 import {renderTable} from '../output/table.js'
 
 export interface EventAuditReport {
@@ -29,11 +30,6 @@ export function renderEventAudit(report: EventAuditReport): string {
   return parts.join('\n\n')
 }
 
-const cell = (value: unknown) => {
-  const text = value === null || value === undefined ? '' : String(value)
-  return /[",\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
-}
-
 export const findingCsvHeader = 'class,event_id,ti_id,asset,source_dag_id,source_run_id,source_task_id,source_map_index,timestamp,kept_id,consumed,evidence,suggestion'
 export const findingCsvRow = (f: Finding) =>
-  [f.class, f.event_id, f.ti_id, f.asset, f.source_dag_id, f.source_run_id, f.source_task_id, f.source_map_index, f.timestamp, f.kept_id, f.consumed, f.evidence, f.suggestion].map(cell).join(',')
+  [f.class, f.event_id, f.ti_id, f.asset, f.source_dag_id, f.source_run_id, f.source_task_id, f.source_map_index, f.timestamp, f.kept_id, f.consumed, f.evidence, f.suggestion].map(csvCell).join(',')

@@ -1,5 +1,6 @@
 import type {LockAudit} from '../audit/auditLocks.js'
 import {walk, type LockNode} from '../audit/lockForest.js'
+import {csvCell} from '../output/csv.js'
 import {renderTable} from '../output/table.js'
 
 const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)}s`)
@@ -50,11 +51,6 @@ export function renderLockAudit(audit: LockAudit): string {
   parts.push(`Settings: ${audit.settings.map((x) => `${x.name}=${x.value}`).join(', ')}; deadlocks ${audit.deadlocks.total} (+${audit.deadlocks.delta} in the window).`)
   parts.push(audit.findings.length === 0 ? 'Findings: none.' : 'Findings:\n' + audit.findings.map((f) => `  ${f.severity.toUpperCase().padEnd(8)} ${f.message}`).join('\n'))
   return parts.join('\n\n')
-}
-
-const csvCell = (value: unknown) => {
-  const text = value === null || value === undefined ? '' : String(value)
-  return /[",\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
 }
 
 export function lockAuditCsv(audit: LockAudit): string {

@@ -1,7 +1,8 @@
 import fs from 'node:fs'
-import readline from 'node:readline'
 
+import {taskInstanceIdPattern} from '../airflow/taskInstance.js'
 import {usageError} from '../errors.js'
+import {ndjsonLines} from '../input/ndjsonLines.js'
 import type {OutletEventInput, WorkItem} from './workItem.js'
 
 /**
@@ -11,8 +12,6 @@ import type {OutletEventInput, WorkItem} from './workItem.js'
  * Blank lines are skipped. Every line is checked before anything is written, so one bad line
  * means exit 2 and an untouched database.
  */
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
 export function parseInputLine(text: string, line: number, source: string): WorkItem {
   const where = `${source} line ${line}`
   let value: unknown
@@ -27,7 +26,7 @@ export function parseInputLine(text: string, line: number, source: string): Work
   const outletEvents = parseOutletEvents(record.outlet_events, where)
 
   if (record.ti_id !== undefined) {
-    if (typeof record.ti_id !== 'string' || !uuidPattern.test(record.ti_id)) throw usageError(`${where}: ti_id must be a task instance UUID.`)
+    if (typeof record.ti_id !== 'string' || !taskInstanceIdPattern.test(record.ti_id)) throw usageError(`${where}: ti_id must be a task instance UUID.`)
     return {ref: {tiId: record.ti_id.toLowerCase()}, outletEvents}
   }
 
@@ -54,16 +53,6 @@ function parseOutletEvents(value: unknown, where: string): OutletEventInput[] {
   })
 }
 
-async function* readLines(path: string): AsyncGenerator<{text: string; line: number}> {
-  const input = path === '-' ? process.stdin : fs.createReadStream(path, {encoding: 'utf8'})
-  const lines = readline.createInterface({input, crlfDelay: Number.POSITIVE_INFINITY})
-  let line = 0
-  for await (const text of lines) {
-    line++
-    if (text.trim() !== '') yield {text, line}
-  }
-}
-
 export interface InputFile {
   count: number
   items(): AsyncGenerator<WorkItem>
@@ -83,7 +72,7 @@ export async function openInputFile(path: string): Promise<InputFile> {
 
   const kept: WorkItem[] = []
   let count = 0
-  for await (const {text, line} of readLines(path)) {
+  for await (const {text, line} of ndjsonLines(path)) {
     const item = parseInputLine(text, line, source)
     count++
     if (path === '-') kept.push(item)
@@ -97,7 +86,7 @@ export async function openInputFile(path: string): Promise<InputFile> {
         return
       }
 
-      for await (const {text, line} of readLines(path)) yield parseInputLine(text, line, source)
+      for await (const {text, line} of ndjsonLines(path)) yield parseInputLine(text, line, source)
     },
   }
 }

@@ -30,6 +30,19 @@ export interface Database {
 
 export const silentKnexLog = {warn() {}, error() {}, debug() {}, deprecate() {}}
 
+/**
+ * A one-connection pool for a short piece of admin or fixture work (CREATE DATABASE, a schema
+ * build, a seed), destroyed when the work ends, whatever happens.
+ */
+export async function withConnection<T>(url: string, work: (knex: Knex) => Promise<T>): Promise<T> {
+  const knex = knexFactory({client: 'pg', connection: url, pool: {min: 0, max: 1}, log: silentKnexLog})
+  try {
+    return await work(knex)
+  } finally {
+    await knex.destroy()
+  }
+}
+
 /** Driver errors that mean the server could not be reached at all. */
 const networkErrnos = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET'])
 

@@ -79,3 +79,10 @@ export function describeTarget(url: string): string {
     return '(unparseable URL)'
   }
 }
+
+/** The same server URL pointing at another database (scratch and template databases). */
+export function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url)
+  parsed.pathname = `/${encodeURIComponent(database)}`
+  return parsed.toString()
+}

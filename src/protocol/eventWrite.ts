@@ -6,6 +6,7 @@ import {setTransactionLocals} from '../db/setTransactionLocals.js'
 import {retryableSqlStates, sqlStateOf} from '../db/sqlstate.js'
 import type {ProtocolOutcome} from './outcomes.js'
 import {backoffDelay, defaultRetryPolicy, sleep, type RetryPolicy} from './retry.js'
+import {RollbackWith} from './rollbackWith.js'
 
 /**
  * The protocol's second entry point, for writes that are not a task instance state change:
@@ -28,10 +29,6 @@ export interface EventWrite<O extends {outcome: string}> {
   committedOutcome: string
   /** After a connection lost during COMMIT: did it commit? Asked on a fresh connection. */
   wasCommitted(knex: Knex, outcome: O): Promise<boolean>
-}
-
-class RollbackWith<O> {
-  constructor(readonly outcome: O) {}
 }
 
 export async function runEventWrite<O extends {outcome: string}>(knex: Knex, write: EventWrite<O>, options: EventWriteOptions): Promise<{result: ProtocolOutcome<O>; attempts: number; totalMs: number}> {

@@ -10,6 +10,7 @@ import {readTaskInstance} from '../db/readTaskInstance.js'
 import {retryableSqlStates, sqlStateOf} from '../db/sqlstate.js'
 import type {ItemResult, ProtocolOutcome} from './outcomes.js'
 import {backoffDelay, defaultRetryPolicy, sleep, type RetryPolicy} from './retry.js'
+import {RollbackWith} from './rollbackWith.js'
 
 /**
  * THE write protocol (DESIGN §1), the only place airlock opens a write transaction. Per task
@@ -57,11 +58,6 @@ export interface ProtocolOptions {
   retry?: RetryPolicy
   /** Benchmark only: 'lock_first' reproduces Airflow's old order (lock, then register). */
   order?: 'register_first' | 'lock_first'
-}
-
-/** Thrown inside the transaction handler to roll back with an outcome (knex rolls back once). */
-class RollbackWith<O> {
-  constructor(readonly outcome: O) {}
 }
 
 /**

@@ -1,5 +1,4 @@
 import fs from 'node:fs'
-import readline from 'node:readline'
 
 import type {Knex} from 'knex'
 
@@ -7,6 +6,7 @@ import type {Capabilities} from '../airflow/schema.js'
 import {readEventsById} from '../db/readEventsById.js'
 import {assetKey, resolveAssetsAndAliases} from '../db/resolveAssetsAndAliases.js'
 import {usageError} from '../errors.js'
+import {ndjsonLines} from '../input/ndjsonLines.js'
 import {parseEventLine, type ParsedEventLine} from './parseEventLine.js'
 import type {EventSpec} from './reemitEvent.js'
 
@@ -45,7 +45,7 @@ export async function validateEventFile(path: string): Promise<number> {
     throw usageError(`--from-file ${path} cannot be read.`)
   })
   let count = 0
-  for await (const {text, line} of readLines(path)) {
+  for await (const {text, line} of ndjsonLines(path)) {
     parseEventLine(text, line, path)
     count++
   }
@@ -90,20 +90,11 @@ export async function* eventsFromFile(db: Knex, path: string, options: {skipExis
     chunk = []
   }
 
-  for await (const {text, line} of readLines(path)) {
+  for await (const {text, line} of ndjsonLines(path)) {
     if (options.afterLine !== null && line <= options.afterLine) continue
     chunk.push({line, parsed: parseEventLine(text, line, path)})
     if (chunk.length >= chunkSize) yield* flush()
   }
 
   if (chunk.length > 0) yield* flush()
-}
-
-async function* readLines(path: string): AsyncGenerator<{text: string; line: number}> {
-  const lines = readline.createInterface({input: fs.createReadStream(path, {encoding: 'utf8'}), crlfDelay: Number.POSITIVE_INFINITY})
-  let line = 0
-  for await (const text of lines) {
-    line++
-    if (text.trim() !== '') yield {text, line}
-  }
 }

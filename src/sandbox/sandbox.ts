@@ -3,7 +3,9 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import knexFactory, {type Knex} from 'knex'
+import type {Knex} from 'knex'
+
+import {withConnection} from '../connection/open.js'
 
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
@@ -24,6 +26,7 @@ import {
   stopCluster,
   userCanWrite,
 } from './cluster.js'
+import {seedWorld, validateSeedOptions, type SeedOptions, type SeedResult} from './seed.js'
 
 /**
  * The local sandbox: one embedded PostgreSQL cluster per airlock home, holding one database
@@ -221,27 +224,14 @@ async function ensureDatabase(spec: ClusterSpec, airflowVersion: FixtureVersion)
   })
   if (exists) return false
 
-  const knex = knexFactory({client: 'pg', connection: clusterUrl(spec, sandboxDatabase), pool: {min: 0, max: 1}})
-  try {
-    await buildFixtureSchema(knex, airflowVersion)
-  } finally {
-    await knex.destroy()
-  }
-
+  await withConnection(clusterUrl(spec, sandboxDatabase), (knex) => buildFixtureSchema(knex, airflowVersion))
   return true
 }
 
-async function withAdminConnection<T>(spec: ClusterSpec, work: (admin: Knex) => Promise<T>): Promise<T> {
-  const admin = knexFactory({client: 'pg', connection: clusterUrl(spec, 'postgres'), pool: {min: 0, max: 1}})
-  try {
-    return await work(admin)
-  } finally {
-    await admin.destroy()
-  }
-}
+const withAdminConnection = <T>(spec: ClusterSpec, work: (admin: Knex) => Promise<T>): Promise<T> => withConnection(clusterUrl(spec, 'postgres'), work)
 
 export interface SeedSandboxResult {
-  seeded: import('./seed.js').SeedResult
+  seeded: SeedResult
   airflowVersion: FixtureVersion
   port: number
   reset: boolean
@@ -251,16 +241,10 @@ export interface SeedSandboxResult {
  * Seeds the sandbox database (resetting it first when asked). Fixture data, not an Airflow write:
  * it runs in one transaction of its own so a failed seed leaves the database empty.
  */
-export async function seedSandbox(home: string, options: import('./seed.js').SeedOptions, reset: boolean): Promise<SeedSandboxResult> {
-  const {validateSeedOptions, seedWorld} = await import('./seed.js')
+export async function seedSandbox(home: string, options: SeedOptions, reset: boolean): Promise<SeedSandboxResult> {
   validateSeedOptions(options)
   if (reset) await resetSandbox(home)
   const {url, started} = await sandboxUrl(home)
-  const knex = knexFactory({client: 'pg', connection: url, pool: {min: 0, max: 1}})
-  try {
-    const seeded = await knex.transaction((trx) => seedWorld(trx, options))
-    return {seeded, airflowVersion: started.airflowVersion, port: started.port, reset}
-  } finally {
-    await knex.destroy()
-  }
+  const seeded = await withConnection(url, (knex) => knex.transaction((trx) => seedWorld(trx, options)))
+  return {seeded, airflowVersion: started.airflowVersion, port: started.port, reset}
 }
