@@ -1,11 +1,10 @@
 import {Flags} from '@oclif/core'
 
-import {requireAirflowSchema} from '../src/airflow/schema.js'
 import {auditEvents, defaultFailOn, findingClasses, type AuditClass, type Finding} from '../src/audit/auditEvents.js'
 import {fixDuplicateGroups} from '../src/audit/fixDuplicates.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {confirmBulkWrite} from '../src/cli/confirm.js'
-import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
+import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
 import {parseDuration} from '../src/cli/parseInput.js'
 import {findingCsvHeader, findingCsvRow, renderEventAudit, type EventAuditReport} from '../src/cli/renderEventAudit.js'
@@ -49,32 +48,29 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
   protected async execute(): Promise<CommandOutcome<EventAuditReport>> {
     const {flags} = await this.parse(AuditEvents)
     this.format = flags.format
-    if (flags.format === 'csv' && (flags.ndjson || this.jsonMode)) throw usageError('--format csv cannot be combined with --json or --ndjson.')
+    if (flags.format === 'csv' && this.outputMode !== 'human') throw usageError('--format csv cannot be combined with --json or --ndjson.')
     // For missing_events the window applies to the task instances' end_date.
     const filter = eventFilterFromFlags(flags)
     const windowSeconds = parseDuration(flags['duplicate-window'], '--duplicate-window') / 1000
-    const {database} = await openFromFlags(flags, {verb: 'audit-events', poolSize: 2}, (secret) => this.secrets.add(secret))
-    this.onCleanup(() => database.close())
-    const schema = await requireAirflowSchema(database.knex)
+    const airflow = await this.openAirflow(flags, {verb: 'audit-events', poolSize: 2})
 
     const kept: Finding[] = []
     let omitted = 0
     const keepAll = this.jsonMode
-    if (flags.format === 'csv') process.stdout.write(findingCsvHeader + '\n')
+    if (flags.format === 'csv') this.emit(findingCsvHeader)
     const onFinding = (finding: Finding) => {
-      if (flags.ndjson) process.stdout.write(JSON.stringify({type: 'finding', ...finding}) + '\n')
-      else if (flags.format === 'csv') process.stdout.write(findingCsvRow(finding) + '\n')
+      if (flags.ndjson) this.emit(JSON.stringify({type: 'finding', ...finding}))
+      else if (flags.format === 'csv') this.emit(findingCsvRow(finding))
       else if (keepAll || kept.length < 200) kept.push(finding)
       else omitted++
     }
 
-    const {counts, groups} = await auditEvents(database.knex, {filter, windowSeconds, capabilities: schema.capabilities, collectGroups: flags.fix}, onFinding)
+    const {counts, groups} = await auditEvents(airflow, {filter, windowSeconds, collectGroups: flags.fix}, onFinding)
     let fix: EventAuditReport['fix'] = null
     if (flags.fix && groups.length > 0) {
-      await confirmBulkWrite({count: flags['dry-run'] ? 0 : groups.reduce((n, g) => n + g.extras.length, 0), what: 'delete duplicate events:', yes: flags.yes, dryRun: flags['dry-run'], machineOutput: this.jsonMode || flags.ndjson})
-      const fixes = await fixDuplicateGroups(database.knex, groups, {
-        capabilities: schema.capabilities,
-        partitionTables: schema.capabilities.eventPartitionKey,
+      const extras = groups.reduce((n, g) => n + g.extras.length, 0)
+      await confirmBulkWrite({count: flags['dry-run'] ? 0 : extras, action: 'delete', noun: 'duplicate events', yes: flags.yes, dryRun: flags['dry-run'], machineOutput: this.outputMode !== 'human'})
+      const fixes = await fixDuplicateGroups(airflow, groups, {
         dryRun: flags['dry-run'],
         lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
         statementTimeoutMs: 30_000,
@@ -86,7 +82,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     }
 
     const report: EventAuditReport = {counts, findings: kept, omitted, fix}
-    if (flags.ndjson) process.stdout.write(JSON.stringify({type: 'summary', counts, fix}) + '\n')
+    if (flags.ndjson) this.emit(JSON.stringify({type: 'summary', counts, fix}))
     const failOn = (flags['fail-on'] as AuditClass[] | undefined) ?? defaultFailOn
     const failedFix = fix?.groups.some((g) => g.outcome === 'failed')
     const exit = failedFix ? ExitCode.partialFailure : failOn.some((cls) => counts[cls] > 0) ? ExitCode.auditFindings : ExitCode.ok
@@ -94,7 +90,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
   }
 
   protected render(report: EventAuditReport): string {
-    if (this.format === 'csv' || this.argv.includes('--ndjson')) return ''
+    if (this.format === 'csv') return ''
     return renderEventAudit(report)
   }
 }

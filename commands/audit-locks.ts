@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {auditLocks, defaultThresholds, severityRank, type LockAudit} from '../src/audit/auditLocks.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
-import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
+import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {watchInterrupts} from '../src/cli/interrupt.js'
 import {parseDuration} from '../src/cli/parseInput.js'
 import {lockAuditCsv, renderLockAudit} from '../src/cli/renderLockAudit.js'
@@ -53,17 +53,16 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
       warnBlocked: flags['warn-blocked'],
       critIdleMs: parseDuration(flags['crit-idle'], '--crit-idle'),
     }
-    if (flags.watch && (!process.stdout.isTTY || this.jsonMode)) throw usageError('--watch needs a terminal; use --samples and --interval for a report.')
-    const {database} = await openFromFlags(flags, {verb: 'audit-locks', poolSize: 1, idleInTransactionTimeoutMs: null}, (secret) => this.secrets.add(secret))
-    this.onCleanup(() => database.close())
+    if (flags.watch && (!this.interactiveStdout || this.outputMode !== 'human')) throw usageError('--watch needs a terminal; use --samples and --interval for a report.')
+    const {db} = await this.openDatabase(flags, {verb: 'audit-locks', poolSize: 1, idleInTransactionTimeoutMs: null})
     const options = {samples: flags.samples, intervalMs: flags.interval, thresholds}
-    let audit = await auditLocks(database.knex, options)
+    let audit = await auditLocks(db, options)
     if (flags.watch) {
       const interrupts = watchInterrupts(() => undefined)
       try {
         while (!interrupts.requested()) {
-          process.stdout.write(`\u001B[2J\u001B[H${renderLockAudit(audit)}\n\n(refreshing every ${flags.interval} ms; Ctrl-C to stop)\n`)
-          audit = await auditLocks(database.knex, {...options, samples: 1})
+          this.redraw(`${renderLockAudit(audit)}\n\n(refreshing every ${flags.interval} ms; Ctrl-C to stop)`)
+          audit = await auditLocks(db, {...options, samples: 1})
         }
       } finally {
         interrupts.dispose()

@@ -9,7 +9,7 @@ import {runBench, type BenchReport} from '../src/bench/runBench.js'
 import {openScratchServer} from '../src/bench/scratch.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {parseIntegerList} from '../src/cli/parseInput.js'
-import {passwordOf, toPostgresUrl} from '../src/connection/url.js'
+import {passwordOf, toDatabaseUrl} from '../src/connection/url.js'
 import {sandboxHome, sandboxUrl} from '../src/sandbox/sandbox.js'
 
 export default class Bench extends AirlockCommand<BenchReport & {written: string[]}> {
@@ -53,7 +53,7 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
       memoryTis: quick ? 0 : flags['memory-tis'],
       memoryEvents: quick ? 0 : flags['memory-events'],
     }
-    const adminUrl = flags['database-url'] ? toPostgresUrl(flags['database-url'], '--database-url') : (await sandboxUrl(sandboxHome())).url.replace(/\/airflow$/, '/postgres')
+    const adminUrl = flags['database-url'] ? toDatabaseUrl(flags['database-url'], '--database-url') : (await sandboxUrl(sandboxHome())).url.replace(/\/airflow$/, '/postgres')
     const password = passwordOf(adminUrl)
     if (password) this.secrets.add(password)
     const server = await openScratchServer(adminUrl)

@@ -1,20 +1,15 @@
 import {Flags} from '@oclif/core'
 
-import {requireAirflowSchema} from '../src/airflow/schema.js'
 import {taskInstanceStates, type TaskInstanceState} from '../src/airflow/taskInstance.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
-import {BatchOutput} from '../src/cli/batchOutput.js'
-import {confirmBulkWrite} from '../src/cli/confirm.js'
-import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
-import {watchInterrupts} from '../src/cli/interrupt.js'
+import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {parseJsonObject, parseTimestamp} from '../src/cli/parseInput.js'
 import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
 import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
 import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
-import {openItemSource} from '../src/complete/itemSource.js'
-import {runComplete} from '../src/complete/runComplete.js'
-import {ExitCode} from '../src/exitCodes.js'
-import {toItemJson, type ItemJson} from '../src/output/itemJson.js'
+import {runComplete, type CompleteOutcomeName} from '../src/complete/runComplete.js'
+import {toItemJson, type ItemJson} from '../src/report/itemJson.js'
+import {openItemSource} from '../src/selection/itemSource.js'
 
 export default class Complete extends AirlockCommand<BatchReport> {
   static override summary = 'Mark task instances SUCCESS together with the asset events they emit.'
@@ -58,35 +53,23 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       endDate: flags['end-date'] ? parseTimestamp(flags['end-date'], '--end-date') : null,
       ...timeoutsFromFlags(flags),
     }
-    const {database} = await openFromFlags(flags, {verb: 'complete', poolSize: flags.concurrency + 1}, (secret) => this.secrets.add(secret))
-    this.onCleanup(() => database.close())
-    const schema = await requireAirflowSchema(database.knex)
-    const source = await openItemSource(database.knex, selection)
-    const mode = flags.ndjson ? 'ndjson' : this.jsonMode ? 'json' : 'human'
-    await confirmBulkWrite({count: source.count, what: 'mark success', yes: flags.yes, dryRun: flags['dry-run'], machineOutput: mode !== 'human'})
-
-    const output = new BatchOutput<ItemJson>(mode, flags['dry-run'] ? 'complete (dry run)' : 'complete', source.count, ['completed', 'already_success'])
-    const interrupts = watchInterrupts((signal) => this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`))
-    try {
-      const {tally, interrupted} = await runComplete(database.knex, {
+    const airflow = await this.openAirflow(flags, {verb: 'complete', poolSize: flags.concurrency + 1})
+    const source = await openItemSource(airflow, selection)
+    const batch = {count: source.count, action: 'mark success', noun: 'task instances', label: 'complete', doneOutcomes: ['completed', 'already_success'], yes: flags.yes, dryRun: flags['dry-run'], explicit: source.explicit}
+    return this.runBatch<ItemJson, CompleteOutcomeName>(batch, ({shouldStop, onItem}) =>
+      runComplete(airflow, {
         ...settings,
         items: source.items,
-        schema,
         concurrency: flags.concurrency,
         dryRun: flags['dry-run'],
         airlockVersion: this.config.version,
-        shouldStop: interrupts.requested,
-        onItem: (item, counts) => output.add(toItemJson(item), counts),
-      })
-      for (const warning of tally.warnings()) this.note(warning)
-      const report = output.finish(tally, flags['dry-run'], interrupted)
-      return {result: report, exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: source.explicit})}
-    } finally {
-      interrupts.dispose()
-    }
+        shouldStop,
+        onItem: (item, tally) => onItem(toItemJson(item), tally),
+      }),
+    )
   }
 
   protected render(report: BatchReport): string {
-    return this.argv.includes('--ndjson') ? '' : renderBatch(report, report.summary.dry_run ? 'Would complete' : 'Completed')
+    return renderBatch(report, report.summary.dry_run ? 'Would complete' : 'Completed')
   }
 }

@@ -1,5 +1,5 @@
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
-import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
+import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {renderDoctor} from '../src/cli/renderDoctor.js'
 import {runDoctor, type DoctorReport} from '../src/doctor/runDoctor.js'
 
@@ -24,10 +24,8 @@ is not an Airflow 3 schema airlock supports (the report says what is missing).`
 
   protected async execute(): Promise<CommandOutcome<DoctorReport>> {
     const {flags} = await this.parse(Doctor)
-    const {database, notes} = await openFromFlags(flags, {verb: 'doctor', idleInTransactionTimeoutMs: null}, (secret) => this.secrets.add(secret))
-    this.onCleanup(() => database.close())
-    for (const note of notes) this.progress(note)
-    const {report, exit} = await runDoctor(database)
+    const {db, target, source} = await this.openDatabase(flags, {verb: 'doctor', idleInTransactionTimeoutMs: null})
+    const {report, exit} = await runDoctor(db, {target, source})
     for (const setting of report.settings) if (setting.level === 'warning' && setting.advice) this.recordWarning(`${setting.name}: ${setting.advice}`)
     return {result: report, exit}
   }

@@ -3,9 +3,8 @@ import {finished} from 'node:stream/promises'
 
 import {Flags} from '@oclif/core'
 
-import {requireAirflowSchema} from '../src/airflow/schema.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
-import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
+import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
 import {usageError} from '../src/errors.js'
 import {exportEvents} from '../src/export/exportEvents.js'
@@ -42,17 +41,16 @@ airlock replay-events --from-file … --skip-existing against production.`
     const {flags} = await this.parse(ExportEvents)
     if (this.jsonMode && !flags.output) throw usageError('--json needs --output FILE: stdout carries the events otherwise.')
     const filter = eventFilterFromFlags(flags)
-    const {database} = await openFromFlags(flags, {verb: 'export-events', poolSize: 1}, (secret) => this.secrets.add(secret))
-    this.onCleanup(() => database.close())
-    const schema = await requireAirflowSchema(database.knex)
-    const out = flags.output ? fs.createWriteStream(flags.output, {flags: 'wx'}) : process.stdout
-    if (out !== process.stdout) await new Promise((resolve, reject) => out.once('open', resolve).once('error', (error) => reject(usageError(`--output ${flags.output}: ${error.message} (airlock never overwrites an export).`))))
+    const airflow = await this.openAirflow(flags, {verb: 'export-events', poolSize: 1})
+    const file = flags.output ? fs.createWriteStream(flags.output, {flags: 'wx'}) : undefined
+    if (file) await new Promise((resolve, reject) => file.once('open', resolve).once('error', (error) => reject(usageError(`--output ${flags.output}: ${error.message} (airlock never overwrites an export).`))))
+    const out = file ?? this.stdoutStream
     const progress = createProgress({label: 'export-events', total: null, enabled: Boolean(flags.output)})
-    const result = await exportEvents(database.knex, filter, schema.capabilities, out, (n) => progress.update(n, ''))
+    const result = await exportEvents(airflow, filter, out, (n) => progress.update(n, ''))
     progress.stop()
-    if (out !== process.stdout) {
-      out.end()
-      await finished(out)
+    if (file) {
+      file.end()
+      await finished(file)
     }
 
     return {result: {exported: result.exported, output: flags.output ?? 'stdout', first_id: result.firstId, last_id: result.lastId}}

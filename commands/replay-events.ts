@@ -1,21 +1,16 @@
 import {Flags} from '@oclif/core'
 
-import {requireAirflowSchema} from '../src/airflow/schema.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
-import {BatchOutput} from '../src/cli/batchOutput.js'
-import {confirmBulkWrite} from '../src/cli/confirm.js'
-import {connectionFlags, openFromFlags} from '../src/cli/connectionFlags.js'
-import {watchInterrupts} from '../src/cli/interrupt.js'
+import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, renderEventItems, type BatchReport} from '../src/cli/renderItems.js'
 import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
 import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
-import {hasFilter} from '../src/complete/itemSource.js'
 import {usageError} from '../src/errors.js'
-import {ExitCode} from '../src/exitCodes.js'
-import type {ItemJson} from '../src/output/itemJson.js'
 import {Checkpoint, fingerprintOf} from '../src/replay/checkpoint.js'
-import {countReplay, runReplay, type EventItemJson, type ReplayMode} from '../src/replay/runReplay.js'
+import {countReplay, runReplay, type EventItemJson, type ReplayMode, type ReplayOutcomeName} from '../src/replay/runReplay.js'
+import type {ItemJson} from '../src/report/itemJson.js'
+import {hasFilter} from '../src/selection/itemSource.js'
 
 const {'from-file': _tiFile, ...taskSelection} = selectionFlags
 
@@ -63,42 +58,29 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     const {lockTimeoutMs, statementTimeoutMs} = timeoutsFromFlags(flags)
     const defaultExtra = flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}'
     const checkpoint = await Checkpoint.open(flags.checkpoint, fingerprintOf({mode, defaultExtra}))
-    const {database} = await openFromFlags(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1}, (secret) => this.secrets.add(secret))
-    this.onCleanup(() => database.close())
-    const schema = await requireAirflowSchema(database.knex)
-    const count = await countReplay(database.knex, mode, checkpoint)
+    const airflow = await this.openAirflow(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1})
+    const count = await countReplay(airflow, mode, checkpoint)
     if (checkpoint.resumeFrom !== null) this.progress(`resuming from ${flags.checkpoint}: ${checkpoint.resumedDone} items already done`)
-    const outputMode = flags.ndjson ? 'ndjson' : this.jsonMode ? 'json' : 'human'
-    await confirmBulkWrite({count, what: 'replay events for', yes: flags.yes, dryRun: flags['dry-run'], machineOutput: outputMode !== 'human'})
-
-    const output = new BatchOutput<ItemJson | EventItemJson>(outputMode, flags['dry-run'] ? 'replay-events (dry run)' : 'replay-events', count, ['replayed', 'nothing_missing', 'skipped_existing'])
-    const interrupts = watchInterrupts((signal) => this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`))
-    try {
-      const {tally, interrupted} = await runReplay(database.knex, {
-        mode,
-        schema,
-        defaultExtra,
-        concurrency: flags.concurrency,
-        lockTimeoutMs,
-        statementTimeoutMs,
-        dryRun: flags['dry-run'],
-        airlockVersion: this.config.version,
-        checkpoint,
-        shouldStop: interrupts.requested,
-        onItem: (item, counts) => output.add(item, counts),
-      })
-      for (const warning of tally.warnings()) this.note(warning)
-      return {result: output.finish(tally, flags['dry-run'], interrupted), exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: mode.kind !== 'missing' || mode.selection.tiIds.length > 0})}
-    } finally {
-      interrupts.dispose()
+    const batch = {
+      count,
+      action: mode.kind === 'missing' ? 'replay the missing events of' : 're-emit',
+      noun: mode.kind === 'missing' ? 'task instances' : 'events',
+      label: 'replay-events',
+      doneOutcomes: ['replayed', 'nothing_missing', 'skipped_existing'],
+      yes: flags.yes,
+      dryRun: flags['dry-run'],
+      explicit: mode.kind !== 'missing' || mode.selection.tiIds.length > 0,
     }
+    return this.runBatch<ItemJson | EventItemJson, ReplayOutcomeName>(batch, ({shouldStop, onItem}) =>
+      runReplay(airflow, {mode, defaultExtra, concurrency: flags.concurrency, lockTimeoutMs, statementTimeoutMs, dryRun: flags['dry-run'], airlockVersion: this.config.version, checkpoint, shouldStop, onItem}),
+    )
   }
 
   protected render(report: BatchReport<ItemJson | EventItemJson>): string {
-    if (this.argv.includes('--ndjson')) return ''
     const verb = report.summary.dry_run ? 'Would replay for' : 'Replayed for'
     const events = report.items.filter((item): item is EventItemJson => 'source' in item)
-    if (events.length === 0) return renderBatch(report as BatchReport<ItemJson>, verb)
+    const tis = report.items.filter((item): item is ItemJson => !('source' in item))
+    if (events.length === 0) return renderBatch({...report, items: tis}, verb)
     return `${renderEventItems(events)}\n\n${renderBatch({...report, items: []}, verb).replace(/task instances?/, 'items')}`
   }
 }

@@ -1,9 +1,5 @@
-import type {Knex} from 'knex'
-
-import {unsupportedSchemaError} from '../errors.js'
-import {readAlembicHead} from '../db/readAlembicHead.js'
-import {readSchemaShape, type SchemaShape} from '../db/readSchemaShape.js'
-import {knownHeads, supportedVersionsText} from './versions.js'
+/** table name → its column names, for the public schema's tables airlock cares about. */
+export type SchemaShape = Map<string, Set<string>>
 
 /**
  * What airlock needs to know about an Airflow database before writing to it: the version from
@@ -55,7 +51,7 @@ export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
   log: ['id', 'dttm', 'dag_id', 'task_id', 'run_id', 'map_index', 'try_number', 'event', 'logical_date', 'owner', 'extra'],
 }
 
-const optionalTables = ['task_inlet_asset_reference', 'asset_partition_dag_run', 'partitioned_asset_key_log']
+export const optionalTables = ['task_inlet_asset_reference', 'asset_partition_dag_run', 'partitioned_asset_key_log']
 
 export function detectCapabilities(shape: SchemaShape): Capabilities {
   const has = (table: string, column: string) => shape.get(table)?.has(column) ?? false
@@ -84,64 +80,10 @@ export function missingColumns(shape: SchemaShape): string[] {
 }
 
 /** Which capabilities a version's head promises; a schema lacking them is not what its head claims. */
-function expectedFor(version: string): Partial<Capabilities> {
+export function expectedFor(version: string): Partial<Capabilities> {
   if (version.startsWith('3.4')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_event', inletReferences: true}
   if (version.startsWith('3.3')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_asset', inletReferences: true, multiTeam: true}
   if (version.startsWith('3.2')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_asset', inletReferences: true}
   if (version.startsWith('3.1')) return {eventPartitionKey: false, queueShape: 'per_asset', inletReferences: true}
   return {eventPartitionKey: false, partitionedTimetables: false, queueShape: 'per_asset', inletReferences: false}
-}
-
-export async function checkAirflowSchema(db: Knex | Knex.Transaction): Promise<SchemaCheck> {
-  const heads = await readAlembicHead(db)
-  if (heads === undefined) {
-    return {supported: false, alembicHead: undefined, reason: 'this is not an Airflow metadata database (no alembic_version table)', missing: ['table alembic_version']}
-  }
-
-  if (heads.length !== 1) {
-    return {supported: false, alembicHead: heads.join(','), reason: `alembic_version holds ${heads.length} heads (expected exactly one); a migration may be half-applied`, missing: []}
-  }
-
-  const alembicHead = heads[0]!
-  const shape = await readSchemaShape(db, [...Object.keys(requiredColumns), ...optionalTables])
-  const missing = missingColumns(shape)
-  if (missing.length > 0) {
-    return {supported: false, alembicHead, reason: `the schema lacks what airlock reads and writes: ${missing.join(', ')}`, missing}
-  }
-
-  const capabilities = detectCapabilities(shape)
-  let airflowVersion = knownHeads[alembicHead]
-  if (!airflowVersion && capabilities.multiTeam && capabilities.eventPartitionKey) airflowVersion = '3.3.x'
-  if (!airflowVersion) {
-    return {
-      supported: false,
-      alembicHead,
-      reason: `alembic head ${alembicHead} is not an Airflow version airlock has been checked against (supported: ${supportedVersionsText})`,
-      missing: [],
-    }
-  }
-
-  const mismatches = Object.entries(expectedFor(airflowVersion))
-    .filter(([key, value]) => capabilities[key as keyof Capabilities] !== value)
-    .map(([key]) => key)
-  if (mismatches.length > 0) {
-    return {
-      supported: false,
-      alembicHead,
-      reason: `alembic head ${alembicHead} says Airflow ${airflowVersion}, but the tables do not match it (${mismatches.join(', ')})`,
-      missing: mismatches,
-    }
-  }
-
-  return {supported: true, schema: {alembicHead, airflowVersion, capabilities}}
-}
-
-/** For writers and audits: the schema, or exit 8 naming what is wrong. */
-export async function requireAirflowSchema(db: Knex | Knex.Transaction): Promise<AirflowSchema> {
-  const check = await checkAirflowSchema(db)
-  if (check.supported) return check.schema
-  throw unsupportedSchemaError(`Unsupported database: ${check.reason}.`, [
-    'Point airlock at the Airflow metadata database (airlock doctor shows which one it uses).',
-    `Supported Airflow versions: ${supportedVersionsText}.`,
-  ])
 }

@@ -1,11 +1,7 @@
-import type {Knex} from 'knex'
-
-import type {Capabilities} from '../airflow/schema.js'
 import type {TaskInstanceKey} from '../airflow/taskInstance.js'
-import {selectTaskInstances} from '../complete/selection.js'
-import {classifyEventsForKeys, type ClassifiedEvent, type EventFilter} from '../db/classifyEventsForKeys.js'
-import {readQueueOrphans} from '../db/readQueueOrphans.js'
-import {countExternalEvents, readEventSourceKeys} from '../db/readEventSourceKeys.js'
+import {selectTaskInstances} from '../selection/selection.js'
+import type {ClassifiedEvent, EventFilter} from '../store/airflowStore.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
 
 export const eventClasses = ['ok', 'external', 'orphan_missing_ti', 'orphan_not_success', 'superseded_by_rerun', 'duplicate', 'missing_events', 'queue_orphan'] as const
 export type AuditClass = (typeof eventClasses)[number]
@@ -34,9 +30,7 @@ export interface DuplicateGroup {
   extras: number[]
 }
 
-export interface EventAuditFilter extends EventFilter {
-  sourceDagId?: string | undefined
-}
+export type EventAuditFilter = EventFilter
 
 // Keys per page: 100 task instances' events classified per statement keeps each page small.
 const keyPage = 100
@@ -48,24 +42,26 @@ const keyPage = 100
  * to `onFinding` as they are found.
  */
 export async function auditEvents(
-  db: Knex,
-  options: {filter: EventAuditFilter; windowSeconds: number; capabilities: Capabilities; collectGroups: boolean},
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  options: {filter: EventAuditFilter; windowSeconds: number; collectGroups: boolean},
   onFinding: (finding: Finding) => void,
 ): Promise<{counts: Record<AuditClass, number>; groups: DuplicateGroup[]}> {
   const counts = Object.fromEntries(eventClasses.map((c) => [c, 0])) as Record<AuditClass, number>
   const groups = new Map<number, number[]>()
   const {filter} = options
-  counts.external = await countExternalEvents(db, filter)
+  const {store} = airflow
+  const pool = airflow.db.executor
+  counts.external = await store.countExternalEvents(pool, filter)
 
   let after: TaskInstanceKey | null = null
   for (;;) {
-    const keys = await readEventSourceKeys(db, after, keyPage, filter)
+    const keys = await store.readEventSourceKeys(pool, after, keyPage, filter)
     if (keys.length === 0) break
-    for (const event of await classifyEventsForKeys(db, keys, filter, options.windowSeconds, options.capabilities)) {
+    for (const event of await store.classifyEventsForKeys(pool, keys, filter, options.windowSeconds)) {
       counts[event.class]++
       if (event.class === 'ok' || event.class === 'superseded_by_rerun') continue
       onFinding(eventFinding(event))
-      if (event.class === 'duplicate' && options.collectGroups) groups.set(event.kept_id!, [...(groups.get(event.kept_id!) ?? []), event.id])
+      if (event.class === 'duplicate' && options.collectGroups && event.keptId !== null) groups.set(event.keptId, [...(groups.get(event.keptId) ?? []), event.id])
     }
 
     after = keys.at(-1)!
@@ -74,14 +70,14 @@ export async function auditEvents(
 
   const selection = {dagId: filter.sourceDagId, runIds: [], taskIds: [], since: filter.since, until: filter.until, timeColumn: 'end_date' as const, states: ['success'], missingEventsOnly: true}
   if (filter.assets.length === 0) {
-    for await (const ref of selectTaskInstances(db, selection)) {
+    for await (const ref of selectTaskInstances(store, pool, selection)) {
       counts.missing_events++
-      const tiId = (ref as {tiId: string}).tiId
+      const {tiId} = ref
       onFinding({...blank('missing_events'), ti_id: tiId, evidence: 'successful task instance: an active declared outlet has no event since its last start', suggestion: `airlock replay-events --ti-id ${tiId}`})
     }
   }
 
-  for (const orphan of await readQueueOrphans(db, options.capabilities)) {
+  for (const orphan of await store.readQueueOrphans(pool)) {
     counts.queue_orphan++
     onFinding({...blank('queue_orphan'), evidence: `${orphan.kind}: ${orphan.detail}`})
   }
@@ -94,24 +90,25 @@ const blank = (cls: AuditClass): Finding => ({
 })
 
 function eventFinding(event: ClassifiedEvent): Finding {
-  const key = `${event.source_dag_id}/${event.source_run_id}/${event.source_task_id}[${event.source_map_index ?? -1}]`
+  const {source} = event
+  const key = `${source.dagId}/${source.runId}/${source.taskId}[${source.mapIndex}]`
   const evidence = {
     orphan_missing_ti: `no task_instance or task_instance_history row for ${key}`,
     orphan_not_success: `no try of ${key} succeeded (current or archived)`,
-    duplicate: `same asset, extra and partition key as event ${event.kept_id} (kept), emitted for the same successful try`,
+    duplicate: `same asset, extra and partition key as event ${event.keptId} (kept), emitted for the same successful try`,
     external: '',
   }[event.class as 'orphan_missing_ti' | 'orphan_not_success' | 'duplicate' | 'external']
   return {
     class: event.class,
     event_id: event.id,
     ti_id: null,
-    asset: event.asset_name,
-    source_dag_id: event.source_dag_id,
-    source_run_id: event.source_run_id,
-    source_task_id: event.source_task_id,
-    source_map_index: event.source_map_index,
+    asset: event.assetName,
+    source_dag_id: source.dagId,
+    source_run_id: source.runId,
+    source_task_id: source.taskId,
+    source_map_index: source.mapIndex,
     timestamp: event.timestamp.toISOString(),
-    kept_id: event.kept_id,
+    kept_id: event.keptId,
     consumed: event.consumed,
     evidence: evidence + (event.consumed ? '; consumed by a dag run' : ''),
     suggestion: event.class === 'duplicate' ? (event.consumed ? 'consumed: left alone' : 'airlock audit-events --fix removes it') : null,

@@ -1,13 +1,9 @@
-import type {Knex} from 'knex'
-
-import {percentile} from '../bench/stats.js'
-import {findTaskInstanceByTuple} from '../db/findTaskInstanceByTuple.js'
-import {readDeadlockCount} from '../db/readDeadlockCount.js'
-import {readLockSettings} from '../db/readLockSettings.js'
-import {readLockSnapshot, type SessionRow} from '../db/readLockSnapshot.js'
-import {readServerInfo} from '../db/readServerInfo.js'
-import {adviseOn, lockSettingNames, type SettingReport} from '../doctor/settingsAdvice.js'
-import {sleep} from '../protocol/retry.js'
+import type {Database, Executor} from '../engine/engine.js'
+import {sleep} from '../engine/retry.js'
+import {adviseOn, lockSettingNames, type SettingReport} from '../report/settingsAdvice.js'
+import {percentile} from '../report/stats.js'
+import type {CatalogStore, SessionRow} from '../store/airflowStore.js'
+import {catalogFor} from '../store/openStore.js'
 import {buildForest, taskInstanceTuple, tupleKey, walk, type LockNode, type TupleLookup} from './lockForest.js'
 
 export type Severity = 'info' | 'warning' | 'critical'
@@ -66,9 +62,12 @@ export interface LockAudit {
  * queue contention, per-TI and per-query wait statistics across the window, and the settings
  * that decide how long any of it can last.
  */
-export async function auditLocks(db: Knex, options: {samples: number; intervalMs: number; thresholds: LockThresholds}): Promise<LockAudit> {
-  const server = await readServerInfo(db)
-  const deadlocksBefore = await readDeadlockCount(db)
+export async function auditLocks(db: Database, options: {samples: number; intervalMs: number; thresholds: LockThresholds}): Promise<LockAudit> {
+  // Lock audits need no Airflow version: they read the server's catalog and sessions only.
+  const catalog = catalogFor(db)
+  const pool = db.executor
+  const server = await catalog.readServerInfo(pool)
+  const deadlocksBefore = await catalog.readDeadlockCount(pool)
   const started = new Date()
   const waits = {byTi: new Map<string, number[]>(), byQuery: new Map<string, number[]>()}
   const rootsSeen = new Set<string>()
@@ -76,8 +75,8 @@ export async function auditLocks(db: Knex, options: {samples: number; intervalMs
   let last: SessionRow[] = []
   for (let index = 0; index < options.samples; index++) {
     if (index > 0) await sleep(options.intervalMs)
-    const sessions = await readLockSnapshot(db, {hasWaitStart: server.versionNum >= 140_000})
-    const forest = buildForest(sessions, await lookupTuples(db, sessions))
+    const sessions = await catalog.readLockSnapshot(pool)
+    const forest = buildForest(sessions, await lookupTuples(catalog, pool, sessions))
     last = sessions
     let blocked = 0
     for (const tree of forest) {
@@ -98,8 +97,8 @@ export async function auditLocks(db: Knex, options: {samples: number; intervalMs
   const trees = worst?.forest ?? []
   const sessions = worst?.sessions ?? last
   const idle = idleHolders(sessions, trees)
-  const settings = (await readLockSettings(db, lockSettingNames)).map(adviseOn)
-  const deadlocks = {total: await readDeadlockCount(db), delta: 0}
+  const settings = (await catalog.readSettings(pool, lockSettingNames)).map(adviseOn)
+  const deadlocks = {total: await catalog.readDeadlockCount(pool), delta: 0}
   deadlocks.delta = deadlocks.total - deadlocksBefore
   const hidden = last.filter((s) => s.query === '<insufficient privilege>').length
   const audit: LockAudit = {
@@ -123,13 +122,13 @@ export async function auditLocks(db: Knex, options: {samples: number; intervalMs
   return audit
 }
 
-async function lookupTuples(db: Knex, sessions: readonly SessionRow[]): Promise<TupleLookup> {
+async function lookupTuples(catalog: CatalogStore, pool: Executor, sessions: readonly SessionRow[]): Promise<TupleLookup> {
   const lookup: TupleLookup = new Map()
   for (const session of sessions) {
     const tuple = taskInstanceTuple(session)
     if (!tuple || lookup.has(tupleKey(tuple.page, tuple.tuple))) continue
-    const row = await findTaskInstanceByTuple(db, tuple.page, tuple.tuple).catch(() => undefined)
-    if (row) lookup.set(tupleKey(tuple.page, tuple.tuple), row)
+    const row = await catalog.findTaskInstanceByTuple(pool, tuple.page, tuple.tuple).catch(() => undefined)
+    if (row) lookup.set(tupleKey(tuple.page, tuple.tuple), {id: row.id, dag_id: row.dagId, run_id: row.runId, task_id: row.taskId, map_index: row.mapIndex})
   }
 
   return lookup

@@ -1,4 +1,4 @@
-import type {SessionRow} from '../db/readLockSnapshot.js'
+import type {SessionRow} from '../store/airflowStore.js'
 
 /**
  * Pure: sessions of one snapshot → a forest, one tree per root blocker. pg_blocking_pids gives

@@ -1,11 +1,11 @@
 import pg from 'pg'
 
-import {requireAirflowSchema} from '../airflow/schema.js'
 import {completeWriter} from '../complete/completeWriter.js'
+import {readBenchWorld} from '../fixtures/benchWorld.js'
+import {floorCompletion, type FloorPlan} from '../fixtures/rawFloor.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
-import {floorCompletion, type FloorPlan} from './floor.js'
+import {distribution, type Distribution} from '../report/stats.js'
 import type {ScratchServer} from './scratch.js'
-import {distribution, type Distribution} from './stats.js'
 
 export type Ordering = 'register_first' | 'lock_first' | 'floor'
 
@@ -27,12 +27,9 @@ export async function measureLockHold(server: ScratchServer, options: {outlets: 
   const client = new pg.Client({connectionString: scratch.url})
   await client.connect()
   try {
-    const schema = await requireAirflowSchema(scratch.knex)
-    const writer = completeWriter({capabilities: schema.capabilities, fromStates: ['running'], emitEvents: true, defaultExtra: '{}', endDate: null, airlockVersion: 'bench'})
-    const base: ProtocolOptions = {capabilities: schema.capabilities, lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}
-    const tis = (await scratch.knex('task_instance').where({state: 'running'}).orderBy('run_id').select('id', 'dag_id', 'run_id', 'task_id')) as Array<{id: string; dag_id: string; run_id: string; task_id: string}>
-    const active = (await scratch.knex('task_outlet_asset_reference as r').join('asset as a', 'a.id', 'r.asset_id').join('asset_active as aa', (j) => j.on('aa.name', 'a.name').andOn('aa.uri', 'a.uri')).orderBy('a.id').pluck('a.id')) as number[]
-    const queue = (await scratch.knex('dag_schedule_asset_reference as r').join('dag as d', 'd.dag_id', 'r.dag_id').whereIn('r.asset_id', active).where('d.is_paused', false).orderBy(['r.asset_id', 'r.dag_id']).select('r.asset_id', 'r.dag_id')) as Array<{asset_id: number; dag_id: string}>
+    const writer = completeWriter(scratch.airflow.store, {fromStates: ['running'], emitEvents: true, defaultExtra: '{}', endDate: null, airlockVersion: 'bench'})
+    const base: ProtocolOptions = {lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}
+    const {tis, activeAssetIds: active, queue} = await readBenchWorld(scratch.db.knex)
 
     const samples = {
       hold: {register_first: [] as number[], lock_first: [] as number[], floor: [] as number[]},
@@ -58,7 +55,7 @@ export async function measureLockHold(server: ScratchServer, options: {outlets: 
           continue
         }
 
-        const result = await runProtocol(scratch.knex, {tiId: target.id}, {outletEvents: []}, writer, {...base, order})
+        const result = await runProtocol(scratch.airflow, {tiId: target.id}, {outletEvents: []}, writer, {...base, order})
         if (result.result.outcome !== 'completed') throw new Error(`bench completion ${order} ended ${result.result.outcome}`)
         if (!keep) continue
         samples.hold[order].push(result.timings.lockHoldMs)

@@ -2,9 +2,8 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import type {Knex} from 'knex'
-
-import {withConnection} from '../connection/open.js'
+import {serverFacts} from '../fixtures/admin.js'
+import {fillEvents} from '../fixtures/benchWorld.js'
 import {measureLockHold, type LockHoldRow} from './lockHold.js'
 import {peakRssOf, type MemoryRun} from './memory.js'
 import type {ScratchServer} from './scratch.js'
@@ -73,7 +72,7 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
     const scratch = await server.create({seed: {dags: 1, runs: 10, tasks: 100, outlets: 1, consumers: 1}, poolSize: 1})
     const file = path.join(os.tmpdir(), `airlock-bench-export-${process.pid}.ndjson`)
     try {
-      await fillEvents(scratch.knex, plan.memoryEvents)
+      await fillEvents(scratch.db.knex, plan.memoryEvents)
       const run = await peakRssOf(['export-events', '--database-url', scratch.url, '--output', file])
       memory.push({...run, what: `export-events, ${plan.memoryEvents} events`})
       progress(`memory: audit-events over ${plan.memoryEvents} events…`)
@@ -89,30 +88,15 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
   return {machine, plan, lockHold, throughput, race, memory}
 }
 
-/** Bench-only fixture data: `count` events spread over the seeded task instances, set-based. */
-async function fillEvents(knex: Knex, count: number): Promise<void> {
-  await knex.raw(
-    `with tis as (select row_number() over (order by id) - 1 as i, dag_id, run_id, task_id, count(*) over () as total from task_instance)
-     insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp")
-     select a.id, json_build_object('n', n, 'note', 'bench row'), tis.dag_id, tis.run_id, tis.task_id, -1, now() - (n || ' seconds')::interval
-       from generate_series(1, ?::int) as n
-       join tis on tis.i = n % tis.total
-      cross join (select id from asset order by id limit 1) as a`,
-    [count],
-  )
-}
-
 async function describeMachine(adminUrl: string): Promise<BenchReport['machine']> {
-  return withConnection(adminUrl, async (knex) => {
-    const {rows} = await knex.raw<{rows: Array<{version: string; sync: string}>}>(`select current_setting('server_version') as version, current_setting('synchronous_commit') as sync`)
-    return {
+  const server = await serverFacts(adminUrl)
+  return {
       cpus: os.cpus().length,
       cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
       memoryGb: Math.round(os.totalmem() / 2 ** 30),
       node: process.version,
-      postgres: rows[0]!.version,
-      synchronousCommit: rows[0]!.sync,
-      date: new Date().toISOString().slice(0, 10),
-    }
-  })
+      postgres: server.version,
+      synchronousCommit: server.synchronousCommit,
+    date: new Date().toISOString().slice(0, 10),
+  }
 }

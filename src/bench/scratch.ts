@@ -1,12 +1,15 @@
 import {randomBytes} from 'node:crypto'
 
-import knexFactory, {type Knex} from 'knex'
+import knexFactory from 'knex'
 
-import {usageError} from '../errors.js'
-import {buildFixtureSchema, type FixtureVersion} from '../fixtures/fixtureSchema.js'
-import {silentKnexLog, withConnection} from '../connection/open.js'
 import {withDatabase} from '../connection/url.js'
-import {seedWorld, type SeedOptions} from '../sandbox/seed.js'
+import type {Database} from '../engine/engine.js'
+import {postgresEngine, silentKnexLog, withKnex} from '../engine/postgres/postgresEngine.js'
+import {usageError} from '../errors.js'
+import {analyzeDatabase, createDatabase, dropDatabase} from '../fixtures/admin.js'
+import {buildFixtureSchema, holdsRealAirflowSchema, type FixtureVersion} from '../fixtures/fixtureSchema.js'
+import {seedWorld, type SeedOptions} from '../fixtures/seed.js'
+import {requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
 
 /**
  * Scratch databases for benchmarks: created next to the database the operator named (or the
@@ -22,16 +25,15 @@ export interface ScratchServer {
 export interface ScratchDatabase {
   name: string
   url: string
-  knex: Knex
+  /** The scratch database as airlock sees it: schema checked, store built. */
+  airflow: AirflowDatabase
+  db: Database
   drop(): Promise<void>
 }
 
 export async function openScratchServer(adminUrl: string, allowAirflowData = false): Promise<ScratchServer> {
-  await withConnection(adminUrl, async (admin) => {
-    const {rows} = await admin.raw<{rows: Array<{airflow: string | null; fixture: string | null}>}>(
-      `select to_regclass('public.alembic_version')::text as airflow, to_regclass('airlock_fixture.knex_migrations')::text as fixture`,
-    )
-    if (rows[0]?.airflow && !rows[0].fixture && !allowAirflowData) {
+  await withKnex(adminUrl, async (admin) => {
+    if ((await holdsRealAirflowSchema(admin)) && !allowAirflowData) {
       throw usageError('The bench database holds a real Airflow schema; airlock bench only creates scratch databases next to a database it may leave alone.', [
         'Point --database-url at a maintenance database of a test server (for example …/postgres), or use the sandbox (the default).',
       ])
@@ -44,19 +46,21 @@ export async function openScratchServer(adminUrl: string, allowAirflowData = fal
     adminUrl,
     async create({seed, version = '3.0', poolSize = 10}) {
       const name = `${prefix}_${created.length}`
-      await withConnection(adminUrl, (k) => k.raw('create database ??', [name]))
+      await createDatabase(adminUrl, name)
       const url = withDatabase(adminUrl, name)
       const knex = knexFactory({client: 'pg', connection: url, pool: {min: 0, max: poolSize}, log: silentKnexLog})
       await buildFixtureSchema(knex, version)
       await knex.transaction((trx) => seedWorld(trx, seed))
-      await knex.raw('vacuum analyze')
+      await analyzeDatabase(knex)
+      const db = postgresEngine.wrap(knex)
       const database: ScratchDatabase = {
         name,
         url,
-        knex,
+        db,
+        airflow: await requireAirflow(db),
         async drop() {
           await knex.destroy()
-          await withConnection(adminUrl, (k) => k.raw('drop database if exists ?? with (force)', [name]))
+          await dropDatabase(adminUrl, name)
         },
       }
       created.push(database)

@@ -1,10 +1,10 @@
 import {performance} from 'node:perf_hooks'
 
-import {requireAirflowSchema} from '../airflow/schema.js'
 import {completeWriter} from '../complete/completeWriter.js'
 import {runComplete} from '../complete/runComplete.js'
-import {selectTaskInstances} from '../complete/selection.js'
+import {countEventRows, readBenchWorld} from '../fixtures/benchWorld.js'
 import {runProtocol} from '../protocol/protocol.js'
+import {selectTaskInstances} from '../selection/selection.js'
 import type {ScratchServer} from './scratch.js'
 
 export interface ThroughputRow {
@@ -20,13 +20,12 @@ export interface ThroughputRow {
 export async function measureThroughput(server: ScratchServer, options: {outlets: number; concurrency: number; items: number}): Promise<ThroughputRow> {
   const scratch = await server.create({seed: {dags: 1, runs: options.items, tasks: 1, outlets: options.outlets, consumers: 2}, poolSize: options.concurrency + 1})
   try {
-    const schema = await requireAirflowSchema(scratch.knex)
+    const {store, db} = scratch.airflow
     const started = performance.now()
-    const {tally} = await runComplete(scratch.knex, {
+    const {tally} = await runComplete(scratch.airflow, {
       items: (async function* () {
-        for await (const ref of selectTaskInstances(scratch.knex, {dagId: 'etl_001', runIds: [], taskIds: []})) yield {ref, outletEvents: []}
+        for await (const ref of selectTaskInstances(store, db.executor, {dagId: 'etl_001', runIds: [], taskIds: []})) yield {ref, outletEvents: []}
       })(),
-      schema,
       fromStates: ['running'],
       emitEvents: true,
       defaultExtra: '{}',
@@ -59,17 +58,16 @@ export interface RaceResult {
 export async function measureRace(server: ScratchServer, options: {racers: number; outlets: number}): Promise<RaceResult> {
   const scratch = await server.create({seed: {dags: 1, runs: 1, tasks: 1, outlets: options.outlets, consumers: 2}, poolSize: options.racers + 1})
   try {
-    const schema = await requireAirflowSchema(scratch.knex)
-    const writer = completeWriter({capabilities: schema.capabilities, fromStates: ['running'], emitEvents: true, defaultExtra: '{}', endDate: null, airlockVersion: 'bench'})
-    const target = (await scratch.knex('task_instance').where({state: 'running'}).first('id')) as {id: string}
+    const writer = completeWriter(scratch.airflow.store, {fromStates: ['running'], emitEvents: true, defaultExtra: '{}', endDate: null, airlockVersion: 'bench'})
+    const target = (await readBenchWorld(scratch.db.knex)).tis[0]!
     const started = performance.now()
     const results = await Promise.all(
       Array.from({length: options.racers}, () =>
-        runProtocol(scratch.knex, {tiId: target.id}, {outletEvents: []}, writer, {capabilities: schema.capabilities, lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}),
+        runProtocol(scratch.airflow, {tiId: target.id}, {outletEvents: []}, writer, {lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}),
       ),
     )
     const ms = performance.now() - started
-    const events = Number(((await scratch.knex('asset_event').count({n: '*'}).first()) as {n: string}).n)
+    const events = await countEventRows(scratch.db.knex)
     return {
       racers: options.racers,
       outlets: options.outlets,

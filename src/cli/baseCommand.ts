@@ -1,8 +1,18 @@
+import type {Writable} from 'node:stream'
+
 import {Command, Flags, type Interfaces} from '@oclif/core'
 
+import {redact} from '../connection/url.js'
+import type {Database, OpenOptions} from '../engine/engine.js'
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
-import {redact} from '../connection/url.js'
+import type {Tally} from '../report/tally.js'
+import {requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
+import {BatchOutput, type OutputMode} from './batchOutput.js'
+import {confirmBulkWrite} from './confirm.js'
+import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
+import {watchInterrupts} from './interrupt.js'
+import type {BatchReport} from './renderItems.js'
 
 /** What a command hands back: the result that becomes `--json`'s `result`, and its exit code. */
 export interface CommandOutcome<R> {
@@ -22,8 +32,9 @@ export interface SuccessEnvelope<R> {
 }
 
 /**
- * The one base command (DESIGN §3). It owns the `--json` envelope, the exit-code table and the
- * error text. oclif's own `--json` support is not used: in oclif 4 it reports every failure as
+ * The one base command. It owns the `--json` envelope, the exit-code table, the error text,
+ * stdout, opening the database and the batch loop, so a command is its flags, one call and a
+ * rendering. oclif's own `--json` support is not used: in oclif 4 it reports every failure as
  * exit 1 and prints its config on parse errors, so this class parses, runs, renders and sets
  * process.exitCode itself, and never lets an error reach oclif's handler.
  */
@@ -43,11 +54,79 @@ export abstract class AirlockCommand<R> extends Command {
   /** Parse flags, do the work, return the result. Throw AirlockError for what the operator can fix. */
   protected abstract execute(): Promise<CommandOutcome<R>>
 
-  /** The human rendering of the result, written to stdout when --json is off. */
-  protected abstract render(result: R): string
+  /** The human rendering of the result, written to stdout in `human` mode (nothing in the others). */
+  protected abstract render(result: R, mode: OutputMode): string
+
+  /** Set from the parsed flags: `json` (one envelope), `ndjson` (lines streamed as items finish) or `human`. */
+  protected outputMode: OutputMode = 'human'
 
   protected get jsonMode(): boolean {
-    return this.argv.includes('--json')
+    return this.outputMode === 'json'
+  }
+
+  /** A screen redrawn in place (audit-locks --watch): clears the terminal, then writes `text`. */
+  protected redraw(text: string): void {
+    process.stdout.write(`\u001B[2J\u001B[H${text}\n`)
+  }
+
+  /** Whether stdout is a terminal a person watches. */
+  protected get interactiveStdout(): boolean {
+    return process.stdout.isTTY === true
+  }
+
+  /** Lines for stdout while the command runs (NDJSON items, CSV rows, an export): the only other way onto stdout. */
+  protected emit(line: string): void {
+    process.stdout.write(line.endsWith('\n') ? line : line + '\n')
+  }
+
+  /** The stream a command writes its data to when it produces a file's worth (export-events to stdout). */
+  protected get stdoutStream(): Writable {
+    return process.stdout
+  }
+
+  /** Opens the database the connection flags name (closed when the command ends); for commands that need no Airflow schema. */
+  protected async openDatabase(flags: ConnectionFlagValues, options: OpenOptions): Promise<{db: Database; target: string; source: string}> {
+    const opened = await openFromFlags(flags, options, (secret) => this.secrets.add(secret))
+    this.onCleanup(() => opened.db.close())
+    for (const note of opened.notes) this.progress(note)
+    return {db: opened.db, target: opened.target, source: opened.connection.source}
+  }
+
+  /** Opens the Airflow database the flags name and builds its store, or exits 8 naming what is wrong. */
+  protected async openAirflow(flags: ConnectionFlagValues, options: OpenOptions): Promise<AirflowDatabase> {
+    const {db} = await this.openDatabase(flags, options)
+    return requireAirflow(db)
+  }
+
+  /**
+   * A batch write: confirmation (what it acts on, how many), progress on stderr, items streamed or
+   * kept by output mode, SIGINT/SIGTERM finishing the transactions in flight, and the tally's exit.
+   */
+  protected async runBatch<J extends {outcome: string}, Name extends string>(
+    batch: {
+      count: number
+      /** The prompt: "Mark success 12 task instances?" → action 'mark success', noun 'task instances'. */
+      action: string
+      noun: string
+      label: string
+      doneOutcomes: readonly string[]
+      yes: boolean
+      dryRun: boolean
+      /** Items named one by one: a missing one is exit 4. */
+      explicit: boolean
+    },
+    run: (hooks: {shouldStop: () => boolean; onItem: (json: J, tally: Tally<Name>) => void}) => Promise<{tally: Tally<Name>; interrupted: boolean}>,
+  ): Promise<CommandOutcome<BatchReport<J>>> {
+    await confirmBulkWrite({count: batch.count, action: batch.action, noun: batch.noun, yes: batch.yes, dryRun: batch.dryRun, machineOutput: this.outputMode !== 'human'})
+    const output = new BatchOutput<J>(this.outputMode, batch.dryRun ? `${batch.label} (dry run)` : batch.label, batch.count, batch.doneOutcomes, (line) => this.emit(line))
+    const interrupts = watchInterrupts((signal) => this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`))
+    try {
+      const {tally, interrupted} = await run({shouldStop: interrupts.requested, onItem: (json, tally) => output.add(json, tally)})
+      for (const warning of tally.warnings()) this.note(warning)
+      return {result: output.finish(tally, batch.dryRun, interrupted), exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit})}
+    } finally {
+      interrupts.dispose()
+    }
   }
 
   /** A warning: in the envelope under --json, on stderr otherwise. */
@@ -83,8 +162,14 @@ export abstract class AirlockCommand<R> extends Command {
     argv?: string[],
   ): Promise<Interfaces.ParserOutput<F, B, A>> {
     try {
-      return await super.parse(options, argv)
+      const parsed = await super.parse(options, argv)
+      const flags = parsed.flags as {json?: boolean; ndjson?: boolean}
+      this.outputMode = flags.json ? 'json' : flags.ndjson ? 'ndjson' : 'human'
+      return parsed
     } catch (error) {
+      // The flags did not parse, so the mode comes from the raw arguments: a script that asked for
+      // --json still gets its error as an envelope.
+      if (this.argv.includes('--json')) this.outputMode = 'json'
       if (error instanceof AirlockError) throw error
       const first = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').replace(/See more help with --help/i, '').trim()
       throw new AirlockError('USAGE', ExitCode.usage, `${first} (see airlock ${this.id?.replaceAll(':', ' ') ?? ''} --help)`)
@@ -99,8 +184,8 @@ export abstract class AirlockCommand<R> extends Command {
       if (this.jsonMode) {
         const envelope: SuccessEnvelope<R> = {status: exit, result: outcome.result, warnings: this.collectedWarnings}
         this.writeStdout(JSON.stringify(envelope))
-      } else {
-        const text = this.render(outcome.result)
+      } else if (this.outputMode === 'human') {
+        const text = this.render(outcome.result, this.outputMode)
         if (text) this.writeStdout(text)
       }
     } catch (error) {

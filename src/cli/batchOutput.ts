@@ -1,4 +1,4 @@
-import type {Tally} from '../protocol/tally.js'
+import type {Tally} from '../report/tally.js'
 import {createProgress, type Progress} from '../output/progress.js'
 import type {BatchReport} from './renderItems.js'
 
@@ -21,12 +21,18 @@ export class BatchOutput<J extends ItemLike> {
   private omitted = 0
   private readonly progress: Progress
 
-  constructor(private readonly mode: OutputMode, label: string, total: number | null, private readonly doneOutcomes: readonly string[]) {
+  constructor(
+    private readonly mode: OutputMode,
+    label: string,
+    total: number | null,
+    private readonly doneOutcomes: readonly string[],
+    private readonly emit: (line: string) => void,
+  ) {
     this.progress = createProgress({label, total, enabled: mode !== 'json' || !process.stderr.isTTY})
   }
 
-  add(json: J, tally: Tally): void {
-    if (this.mode === 'ndjson') process.stdout.write(JSON.stringify({type: 'item', ...json}) + '\n')
+  add<Name extends string>(json: J, tally: Tally<Name>): void {
+    if (this.mode === 'ndjson') this.emit(JSON.stringify({type: 'item', ...json}))
     else if (this.mode === 'json') this.kept.push(json)
     else if (this.kept.length < humanFirstRows || (!this.doneOutcomes.includes(json.outcome) && this.kept.length < humanProblemRows)) this.kept.push(json)
     else this.omitted++
@@ -34,10 +40,10 @@ export class BatchOutput<J extends ItemLike> {
     this.progress.update(tally.selected, detail)
   }
 
-  finish(tally: Tally, dryRun: boolean, interrupted: boolean): BatchReport<J> {
+  finish<Name extends string>(tally: Tally<Name>, dryRun: boolean, interrupted: boolean): BatchReport<J> {
     this.progress.stop()
     const summary = tally.summary(dryRun)
-    if (this.mode === 'ndjson') process.stdout.write(JSON.stringify({type: 'summary', ...summary, interrupted}) + '\n')
+    if (this.mode === 'ndjson') this.emit(JSON.stringify({type: 'summary', ...summary, interrupted}))
     return {summary, items: this.kept, ...(this.omitted ? {omitted: this.omitted} : {}), ...(interrupted ? {interrupted} : {})}
   }
 }

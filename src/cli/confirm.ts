@@ -1,21 +1,21 @@
 import {usageError} from '../errors.js'
 
 /**
- * DESIGN §3: without --yes, a write touching more than one task instance asks on a terminal and
- * is refused (exit 2, naming --yes) when nobody can answer: stdin is not a terminal, or the
- * output is machine-readable.
+ * Without --yes, a write touching more than one item asks on a terminal and is refused (exit 2,
+ * naming --yes) when nobody can answer: stdin is not a terminal, or the output is
+ * machine-readable. The question names what it acts on: task instances, events, duplicates.
  */
-export async function confirmBulkWrite(options: {count: number; what: string; yes: boolean; dryRun: boolean; machineOutput: boolean}): Promise<void> {
+export async function confirmBulkWrite(options: {count: number; action: string; noun: string; yes: boolean; dryRun: boolean; machineOutput: boolean}): Promise<void> {
   if (options.yes || options.dryRun || options.count <= 1) return
   if (options.machineOutput || !process.stdin.isTTY) {
-    throw usageError(`Refusing to ${options.what} ${options.count} task instances without confirmation.`, [
+    throw usageError(`Refusing to ${options.action} ${options.count} ${options.noun} without confirmation.`, [
       'Pass --yes to confirm (or --dry-run to see what would happen).',
     ])
   }
 
   // Loaded only when a question is actually asked (it is ~8 MB of modules).
   const {confirm} = await import('@inquirer/prompts')
-  const answer = await confirm({message: `${capitalise(options.what)} ${options.count} task instances?`, default: false}, {output: process.stderr})
+  const answer = await confirm({message: `${capitalise(options.action)} ${options.count} ${options.noun}?`, default: false}, {output: process.stderr})
   if (!answer) throw usageError('Nothing written: not confirmed.')
 }
 

@@ -1,19 +1,20 @@
 import {Flags} from '@oclif/core'
 
-import knexfile from '../../knexfile.js'
-import {openDatabase, type Database, type OpenOptions} from '../connection/open.js'
+import {environmentNames, environments} from '../connection/environments.js'
+import {openDatabase, type OpenedDatabase} from '../connection/open.js'
 import {resolveConnection, type ResolvedConnection} from '../connection/resolve.js'
 import {passwordOf} from '../connection/url.js'
+import type {OpenOptions} from '../engine/engine.js'
 import {sandboxHome, sandboxUrl} from '../sandbox/sandbox.js'
 
-/** The connection flags every database command takes (DESIGN §3). */
+/** The connection flags every database command takes. */
 export const connectionFlags = {
   'database-url': Flags.string({
     description: 'PostgreSQL URL of the Airflow metadata database (postgresql://user:pass@host:5432/airflow; postgresql+psycopg2:// is accepted). Overrides every other setting.',
     helpGroup: 'CONNECTION',
   }),
   env: Flags.string({
-    description: 'Use a named environment of knexfile.ts (sandbox, test, pgenv).',
+    description: `Use a named environment (${environmentNames.join(', ')}).`,
     helpGroup: 'CONNECTION',
   }),
   embedded: Flags.boolean({
@@ -29,14 +30,8 @@ export interface ConnectionFlagValues {
   embedded?: boolean | undefined
 }
 
-export interface OpenedFromFlags {
-  database: Database
-  /** Lines worth telling the operator (the sandbox was started, …). */
-  notes: string[]
-}
-
-/** Resolves and opens the connection the flags and environment ask for. */
-export async function openFromFlags(flags: ConnectionFlagValues, options: OpenOptions, remember: (secret: string) => void): Promise<OpenedFromFlags> {
+/** Resolves and opens the connection the flags and environment ask for; `notes` says what it did (started the sandbox, …). */
+export async function openFromFlags(flags: ConnectionFlagValues, options: OpenOptions, remember: (secret: string) => void): Promise<OpenedDatabase & {notes: string[]}> {
   const notes: string[] = []
   let connection: ResolvedConnection
   if (flags.embedded) {
@@ -44,10 +39,10 @@ export async function openFromFlags(flags: ConnectionFlagValues, options: OpenOp
     if (started.action !== 'already_running') notes.push(`sandbox ${started.action} on 127.0.0.1:${started.port}`)
     connection = {url, source: 'embedded sandbox'}
   } else {
-    connection = await resolveConnection({databaseUrl: flags['database-url'], env: flags.env}, process.env, knexfile)
+    connection = await resolveConnection({databaseUrl: flags['database-url'], env: flags.env}, process.env, environments)
   }
 
   const password = passwordOf(connection.url)
   if (password) remember(password)
-  return {database: await openDatabase(connection, options), notes}
+  return {...(await openDatabase(connection, options)), notes}
 }

@@ -1,8 +1,8 @@
-import type {ItemJson} from '../output/itemJson.js'
+import type {ItemJson} from '../report/itemJson.js'
 import {renderTable} from '../output/table.js'
 
 export interface BatchReport<J = ItemJson> {
-  summary: Record<string, number | boolean>
+  summary: {dry_run: boolean} & Record<string, number | boolean>
   items: J[]
   /** Items not kept for the human table (large runs keep the first rows and every problem). */
   omitted?: number

@@ -1,9 +1,9 @@
 import {Flags} from '@oclif/core'
 
-import type {SelectionRequest} from '../complete/itemSource.js'
+import type {SelectionRequest} from '../selection/itemSource.js'
 import {parseShard, parseTaskInstanceId, parseTimestamp} from './parseInput.js'
 
-/** The selection flags of DESIGN §3, shared by every command that works on task instances. */
+/** The selection flags, shared by every command that works on task instances. */
 export const selectionFlags = {
   'ti-id': Flags.string({description: 'A task instance id (task_instance.id, a UUID). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
   'dag-id': Flags.string({description: 'Task instances of this DAG.', helpGroup: 'SELECTION'}),

@@ -1,5 +1,5 @@
 import {usageError} from '../errors.js'
-import {toPostgresUrl} from './url.js'
+import {toDatabaseUrl} from './url.js'
 
 /** Where the connection came from, reported by doctor and in errors so the operator can fix the right place. */
 export type ConnectionSource =
@@ -35,10 +35,10 @@ export async function resolveConnection(
   environment: NodeJS.ProcessEnv,
   knexfile: KnexfileEnvironments,
 ): Promise<ResolvedConnection> {
-  if (request.databaseUrl) return {url: toPostgresUrl(request.databaseUrl, '--database-url'), source: 'flag --database-url'}
+  if (request.databaseUrl) return {url: toDatabaseUrl(request.databaseUrl, '--database-url'), source: 'flag --database-url'}
 
   const fromAirlock = environment.AIRLOCK_DATABASE_URL
-  if (fromAirlock) return {url: toPostgresUrl(fromAirlock, 'AIRLOCK_DATABASE_URL'), source: 'AIRLOCK_DATABASE_URL'}
+  if (fromAirlock) return {url: toDatabaseUrl(fromAirlock, 'AIRLOCK_DATABASE_URL'), source: 'AIRLOCK_DATABASE_URL'}
 
   if (request.env) {
     const entry = knexfile[request.env]
@@ -56,15 +56,15 @@ export async function resolveConnection(
     }
 
     const source: ConnectionSource = `knexfile environment "${request.env}"`
-    return {url: toPostgresUrl(connection, source), source}
+    return {url: toDatabaseUrl(connection, source), source}
   }
 
   const fromDatabaseUrl = environment.DATABASE_URL
-  if (fromDatabaseUrl) return {url: toPostgresUrl(fromDatabaseUrl, 'DATABASE_URL'), source: 'DATABASE_URL'}
+  if (fromDatabaseUrl) return {url: toDatabaseUrl(fromDatabaseUrl, 'DATABASE_URL'), source: 'DATABASE_URL'}
 
   const fromAirflow = environment.AIRFLOW__DATABASE__SQL_ALCHEMY_CONN
   if (fromAirflow) {
-    return {url: toPostgresUrl(fromAirflow, 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'), source: 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'}
+    return {url: toDatabaseUrl(fromAirflow, 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'), source: 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'}
   }
 
   throw usageError('No database to connect to.', [

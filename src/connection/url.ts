@@ -1,12 +1,13 @@
-import {usageError, unsupportedSchemaError} from '../errors.js'
+import {engineFor} from '../engine/engines.js'
+import {usageError} from '../errors.js'
 
 /**
  * Database URLs as operators have them: libpq style (`postgres://`, `postgresql://`) or
  * SQLAlchemy style as in AIRFLOW__DATABASE__SQL_ALCHEMY_CONN (`postgresql+psycopg2://`,
- * `postgresql+asyncpg://`). node-postgres understands only the first, so the `+driver` suffix is
- * stripped here, once.
+ * `postgresql+asyncpg://`). The `+driver` suffix is stripped here, once, and the engine seam
+ * decides whether airlock can work on that kind of database (MySQL: not yet, exit 8).
  */
-export function toPostgresUrl(raw: string, origin: string): string {
+export function toDatabaseUrl(raw: string, origin: string): string {
   const url = raw.trim()
   const match = /^([a-z][a-z0-9]*)(\+[a-z0-9_]+)?:\/\//i.exec(url)
   if (!match) {
@@ -15,25 +16,16 @@ export function toPostgresUrl(raw: string, origin: string): string {
   }
 
   const scheme = match[1]!.toLowerCase()
-  if (scheme === 'mysql' || scheme === 'mariadb') {
-    throw unsupportedSchemaError(`${origin} points at MySQL; airlock supports PostgreSQL only for now.`, [
-      'Run airlock against an Airflow database on PostgreSQL.',
-    ])
-  }
-
-  if (scheme !== 'postgres' && scheme !== 'postgresql') {
-    throw usageError(`${origin} uses the scheme "${match[0]}"; expected postgresql:// (or postgresql+psycopg2:// from Airflow).`)
-  }
-
-  const translated = 'postgresql://' + url.slice(match[0].length)
+  const canonical = `${scheme === 'postgres' ? 'postgresql' : scheme}://${url.slice(match[0].length)}`
+  engineFor(canonical, origin)
   try {
-    new URL(translated)
+    new URL(canonical)
   } catch {
     // Not echoed: an unescaped '/', '#' or '?' in the password is what usually breaks it.
     throw usageError(`${origin} is not a valid URL; percent-encode special characters in the user and password (/ as %2F, # as %23, ? as %3F, @ as %40).`)
   }
 
-  return translated
+  return canonical
 }
 
 /** The URL with its password replaced by `***`, for every message, log line and JSON field. */

@@ -1,11 +1,10 @@
-import {checkAirflowSchema, type Capabilities} from '../airflow/schema.js'
+import type {Capabilities} from '../airflow/schema.js'
 import {supportedVersionsText} from '../airflow/versions.js'
-import type {Database} from '../connection/open.js'
-import {readLockSettings} from '../db/readLockSettings.js'
-import {readServerInfo} from '../db/readServerInfo.js'
-import {readTablePrivileges} from '../db/readTablePrivileges.js'
+import type {Database} from '../engine/engine.js'
 import {ExitCode} from '../exitCodes.js'
-import {adviseOn, lockSettingNames, type SettingReport} from './settingsAdvice.js'
+import {adviseOn, lockSettingNames, type SettingReport} from '../report/settingsAdvice.js'
+import {catalogFor} from '../store/openStore.js'
+import {checkAirflowSchema} from '../store/schemaCheck.js'
 import {neededPrivileges} from './writePrivileges.js'
 
 export interface DoctorReport {
@@ -30,17 +29,17 @@ export interface DoctorOutcome {
 }
 
 /** Everything an operator wants to know before pointing airlock at a database; writes nothing. */
-export async function runDoctor(database: Database): Promise<DoctorOutcome> {
-  const {knex} = database
-  const server = await readServerInfo(knex)
-  const check = await checkAirflowSchema(knex)
-  const privileges = (await readTablePrivileges(knex, neededPrivileges)).map((result, index) => ({
+export async function runDoctor(db: Database, connection: {target: string; source: string}): Promise<DoctorOutcome> {
+  const catalog = catalogFor(db)
+  const server = await catalog.readServerInfo(db.executor)
+  const check = await checkAirflowSchema(db)
+  const privileges = (await catalog.readTablePrivileges(db.executor, neededPrivileges)).map((result, index) => ({
     object: result.object.replace(/^public\./, ''),
     privilege: result.privilege,
     granted: result.granted,
     neededBy: neededPrivileges[index]!.neededBy,
   }))
-  const settings = (await readLockSettings(knex, lockSettingNames)).map(adviseOn)
+  const settings = (await catalog.readSettings(db.executor, lockSettingNames)).map(adviseOn)
 
   const airflow = check.supported
     ? {supported: true, alembicHead: check.schema.alembicHead, version: check.schema.airflowVersion, reason: null, missing: [], capabilities: check.schema.capabilities}
@@ -58,7 +57,7 @@ export async function runDoctor(database: Database): Promise<DoctorOutcome> {
 
   return {
     report: {
-      connection: {target: database.target, source: database.connection.source, user: server.currentUser},
+      connection: {target: connection.target, source: connection.source, user: server.currentUser},
       server: {version: server.version, versionNum: server.versionNum, canMonitor: server.canMonitor},
       airflow,
       privileges,

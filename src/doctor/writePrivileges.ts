@@ -1,4 +1,4 @@
-import type {PrivilegeCheck} from '../db/readTablePrivileges.js'
+import type {PrivilegeCheck} from '../store/airflowStore.js'
 
 /**
  * The privileges airlock's commands use, with the command that needs each, so doctor can say

@@ -1,10 +1,8 @@
 import {once} from 'node:events'
 import type {Writable} from 'node:stream'
 
-import type {Knex} from 'knex'
-
-import type {Capabilities} from '../airflow/schema.js'
-import {readEventPage, type EventPageFilter} from '../db/readEventPage.js'
+import type {EventFilter} from '../store/airflowStore.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
 
 export const exportPageSize = 1000
 
@@ -13,9 +11,8 @@ export const exportPageSize = 1000
  * memory at a time, whatever the table's size.
  */
 export async function exportEvents(
-  db: Knex,
-  filter: Omit<EventPageFilter, 'afterId' | 'limit'>,
-  capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>,
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  filter: EventFilter,
   out: Writable,
   onPage: (exported: number) => void = () => undefined,
 ): Promise<{exported: number; firstId: number | null; lastId: number | null}> {
@@ -31,7 +28,7 @@ export async function exportEvents(
   let exported = 0
   let firstId: number | null = null
   for (;;) {
-    const page = await readEventPage(db, {...filter, afterId, limit: exportPageSize}, capabilities)
+    const page = await airflow.store.readEventPage(airflow.db.executor, {...filter, afterId, limit: exportPageSize})
     for (const line of page) {
       if (failed) throw new Error(`writing the export failed: ${failed.message}`)
       if (closed) return {exported, firstId, lastId: afterId || null}

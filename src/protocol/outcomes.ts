@@ -1,19 +1,15 @@
-import type {StoredState, TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
+import type {TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
+import type {Failed} from '../engine/transaction.js'
 
 /**
- * Outcomes are data (STYLE §4). Each writer names its own (complete: completed / already_success
- * / conflict; replay-events: replayed / nothing_missing / changed); the protocol adds the two
- * every writer shares.
+ * Outcomes are data. Each writer names its own (complete: completed / already_success /
+ * conflict; replay-events: replayed / nothing_missing / changed) beside its code; the protocol
+ * adds the two every writer shares.
  */
 export type NotFound = {outcome: 'not_found'}
-export type Failed = {outcome: 'failed'; sqlstate: string | null; message: string}
+export type {Failed}
 
 export type ProtocolOutcome<O extends {outcome: string}> = O | NotFound | Failed
-
-export type CompleteOutcome =
-  | {outcome: 'completed'}
-  | {outcome: 'already_success'}
-  | {outcome: 'conflict'; previousState: StoredState}
 
 export interface Timings {
   /** Registration statements (events, alias links, queue). */
@@ -39,9 +35,3 @@ export interface ItemResult<O extends {outcome: string}> {
   /** Operator-facing notes about this item (inactive assets, unqueued consumers, …). */
   warnings: string[]
 }
-
-export type ReplayOutcome =
-  | {outcome: 'replayed'}
-  | {outcome: 'nothing_missing'}
-  /** The task instance is not (or no longer) success: nothing replayed. */
-  | {outcome: 'changed'; previousState: StoredState}

@@ -1,11 +1,8 @@
 import fs from 'node:fs'
 
-import type {Knex} from 'knex'
-
-import type {Capabilities} from '../airflow/schema.js'
-import {readEventsById} from '../db/readEventsById.js'
-import {assetKey, resolveAssetsAndAliases} from '../db/resolveAssetsAndAliases.js'
 import {usageError} from '../errors.js'
+import {assetKey} from '../store/airflowStore.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {ndjsonLines} from '../input/ndjsonLines.js'
 import {parseEventLine, type ParsedEventLine} from './parseEventLine.js'
 import type {EventSpec} from './reemitEvent.js'
@@ -18,11 +15,11 @@ export type EventWork =
 const chunkSize = 500
 
 /** --event-id: the stored events, in id order, from after the checkpoint's cursor. */
-export async function* eventsById(db: Knex, ids: readonly number[], capabilities: Capabilities, after: number | null): AsyncGenerator<EventWork> {
+export async function* eventsById(airflow: Pick<AirflowDatabase, 'db' | 'store'>, ids: readonly number[], after: number | null): AsyncGenerator<EventWork> {
   const sorted = [...new Set(ids)].sort((a, b) => a - b).filter((id) => after === null || id > after)
   for (let start = 0; start < sorted.length; start += chunkSize) {
     const chunk = sorted.slice(start, start + chunkSize)
-    const found = new Map((await readEventsById(db, chunk, capabilities)).map((event) => [event.id, event]))
+    const found = new Map((await airflow.store.readEventsById(airflow.db.executor, chunk)).map((event) => [event.id, event]))
     for (const id of chunk) {
       const event = found.get(id)
       if (!event) {
@@ -54,10 +51,10 @@ export async function validateEventFile(path: string): Promise<number> {
 }
 
 /** --from-file: lines matched to assets by name AND uri, aliases by name, in file order. */
-export async function* eventsFromFile(db: Knex, path: string, options: {skipExisting: boolean; afterLine: number | null}): AsyncGenerator<EventWork> {
+export async function* eventsFromFile(airflow: Pick<AirflowDatabase, 'db' | 'store'>, path: string, options: {skipExisting: boolean; afterLine: number | null}): AsyncGenerator<EventWork> {
   let chunk: Array<{line: number; parsed: ParsedEventLine}> = []
   const flush = async function* (): AsyncGenerator<EventWork> {
-    const {assetIds, aliasIds} = await resolveAssetsAndAliases(db, chunk.map((c) => c.parsed.asset), [...new Set(chunk.flatMap((c) => c.parsed.aliases))])
+    const {assetIds, aliasIds} = await airflow.store.resolveAssetsAndAliases(airflow.db.executor, chunk.map((c) => c.parsed.asset), [...new Set(chunk.flatMap((c) => c.parsed.aliases))])
     for (const {line, parsed} of chunk) {
       const assetId = assetIds.get(assetKey(parsed.asset))
       const label = `${path} line ${line}`

@@ -1,5 +1,5 @@
 import {usageError} from '../errors.js'
-import type {EventLine} from '../export/eventLine.js'
+import type {EventLine} from '../airflow/eventLine.js'
 
 export type ParsedEventLine = Pick<EventLine, 'asset' | 'extra' | 'partition_key' | 'aliases'> & {
   source: {dagId: string; runId: string; taskId: string; mapIndex: number} | null

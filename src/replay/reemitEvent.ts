@@ -1,15 +1,7 @@
-import type {Knex} from 'knex'
-
-import type {Capabilities} from '../airflow/schema.js'
-import {findMatchingEvent} from '../db/findMatchingEvent.js'
-import {insertAliasEventLinks} from '../db/insertAliasEventLinks.js'
-import {insertEventCopy, type EventContent} from '../db/insertEventCopy.js'
-import {insertTaskLogRow} from '../db/insertTaskLogRow.js'
-import {driverConnectionOf} from '../db/driverConnection.js'
-import {queueConsumers} from '../db/queueConsumers.js'
+import {runTransaction, type Failed} from '../engine/transaction.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
-import {runEventWrite} from '../protocol/eventWrite.js'
-import type {ProtocolOutcome} from '../protocol/outcomes.js'
+import type {EventContent} from '../store/airflowStore.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {replayLogEvent} from './replayMissingWriter.js'
 
 /** One event to emit again: by id (its stored content) or from an export line. */
@@ -31,7 +23,6 @@ export interface EventSpec extends EventContent {
 export type EventReplayOutcome = {outcome: 'replayed'; newEventId: number; queued: number} | {outcome: 'skipped_existing'; existingEventId: number}
 
 export interface EventReplaySettings {
-  capabilities: Capabilities
   mode: 'event-id' | 'file'
   lockTimeoutMs: number
   statementTimeoutMs: number
@@ -39,9 +30,15 @@ export interface EventReplaySettings {
   airlockVersion: string
 }
 
+/** An event that could not be emitted here (its id does not exist, its asset is unknown). */
+export type UnresolvedOutcome = {outcome: 'not_found' | 'unknown_asset'; message: string}
+
 export interface EventItem {
-  spec: EventSpec
-  result: ProtocolOutcome<EventReplayOutcome>
+  /** "event 42" or "<file> line 7". */
+  label: string
+  /** What was (or would have been) emitted; null when the line or id resolved to nothing. */
+  spec: EventSpec | null
+  result: EventReplayOutcome | UnresolvedOutcome | Failed
   events: number
   queued: number
   warnings: string[]
@@ -53,49 +50,42 @@ export interface EventItem {
  * fresh timestamp, the same alias links, its consumers queued again (so a downstream DAG runs), and
  * the provenance in Airflow's audit log.
  */
-export async function reemitEvent(knex: Knex, spec: EventSpec, settings: EventReplaySettings): Promise<EventItem> {
+export async function reemitEvent(airflow: Pick<AirflowDatabase, 'db' | 'store'>, spec: EventSpec, settings: EventReplaySettings): Promise<EventItem> {
+  const {db, store} = airflow
   const identity = auditIdentity()
-  const partitionColumn = settings.capabilities.eventPartitionKey
-  const {result, totalMs} = await runEventWrite<EventReplayOutcome>(
-    knex,
-    {
-      committedOutcome: 'replayed',
-      async run(trx) {
-        if (spec.skipIfSince) {
-          const existing = await findMatchingEvent(trx, spec, spec.skipIfSince, partitionColumn)
-          if (existing !== undefined) return {outcome: 'skipped_existing', existingEventId: existing}
-        }
+  const {result, totalMs} = await runTransaction<EventReplayOutcome>(db, {
+    locals: {lockTimeoutMs: settings.lockTimeoutMs, statementTimeoutMs: settings.statementTimeoutMs, applicationName: `airlock:replay:event:${spec.originalEventId ?? spec.label}`},
+    dryRun: settings.dryRun,
+    unknownCommitAdvice: 'check for the new event before running again (or run with --skip-existing)',
+    async run(tx) {
+      if (spec.skipIfSince) {
+        const existing = await store.findMatchingEvent(tx, spec, spec.skipIfSince)
+        if (existing !== undefined) return {rollback: {outcome: 'skipped_existing', existingEventId: existing}}
+      }
 
-        const newEventId = await insertEventCopy(trx, spec, partitionColumn)
-        await insertAliasEventLinks(trx, spec.aliasIds.map((aliasId) => ({aliasId, eventId: newEventId})))
-        const extra = {
-          host_name: identity.host_name,
-          airlock: {version: settings.airlockVersion, command: 'replay-events', mode: settings.mode, os_user: identity.os_user, from: spec.label, source_event_id: spec.originalEventId, new_event_id: newEventId, asset: spec.assetName},
-        }
-        const source = spec.source
-        await insertTaskLogRow(
-          trx,
-          {dagId: source?.dagId ?? null, taskId: source?.taskId ?? null, runId: source?.runId ?? null, mapIndex: source?.mapIndex ?? null, tryNumber: null, logicalDate: spec.logicalDate, owners: spec.owners},
-          replayLogEvent,
-          JSON.stringify(extra),
-        )
-        // One entry per alias the event went through, so every alias's consumers are queued.
-        const throughAliases = spec.aliasIds.length > 0 ? spec.aliasIds.map((aliasId) => ({eventId: newEventId, assetId: spec.assetId, aliasId})) : [{eventId: newEventId, assetId: spec.assetId, aliasId: null}]
-        const decisions = await queueConsumers(await driverConnectionOf(trx), throughAliases, {
-          capabilities: settings.capabilities,
-          eventPartitionKey: spec.partitionKey,
-        })
-        return {outcome: 'replayed', newEventId, queued: decisions.filter((d) => d.kind === 'queued').length}
-      },
-      async wasCommitted(db, outcome) {
-        if (outcome.outcome !== 'replayed') return false
-        const {rows} = await db.raw<{rows: unknown[]}>('select 1 from asset_event where id = ?', [outcome.newEventId])
-        return rows.length > 0
-      },
+      const newEventId = await store.insertEventCopy(tx, spec)
+      await store.insertAliasEventLinks(tx, spec.aliasIds.map((aliasId) => ({aliasId, eventId: newEventId})))
+      const extra = {
+        host_name: identity.host_name,
+        airlock: {version: settings.airlockVersion, command: 'replay-events', mode: settings.mode, os_user: identity.os_user, from: spec.label, source_event_id: spec.originalEventId, new_event_id: newEventId, asset: spec.assetName},
+      }
+      const source = spec.source
+      await store.insertLogRow(
+        tx,
+        {dagId: source?.dagId ?? null, taskId: source?.taskId ?? null, runId: source?.runId ?? null, mapIndex: source?.mapIndex ?? null, tryNumber: null, logicalDate: spec.logicalDate, owners: spec.owners},
+        replayLogEvent,
+        JSON.stringify(extra),
+      )
+      // One entry per alias the event went through, so every alias's consumers are queued.
+      const throughAliases = spec.aliasIds.length > 0 ? spec.aliasIds.map((aliasId) => ({eventId: newEventId, assetId: spec.assetId, aliasId})) : [{eventId: newEventId, assetId: spec.assetId, aliasId: null}]
+      const decisions = await store.queueConsumers(tx, throughAliases, spec.partitionKey)
+      return {commit: {outcome: 'replayed', newEventId, queued: decisions.filter((d) => d.kind === 'queued').length}}
     },
-    {applicationName: `airlock:replay:event:${spec.originalEventId ?? spec.label}`, lockTimeoutMs: settings.lockTimeoutMs, statementTimeoutMs: settings.statementTimeoutMs, dryRun: settings.dryRun},
-  )
-  const replayed = result.outcome === 'replayed'
+    async wasCommitted(ex, outcome) {
+      return outcome.outcome === 'replayed' && (await store.countEvents(ex, [outcome.newEventId])) > 0
+    },
+  })
   const warnings = (spec.unknownAliases ?? []).map((alias) => `${spec.label}: asset alias ${alias} does not exist here; the event is emitted without that link`)
-  return {spec, result, events: replayed ? 1 : 0, queued: replayed ? (result as {queued: number}).queued : 0, warnings, totalMs}
+  const replayed = result.outcome === 'replayed' ? result : undefined
+  return {label: spec.label, spec, result, events: replayed ? 1 : 0, queued: replayed?.queued ?? 0, warnings, totalMs}
 }

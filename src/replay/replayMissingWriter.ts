@@ -1,18 +1,16 @@
-import type {Knex} from 'knex'
-
-import type {Capabilities} from '../airflow/schema.js'
 import type {StoredState, TaskInstanceContext} from '../airflow/taskInstance.js'
-import {queueEventConsumers, type Registration} from '../complete/registerOutletEvents.js'
-import {insertAssetEvents} from '../db/insertAssetEvents.js'
-import {insertTaskLogRow} from '../db/insertTaskLogRow.js'
-import {logRowExists} from '../db/logRowExists.js'
-import {readMissingOutlets} from '../db/readMissingOutlets.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
-import type {ReplayOutcome} from '../protocol/outcomes.js'
+import {queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
+import type {AirflowStore} from '../store/airflowStore.js'
+
+export type ReplayOutcome =
+  | {outcome: 'replayed'}
+  | {outcome: 'nothing_missing'}
+  /** The task instance is not (or no longer) success: nothing replayed. */
+  | {outcome: 'changed'; previousState: StoredState}
 
 export interface ReplaySettings {
-  capabilities: Capabilities
   /** JSON text of the extra of replayed events. Provenance goes to the log row, not here: consumers read extras. */
   defaultExtra: string
   airlockVersion: string
@@ -30,7 +28,7 @@ export const replayLogEvent = 'airlock.replay-events'
  * provenance into the audit log. Under the lock it rechecks that the task instance is still
  * success AND the events are still missing (another replayer may have committed them first).
  */
-export function replayMissingWriter(settings: ReplaySettings): Writer<ReplayOutcome, unknown, ReplayRegistration, {logId: number}> {
+export function replayMissingWriter(store: AirflowStore, settings: ReplaySettings): Writer<ReplayOutcome, unknown, ReplayRegistration, {logId: number}> {
   const identity = auditIdentity()
   const changed = (state: StoredState): ReplayOutcome => ({outcome: 'changed', previousState: state})
   return {
@@ -38,35 +36,35 @@ export function replayMissingWriter(settings: ReplaySettings): Writer<ReplayOutc
     readsOutlets: true,
     committed: {outcome: 'replayed'},
     decideBeforeRegistering: (ti) => (ti.state === 'success' ? undefined : changed(ti.state)),
-    async register(trx, ti) {
+    async register(tx, ti) {
       const active = ti.outlets.filter((o) => o.active)
-      const missing = await readMissingOutlets(trx, ti, active.map((o) => o.assetId))
+      const missing = await store.readMissingOutlets(tx, ti, active.map((o) => o.assetId))
       if (missing.length === 0) return {events: [], consumers: [], warnings: [], missing, logId: null}
-      const events = await insertAssetEvents(trx, ti, missing.map((assetId) => ({assetId, extra: settings.defaultExtra})), {column: settings.capabilities.eventPartitionKey, value: ti.partitionKey})
+      const events = await store.insertAssetEvents(tx, ti, missing.map((assetId) => ({assetId, extra: settings.defaultExtra})), ti.partitionKey)
       const names = active.filter((o) => missing.includes(o.assetId)).map((o) => o.name)
       const extra = {
         host_name: identity.host_name,
         airlock: {version: settings.airlockVersion, command: 'replay-events', mode: 'missing', os_user: identity.os_user, ti: tiKey(ti), assets: names, event_ids: events.map((e) => e.eventId)},
       }
-      const {logId} = await insertTaskLogRow(trx, ti, replayLogEvent, JSON.stringify(extra))
-      const registration = await queueEventConsumers(trx, ti, {events, aliasOfEvent: new Map(), warnings: []}, settings.capabilities)
+      const {logId} = await store.insertLogRow(tx, ti, replayLogEvent, JSON.stringify(extra))
+      const registration = await queueEventConsumers(store, tx, ti, {events, aliasOfEvent: new Map(), warnings: []})
       return {...registration, missing, logId}
     },
     nothingToDo: (registration) => (registration.missing.length === 0 ? {outcome: 'nothing_missing'} : undefined),
-    async decideUnderLock(trx, lockedState, ti, registration) {
+    async decideUnderLock(tx, lockedState, ti, registration) {
       if (lockedState !== 'success') return changed(lockedState)
-      const stillMissing = await readMissingOutlets(trx, ti, registration.missing, registration.events.map((e) => e.eventId))
+      const stillMissing = await store.readMissingOutlets(tx, ti, registration.missing, registration.events.map((e) => e.eventId))
       if (stillMissing.length === registration.missing.length) return 'commit'
       if (stillMissing.length === 0) return {outcome: 'nothing_missing'}
       // Another replayer committed part of the set: start over from a fresh read.
       throw new RetryFromStart('other sessions kept replaying part of these events; run again')
     },
-    async apply(_conn, _ti, registration) {
+    async apply(_tx, _ti, registration) {
       // No state change: the lock only serialises replayers of this task instance.
       return {logId: registration.logId!}
     },
     counts: (registration) => ({events: registration.events.length, queued: registration.consumers.filter((c) => c.kind === 'queued').length, warnings: registration.warnings}),
-    wasCommitted: (knex: Knex, _ti: TaskInstanceContext, _registration: ReplayRegistration, receipt) => logRowExists(knex, receipt.logId),
+    wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),
   }
 }
 

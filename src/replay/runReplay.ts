@@ -1,13 +1,12 @@
 import {performance} from 'node:perf_hooks'
 
-import type {Knex} from 'knex'
-
-import type {AirflowSchema} from '../airflow/schema.js'
-import {openItemSource, type SelectionRequest} from '../complete/itemSource.js'
-import {toItemJson, type ItemJson} from '../output/itemJson.js'
+import {ExitCode} from '../exitCodes.js'
 import {runBatch} from '../protocol/batch.js'
 import {runProtocol} from '../protocol/protocol.js'
-import {Tally} from '../protocol/tally.js'
+import {toItemJson, type ItemJson} from '../report/itemJson.js'
+import {Tally} from '../report/tally.js'
+import {openItemSource, type SelectionRequest} from '../selection/itemSource.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
 import type {Checkpoint} from './checkpoint.js'
 import {eventsById, eventsFromFile, validateEventFile, type EventWork} from './eventSources.js'
 import {reemitEvent, type EventItem} from './reemitEvent.js'
@@ -18,7 +17,18 @@ export type ReplayMode =
   | {kind: 'event-id'; ids: number[]}
   | {kind: 'file'; path: string; skipExisting: boolean}
 
-export const replayOutcomes = ['replayed', 'nothing_missing', 'changed', 'skipped_existing', 'not_found', 'unknown_asset', 'failed'] as const
+/** Every outcome of a replay item (task instance or event) and the exit code it maps to. */
+export const replayOutcomes = {
+  replayed: ExitCode.ok,
+  nothing_missing: ExitCode.ok,
+  changed: ExitCode.conflict,
+  skipped_existing: ExitCode.ok,
+  not_found: ExitCode.notFound,
+  unknown_asset: ExitCode.partialFailure,
+  failed: ExitCode.partialFailure,
+} as const
+
+export type ReplayOutcomeName = keyof typeof replayOutcomes
 
 /** An item of an event-level replay (by id or from a file), as JSON. */
 export interface EventItemJson {
@@ -40,7 +50,6 @@ export interface EventItemJson {
 
 export interface ReplayRun {
   mode: ReplayMode
-  schema: AirflowSchema
   defaultExtra: string
   concurrency: number
   lockTimeoutMs: number
@@ -49,7 +58,7 @@ export interface ReplayRun {
   airlockVersion: string
   checkpoint: Checkpoint
   shouldStop: () => boolean
-  onItem: (item: ItemJson | EventItemJson, tally: Tally) => void
+  onItem: (item: ItemJson | EventItemJson, tally: Tally<ReplayOutcomeName>) => void
 }
 
 /**
@@ -66,30 +75,30 @@ function missingSelection(selection: SelectionRequest, resumeAfter: string | und
 }
 
 /** How many items a replay will touch, for the confirmation prompt (checked input, nothing written). */
-export async function countReplay(knex: Knex, mode: ReplayMode, checkpoint: Checkpoint): Promise<number> {
+export async function countReplay(airflow: AirflowDatabase, mode: ReplayMode, checkpoint: Checkpoint): Promise<number> {
   if (mode.kind === 'event-id') return new Set(mode.ids).size
   if (mode.kind === 'file') return validateEventFile(mode.path)
   const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
   if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return 0
-  return (await openItemSource(knex, selection)).count
+  return (await openItemSource(airflow, selection)).count
 }
 
-export async function runReplay(knex: Knex, run: ReplayRun): Promise<{tally: Tally; interrupted: boolean}> {
+export async function runReplay(airflow: AirflowDatabase, run: ReplayRun): Promise<{tally: Tally<ReplayOutcomeName>; interrupted: boolean}> {
   const tally = new Tally(replayOutcomes)
   const {mode, checkpoint} = run
-  const record = (json: ItemJson | EventItemJson, countable: Parameters<Tally['add']>[0]) => {
+  const record = (json: ItemJson | EventItemJson, countable: Parameters<Tally<ReplayOutcomeName>['add']>[0]) => {
     tally.add(countable)
     run.onItem(json, tally)
   }
 
   if (mode.kind === 'missing') {
-    const writer = replayMissingWriter({capabilities: run.schema.capabilities, defaultExtra: run.defaultExtra, airlockVersion: run.airlockVersion})
+    const writer = replayMissingWriter(airflow.store, {defaultExtra: run.defaultExtra, airlockVersion: run.airlockVersion})
     const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
     if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return {tally, interrupted: false}
-    const source = await openItemSource(knex, selection)
+    const source = await openItemSource(airflow, selection)
     const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
     const {interrupted} = await runBatch(numbered, async ({item, sequence}) => {
-      const result = await runProtocol(knex, item.ref, undefined, writer, {capabilities: run.schema.capabilities, lockTimeoutMs: run.lockTimeoutMs, statementTimeoutMs: run.statementTimeoutMs, dryRun: run.dryRun})
+      const result = await runProtocol(airflow, item.ref, undefined, writer, {lockTimeoutMs: run.lockTimeoutMs, statementTimeoutMs: run.statementTimeoutMs, dryRun: run.dryRun})
       await checkpoint.finish(sequence, result.result.outcome !== 'failed')
       return result
     }, {concurrency: run.concurrency, shouldStop: run.shouldStop, onResult: (item) => record(toItemJson(item), item)})
@@ -99,15 +108,15 @@ export async function runReplay(knex: Knex, run: ReplayRun): Promise<{tally: Tal
 
   const resume = checkpoint.resumeFrom === null ? null : Number(checkpoint.resumeFrom)
   const works: AsyncIterable<EventWork> = mode.kind === 'event-id'
-    ? eventsById(knex, mode.ids, run.schema.capabilities, resume)
-    : eventsFromFile(knex, mode.path, {skipExisting: mode.skipExisting, afterLine: resume})
-  const settings = {capabilities: run.schema.capabilities, mode: mode.kind, lockTimeoutMs: run.lockTimeoutMs, statementTimeoutMs: run.statementTimeoutMs, dryRun: run.dryRun, airlockVersion: run.airlockVersion} as const
+    ? eventsById(airflow, mode.ids, resume)
+    : eventsFromFile(airflow, mode.path, {skipExisting: mode.skipExisting, afterLine: resume})
+  const settings = {mode: mode.kind, lockTimeoutMs: run.lockTimeoutMs, statementTimeoutMs: run.statementTimeoutMs, dryRun: run.dryRun, airlockVersion: run.airlockVersion} as const
   const numbered = withSequence(works, (work) => work.cursor, checkpoint)
   const {interrupted} = await runBatch(numbered, async ({item: work, sequence}) => {
     const started = performance.now()
     const item: EventItem = work.kind === 'emit'
-      ? await reemitEvent(knex, work.spec, settings)
-      : {spec: unresolvedSpec(work.label), result: {outcome: work.outcome, message: work.message} as never, events: 0, queued: 0, warnings: [`${work.label}: ${work.message}`], totalMs: performance.now() - started}
+      ? await reemitEvent(airflow, work.spec, settings)
+      : {label: work.label, spec: null, result: {outcome: work.outcome, message: work.message}, events: 0, queued: 0, warnings: [`${work.label}: ${work.message}`], totalMs: performance.now() - started}
     await checkpoint.finish(sequence, item.result.outcome !== 'failed')
     return item
   }, {concurrency: run.concurrency, shouldStop: run.shouldStop, onResult: (item) => record(toEventItemJson(item), item)})
@@ -119,27 +128,22 @@ async function* withSequence<T>(items: AsyncIterable<T>, cursorOf: (item: T) => 
   for await (const item of items) yield {item, sequence: checkpoint.take(cursorOf(item))}
 }
 
-const unresolvedSpec = (label: string): EventItem['spec'] => ({
-  label, assetId: 0, assetName: '', assetUri: '', extra: '{}', source: null, partitionKey: null, aliasIds: [], originalEventId: null, logicalDate: null, owners: null, skipIfSince: null,
-})
-
 function toEventItemJson(item: EventItem): EventItemJson {
   const {spec, result} = item
-  const r = result as {outcome: string; newEventId?: number; existingEventId?: number; sqlstate?: string | null; message?: string}
   return {
-    source: spec.label,
-    event_id: spec.originalEventId,
-    asset: spec.assetName,
-    source_dag_id: spec.source?.dagId ?? null,
-    source_run_id: spec.source?.runId ?? null,
-    source_task_id: spec.source?.taskId ?? null,
-    source_map_index: spec.source?.mapIndex ?? null,
-    outcome: r.outcome,
-    new_event_id: r.newEventId ?? null,
-    existing_event_id: r.existingEventId ?? null,
+    source: item.label,
+    event_id: spec?.originalEventId ?? null,
+    asset: spec?.assetName ?? '',
+    source_dag_id: spec?.source?.dagId ?? null,
+    source_run_id: spec?.source?.runId ?? null,
+    source_task_id: spec?.source?.taskId ?? null,
+    source_map_index: spec?.source?.mapIndex ?? null,
+    outcome: result.outcome,
+    new_event_id: result.outcome === 'replayed' ? result.newEventId : null,
+    existing_event_id: result.outcome === 'skipped_existing' ? result.existingEventId : null,
     events: item.events,
     queued: item.queued,
     timings: {total_ms: Math.round(item.totalMs * 100) / 100},
-    ...(r.message ? {error: {sqlstate: r.sqlstate ?? null, message: r.message}} : {}),
+    ...('message' in result ? {error: {sqlstate: 'sqlstate' in result ? result.sqlstate : null, message: result.message}} : {}),
   }
 }

@@ -3,12 +3,11 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import type {Knex} from 'knex'
-
-import {withConnection} from '../connection/open.js'
+import {withKnex} from '../engine/postgres/postgresEngine.js'
 
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
+import {createDatabase, databaseExists, dropDatabase} from '../fixtures/admin.js'
 import {buildFixtureSchema, type FixtureVersion} from '../fixtures/fixtureSchema.js'
 import {
   type ClusterSpec,
@@ -26,7 +25,7 @@ import {
   stopCluster,
   userCanWrite,
 } from './cluster.js'
-import {seedWorld, validateSeedOptions, type SeedOptions, type SeedResult} from './seed.js'
+import {seedWorld, validateSeedOptions, type SeedOptions, type SeedResult} from '../fixtures/seed.js'
 
 /**
  * The local sandbox: one embedded PostgreSQL cluster per airlock home, holding one database
@@ -197,9 +196,7 @@ export async function resetSandbox(home: string, options: {airflowVersion?: Fixt
   if (!options.hard || started.action !== 'created' || airflowVersion !== started.airflowVersion) {
     state = {...state, airflowVersion}
     await writeState(home, state)
-    await withAdminConnection(state, async (admin) => {
-      await admin.raw('drop database if exists ?? with (force)', [sandboxDatabase])
-    })
+    await dropDatabase(clusterUrl(state, 'postgres'), sandboxDatabase)
     await ensureDatabase(state, airflowVersion)
   }
 
@@ -216,19 +213,12 @@ export async function sandboxUrl(home: string): Promise<{url: string; started: S
 
 /** Creates the `airflow` database with its fixture schema if it does not exist. True when created. */
 async function ensureDatabase(spec: ClusterSpec, airflowVersion: FixtureVersion): Promise<boolean> {
-  const exists = await withAdminConnection(spec, async (admin) => {
-    const {rows} = await admin.raw<{rows: unknown[]}>('select 1 from pg_database where datname = ?', [sandboxDatabase])
-    if (rows.length > 0) return true
-    await admin.raw('create database ??', [sandboxDatabase])
-    return false
-  })
-  if (exists) return false
-
-  await withConnection(clusterUrl(spec, sandboxDatabase), (knex) => buildFixtureSchema(knex, airflowVersion))
+  const adminUrl = clusterUrl(spec, 'postgres')
+  if (await databaseExists(adminUrl, sandboxDatabase)) return false
+  await createDatabase(adminUrl, sandboxDatabase)
+  await withKnex(clusterUrl(spec, sandboxDatabase), (knex) => buildFixtureSchema(knex, airflowVersion))
   return true
 }
-
-const withAdminConnection = <T>(spec: ClusterSpec, work: (admin: Knex) => Promise<T>): Promise<T> => withConnection(clusterUrl(spec, 'postgres'), work)
 
 export interface SeedSandboxResult {
   seeded: SeedResult
@@ -245,6 +235,6 @@ export async function seedSandbox(home: string, options: SeedOptions, reset: boo
   validateSeedOptions(options)
   if (reset) await resetSandbox(home)
   const {url, started} = await sandboxUrl(home)
-  const seeded = await withConnection(url, (knex) => knex.transaction((trx) => seedWorld(trx, options)))
+  const seeded = await withKnex(url, (knex) => knex.transaction((trx) => seedWorld(trx, options)))
   return {seeded, airflowVersion: started.airflowVersion, port: started.port, reset}
 }

@@ -5,14 +5,15 @@ import type {Finding} from '../../src/audit/auditEvents.js'
 import type {EventAuditReport} from '../../src/cli/renderEventAudit.js'
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {countRows, seed, ti} from '../support/scenario.js'
+import {countRows, scenario, type World} from '../support/scenario.js'
 
 /**
- * One database with every class present, seeded by plain SQL on top of the seeded world,
- * including the legitimate look-alikes: a rerun after a clear, REST events without a source, and
- * two alias groups with different extras from one task instance.
+ * One database with every class present, written by plain SQL on top of a stated world, including
+ * the legitimate look-alikes: a rerun after a clear, REST events without a source, and two alias
+ * groups with different extras from one task instance.
  */
 let db: TestDatabase
+let world: World
 const ids: Record<string, number> = {}
 
 async function event(knex: Knex, name: string, asset: string, source: {dag: string; run: string; task: string} | null, extra: object, at: string): Promise<number> {
@@ -26,13 +27,17 @@ async function event(knex: Knex, name: string, asset: string, source: {dag: stri
 
 beforeAll(async () => {
   db = await createTestDatabase('3.2', 4)
-  await seed(db.knex)
+  world = await scenario(db.knex)
+    // etl_001: task_1 (whose out_2 is inactive) running, task_2 succeeded without emitting anything, task_3 up_for_retry.
+    .producer('etl_001', {tasks: 3, outlets: 1, inactive: 1, state: {task_2: 'success', task_3: 'up_for_retry'}})
+    .producer('etl_002', {tasks: 3, outlets: 2})
+    .consumer('report_001', {alias: 'lake.daily_alias'})
+    .build()
   const k = db.knex
-  const t = async (dag: string, task: string) => ti(k, dag, task)
   const src = (x: {dag_id: string; run_id: string; task_id: string}) => ({dag: x.dag_id, run: x.run_id, task: x.task_id})
 
   // ok: a completed task instance's own events.
-  const okTi = await t('etl_002', 'task_1')
+  const okTi = world.ti('etl_002', 'task_1')
   await k('task_instance').where({id: okTi.id}).update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
   await event(k, 'ok_1', 'etl_002.task_1.out_1', src(okTi), {}, '-30 minutes')
   await event(k, 'ok_2', 'etl_002.task_1.out_2', src(okTi), {}, '-30 minutes')
@@ -44,11 +49,11 @@ beforeAll(async () => {
   await event(k, 'orphan_missing', 'etl_001.task_1.out_1', {dag: 'etl_001', run: 'manual__gone', task: 'task_1'}, {}, '-5 minutes')
 
   // orphan_not_success: the TI exists (up_for_retry) and never succeeded.
-  const failed = await t('etl_001', 'task_3')
+  const failed = world.ti('etl_001', 'task_3')
   await event(k, 'orphan_not_success', 'etl_001.task_3.out_1', src(failed), {}, '-5 minutes')
 
   // superseded_by_rerun: try 1 succeeded (archived), cleared, try 2 succeeded later; both emitted.
-  const rerun = await t('etl_002', 'task_2')
+  const rerun = world.ti('etl_002', 'task_2')
   await k('task_instance_history').insert({
     task_instance_id: k.raw('gen_random_uuid()'), dag_id: rerun.dag_id, run_id: rerun.run_id, task_id: rerun.task_id, map_index: -1, try_number: 1,
     start_date: k.raw(`now() - interval '3 hours'`), end_date: k.raw(`now() - interval '150 minutes'`), state: 'success', pool: 'default_pool', pool_slots: 1,
@@ -58,7 +63,7 @@ beforeAll(async () => {
   await event(k, 'rerun_ok', 'etl_002.task_2.out_1', src(rerun), {}, '-30 minutes')
 
   // duplicate: the same event written twice by a retried request, one extra consumed by a run.
-  const dup = await t('etl_002', 'task_3')
+  const dup = world.ti('etl_002', 'task_3')
   await k('task_instance').where({id: dup.id}).update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
   await event(k, 'dup_kept', 'etl_002.task_3.out_1', src(dup), {rows: 5}, '-30 minutes')
   await event(k, 'dup_extra', 'etl_002.task_3.out_1', src(dup), {rows: 5}, '-29 minutes')
@@ -71,7 +76,7 @@ beforeAll(async () => {
   await k('asset_alias_asset_event').insert({alias_id: alias.id, event_id: ids.dup_extra})
 
   // Two alias groups with different extras from one TI: legitimate, both ok.
-  const aliasTi = await t('etl_001', 'task_1')
+  const aliasTi = world.ti('etl_001', 'task_1')
   await k('task_instance').where({id: aliasTi.id}).update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
   await event(k, 'alias_a', 'etl_001.task_1.out_1', src(aliasTi), {partition: 'a'}, '-30 minutes')
   await event(k, 'alias_b', 'etl_001.task_1.out_1', src(aliasTi), {partition: 'b'}, '-30 minutes')
@@ -107,9 +112,9 @@ describe('airlock audit-events', () => {
     expect(duplicate).toMatchObject({kept_id: ids.dup_kept, consumed: false, evidence: expect.stringContaining(`event ${ids.dup_kept}`)})
     expect(findings.find((f) => f.event_id === ids.dup_extra_consumed)).toMatchObject({consumed: true, suggestion: expect.stringContaining('left alone')})
     const missing = findings.filter((f) => f.class === 'missing_events')
-    const seededSuccess = await ti(db.knex, 'etl_001', 'task_2')
-    expect(missing.map((f) => f.ti_id)).toContain(seededSuccess.id)
-    expect(missing.find((f) => f.ti_id === seededSuccess.id)!.suggestion).toBe(`airlock replay-events --ti-id ${seededSuccess.id}`)
+    const silentSuccess = world.ti('etl_001', 'task_2')
+    expect(missing.map((f) => f.ti_id)).toContain(silentSuccess.id)
+    expect(missing.find((f) => f.ti_id === silentSuccess.id)!.suggestion).toBe(`airlock replay-events --ti-id ${silentSuccess.id}`)
     expect(findings.find((f) => f.class === 'queue_orphan')!.evidence).toContain('deleted_dag')
   })
 
@@ -146,8 +151,8 @@ describe('airlock audit-events', () => {
   })
 
   it('a bulk repair without --yes and without a terminal is refused (exit 2)', async () => {
-    await event(db.knex, 'dup_late', 'etl_002.task_3.out_1', {dag: 'etl_002', run: (await ti(db.knex, 'etl_002', 'task_3')).run_id, task: 'task_3'}, {rows: 5}, '-27 minutes')
-    await event(db.knex, 'dup_later', 'etl_002.task_3.out_1', {dag: 'etl_002', run: (await ti(db.knex, 'etl_002', 'task_3')).run_id, task: 'task_3'}, {rows: 5}, '-26 minutes')
+    await event(db.knex, 'dup_late', 'etl_002.task_3.out_1', {dag: 'etl_002', run: world.ti('etl_002', 'task_3').run_id, task: 'task_3'}, {rows: 5}, '-27 minutes')
+    await event(db.knex, 'dup_later', 'etl_002.task_3.out_1', {dag: 'etl_002', run: world.ti('etl_002', 'task_3').run_id, task: 'task_3'}, {rows: 5}, '-26 minutes')
     const result = await runCli(['audit-events', '--database-url', db.url, '--fix', '--no-dry-run'])
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('--yes')
@@ -156,8 +161,8 @@ describe('airlock audit-events', () => {
 
   it('events whose source_map_index is NULL are classified like -1, once', async () => {
     const before = await audit()
-    const okTi = await ti(db.knex, 'etl_002', 'task_1')
-    const asset = await db.knex('asset').where({name: 'etl_002.task_1.out_1'}).first('id')
+    const okTi = world.ti('etl_002', 'task_1')
+    const asset = world.asset('etl_002.task_1.out_1')
     await db.knex('asset_event').insert({asset_id: asset.id, extra: JSON.stringify({null_map: true}), source_dag_id: okTi.dag_id, source_run_id: okTi.run_id, source_task_id: okTi.task_id, source_map_index: null, timestamp: db.knex.raw(`now() - interval '20 minutes'`)})
     const after = await audit()
     expect(after.out.result.counts.ok).toBe(before.out.result.counts.ok + 1)

@@ -7,16 +7,20 @@ import type {LockAudit} from '../../src/audit/auditLocks.js'
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilBlocked} from '../support/locks.js'
-import {seed, ti} from '../support/scenario.js'
+import {scenario, type World} from '../support/scenario.js'
 
-/** audit-locks against real sessions, ordered by lock-wait polling. */
+/**
+ * audit-locks against real sessions, ordered by lock-wait polling. World: DAG etl with task_1…task_3
+ * running (one outlet each) and a consumer `report`; the tests lock its rows.
+ */
 type Connection = {query(sql: string, values?: unknown[]): Promise<{rows: Array<Record<string, unknown>>}>}
 let db: TestDatabase
+let world: World
 const open: Connection[] = []
 
 beforeAll(async () => {
   db = await createTestDatabase('3.0', 12)
-  await seed(db.knex)
+  world = await scenario(db.knex).producer('etl', {tasks: 3, outlets: 1}).consumer('report', {on: ['etl']}).build()
 })
 afterAll(async () => db?.drop())
 afterEach(async () => {
@@ -63,7 +67,7 @@ describe('airlock audit-locks', () => {
   })
 
   it('holder + two waiters on one TI row: one tree rooted at the holder, depth 2, the waiters name the TI, waits measured', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const target = world.ti('etl', 'task_1')
     const {holder, w1, w2} = await holderAndTwoWaiters(target.id)
     const started = Date.now()
     await expect.poll(async () => (await db.knex.raw(`select (extract(epoch from now() - min(l.waitstart)) * 1000)::float8 as ms from pg_locks l where l.pid = ? and not l.granted`, [w2.pid])).rows[0].ms, {timeout: 5000}).toBeGreaterThan(150)
@@ -76,7 +80,7 @@ describe('airlock audit-locks', () => {
     expect(root.children[0]).toMatchObject({pid: w1.pid, depth: 1, category: 'task_instance'})
     expect(root.children[0]!.children[0]).toMatchObject({pid: w2.pid, depth: 2, category: 'task_instance'})
     for (const waiter of [root.children[0]!, root.children[0]!.children[0]!]) {
-      expect(waiter.task_instance).toMatchObject({id: target.id, dag_id: 'etl_002', task_id: 'task_1', run_id: target.run_id, source: 'tuple_lock', guess: true})
+      expect(waiter.task_instance).toMatchObject({id: target.id, dag_id: 'etl', task_id: 'task_1', run_id: target.run_id, source: 'tuple_lock', guess: true})
     }
 
     expect(root.children[0]!.children[0]!.wait_ms).toBeGreaterThanOrEqual(150)
@@ -88,7 +92,7 @@ describe('airlock audit-locks', () => {
   })
 
   it('an idle-in-transaction holder of a TI lock past --crit-idle is critical and --fail-on critical exits 6', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_2')
+    const target = world.ti('etl', 'task_2')
     const holder = await session()
     await holder.conn.query('begin')
     await holder.conn.query('select 1 from task_instance where id = $1 for update', [target.id])
@@ -102,8 +106,8 @@ describe('airlock audit-locks', () => {
   })
 
   it('two independent trees are reported separately', async () => {
-    const a = await ti(db.knex, 'etl_001', 'task_1')
-    const b = await ti(db.knex, 'etl_002', 'task_3')
+    const a = world.ti('etl', 'task_1')
+    const b = world.ti('etl', 'task_3')
     const first = await holderAndTwoWaiters(a.id)
     const second = await holderAndTwoWaiters(b.id)
     const {out} = await audit()
@@ -113,8 +117,8 @@ describe('airlock audit-locks', () => {
   })
 
   it('a wait behind another completion\'s queue insert is classified as queue contention', async () => {
-    const asset = await db.knex('asset').first('id')
-    const insert = `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at) values ($1, 'report_001', now()) on conflict (asset_id, target_dag_id) do update set created_at = excluded.created_at`
+    const asset = world.asset('etl.task_1.out_1')
+    const insert = `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at) values ($1, 'report', now()) on conflict (asset_id, target_dag_id) do update set created_at = excluded.created_at`
     const first = await session()
     await first.conn.query('begin')
     await first.conn.query(insert, [asset.id])
@@ -128,7 +132,7 @@ describe('airlock audit-locks', () => {
   })
 
   it('names the TI exactly from airlock\'s application_name tag', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const target = world.ti('etl', 'task_1')
     const holder = await session()
     await holder.conn.query('begin')
     await holder.conn.query('select 1 from task_instance where id = $1 for update', [target.id])
@@ -167,7 +171,7 @@ describe('airlock audit-locks', () => {
   })
 
   it('--format csv writes one row per node with a header', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_2')
+    const target = world.ti('etl', 'task_2')
     await holderAndTwoWaiters(target.id)
     const result = await runCli(['audit-locks', '--database-url', db.url, '--samples', '1', '--format', 'csv'])
     const lines = result.stdout.trim().split('\n')
@@ -178,7 +182,7 @@ describe('airlock audit-locks', () => {
 
 describe('audit-locks JSON shape (documented in the README)', () => {
   it('has every documented key with its type', async () => {
-    const target = await ti(db.knex, 'etl_001', 'task_2')
+    const target = world.ti('etl', 'task_2')
     await holderAndTwoWaiters(target.id)
     const {out} = await audit()
     const r = out.result as unknown as Record<string, unknown>

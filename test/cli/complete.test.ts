@@ -4,41 +4,51 @@ import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {waitUntilAppBlocked} from '../support/locks.js'
-import {resetWorld, ti, writeFootprint} from '../support/scenario.js'
+import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
+import {eventsOf, scenario, writeFootprint} from '../support/scenario.js'
 
-/** `airlock complete` as an operator runs it: flags, exit codes, envelopes, refusals. */
+/**
+ * `airlock complete` as an operator runs it: flags, exit codes, envelopes, refusals. Each test
+ * builds its world (test/support/scenario.ts); most use `threeRunningTasks`.
+ */
 let db: TestDatabase
 beforeAll(async () => {
   db = await createTestDatabase('3.0')
 })
 afterAll(async () => db?.drop())
-beforeEach(async () => {
-  await resetWorld(db.knex)
-})
 
 const complete = (...args: string[]) => runCli(['complete', '--database-url', db.url, ...args])
 
+/** DAG etl, one run, task_1…task_3 running, two active outlets each, no consumers. */
+const threeRunningTasks = () => scenario(db.knex).producer('etl', {tasks: 3, outlets: 2}).build()
+
 describe('airlock complete', () => {
-  it('a dag run with --json: the envelope of DESIGN §3, exit 3 for the seeded conflict', async () => {
-    const run = (await ti(db.knex, 'etl_001', 'task_2')).run_id
-    const result = await complete('--dag-id', 'etl_001', '--run-id', run, '--yes', '--json')
+  it('a dag run with --json: the envelope of DESIGN §3, exit 3 when one of its task instances conflicts', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {tasks: ['load', 'done', 'retry'], outlets: 1, inactive: 1, state: {done: 'success', retry: 'up_for_retry'}})
+      .consumer('report', {on: ['etl']})
+      .consumer('audit', {on: ['etl'], by: 'name'})
+      .build()
+    const run = world.run('etl').run_id
+    const result = await complete('--dag-id', 'etl', '--run-id', run, '--yes', '--json')
     const out = envelope(result) as {status: number; result: {summary: Record<string, unknown>; items: Array<Record<string, unknown>>}; warnings: string[]}
     expect(result.code).toBe(3)
     expect(out.status).toBe(3)
+    // load: completed, one event (its second outlet is inactive) queuing report and audit; done: already_success; retry: conflict.
     expect(out.result.summary).toEqual({selected: 3, completed: 1, already_success: 1, conflict: 1, not_found: 0, failed: 0, events_created: 1, runs_queued: 2, dry_run: false})
     const conflict = out.result.items.find((i) => i.outcome === 'conflict')
-    expect(conflict).toMatchObject({dag_id: 'etl_001', run_id: run, task_id: 'task_3', map_index: -1, previous_state: 'up_for_retry', events: 0, queued: 0})
+    expect(conflict).toMatchObject({dag_id: 'etl', run_id: run, task_id: 'retry', map_index: -1, previous_state: 'up_for_retry', events: 0, queued: 0})
     expect(Object.keys(conflict!.timings as object).sort()).toEqual(['lock_hold_ms', 'lock_wait_ms', 'register_ms', 'total_ms'])
     expect(out.warnings.join()).toContain('not active')
   })
 
   it('--ndjson streams one item per line and ends with the summary', async () => {
-    const result = await complete('--dag-id', 'etl_002', '--yes', '--ndjson')
+    await threeRunningTasks()
+    const result = await complete('--dag-id', 'etl', '--yes', '--ndjson')
     expect(result.code).toBe(0)
     const lines = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
     expect(lines.slice(0, -1).every((l) => l.type === 'item' && l.outcome === 'completed')).toBe(true)
@@ -46,34 +56,37 @@ describe('airlock complete', () => {
   })
 
   it('--dry-run reports what would happen and writes nothing', async () => {
+    await threeRunningTasks()
     const footprint = await writeFootprint(db.knex)
-    const result = await complete('--dag-id', 'etl_002', '--dry-run')
+    const result = await complete('--dag-id', 'etl', '--dry-run')
     expect(result.code).toBe(0)
     expect(result.stdout).toContain('DRY RUN')
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
 
   it('an explicit --ti-id that does not exist: not_found, exit 4', async () => {
+    await threeRunningTasks()
     const result = await complete('--ti-id', '00000000-0000-4000-8000-000000000000', '--json')
     expect(result.code).toBe(4)
     expect(envelope(result)).toMatchObject({status: 4, result: {summary: {not_found: 1}}})
   })
 
   it('a bulk write without --yes and without a terminal is refused: exit 2 naming --yes, nothing written', async () => {
+    await threeRunningTasks()
     const footprint = await writeFootprint(db.knex)
-    const result = await complete('--dag-id', 'etl_002')
+    const result = await complete('--dag-id', 'etl')
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('--yes')
-    const json = await complete('--dag-id', 'etl_002', '--json')
+    const json = await complete('--dag-id', 'etl', '--json')
     expect(envelope(json)).toMatchObject({status: 2, error: {code: 'USAGE'}})
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
 
   it('a lock held past --lock-timeout: the item fails after retries, exit 5, nothing written', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const target = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
-    await db.knex.transaction(async (holder) => {
-      await holder.raw('select 1 from task_instance where id = ? for update', [target.id])
+    await whileRowLocked(db.knex, target.id, async () => {
       const result = await complete('--ti-id', target.id, '--lock-timeout', '50ms', '--json')
       const out = envelope(result) as {result: {items: Array<{outcome: string; error: {sqlstate: string}}>}}
       expect(result.code).toBe(5)
@@ -83,16 +96,17 @@ describe('airlock complete', () => {
   })
 
   it('--from-file: keys and ids with per-asset extras; a malformed line names its number, exit 2, nothing written', async () => {
+    const world = await threeRunningTasks()
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-input-'))
-    const a = await ti(db.knex, 'etl_002', 'task_1')
-    const b = await ti(db.knex, 'etl_002', 'task_2')
+    const a = world.ti('etl', 'task_1')
+    const b = world.ti('etl', 'task_2')
     const good = [
       JSON.stringify({ti_id: a.id}),
       '',
-      JSON.stringify({dag_id: b.dag_id, run_id: b.run_id, task_id: b.task_id, map_index: -1, outlet_events: [{asset: 'etl_002.task_2.out_1', extra: {rows: 5}}]}),
+      JSON.stringify({dag_id: b.dag_id, run_id: b.run_id, task_id: b.task_id, map_index: -1, outlet_events: [{asset: 'etl.task_2.out_1', extra: {rows: 5}}]}),
     ]
     const footprint = await writeFootprint(db.knex)
-    await fs.writeFile(path.join(dir, 'bad.ndjson'), [...good, '{"dag_id": "etl_002", "run_id": 1}'].join('\n'))
+    await fs.writeFile(path.join(dir, 'bad.ndjson'), [...good, '{"dag_id": "etl", "run_id": 1}'].join('\n'))
     const bad = await complete('--from-file', path.join(dir, 'bad.ndjson'), '--yes')
     expect(bad.code).toBe(2)
     expect(bad.stderr).toContain('line 4')
@@ -102,8 +116,8 @@ describe('airlock complete', () => {
     const ok = await complete('--from-file', path.join(dir, 'good.ndjson'), '--yes', '--json')
     expect(ok.code).toBe(0)
     expect(envelope(ok)).toMatchObject({result: {summary: {completed: 2, events_created: 4}}})
-    const extra = await db.knex('asset_event as e').join('asset as a', 'a.id', 'e.asset_id').where('a.name', 'etl_002.task_2.out_1').first('e.extra')
-    expect(extra.extra).toEqual({rows: 5})
+    const event = (await eventsOf(db.knex, b)).find((e) => e.asset_name === 'etl.task_2.out_1')
+    expect(event?.extra).toEqual({rows: 5})
 
     const viaStdin = await runCli(['complete', '--database-url', db.url, '--from-file', '-', '--json'], {stdin: JSON.stringify({ti_id: a.id}) + '\n'})
     expect(envelope(viaStdin)).toMatchObject({status: 0, result: {summary: {already_success: 1}}})
@@ -114,13 +128,14 @@ describe('airlock complete', () => {
     [['--extra', '{not json'], '--extra'],
     [['--extra', '[1,2]'], '--extra'],
     [['--ti-id', 'not-a-uuid'], '--ti-id'],
-    [['--dag-id', 'etl_002', '--since', 'yesterday'], '--since'],
-    [['--dag-id', 'etl_002', '--shard', '5/4'], '--shard'],
-    [['--dag-id', 'etl_002', '--frobnicate'], 'frobnicate'],
-    [['--dag-id', 'etl_002', '--from-state', 'success'], 'from-state'],
+    [['--dag-id', 'etl', '--since', 'yesterday'], '--since'],
+    [['--dag-id', 'etl', '--shard', '5/4'], '--shard'],
+    [['--dag-id', 'etl', '--frobnicate'], 'frobnicate'],
+    [['--dag-id', 'etl', '--from-state', 'success'], 'from-state'],
     [[], 'Nothing selected'],
     [['--ti-id', '0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a', '--shard', '1/2'], '--shard'],
   ])('bad input %j: exit 2 with a message naming %s, nothing written', async (args, named) => {
+    await threeRunningTasks()
     const footprint = await writeFootprint(db.knex)
     const result = await complete(...args, '--yes')
     expect(result.code).toBe(2)
@@ -141,10 +156,11 @@ describe('airlock complete', () => {
   })
 
   it('--shard K/N partitions a selection without overlap', async () => {
+    await threeRunningTasks()
     const seen = new Set<string>()
     let total = 0
     for (const shard of ['1/3', '2/3', '3/3']) {
-      const out = envelope(await complete('--dag-id', 'etl_002', '--shard', shard, '--dry-run', '--json')) as {result: {items: Array<{ti_id: string}>}}
+      const out = envelope(await complete('--dag-id', 'etl', '--shard', shard, '--dry-run', '--json')) as {result: {items: Array<{ti_id: string}>}}
       for (const item of out.result.items) seen.add(item.ti_id)
       total += out.result.items.length
     }
@@ -154,11 +170,11 @@ describe('airlock complete', () => {
   })
 
   it('SIGINT: in-flight transactions finish, the summary is printed, exit 130', async () => {
-    const blocked = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await threeRunningTasks()
+    const blocked = world.ti('etl', 'task_1')
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
-    await db.knex.transaction(async (holder) => {
-      await holder.raw('select 1 from task_instance where id = ? for update', [blocked.id])
-      const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), 'complete', '--database-url', db.url, '--dag-id', 'etl_002', '--concurrency', '1', '--yes', '--json', '--lock-timeout', '30s'], {
+    await whileRowLocked(db.knex, blocked.id, async (holder) => {
+      const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), 'complete', '--database-url', db.url, '--dag-id', 'etl', '--concurrency', '1', '--yes', '--json', '--lock-timeout', '30s'], {
         env: {PATH: process.env.PATH ?? ''},
       })
       let stdout = ''

@@ -1,13 +1,13 @@
-import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {completeOne} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {eventsOf, resetWorld, ti, tiById, writeFootprint} from '../support/scenario.js'
+import {countRows, eventsOf, scenario, tiById, writeFootprint} from '../support/scenario.js'
 
 /**
  * Airflow's own success scenarios (../shared/airflow/README.md, "What the success path writes"),
- * through the real protocol on PostgreSQL. World: etl_001/etl_002 × task_1..3, two outlets each
- * (etl_001.task_1.out_2 inactive); report_001..003 consumers, report_003 paused.
+ * through the real protocol on PostgreSQL. Each test builds its world: a producer DAG `etl` with
+ * one run whose task `produce` declares outlets `etl.produce.out_N` (see test/support/scenario.ts).
  */
 describe('complete on Airflow 3.0', () => {
   let db: TestDatabase
@@ -15,13 +15,11 @@ describe('complete on Airflow 3.0', () => {
     db = await createTestDatabase('3.0')
   })
   afterAll(async () => db?.drop())
-  beforeEach(async () => {
-    await resetWorld(db.knex)
-  })
 
   it('running → completed: one event per active outlet, state, duration, cleared next_*, one log row', async () => {
-    await db.knex('task_instance').where({dag_id: 'etl_002', task_id: 'task_2'}).update({next_method: 'resume', next_kwargs: JSON.stringify({a: 1})})
-    const before = await ti(db.knex, 'etl_002', 'task_2')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, owner: 'analytics'}).build()
+    const before = world.ti('etl')
+    await db.knex('task_instance').where({id: before.id}).update({next_method: 'resume', next_kwargs: JSON.stringify({a: 1})})
     const result = await completeOne(db.knex, before.id, {defaultExtra: '{"reason":"INC-1"}'})
     expect(result.result).toEqual({outcome: 'completed'})
     expect(result.events).toBe(2)
@@ -34,23 +32,22 @@ describe('complete on Airflow 3.0', () => {
     expect(after.duration).toBeCloseTo((after.end_date!.getTime() - before.start_date!.getTime()) / 1000, 2)
 
     const events = await eventsOf(db.knex, before)
-    expect(events.map((e) => e.asset_name)).toEqual(['etl_002.task_2.out_1', 'etl_002.task_2.out_2'])
+    expect(events.map((e) => e.asset_name)).toEqual(['etl.produce.out_1', 'etl.produce.out_2'])
     for (const event of events) {
       expect(event).toMatchObject({source_map_index: -1, extra: {reason: 'INC-1'}})
       expect(Math.abs((event.timestamp as Date).getTime() - Date.now())).toBeLessThan(60_000)
     }
 
-    const logs = await db.knex('log').where({dag_id: 'etl_002', task_id: 'task_2'})
+    const logs = await db.knex('log').where({dag_id: 'etl', task_id: 'produce'})
     expect(logs).toHaveLength(1)
-    const run = await db.knex('dag_run').where({dag_id: 'etl_002', run_id: before.run_id}).first()
-    expect(logs[0]).toMatchObject({event: 'success', run_id: before.run_id, map_index: -1, try_number: 1, owner: 'analytics', logical_date: run.logical_date})
+    expect(logs[0]).toMatchObject({event: 'success', run_id: before.run_id, map_index: -1, try_number: 1, owner: 'analytics', logical_date: world.run('etl').logical_date})
     const extra = JSON.parse(logs[0].extra as string)
     expect(extra).toMatchObject({host_name: expect.any(String), airlock: {command: 'complete', previous_state: 'running', events: 2, os_user: expect.any(String)}})
   })
 
   it('already success → already_success, nothing written, end_date unchanged', async () => {
-    const done = await ti(db.knex, 'etl_001', 'task_2')
-    expect(done.state).toBe('success')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success'}).build()
+    const done = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
     const result = await completeOne(db.knex, done.id)
     expect(result.result).toEqual({outcome: 'already_success'})
@@ -58,83 +55,79 @@ describe('complete on Airflow 3.0', () => {
     expect((await tiById(db.knex, done.id)).end_date).toEqual(done.end_date)
   })
 
-  it.each(['up_for_retry', 'failed', 'queued', 'deferred'])('%s → conflict with previous_state, nothing written', async (state) => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
-    await db.knex('task_instance').where({id: target.id}).update({state})
+  it.each(['up_for_retry', 'failed', 'queued', 'deferred'] as const)('%s → conflict with previous_state, nothing written', async (state) => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state}).build()
     const footprint = await writeFootprint(db.knex)
-    const result = await completeOne(db.knex, target.id)
+    const result = await completeOne(db.knex, world.ti('etl').id)
     expect(result.result).toEqual({outcome: 'conflict', previousState: state})
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
 
   it('--from-state failed lets a failed task instance be completed', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
-    await db.knex('task_instance').where({id: target.id}).update({state: 'failed'})
-    const result = await completeOne(db.knex, target.id, {fromStates: ['running', 'failed']})
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'failed'}).build()
+    const result = await completeOne(db.knex, world.ti('etl').id, {fromStates: ['running', 'failed']})
     expect(result.result).toEqual({outcome: 'completed'})
-    const log = await db.knex('log').where({dag_id: 'etl_002', task_id: 'task_1'}).first()
+    const log = await db.knex('log').where({dag_id: 'etl', task_id: 'produce'}).first()
     expect(JSON.parse(log.extra).airlock.previous_state).toBe('failed')
   })
 
   it('unknown id and unknown key → not_found, nothing written', async () => {
+    await scenario(db.knex).producer('etl', {outlets: 2}).build()
     const footprint = await writeFootprint(db.knex)
     expect((await completeOne(db.knex, '00000000-0000-0000-0000-000000000000')).result).toEqual({outcome: 'not_found'})
-    expect((await completeOne(db.knex, {key: {dagId: 'etl_001', runId: 'nope', taskId: 'task_1', mapIndex: -1}})).result).toEqual({outcome: 'not_found'})
+    expect((await completeOne(db.knex, {key: {dagId: 'etl', runId: 'nope', taskId: 'produce', mapIndex: -1}})).result).toEqual({outcome: 'not_found'})
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
 
   it('skips an inactive outlet asset with a warning', async () => {
-    const target = await ti(db.knex, 'etl_001', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 1, inactive: 1}).build()
+    const target = world.ti('etl')
     const result = await completeOne(db.knex, target.id)
     expect(result.events).toBe(1)
-    expect((await eventsOf(db.knex, target)).map((e) => e.asset_name)).toEqual(['etl_001.task_1.out_1'])
-    expect(result.warnings.join()).toContain('etl_001.task_1.out_2')
+    expect((await eventsOf(db.knex, target)).map((e) => e.asset_name)).toEqual(['etl.produce.out_1'])
+    expect(result.warnings.join()).toContain('etl.produce.out_2')
   })
 
   it('queues every unpaused consumer (id, name, uri references) once, never the paused one', async () => {
-    // etl_001.task_1.out_1: report_001 (id, etl_001 rule) and report_002 (id rule and name reference).
-    const target = await ti(db.knex, 'etl_001', 'task_1')
-    const result = await completeOne(db.knex, target.id)
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1})
+      .consumer('by_id', {on: ['etl']})
+      .consumer('by_name', {on: ['etl'], by: 'name'})
+      .consumer('by_uri', {on: ['etl'], by: 'uri'})
+      .consumer('by_all_three', {on: ['etl'], by: ['id', 'name', 'uri']})
+      .consumer('paused', {on: ['etl'], paused: true})
+      .build()
+    const result = await completeOne(db.knex, world.ti('etl').id)
     const queue = await db.knex('asset_dag_run_queue').orderBy('target_dag_id')
-    expect(queue.map((q) => q.target_dag_id)).toEqual(['report_001', 'report_002'])
-    expect(result.queued).toBe(2)
-
-    // Make report_003 (paused) a consumer of an etl_002 asset: still not queued.
-    const asset = await db.knex('asset').where({name: 'etl_002.task_3.out_1'}).first()
-    await db.knex('dag_schedule_asset_reference').insert({asset_id: asset.id, dag_id: 'report_003', created_at: new Date(), updated_at: new Date()}).onConflict().ignore()
-    const other = await ti(db.knex, 'etl_002', 'task_3')
-    await completeOne(db.knex, other.id)
-    const queued = await db.knex('asset_dag_run_queue').where({asset_id: asset.id})
-    expect(queued.map((q) => q.target_dag_id)).not.toContain('report_003')
+    expect(queue.map((q) => q.target_dag_id)).toEqual(['by_all_three', 'by_id', 'by_name', 'by_uri'])
+    expect(result.queued).toBe(4)
   })
 
   it('an asset without consumers gets its event and no queue row', async () => {
-    await db.knex('dag_schedule_asset_reference').delete()
-    await db.knex('dag_schedule_asset_name_reference').delete()
-    await db.knex('dag_schedule_asset_uri_reference').delete()
-    const target = await ti(db.knex, 'etl_002', 'task_1')
-    const result = await completeOne(db.knex, target.id)
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const result = await completeOne(db.knex, world.ti('etl').id)
     expect(result.events).toBe(2)
     expect(result.queued).toBe(0)
     expect(await db.knex('asset_dag_run_queue')).toEqual([])
   })
 
   it('a queued (asset, DAG) keeps the newest created_at', async () => {
-    const target = await ti(db.knex, 'etl_001', 'task_1')
-    const asset = await db.knex('asset').where({name: 'etl_001.task_1.out_1'}).first()
+    const world = await scenario(db.knex).producer('etl', {outlets: 1}).consumer('report', {on: ['etl']}).build()
+    const asset = world.asset('etl.produce.out_1')
     const old = new Date('2020-01-01T00:00:00Z')
-    await db.knex('asset_dag_run_queue').insert({asset_id: asset.id, target_dag_id: 'report_001', created_at: old})
-    await completeOne(db.knex, target.id)
-    const row = await db.knex('asset_dag_run_queue').where({asset_id: asset.id, target_dag_id: 'report_001'}).first()
+    await db.knex('asset_dag_run_queue').insert({asset_id: asset.id, target_dag_id: 'report', created_at: old})
+    await completeOne(db.knex, world.ti('etl').id)
+    const row = await db.knex('asset_dag_run_queue').where({asset_id: asset.id, target_dag_id: 'report'}).first()
     expect(row.created_at.getTime()).toBeGreaterThan(old.getTime())
   })
 
   it('an event through an alias: the asset created if missing, link rows, alias consumers queued', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).consumer('by_alias', {alias: 'lake.daily_alias'}).build()
+    const target = world.ti('etl')
     const result = await completeOne(db.knex, target.id, {
       outletEvents: [
         {asset: 's3://lake/dynamic/2026-12-01', alias: 'lake.daily_alias', extra: {rows: 7}},
-        {asset: 'etl_002.task_1.out_1', extra: {rows: 3}},
+        {asset: 'etl.produce.out_1', extra: {rows: 3}},
       ],
     })
     expect(result.result).toEqual({outcome: 'completed'})
@@ -146,36 +139,38 @@ describe('complete on Airflow 3.0', () => {
 
     const events = await eventsOf(db.knex, target)
     expect(events.map((e) => [e.asset_name, e.extra])).toEqual([
-      ['etl_002.task_1.out_1', {rows: 3}],
-      ['etl_002.task_1.out_2', {}],
+      ['etl.produce.out_1', {rows: 3}],
+      ['etl.produce.out_2', {}],
       ['s3://lake/dynamic/2026-12-01', {rows: 7}],
     ])
     const aliasEvent = events[2]!
     expect(await db.knex('asset_alias_asset_event').where({alias_id: alias.id})).toEqual([{alias_id: alias.id, event_id: aliasEvent.id}])
-    // report_001 is scheduled on the alias.
-    expect(await db.knex('asset_dag_run_queue').where({asset_id: created.id})).toEqual([expect.objectContaining({target_dag_id: 'report_001'})])
+    expect(await db.knex('asset_dag_run_queue').where({asset_id: created.id})).toEqual([expect.objectContaining({target_dag_id: 'by_alias'})])
   })
 
   it('--no-events: state and log row only', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_3')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).consumer('report', {on: ['etl']}).build()
+    const target = world.ti('etl')
     const result = await completeOne(db.knex, target.id, {emitEvents: false})
     expect(result).toMatchObject({result: {outcome: 'completed'}, events: 0, queued: 0})
     expect(await eventsOf(db.knex, target)).toEqual([])
     expect((await tiById(db.knex, target.id)).state).toBe('success')
+    expect(await countRows(db.knex, 'log')).toBe(1)
   })
 
   it('a dry run takes the same path and rolls back: outcome completed, nothing written', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
     const footprint = await writeFootprint(db.knex)
-    const result = await completeOne(db.knex, target.id, {dryRun: true})
+    const result = await completeOne(db.knex, world.ti('etl').id, {dryRun: true})
     expect(result).toMatchObject({result: {outcome: 'completed'}, events: 2, dryRun: true})
     expect(await writeFootprint(db.knex)).toEqual(footprint)
     expect(await db.knex('asset_event').max({id: 'id'}).first()).toEqual({id: null})
   })
 
   it('a task instance that never started gets start_date = end_date and duration 0, as Airflow does', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_2')
-    await db.knex('task_instance').where({id: target.id}).update({state: 'queued', start_date: null})
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'queued'}).build()
+    const target = world.ti('etl')
+    await db.knex('task_instance').where({id: target.id}).update({start_date: null})
     const result = await completeOne(db.knex, target.id, {fromStates: ['queued']})
     expect(result.result).toEqual({outcome: 'completed'})
     const after = await tiById(db.knex, target.id)
@@ -184,7 +179,8 @@ describe('complete on Airflow 3.0', () => {
   })
 
   it('an explicit --end-date is recorded and the duration follows it', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const target = world.ti('etl')
     const end = new Date(target.start_date!.getTime() + 90_000)
     await completeOne(db.knex, target.id, {endDate: end})
     const after = await tiById(db.knex, target.id)

@@ -4,6 +4,7 @@ import {envelope, runCli} from '../support/cli.js'
 import {publicTables} from '../support/catalog.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
+import {countRows} from '../support/scenario.js'
 
 const haveDump = await dumpAvailable()
 
@@ -44,10 +45,7 @@ describe.skipIf(!haveDump)('complete on the restored Airflow 3.0.0 dump', () => 
 
   async function rowCounts(): Promise<Record<string, number>> {
     const counts: Record<string, number> = {}
-    for (const table of await publicTables(db.knex)) {
-      const {rows} = await db.knex.raw<{rows: Array<{n: string}>}>('select count(*) as n from ??', [table])
-      counts[table] = Number(rows[0]!.n)
-    }
+    for (const table of await publicTables(db.knex)) counts[table] = await countRows(db.knex, table)
 
     return counts
   }

@@ -1,9 +1,9 @@
 import {describe, expect, it} from 'vitest'
 
 import {AirlockError} from '../../src/errors.js'
-import {describeTarget, maskUrl, passwordOf, redact, toPostgresUrl} from '../../src/connection/url.js'
+import {describeTarget, maskUrl, passwordOf, redact, toDatabaseUrl} from '../../src/connection/url.js'
 
-describe('toPostgresUrl', () => {
+describe('toDatabaseUrl', () => {
   it.each([
     ['postgresql+psycopg2://airflow:pw@db:5432/airflow', 'postgresql://airflow:pw@db:5432/airflow'],
     ['postgresql+asyncpg://airflow@db/airflow?sslmode=require', 'postgresql://airflow@db/airflow?sslmode=require'],
@@ -11,18 +11,18 @@ describe('toPostgresUrl', () => {
     ['  postgresql://u@h/d  ', 'postgresql://u@h/d'],
     ['POSTGRESQL+PSYCOPG2://u@h/d', 'postgresql://u@h/d'],
   ])('translates %s', (input, expected) => {
-    expect(toPostgresUrl(input, 'test')).toBe(expected)
+    expect(toDatabaseUrl(input, 'test')).toBe(expected)
   })
 
   it('refuses MySQL with exit 8 and a message naming the source', () => {
-    const error = captureError(() => toPostgresUrl('mysql+mysqldb://u:secret@h/airflow', 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'))
+    const error = captureError(() => toDatabaseUrl('mysql+mysqldb://u:secret@h/airflow', 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'))
     expect(error.exit).toBe(8)
     expect(error.message).toContain('AIRFLOW__DATABASE__SQL_ALCHEMY_CONN')
     expect(error.message).not.toContain('secret')
   })
 
   it('refuses a URL broken by an unescaped character in its password, without echoing it', () => {
-    const error = captureError(() => toPostgresUrl('postgresql://airflow:pa/ss#w@db/airflow', '--database-url'))
+    const error = captureError(() => toDatabaseUrl('postgresql://airflow:pa/ss#w@db/airflow', '--database-url'))
     expect(error.exit).toBe(2)
     expect(error.message).toContain('percent-encode')
     expect(error.message).not.toContain('pa/ss')
@@ -30,9 +30,9 @@ describe('toPostgresUrl', () => {
   })
 
   it('refuses a non-URL with exit 2 without echoing its password', () => {
-    const error = captureError(() => toPostgresUrl('sqlite:////tmp/x.db', '--database-url'))
+    const error = captureError(() => toDatabaseUrl('sqlite:////tmp/x.db', '--database-url'))
     expect(error.exit).toBe(2)
-    const noScheme = captureError(() => toPostgresUrl('user:hunter22@host/db', '--database-url'))
+    const noScheme = captureError(() => toDatabaseUrl('user:hunter22@host/db', '--database-url'))
     expect(noScheme.exit).toBe(2)
     expect(noScheme.message).not.toContain('hunter22')
   })

@@ -1,9 +1,9 @@
 import knexFactory, {type Knex} from 'knex'
-import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {completeOne} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {eventsOf, resetWorld, ti, tiById} from '../support/scenario.js'
+import {eventsOf, scenario, tiById} from '../support/scenario.js'
 import {startCommitCutter, type CommitCutter} from '../support/tcpProxy.js'
 
 /**
@@ -28,12 +28,9 @@ describe('connection lost during COMMIT', () => {
     await cutter?.close()
     await db?.drop()
   })
-  beforeEach(async () => {
-    await resetWorld(db.knex)
-  })
-
   it('when the COMMIT reached the server: reports completed after re-reading, and wrote one set', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const target = world.ti('etl')
     cutter.arm('after')
     const result = await completeOne(viaProxy, target.id)
     expect(cutter.cuts).toBe(1)
@@ -44,7 +41,8 @@ describe('connection lost during COMMIT', () => {
   })
 
   it('when the COMMIT never arrived: reports failed, "safe to run again", nothing written, and a rerun completes once', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const target = world.ti('etl')
     cutter.arm('before')
     const result = await completeOne(viaProxy, target.id)
     expect(result.result).toMatchObject({outcome: 'failed', message: expect.stringContaining('safe to run again')})

@@ -1,14 +1,15 @@
 import type {Knex} from 'knex'
-import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {completeOne} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {waitUntilAppBlocked, waitUntilBlocked} from '../support/locks.js'
-import {eventsOf, resetWorld, ti, tiById, writeFootprint} from '../support/scenario.js'
+import {waitUntilAppBlocked, waitUntilBlocked, whileRowLocked} from '../support/locks.js'
+import {eventsOf, scenario, tiById, writeFootprint} from '../support/scenario.js'
 
 /**
  * The protocol under real races on PostgreSQL. Sessions are ordered by what pg_stat_activity
- * reports (a backend waiting on a lock), never by sleeping.
+ * reports (a backend waiting on a lock), never by sleeping. World of every test: DAG `etl`, task
+ * `produce` running with two active outlets (see test/support/scenario.ts).
  */
 type Connection = {query(sql: string, values?: unknown[]): Promise<{rows: Array<Record<string, unknown>>}>}
 
@@ -17,17 +18,6 @@ beforeAll(async () => {
   db = await createTestDatabase('3.0', 40)
 })
 afterAll(async () => db?.drop())
-beforeEach(async () => {
-  await resetWorld(db.knex)
-})
-
-/** A second session holding the task instance's row lock in an open transaction. */
-async function holdRow(tiId: string) {
-  const holder = await session(db.knex)
-  await holder.conn.query('begin')
-  await holder.conn.query('select state from task_instance where id = $1 for update', [tiId])
-  return holder
-}
 
 async function session(knex: Knex): Promise<{conn: Connection; pid: number; release(): Promise<void>}> {
   const conn = (await knex.client.acquireConnection()) as Connection
@@ -37,13 +27,14 @@ async function session(knex: Knex): Promise<{conn: Connection; pid: number; rele
 
 describe('races', () => {
   it('32 concurrent completions of one TI: exactly one commit and one set of events, the rest already_success', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const target = world.ti('etl')
     const results = await Promise.all(Array.from({length: 32}, () => completeOne(db.knex, target.id)))
     const outcomes = results.map((r) => r.result.outcome)
     expect(outcomes.filter((o) => o === 'completed')).toHaveLength(1)
     expect(outcomes.filter((o) => o === 'already_success')).toHaveLength(31)
     expect(await eventsOf(db.knex, target)).toHaveLength(2)
-    expect(await db.knex('log').where({dag_id: 'etl_002', task_id: 'task_1', event: 'success'})).toHaveLength(1)
+    expect(await db.knex('log').where({dag_id: 'etl', task_id: 'produce', event: 'success'})).toHaveLength(1)
   })
 
   it.each([
@@ -51,63 +42,57 @@ describe('races', () => {
     ['failed', {outcome: 'conflict', previousState: 'failed'}],
     ['success', {outcome: 'already_success'}],
   ])('another session holds the row lock and commits %s: the completion waits, then decides on that state with zero events', async (state, expected) => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const target = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
-    const holder = await holdRow(target.id)
-    try {
+    const result = await whileRowLocked(db.knex, target.id, async (holder) => {
       const completion = completeOne(db.knex, target.id)
       // Blocked on FOR UPDATE: registration is done by now, its events uncommitted.
       await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
-      await holder.conn.query(`update task_instance set state = $1 where id = $2`, [state, target.id])
-      await holder.conn.query('commit')
-      const result = await completion
-      expect(result.result).toEqual(expected)
-      expect(result.timings.lockWaitMs).toBeGreaterThan(0)
-      expect(result.events).toBe(0)
-      expect(await eventsOf(db.knex, target)).toEqual([])
-      const after = await writeFootprint(db.knex)
-      expect({...after, success_tis: 0}).toEqual({...footprint, success_tis: 0})
-    } finally {
-      await holder.release()
-    }
+      await holder.raw('update task_instance set state = ? where id = ?', [state, target.id])
+      await holder.commit()
+      return completion
+    })
+    expect(result.result).toEqual(expected)
+    expect(result.timings.lockWaitMs).toBeGreaterThan(0)
+    expect(result.events).toBe(0)
+    expect(await eventsOf(db.knex, target)).toEqual([])
+    const after = await writeFootprint(db.knex)
+    expect({...after, success_tis: 0}).toEqual({...footprint, success_tis: 0})
   })
 
   it('a task instance retried between the read and the lock (new try, expected state) is re-read, never completed on the stale read', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
-    await db.knex('task_instance').where({id: target.id}).update({state: 'failed'})
-    const holder = await holdRow(target.id)
-    try {
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'failed'}).build()
+    const target = world.ti('etl')
+    const result = await whileRowLocked(db.knex, target.id, async (holder) => {
       const completion = completeOne(db.knex, target.id, {fromStates: ['running', 'failed']})
       await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
-      await holder.conn.query(`update task_instance set state = 'running', try_number = 2 where id = $1`, [target.id])
-      await holder.conn.query('commit')
-      const result = await completion
-      expect(result.result).toEqual({outcome: 'completed'})
-      expect(result.attempts).toBe(2)
-      const logs = await db.knex('log').where({dag_id: 'etl_002', task_id: 'task_1', event: 'success'})
-      expect(logs.map((l) => [l.try_number, JSON.parse(l.extra).airlock.previous_state])).toEqual([[2, 'running']])
-    } finally {
-      await holder.release()
-    }
+      await holder.raw(`update task_instance set state = 'running', try_number = 2 where id = ?`, [target.id])
+      await holder.commit()
+      return completion
+    })
+    expect(result.result).toEqual({outcome: 'completed'})
+    expect(result.attempts).toBe(2)
+    const logs = await db.knex('log').where({dag_id: 'etl', task_id: 'produce', event: 'success'})
+    expect(logs.map((l) => [l.try_number, JSON.parse(l.extra).airlock.previous_state])).toEqual([[2, 'running']])
   })
 
   it('backend terminated after registration: nothing persisted; a rerun yields exactly one set', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const target = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
-    const holder = await holdRow(target.id)
-    try {
+    const result = await whileRowLocked(db.knex, target.id, async (holder) => {
       const completion = completeOne(db.knex, target.id)
       const pid = await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
       await db.knex.raw('select pg_terminate_backend(?)', [pid])
-      const result = await completion
-      // The server sends 57P01 and closes the socket; node-postgres may surface either.
-      expect(result.result.outcome).toBe('failed')
-      const failed = result.result as {sqlstate: string | null; message: string}
-      expect(failed.sqlstate === '57P01' || /terminat|connection/i.test(failed.message)).toBe(true)
-      await holder.conn.query('rollback')
-    } finally {
-      await holder.release()
-    }
+      const terminated = await completion
+      await holder.rollback()
+      return terminated
+    })
+    // The server sends 57P01 and closes the socket; node-postgres may surface either.
+    expect(result.result.outcome).toBe('failed')
+    const failed = result.result as {sqlstate: string | null; message: string}
+    expect(failed.sqlstate === '57P01' || /terminat|connection/i.test(failed.message)).toBe(true)
 
     expect(await writeFootprint(db.knex)).toEqual(footprint)
     const rerun = await completeOne(db.knex, target.id)
@@ -116,18 +101,16 @@ describe('races', () => {
   })
 
   it('lock_timeout: retried, then failed with 55P03 and a clean rollback', async () => {
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const target = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
-    const holder = await holdRow(target.id)
-    try {
+    await whileRowLocked(db.knex, target.id, async (holder) => {
       const result = await completeOne(db.knex, target.id, {lockTimeoutMs: 50, retry: {maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5}})
       expect(result.result).toMatchObject({outcome: 'failed', sqlstate: '55P03'})
       expect(result.attempts).toBe(3)
       expect(await writeFootprint(db.knex)).toEqual(footprint)
-      await holder.conn.query('rollback')
-    } finally {
-      await holder.release()
-    }
+      await holder.rollback()
+    })
 
     expect((await tiById(db.knex, target.id)).state).toBe('running')
   })
@@ -136,19 +119,20 @@ describe('races', () => {
 describe('queue key order: no deadlock between completions with overlapping assets', () => {
   const upsert = (conn: Connection, assetId: number) =>
     conn.query(
-      `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at) values ($1, 'report_001', now())
+      `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at) values ($1, 'report', now())
        on conflict (asset_id, target_dag_id) do update set created_at = excluded.created_at`,
       [assetId],
     )
 
-  async function overlappingAssets(): Promise<[number, number]> {
-    const assets = await db.knex('asset').whereIn('name', ['etl_002.task_1.out_1', 'etl_002.task_1.out_2']).orderBy('id').pluck('id')
-    for (const id of assets) await db.knex('dag_schedule_asset_reference').insert({asset_id: id, dag_id: 'report_001', created_at: new Date(), updated_at: new Date()}).onConflict().ignore()
-    return [assets[0], assets[1]]
+  /** `report` consumes both of etl's outlets: a completion of etl.produce upserts both queue keys. */
+  async function overlappingAssets() {
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).consumer('report', {on: ['etl']}).build()
+    const [low, high] = world.assets('etl').map((a) => a.id).sort((x, y) => x - y) as [number, number]
+    return {world, low, high}
   }
 
   it('negative control: two writers upserting the same keys in opposite orders DO deadlock (the test can see one)', async () => {
-    const [low, high] = await overlappingAssets()
+    const {low, high} = await overlappingAssets()
     const x = await session(db.knex)
     const y = await session(db.knex)
     try {
@@ -173,8 +157,8 @@ describe('queue key order: no deadlock between completions with overlapping asse
   })
 
   it('a completion never deadlocks with a writer taking the same keys in the opposite order', async () => {
-    const [low, high] = await overlappingAssets()
-    const target = await ti(db.knex, 'etl_002', 'task_1')
+    const {world, low, high} = await overlappingAssets()
+    const target = world.ti('etl')
     const x = await session(db.knex)
     try {
       await x.conn.query('begin')

@@ -1,8 +1,9 @@
 import {describe, expect, it} from 'vitest'
 
-import type {CompleteOutcome, ItemResult, ProtocolOutcome} from '../../src/protocol/outcomes.js'
-import {backoffDelay, defaultRetryPolicy} from '../../src/protocol/retry.js'
-import {Tally} from '../../src/protocol/tally.js'
+import {completeOutcomes, type CompleteOutcome} from '../../src/complete/completeWriter.js'
+import {backoffDelay, defaultRetryPolicy} from '../../src/engine/retry.js'
+import type {ItemResult, ProtocolOutcome} from '../../src/protocol/outcomes.js'
+import {Tally} from '../../src/report/tally.js'
 
 const item = (result: ProtocolOutcome<CompleteOutcome>, warnings: string[] = []): ItemResult<CompleteOutcome> => ({
   ref: {tiId: 'x'},
@@ -16,11 +17,9 @@ const item = (result: ProtocolOutcome<CompleteOutcome>, warnings: string[] = [])
   warnings,
 })
 
-const names = ['completed', 'already_success', 'conflict', 'not_found', 'failed']
-
 describe('Tally', () => {
-  it('counts outcomes, events and queue rows into the summary of DESIGN §3', () => {
-    const tally = new Tally<CompleteOutcome>(names)
+  it('counts outcomes, events and queue rows into the run summary', () => {
+    const tally = new Tally(completeOutcomes)
     tally.add(item({outcome: 'completed'}))
     tally.add(item({outcome: 'already_success'}))
     expect(tally.summary(true)).toEqual({selected: 2, completed: 1, already_success: 1, conflict: 0, not_found: 0, failed: 0, events_created: 2, runs_queued: 1, dry_run: true})
@@ -28,7 +27,7 @@ describe('Tally', () => {
   })
 
   it('exit code: the highest of 5, 4, 3 wins', () => {
-    const tally = new Tally<CompleteOutcome>(names)
+    const tally = new Tally(completeOutcomes)
     tally.add(item({outcome: 'conflict', previousState: 'failed'}))
     expect(tally.exit()).toBe(3)
     tally.add(item({outcome: 'not_found'}))
@@ -40,7 +39,7 @@ describe('Tally', () => {
   })
 
   it('folds repeated warnings into one line with a count', () => {
-    const tally = new Tally<CompleteOutcome>(names)
+    const tally = new Tally(completeOutcomes)
     for (let i = 0; i < 3; i++) tally.add(item({outcome: 'completed'}, ['asset a is not active']))
     tally.add(item({outcome: 'completed'}, ['asset b is not active']))
     expect(tally.warnings()).toEqual(['asset a is not active (3 task instances)', 'asset b is not active'])

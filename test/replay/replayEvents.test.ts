@@ -4,20 +4,20 @@ import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {replayMissingWriter} from '../../src/replay/replayMissingWriter.js'
 import {runProtocol} from '../../src/protocol/protocol.js'
 import {envelope, runCli} from '../support/cli.js'
-import {schemaOf} from '../support/complete.js'
+import {airflowOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {waitUntilAppBlocked} from '../support/locks.js'
-import {countRows, eventsOf, resetWorld, ti, writeFootprint} from '../support/scenario.js'
+import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
+import {countRows, eventsOf, scenario, writeFootprint} from '../support/scenario.js'
 
 /**
- * replay-events and export-events on real PostgreSQL. World: etl_001/etl_002, 3 tasks, 2
- * outlets each; etl_002's task instances are completed first (so they have their events), then
- * events are deleted to simulate an incident.
+ * replay-events and export-events on real PostgreSQL. Each test builds its world (see
+ * test/support/scenario.ts); a "lost events" incident is the test deleting events a successful
+ * task instance had emitted.
  */
 let db: TestDatabase
 let dir: string
@@ -29,61 +29,61 @@ afterAll(async () => {
   await db?.drop()
   await fs.rm(dir, {recursive: true, force: true})
 })
-beforeEach(async () => {
-  await resetWorld(db.knex)
-  const done = await runCli(['complete', '--database-url', db.url, '--dag-id', 'etl_002', '--yes', '--json'])
-  expect(envelope(done)).toMatchObject({status: 0, result: {summary: {completed: 3, events_created: 6}}})
-})
 
 const cli = (command: string, ...args: string[]) => runCli([command, '--database-url', db.url, ...args])
 
+/** The incident: every event of these assets is gone. */
 async function loseEvents(names: string[]): Promise<void> {
   const ids = await db.knex('asset').whereIn('name', names).pluck('id')
   await db.knex('asset_event').whereIn('asset_id', ids).delete()
-  await db.knex('asset_dag_run_queue').whereIn('asset_id', ids).delete()
 }
 
 async function replayOne(tiId: string) {
-  const schema = await schemaOf(db.knex)
-  const writer = replayMissingWriter({capabilities: schema.capabilities, defaultExtra: '{}', airlockVersion: 'test'})
-  return runProtocol(db.knex, {tiId}, undefined, writer, {capabilities: schema.capabilities, lockTimeoutMs: 5000, statementTimeoutMs: 30_000, dryRun: false})
+  const airflow = await airflowOf(db.knex)
+  const writer = replayMissingWriter(airflow.store, {defaultExtra: '{}', airlockVersion: 'test'})
+  return runProtocol(airflow, {tiId}, undefined, writer, {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, dryRun: false})
 }
 
 describe('replay-events, missing mode', () => {
   it('restores exactly the missing events and queue rows, writes provenance to the log, and a second run does nothing', async () => {
-    await loseEvents(['etl_002.task_1.out_1', 'etl_002.task_3.out_2'])
-    const queueBefore = await db.knex('asset_dag_run_queue').orderBy(['asset_id', 'target_dag_id']).select('asset_id', 'target_dag_id')
+    const world = await scenario(db.knex)
+      .producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true})
+      .consumer('report', {on: ['etl']})
+      .build()
+    await loseEvents(['etl.task_1.out_1', 'etl.task_3.out_2'])
     const footprint = await writeFootprint(db.knex)
 
-    const result = await cli('replay-events', '--dag-id', 'etl_002', '--yes', '--json')
+    const result = await cli('replay-events', '--dag-id', 'etl', '--yes', '--json')
     expect(result.code).toBe(0)
     expect(envelope(result)).toMatchObject({result: {summary: {selected: 2, replayed: 2, events_created: 2}}})
 
-    const t1 = await ti(db.knex, 'etl_002', 'task_1')
-    const t3 = await ti(db.knex, 'etl_002', 'task_3')
-    expect((await eventsOf(db.knex, t1)).map((e) => e.asset_name).sort()).toEqual(['etl_002.task_1.out_1', 'etl_002.task_1.out_2'])
-    expect((await eventsOf(db.knex, t3)).map((e) => e.asset_name).sort()).toEqual(['etl_002.task_3.out_1', 'etl_002.task_3.out_2'])
+    const t1 = world.ti('etl', 'task_1')
+    const t3 = world.ti('etl', 'task_3')
+    expect((await eventsOf(db.knex, t1)).map((e) => e.asset_name).sort()).toEqual(['etl.task_1.out_1', 'etl.task_1.out_2'])
+    expect((await eventsOf(db.knex, t3)).map((e) => e.asset_name).sort()).toEqual(['etl.task_3.out_1', 'etl.task_3.out_2'])
     const after = await writeFootprint(db.knex)
-    expect(after).toEqual({...footprint, asset_event: footprint.asset_event! + 2, log: footprint.log! + 2, asset_dag_run_queue: after.asset_dag_run_queue})
-    const queueAfter = await db.knex('asset_dag_run_queue').orderBy(['asset_id', 'target_dag_id']).select('asset_id', 'target_dag_id')
-    expect(queueAfter.length).toBeGreaterThan(queueBefore.length)
+    expect(after).toEqual({...footprint, asset_event: footprint.asset_event! + 2, log: footprint.log! + 2, asset_dag_run_queue: footprint.asset_dag_run_queue! + 2})
+    // The consumer is queued for the replayed assets, and only for them.
+    expect(await db.knex('asset_dag_run_queue').orderBy('asset_id').select('asset_id', 'target_dag_id')).toEqual([
+      {asset_id: world.asset('etl.task_1.out_1').id, target_dag_id: 'report'},
+      {asset_id: world.asset('etl.task_3.out_2').id, target_dag_id: 'report'},
+    ])
     const log = await db.knex('log').where({event: 'airlock.replay-events', task_id: 'task_1'}).first()
-    expect(JSON.parse(log.extra)).toMatchObject({airlock: {command: 'replay-events', mode: 'missing', assets: ['etl_002.task_1.out_1'], ti: {dag_id: 'etl_002', task_id: 'task_1'}}})
+    expect(JSON.parse(log.extra)).toMatchObject({airlock: {command: 'replay-events', mode: 'missing', assets: ['etl.task_1.out_1'], ti: {dag_id: 'etl', task_id: 'task_1'}}})
     // Provenance is in the log, not in the event's extra (consumers read extras).
     expect((await eventsOf(db.knex, t1)).every((e) => JSON.stringify(e.extra) === '{}')).toBe(true)
 
-    const again = await cli('replay-events', '--dag-id', 'etl_002', '--yes', '--json')
+    const again = await cli('replay-events', '--dag-id', 'etl', '--yes', '--json')
     expect(envelope(again)).toMatchObject({status: 0, result: {summary: {selected: 0, events_created: 0}}})
-    expect(await writeFootprint(db.knex)).toEqual(await writeFootprint(db.knex))
-    expect(await countRows(db.knex, 'asset_event')).toBe(after.asset_event)
+    expect(await writeFootprint(db.knex)).toEqual(after)
   })
 
   it('two replayers racing on one task instance produce one set of events', async () => {
-    await loseEvents(['etl_002.task_2.out_1', 'etl_002.task_2.out_2'])
-    const target = await ti(db.knex, 'etl_002', 'task_2')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true}).build()
+    await loseEvents(['etl.produce.out_1', 'etl.produce.out_2'])
+    const target = world.ti('etl')
     let racing: Promise<Array<Awaited<ReturnType<typeof replayOne>>>> | undefined
-    await db.knex.transaction(async (holder) => {
-      await holder.raw('select 1 from task_instance where id = ? for update', [target.id])
+    await whileRowLocked(db.knex, target.id, async () => {
       const a = replayOne(target.id)
       await waitUntilAppBlocked(db.knex, `airlock:replay:${target.id}`)
       const b = replayOne(target.id)
@@ -96,12 +96,12 @@ describe('replay-events, missing mode', () => {
   })
 
   it('a task instance cleared between the read and the lock: changed, nothing written', async () => {
-    await loseEvents(['etl_002.task_2.out_1'])
-    const target = await ti(db.knex, 'etl_002', 'task_2')
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true}).build()
+    await loseEvents(['etl.produce.out_1'])
+    const target = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
     let replay: ReturnType<typeof replayOne> | undefined
-    await db.knex.transaction(async (holder) => {
-      await holder.raw('select 1 from task_instance where id = ? for update', [target.id])
+    await whileRowLocked(db.knex, target.id, async (holder) => {
       replay = replayOne(target.id)
       await waitUntilAppBlocked(db.knex, `airlock:replay:${target.id}`)
       await holder.raw(`update task_instance set state = null where id = ?`, [target.id])
@@ -114,26 +114,29 @@ describe('replay-events, missing mode', () => {
 
 describe('replay-events by id and from a file; export-events', () => {
   it('--event-id re-emits an event with the same content and queues its consumers again', async () => {
-    const original = (await eventsOf(db.knex, await ti(db.knex, 'etl_002', 'task_1')))[0]!
-    await db.knex('asset_dag_run_queue').delete()
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2, state: 'success', emitted: true})
+      .consumer('report', {on: ['etl']})
+      .consumer('paused', {on: ['etl'], paused: true})
+      .build()
+    const original = (await eventsOf(db.knex, world.ti('etl')))[0]!
     const result = await cli('replay-events', '--event-id', String(original.id), '--json')
     const out = envelope(result) as {result: {items: Array<{new_event_id: number; outcome: string; queued: number}>}}
     expect(result.code).toBe(0)
-    const consumers = await db.knex('dag_schedule_asset_reference as r').join('dag as d', 'd.dag_id', 'r.dag_id').where({'r.asset_id': original.asset_id, 'd.is_paused': false}).count({n: '*'}).first()
-    expect(out.result.items[0]).toMatchObject({outcome: 'replayed', queued: Number(consumers!.n)})
-    expect(Number(consumers!.n)).toBeGreaterThan(0)
+    expect(out.result.items[0]).toMatchObject({outcome: 'replayed', queued: 1})
     const copy = await db.knex('asset_event').where({id: out.result.items[0]!.new_event_id}).first()
-    expect(copy).toMatchObject({asset_id: original.asset_id, extra: original.extra, source_dag_id: 'etl_002', source_task_id: 'task_1', source_run_id: original.source_run_id, source_map_index: -1})
+    expect(copy).toMatchObject({asset_id: original.asset_id, extra: original.extra, source_dag_id: 'etl', source_task_id: 'produce', source_run_id: original.source_run_id, source_map_index: -1})
     expect(copy.timestamp.getTime()).toBeGreaterThan((original.timestamp as Date).getTime())
-    expect(await db.knex('asset_dag_run_queue').where({asset_id: original.asset_id})).toHaveLength(Number(consumers!.n))
+    expect(await db.knex('asset_dag_run_queue').where({asset_id: original.asset_id}).pluck('target_dag_id')).toEqual(['report'])
 
     const missing = await cli('replay-events', '--event-id', '999999', '--json')
     expect(missing.code).toBe(4)
   })
 
   it('export → wipe → replay reproduces the events (new ids, same content); --skip-existing makes a second replay a no-op', async () => {
+    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true}).build()
     const file = path.join(dir, `export-${Date.now()}.ndjson`)
-    const exported = await cli('export-events', '--dag-id', 'etl_002', '--output', file, '--json')
+    const exported = await cli('export-events', '--dag-id', 'etl', '--output', file, '--json')
     expect(envelope(exported)).toMatchObject({status: 0, result: {exported: 6}})
     const content = async () => (await db.knex('asset_event as e').join('asset as a', 'a.id', 'e.asset_id').orderBy(['a.name']).select('a.name', 'e.extra', 'e.source_dag_id', 'e.source_run_id', 'e.source_task_id', 'e.source_map_index'))
     const before = await content()
@@ -152,9 +155,10 @@ describe('replay-events by id and from a file; export-events', () => {
   })
 
   it('a line naming an unknown asset is reported and skipped, the others replayed, exit 5', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 1}).build()
     const file = path.join(dir, `unknown-${Date.now()}.ndjson`)
     const line = (name: string) => JSON.stringify({asset: {name, uri: `s3://${name}`}, extra: {}, source_dag_id: null, source_run_id: null, source_task_id: null, timestamp: '2026-12-01T00:00:00Z'})
-    const known = await db.knex('asset').where({name: 'etl_001.task_1.out_1'}).first()
+    const known = world.asset('etl.produce.out_1')
     await fs.writeFile(file, [JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {k: 1}, timestamp: '2026-12-01T00:00:00Z'}), line('nope.asset')].join('\n'))
     const result = await cli('replay-events', '--from-file', file, '--yes', '--json')
     const out = envelope(result) as {status: number; result: {summary: Record<string, number>; items: Array<{outcome: string; source: string; error?: {message: string}}>}}
@@ -164,9 +168,13 @@ describe('replay-events by id and from a file; export-events', () => {
   })
 
   it('a line emitted through aliases is linked to each known alias, queues their consumers, and warns about unknown ones', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1})
+      .consumer('by_id', {on: ['etl']})
+      .consumer('by_alias', {alias: 'lake.daily_alias'})
+      .build()
     const file = path.join(dir, `alias-${Date.now()}.ndjson`)
-    const asset = await db.knex('asset').where({name: 'etl_002.task_2.out_2'}).first()
-    await db.knex('asset_dag_run_queue').delete()
+    const asset = world.asset('etl.produce.out_1')
     await fs.writeFile(file, JSON.stringify({asset: {name: asset.name, uri: asset.uri}, extra: {}, timestamp: '2026-12-01T00:00:00Z', aliases: ['lake.daily_alias', 'gone.alias']}) + '\n')
     const result = await cli('replay-events', '--from-file', file, '--yes', '--json')
     const out = envelope(result) as {status: number; warnings: string[]; result: {items: Array<{new_event_id: number}>}}
@@ -174,14 +182,14 @@ describe('replay-events by id and from a file; export-events', () => {
     expect(out.warnings.join()).toContain('gone.alias')
     const alias = await db.knex('asset_alias').where({name: 'lake.daily_alias'}).first()
     expect(await db.knex('asset_alias_asset_event').where({event_id: out.result.items[0]!.new_event_id})).toEqual([{alias_id: alias.id, event_id: out.result.items[0]!.new_event_id}])
-    // report_001 through the alias (it is not scheduled on this asset otherwise), report_002 by id.
-    expect(await db.knex('asset_dag_run_queue').where({asset_id: asset.id}).orderBy('target_dag_id').pluck('target_dag_id')).toEqual(['report_001', 'report_002'])
-    expect(await db.knex('dag_schedule_asset_reference').where({asset_id: asset.id, dag_id: 'report_001'})).toEqual([])
+    // by_alias only through the alias (it is not scheduled on this asset), by_id by the asset's id.
+    expect(await db.knex('asset_dag_run_queue').where({asset_id: asset.id}).orderBy('target_dag_id').pluck('target_dag_id')).toEqual(['by_alias', 'by_id'])
   })
 
   it('bad input: a malformed line names its number (exit 2, nothing written); bad flag combinations exit 2', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 1, state: 'success'}).consumer('report', {on: ['etl']}).build()
     const file = path.join(dir, `bad-${Date.now()}.ndjson`)
-    const known = await db.knex('asset').where({name: 'etl_001.task_1.out_1'}).first()
+    const known = world.asset('etl.produce.out_1')
     await fs.writeFile(file, [JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {}, timestamp: '2026-12-01T00:00:00Z'}), '{"asset": {"name": "x"}}'].join('\n'))
     const footprint = await writeFootprint(db.knex)
     const bad = await cli('replay-events', '--from-file', file, '--yes')
@@ -189,7 +197,7 @@ describe('replay-events by id and from a file; export-events', () => {
     expect(bad.stderr).toContain('line 2')
     expect(await writeFootprint(db.knex)).toEqual(footprint)
 
-    for (const args of [['--skip-existing', '--dag-id', 'etl_002'], ['--event-id', '1', '--dag-id', 'etl_002'], ['--event-id', 'x']]) {
+    for (const args of [['--skip-existing', '--dag-id', 'etl'], ['--event-id', '1', '--dag-id', 'etl'], ['--event-id', 'x']]) {
       const result = await cli('replay-events', ...args, '--yes')
       expect(result.code).toBe(2)
     }
@@ -199,25 +207,25 @@ describe('replay-events by id and from a file; export-events', () => {
   })
 
   it('a killed replay resumed from its checkpoint ends with exactly one set of events', async () => {
-    // Lose every event of etl_002, and hold the middle task instance's row so the replay stops there.
-    await loseEvents(['etl_002.task_1.out_1', 'etl_002.task_1.out_2', 'etl_002.task_2.out_1', 'etl_002.task_2.out_2', 'etl_002.task_3.out_1', 'etl_002.task_3.out_2'])
-    const ids = (await db.knex('task_instance').where({dag_id: 'etl_002'}).orderBy('id').pluck('id')) as string[]
+    // etl's three task instances lost every event; the middle one (by id) is held so the replay stops there.
+    const world = await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true}).build()
+    await loseEvents(world.assets('etl').map((a) => a.name))
+    const ids = world.tis('etl').map((t) => t.id).sort()
     const checkpoint = path.join(dir, `ckpt-${Date.now()}.json`)
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
-    await db.knex.transaction(async (holder) => {
-      await holder.raw('select 1 from task_instance where id = ? for update', [ids[1]!])
-      const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), 'replay-events', '--database-url', db.url, '--dag-id', 'etl_002', '--concurrency', '1', '--yes', '--checkpoint', checkpoint, '--lock-timeout', '60s'], {env: {PATH: process.env.PATH ?? ''}, stdio: 'ignore'})
+    await whileRowLocked(db.knex, ids[1]!, async (holder) => {
+      const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), 'replay-events', '--database-url', db.url, '--dag-id', 'etl', '--concurrency', '1', '--yes', '--checkpoint', checkpoint, '--lock-timeout', '60s'], {env: {PATH: process.env.PATH ?? ''}, stdio: 'ignore'})
       const exited = new Promise((resolve) => child.on('close', resolve))
       await waitUntilAppBlocked(db.knex, `airlock:replay:${ids[1]}`)
       child.kill('SIGKILL')
       await exited
       await holder.rollback()
-    }).catch(() => undefined)
+    })
 
     const saved = JSON.parse(await fs.readFile(checkpoint, 'utf8')) as {cursor: string; done: number}
     expect(saved).toMatchObject({cursor: ids[0], done: 1})
-    const resumed = await cli('replay-events', '--dag-id', 'etl_002', '--yes', '--checkpoint', checkpoint, '--json')
+    const resumed = await cli('replay-events', '--dag-id', 'etl', '--yes', '--checkpoint', checkpoint, '--json')
     expect(envelope(resumed)).toMatchObject({status: 0, result: {summary: {selected: 2, replayed: 2}}})
-    for (const id of ids) expect(await db.knex('asset_event as e').join('task_instance as t', (j) => j.on('t.dag_id', 'e.source_dag_id').andOn('t.run_id', 'e.source_run_id').andOn('t.task_id', 'e.source_task_id')).where('t.id', id)).toHaveLength(2)
+    for (const t of world.tis('etl')) expect(await eventsOf(db.knex, t)).toHaveLength(2)
   })
 })

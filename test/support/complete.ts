@@ -1,14 +1,21 @@
 import type {Knex} from 'knex'
 
-import {checkAirflowSchema, type AirflowSchema} from '../../src/airflow/schema.js'
+import type {AirflowSchema} from '../../src/airflow/schema.js'
 import type {TaskInstanceRef} from '../../src/airflow/taskInstance.js'
-import {completeWriter, type CompleteSettings} from '../../src/complete/completeWriter.js'
-import type {OutletEventInput} from '../../src/complete/workItem.js'
-import type {CompleteOutcome, ItemResult} from '../../src/protocol/outcomes.js'
+import {completeWriter, type CompleteOutcome, type CompleteSettings} from '../../src/complete/completeWriter.js'
+import {postgresEngine} from '../../src/engine/postgres/postgresEngine.js'
+import type {ItemResult} from '../../src/protocol/outcomes.js'
 import {runProtocol, type ProtocolOptions} from '../../src/protocol/protocol.js'
+import type {OutletEventInput} from '../../src/selection/workItem.js'
+import {checkAirflowSchema, requireAirflow, type AirflowDatabase} from '../../src/store/schemaCheck.js'
+
+/** The test's knex pool as airlock opens a database: the engine over it, the schema checked, the store built. */
+export async function airflowOf(knex: Knex): Promise<AirflowDatabase> {
+  return requireAirflow(postgresEngine.wrap(knex))
+}
 
 export async function schemaOf(knex: Knex): Promise<AirflowSchema> {
-  const check = await checkAirflowSchema(knex)
+  const check = await checkAirflowSchema(postgresEngine.wrap(knex))
   if (!check.supported) throw new Error(check.reason)
   return check.schema
 }
@@ -17,23 +24,21 @@ export async function schemaOf(knex: Knex): Promise<AirflowSchema> {
 export async function completeOne(
   knex: Knex,
   ref: TaskInstanceRef | string,
-  options: Partial<CompleteSettings> & Partial<Omit<ProtocolOptions, 'capabilities'>> & {outletEvents?: OutletEventInput[]} = {},
+  options: Partial<CompleteSettings> & Partial<ProtocolOptions> & {outletEvents?: OutletEventInput[]} = {},
 ): Promise<ItemResult<CompleteOutcome>> {
-  const schema = await schemaOf(knex)
-  const writer = completeWriter({
-    capabilities: schema.capabilities,
+  const airflow = await airflowOf(knex)
+  const writer = completeWriter(airflow.store, {
     fromStates: options.fromStates ?? ['running'],
     emitEvents: options.emitEvents ?? true,
     defaultExtra: options.defaultExtra ?? '{}',
     endDate: options.endDate ?? null,
     airlockVersion: 'test',
   })
-  return runProtocol(knex, typeof ref === 'string' ? {tiId: ref} : ref, {outletEvents: options.outletEvents ?? []}, writer, {
-    capabilities: schema.capabilities,
+  return runProtocol(airflow, typeof ref === 'string' ? {tiId: ref} : ref, {outletEvents: options.outletEvents ?? []}, writer, {
     lockTimeoutMs: options.lockTimeoutMs ?? 5000,
     statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
     dryRun: options.dryRun ?? false,
-    ...(options.retry ? {retry: options.retry} : {}),
-    ...(options.order ? {order: options.order} : {}),
+    retry: options.retry,
+    order: options.order,
   })
 }

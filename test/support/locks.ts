@@ -31,3 +31,22 @@ export async function waitUntilAppBlocked(observer: Knex, prefix: string, timeou
     await new Promise((resolve) => setImmediate(resolve))
   }
 }
+
+/**
+ * Runs `fn` while another transaction (`holder`) holds task instance `tiId`'s row lock, as a
+ * scheduler or a worker would. `fn` may change the row through `holder` and commit or roll it back
+ * itself; otherwise the holder commits when `fn` returns and rolls back if it throws. Whatever
+ * `fn` does, this settles only when `fn` has finished, so its assertions are part of the test.
+ */
+export async function whileRowLocked<T>(knex: Knex, tiId: string, fn: (holder: Knex.Transaction) => Promise<T>): Promise<T> {
+  const holder = await knex.transaction()
+  try {
+    await holder.raw('select 1 from task_instance where id = ? for update', [tiId])
+    const result = await fn(holder)
+    if (!holder.isCompleted()) await holder.commit()
+    return result
+  } catch (error) {
+    if (!holder.isCompleted()) await holder.rollback()
+    throw error
+  }
+}

@@ -1,10 +1,14 @@
+import {randomUUID} from 'node:crypto'
+
 import type {Knex} from 'knex'
 
-import {seedWorld, type SeedOptions} from '../../src/sandbox/seed.js'
+import {seedWorld, type SeedOptions} from '../../src/fixtures/seed.js'
 
 /**
- * Named scenarios for the writer tests, built with plain SQL on top of the seeded world so each
- * test states exactly what it starts from.
+ * The seeded demo world (src/sandbox/seed.ts), for tests that have not moved to the scenario
+ * builder below. Its special cases (etl_001.task_1's last outlet inactive, etl_001's task_2
+ * success and task_3 up_for_retry, report_NNN consumers with report_003 paused) are documented
+ * there, not in the test: prefer scenario().
  */
 export async function seed(knex: Knex, options: Partial<SeedOptions> = {}) {
   return knex.transaction((trx) => seedWorld(trx, {dags: 2, runs: 1, tasks: 3, outlets: 2, consumers: 3, ...options}))
@@ -62,4 +66,343 @@ export async function writeFootprint(knex: Knex): Promise<Record<string, number>
   const {rows} = await knex.raw<{rows: Array<{n: string}>}>(`select count(*) as n from task_instance where state = 'success'`)
   out.success_tis = Number(rows[0]!.n)
   return out
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The scenario builder: a world stated by the test itself, written as plain rows.
+ *
+ *   const world = await scenario(knex)
+ *     .producer('etl', {outlets: 3})                    // DAG etl, one run, task `produce` running, 3 active outlets
+ *     .producer('etl2', {outlets: 2, inactive: 1, state: 'failed'})
+ *     .consumer('report', {on: ['etl']})                // scheduled (by asset id) on every outlet of etl
+ *     .build()
+ *   world.ti('etl')          // etl.produce's task_instance row, first run
+ *   world.assets('etl')      // its outlet assets, in declaration order
+ *
+ * Names and values are fixed so tests can spell them out:
+ *   - task ids: `produce` (default), `task_1`…`task_N` for `tasks: N`, or the ids given;
+ *   - outlet assets, per task: active `<dag>.<task>.out_1`…`out_<outlets>`, then the inactive ones
+ *     `out_<outlets+1>`…; uri `s3://lake/<dag>/<task>/out_<k>`; group `asset`, extra `{}`;
+ *   - run r (1-based): run_id `scheduled__2026-12-0<r>T00:00:00+00:00`, logical date that day,
+ *     state running;
+ *   - a task instance: try_number 1 (or `tryNumber`), start_date 5 minutes before build(); end_date
+ *     1 minute before build() and duration 240 s for finished states (success, failed, skipped,
+ *     upstream_failed, up_for_retry), otherwise null; no next_method/next_kwargs;
+ *   - every DAG: owners `airflow` (or `owner`), bundle `dags-folder`, one dag_version, not stale.
+ * Nothing else exists: no events, log rows or queue rows unless a test writes them (or `emitted`).
+ * ---------------------------------------------------------------------------------------------- */
+
+export type TiState =
+  | 'running'
+  | 'success'
+  | 'failed'
+  | 'up_for_retry'
+  | 'up_for_reschedule'
+  | 'upstream_failed'
+  | 'skipped'
+  | 'removed'
+  | 'scheduled'
+  | 'queued'
+  | 'deferred'
+  | 'restarting'
+  | null
+
+export interface ProducerOptions {
+  /** Tasks of the DAG, one task instance each per run and map index: a count (`task_1`…) or ids. Default: `['produce']`. */
+  tasks?: number | string[]
+  /** Active outlet assets per task. Default 1. */
+  outlets?: number
+  /** Further declared outlets per task whose asset is not active (no asset_active row). Default 0. */
+  inactive?: number
+  /** State of every task instance (default `running`), or per task id, the others running. */
+  state?: TiState | Record<string, TiState>
+  /** Dag runs. Default 1. */
+  runs?: number
+  /** Map indexes of each task's instances. Default `[-1]` (not mapped). */
+  mapIndexes?: number[]
+  /** try_number of every task instance. Default 1. */
+  tryNumber?: number
+  /** dag.owners (the `owner` of Airflow's log rows). Default `airflow`. */
+  owner?: string
+  /** Task instances in state success already have one event per active outlet (extra `{}`, at their end_date), as their completion wrote. */
+  emitted?: boolean
+}
+
+export type ScheduleReference = 'id' | 'name' | 'uri'
+
+export interface ConsumerOptions {
+  /**
+   * What the DAG is scheduled on. Each entry is a producer DAG id (all its declared outlets,
+   * active or not), `<dag>.<task>` (that task's outlets) or an asset name.
+   */
+  on?: string[]
+  /** Which schedule reference ties it to those assets: by asset id (default), name or uri; several give one reference each. */
+  by?: ScheduleReference | ScheduleReference[]
+  /** Also scheduled on this asset alias (created on first mention) through dag_schedule_asset_alias_reference. */
+  alias?: string
+  /** is_paused: a paused consumer must never be queued. */
+  paused?: boolean
+  owner?: string
+}
+
+export interface AssetRow {
+  id: number
+  name: string
+  uri: string
+  active: boolean
+  dag_id: string
+  task_id: string
+}
+
+export interface RunRow {
+  id: number
+  dag_id: string
+  run_id: string
+  logical_date: Date
+}
+
+/** What build() wrote, read back once: a snapshot; read a row again (tiById) after changing it. */
+export interface World {
+  /** A task instance as built; `taskId` defaults to the producer's first task, `run` to 1, `mapIndex` to its first map index. */
+  ti(dagId: string, taskId?: string, at?: {run?: number; mapIndex?: number}): TiRow
+  /** Every task instance of a producer: by run, then task in declaration order, then map index. */
+  tis(dagId: string): TiRow[]
+  /** A producer's outlet assets (or one task's), active ones first per task, as declared. */
+  assets(dagId: string, taskId?: string): AssetRow[]
+  /** An asset by name. */
+  asset(name: string): AssetRow
+  /** A producer's dag run r (1-based, default 1). */
+  run(dagId: string, run?: number): RunRow
+}
+
+interface Producer {
+  dagId: string
+  tasks: string[]
+  outlets: number
+  inactive: number
+  stateOf: (taskId: string) => TiState
+  runs: number
+  mapIndexes: number[]
+  tryNumber: number
+  owner: string
+  emitted: boolean
+}
+
+interface Consumer {
+  dagId: string
+  on: string[]
+  by: ScheduleReference[]
+  alias: string | undefined
+  paused: boolean
+  owner: string
+}
+
+const finishedStates = new Set<TiState>(['success', 'failed', 'skipped', 'upstream_failed', 'up_for_retry'])
+
+export class ScenarioBuilder {
+  private readonly producers: Producer[] = []
+  private readonly consumers: Consumer[] = []
+
+  constructor(private readonly knex: Knex) {}
+
+  /** A DAG whose tasks run and declare outlet assets (see the defaults above). */
+  producer(dagId: string, options: ProducerOptions = {}): this {
+    this.claim(dagId)
+    const tasks = typeof options.tasks === 'number' ? Array.from({length: options.tasks}, (_, i) => `task_${i + 1}`) : (options.tasks ?? ['produce'])
+    const state = options.state === undefined ? 'running' : options.state
+    if (state !== null && typeof state === 'object') {
+      for (const taskId of Object.keys(state)) if (!tasks.includes(taskId)) throw new Error(`scenario: ${dagId} has no task ${taskId} (tasks: ${tasks.join(', ')})`)
+    }
+
+    this.producers.push({
+      dagId,
+      tasks,
+      outlets: options.outlets ?? 1,
+      inactive: options.inactive ?? 0,
+      stateOf: (taskId) => (state !== null && typeof state === 'object' ? (state[taskId] === undefined ? 'running' : state[taskId]!) : state),
+      runs: options.runs ?? 1,
+      mapIndexes: options.mapIndexes ?? [-1],
+      tryNumber: options.tryNumber ?? 1,
+      owner: options.owner ?? 'airflow',
+      emitted: options.emitted ?? false,
+    })
+    return this
+  }
+
+  /** A DAG scheduled on assets (and/or an alias); it has no runs of its own. */
+  consumer(dagId: string, options: ConsumerOptions = {}): this {
+    this.claim(dagId)
+    const by = options.by === undefined ? ['id' as const] : Array.isArray(options.by) ? options.by : [options.by]
+    this.consumers.push({dagId, on: options.on ?? [], by, alias: options.alias, paused: options.paused ?? false, owner: options.owner ?? 'airflow'})
+    return this
+  }
+
+  /** Empties every Airflow table (restart identity, so ids start at 1), then writes the stated world in one transaction. */
+  async build(): Promise<World> {
+    return this.knex.transaction(async (trx) => {
+      const {rows: tables} = await trx.raw<{rows: Array<{tablename: string}>}>(
+        `select tablename from pg_tables where schemaname = 'public' and tablename <> 'alembic_version' order by tablename`,
+      )
+      await trx.raw(`truncate ${tables.map(() => '??').join(', ')} restart identity cascade`, tables.map((t) => t.tablename))
+      const now = ((await trx.raw<{rows: Array<{now: Date}>}>('select now() as now')).rows[0]!).now
+      const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000)
+
+      await trx('dag_bundle').insert({name: 'dags-folder', active: true, version: null, last_refreshed: now})
+      const [template] = await trx('log_template')
+        .insert({filename: 'dag_id={{ ti.dag_id }}/run_id={{ ti.run_id }}/task_id={{ ti.task_id }}/attempt={{ try_number }}.log', elasticsearch_id: '{dag_id}-{task_id}-{run_id}-{map_index}-{try_number}', created_at: now})
+        .returning('id')
+
+      const dags = [
+        ...this.producers.map((p) => ({dagId: p.dagId, paused: false, owner: p.owner, summary: '@daily'})),
+        ...this.consumers.map((c) => ({dagId: c.dagId, paused: c.paused, owner: c.owner, summary: 'Asset'})),
+      ]
+      const versions = new Map<string, string>()
+      if (dags.length > 0) {
+        await trx('dag').insert(dags.map((d) => ({
+          dag_id: d.dagId, is_paused: d.paused, is_stale: false, last_parsed_time: now, fileloc: `/opt/airflow/dags/${d.dagId}.py`, relative_fileloc: `${d.dagId}.py`,
+          bundle_name: 'dags-folder', owners: d.owner, timetable_summary: d.summary, max_active_tasks: 16, max_active_runs: 16, max_consecutive_failed_dag_runs: 0, has_task_concurrency_limits: false,
+        })))
+        for (const d of dags) versions.set(d.dagId, randomUUID())
+        await trx('dag_version').insert(dags.map((d) => ({id: versions.get(d.dagId), version_number: 1, dag_id: d.dagId, bundle_name: 'dags-folder', created_at: now, last_updated: now})))
+      }
+
+      // Outlet assets, task by task: the active ones, then the inactive ones.
+      const declared = this.producers.flatMap((p) => p.tasks.flatMap((taskId) =>
+        Array.from({length: p.outlets + p.inactive}, (_, i) => ({dag_id: p.dagId, task_id: taskId, name: `${p.dagId}.${taskId}.out_${i + 1}`, uri: `s3://lake/${p.dagId}/${taskId}/out_${i + 1}`, active: i < p.outlets}))))
+      const assets: AssetRow[] = []
+      if (declared.length > 0) {
+        const ids = await trx('asset').insert(declared.map((a) => ({name: a.name, uri: a.uri, group: 'asset', extra: '{}', created_at: now, updated_at: now}))).returning('id')
+        declared.forEach((a, i) => assets.push({...a, id: (ids[i] as {id: number}).id}))
+        const active = assets.filter((a) => a.active)
+        if (active.length > 0) await trx('asset_active').insert(active.map((a) => ({name: a.name, uri: a.uri})))
+        await trx('task_outlet_asset_reference').insert(assets.map((a) => ({asset_id: a.id, dag_id: a.dag_id, task_id: a.task_id, created_at: now, updated_at: now})))
+      }
+
+      // Consumers: one reference per (asset, kind); an alias reference when stated.
+      const aliases = new Map<string, number>()
+      for (const consumer of this.consumers) {
+        const targets = assetsMatching(assets, consumer.on, consumer.dagId)
+        for (const kind of consumer.by) {
+          if (targets.length === 0) break
+          if (kind === 'id') await trx('dag_schedule_asset_reference').insert(targets.map((a) => ({asset_id: a.id, dag_id: consumer.dagId, created_at: now, updated_at: now})))
+          if (kind === 'name') await trx('dag_schedule_asset_name_reference').insert(targets.map((a) => ({name: a.name, dag_id: consumer.dagId, created_at: now})))
+          if (kind === 'uri') await trx('dag_schedule_asset_uri_reference').insert(targets.map((a) => ({uri: a.uri, dag_id: consumer.dagId, created_at: now})))
+        }
+
+        if (consumer.alias !== undefined) {
+          if (!aliases.has(consumer.alias)) {
+            const [alias] = await trx('asset_alias').insert({name: consumer.alias, group: 'asset'}).returning('id')
+            aliases.set(consumer.alias, (alias as {id: number}).id)
+          }
+
+          await trx('dag_schedule_asset_alias_reference').insert({alias_id: aliases.get(consumer.alias), dag_id: consumer.dagId, created_at: now, updated_at: now})
+        }
+      }
+
+      // Runs, then their task instances.
+      const runs: RunRow[] = []
+      const tis = new Map<string, TiRow[]>()
+      for (const p of this.producers) {
+        for (let r = 1; r <= p.runs; r++) {
+          const day = new Date(Date.UTC(2026, 11, r))
+          const runId = `scheduled__${day.toISOString().slice(0, 19)}+00:00`
+          const [row] = await trx('dag_run').insert({
+            dag_id: p.dagId, queued_at: ago(6), logical_date: day, start_date: ago(6), state: 'running', run_id: runId, run_type: 'scheduled', triggered_by: 'timetable', conf: '{}',
+            data_interval_start: new Date(day.getTime() - 86_400_000), data_interval_end: day, run_after: day, log_template_id: (template as {id: number}).id, updated_at: now,
+            created_dag_version_id: versions.get(p.dagId),
+          }).returning(['id', 'dag_id', 'run_id', 'logical_date'])
+          runs.push(row as RunRow)
+        }
+
+        const rows = runs.filter((run) => run.dag_id === p.dagId).flatMap((run) => p.tasks.flatMap((taskId) => p.mapIndexes.map((mapIndex) => {
+          const state = p.stateOf(taskId)
+          const finished = finishedStates.has(state)
+          return {
+            id: randomUUID(), task_id: taskId, dag_id: p.dagId, run_id: run.run_id, map_index: mapIndex, start_date: ago(5), end_date: finished ? ago(1) : null, duration: finished ? 240 : null,
+            state, try_number: p.tryNumber, max_tries: 1, hostname: 'worker-1', unixname: 'airflow', pool: 'default_pool', pool_slots: 1, queue: 'default', priority_weight: 1,
+            operator: 'PythonOperator', queued_dttm: ago(6), scheduled_dttm: ago(6), last_heartbeat_at: now, executor: 'LocalExecutor', updated_at: now, task_display_name: taskId,
+            dag_version_id: versions.get(p.dagId),
+          }
+        })))
+        if (rows.length === 0) continue
+        const inserted = (await trx('task_instance').insert(rows).returning('*')) as TiRow[]
+        tis.set(p.dagId, inserted)
+        if (p.emitted) {
+          const events = inserted.filter((t) => t.state === 'success').flatMap((t) => assets.filter((a) => a.active && a.dag_id === t.dag_id && a.task_id === t.task_id).map((a) => ({
+            asset_id: a.id, extra: '{}', source_dag_id: t.dag_id, source_run_id: t.run_id, source_task_id: t.task_id, source_map_index: t.map_index, timestamp: t.end_date,
+          })))
+          if (events.length > 0) await trx('asset_event').insert(events)
+        }
+      }
+
+      return worldOf(this.producers, runs, tis, assets)
+    })
+  }
+
+  private claim(dagId: string): void {
+    if ([...this.producers, ...this.consumers].some((d) => d.dagId === dagId)) throw new Error(`scenario: DAG ${dagId} stated twice`)
+  }
+}
+
+/** Starts a scenario on a database with the Airflow fixture schema; see ScenarioBuilder. */
+export function scenario(knex: Knex): ScenarioBuilder {
+  return new ScenarioBuilder(knex)
+}
+
+function assetsMatching(assets: AssetRow[], on: string[], consumer: string): AssetRow[] {
+  const matched = new Set<AssetRow>()
+  for (const entry of on) {
+    const hits = assets.filter((a) => a.name === entry || a.dag_id === entry || `${a.dag_id}.${a.task_id}` === entry)
+    if (hits.length === 0) throw new Error(`scenario: consumer ${consumer} is scheduled on "${entry}", which names no producer, task or asset`)
+    for (const hit of hits) matched.add(hit)
+  }
+
+  return [...matched]
+}
+
+function worldOf(producers: Producer[], runs: RunRow[], tis: Map<string, TiRow[]>, assets: AssetRow[]): World {
+  const producerOf = (dagId: string) => {
+    const producer = producers.find((p) => p.dagId === dagId)
+    if (!producer) throw new Error(`scenario: no producer ${dagId}`)
+    return producer
+  }
+
+  const runOf = (dagId: string, r = 1): RunRow => {
+    const run = runs.filter((x) => x.dag_id === dagId)[r - 1]
+    if (!run) throw new Error(`scenario: ${dagId} has no run ${r}`)
+    return run
+  }
+
+  const ordered = (dagId: string): TiRow[] => {
+    const p = producerOf(dagId)
+    const runIds = runs.filter((x) => x.dag_id === dagId).map((x) => x.run_id)
+    const rank = (t: TiRow) => [runIds.indexOf(t.run_id), p.tasks.indexOf(t.task_id), p.mapIndexes.indexOf(t.map_index)]
+    return [...(tis.get(dagId) ?? [])].sort((a, b) => {
+      const [x, y] = [rank(a), rank(b)]
+      return x[0]! - y[0]! || x[1]! - y[1]! || x[2]! - y[2]!
+    })
+  }
+
+  return {
+    ti(dagId, taskId, at = {}) {
+      const p = producerOf(dagId)
+      const task = taskId ?? p.tasks[0]!
+      const runId = runOf(dagId, at.run).run_id
+      const mapIndex = at.mapIndex ?? p.mapIndexes[0]!
+      const row = tis.get(dagId)?.find((t) => t.task_id === task && t.run_id === runId && t.map_index === mapIndex)
+      if (!row) throw new Error(`scenario: no task instance ${dagId}.${task} in ${runId} [${mapIndex}]`)
+      return row
+    },
+    tis: ordered,
+    assets(dagId, taskId) {
+      producerOf(dagId)
+      return assets.filter((a) => a.dag_id === dagId && (taskId === undefined || a.task_id === taskId))
+    },
+    asset(name) {
+      const asset = assets.find((a) => a.name === name)
+      if (!asset) throw new Error(`scenario: no asset ${name}`)
+      return asset
+    },
+    run: runOf,
+  }
 }

@@ -1,0 +1,94 @@
+import type {Knex} from 'knex'
+
+/**
+ * The seam between airlock and a database server. An engine owns what differs from one server
+ * to another below the Airflow schema: the connection pool for its URL scheme, how a transaction
+ * starts (isolation, timeouts, the session tag), how statements run, and what its error codes
+ * mean. Everything above it (the store, the protocol, the features) speaks only these types.
+ */
+
+/** One SQL statement: `$1 … $n` placeholders only, values bound, never spliced into the text. */
+export interface Statement {
+  /**
+   * Set: the statement runs as a named prepared statement on the connection it was given, parsed
+   * and planned once per pooled connection. Built once per text by `prepared()`.
+   */
+  readonly name?: string
+  readonly text: string
+  readonly values?: readonly unknown[]
+}
+
+/** Runs statements: on the pool (each statement autocommits) or inside one transaction. */
+export interface Executor {
+  query<Row>(statement: Statement): Promise<Row[]>
+}
+
+/** What every write transaction sets before its first statement. */
+export interface TransactionLocals {
+  lockTimeoutMs: number
+  statementTimeoutMs: number
+  /** The session tag, `airlock:<verb>:<subject>`, so lock audits can name the transaction. */
+  applicationName: string
+}
+
+/** A transaction in progress: its statements, and COMMIT issued by the work when it chooses. */
+export interface Transaction extends Executor {
+  /** COMMIT now; the transaction engine then neither commits nor rolls back again. */
+  commit(): Promise<void>
+}
+
+/**
+ * How an engine reads a failure: `retryable` (serialization failure, deadlock: run the whole
+ * transaction again), `lock_timeout` (retried too, then reported), `login` (wrong credentials,
+ * database missing, server starting or full), `unreachable` (the network), `permission`, `other`.
+ */
+export type ErrorClass = 'retryable' | 'lock_timeout' | 'login' | 'unreachable' | 'permission' | 'other'
+
+export interface ClassifiedError {
+  kind: ErrorClass
+  /** The server's error code (a SQLSTATE on PostgreSQL), when it sent one. */
+  code: string | null
+}
+
+export interface OpenOptions {
+  /** The command, for the session tag (`airlock:<verb>`). */
+  verb: string
+  /** Pool size: per-item transactions run concurrently over this many connections. */
+  poolSize?: number
+  /**
+   * Milliseconds; the server ends a session that sits idle inside a transaction this long, so a
+   * crashed airlock never keeps a row lock. null leaves the server's setting alone.
+   */
+  idleInTransactionTimeoutMs?: number | null
+  connectTimeoutMs?: number
+}
+
+/** An open connection pool to one database through one engine. */
+export interface Database {
+  readonly engine: EngineName
+  /** The pool: every statement on its own, autocommitted. */
+  readonly executor: Executor
+  /**
+   * One transaction at READ COMMITTED on one pooled connection, `locals` set in the same round
+   * trip as BEGIN. Handler form: COMMIT when the work returns (unless it committed itself),
+   * ROLLBACK when it throws, the connection released (or discarded when broken) either way.
+   */
+  transaction<T>(locals: TransactionLocals, work: (tx: Transaction) => Promise<T>): Promise<T>
+  classify(error: unknown): ClassifiedError
+  /** The knex instance under the pool, for the fixture migrations (tests, sandbox, bench) only. */
+  readonly knex: Knex
+  close(): Promise<void>
+}
+
+export type EngineName = 'postgres'
+
+export interface Engine {
+  readonly name: EngineName
+  /** For messages: "PostgreSQL". */
+  readonly displayName: string
+  classify(error: unknown): ClassifiedError
+  /** Opens a pool and proves the server answers (a failure to reach or log in is exit 7). */
+  open(url: string, options: OpenOptions): Promise<Database>
+  /** A Database over a knex pool someone else owns (tests, sandbox, bench scratch databases). */
+  wrap(knex: Knex): Database
+}

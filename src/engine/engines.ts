@@ -1,0 +1,24 @@
+import {unsupportedSchemaError, usageError} from '../errors.js'
+import type {Engine} from './engine.js'
+import {postgresEngine} from './postgres/postgresEngine.js'
+
+/**
+ * The engine for a database URL, by its scheme. Adding an engine is one folder beside
+ * postgres/ and one case here (and its SQL in src/store/<engine>/, one case in openStore).
+ */
+export function engineFor(url: string, origin = 'The database URL'): Engine {
+  const scheme = /^([a-z][a-z0-9]*):/i.exec(url)?.[1]?.toLowerCase()
+  switch (scheme) {
+    case 'postgres':
+    case 'postgresql':
+      return postgresEngine
+    case 'mysql':
+    case 'mariadb':
+      // Airflow runs on MySQL 8 too; airlock's statements and lock monitoring are PostgreSQL's so far.
+      throw unsupportedSchemaError(`${origin} points at MySQL, which airlock does not support yet: it works on PostgreSQL only.`, [
+        'Run airlock against an Airflow metadata database on PostgreSQL.',
+      ])
+    default:
+      throw usageError(`${origin} uses the scheme "${scheme ?? '(none)'}:"; expected postgresql:// (or postgresql+psycopg2:// from Airflow).`)
+  }
+}

@@ -1,0 +1,170 @@
+import knexFactory, {type Knex} from 'knex'
+
+import type {Database, Engine, Executor, OpenOptions, Statement, Transaction, TransactionLocals} from '../engine.js'
+import {classifyPostgresError} from './sqlstate.js'
+
+/** The node-postgres client knex hands out; statements run on it directly (see executorOn). */
+interface PgClient {
+  query<Row>(query: string | {name?: string; text: string; values?: unknown[]}): Promise<{rows: Row[]}>
+  escapeLiteral(value: string): string
+  /** Set by knex when the connection errored or ended: the pool discards it on the next acquire. */
+  __knex__disposed?: unknown
+}
+
+export const silentKnexLog = {warn() {}, error() {}, debug() {}, deprecate() {}}
+
+/**
+ * Statements run on the node-postgres client under knex, not through knex's query builder:
+ * `$n` placeholders as PostgreSQL has them, named prepared statements (planned once per pooled
+ * connection), and no per-statement overhead inside the lock window. Measured on 2 cores,
+ * PostgreSQL 15 on loopback, 10 outlets: one completion went from 5.2 ms to 3.2 ms and the lock
+ * hold from 1.3–1.5x to 1.02–1.04x the raw node-postgres floor once the protocol's statements
+ * ran prepared (planning each statement took relation locks that COMMIT then had to release).
+ */
+function executorOn(client: PgClient): Executor {
+  return {
+    async query<Row>(statement: Statement): Promise<Row[]> {
+      const {rows} = await client.query<Row>({
+        ...(statement.name ? {name: statement.name} : {}),
+        text: statement.text,
+        values: [...(statement.values ?? [])],
+      })
+      return rows
+    },
+  }
+}
+
+/** PostgreSQL keeps at most 63 bytes of an application_name; cut without splitting a character. */
+export function truncateUtf8(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, 'utf8')
+  if (bytes.length <= maxBytes) return text
+  return bytes.subarray(0, maxBytes).toString('utf8').replace(/\uFFFD$/, '')
+}
+
+/**
+ * BEGIN and the transaction's SET LOCALs in one round trip (a simple-protocol multi-statement:
+ * no parameters there, so the values are numbers and one escaped literal). Every write
+ * transaction starts here: how long it may wait for a lock, how long a statement may run, and
+ * the tag that lets audit-locks and pg_stat_activity name what it works on.
+ */
+export function beginStatement(locals: TransactionLocals, escapeLiteral: (value: string) => string): string {
+  const ms = (value: number) => `'${Math.max(0, Math.trunc(value))}ms'`
+  return [
+    'begin isolation level read committed',
+    `set local lock_timeout = ${ms(locals.lockTimeoutMs)}`,
+    `set local statement_timeout = ${ms(locals.statementTimeoutMs)}`,
+    `set local application_name = ${escapeLiteral(truncateUtf8(locals.applicationName, 63))}`,
+  ].join('; ')
+}
+
+function databaseOver(knex: Knex, owned: boolean): Database {
+  const acquire = async () => (await knex.client.acquireConnection()) as PgClient
+  const release = (client: PgClient) => knex.client.releaseConnection(client) as Promise<void>
+  return {
+    engine: 'postgres',
+    knex,
+    executor: {
+      async query<Row>(statement: Statement): Promise<Row[]> {
+        const client = await acquire()
+        try {
+          return await executorOn(client).query<Row>(statement)
+        } finally {
+          await release(client)
+        }
+      },
+    },
+    async transaction<T>(locals: TransactionLocals, work: (tx: Transaction) => Promise<T>): Promise<T> {
+      const client = await acquire()
+      let open = false
+      let committed = false
+      try {
+        await client.query(beginStatement(locals, (value) => client.escapeLiteral(value)))
+        open = true
+        const executor = executorOn(client)
+        const tx: Transaction = {
+          query: (statement) => executor.query(statement),
+          async commit() {
+            // Marked before the round trip: if the connection dies in flight, nothing may roll back or commit again.
+            committed = true
+            await client.query('commit')
+          },
+        }
+        const result = await work(tx)
+        if (!committed) {
+          committed = true
+          await client.query('commit')
+        }
+
+        return result
+      } catch (error) {
+        if (open && !committed) {
+          // A failed ROLLBACK means the connection is gone: the pool must not hand it out again.
+          await client.query('rollback').catch((rollbackError: unknown) => {
+            client.__knex__disposed ??= rollbackError
+          })
+        } else if (committed) {
+          client.__knex__disposed ??= error
+        }
+
+        throw error
+      } finally {
+        await release(client)
+      }
+    },
+    classify: classifyPostgresError,
+    close: async () => {
+      if (owned) await knex.destroy()
+    },
+  }
+}
+
+export const postgresEngine: Engine = {
+  name: 'postgres',
+  displayName: 'PostgreSQL',
+  classify: classifyPostgresError,
+
+  async open(url: string, options: OpenOptions): Promise<Database> {
+    const idleMs = options.idleInTransactionTimeoutMs === undefined ? 60_000 : options.idleInTransactionTimeoutMs
+    const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
+    const knex = knexFactory({
+      client: 'pg',
+      connection: {
+        connectionString: url,
+        application_name: truncateUtf8(`airlock:${options.verb}`, 63),
+        // A crashed or stuck airlock must never hold a task_instance row lock for long (the
+        // incident behind this project): the server itself ends such a session.
+        ...(idleMs === null ? {} : {options: `-c idle_in_transaction_session_timeout=${idleMs}`}),
+        connectionTimeoutMillis: connectTimeoutMs,
+      },
+      pool: {min: 0, max: options.poolSize ?? 2},
+      acquireConnectionTimeout: connectTimeoutMs + 2000,
+      // knex prints pool errors to the console itself; airlock reports them once, classified and scrubbed.
+      log: silentKnexLog,
+    })
+    const database = databaseOver(knex, true)
+    try {
+      await database.executor.query({text: 'select 1'})
+    } catch (error) {
+      await knex.destroy().catch(() => undefined)
+      throw error
+    }
+
+    return database
+  },
+
+  wrap: (knex) => databaseOver(knex, false),
+}
+
+/**
+ * A one-connection pool for a short piece of admin or fixture work (CREATE DATABASE, a schema
+ * build, a seed), destroyed when the work ends, whatever happens.
+ */
+export async function withKnex<T>(url: string, work: (knex: Knex) => Promise<T>): Promise<T> {
+  const knex = knexFactory({client: 'pg', connection: url, pool: {min: 0, max: 1}, log: silentKnexLog})
+  try {
+    return await work(knex)
+  } finally {
+    await knex.destroy()
+  }
+}
+

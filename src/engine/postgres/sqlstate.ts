@@ -1,0 +1,78 @@
+import type {ClassifiedError} from '../engine.js'
+
+/**
+ * Every SQLSTATE airlock reacts to, named once with the reason it matters. Errors are matched by
+ * these codes, never by message text (messages are localised by lc_messages).
+ */
+export const SqlState = {
+  /** Serialization failure: another transaction's write made ours unsafe; retry the whole transaction. */
+  serializationFailure: '40001',
+  /** Deadlock detected: PostgreSQL killed us to break a cycle; retry the whole transaction. */
+  deadlockDetected: '40P01',
+  /** lock_timeout expired while waiting for a row lock; retry, then report the item as failed. */
+  lockNotAvailable: '55P03',
+  /** statement_timeout expired (or the query was cancelled); not retried: the statement is too slow. */
+  queryCanceled: '57014',
+  /** idle_in_transaction_session_timeout ended the session between statements. */
+  idleInTransactionTimeout: '25P03',
+  /** Our backend was terminated (pg_terminate_backend, admin shutdown). */
+  adminShutdown: '57P01',
+  /** Wrong password (or no password where one is required). */
+  invalidPassword: '28P01',
+  /** No pg_hba.conf entry / role not allowed to log in. */
+  invalidAuthorization: '28000',
+  /** The database named in the URL does not exist. */
+  invalidCatalogName: '3D000',
+  /** The server is starting up or shutting down. */
+  cannotConnectNow: '57P03',
+  /** The connection limit is reached. */
+  tooManyConnections: '53300',
+  /** A table does not exist (for example alembic_version in a non-Airflow database). */
+  undefinedTable: '42P01',
+  /** Missing privilege on a table or sequence. */
+  insufficientPrivilege: '42501',
+} as const
+
+export type SqlState = (typeof SqlState)[keyof typeof SqlState]
+
+/** Failures after which the whole transaction runs again from its first statement. */
+const retryableSqlStates: ReadonlySet<string> = new Set([SqlState.serializationFailure, SqlState.deadlockDetected])
+
+/** Failures that mean "you cannot log in here": the command exits 7. */
+const loginSqlStates: ReadonlySet<string> = new Set([
+  SqlState.invalidPassword,
+  SqlState.invalidAuthorization,
+  SqlState.invalidCatalogName,
+  SqlState.cannotConnectNow,
+  SqlState.tooManyConnections,
+])
+
+/** Driver (errno) codes that mean the server could not be reached at all. */
+const networkErrnos: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE'])
+
+/** What a PostgreSQL failure means for airlock, by SQLSTATE or errno, never by message text. */
+export function classifyPostgresError(error: unknown): ClassifiedError {
+  const code = sqlStateOf(error) ?? null
+  if (code !== null) {
+    if (retryableSqlStates.has(code)) return {kind: 'retryable', code}
+    if (code === SqlState.lockNotAvailable) return {kind: 'lock_timeout', code}
+    if (loginSqlStates.has(code)) return {kind: 'login', code}
+    if (code === SqlState.insufficientPrivilege) return {kind: 'permission', code}
+    return {kind: 'other', code}
+  }
+
+  const errno = typeof error === 'object' && error !== null && 'code' in error ? String((error as {code: unknown}).code) : ''
+  // knex's pool gives up acquiring when connecting takes longer than its timeout.
+  const poolTimeout = error instanceof Error && error.name === 'KnexTimeoutError'
+  if (networkErrnos.has(errno) || poolTimeout) return {kind: 'unreachable', code: null}
+  return {kind: 'other', code: null}
+}
+
+/** The SQLSTATE of a driver error, if it carries one. */
+export function sqlStateOf(error: unknown): string | undefined {
+  if (typeof error === 'object' && error !== null && 'code' in error) {
+    const code = (error as {code: unknown}).code
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code
+  }
+  return undefined
+}

@@ -1,0 +1,119 @@
+import {performance} from 'node:perf_hooks'
+
+import type {Database, Executor, TransactionLocals} from './engine.js'
+import {backoffDelay, defaultRetryPolicy, sleep, type RetryPolicy} from './retry.js'
+
+/** An item that could not be done: after the last retry, or for a reason no retry fixes. */
+export type Failed = {outcome: 'failed'; sqlstate: string | null; message: string}
+
+/** What one run of the work decided: keep what it wrote, or undo it and report an outcome. */
+export type Decision<O> = {commit: O} | {rollback: O}
+
+/** The transaction a writer's work runs in. */
+export interface WorkTransaction<O> extends Executor {
+  /**
+   * COMMIT now, with the outcome it stands for (in a dry run: ROLLBACK with that outcome). For
+   * work that must time the commit exactly; otherwise return a `commit` decision.
+   */
+  commit(outcome: O): Promise<void>
+}
+
+export interface TransactionWork<O> {
+  locals: TransactionLocals
+  /** A dry run is the same path ending in ROLLBACK, not a simulation. */
+  dryRun: boolean
+  retry?: RetryPolicy | undefined
+  /**
+   * The work of one attempt. It may COMMIT itself (`tx.commit()`, to time the commit exactly);
+   * otherwise a `commit` decision is committed when it returns. Throwing rolls back.
+   */
+  run(tx: WorkTransaction<O>, attempt: number): Promise<Decision<O>>
+  /** Besides the engine's retryable errors, failures that mean "start again from the first statement". */
+  retryAlso?(error: unknown): boolean
+  /**
+   * After the connection was lost while COMMIT was in flight: did it commit? Asked on a fresh
+   * pooled connection with what the attempt returned; never answered by redoing the work.
+   */
+  wasCommitted(executor: Executor, outcome: O): Promise<boolean>
+  /** What the operator should know when even the re-read failed (whether running again is safe). */
+  unknownCommitAdvice: string
+  /** Called when COMMIT or ROLLBACK has returned (the protocol stops its lock-hold clock there). */
+  settled?(): void
+}
+
+export interface TransactionResult<O> {
+  result: O | Failed
+  attempts: number
+  totalMs: number
+}
+
+/** Carries a rollback decision out of the handler: the engine rolls back once, then returns it. */
+class RollbackWith<O> {
+  constructor(readonly outcome: O) {}
+}
+
+/**
+ * The one transaction engine every writer runs on: one READ COMMITTED transaction per attempt
+ * with its SET LOCALs first, the whole transaction retried with jittered backoff on what the
+ * engine calls retryable (serialization failure, deadlock, lock timeout) up to the policy's
+ * attempts, a dry run that rolls back, and a COMMIT lost in flight resolved by re-reading. Every
+ * failure ends as data (`failed` with the server's code), never as a throw.
+ */
+export async function runTransaction<O>(db: Database, work: TransactionWork<O>): Promise<TransactionResult<O>> {
+  const started = performance.now()
+  const policy = work.retry ?? defaultRetryPolicy
+  const done = (result: O | Failed, attempts: number): TransactionResult<O> => ({result, attempts, totalMs: performance.now() - started})
+  for (let attempt = 1; ; attempt++) {
+    let committing: O | undefined
+    try {
+      const outcome = await db.transaction(work.locals, async (tx) => {
+        let committed = false
+        const decision = await work.run(
+          {
+            query: (statement) => tx.query(statement),
+            async commit(outcome) {
+              if (work.dryRun) throw new RollbackWith(outcome)
+              committing = outcome
+              committed = true
+              await tx.commit()
+            },
+          },
+          attempt,
+        )
+        // Only a `commit` decision outside a dry run may keep what was written.
+        if ('rollback' in decision) throw new RollbackWith(decision.rollback)
+        if (work.dryRun) throw new RollbackWith(decision.commit)
+        if (!committed) {
+          committing = decision.commit
+          await tx.commit()
+        }
+
+        return decision.commit
+      })
+      work.settled?.()
+      return done(outcome, attempt)
+    } catch (error) {
+      work.settled?.()
+      if (error instanceof RollbackWith) return done(error.outcome as O, attempt)
+      const {kind, code} = db.classify(error)
+      const reason = error instanceof Error ? error.message : String(error)
+      if (committing !== undefined) return done(await resolveLostCommit(db, work, committing, code, reason), attempt)
+      const retryable = kind === 'retryable' || kind === 'lock_timeout' || work.retryAlso?.(error) === true
+      if (retryable && attempt < policy.maxAttempts) {
+        await sleep(backoffDelay(policy, attempt))
+        continue
+      }
+
+      return done({outcome: 'failed', sqlstate: code, message: reason}, attempt)
+    }
+  }
+}
+
+async function resolveLostCommit<O>(db: Database, work: TransactionWork<O>, outcome: O, code: string | null, reason: string): Promise<O | Failed> {
+  try {
+    if (await work.wasCommitted(db.executor, outcome)) return outcome
+    return {outcome: 'failed', sqlstate: code, message: `connection lost during COMMIT (${reason}); a re-read shows nothing was committed: safe to run again`}
+  } catch {
+    return {outcome: 'failed', sqlstate: code, message: `connection lost during COMMIT (${reason}) and the database could not be re-read: outcome unknown; ${work.unknownCommitAdvice}`}
+  }
+}

@@ -1,0 +1,104 @@
+import type {TaskInstanceContext} from '../airflow/taskInstance.js'
+import type {Executor} from '../engine/engine.js'
+import type {OutletEventInput} from '../selection/workItem.js'
+import type {AirflowStore, ConsumerDecision, InsertedEvent, NewAssetEvent} from '../store/airflowStore.js'
+
+export interface Registration {
+  events: InsertedEvent[]
+  consumers: ConsumerDecision[]
+  warnings: string[]
+}
+
+export const emptyRegistration = (): Registration => ({events: [], consumers: [], warnings: []})
+
+/** Events written, with the alias each went through, before their consumers are queued. */
+export interface EmittedEvents {
+  events: InsertedEvent[]
+  aliasOfEvent: Map<number, number>
+  warnings: string[]
+}
+
+/**
+ * Protocol step 2, first half, as Airflow's success path does it:
+ * one event per ACTIVE outlet asset (inactive ones skipped, with a warning; the outlets come with
+ * the unlocked read) and events through aliases with their link rows. One statement without
+ * aliases, five with, whatever the number of outlets.
+ */
+export async function emitOutletEvents(
+  store: AirflowStore,
+  tx: Executor,
+  ti: TaskInstanceContext,
+  input: {outletEvents: readonly OutletEventInput[]; defaultExtra: string},
+): Promise<EmittedEvents> {
+  const warnings: string[] = []
+  const outlets = ti.outlets
+  for (const outlet of outlets.filter((o) => !o.active)) {
+    warnings.push(`asset ${outlet.name} (${outlet.uri}) of ${ti.dagId}.${ti.taskId} is not active: no event, as Airflow does`)
+  }
+
+  const active = outlets.filter((o) => o.active)
+  const extraByAsset = new Map<number, string>()
+  const aliasEntries: OutletEventInput[] = []
+  for (const entry of input.outletEvents) {
+    if (entry.alias) {
+      aliasEntries.push(entry)
+      continue
+    }
+
+    const outlet = outlets.find((o) => o.name === entry.asset || o.uri === entry.asset)
+    if (!outlet) warnings.push(`outlet_events names ${entry.asset}, which is not an outlet of ${ti.dagId}.${ti.taskId}: ignored`)
+    else if (entry.extra) extraByAsset.set(outlet.assetId, JSON.stringify(entry.extra))
+  }
+
+  const aliased = await store.ensureAliasAssets(
+    tx,
+    aliasEntries.map((entry) => {
+      const known = outlets.find((o) => o.name === entry.asset || o.uri === entry.asset)
+      return {aliasName: entry.alias!, assetName: known?.name ?? entry.asset, assetUri: known?.uri ?? entry.asset}
+    }),
+  )
+  for (const entry of aliasEntries) {
+    if (!aliased.some((a) => a.aliasName === entry.alias)) warnings.push(`asset alias ${entry.alias} does not exist: no event for ${entry.asset}`)
+  }
+
+  const aliasExtra = new Map(aliasEntries.filter((e) => e.extra).map((e) => [`${e.alias}\u0000${e.asset}`, JSON.stringify(e.extra)]))
+  const events: NewAssetEvent[] = active.map((o) => ({assetId: o.assetId, extra: extraByAsset.get(o.assetId) ?? input.defaultExtra}))
+  for (const emission of aliased) {
+    if (events.some((e) => e.assetId === emission.assetId)) continue
+    const extra = aliasExtra.get(`${emission.aliasName}\u0000${emission.assetName}`) ?? aliasExtra.get(`${emission.aliasName}\u0000${emission.assetUri}`)
+    events.push({assetId: emission.assetId, extra: extra ?? input.defaultExtra})
+  }
+
+  const inserted = await store.insertAssetEvents(tx, ti, events, ti.partitionKey)
+  const eventByAsset = new Map(inserted.map((e) => [e.assetId, e.eventId]))
+  const links = aliased.map((a) => ({aliasId: a.aliasId, eventId: eventByAsset.get(a.assetId)!})).filter((l) => l.eventId !== undefined)
+  await store.insertAliasEventLinks(tx, links)
+
+  return {events: inserted, aliasOfEvent: new Map(links.map((l) => [l.eventId, l.aliasId])), warnings}
+}
+
+/**
+ * Protocol step 2, last: the consumers' queue rows. Last on purpose: their key locks are the
+ * contended ones (every completion feeding the same DAG upserts the same keys), so they are held
+ * for the shortest time before the task_instance lock and COMMIT.
+ */
+export async function queueEventConsumers(store: AirflowStore, tx: Executor, ti: TaskInstanceContext, emitted: EmittedEvents): Promise<Registration> {
+  const {events: inserted, aliasOfEvent} = emitted
+  const warnings = [...emitted.warnings]
+  const consumers = await store.queueConsumers(
+    tx,
+    inserted.map((e) => ({eventId: e.eventId, assetId: e.assetId, aliasId: aliasOfEvent.get(e.eventId) ?? null})),
+    ti.partitionKey,
+  )
+  const unqueued = consumers.filter((c) => c.kind !== 'queued')
+  if (unqueued.length > 0) {
+    const dags = [...new Set(unqueued.map((c) => c.dagId))].sort().join(', ')
+    warnings.push(
+      ti.partitionKey === null
+        ? `consumers with a partitioned timetable need Airflow's partition mappers and were not queued: ${dags}`
+        : `events carry partition key ${ti.partitionKey}: Airflow queues their consumers through its partition mappers, which airlock cannot run; not queued: ${dags}`,
+    )
+  }
+
+  return {events: inserted, consumers, warnings}
+}

@@ -1,0 +1,60 @@
+import {ExitCode, worstItemExit} from '../exitCodes.js'
+
+/** What a tally needs of an item, whichever writer produced it. */
+export interface Countable<Name extends string = string> {
+  result: {outcome: Name}
+  events: number
+  queued: number
+  warnings: string[]
+}
+
+/** Each outcome a writer can report, with the exit code it maps to; the writer owns this table. */
+export type OutcomeExits<Name extends string> = Readonly<Record<Name, ExitCode>>
+
+/** The summary of a run: selected, one count per outcome, events created, runs queued, dry_run. */
+export type Summary<Name extends string> = {selected: number} & Record<Name, number> & {events_created: number; runs_queued: number; dry_run: boolean}
+
+/**
+ * Counts per run: items per outcome, events created, runs queued, and warnings folded by text
+ * (one inactive asset warns once with a count, not once per task instance of a backfill).
+ * Generic over the writer's outcome names; which of them are problems is the writer's table.
+ */
+export class Tally<Name extends string = string> {
+  selected = 0
+  eventsCreated = 0
+  runsQueued = 0
+  readonly counts = new Map<Name, number>()
+  private readonly warningCounts = new Map<string, number>()
+
+  constructor(private readonly outcomes: OutcomeExits<Name>) {
+    for (const name of this.names()) this.counts.set(name, 0)
+  }
+
+  add(item: Countable<Name>): void {
+    this.selected++
+    this.counts.set(item.result.outcome, (this.counts.get(item.result.outcome) ?? 0) + 1)
+    this.eventsCreated += item.events
+    this.runsQueued += item.queued
+    for (const warning of item.warnings) this.warningCounts.set(warning, (this.warningCounts.get(warning) ?? 0) + 1)
+  }
+
+  /** The worst exit code of the run. `not_found` is exit 4 only for task instances named explicitly. */
+  exit(options: {explicit: boolean} = {explicit: true}): ExitCode {
+    return worstItemExit(
+      [...this.counts].filter(([outcome, n]) => n > 0 && (options.explicit || outcome !== 'not_found')).map(([outcome]) => this.outcomes[outcome]),
+    )
+  }
+
+  warnings(): string[] {
+    return [...this.warningCounts].map(([text, n]) => (n > 1 ? `${text} (${n} task instances)` : text))
+  }
+
+  summary(dryRun: boolean): Summary<Name> {
+    const counts = Object.fromEntries(this.names().map((name) => [name, this.counts.get(name) ?? 0])) as Record<Name, number>
+    return {selected: this.selected, ...counts, events_created: this.eventsCreated, runs_queued: this.runsQueued, dry_run: dryRun}
+  }
+
+  private names(): Name[] {
+    return Object.keys(this.outcomes) as Name[]
+  }
+}

@@ -1,0 +1,66 @@
+import {usageError} from '../errors.js'
+import {openInputFile} from './inputFile.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
+import {countSelection, selectTaskInstances, type SelectionFilter} from './selection.js'
+import type {WorkItem} from './workItem.js'
+
+export interface SelectionRequest {
+  tiIds: string[]
+  fromFile?: string | undefined
+  filter: SelectionFilter
+}
+
+export interface ItemSource {
+  count: number
+  items: AsyncIterable<WorkItem>
+  /** Items named one by one (--ti-id, --from-file): a missing one is `not_found`, exit 4. */
+  explicit: boolean
+}
+
+/** Whether any filter flag narrows the selection (as opposed to naming task instances one by one). */
+export const hasFilter = (filter: SelectionFilter) =>
+  Boolean(filter.dagId || filter.runIds.length > 0 || filter.taskIds.length > 0 || filter.mapIndex !== undefined || filter.since || filter.until)
+
+/** Turns the selection flags into a stream of work items and its size (for the confirmation). */
+export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'store'>, request: SelectionRequest): Promise<ItemSource> {
+  const {tiIds, fromFile, filter} = request
+  const ways = [tiIds.length > 0, Boolean(fromFile), hasFilter(filter)].filter(Boolean).length
+  if (ways === 0) {
+    throw usageError('Nothing selected: name the task instances to work on.', [
+      'Use --ti-id, --from-file, or filters such as --dag-id with --run-id / --task-id / --since / --until.',
+    ])
+  }
+
+  if (ways > 1) throw usageError('Use one way of selecting: --ti-id, --from-file, or the filter flags (--dag-id, --run-id, --task-id, --map-index, --since, --until).')
+  if (filter.shard && (tiIds.length > 0 || fromFile)) throw usageError('--shard partitions a filter selection; split an explicit list (--ti-id, --from-file) between hosts yourself.')
+
+  if (tiIds.length > 0) {
+    const unique = [...new Set(tiIds)].slice(0, filter.limit ?? Number.POSITIVE_INFINITY)
+    return {count: unique.length, explicit: true, items: fromArray(unique.map((tiId) => ({ref: {tiId}, outletEvents: []})))}
+  }
+
+  if (fromFile) {
+    const file = await openInputFile(fromFile)
+    const limit = filter.limit ?? Number.POSITIVE_INFINITY
+    return {count: Math.min(file.count, limit), explicit: true, items: take(file.items(), limit)}
+  }
+
+  const {db, store} = airflow
+  return {count: await countSelection(store, db.executor, filter), explicit: false, items: mapItems(selectTaskInstances(store, db.executor, filter))}
+}
+
+async function* fromArray<T>(items: T[]): AsyncGenerator<T> {
+  yield* items
+}
+
+async function* take<T>(items: AsyncIterable<T>, limit: number): AsyncGenerator<T> {
+  let n = 0
+  for await (const item of items) {
+    if (n++ >= limit) return
+    yield item
+  }
+}
+
+async function* mapItems(refs: AsyncIterable<WorkItem['ref']>): AsyncGenerator<WorkItem> {
+  for await (const ref of refs) yield {ref, outletEvents: []}
+}

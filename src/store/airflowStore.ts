@@ -1,0 +1,252 @@
+import type {EventLine} from '../airflow/eventLine.js'
+import type {SchemaShape} from '../airflow/schema.js'
+import type {StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
+import type {Executor} from '../engine/engine.js'
+
+/**
+ * The port in front of an Airflow metadata database: one method per thing airlock reads or
+ * writes, each taking the executor it runs on (the pool, or a transaction) and returning domain
+ * rows. A store is built once per engine and capability set when the database is opened, so the
+ * Airflow-version differences (partition keys, the queue's key, …) are settled there and no
+ * caller passes a version flag. Every SQL statement of the product lives behind this interface.
+ */
+export interface AirflowStore extends CatalogStore {
+  // --- the task-instance protocol -------------------------------------------------------------
+  /** Step 1: the task instance with its run, DAG and (optionally) declared outlets, WITHOUT a lock. */
+  readTaskInstance(ex: Executor, ref: TaskInstanceRef, options: {withOutlets: boolean}): Promise<TaskInstanceContext | undefined>
+  /** Step 3: SELECT … FOR UPDATE by id only; the state is read under the lock. */
+  lockTaskInstance(ex: Executor, tiId: string): Promise<LockedTaskInstance | undefined>
+  /** Step 4 of complete: the state change Airflow's success path makes. */
+  markTaskInstanceSuccess(ex: Executor, tiId: string, endDate: Date | null): Promise<void>
+  /** One multi-row INSERT … RETURNING for a task instance's events. */
+  insertAssetEvents(ex: Executor, source: TaskInstanceKey, events: readonly NewAssetEvent[], partitionKey: string | null): Promise<InsertedEvent[]>
+  /** Assets named by alias emissions, created when missing and linked to their alias. */
+  ensureAliasAssets(ex: Executor, emissions: readonly AliasEmission[]): Promise<ResolvedAliasEmission[]>
+  insertAliasEventLinks(ex: Executor, links: ReadonlyArray<{aliasId: number; eventId: number}>): Promise<void>
+  /** The consumers of the events, queued in key order; partition-aware ones reported, not queued. */
+  queueConsumers(ex: Executor, events: readonly RegisteredEvent[], eventPartitionKey: string | null): Promise<ConsumerDecision[]>
+  /** A row of Airflow's audit `log`. */
+  insertLogRow(ex: Executor, subject: LogSubject, event: string, extra: string): Promise<{logId: number}>
+  /** How a writer learns, after a lost COMMIT, whether its transaction landed. */
+  logRowExists(ex: Executor, logId: number): Promise<boolean>
+  /** Which of the given assets have no event attributed to this task instance since it started. */
+  readMissingOutlets(ex: Executor, ti: TaskInstanceContext, assetIds: readonly number[], ignoreEventIds?: readonly number[]): Promise<number[]>
+
+  // --- selection ------------------------------------------------------------------------------
+  /** One keyset page of task instance ids (id > after, ORDER BY id). */
+  selectTaskInstanceIds(ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<string[]>
+  countTaskInstances(ex: Executor, filter: TaskInstanceFilter): Promise<number>
+
+  // --- events: export, replay, repair ---------------------------------------------------------
+  /** One keyset page of events with everything an export line carries. */
+  readEventPage(ex: Executor, filter: EventPageFilter): Promise<EventLine[]>
+  readEventsById(ex: Executor, ids: readonly number[]): Promise<StoredEvent[]>
+  resolveAssetsAndAliases(ex: Executor, assets: ReadonlyArray<{name: string; uri: string}>, aliasNames: readonly string[]): Promise<{assetIds: Map<string, number>; aliasIds: Map<string, number>}>
+  /** --skip-existing: an event with the same content at or after `since` (atomic per content). */
+  findMatchingEvent(ex: Executor, content: EventContent, since: Date): Promise<number | undefined>
+  /** A new event with the given content and a fresh timestamp. */
+  insertEventCopy(ex: Executor, content: EventContent): Promise<number>
+  /** How many of these event ids exist. */
+  countEvents(ex: Executor, ids: readonly number[]): Promise<number>
+  /** Lock, recheck consumption, delete the unconsumed ones. */
+  removeDuplicateEvents(ex: Executor, eventIds: readonly number[]): Promise<{removed: number[]; consumed: number[]}>
+
+  // --- audit-events ---------------------------------------------------------------------------
+  readEventSourceKeys(ex: Executor, after: TaskInstanceKey | null, limit: number, filter: EventFilter): Promise<TaskInstanceKey[]>
+  countExternalEvents(ex: Executor, filter: EventFilter): Promise<number>
+  classifyEventsForKeys(ex: Executor, keys: readonly TaskInstanceKey[], filter: EventFilter, windowSeconds: number): Promise<ClassifiedEvent[]>
+  readQueueOrphans(ex: Executor, limit?: number): Promise<QueueOrphan[]>
+}
+
+/** What airlock reads before it knows the Airflow version: the catalog, the server, its sessions. */
+export interface CatalogStore {
+  /** The alembic head(s), or undefined when there is no alembic_version table (not Airflow). */
+  readAlembicHeads(ex: Executor): Promise<string[] | undefined>
+  readSchemaShape(ex: Executor, tables: readonly string[]): Promise<SchemaShape>
+  readServerInfo(ex: Executor): Promise<ServerInfo>
+  readTablePrivileges(ex: Executor, checks: readonly PrivilegeCheck[]): Promise<PrivilegeResult[]>
+  readSettings(ex: Executor, names: readonly string[]): Promise<ServerSetting[]>
+  readDeadlockCount(ex: Executor): Promise<number>
+  readLockSnapshot(ex: Executor): Promise<SessionRow[]>
+  findTaskInstanceByTuple(ex: Executor, page: number, tuple: number): Promise<(TaskInstanceKey & {id: string}) | undefined>
+}
+
+export interface LockedTaskInstance {
+  state: StoredState
+  tryNumber: number | null
+}
+
+export interface NewAssetEvent {
+  assetId: number
+  /** JSON text of the event's extra ({} when none). */
+  extra: string
+}
+
+export interface InsertedEvent {
+  eventId: number
+  assetId: number
+}
+
+export interface AliasEmission {
+  aliasName: string
+  assetName: string
+  assetUri: string
+}
+
+export interface ResolvedAliasEmission extends AliasEmission {
+  aliasId: number
+  assetId: number
+}
+
+export interface RegisteredEvent {
+  eventId: number
+  assetId: number
+  /** The alias the event was emitted through, if any: its consumers are queued too. */
+  aliasId: number | null
+}
+
+export interface ConsumerDecision {
+  kind: 'queued' | 'partitioned_consumer' | 'partitioned_event'
+  assetId: number
+  dagId: string
+}
+
+/** What a `log` row is about: a task instance, or (for events without a source task) nothing. */
+export interface LogSubject {
+  dagId: string | null
+  taskId: string | null
+  runId: string | null
+  mapIndex: number | null
+  tryNumber: number | null
+  logicalDate: Date | null
+  owners: string | null
+}
+
+/** A log row about nothing in particular (a repair across task instances). */
+export const noLogSubject: LogSubject = {dagId: null, taskId: null, runId: null, mapIndex: null, tryNumber: null, logicalDate: null, owners: null}
+
+/** Which task instances a command works on. */
+export interface TaskInstanceFilter {
+  dagId?: string | undefined
+  runIds: readonly string[]
+  taskIds: readonly string[]
+  mapIndex?: number | undefined
+  since?: Date | undefined
+  until?: Date | undefined
+  /** What since/until compare: the run's run_after (complete) or the TI's end_date (replay-events). */
+  timeColumn?: 'run_after' | 'end_date' | undefined
+  /** Only task instances in these states. */
+  states?: readonly string[] | undefined
+  /** Only task instances with an active declared outlet lacking an event since their start_date. */
+  missingEventsOnly?: boolean | undefined
+  /** --shard K/N: a stable hash partition of the ids. */
+  shard?: {index: number; count: number} | undefined
+}
+
+/** The event filters of export-events and audit-events. */
+export interface EventFilter {
+  since?: Date | undefined
+  until?: Date | undefined
+  sourceDagId?: string | undefined
+  /** Asset names or uris. */
+  assets: readonly string[]
+}
+
+export interface EventPageFilter extends EventFilter {
+  afterId: number
+  limit: number
+}
+
+export interface EventContent {
+  assetId: number
+  /** JSON text. */
+  extra: string
+  source: TaskInstanceKey | null
+  partitionKey: string | null
+}
+
+export interface StoredEvent extends EventContent {
+  id: number
+  assetName: string
+  assetUri: string
+  timestamp: Date
+  aliasIds: number[]
+  /** For the audit row: the source run's logical date and the source DAG's owners. */
+  logicalDate: Date | null
+  owners: string | null
+}
+
+export type EventClass = 'ok' | 'external' | 'orphan_missing_ti' | 'orphan_not_success' | 'superseded_by_rerun' | 'duplicate'
+
+export interface ClassifiedEvent {
+  id: number
+  assetId: number
+  assetName: string
+  source: TaskInstanceKey
+  timestamp: Date
+  class: EventClass
+  /** duplicate: the event kept for the group (the first). */
+  keptId: number | null
+  consumed: boolean
+}
+
+export interface QueueOrphan {
+  kind: 'queue_missing_asset' | 'queue_missing_dag' | 'queue_missing_event' | 'alias_link_missing_event'
+  detail: string
+}
+
+export interface ServerInfo {
+  version: string
+  versionNum: number
+  currentUser: string
+  database: string
+  isSuperuser: boolean
+  /** Member of pg_monitor (or superuser): can see every session's locks and queries. */
+  canMonitor: boolean
+}
+
+export interface PrivilegeCheck {
+  object: string
+  kind: 'table' | 'sequence'
+  privilege: 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE' | 'USAGE'
+}
+
+export interface PrivilegeResult extends PrivilegeCheck {
+  granted: boolean
+}
+
+export interface ServerSetting {
+  name: string
+  setting: string
+  unit: string | null
+  source: string
+}
+
+/**
+ * One look at a client session of this database: what it runs, what it waits for, who blocks it
+ * (the sessions directly in its way), and the row locks it holds.
+ */
+export interface SessionRow {
+  pid: number
+  application_name: string
+  usename: string | null
+  state: string | null
+  wait_event_type: string | null
+  wait_event: string | null
+  xact_start: Date | null
+  state_change: Date | null
+  query: string | null
+  blocked_by: number[]
+  sampled_at: Date
+  /** When the current lock wait began, where the server reports it, else null. */
+  wait_start: Date | null
+  /** The lock this session waits for, if any. */
+  waiting_on: {locktype: string; relation: string | null; page: number | null; tuple: number | null; mode: string} | null
+  /** Tuple locks it holds (a row-lock waiter holds the tuple lock of the row it queues for). */
+  held_tuples: Array<{relation: string; page: number; tuple: number}>
+  /** Tables on which it holds row-level intent locks (FOR UPDATE or writes). */
+  row_locked_tables: string[]
+}
+
+/** The key by which assets are matched across databases: name and uri together. */
+export const assetKey = (asset: {name: string; uri: string}) => `${asset.name}\u0000${asset.uri}`

@@ -1,0 +1,122 @@
+import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
+import type {Executor} from '../../engine/engine.js'
+import {statement} from '../../engine/prepared.js'
+import type {SchemaShape} from '../../airflow/schema.js'
+import type {CatalogStore, PrivilegeCheck, PrivilegeResult, ServerInfo, ServerSetting, SessionRow} from '../airflowStore.js'
+
+/**
+ * What airlock reads from PostgreSQL's own catalog and statistics views: the alembic head, the
+ * columns of Airflow's tables, the server and the current role, privileges, settings, and the
+ * sessions and locks that audit-locks reports. None of it depends on the Airflow version.
+ */
+export const postgresCatalog: CatalogStore = {
+  async readAlembicHeads(ex) {
+    const [table] = await ex.query<{present: string | null}>(statement(`select to_regclass('public.alembic_version')::text as present`))
+    if (!table?.present) return undefined
+    const rows = await ex.query<{version_num: string}>(statement('select version_num from public.alembic_version order by version_num'))
+    return rows.map((row) => row.version_num)
+  },
+
+  async readSchemaShape(ex, tables) {
+    const rows = await ex.query<{table_name: string; column_name: string}>(
+      statement(
+        `select table_name, column_name from information_schema.columns
+          where table_schema = 'public' and table_name = any($1::text[])
+          order by table_name, ordinal_position`,
+        [[...tables]],
+      ),
+    )
+    const shape: SchemaShape = new Map()
+    for (const row of rows) {
+      const columns = shape.get(row.table_name) ?? new Set<string>()
+      columns.add(row.column_name)
+      shape.set(row.table_name, columns)
+    }
+
+    return shape
+  },
+
+  async readServerInfo(ex): Promise<ServerInfo> {
+    const [row] = await ex.query<{version: string; version_num: string; current_user: string; database: string; is_superuser: boolean; can_monitor: boolean}>(
+      statement(`select current_setting('server_version') as version,
+                        current_setting('server_version_num') as version_num,
+                        current_user as current_user,
+                        current_database() as database,
+                        (select rolsuper from pg_roles where rolname = current_user) as is_superuser,
+                        pg_has_role(current_user, 'pg_monitor', 'member') as can_monitor`),
+    )
+    return {
+      version: row!.version,
+      versionNum: Number(row!.version_num),
+      currentUser: row!.current_user,
+      database: row!.database,
+      isSuperuser: row!.is_superuser,
+      canMonitor: row!.can_monitor || row!.is_superuser,
+    }
+  },
+
+  /** Asks the server, per object, whether the current user holds the privilege (missing objects: not granted). */
+  async readTablePrivileges(ex, checks: readonly PrivilegeCheck[]): Promise<PrivilegeResult[]> {
+    if (checks.length === 0) return []
+    const rows = await ex.query<{granted: boolean | null}>(
+      statement(
+        `select case when to_regclass(c.item->>'object') is null then null
+                     when c.item->>'kind' = 'sequence' then has_sequence_privilege(c.item->>'object', c.item->>'privilege')
+                     else has_table_privilege(c.item->>'object', c.item->>'privilege') end as granted
+           from jsonb_array_elements($1::jsonb) with ordinality as c(item, n)
+          order by c.n`,
+        [JSON.stringify(checks)],
+      ),
+    )
+    return checks.map((check, index) => ({...check, granted: rows[index]?.granted === true}))
+  },
+
+  async readSettings(ex, names): Promise<ServerSetting[]> {
+    return ex.query<ServerSetting>(statement('select name, setting, unit, source from pg_settings where name = any($1::text[]) order by name', [[...names]]))
+  },
+
+  /** pg_stat_database.deadlocks for this database: compared across a sampling window. */
+  async readDeadlockCount(ex) {
+    const [row] = await ex.query<{deadlocks: string}>(statement('select deadlocks from pg_stat_database where datname = current_database()'))
+    return Number(row?.deadlocks ?? 0)
+  },
+
+  /**
+   * One look at every client session of this database: what it runs, what it waits for, who
+   * blocks it (pg_blocking_pids: the sessions directly in its way, not the root of the chain),
+   * and the tuple and table locks it holds. pg_locks.waitstart exists from PostgreSQL 14; before
+   * it the wait start is unknown (null).
+   */
+  async readLockSnapshot(ex): Promise<SessionRow[]> {
+    const [server] = await ex.query<{num: string}>(statement(`select current_setting('server_version_num') as num`))
+    const waitStart = Number(server?.num ?? 0) >= 140_000 ? '(select min(l.waitstart) from pg_locks l where l.pid = a.pid and not l.granted)' : 'null::timestamptz'
+    return ex.query<SessionRow>(
+      statement(`select a.pid, coalesce(a.application_name, '') as application_name, a.usename::text, a.state, a.wait_event_type, a.wait_event,
+            a.xact_start, a.state_change, left(a.query, 1000) as query, pg_blocking_pids(a.pid) as blocked_by, clock_timestamp() as sampled_at,
+            ${waitStart} as wait_start,
+            (select json_build_object('locktype', l.locktype, 'relation', l.relation::regclass::text, 'page', l.page, 'tuple', l.tuple, 'mode', l.mode)
+               from pg_locks l where l.pid = a.pid and not l.granted limit 1) as waiting_on,
+            coalesce((select json_agg(json_build_object('relation', l.relation::regclass::text, 'page', l.page, 'tuple', l.tuple))
+               from pg_locks l where l.pid = a.pid and l.granted and l.locktype = 'tuple'), '[]') as held_tuples,
+            coalesce((select array_agg(distinct l.relation::regclass::text)
+               from pg_locks l where l.pid = a.pid and l.granted and l.locktype = 'relation' and l.mode in ('RowShareLock', 'RowExclusiveLock')), '{}') as row_locked_tables
+       from pg_stat_activity a
+      where a.pid <> pg_backend_pid()
+        and ((a.datname = current_database() and a.backend_type = 'client backend')
+             -- Without pg_monitor other users' rows show only pid and this marker: kept, to be counted.
+             or a.query = '<insufficient privilege>')
+      order by a.pid`),
+    )
+  },
+
+  /**
+   * The task_instance row at a physical position (page, tuple): how a waiter's tuple lock names
+   * the row it queues for. Best effort: an update since may have moved the row (the caller says so).
+   */
+  async findTaskInstanceByTuple(ex, page, tuple): Promise<(TaskInstanceKey & {id: string}) | undefined> {
+    const [row] = await ex.query<{id: string; dag_id: string; run_id: string; task_id: string; map_index: number}>(
+      statement(`select id, dag_id, run_id, task_id, map_index from task_instance where ctid = format('(%s,%s)', $1::int, $2::int)::tid`, [page, tuple]),
+    )
+    return row ? {id: row.id, dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index} : undefined
+  },
+}

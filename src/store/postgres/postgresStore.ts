@@ -1,0 +1,42 @@
+import type {Capabilities} from '../../airflow/schema.js'
+import type {AirflowStore} from '../airflowStore.js'
+import {insertLogRow, logRowExists} from './auditLog.js'
+import {postgresCatalog} from './catalog.js'
+import {classifyEventsForKeys, countExternalEvents, readEventSourceKeys, readQueueOrphans} from './eventAudit.js'
+import {countEvents, findMatchingEvent, insertEventCopy, readEventPage, readEventsById, removeDuplicateEvents, resolveAssetsAndAliases} from './events.js'
+import {ensureAliasAssets, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
+import {countTaskInstances, readMissingOutlets, selectTaskInstanceIds} from './selection.js'
+import {lockTaskInstance, markTaskInstanceSuccess, readTaskInstance} from './taskInstance.js'
+
+/**
+ * The PostgreSQL store for one capability set: every statement whose text depends on the Airflow
+ * version is chosen here, once, and prepared statements get names that follow their text.
+ */
+export function postgresStore(capabilities: Capabilities): AirflowStore {
+  return {
+    ...postgresCatalog,
+    readTaskInstance: readTaskInstance(capabilities),
+    lockTaskInstance: lockTaskInstance(),
+    markTaskInstanceSuccess: markTaskInstanceSuccess(),
+    insertAssetEvents: insertAssetEvents(capabilities),
+    ensureAliasAssets: ensureAliasAssets(),
+    insertAliasEventLinks: insertAliasEventLinks(),
+    queueConsumers: queueConsumers(capabilities),
+    insertLogRow: insertLogRow(),
+    logRowExists: logRowExists(),
+    readMissingOutlets: readMissingOutlets(),
+    selectTaskInstanceIds: selectTaskInstanceIds(),
+    countTaskInstances: countTaskInstances(),
+    readEventPage: readEventPage(capabilities),
+    readEventsById: readEventsById(capabilities),
+    resolveAssetsAndAliases: resolveAssetsAndAliases(),
+    findMatchingEvent: findMatchingEvent(capabilities),
+    insertEventCopy: insertEventCopy(capabilities),
+    countEvents: countEvents(),
+    removeDuplicateEvents: removeDuplicateEvents(capabilities),
+    readEventSourceKeys: readEventSourceKeys(),
+    countExternalEvents: countExternalEvents(),
+    classifyEventsForKeys: classifyEventsForKeys(capabilities),
+    readQueueOrphans: readQueueOrphans(capabilities),
+  }
+}

@@ -1,0 +1,81 @@
+import type {TaskInstanceContext} from '../../airflow/taskInstance.js'
+import type {Executor} from '../../engine/engine.js'
+import {prepared, statement} from '../../engine/prepared.js'
+import type {TaskInstanceFilter} from '../airflowStore.js'
+import {noEventSinceStart, whereAll} from './fragments.js'
+import {Params} from './params.js'
+
+/** The FROM and WHERE of a task-instance selection, with its bound values. */
+function filtered(filter: TaskInstanceFilter, params: Params, keyset?: (params: Params) => string): string {
+  const joins: string[] = []
+  const where: string[] = []
+  if (filter.timeColumn === 'end_date') {
+    if (filter.since) where.push(`ti.end_date >= ${params.add(filter.since)}::timestamptz`)
+    if (filter.until) where.push(`ti.end_date < ${params.add(filter.until)}::timestamptz`)
+  } else if (filter.since || filter.until) {
+    joins.push('join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id')
+    if (filter.since) where.push(`dr.run_after >= ${params.add(filter.since)}::timestamptz`)
+    if (filter.until) where.push(`dr.run_after < ${params.add(filter.until)}::timestamptz`)
+  }
+
+  if (filter.dagId) where.push(`ti.dag_id = ${params.add(filter.dagId)}`)
+  if (filter.runIds.length > 0) where.push(`ti.run_id = any(${params.add([...filter.runIds])}::text[])`)
+  if (filter.taskIds.length > 0) where.push(`ti.task_id = any(${params.add([...filter.taskIds])}::text[])`)
+  if (filter.mapIndex !== undefined) where.push(`ti.map_index = ${params.add(filter.mapIndex)}::int`)
+  if (filter.states) where.push(`ti.state = any(${params.add([...filter.states])}::text[])`)
+  if (filter.missingEventsOnly) {
+    // An active declared outlet with no event attributed to this task instance since it started.
+    where.push(`exists (
+      select 1 from task_outlet_asset_reference r
+        join asset a on a.id = r.asset_id
+        join asset_active aa on aa.name = a.name and aa.uri = a.uri
+       where r.dag_id = ti.dag_id and r.task_id = ti.task_id
+         and ${noEventSinceStart({assetId: 'a.id', dagId: 'ti.dag_id', runId: 'ti.run_id', taskId: 'ti.task_id', mapIndex: 'ti.map_index', startDate: 'ti.start_date'})})`)
+  }
+
+  // A stable hash of the id: N hosts with --shard 1/N … N/N split one backfill without overlap.
+  if (filter.shard) where.push(`mod(abs(hashtext(ti.id::text)::bigint), ${params.add(filter.shard.count)}::int) = ${params.add(filter.shard.index - 1)}::int`)
+  if (keyset) where.push(keyset(params))
+  return `from task_instance ti ${joins.join(' ')} ${whereAll(where)}`
+}
+
+/**
+ * One keyset page of the selection (WHERE id > last ORDER BY id LIMIT n): memory stays flat and
+ * each page is an index range scan, however many task instances match.
+ */
+export function selectTaskInstanceIds() {
+  return async (ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<string[]> => {
+    const params = new Params()
+    const from = filtered(filter, params, after === undefined ? undefined : (p) => `ti.id > ${p.add(after)}::uuid`)
+    const rows = await ex.query<{id: string}>(statement(`select ti.id ${from} order by ti.id limit ${params.add(limit)}::int`, params.values))
+    return rows.map((row) => row.id)
+  }
+}
+
+export function countTaskInstances() {
+  return async (ex: Executor, filter: TaskInstanceFilter): Promise<number> => {
+    const params = new Params()
+    const [row] = await ex.query<{n: string}>(statement(`select count(*) as n ${filtered(filter, params)}`, params.values))
+    return Number(row?.n ?? 0)
+  }
+}
+
+/**
+ * Which of the given (active, declared outlet) assets have NO event attributed to this task
+ * instance at or after its start_date: the events its last successful try should have emitted.
+ * `ignoreEventIds` leaves out events this very transaction wrote (for the recheck under the lock).
+ */
+export function readMissingOutlets() {
+  const missing = prepared(
+    'missing_outlets',
+    `select a.asset_id
+       from unnest($1::int[]) as a(asset_id)
+      where ${noEventSinceStart({assetId: 'a.asset_id', dagId: '$2', runId: '$3', taskId: '$4', mapIndex: '$5::int', startDate: '$6::timestamptz', extra: 'e.id <> all($7::int[])'})}
+      order by a.asset_id`,
+  )
+  return async (ex: Executor, ti: TaskInstanceContext, assetIds: readonly number[], ignoreEventIds: readonly number[] = []): Promise<number[]> => {
+    if (assetIds.length === 0) return []
+    const rows = await ex.query<{asset_id: number}>(missing([[...assetIds], ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.startDate, [...ignoreEventIds]]))
+    return rows.map((row) => row.asset_id)
+  }
+}

@@ -1,0 +1,115 @@
+import type {Capabilities} from '../../airflow/schema.js'
+import type {OutletAsset, StoredState, TaskInstanceContext, TaskInstanceRef} from '../../airflow/taskInstance.js'
+import type {Executor} from '../../engine/engine.js'
+import {prepared} from '../../engine/prepared.js'
+import type {LockedTaskInstance} from '../airflowStore.js'
+
+interface TaskInstanceRow {
+  id: string
+  dag_id: string
+  run_id: string
+  task_id: string
+  map_index: number
+  state: StoredState
+  try_number: number | null
+  start_date: Date | null
+  end_date: Date | null
+  dag_run_id: number
+  logical_date: Date | null
+  partition_key: string | null
+  owners: string | null
+  outlets: Array<{id: number; name: string; uri: string; active: boolean}> | null
+}
+
+/**
+ * Protocol step 1: the task instance with its run, DAG and declared outlets, WITHOUT a lock.
+ * Decisions made on this read are only early exits; the commit decision is taken on the locked
+ * read. Four texts (by id or by key, with or without outlets), each prepared once.
+ */
+export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+  const partitionKey = capabilities.eventPartitionKey ? 'dr.partition_key' : 'null::varchar'
+  // Whether each outlet asset is active decides whether it gets an event (Airflow skips inactive ones).
+  const outlets = `(select json_agg(json_build_object('id', a.id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null) order by a.id)
+          from task_outlet_asset_reference r
+          join asset a on a.id = r.asset_id
+          left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+         where r.dag_id = ti.dag_id and r.task_id = ti.task_id)`
+  const text = (withOutlets: boolean, where: string) =>
+    `select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
+            dr.id as dag_run_id, dr.logical_date, ${partitionKey} as partition_key, d.owners, ${withOutlets ? outlets : 'null::json'} as outlets
+       from task_instance ti
+       join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
+       left join dag d on d.dag_id = ti.dag_id
+      where ${where}`
+  const byId = 'ti.id = $1::uuid'
+  const byKey = 'ti.dag_id = $1 and ti.run_id = $2 and ti.task_id = $3 and ti.map_index = $4'
+  const statements = {
+    idOutlets: prepared('read_ti_id_outlets', text(true, byId)),
+    id: prepared('read_ti_id', text(false, byId)),
+    keyOutlets: prepared('read_ti_key_outlets', text(true, byKey)),
+    key: prepared('read_ti_key', text(false, byKey)),
+  }
+
+  return async (ex: Executor, ref: TaskInstanceRef, options: {withOutlets: boolean}): Promise<TaskInstanceContext | undefined> => {
+    const byTiId = 'tiId' in ref
+    const statement = byTiId ? (options.withOutlets ? statements.idOutlets : statements.id) : options.withOutlets ? statements.keyOutlets : statements.key
+    const values = byTiId ? [ref.tiId] : [ref.key.dagId, ref.key.runId, ref.key.taskId, ref.key.mapIndex]
+    const [row] = await ex.query<TaskInstanceRow>(statement(values))
+    if (!row) return undefined
+    return {
+      id: row.id,
+      dagId: row.dag_id,
+      runId: row.run_id,
+      taskId: row.task_id,
+      mapIndex: row.map_index,
+      state: row.state,
+      tryNumber: row.try_number,
+      startDate: row.start_date,
+      endDate: row.end_date,
+      dagRunId: row.dag_run_id,
+      logicalDate: row.logical_date,
+      partitionKey: row.partition_key,
+      owners: row.owners,
+      outlets: row.outlets?.map((o): OutletAsset => ({assetId: o.id, name: o.name, uri: o.uri, active: o.active})) ?? [],
+    }
+  }
+}
+
+/**
+ * Protocol step 3: lock the task_instance row and read its state under the lock.
+ *
+ * The WHERE clause names the row by id only. Filtering on state here ("… and state = 'running'")
+ * would turn a row that changed state into a missing row, and the caller could no longer tell
+ * `conflict` from `not_found`.
+ */
+export function lockTaskInstance() {
+  const lock = prepared('lock_ti', 'select state, try_number from task_instance where id = $1 for update')
+  return async (ex: Executor, tiId: string): Promise<LockedTaskInstance | undefined> => {
+    const [row] = await ex.query<{state: StoredState; try_number: number | null}>(lock([tiId]))
+    return row ? {state: row.state, tryNumber: row.try_number} : undefined
+  }
+}
+
+/**
+ * Protocol step 4 for `complete`, the only statement run under the row lock before COMMIT. It
+ * mirrors the success branch of Airflow's `ti_update_state`
+ * (airflow-core/src/airflow/api_fastapi/execution_api/routes/task_instances.py): state, end_date
+ * (given, or the clock now), duration from start_date computed in SQL, next_method and
+ * next_kwargs cleared, updated_at. A task instance that never started gets start_date =
+ * end_date, as `TaskInstance.set_state` does (airflow-core/src/airflow/models/taskinstance.py).
+ */
+export function markTaskInstanceSuccess() {
+  const update = prepared(
+    'mark_ti_success',
+    `update task_instance ti
+        set state = 'success', end_date = stamp.end_date,
+            start_date = coalesce(ti.start_date, stamp.end_date),
+            duration = extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date))),
+            next_method = null, next_kwargs = null, updated_at = clock_timestamp()
+       from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
+      where ti.id = $2::uuid`,
+  )
+  return async (ex: Executor, tiId: string, endDate: Date | null): Promise<void> => {
+    await ex.query(update([endDate, tiId]))
+  }
+}

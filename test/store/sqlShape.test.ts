@@ -1,0 +1,69 @@
+import {describe, expect, it} from 'vitest'
+
+import type {Executor, Statement} from '../../src/engine/engine.js'
+import {beginStatement, truncateUtf8} from '../../src/engine/postgres/postgresEngine.js'
+import {postgresStore} from '../../src/store/postgres/postgresStore.js'
+
+/**
+ * The shape of the SQL that carries the protocol's guarantees, checked without a database so a
+ * refactor cannot silently drop a lock clause or the queue's key order.
+ */
+function recorder(): {ex: Executor; sql: string[]; statements: Statement[]} {
+  const sql: string[] = []
+  const statements: Statement[] = []
+  const ex: Executor = {
+    async query<Row>(statement: Statement): Promise<Row[]> {
+      statements.push(statement)
+      sql.push(statement.text.replace(/\s+/g, ' ').toLowerCase())
+      return []
+    },
+  }
+  return {ex, sql, statements}
+}
+
+const before34 = {eventPartitionKey: false, partitionedTimetables: false, queueShape: 'per_asset', multiTeam: false, inletReferences: false} as const
+const from34 = {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_event', multiTeam: false, inletReferences: true} as const
+
+describe('SQL shape', () => {
+  it('the lock is FOR UPDATE by id only, never filtered on state, and runs prepared', async () => {
+    const {ex, sql, statements} = recorder()
+    await postgresStore(before34).lockTaskInstance(ex, 'id')
+    expect(sql[0]).toMatch(/^select state, try_number from task_instance where id = \$1 for update$/)
+    expect(sql[0]).not.toContain('state =')
+    expect(sql[0]).not.toMatch(/skip locked|nowait/)
+    expect(statements[0]!.name).toMatch(/^airlock_lock_ti_/)
+  })
+
+  it('queue rows are inserted in key order, upserted before 3.4 and plain-inserted from 3.4', async () => {
+    const events = [{eventId: 2, assetId: 9, aliasId: null}]
+    const before = recorder()
+    await postgresStore(before34).queueConsumers(before.ex, events, null)
+    expect(before.sql[0]).toContain('order by asset_id, dag_id')
+    expect(before.sql[0]).toContain('on conflict (asset_id, target_dag_id) do update set created_at = greatest(')
+    expect(before.sql[0]).toContain('not coalesce(d.is_paused, false)')
+
+    const after = recorder()
+    await postgresStore(from34).queueConsumers(after.ex, events, null)
+    expect(after.sql[0]).toContain('order by dag_id, event_id')
+    expect(after.sql[0]).not.toContain('on conflict')
+    // One name per text: the two capability sets never share a prepared statement.
+    expect(after.statements[0]!.name).not.toBe(before.statements[0]!.name)
+  })
+
+  it('every transaction begins at READ COMMITTED with its SET LOCAL timeouts and application_name, in one round trip', () => {
+    const text = beginStatement({lockTimeoutMs: 5000, statementTimeoutMs: 30_000, applicationName: "airlock:complete:it's"}, (v) => `'${v.replace(/'/g, "''")}'`)
+    expect(text).toBe("begin isolation level read committed; set local lock_timeout = '5000ms'; set local statement_timeout = '30000ms'; set local application_name = 'airlock:complete:it''s'")
+  })
+
+  it('the unlocked read takes no lock', async () => {
+    const {ex, sql} = recorder()
+    await postgresStore(before34).readTaskInstance(ex, {tiId: 'x'}, {withOutlets: true})
+    expect(sql[0]).not.toContain('for update')
+    expect(sql[0]).toContain('where ti.id = $1::uuid')
+  })
+
+  it('application names are cut to 63 bytes without splitting a character', () => {
+    expect(Buffer.byteLength(truncateUtf8('airlock:complete:' + 'é'.repeat(40), 63))).toBeLessThanOrEqual(63)
+    expect(truncateUtf8('short', 63)).toBe('short')
+  })
+})
