@@ -12,7 +12,8 @@ import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
 
 export default class AuditEvents extends AirlockCommand<EventAuditReport> {
-  static override summary = 'Classify duplicate and orphaned asset events, and successful tasks missing theirs; optional guarded repair of duplicates.'
+  static override summary =
+    'Classify duplicate and orphaned asset events, and successful tasks missing theirs; optional guarded repair of duplicates.'
   static override description = `Every event gets exactly one class, with its evidence: external (no source task: never a finding),
 orphan_missing_ti, orphan_not_success, superseded_by_rerun (an earlier successful try's events:
 legitimate), duplicate (beyond the first of a group with the same asset, source, extra and
@@ -33,8 +34,15 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
   static override flags = {
     ...connectionFlags,
     ...eventFilterFlags,
-    'duplicate-window': Flags.string({description: 'Identical events closer than this to the first of their group are duplicates.', default: '10min'}),
-    'fail-on': Flags.string({description: `Exit 6 when a finding of this class exists. Repeatable. Default: ${defaultFailOn.join(', ')}.`, multiple: true, options: [...findingClasses]}),
+    'duplicate-window': Flags.string({
+      description: 'Identical events closer than this to the first of their group are duplicates.',
+      default: '10min',
+    }),
+    'fail-on': Flags.string({
+      description: `Exit 6 when a finding of this class exists. Repeatable. Default: ${defaultFailOn.join(', ')}.`,
+      multiple: true,
+      options: [...findingClasses],
+    }),
     fix: Flags.boolean({description: 'Remove unconsumed duplicate extras (a dry run unless --no-dry-run).', default: false}),
     'dry-run': Flags.boolean({description: 'With --fix: roll every repair back (the default); --no-dry-run writes.', default: true, allowNo: true}),
     yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', default: false}),
@@ -69,14 +77,26 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     let fix: EventAuditReport['fix'] = null
     if (flags.fix && groups.length > 0) {
       const extras = groups.reduce((n, g) => n + g.extras.length, 0)
-      await confirmBulkWrite({count: flags['dry-run'] ? 0 : extras, action: 'delete', noun: 'duplicate events', yes: flags.yes, dryRun: flags['dry-run'], machineOutput: this.outputMode !== 'human'})
+      await confirmBulkWrite({
+        count: flags['dry-run'] ? 0 : extras,
+        action: 'delete',
+        noun: 'duplicate events',
+        yes: flags.yes,
+        dryRun: flags['dry-run'],
+        machineOutput: this.outputMode !== 'human',
+      })
       const fixes = await fixDuplicateGroups(airflow, groups, {
         dryRun: flags['dry-run'],
         lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
         statementTimeoutMs: 30_000,
         airlockVersion: this.config.version,
       })
-      fix = {dry_run: flags['dry-run'], groups: fixes, removed: fixes.reduce((n, f) => n + f.removed.length, 0), refused_consumed: fixes.reduce((n, f) => n + f.refused_consumed.length, 0)}
+      fix = {
+        dry_run: flags['dry-run'],
+        groups: fixes,
+        removed: fixes.reduce((n, f) => n + f.removed.length, 0),
+        refused_consumed: fixes.reduce((n, f) => n + f.refused_consumed.length, 0),
+      }
     } else if (flags.fix) {
       fix = {dry_run: flags['dry-run'], groups: [], removed: 0, refused_consumed: 0}
     }
@@ -94,4 +114,3 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     return renderEventAudit(report)
   }
 }
-

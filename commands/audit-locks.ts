@@ -53,7 +53,8 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
       warnBlocked: flags['warn-blocked'],
       critIdleMs: parseDuration(flags['crit-idle'], '--crit-idle'),
     }
-    if (flags.watch && (!this.interactiveStdout || this.outputMode !== 'human')) throw usageError('--watch needs a terminal; use --samples and --interval for a report.')
+    if (flags.watch && (!this.interactiveStdout || this.outputMode !== 'human'))
+      throw usageError('--watch needs a terminal; use --samples and --interval for a report.')
     const {db} = await this.openDatabase(flags, {verb: 'audit-locks', poolSize: 1, idleInTransactionTimeoutMs: null})
     const options = {samples: flags.samples, intervalMs: flags.interval, thresholds}
     let audit = await auditLocks(db, options)

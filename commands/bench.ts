@@ -13,14 +13,19 @@ import {passwordOf, toDatabaseUrl} from '../src/connection/url.js'
 import {sandboxHome, sandboxUrl} from '../src/sandbox/sandbox.js'
 
 export default class Bench extends AirlockCommand<BenchReport & {written: string[]}> {
-  static override summary = 'Measure how long a completion holds the task_instance row lock: register-first (airlock) against lock-first (the old order) and a raw floor.'
+  static override summary =
+    'Measure how long a completion holds the task_instance row lock: register-first (airlock) against lock-first (the old order) and a raw floor.'
   static override description = `Runs on scratch databases it creates and drops (on the sandbox unless --database-url names a
 server where it may create databases; it refuses a database holding real Airflow data). Both
 orderings run through the same protocol code; the floor is a few lines of raw node-postgres doing
 the same inserts, then FOR UPDATE + UPDATE + COMMIT. Also: completions/s per concurrency, the
 same-task-instance race, and the peak memory of a large backfill. Writes bench/results/.`
 
-  static override examples = ['<%= config.bin %> bench', '<%= config.bin %> bench --quick', '<%= config.bin %> bench --database-url postgresql://postgres@127.0.0.1:5432/postgres --outlets 0,600']
+  static override examples = [
+    '<%= config.bin %> bench',
+    '<%= config.bin %> bench --quick',
+    '<%= config.bin %> bench --database-url postgresql://postgres@127.0.0.1:5432/postgres --outlets 0,600',
+  ]
 
   static override flags = {
     'database-url': Flags.string({description: 'A server database where scratch databases may be created (default: the sandbox).'}),
@@ -53,7 +58,9 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
       memoryTis: quick ? 0 : flags['memory-tis'],
       memoryEvents: quick ? 0 : flags['memory-events'],
     }
-    const adminUrl = flags['database-url'] ? toDatabaseUrl(flags['database-url'], '--database-url') : (await sandboxUrl(sandboxHome())).url.replace(/\/airflow$/, '/postgres')
+    const adminUrl = flags['database-url']
+      ? toDatabaseUrl(flags['database-url'], '--database-url')
+      : (await sandboxUrl(sandboxHome())).url.replace(/\/airflow$/, '/postgres')
     const password = passwordOf(adminUrl)
     if (password) this.secrets.add(password)
     const server = await openScratchServer(adminUrl)

@@ -26,20 +26,46 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
 (exit 2) elsewhere. Airflow's listeners (OpenLineage) and metrics do not see these writes.`
 
   static override examples = [
-    {description: 'Complete one task instance by id', command: '<%= config.bin %> complete --ti-id 0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a --database-url postgresql://airflow@db/airflow'},
-    {description: 'A whole dag run, previewed first', command: '<%= config.bin %> complete --dag-id etl_daily --run-id scheduled__2026-12-01T00:00:00+00:00 --dry-run'},
-    {description: 'Failed tasks too, with an extra on every event', command: '<%= config.bin %> complete --dag-id etl_daily --task-id load --from-state running --from-state failed --extra \'{"reason":"INC-42"}\' --yes'},
-    {description: 'A backfill from cron, split across 4 hosts, streamed', command: '<%= config.bin %> complete --dag-id etl_daily --since 2026-11-01 --until 2026-12-01 --shard 2/4 --yes --ndjson'},
+    {
+      description: 'Complete one task instance by id',
+      command: '<%= config.bin %> complete --ti-id 0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a --database-url postgresql://airflow@db/airflow',
+    },
+    {
+      description: 'A whole dag run, previewed first',
+      command: '<%= config.bin %> complete --dag-id etl_daily --run-id scheduled__2026-12-01T00:00:00+00:00 --dry-run',
+    },
+    {
+      description: 'Failed tasks too, with an extra on every event',
+      command:
+        '<%= config.bin %> complete --dag-id etl_daily --task-id load --from-state running --from-state failed --extra \'{"reason":"INC-42"}\' --yes',
+    },
+    {
+      description: 'A backfill from cron, split across 4 hosts, streamed',
+      command: '<%= config.bin %> complete --dag-id etl_daily --since 2026-11-01 --until 2026-12-01 --shard 2/4 --yes --ndjson',
+    },
     {description: 'From a file (or - for stdin)', command: '<%= config.bin %> complete --from-file tis.ndjson --yes --json'},
   ]
 
   static override flags = {
     ...connectionFlags,
     ...selectionFlags,
-    'from-state': Flags.string({description: 'States a task instance may be in to be completed; repeatable. The lock recheck still applies.', multiple: true, default: ['running'], options: taskInstanceStates.filter((s) => s !== 'success'), helpGroup: 'WRITING'}),
-    'no-events': Flags.boolean({default: false, description: 'Only the state and the audit row: no asset events, no queued runs.', helpGroup: 'WRITING'}),
+    'from-state': Flags.string({
+      description: 'States a task instance may be in to be completed; repeatable. The lock recheck still applies.',
+      multiple: true,
+      default: ['running'],
+      options: taskInstanceStates.filter((s) => s !== 'success'),
+      helpGroup: 'WRITING',
+    }),
+    'no-events': Flags.boolean({
+      default: false,
+      description: 'Only the state and the audit row: no asset events, no queued runs.',
+      helpGroup: 'WRITING',
+    }),
     ...writeFlags,
-    extra: Flags.string({description: 'JSON object for the extra of every event (outlet_events in --from-file lines override it per asset).', helpGroup: 'WRITING'}),
+    extra: Flags.string({
+      description: 'JSON object for the extra of every event (outlet_events in --from-file lines override it per asset).',
+      helpGroup: 'WRITING',
+    }),
     'end-date': Flags.string({description: 'end_date to record (ISO-8601 UTC); default: now.', helpGroup: 'WRITING'}),
   }
 
@@ -55,7 +81,16 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     }
     const airflow = await this.openAirflow(flags, {verb: 'complete', poolSize: flags.concurrency + 1})
     const source = await openItemSource(airflow, selection)
-    const batch = {count: source.count, action: 'mark success', noun: 'task instances', label: 'complete', doneOutcomes: ['completed', 'already_success'], yes: flags.yes, dryRun: flags['dry-run'], explicit: source.explicit}
+    const batch = {
+      count: source.count,
+      action: 'mark success',
+      noun: 'task instances',
+      label: 'complete',
+      doneOutcomes: ['completed', 'already_success'],
+      yes: flags.yes,
+      dryRun: flags['dry-run'],
+      explicit: source.explicit,
+    }
     return this.runBatch<ItemJson, CompleteOutcomeName>(batch, ({shouldStop, onItem}) =>
       runComplete(airflow, {
         ...settings,

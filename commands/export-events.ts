@@ -43,7 +43,12 @@ airlock replay-events --from-file … --skip-existing against production.`
     const filter = eventFilterFromFlags(flags)
     const airflow = await this.openAirflow(flags, {verb: 'export-events', poolSize: 1})
     const file = flags.output ? fs.createWriteStream(flags.output, {flags: 'wx'}) : undefined
-    if (file) await new Promise((resolve, reject) => file.once('open', resolve).once('error', (error) => reject(usageError(`--output ${flags.output}: ${error.message} (airlock never overwrites an export).`))))
+    if (file)
+      await new Promise((resolve, reject) =>
+        file
+          .once('open', resolve)
+          .once('error', (error) => reject(usageError(`--output ${flags.output}: ${error.message} (airlock never overwrites an export).`))),
+      )
     const out = file ?? this.stdoutStream
     const progress = createProgress({label: 'export-events', total: null, enabled: Boolean(flags.output)})
     const result = await exportEvents(airflow, filter, out, (n) => progress.update(n, ''))

@@ -35,10 +35,19 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
 --checkpoint FILE lets an interrupted replay resume where it stopped.`
 
   static override examples = [
-    {description: 'What is missing for last night\'s runs of one DAG', command: '<%= config.bin %> replay-events --dag-id etl_daily --since 2026-12-01T00:00:00Z --dry-run'},
-    {description: 'Replay them, resumable', command: '<%= config.bin %> replay-events --dag-id etl_daily --since 2026-12-01T00:00:00Z --yes --checkpoint replay.ckpt'},
+    {
+      description: "What is missing for last night's runs of one DAG",
+      command: '<%= config.bin %> replay-events --dag-id etl_daily --since 2026-12-01T00:00:00Z --dry-run',
+    },
+    {
+      description: 'Replay them, resumable',
+      command: '<%= config.bin %> replay-events --dag-id etl_daily --since 2026-12-01T00:00:00Z --yes --checkpoint replay.ckpt',
+    },
     {description: 'Run downstream DAGs again for two events', command: '<%= config.bin %> replay-events --event-id 1201 --event-id 1202 --yes'},
-    {description: 'From a restored backup\'s export', command: '<%= config.bin %> replay-events --from-file incident.ndjson --skip-existing --yes --json'},
+    {
+      description: "From a restored backup's export",
+      command: '<%= config.bin %> replay-events --from-file incident.ndjson --skip-existing --yes --json',
+    },
   ]
 
   static override flags = {
@@ -46,8 +55,15 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     ...taskSelection,
     'event-id': Flags.integer({description: 'Re-emit this event (asset_event.id). Repeatable.', multiple: true, min: 1, helpGroup: 'MODE'}),
     'from-file': Flags.string({description: 'NDJSON written by airlock export-events (or lines of the same shape).', helpGroup: 'MODE'}),
-    'skip-existing': Flags.boolean({description: 'With --from-file: skip lines whose event (same asset, source, extra, partition key) exists at or after the line\'s timestamp.', default: false, helpGroup: 'MODE'}),
-    checkpoint: Flags.string({description: 'Record progress here; a re-run with the same file resumes after the last finished item.', helpGroup: 'WRITING'}),
+    'skip-existing': Flags.boolean({
+      description: "With --from-file: skip lines whose event (same asset, source, extra, partition key) exists at or after the line's timestamp.",
+      default: false,
+      helpGroup: 'MODE',
+    }),
+    checkpoint: Flags.string({
+      description: 'Record progress here; a re-run with the same file resumes after the last finished item.',
+      helpGroup: 'WRITING',
+    }),
     ...writeFlags,
     extra: Flags.string({description: 'Missing mode: JSON object for the extra of replayed events (default {}).', helpGroup: 'WRITING'}),
   }
@@ -72,7 +88,18 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       explicit: mode.kind !== 'missing' || mode.selection.tiIds.length > 0,
     }
     return this.runBatch<ItemJson | EventItemJson, ReplayOutcomeName>(batch, ({shouldStop, onItem}) =>
-      runReplay(airflow, {mode, defaultExtra, concurrency: flags.concurrency, lockTimeoutMs, statementTimeoutMs, dryRun: flags['dry-run'], airlockVersion: this.config.version, checkpoint, shouldStop, onItem}),
+      runReplay(airflow, {
+        mode,
+        defaultExtra,
+        concurrency: flags.concurrency,
+        lockTimeoutMs,
+        statementTimeoutMs,
+        dryRun: flags['dry-run'],
+        airlockVersion: this.config.version,
+        checkpoint,
+        shouldStop,
+        onItem,
+      }),
     )
   }
 

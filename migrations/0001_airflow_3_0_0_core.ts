@@ -2,8 +2,8 @@ import type {Knex} from 'knex'
 
 /**
  * Fixture schema, Airflow 3.0.0 (alembic head 29ce7909c52b), part 1: DAGs, runs, task instances,
- * the audit log, and the tables their foreign keys point at. Written from the facts in
- * ../shared/airflow/README.md and checked column by column against the real 3.0.0 dump by
+ * the audit log, and the tables their foreign keys point at. Written from Airflow 3.0.0's models
+ * and migrations (airflow-core/src/airflow/migrations/versions) and checked column by column against the real 3.0.0 dump by
  * test/migrations/fixtureMatchesDump.test.ts. Fixture databases only: airlock never migrates a
  * real Airflow database.
  */
@@ -248,7 +248,19 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of ['log', 'task_instance_history', 'task_instance', 'dag_run', 'trigger', 'backfill', 'log_template', 'dag_version', 'dag', 'dag_bundle', 'alembic_version']) {
+  for (const table of [
+    'log',
+    'task_instance_history',
+    'task_instance',
+    'dag_run',
+    'trigger',
+    'backfill',
+    'log_template',
+    'dag_version',
+    'dag',
+    'dag_bundle',
+    'alembic_version',
+  ]) {
     await knex.schema.dropTableIfExists(table)
   }
 }

@@ -2,7 +2,8 @@ import type {Knex} from 'knex'
 
 /**
  * Fixture schema, Airflow 3.1.0 (alembic head cc92b33c6709): inlet references, dag.deadline, and
- * task_instance.dag_version_id's foreign key becoming RESTRICT (../shared/airflow/README.md).
+ * task_instance.dag_version_id's foreign key becoming RESTRICT (Airflow's 3.1.0 migrations,
+ * airflow-core/src/airflow/migrations/versions/*_3_1_0_*.py).
  */
 const tz = {useTz: true} as const
 

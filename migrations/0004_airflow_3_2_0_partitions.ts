@@ -3,8 +3,8 @@ import type {Knex} from 'knex'
 /**
  * Fixture schema, Airflow 3.2.0 (alembic head 658517c60c7f): asset partitioning. Events and runs
  * carry a partition_key; DAGs with a partitioned timetable are queued through
- * asset_partition_dag_run instead of asset_dag_run_queue (Airflow's migration 0093 and
- * ../shared/airflow/README.md).
+ * asset_partition_dag_run instead of asset_dag_run_queue (Airflow's migration 0093,
+ * airflow-core/src/airflow/migrations/versions).
  */
 const tz = {useTz: true} as const
 

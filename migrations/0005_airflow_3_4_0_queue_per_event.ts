@@ -4,7 +4,7 @@ import type {Knex} from 'knex'
  * Fixture schema, Airflow 3.4.0 (unreleased; alembic head b2f1a9c7d4e0): the DAG-run queue keeps
  * one row per event. asset_dag_run_queue gains asset_event_id (FK → asset_event ON DELETE
  * CASCADE) and its key becomes (target_dag_id, asset_event_id), so writers insert instead of
- * upserting (../shared/airflow/README.md).
+ * upserting (apache/airflow #70972, migration b2f1a9c7d4e0).
  */
 export const alembicHead = 'b2f1a9c7d4e0'
 const previousHead = '658517c60c7f'

@@ -1,7 +1,7 @@
 import {ExitCode} from './exitCodes.js'
 
 /**
- * An error the operator can act on: a stable code for scripts, the exit code of DESIGN §3, a
+ * An error the operator can act on: a stable code for scripts, its exit code, a
  * message that says what happened, and actions that say what to do next. Anything thrown that is
  * not an AirlockError is a bug and exits 1.
  */
@@ -19,8 +19,7 @@ export class AirlockError extends Error {
   }
 }
 
-export const usageError = (message: string, actions: string[] = []) =>
-  new AirlockError('USAGE', ExitCode.usage, message, actions)
+export const usageError = (message: string, actions: string[] = []) => new AirlockError('USAGE', ExitCode.usage, message, actions)
 
 export const unsupportedSchemaError = (message: string, actions: string[] = []) =>
   new AirlockError('UNSUPPORTED_SCHEMA', ExitCode.unsupportedSchema, message, actions)

@@ -1,5 +1,5 @@
 /**
- * The exit-code table of DESIGN §3. Every command ends through the base command, which maps
+ * The exit-code table (docs/exit-codes-and-json.md). Every command ends through the base command, which maps
  * outcomes and errors to one of these; nothing else calls process.exit.
  */
 export const ExitCode = {
@@ -17,7 +17,7 @@ export const ExitCode = {
 
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode]
 
-/** When several item outcomes apply, the highest of 5, 4, 3 wins (DESIGN §3). */
+/** When several item outcomes apply, the highest of 5, 4, 3 wins. */
 export function worstItemExit(codes: Iterable<ExitCode>): ExitCode {
   let worst: ExitCode = ExitCode.ok
   for (const code of codes) {

@@ -34,7 +34,9 @@ kept in /var/tmp instead. airlock sandbox status shows where.`
     const result = await startSandbox(sandboxHome(), {airflowVersion: requested})
     for (const note of result.notes) this.note(note)
     if (requested && result.action === 'already_running' && requested !== result.airflowVersion) {
-      this.note(`the sandbox already exists with Airflow ${result.airflowVersion}; run airlock sandbox reset --airflow-version ${requested} to change it`)
+      this.note(
+        `the sandbox already exists with Airflow ${result.airflowVersion}; run airlock sandbox reset --airflow-version ${requested} to change it`,
+      )
     }
 
     return {result}

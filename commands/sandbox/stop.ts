@@ -3,7 +3,8 @@ import {sandboxHome, stopSandbox, type StopResult} from '../../src/sandbox/sandb
 
 export default class SandboxStop extends AirlockCommand<StopResult> {
   static override summary = 'Stop the embedded PostgreSQL sandbox (its data is kept).'
-  static override description = 'Stops the sandbox server with a fast shutdown (open sessions are rolled back). Stopping a stopped sandbox is a no-op.'
+  static override description =
+    'Stops the sandbox server with a fast shutdown (open sessions are rolled back). Stopping a stopped sandbox is a no-op.'
   static override examples = ['<%= config.bin %> sandbox stop']
 
   protected async execute(): Promise<CommandOutcome<StopResult>> {

@@ -4,7 +4,7 @@ export type SchemaShape = Map<string, Set<string>>
 /**
  * What airlock needs to know about an Airflow database before writing to it: the version from
  * the alembic head, and capabilities read from the catalog. The catalog wins over the version
- * number (DESIGN §2): a head that claims 3.2 without partition columns is refused.
+ * number: a head that claims 3.2 without partition columns is refused.
  */
 export interface Capabilities {
   /** asset_event.partition_key (3.2+): events carry the dag_run's partition key. */
@@ -26,12 +26,25 @@ export interface AirflowSchema {
 }
 
 export type SchemaCheck =
-  | {supported: true; schema: AirflowSchema}
-  | {supported: false; alembicHead: string | undefined; reason: string; missing: string[]}
+  {supported: true; schema: AirflowSchema} | {supported: false; alembicHead: string | undefined; reason: string; missing: string[]}
 
 /** Every table and column airlock reads or writes, in every supported version. */
 export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
-  task_instance: ['id', 'dag_id', 'run_id', 'task_id', 'map_index', 'state', 'start_date', 'end_date', 'duration', 'try_number', 'next_method', 'next_kwargs', 'updated_at'],
+  task_instance: [
+    'id',
+    'dag_id',
+    'run_id',
+    'task_id',
+    'map_index',
+    'state',
+    'start_date',
+    'end_date',
+    'duration',
+    'try_number',
+    'next_method',
+    'next_kwargs',
+    'updated_at',
+  ],
   task_instance_history: ['task_instance_id', 'dag_id', 'run_id', 'task_id', 'map_index', 'try_number', 'state'],
   dag_run: ['id', 'dag_id', 'run_id', 'logical_date'],
   dag: ['dag_id', 'is_paused', 'is_stale', 'owners'],
@@ -82,7 +95,8 @@ export function missingColumns(shape: SchemaShape): string[] {
 /** Which capabilities a version's head promises; a schema lacking them is not what its head claims. */
 export function expectedFor(version: string): Partial<Capabilities> {
   if (version.startsWith('3.4')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_event', inletReferences: true}
-  if (version.startsWith('3.3')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_asset', inletReferences: true, multiTeam: true}
+  if (version.startsWith('3.3'))
+    return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_asset', inletReferences: true, multiTeam: true}
   if (version.startsWith('3.2')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_asset', inletReferences: true}
   if (version.startsWith('3.1')) return {eventPartitionKey: false, queueShape: 'per_asset', inletReferences: true}
   return {eventPartitionKey: false, partitionedTimetables: false, queueShape: 'per_asset', inletReferences: false}

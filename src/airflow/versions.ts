@@ -1,5 +1,6 @@
 /**
- * Alembic heads airlock has checked (../shared/airflow/README.md). A head not listed here is
+ * Alembic heads airlock has checked, as Airflow's `_REVISION_HEADS_MAP`
+ * (airflow-core/src/airflow/utils/db.py) names them. A head not listed here is
  * refused (exit 8) until someone checks what its migrations changed; 3.3.x has no fixed head in
  * that table and is recognised by its multi-team columns instead.
  */

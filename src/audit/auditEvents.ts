@@ -3,7 +3,16 @@ import {selectTaskInstances} from '../selection/selection.js'
 import type {ClassifiedEvent, EventFilter} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 
-export const eventClasses = ['ok', 'external', 'orphan_missing_ti', 'orphan_not_success', 'superseded_by_rerun', 'duplicate', 'missing_events', 'queue_orphan'] as const
+export const eventClasses = [
+  'ok',
+  'external',
+  'orphan_missing_ti',
+  'orphan_not_success',
+  'superseded_by_rerun',
+  'duplicate',
+  'missing_events',
+  'queue_orphan',
+] as const
 export type AuditClass = (typeof eventClasses)[number]
 /** Classes that are findings; ok, external and superseded_by_rerun are legitimate. */
 export const findingClasses: readonly AuditClass[] = ['orphan_missing_ti', 'orphan_not_success', 'duplicate', 'missing_events', 'queue_orphan']
@@ -61,19 +70,34 @@ export async function auditEvents(
       counts[event.class]++
       if (event.class === 'ok' || event.class === 'superseded_by_rerun') continue
       onFinding(eventFinding(event))
-      if (event.class === 'duplicate' && options.collectGroups && event.keptId !== null) groups.set(event.keptId, [...(groups.get(event.keptId) ?? []), event.id])
+      if (event.class === 'duplicate' && options.collectGroups && event.keptId !== null)
+        groups.set(event.keptId, [...(groups.get(event.keptId) ?? []), event.id])
     }
 
     after = keys.at(-1)!
     if (keys.length < keyPage) break
   }
 
-  const selection = {dagId: filter.sourceDagId, runIds: [], taskIds: [], since: filter.since, until: filter.until, timeColumn: 'end_date' as const, states: ['success'], missingEventsOnly: true}
+  const selection = {
+    dagId: filter.sourceDagId,
+    runIds: [],
+    taskIds: [],
+    since: filter.since,
+    until: filter.until,
+    timeColumn: 'end_date' as const,
+    states: ['success'],
+    missingEventsOnly: true,
+  }
   if (filter.assets.length === 0) {
     for await (const ref of selectTaskInstances(store, pool, selection)) {
       counts.missing_events++
       const {tiId} = ref
-      onFinding({...blank('missing_events'), ti_id: tiId, evidence: 'successful task instance: an active declared outlet has no event since its last start', suggestion: `airlock replay-events --ti-id ${tiId}`})
+      onFinding({
+        ...blank('missing_events'),
+        ti_id: tiId,
+        evidence: 'successful task instance: an active declared outlet has no event since its last start',
+        suggestion: `airlock replay-events --ti-id ${tiId}`,
+      })
     }
   }
 
@@ -86,7 +110,19 @@ export async function auditEvents(
 }
 
 const blank = (cls: AuditClass): Finding => ({
-  class: cls, event_id: null, ti_id: null, asset: null, source_dag_id: null, source_run_id: null, source_task_id: null, source_map_index: null, timestamp: null, kept_id: null, consumed: null, evidence: '', suggestion: null,
+  class: cls,
+  event_id: null,
+  ti_id: null,
+  asset: null,
+  source_dag_id: null,
+  source_run_id: null,
+  source_task_id: null,
+  source_map_index: null,
+  timestamp: null,
+  kept_id: null,
+  consumed: null,
+  evidence: '',
+  suggestion: null,
 })
 
 function eventFinding(event: ClassifiedEvent): Finding {

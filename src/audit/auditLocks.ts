@@ -102,23 +102,42 @@ export async function auditLocks(db: Database, options: {samples: number; interv
   deadlocks.delta = deadlocks.total - deadlocksBefore
   const hidden = last.filter((s) => s.query === '<insufficient privilege>').length
   const audit: LockAudit = {
-    sampling: {samples: options.samples, interval_ms: options.intervalMs, started_at: started.toISOString(), finished_at: finished.toISOString(), shown_sample: (worst?.index ?? 0) + 1},
+    sampling: {
+      samples: options.samples,
+      interval_ms: options.intervalMs,
+      started_at: started.toISOString(),
+      finished_at: finished.toISOString(),
+      shown_sample: (worst?.index ?? 0) + 1,
+    },
     visibility: {
       can_monitor: server.canMonitor,
       hidden_sessions: hidden,
-      note: server.canMonitor ? null : `${server.currentUser} is not a member of pg_monitor: queries, wait details and lock owners of other users' sessions are hidden (${hidden} sessions here). Grant pg_monitor to see them.`,
+      note: server.canMonitor
+        ? null
+        : `${server.currentUser} is not a member of pg_monitor: queries, wait details and lock owners of other users' sessions are hidden (${hidden} sessions here). Grant pg_monitor to see them.`,
     },
     trees,
-    queue_contention: trees.flatMap((tree) => [...walk(tree)]).filter((n) => n.category === 'queue').map(({pid, wait_ms, query, application_name}) => ({pid, wait_ms, query, application_name})),
+    queue_contention: trees
+      .flatMap((tree) => [...walk(tree)])
+      .filter((n) => n.category === 'queue')
+      .map(({pid, wait_ms, query, application_name}) => ({pid, wait_ms, query, application_name})),
     idle_in_transaction: idle,
-    aggregates: {by_task_instance: aggregate(waits.byTi), by_query: aggregate(waits.byQuery), roots_seen: rootsSeen.size, max_blocked: worst?.blocked ?? 0},
+    aggregates: {
+      by_task_instance: aggregate(waits.byTi),
+      by_query: aggregate(waits.byQuery),
+      roots_seen: rootsSeen.size,
+      max_blocked: worst?.blocked ?? 0,
+    },
     settings,
     deadlocks,
     findings: [],
     max_severity: null,
   }
   audit.findings = judge(audit, options.thresholds)
-  audit.max_severity = audit.findings.reduce<Severity | null>((max, f) => (max === null || severityRank[f.severity] > severityRank[max] ? f.severity : max), null)
+  audit.max_severity = audit.findings.reduce<Severity | null>(
+    (max, f) => (max === null || severityRank[f.severity] > severityRank[max] ? f.severity : max),
+    null,
+  )
   return audit
 }
 
@@ -128,7 +147,8 @@ async function lookupTuples(catalog: CatalogStore, pool: Executor, sessions: rea
     const tuple = taskInstanceTuple(session)
     if (!tuple || lookup.has(tupleKey(tuple.page, tuple.tuple))) continue
     const row = await catalog.findTaskInstanceByTuple(pool, tuple.page, tuple.tuple).catch(() => undefined)
-    if (row) lookup.set(tupleKey(tuple.page, tuple.tuple), {id: row.id, dag_id: row.dagId, run_id: row.runId, task_id: row.taskId, map_index: row.mapIndex})
+    if (row)
+      lookup.set(tupleKey(tuple.page, tuple.tuple), {id: row.id, dag_id: row.dagId, run_id: row.runId, task_id: row.taskId, map_index: row.mapIndex})
   }
 
   return lookup
@@ -154,7 +174,12 @@ function judge(audit: LockAudit, t: LockThresholds): Finding[] {
   const findings: Finding[] = []
   for (const tree of audit.trees) {
     if (tree.state?.startsWith('idle in transaction')) {
-      findings.push({severity: 'critical', code: 'idle_root', pid: tree.pid, message: `pid ${tree.pid} is idle in a transaction and blocks ${tree.blocked_below} session(s)`})
+      findings.push({
+        severity: 'critical',
+        code: 'idle_root',
+        pid: tree.pid,
+        message: `pid ${tree.pid} is idle in a transaction and blocks ${tree.blocked_below} session(s)`,
+      })
     } else if (tree.blocked_below >= t.warnBlocked) {
       findings.push({severity: 'warning', code: 'wide_root', pid: tree.pid, message: `pid ${tree.pid} blocks ${tree.blocked_below} sessions`})
     }
@@ -162,17 +187,30 @@ function judge(audit: LockAudit, t: LockThresholds): Finding[] {
     for (const node of walk(tree)) {
       if (node.wait_ms === null || node.wait_ms <= t.warnWaitMs) continue
       const severity: Severity = node.wait_ms > t.critWaitMs ? 'critical' : 'warning'
-      findings.push({severity, code: 'long_wait', pid: node.pid, message: `pid ${node.pid} has waited ${(node.wait_ms / 1000).toFixed(1)} s for a ${node.category ?? 'lock'} lock`})
+      findings.push({
+        severity,
+        code: 'long_wait',
+        pid: node.pid,
+        message: `pid ${node.pid} has waited ${(node.wait_ms / 1000).toFixed(1)} s for a ${node.category ?? 'lock'} lock`,
+      })
     }
   }
 
   for (const holder of audit.idle_in_transaction) {
     const severity: Severity = holder.idle_ms > t.critIdleMs ? 'critical' : 'warning'
-    findings.push({severity, code: 'idle_ti_holder', pid: holder.pid, message: `pid ${holder.pid} holds task_instance row locks idle in a transaction for ${(holder.idle_ms / 1000).toFixed(1)} s (last: ${holder.last_query ?? '?'})`})
+    findings.push({
+      severity,
+      code: 'idle_ti_holder',
+      pid: holder.pid,
+      message: `pid ${holder.pid} holds task_instance row locks idle in a transaction for ${(holder.idle_ms / 1000).toFixed(1)} s (last: ${holder.last_query ?? '?'})`,
+    })
   }
 
-  if (audit.deadlocks.delta > 0) findings.push({severity: 'warning', code: 'deadlocks', pid: null, message: `${audit.deadlocks.delta} deadlock(s) during the sampling window`})
-  for (const setting of audit.settings) if (setting.level === 'warning') findings.push({severity: 'info', code: `setting_${setting.name}`, pid: null, message: `${setting.name}: ${setting.advice}`})
+  if (audit.deadlocks.delta > 0)
+    findings.push({severity: 'warning', code: 'deadlocks', pid: null, message: `${audit.deadlocks.delta} deadlock(s) during the sampling window`})
+  for (const setting of audit.settings)
+    if (setting.level === 'warning')
+      findings.push({severity: 'info', code: `setting_${setting.name}`, pid: null, message: `${setting.name}: ${setting.advice}`})
   if (!audit.visibility.can_monitor) findings.push({severity: 'info', code: 'no_pg_monitor', pid: null, message: audit.visibility.note!})
   return findings
 }
@@ -189,5 +227,11 @@ function aggregate(map: Map<string, number[]>): Aggregate[] {
 
 /** Queries grouped by shape: literals replaced, whitespace collapsed. */
 export function normaliseQuery(query: string): string {
-  return query.replace(/'(?:[^']|'')*'/g, '?').replace(/\b\d+\b/g, '?').replace(/\$\d+/g, '?').replace(/\s+/g, ' ').trim().slice(0, 160)
+  return query
+    .replace(/'(?:[^']|'')*'/g, '?')
+    .replace(/\b\d+\b/g, '?')
+    .replace(/\$\d+/g, '?')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 160)
 }

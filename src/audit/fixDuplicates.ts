@@ -28,14 +28,28 @@ export async function fixDuplicateGroups(
   for (const group of groups) {
     let refused: number[] = []
     const {result} = await runTransaction<{outcome: 'removed'; removed: number[]} | {outcome: 'refused_consumed'}>(db, {
-      locals: {lockTimeoutMs: options.lockTimeoutMs, statementTimeoutMs: options.statementTimeoutMs, applicationName: `airlock:audit-fix:${group.kept}`},
+      locals: {
+        lockTimeoutMs: options.lockTimeoutMs,
+        statementTimeoutMs: options.statementTimeoutMs,
+        applicationName: `airlock:audit-fix:${group.kept}`,
+      },
       dryRun: options.dryRun,
       unknownCommitAdvice: 'run audit-events again to see what is left',
       async run(tx) {
         const {removed, consumed} = await store.removeDuplicateEvents(tx, group.extras)
         refused = consumed
         if (removed.length === 0) return {rollback: {outcome: 'refused_consumed'}}
-        const extra = {host_name: identity.host_name, airlock: {version: options.airlockVersion, command: 'audit-events --fix', os_user: identity.os_user, kept_event_id: group.kept, removed_event_ids: removed, left_consumed: consumed}}
+        const extra = {
+          host_name: identity.host_name,
+          airlock: {
+            version: options.airlockVersion,
+            command: 'audit-events --fix',
+            os_user: identity.os_user,
+            kept_event_id: group.kept,
+            removed_event_ids: removed,
+            left_consumed: consumed,
+          },
+        }
         await store.insertLogRow(tx, noLogSubject, 'airlock.audit-events.fix', JSON.stringify(extra))
         return {commit: {outcome: 'removed', removed}}
       },

@@ -38,7 +38,9 @@ export function lockHoldChart(rows: readonly LockHoldRow[], caption: string): st
     parts.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2.5" points="${points}"/>`)
     rows.forEach((row, i) => parts.push(`<circle cx="${x(i)}" cy="${y(row.lockHold[s.key].p50)}" r="3.5" fill="${s.color}"/>`))
     const ly = margin.top + 20 + k * 22
-    parts.push(`<line x1="${width - margin.right + 15}" x2="${width - margin.right + 40}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2.5"/>`)
+    parts.push(
+      `<line x1="${width - margin.right + 15}" x2="${width - margin.right + 40}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2.5"/>`,
+    )
     parts.push(`<text x="${width - margin.right + 46}" y="${ly + 4}">${s.label}</text>`)
   })
   parts.push(`<text x="${margin.left}" y="${height - 6}" fill="#555" font-size="11">${escapeXml(caption)}</text>`)

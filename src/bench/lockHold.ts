@@ -21,13 +21,25 @@ export interface LockHoldRow {
  * for both orderings through the same protocol code, and the raw floor, interleaved run by run
  * on one database so drift hits all three alike.
  */
-export async function measureLockHold(server: ScratchServer, options: {outlets: number; runs: number; warmup: number; consumers: number}): Promise<LockHoldRow> {
+export async function measureLockHold(
+  server: ScratchServer,
+  options: {outlets: number; runs: number; warmup: number; consumers: number},
+): Promise<LockHoldRow> {
   const rounds = options.runs + options.warmup
-  const scratch = await server.create({seed: {dags: 1, runs: rounds * 3, tasks: 1, outlets: options.outlets, consumers: options.consumers}, poolSize: 2})
+  const scratch = await server.create({
+    seed: {dags: 1, runs: rounds * 3, tasks: 1, outlets: options.outlets, consumers: options.consumers},
+    poolSize: 2,
+  })
   const client = new pg.Client({connectionString: scratch.url})
   await client.connect()
   try {
-    const writer = completeWriter(scratch.airflow.store, {fromStates: ['running'], emitEvents: true, defaultExtra: '{}', endDate: null, airlockVersion: 'bench'})
+    const writer = completeWriter(scratch.airflow.store, {
+      fromStates: ['running'],
+      emitEvents: true,
+      defaultExtra: '{}',
+      endDate: null,
+      airlockVersion: 'bench',
+    })
     const base: ProtocolOptions = {lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}
     const {tis, activeAssetIds: active, queue} = await readBenchWorld(scratch.db.knex)
 
@@ -45,7 +57,12 @@ export async function measureLockHold(server: ScratchServer, options: {outlets: 
       for (const order of orders) {
         const target = targets[order]
         if (order === 'floor') {
-          const plan: FloorPlan = {tiId: target.id, source: {dagId: target.dag_id, runId: target.run_id, taskId: target.task_id}, assetIds: active, queue: queue.map((q) => [q.asset_id, q.dag_id])}
+          const plan: FloorPlan = {
+            tiId: target.id,
+            source: {dagId: target.dag_id, runId: target.run_id, taskId: target.task_id},
+            assetIds: active,
+            queue: queue.map((q) => [q.asset_id, q.dag_id]),
+          }
           const floor = await floorCompletion(client, plan)
           if (keep) {
             samples.hold.floor.push(floor.lockHoldMs)
@@ -64,7 +81,8 @@ export async function measureLockHold(server: ScratchServer, options: {outlets: 
       }
     }
 
-    const map = <K extends string>(record: Record<K, number[]>) => Object.fromEntries(Object.entries(record).map(([k, v]) => [k, distribution(v as number[])])) as Record<K, Distribution>
+    const map = <K extends string>(record: Record<K, number[]>) =>
+      Object.fromEntries(Object.entries(record).map(([k, v]) => [k, distribution(v as number[])])) as Record<K, Distribution>
     return {outlets: options.outlets, lockHold: map(samples.hold), register: map(samples.register), total: map(samples.total)}
   } finally {
     await client.end()

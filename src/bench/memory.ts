@@ -33,6 +33,7 @@ export async function peakRssOf(args: string[], acceptedExitCodes: readonly numb
   }, 50)
   const exitCode = await new Promise<number | null>((resolve) => child.on('close', resolve))
   clearInterval(timer)
-  if (exitCode === null || !acceptedExitCodes.includes(exitCode)) throw new Error(`airlock ${args[0]} exited ${exitCode} during the memory benchmark: ${stderr.trim()}`)
+  if (exitCode === null || !acceptedExitCodes.includes(exitCode))
+    throw new Error(`airlock ${args[0]} exited ${exitCode} during the memory benchmark: ${stderr.trim()}`)
   return {args, peakRssMb: peakKb / 1024, seconds: (Date.now() - started) / 1000, exitCode}
 }

@@ -46,19 +46,32 @@ export function benchMarkdown(report: BenchReport): string {
     lines.push(
       markdownTable(
         ['outlets', ...concurrency.map((c) => `concurrency ${c}`)],
-        outlets.map((o) => [String(o), ...concurrency.map((c) => f(report.throughput.find((t) => t.outlets === o && t.concurrency === c)?.perSecond ?? Number.NaN, 0))]),
+        outlets.map((o) => [
+          String(o),
+          ...concurrency.map((c) => f(report.throughput.find((t) => t.outlets === o && t.concurrency === c)?.perSecond ?? Number.NaN, 0)),
+        ]),
       ),
     )
   }
 
   if (report.race) {
     const r = report.race
-    lines.push('', `### Same-task-instance race`, '', `${r.racers} concurrent completions of one task instance (${r.outlets} outlets): ${f(r.ms, 0)} ms until all had an outcome; ${r.completed} completed, ${r.alreadySuccess} already_success, ${r.events} events in the table.`)
+    lines.push(
+      '',
+      `### Same-task-instance race`,
+      '',
+      `${r.racers} concurrent completions of one task instance (${r.outlets} outlets): ${f(r.ms, 0)} ms until all had an outcome; ${r.completed} completed, ${r.alreadySuccess} already_success, ${r.events} events in the table.`,
+    )
   }
 
   if (report.memory.length > 0) {
     lines.push('', '### Peak memory (RSS of the airlock process)', '')
-    lines.push(markdownTable(['run', 'peak RSS', 'time'], report.memory.map((run) => [run.what, `${f(run.peakRssMb, 0)} MB`, `${f(run.seconds, 0)} s`])))
+    lines.push(
+      markdownTable(
+        ['run', 'peak RSS', 'time'],
+        report.memory.map((run) => [run.what, `${f(run.peakRssMb, 0)} MB`, `${f(run.seconds, 0)} s`]),
+      ),
+    )
   }
   return lines.join('\n') + '\n'
 }
@@ -71,6 +84,13 @@ function markdownTable(headers: string[], rows: string[][]): string {
 export function benchTerminal(report: BenchReport): string {
   return renderTable(
     ['outlets', 'lock-first p50', 'register-first p50', 'floor p50', 'rf/floor', 'register p50'],
-    report.lockHold.map((row) => [row.outlets, f(row.lockHold.lock_first.p50), f(row.lockHold.register_first.p50), f(row.lockHold.floor.p50), f(row.lockHold.register_first.p50 / row.lockHold.floor.p50), f(row.register.register_first.p50)]),
+    report.lockHold.map((row) => [
+      row.outlets,
+      f(row.lockHold.lock_first.p50),
+      f(row.lockHold.register_first.p50),
+      f(row.lockHold.floor.p50),
+      f(row.lockHold.register_first.p50 / row.lockHold.floor.p50),
+      f(row.register.register_first.p50),
+    ]),
   )
 }

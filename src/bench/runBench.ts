@@ -60,7 +60,10 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
     const scratch = await server.create({seed: {dags: 1, runs, tasks, outlets: 1, consumers: 1}, poolSize: 1})
     try {
       // Exit 3 is expected: the seeded world keeps one task instance up_for_retry (a conflict).
-      const run = await peakRssOf(['complete', '--database-url', scratch.url, '--dag-id', 'etl_001', '--yes', '--ndjson', '--concurrency', '4'], [0, 3])
+      const run = await peakRssOf(
+        ['complete', '--database-url', scratch.url, '--dag-id', 'etl_001', '--yes', '--ndjson', '--concurrency', '4'],
+        [0, 3],
+      )
       memory.push({...run, what: `complete backfill, ${runs * tasks} task instances, --ndjson`})
     } finally {
       await scratch.drop()
@@ -91,12 +94,12 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
 async function describeMachine(adminUrl: string): Promise<BenchReport['machine']> {
   const server = await serverFacts(adminUrl)
   return {
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
-      memoryGb: Math.round(os.totalmem() / 2 ** 30),
-      node: process.version,
-      postgres: server.version,
-      synchronousCommit: server.synchronousCommit,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
+    memoryGb: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    postgres: server.version,
+    synchronousCommit: server.synchronousCommit,
     date: new Date().toISOString().slice(0, 10),
   }
 }

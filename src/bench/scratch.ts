@@ -34,9 +34,10 @@ export interface ScratchDatabase {
 export async function openScratchServer(adminUrl: string, allowAirflowData = false): Promise<ScratchServer> {
   await withKnex(adminUrl, async (admin) => {
     if ((await holdsRealAirflowSchema(admin)) && !allowAirflowData) {
-      throw usageError('The bench database holds a real Airflow schema; airlock bench only creates scratch databases next to a database it may leave alone.', [
-        'Point --database-url at a maintenance database of a test server (for example …/postgres), or use the sandbox (the default).',
-      ])
+      throw usageError(
+        'The bench database holds a real Airflow schema; airlock bench only creates scratch databases next to a database it may leave alone.',
+        ['Point --database-url at a maintenance database of a test server (for example …/postgres), or use the sandbox (the default).'],
+      )
     }
   })
 

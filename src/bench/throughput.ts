@@ -17,8 +17,14 @@ export interface ThroughputRow {
 }
 
 /** Completions per second on distinct task instances, the whole `complete` path but rendering. */
-export async function measureThroughput(server: ScratchServer, options: {outlets: number; concurrency: number; items: number}): Promise<ThroughputRow> {
-  const scratch = await server.create({seed: {dags: 1, runs: options.items, tasks: 1, outlets: options.outlets, consumers: 2}, poolSize: options.concurrency + 1})
+export async function measureThroughput(
+  server: ScratchServer,
+  options: {outlets: number; concurrency: number; items: number},
+): Promise<ThroughputRow> {
+  const scratch = await server.create({
+    seed: {dags: 1, runs: options.items, tasks: 1, outlets: options.outlets, consumers: 2},
+    poolSize: options.concurrency + 1,
+  })
   try {
     const {store, db} = scratch.airflow
     const started = performance.now()
@@ -39,7 +45,14 @@ export async function measureThroughput(server: ScratchServer, options: {outlets
       onItem: () => undefined,
     })
     const seconds = (performance.now() - started) / 1000
-    return {outlets: options.outlets, concurrency: options.concurrency, items: tally.selected, seconds, perSecond: tally.selected / seconds, failed: tally.counts.get('failed') ?? 0}
+    return {
+      outlets: options.outlets,
+      concurrency: options.concurrency,
+      items: tally.selected,
+      seconds,
+      perSecond: tally.selected / seconds,
+      failed: tally.counts.get('failed') ?? 0,
+    }
   } finally {
     await scratch.drop()
   }
@@ -58,12 +71,22 @@ export interface RaceResult {
 export async function measureRace(server: ScratchServer, options: {racers: number; outlets: number}): Promise<RaceResult> {
   const scratch = await server.create({seed: {dags: 1, runs: 1, tasks: 1, outlets: options.outlets, consumers: 2}, poolSize: options.racers + 1})
   try {
-    const writer = completeWriter(scratch.airflow.store, {fromStates: ['running'], emitEvents: true, defaultExtra: '{}', endDate: null, airlockVersion: 'bench'})
+    const writer = completeWriter(scratch.airflow.store, {
+      fromStates: ['running'],
+      emitEvents: true,
+      defaultExtra: '{}',
+      endDate: null,
+      airlockVersion: 'bench',
+    })
     const target = (await readBenchWorld(scratch.db.knex)).tis[0]!
     const started = performance.now()
     const results = await Promise.all(
       Array.from({length: options.racers}, () =>
-        runProtocol(scratch.airflow, {tiId: target.id}, {outletEvents: []}, writer, {lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}),
+        runProtocol(scratch.airflow, {tiId: target.id}, {outletEvents: []}, writer, {
+          lockTimeoutMs: 30_000,
+          statementTimeoutMs: 60_000,
+          dryRun: false,
+        }),
       ),
     )
     const ms = performance.now() - started

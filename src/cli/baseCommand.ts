@@ -71,7 +71,7 @@ export abstract class AirlockCommand<R> extends Command {
 
   /** Whether stdout is a terminal a person watches. */
   protected get interactiveStdout(): boolean {
-    return process.stdout.isTTY === true
+    return process.stdout.isTTY
   }
 
   /** Lines for stdout while the command runs (NDJSON items, CSV rows, an export): the only other way onto stdout. */
@@ -117,13 +117,29 @@ export abstract class AirlockCommand<R> extends Command {
     },
     run: (hooks: {shouldStop: () => boolean; onItem: (json: J, tally: Tally<Name>) => void}) => Promise<{tally: Tally<Name>; interrupted: boolean}>,
   ): Promise<CommandOutcome<BatchReport<J>>> {
-    await confirmBulkWrite({count: batch.count, action: batch.action, noun: batch.noun, yes: batch.yes, dryRun: batch.dryRun, machineOutput: this.outputMode !== 'human'})
-    const output = new BatchOutput<J>(this.outputMode, batch.dryRun ? `${batch.label} (dry run)` : batch.label, batch.count, batch.doneOutcomes, (line) => this.emit(line))
+    await confirmBulkWrite({
+      count: batch.count,
+      action: batch.action,
+      noun: batch.noun,
+      yes: batch.yes,
+      dryRun: batch.dryRun,
+      machineOutput: this.outputMode !== 'human',
+    })
+    const output = new BatchOutput<J>(
+      this.outputMode,
+      batch.dryRun ? `${batch.label} (dry run)` : batch.label,
+      batch.count,
+      batch.doneOutcomes,
+      (line) => this.emit(line),
+    )
     const interrupts = watchInterrupts((signal) => this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`))
     try {
       const {tally, interrupted} = await run({shouldStop: interrupts.requested, onItem: (json, tally) => output.add(json, tally)})
       for (const warning of tally.warnings()) this.note(warning)
-      return {result: output.finish(tally, batch.dryRun, interrupted), exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit})}
+      return {
+        result: output.finish(tally, batch.dryRun, interrupted),
+        exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit}),
+      }
     } finally {
       interrupts.dispose()
     }
@@ -157,6 +173,8 @@ export abstract class AirlockCommand<R> extends Command {
    * oclif's parse, with every failure in it (unknown flag, bad integer, failed option check,
    * a flag's own parse function) turned into a one-line usage error: exit 2, never exit 1.
    */
+  // oclif's own signature; its flag and argument maps are typed `any` there.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   protected override async parse<F extends Interfaces.OutputFlags<any>, B extends Interfaces.OutputFlags<any>, A extends Interfaces.OutputArgs<any>>(
     options?: Interfaces.Input<F, B, A>,
     argv?: string[],
@@ -171,7 +189,10 @@ export abstract class AirlockCommand<R> extends Command {
       // --json still gets its error as an envelope.
       if (this.argv.includes('--json')) this.outputMode = 'json'
       if (error instanceof AirlockError) throw error
-      const first = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').replace(/See more help with --help/i, '').trim()
+      const first = (error instanceof Error ? error.message : String(error))
+        .replace(/\s+/g, ' ')
+        .replace(/See more help with --help/i, '')
+        .trim()
       throw new AirlockError('USAGE', ExitCode.usage, `${first} (see airlock ${this.id?.replaceAll(':', ' ') ?? ''} --help)`)
     }
   }

@@ -34,9 +34,13 @@ export class BatchOutput<J extends ItemLike> {
   add<Name extends string>(json: J, tally: Tally<Name>): void {
     if (this.mode === 'ndjson') this.emit(JSON.stringify({type: 'item', ...json}))
     else if (this.mode === 'json') this.kept.push(json)
-    else if (this.kept.length < humanFirstRows || (!this.doneOutcomes.includes(json.outcome) && this.kept.length < humanProblemRows)) this.kept.push(json)
+    else if (this.kept.length < humanFirstRows || (!this.doneOutcomes.includes(json.outcome) && this.kept.length < humanProblemRows))
+      this.kept.push(json)
     else this.omitted++
-    const detail = [...tally.counts].filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`).join(' · ')
+    const detail = [...tally.counts]
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${n} ${k}`)
+      .join(' · ')
     this.progress.update(tally.selected, detail)
   }
 

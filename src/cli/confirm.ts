@@ -5,7 +5,14 @@ import {usageError} from '../errors.js'
  * naming --yes) when nobody can answer: stdin is not a terminal, or the output is
  * machine-readable. The question names what it acts on: task instances, events, duplicates.
  */
-export async function confirmBulkWrite(options: {count: number; action: string; noun: string; yes: boolean; dryRun: boolean; machineOutput: boolean}): Promise<void> {
+export async function confirmBulkWrite(options: {
+  count: number
+  action: string
+  noun: string
+  yes: boolean
+  dryRun: boolean
+  machineOutput: boolean
+}): Promise<void> {
   if (options.yes || options.dryRun || options.count <= 1) return
   if (options.machineOutput || !process.stdin.isTTY) {
     throw usageError(`Refusing to ${options.action} ${options.count} ${options.noun} without confirmation.`, [

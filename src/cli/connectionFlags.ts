@@ -10,7 +10,8 @@ import {sandboxHome, sandboxUrl} from '../sandbox/sandbox.js'
 /** The connection flags every database command takes. */
 export const connectionFlags = {
   'database-url': Flags.string({
-    description: 'PostgreSQL URL of the Airflow metadata database (postgresql://user:pass@host:5432/airflow; postgresql+psycopg2:// is accepted). Overrides every other setting.',
+    description:
+      'PostgreSQL URL of the Airflow metadata database (postgresql://user:pass@host:5432/airflow; postgresql+psycopg2:// is accepted). Overrides every other setting.',
     helpGroup: 'CONNECTION',
   }),
   env: Flags.string({
@@ -31,7 +32,11 @@ export interface ConnectionFlagValues {
 }
 
 /** Resolves and opens the connection the flags and environment ask for; `notes` says what it did (started the sandbox, …). */
-export async function openFromFlags(flags: ConnectionFlagValues, options: OpenOptions, remember: (secret: string) => void): Promise<OpenedDatabase & {notes: string[]}> {
+export async function openFromFlags(
+  flags: ConnectionFlagValues,
+  options: OpenOptions,
+  remember: (secret: string) => void,
+): Promise<OpenedDatabase & {notes: string[]}> {
   const notes: string[] = []
   let connection: ResolvedConnection
   if (flags.embedded) {

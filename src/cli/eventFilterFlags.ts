@@ -10,7 +10,12 @@ export const eventFilterFlags = {
   asset: Flags.string({description: 'Only events of this asset (name or uri). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
 }
 
-export function eventFilterFromFlags(flags: {since?: string | undefined; until?: string | undefined; 'dag-id'?: string | undefined; asset?: string[] | undefined}) {
+export function eventFilterFromFlags(flags: {
+  since?: string | undefined
+  until?: string | undefined
+  'dag-id'?: string | undefined
+  asset?: string[] | undefined
+}) {
   return {
     since: flags.since ? parseTimestamp(flags.since, '--since') : undefined,
     until: flags.until ? parseTimestamp(flags.until, '--until') : undefined,

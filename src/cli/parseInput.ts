@@ -3,7 +3,7 @@ import {usageError} from '../errors.js'
 
 /**
  * Flag values checked at the edge, into the types src/ works with. Messages name the flag and
- * what is allowed (STYLE §7).
+ * what is allowed.
  */
 export function parseTimestamp(value: string, flag: string): Date {
   // ISO-8601; without a zone designator the value is taken as UTC, as Airflow stores it.
@@ -32,7 +32,8 @@ export function parseJsonObject(value: string, flag: string): string {
     throw usageError(`${flag} is not valid JSON (${(error as Error).message}).`, [`Example: ${flag} '{"source": "backfill"}'`])
   }
 
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw usageError(`${flag} must be a JSON object, e.g. '{"source": "backfill"}'.`)
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw usageError(`${flag} must be a JSON object, e.g. '{"source": "backfill"}'.`)
   return JSON.stringify(parsed)
 }
 

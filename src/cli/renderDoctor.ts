@@ -14,9 +14,12 @@ export function renderDoctor(report: DoctorReport): string {
       ['airflow', airflow.supported ? airflow.version : `unsupported (${airflow.reason})`],
       ['event partition keys', capabilities ? yesNo(capabilities.eventPartitionKey) : null],
       ['partitioned timetables', capabilities ? yesNo(capabilities.partitionedTimetables) : null],
-      ['queue shape', capabilities ? (capabilities.queueShape === 'per_event' ? 'one row per event (3.4)' : 'one row per asset and DAG (upsert)') : null],
+      [
+        'queue shape',
+        capabilities ? (capabilities.queueShape === 'per_event' ? 'one row per event (3.4)' : 'one row per asset and DAG (upsert)') : null,
+      ],
       ['multi-team columns', capabilities ? yesNo(capabilities.multiTeam) : null],
-      ['lock monitoring (pg_monitor)', server.canMonitor ? 'yes' : 'no: audit-locks sees only this user\'s sessions'],
+      ['lock monitoring (pg_monitor)', server.canMonitor ? 'yes' : "no: audit-locks sees only this user's sessions"],
     ]),
   ]
 
@@ -25,11 +28,20 @@ export function renderDoctor(report: DoctorReport): string {
     sections.push(
       denied.length === 0
         ? `privileges: all ${report.privileges.length} that airlock uses are granted`
-        : 'missing privileges:\n' + renderTable(['object', 'privilege', 'needed by'], denied.map((p) => [p.object, p.privilege, p.neededBy])),
+        : 'missing privileges:\n' +
+            renderTable(
+              ['object', 'privilege', 'needed by'],
+              denied.map((p) => [p.object, p.privilege, p.neededBy]),
+            ),
     )
   }
 
-  sections.push(renderTable(['setting', 'value', 'source', 'status'], report.settings.map((s) => [s.name, s.value, s.source, s.level])))
+  sections.push(
+    renderTable(
+      ['setting', 'value', 'source', 'status'],
+      report.settings.map((s) => [s.name, s.value, s.source, s.level]),
+    ),
+  )
   const advice = report.settings.filter((s) => s.advice)
   if (advice.length > 0) sections.push(advice.map((s) => `${s.level === 'warning' ? '!' : '-'} ${s.name}: ${s.advice}`).join('\n'))
   sections.push(`verdict: ${report.verdict}`)

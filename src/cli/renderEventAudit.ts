@@ -11,12 +11,24 @@ export interface EventAuditReport {
 }
 
 export function renderEventAudit(report: EventAuditReport): string {
-  const parts = [renderTable(['class', 'count'], Object.entries(report.counts).map(([k, v]) => [k, v]))]
+  const parts = [
+    renderTable(
+      ['class', 'count'],
+      Object.entries(report.counts).map(([k, v]) => [k, v]),
+    ),
+  ]
   if (report.findings.length > 0) {
     parts.push(
       renderTable(
         ['class', 'event', 'asset / task instance', 'source', 'evidence', 'next'],
-        report.findings.map((f) => [f.class, f.event_id, f.asset ?? f.ti_id, f.source_dag_id ? `${f.source_dag_id}/${f.source_run_id}/${f.source_task_id}` : '', f.evidence, f.suggestion ?? '']),
+        report.findings.map((f) => [
+          f.class,
+          f.event_id,
+          f.asset ?? f.ti_id,
+          f.source_dag_id ? `${f.source_dag_id}/${f.source_run_id}/${f.source_task_id}` : '',
+          f.evidence,
+          f.suggestion ?? '',
+        ]),
       ),
     )
   }
@@ -24,12 +36,31 @@ export function renderEventAudit(report: EventAuditReport): string {
   if (report.omitted) parts.push(`… ${report.omitted} more findings (--json, --ndjson or --format csv list them all)`)
   if (report.fix) {
     const f = report.fix
-    parts.push(`${f.dry_run ? 'DRY RUN (rolled back; --fix --no-dry-run --yes writes): would remove' : 'Removed'} ${f.removed} duplicate event(s) in ${f.groups.length} group(s); ${f.refused_consumed} left alone because a dag run consumed them.`)
+    parts.push(
+      `${f.dry_run ? 'DRY RUN (rolled back; --fix --no-dry-run --yes writes): would remove' : 'Removed'} ${f.removed} duplicate event(s) in ${f.groups.length} group(s); ${f.refused_consumed} left alone because a dag run consumed them.`,
+    )
   }
 
   return parts.join('\n\n')
 }
 
-export const findingCsvHeader = 'class,event_id,ti_id,asset,source_dag_id,source_run_id,source_task_id,source_map_index,timestamp,kept_id,consumed,evidence,suggestion'
+export const findingCsvHeader =
+  'class,event_id,ti_id,asset,source_dag_id,source_run_id,source_task_id,source_map_index,timestamp,kept_id,consumed,evidence,suggestion'
 export const findingCsvRow = (f: Finding) =>
-  [f.class, f.event_id, f.ti_id, f.asset, f.source_dag_id, f.source_run_id, f.source_task_id, f.source_map_index, f.timestamp, f.kept_id, f.consumed, f.evidence, f.suggestion].map(csvCell).join(',')
+  [
+    f.class,
+    f.event_id,
+    f.ti_id,
+    f.asset,
+    f.source_dag_id,
+    f.source_run_id,
+    f.source_task_id,
+    f.source_map_index,
+    f.timestamp,
+    f.kept_id,
+    f.consumed,
+    f.evidence,
+    f.suggestion,
+  ]
+    .map(csvCell)
+    .join(',')

@@ -10,23 +10,43 @@ export interface BatchReport<J = ItemJson> {
 }
 
 /** Items of an event-level replay (by id, from a file): where each came from and what it became. */
-export function renderEventItems(items: ReadonlyArray<{source: string; asset: string; outcome: string; new_event_id: number | null; existing_event_id: number | null; queued: number; error?: {message: string}}>): string {
+export function renderEventItems(
+  items: ReadonlyArray<{
+    source: string
+    asset: string
+    outcome: string
+    new_event_id: number | null
+    existing_event_id: number | null
+    queued: number
+    error?: {message: string}
+  }>,
+): string {
   return renderTable(
     ['from', 'asset', 'outcome', 'new event', 'queued'],
-    items.map((item) => [item.source, item.asset, item.outcome + (item.error ? `: ${item.error.message}` : ''), item.new_event_id ?? (item.existing_event_id ? `exists: ${item.existing_event_id}` : null), item.queued]),
+    items.map((item) => [
+      item.source,
+      item.asset,
+      item.outcome + (item.error ? `: ${item.error.message}` : ''),
+      item.new_event_id ?? (item.existing_event_id ? `exists: ${item.existing_event_id}` : null),
+      item.queued,
+    ]),
   )
 }
 
 export function renderBatch(report: BatchReport, verb: string): string {
   // Finish order is noise for a reader: list by task instance.
-  const rows = report.items.map((item) => [
-    `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${item.map_index !== null && item.map_index >= 0 ? `[${item.map_index}]` : ''}`,
-    item.outcome + (item.previous_state ? ` (was ${item.previous_state})` : '') + (item.error ? `: ${item.error.sqlstate ?? ''} ${item.error.message}`.trimEnd() : ''),
-    item.events,
-    item.queued,
-    item.timings.lock_hold_ms.toFixed(2),
-    item.timings.total_ms.toFixed(1),
-  ]).sort((a, b) => String(a[0]).localeCompare(String(b[0])))
+  const rows = report.items
+    .map((item) => [
+      `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${item.map_index !== null && item.map_index >= 0 ? `[${item.map_index}]` : ''}`,
+      item.outcome +
+        (item.previous_state ? ` (was ${item.previous_state})` : '') +
+        (item.error ? `: ${item.error.sqlstate ?? ''} ${item.error.message}`.trimEnd() : ''),
+      item.events,
+      item.queued,
+      item.timings.lock_hold_ms.toFixed(2),
+      item.timings.total_ms.toFixed(1),
+    ])
+    .sort((a, b) => String(a[0]).localeCompare(String(b[0])))
   const parts: string[] = []
   if (rows.length > 0) parts.push(renderTable(['task instance', 'outcome', 'events', 'queued', 'lock hold ms', 'total ms'], rows))
   if (report.omitted) parts.push(`… ${report.omitted} more items (--json or --ndjson lists them all)`)

@@ -10,14 +10,21 @@ export const selectionFlags = {
   'run-id': Flags.string({description: 'Task instances of this dag run (run_id). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
   'task-id': Flags.string({description: 'Task instances of this task. Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
   'map-index': Flags.integer({description: 'Only this map index (-1 for unmapped tasks).', min: -1, helpGroup: 'SELECTION'}),
-  since: Flags.string({description: 'Runs whose run_after (logical date of scheduled runs) is at or after this ISO-8601 UTC time.', helpGroup: 'SELECTION'}),
+  since: Flags.string({
+    description: 'Runs whose run_after (logical date of scheduled runs) is at or after this ISO-8601 UTC time.',
+    helpGroup: 'SELECTION',
+  }),
   until: Flags.string({description: 'Runs whose run_after is before this ISO-8601 UTC time.', helpGroup: 'SELECTION'}),
   'from-file': Flags.string({
-    description: 'NDJSON of task instances, "-" for stdin: {"ti_id"} or {"dag_id","run_id","task_id","map_index"} per line, optionally with "outlet_events":[{"asset","extra","alias"}].',
+    description:
+      'NDJSON of task instances, "-" for stdin: {"ti_id"} or {"dag_id","run_id","task_id","map_index"} per line, optionally with "outlet_events":[{"asset","extra","alias"}].',
     helpGroup: 'SELECTION',
   }),
   limit: Flags.integer({description: 'At most this many task instances.', min: 1, helpGroup: 'SELECTION'}),
-  shard: Flags.string({description: 'K/N: only the K-th of N hash partitions, so N hosts can share one backfill without overlap.', helpGroup: 'SELECTION'}),
+  shard: Flags.string({
+    description: 'K/N: only the K-th of N hash partitions, so N hosts can share one backfill without overlap.',
+    helpGroup: 'SELECTION',
+  }),
 }
 
 export interface SelectionFlagValues {

@@ -2,16 +2,31 @@ import {Flags} from '@oclif/core'
 
 import {parseDuration} from './parseInput.js'
 
-/** The flags every batch writer shares (DESIGN §3): pacing, timeouts, dry run, confirmation, streaming. */
+/** The flags every batch writer shares (pacing, timeouts, dry run, confirmation, streaming. */
 export const writeFlags = {
   concurrency: Flags.integer({description: 'Items in flight at once (one connection each).', default: 4, min: 1, max: 64, helpGroup: 'WRITING'}),
-  'lock-timeout': Flags.string({description: 'SET LOCAL lock_timeout per transaction; a longer lock wait is retried, then reported failed.', default: '5s', helpGroup: 'WRITING'}),
+  'lock-timeout': Flags.string({
+    description: 'SET LOCAL lock_timeout per transaction; a longer lock wait is retried, then reported failed.',
+    default: '5s',
+    helpGroup: 'WRITING',
+  }),
   'statement-timeout': Flags.string({description: 'SET LOCAL statement_timeout per transaction.', default: '30s', helpGroup: 'WRITING'}),
-  'dry-run': Flags.boolean({description: 'Run every transaction, then roll it back: reports exactly what would happen.', default: false, helpGroup: 'WRITING'}),
+  'dry-run': Flags.boolean({
+    description: 'Run every transaction, then roll it back: reports exactly what would happen.',
+    default: false,
+    helpGroup: 'WRITING',
+  }),
   yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', default: false, helpGroup: 'WRITING'}),
-  ndjson: Flags.boolean({description: 'Stream one JSON line per item ({"type":"item",…}), then {"type":"summary",…}.', exclusive: ['json'], helpGroup: 'OUTPUT'}),
+  ndjson: Flags.boolean({
+    description: 'Stream one JSON line per item ({"type":"item",…}), then {"type":"summary",…}.',
+    exclusive: ['json'],
+    helpGroup: 'OUTPUT',
+  }),
 }
 
 export function timeoutsFromFlags(flags: {'lock-timeout': string; 'statement-timeout': string}): {lockTimeoutMs: number; statementTimeoutMs: number} {
-  return {lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'), statementTimeoutMs: parseDuration(flags['statement-timeout'], '--statement-timeout')}
+  return {
+    lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
+    statementTimeoutMs: parseDuration(flags['statement-timeout'], '--statement-timeout'),
+  }
 }

@@ -39,7 +39,10 @@ type CompleteRegistration = Registration & {logId: number}
  * names is checked under the lock by the protocol (a changed try means a stale read and a retry
  * from step 1).
  */
-export function completeWriter(store: AirflowStore, settings: CompleteSettings): Writer<CompleteOutcome, {outletEvents: OutletEventInput[]}, CompleteRegistration, {logId: number}> {
+export function completeWriter(
+  store: AirflowStore,
+  settings: CompleteSettings,
+): Writer<CompleteOutcome, {outletEvents: OutletEventInput[]}, CompleteRegistration, {logId: number}> {
   const expected = new Set<StoredState>(settings.fromStates)
   const decide = (state: StoredState): CompleteOutcome | 'commit' => {
     if (expected.has(state)) return 'commit'
@@ -66,15 +69,17 @@ export function completeWriter(store: AirflowStore, settings: CompleteSettings):
       const {logId} = await store.insertLogRow(tx, ti, 'success', auditExtra(ti.state, emitted.events.length))
       return {...(await queueEventConsumers(store, tx, ti, emitted)), logId}
     },
-    async decideUnderLock(_tx, lockedState) {
-      return decide(lockedState)
-    },
+    decideUnderLock: (_tx, lockedState) => Promise.resolve(decide(lockedState)),
     async apply(tx, ti, registration) {
       await store.markTaskInstanceSuccess(tx, ti.id, settings.endDate)
       return {logId: registration.logId}
     },
     counts(registration) {
-      return {events: registration.events.length, queued: registration.consumers.filter((c) => c.kind === 'queued').length, warnings: registration.warnings}
+      return {
+        events: registration.events.length,
+        queued: registration.consumers.filter((c) => c.kind === 'queued').length,
+        warnings: registration.warnings,
+      }
     },
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),
   }

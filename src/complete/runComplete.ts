@@ -34,15 +34,24 @@ export async function runComplete(airflow: AirflowDatabase, run: CompleteRun): P
     endDate: run.endDate,
     airlockVersion: run.airlockVersion,
   })
-  const options: ProtocolOptions = {lockTimeoutMs: run.lockTimeoutMs, statementTimeoutMs: run.statementTimeoutMs, dryRun: run.dryRun, order: run.order}
+  const options: ProtocolOptions = {
+    lockTimeoutMs: run.lockTimeoutMs,
+    statementTimeoutMs: run.statementTimeoutMs,
+    dryRun: run.dryRun,
+    order: run.order,
+  }
   const tally = new Tally(completeOutcomes)
-  const {interrupted} = await runBatch(run.items, (item: WorkItem) => runProtocol(airflow, item.ref, {outletEvents: item.outletEvents}, writer, options), {
-    concurrency: run.concurrency,
-    shouldStop: run.shouldStop,
-    onResult(item) {
-      tally.add(item)
-      run.onItem(item, tally)
+  const {interrupted} = await runBatch(
+    run.items,
+    (item: WorkItem) => runProtocol(airflow, item.ref, {outletEvents: item.outletEvents}, writer, options),
+    {
+      concurrency: run.concurrency,
+      shouldStop: run.shouldStop,
+      onResult(item) {
+        tally.add(item)
+        run.onItem(item, tally)
+      },
     },
-  })
+  )
   return {tally, interrupted}
 }

@@ -11,7 +11,7 @@ import type {KnexfileEnvironments} from './resolve.js'
  * - test:    AIRLOCK_TEST_DATABASE_URL, the server the test suite uses.
  * - pgenv:   the standard libpq variables PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE.
  */
-const fromPgEnvironment = async (): Promise<string | undefined> => {
+const fromPgEnvironment = (): string | undefined => {
   const {PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE} = process.env
   if (!PGHOST && !PGDATABASE && !PGUSER) return undefined
   const auth = PGUSER ? `${encodeURIComponent(PGUSER)}${PGPASSWORD ? `:${encodeURIComponent(PGPASSWORD)}` : ''}@` : ''

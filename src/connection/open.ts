@@ -38,7 +38,10 @@ function classifyConnectError(error: unknown, engine: Engine, target: string, so
     const why = error instanceof Error && error.name === 'KnexTimeoutError' ? 'no answer before the connect timeout' : message
     return unreachableError(
       `Cannot connect to ${engine.displayName} at ${target} (from ${source}): ${why}`,
-      ['Check that the server is running and that host, port, database, user and password are right.', 'airlock doctor shows which connection setting is in use.'],
+      [
+        'Check that the server is running and that host, port, database, user and password are right.',
+        'airlock doctor shows which connection setting is in use.',
+      ],
       error,
     )
   }

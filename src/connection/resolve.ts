@@ -26,7 +26,7 @@ export type KnexfileConnection = string | undefined | (() => Promise<string | un
 export type KnexfileEnvironments = Record<string, {connection: KnexfileConnection}>
 
 /**
- * DESIGN §3, first found wins: --database-url, AIRLOCK_DATABASE_URL, the knexfile environment
+ * First found wins: --database-url, AIRLOCK_DATABASE_URL, the knexfile environment
  * named by --env, DATABASE_URL, then Airflow's own AIRFLOW__DATABASE__SQL_ALCHEMY_CONN.
  * --embedded is handled by the caller (it has to start the sandbox first).
  */
@@ -43,9 +43,7 @@ export async function resolveConnection(
   if (request.env) {
     const entry = knexfile[request.env]
     if (!entry) {
-      throw usageError(`--env ${request.env} is not an environment of knexfile.ts.`, [
-        `Use one of: ${Object.keys(knexfile).join(', ')}.`,
-      ])
+      throw usageError(`--env ${request.env} is not an environment of knexfile.ts.`, [`Use one of: ${Object.keys(knexfile).join(', ')}.`])
     }
 
     const connection = typeof entry.connection === 'function' ? await entry.connection() : entry.connection
@@ -69,7 +67,7 @@ export async function resolveConnection(
 
   throw usageError('No database to connect to.', [
     'Pass --database-url postgresql://user@host:5432/airflow,',
-    'or set AIRLOCK_DATABASE_URL (or Airflow\'s own AIRFLOW__DATABASE__SQL_ALCHEMY_CONN),',
+    "or set AIRLOCK_DATABASE_URL (or Airflow's own AIRFLOW__DATABASE__SQL_ALCHEMY_CONN),",
     'or use --embedded for the local sandbox (airlock sandbox start).',
   ])
 }

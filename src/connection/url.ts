@@ -22,7 +22,9 @@ export function toDatabaseUrl(raw: string, origin: string): string {
     new URL(canonical)
   } catch {
     // Not echoed: an unescaped '/', '#' or '?' in the password is what usually breaks it.
-    throw usageError(`${origin} is not a valid URL; percent-encode special characters in the user and password (/ as %2F, # as %23, ? as %3F, @ as %40).`)
+    throw usageError(
+      `${origin} is not a valid URL; percent-encode special characters in the user and password (/ as %2F, # as %23, ? as %3F, @ as %40).`,
+    )
   }
 
   return canonical

@@ -42,7 +42,14 @@ export async function runDoctor(db: Database, connection: {target: string; sourc
   const settings = (await catalog.readSettings(db.executor, lockSettingNames)).map(adviseOn)
 
   const airflow = check.supported
-    ? {supported: true, alembicHead: check.schema.alembicHead, version: check.schema.airflowVersion, reason: null, missing: [], capabilities: check.schema.capabilities}
+    ? {
+        supported: true,
+        alembicHead: check.schema.alembicHead,
+        version: check.schema.airflowVersion,
+        reason: null,
+        missing: [],
+        capabilities: check.schema.capabilities,
+      }
     : {supported: false, alembicHead: check.alembicHead ?? null, version: null, reason: check.reason, missing: check.missing, capabilities: null}
 
   const denied = privileges.filter((p) => !p.granted)

@@ -8,7 +8,12 @@ export interface NeededPrivilege extends PrivilegeCheck {
   neededBy: string
 }
 
-const table = (object: string, privilege: PrivilegeCheck['privilege'], neededBy: string): NeededPrivilege => ({object: `public.${object}`, kind: 'table', privilege, neededBy})
+const table = (object: string, privilege: PrivilegeCheck['privilege'], neededBy: string): NeededPrivilege => ({
+  object: `public.${object}`,
+  kind: 'table',
+  privilege,
+  neededBy,
+})
 const sequence = (object: string, neededBy: string): NeededPrivilege => ({object: `public.${object}`, kind: 'sequence', privilege: 'USAGE', neededBy})
 
 export const neededPrivileges: readonly NeededPrivilege[] = [

@@ -48,8 +48,10 @@ export interface TransactionResult<O> {
 }
 
 /** Carries a rollback decision out of the handler: the engine rolls back once, then returns it. */
-class RollbackWith<O> {
-  constructor(readonly outcome: O) {}
+class RollbackWith<O> extends Error {
+  constructor(readonly outcome: O) {
+    super('rolled back with an outcome')
+  }
 }
 
 /**
@@ -67,14 +69,14 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
     let committing: O | undefined
     try {
       const outcome = await db.transaction(work.locals, async (tx) => {
-        let committed = false
+        const state = {committed: false}
         const decision = await work.run(
           {
             query: (statement) => tx.query(statement),
             async commit(outcome) {
               if (work.dryRun) throw new RollbackWith(outcome)
               committing = outcome
-              committed = true
+              state.committed = true
               await tx.commit()
             },
           },
@@ -83,7 +85,7 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
         // Only a `commit` decision outside a dry run may keep what was written.
         if ('rollback' in decision) throw new RollbackWith(decision.rollback)
         if (work.dryRun) throw new RollbackWith(decision.commit)
-        if (!committed) {
+        if (!state.committed) {
           committing = decision.commit
           await tx.commit()
         }
@@ -112,8 +114,16 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
 async function resolveLostCommit<O>(db: Database, work: TransactionWork<O>, outcome: O, code: string | null, reason: string): Promise<O | Failed> {
   try {
     if (await work.wasCommitted(db.executor, outcome)) return outcome
-    return {outcome: 'failed', sqlstate: code, message: `connection lost during COMMIT (${reason}); a re-read shows nothing was committed: safe to run again`}
+    return {
+      outcome: 'failed',
+      sqlstate: code,
+      message: `connection lost during COMMIT (${reason}); a re-read shows nothing was committed: safe to run again`,
+    }
   } catch {
-    return {outcome: 'failed', sqlstate: code, message: `connection lost during COMMIT (${reason}) and the database could not be re-read: outcome unknown; ${work.unknownCommitAdvice}`}
+    return {
+      outcome: 'failed',
+      sqlstate: code,
+      message: `connection lost during COMMIT (${reason}) and the database could not be re-read: outcome unknown; ${work.unknownCommitAdvice}`,
+    }
   }
 }

@@ -18,11 +18,10 @@ export async function exportEvents(
 ): Promise<{exported: number; firstId: number | null; lastId: number | null}> {
   // A reader that went away (`| head`) ends the export quietly, as Unix tools do on SIGPIPE; any
   // other write error (a full disk) stops it and is reported.
-  let closed = false
-  let failed: Error | undefined
+  const output: {closed: boolean; failed?: Error} = {closed: false}
   out.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code === 'EPIPE') closed = true
-    else failed = error
+    if (error.code === 'EPIPE') output.closed = true
+    else output.failed = error
   })
   let afterId = 0
   let exported = 0
@@ -30,8 +29,8 @@ export async function exportEvents(
   for (;;) {
     const page = await airflow.store.readEventPage(airflow.db.executor, {...filter, afterId, limit: exportPageSize})
     for (const line of page) {
-      if (failed) throw new Error(`writing the export failed: ${failed.message}`)
-      if (closed) return {exported, firstId, lastId: afterId || null}
+      if (output.failed) throw new Error(`writing the export failed: ${output.failed.message}`)
+      if (output.closed) return {exported, firstId, lastId: afterId || null}
       if (!out.write(JSON.stringify(line) + '\n')) await Promise.race([once(out, 'drain'), once(out, 'error')]).catch(() => undefined)
     }
 

@@ -9,7 +9,13 @@ export interface Progress {
   stop(): void
 }
 
-export function createProgress(options: {label: string; total: number | null; stream?: NodeJS.WriteStream; intervalMs?: number; enabled: boolean}): Progress {
+export function createProgress(options: {
+  label: string
+  total: number | null
+  stream?: NodeJS.WriteStream
+  intervalMs?: number
+  enabled: boolean
+}): Progress {
   const stream = options.stream ?? process.stderr
   if (!options.enabled || options.total === 1) return {update() {}, stop() {}}
   const started = Date.now()
@@ -22,7 +28,7 @@ export function createProgress(options: {label: string; total: number | null; st
 
   // A spinner needs a terminal that reports its width: ora computes how many lines to clear from
   // it, and a pseudo-terminal reporting 0 columns made it emit endless clear-line sequences.
-  if (stream.isTTY && (stream.columns ?? 0) > 0) {
+  if (stream.isTTY && ((stream.columns as number | undefined) ?? 0) > 0) {
     // ora (and its dependencies, ~10 MB) is loaded only when there is a terminal to spin on.
     let spinner: Ora | undefined
     let stopped = false
@@ -30,7 +36,9 @@ export function createProgress(options: {label: string; total: number | null; st
       if (!stopped) spinner = ora({text: line(0, ''), stream, discardStdin: false}).start()
     })
     return {
-      update: (done, detail) => void (spinner && (spinner.text = line(done, detail))),
+      update: (done, detail) => {
+        if (spinner) spinner.text = line(done, detail)
+      },
       stop: () => {
         stopped = true
         spinner?.stop()

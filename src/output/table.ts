@@ -5,7 +5,11 @@
 export function renderTable(headers: string[], rows: Array<Array<string | number | null | undefined>>): string {
   const cells = rows.map((row) => row.map((cell) => (cell === null || cell === undefined ? '-' : String(cell))))
   const widths = headers.map((header, column) => Math.max(header.length, ...cells.map((row) => row[column]?.length ?? 0)))
-  const line = (values: string[]) => values.map((value, column) => value.padEnd(widths[column] ?? 0)).join('  ').trimEnd()
+  const line = (values: string[]) =>
+    values
+      .map((value, column) => value.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd()
   return [line(headers), line(widths.map((width) => '─'.repeat(width))), ...cells.map(line)].join('\n')
 }
 

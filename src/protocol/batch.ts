@@ -16,7 +16,8 @@ export async function runBatch<Item, R>(
   options: BatchOptions<R>,
 ): Promise<{interrupted: boolean}> {
   const iterator = items[Symbol.asyncIterator]()
-  let interrupted = false
+  // Set by the workers, read after they all stopped.
+  const run: {interrupted: boolean; failure?: {error: unknown}} = {interrupted: false}
   // Async generators queue concurrent next() calls, but a plain iterable may not: serialise them.
   let pulling: Promise<unknown> = Promise.resolve()
   const next = () => {
@@ -27,27 +28,26 @@ export async function runBatch<Item, R>(
 
   // The first failure (a bug, a lost page query) stops the other workers from taking new items;
   // their in-flight items finish and are reported before the failure is rethrown.
-  let failure: {error: unknown} | undefined
   const worker = async () => {
     try {
       for (;;) {
-        if (failure) return
+        if (run.failure) return
         if (options.shouldStop()) {
-          interrupted = true
+          run.interrupted = true
           return
         }
 
-        const {value, done} = await next()
-        if (done) return
-        options.onResult(await work(value))
+        const step = await next()
+        if (step.done === true) return
+        options.onResult(await work(step.value))
       }
     } catch (error) {
-      failure ??= {error}
+      run.failure ??= {error}
     }
   }
 
   await Promise.all(Array.from({length: Math.max(1, options.concurrency)}, worker))
-  if (interrupted || failure) await iterator.return?.(undefined)?.catch(() => undefined)
-  if (failure) throw failure.error
-  return {interrupted}
+  if (run.interrupted || run.failure) await iterator.return?.(undefined).catch(() => undefined)
+  if (run.failure) throw run.failure.error
+  return {interrupted: run.interrupted}
 }

@@ -65,13 +65,17 @@ export async function emitOutletEvents(
   const events: NewAssetEvent[] = active.map((o) => ({assetId: o.assetId, extra: extraByAsset.get(o.assetId) ?? input.defaultExtra}))
   for (const emission of aliased) {
     if (events.some((e) => e.assetId === emission.assetId)) continue
-    const extra = aliasExtra.get(`${emission.aliasName}\u0000${emission.assetName}`) ?? aliasExtra.get(`${emission.aliasName}\u0000${emission.assetUri}`)
+    const extra =
+      aliasExtra.get(`${emission.aliasName}\u0000${emission.assetName}`) ?? aliasExtra.get(`${emission.aliasName}\u0000${emission.assetUri}`)
     events.push({assetId: emission.assetId, extra: extra ?? input.defaultExtra})
   }
 
   const inserted = await store.insertAssetEvents(tx, ti, events, ti.partitionKey)
   const eventByAsset = new Map(inserted.map((e) => [e.assetId, e.eventId]))
-  const links = aliased.map((a) => ({aliasId: a.aliasId, eventId: eventByAsset.get(a.assetId)!})).filter((l) => l.eventId !== undefined)
+  const links = aliased.flatMap((a) => {
+    const eventId = eventByAsset.get(a.assetId)
+    return eventId === undefined ? [] : [{aliasId: a.aliasId, eventId}]
+  })
   await store.insertAliasEventLinks(tx, links)
 
   return {events: inserted, aliasOfEvent: new Map(links.map((l) => [l.eventId, l.aliasId])), warnings}

@@ -95,7 +95,11 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   }
 
   const {result, attempts, totalMs} = await runTransaction<ProtocolOutcome<O>>(db, {
-    locals: {lockTimeoutMs: options.lockTimeoutMs, statementTimeoutMs: options.statementTimeoutMs, applicationName: `airlock:${writer.verb}:${describeRef(ref)}`},
+    locals: {
+      lockTimeoutMs: options.lockTimeoutMs,
+      statementTimeoutMs: options.statementTimeoutMs,
+      applicationName: `airlock:${writer.verb}:${describeRef(ref)}`,
+    },
     dryRun: options.dryRun,
     retry: options.retry,
     retryAlso: (error) => error instanceof RetryFromStart,

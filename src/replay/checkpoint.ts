@@ -33,18 +33,25 @@ export class Checkpoint {
   private lastWrite = 0
   private writing: Promise<void> = Promise.resolve()
 
-  private constructor(private readonly file: string | null, state: CheckpointState) {
+  private constructor(
+    private readonly file: string | null,
+    state: CheckpointState,
+  ) {
     this.state = state
   }
 
   static async open(file: string | undefined, fingerprint: string): Promise<Checkpoint> {
     const empty: CheckpointState = {fingerprint, cursor: null, done: 0, updatedAt: new Date().toISOString()}
     if (!file) return new Checkpoint(null, empty)
-    const text = await fs.readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : Promise.reject(error)))
+    const text = await fs
+      .readFile(file, 'utf8')
+      .catch((error: unknown) => ((error as NodeJS.ErrnoException).code === 'ENOENT' ? null : Promise.reject(error as Error)))
     if (text === null) {
       // Written now, so an unwritable path is a usage error before anything else happens.
       const checkpoint = new Checkpoint(file, empty)
-      await checkpoint.save().catch((error: Error) => Promise.reject(usageError(`--checkpoint ${file} cannot be written (${error.message}).`)))
+      await checkpoint
+        .save()
+        .catch((error: unknown) => Promise.reject(usageError(`--checkpoint ${file} cannot be written (${(error as Error).message}).`)))
       checkpoint.lastWrite = 0
       return checkpoint
     }
@@ -56,7 +63,9 @@ export class Checkpoint {
     }
 
     if (saved.fingerprint !== fingerprint) {
-      throw usageError(`--checkpoint ${file} belongs to a different replay (other mode or selection).`, ['Use a new checkpoint file, or delete this one to start over.'])
+      throw usageError(`--checkpoint ${file} belongs to a different replay (other mode or selection).`, [
+        'Use a new checkpoint file, or delete this one to start over.',
+      ])
     }
 
     return new Checkpoint(file, saved)

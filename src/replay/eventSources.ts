@@ -15,7 +15,11 @@ export type EventWork =
 const chunkSize = 500
 
 /** --event-id: the stored events, in id order, from after the checkpoint's cursor. */
-export async function* eventsById(airflow: Pick<AirflowDatabase, 'db' | 'store'>, ids: readonly number[], after: number | null): AsyncGenerator<EventWork> {
+export async function* eventsById(
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  ids: readonly number[],
+  after: number | null,
+): AsyncGenerator<EventWork> {
   const sorted = [...new Set(ids)].sort((a, b) => a - b).filter((id) => after === null || id > after)
   for (let start = 0; start < sorted.length; start += chunkSize) {
     const chunk = sorted.slice(start, start + chunkSize)
@@ -51,15 +55,29 @@ export async function validateEventFile(path: string): Promise<number> {
 }
 
 /** --from-file: lines matched to assets by name AND uri, aliases by name, in file order. */
-export async function* eventsFromFile(airflow: Pick<AirflowDatabase, 'db' | 'store'>, path: string, options: {skipExisting: boolean; afterLine: number | null}): AsyncGenerator<EventWork> {
+export async function* eventsFromFile(
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  path: string,
+  options: {skipExisting: boolean; afterLine: number | null},
+): AsyncGenerator<EventWork> {
   let chunk: Array<{line: number; parsed: ParsedEventLine}> = []
   const flush = async function* (): AsyncGenerator<EventWork> {
-    const {assetIds, aliasIds} = await airflow.store.resolveAssetsAndAliases(airflow.db.executor, chunk.map((c) => c.parsed.asset), [...new Set(chunk.flatMap((c) => c.parsed.aliases))])
+    const {assetIds, aliasIds} = await airflow.store.resolveAssetsAndAliases(
+      airflow.db.executor,
+      chunk.map((c) => c.parsed.asset),
+      [...new Set(chunk.flatMap((c) => c.parsed.aliases))],
+    )
     for (const {line, parsed} of chunk) {
       const assetId = assetIds.get(assetKey(parsed.asset))
       const label = `${path} line ${line}`
       if (assetId === undefined) {
-        yield {kind: 'unresolved', cursor: String(line), label, outcome: 'unknown_asset', message: `no asset named ${parsed.asset.name} with uri ${parsed.asset.uri} in this database`}
+        yield {
+          kind: 'unresolved',
+          cursor: String(line),
+          label,
+          outcome: 'unknown_asset',
+          message: `no asset named ${parsed.asset.name} with uri ${parsed.asset.uri} in this database`,
+        }
         continue
       }
 

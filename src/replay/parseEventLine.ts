@@ -16,11 +16,12 @@ export function parseEventLine(text: string, line: number, source: string): Pars
     throw usageError(`${where} is not valid JSON (${(error as Error).message}).`)
   }
 
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw usageError(`${where} must be a JSON object (one event as written by airlock export-events).`)
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw usageError(`${where} must be a JSON object (one event as written by airlock export-events).`)
   const record = value as Record<string, unknown>
   const asset = record.asset as Record<string, unknown> | undefined
   if (!asset || typeof asset.name !== 'string' || typeof asset.uri !== 'string') throw usageError(`${where}: "asset" must be {"name": …, "uri": …}.`)
-  const extra = record.extra ?? {}
+  const extra: unknown = record.extra ?? {}
   if (typeof extra !== 'object' || extra === null || Array.isArray(extra)) throw usageError(`${where}: "extra" must be a JSON object.`)
   const timestamp = new Date(String(record.timestamp))
   if (typeof record.timestamp !== 'string' || Number.isNaN(timestamp.getTime())) throw usageError(`${where}: "timestamp" must be an ISO-8601 time.`)

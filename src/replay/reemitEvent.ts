@@ -50,11 +50,19 @@ export interface EventItem {
  * fresh timestamp, the same alias links, its consumers queued again (so a downstream DAG runs), and
  * the provenance in Airflow's audit log.
  */
-export async function reemitEvent(airflow: Pick<AirflowDatabase, 'db' | 'store'>, spec: EventSpec, settings: EventReplaySettings): Promise<EventItem> {
+export async function reemitEvent(
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  spec: EventSpec,
+  settings: EventReplaySettings,
+): Promise<EventItem> {
   const {db, store} = airflow
   const identity = auditIdentity()
   const {result, totalMs} = await runTransaction<EventReplayOutcome>(db, {
-    locals: {lockTimeoutMs: settings.lockTimeoutMs, statementTimeoutMs: settings.statementTimeoutMs, applicationName: `airlock:replay:event:${spec.originalEventId ?? spec.label}`},
+    locals: {
+      lockTimeoutMs: settings.lockTimeoutMs,
+      statementTimeoutMs: settings.statementTimeoutMs,
+      applicationName: `airlock:replay:event:${spec.originalEventId ?? spec.label}`,
+    },
     dryRun: settings.dryRun,
     unknownCommitAdvice: 'check for the new event before running again (or run with --skip-existing)',
     async run(tx) {
@@ -64,20 +72,43 @@ export async function reemitEvent(airflow: Pick<AirflowDatabase, 'db' | 'store'>
       }
 
       const newEventId = await store.insertEventCopy(tx, spec)
-      await store.insertAliasEventLinks(tx, spec.aliasIds.map((aliasId) => ({aliasId, eventId: newEventId})))
+      await store.insertAliasEventLinks(
+        tx,
+        spec.aliasIds.map((aliasId) => ({aliasId, eventId: newEventId})),
+      )
       const extra = {
         host_name: identity.host_name,
-        airlock: {version: settings.airlockVersion, command: 'replay-events', mode: settings.mode, os_user: identity.os_user, from: spec.label, source_event_id: spec.originalEventId, new_event_id: newEventId, asset: spec.assetName},
+        airlock: {
+          version: settings.airlockVersion,
+          command: 'replay-events',
+          mode: settings.mode,
+          os_user: identity.os_user,
+          from: spec.label,
+          source_event_id: spec.originalEventId,
+          new_event_id: newEventId,
+          asset: spec.assetName,
+        },
       }
       const source = spec.source
       await store.insertLogRow(
         tx,
-        {dagId: source?.dagId ?? null, taskId: source?.taskId ?? null, runId: source?.runId ?? null, mapIndex: source?.mapIndex ?? null, tryNumber: null, logicalDate: spec.logicalDate, owners: spec.owners},
+        {
+          dagId: source?.dagId ?? null,
+          taskId: source?.taskId ?? null,
+          runId: source?.runId ?? null,
+          mapIndex: source?.mapIndex ?? null,
+          tryNumber: null,
+          logicalDate: spec.logicalDate,
+          owners: spec.owners,
+        },
         replayLogEvent,
         JSON.stringify(extra),
       )
       // One entry per alias the event went through, so every alias's consumers are queued.
-      const throughAliases = spec.aliasIds.length > 0 ? spec.aliasIds.map((aliasId) => ({eventId: newEventId, assetId: spec.assetId, aliasId})) : [{eventId: newEventId, assetId: spec.assetId, aliasId: null}]
+      const throughAliases =
+        spec.aliasIds.length > 0
+          ? spec.aliasIds.map((aliasId) => ({eventId: newEventId, assetId: spec.assetId, aliasId}))
+          : [{eventId: newEventId, assetId: spec.assetId, aliasId: null}]
       const decisions = await store.queueConsumers(tx, throughAliases, spec.partitionKey)
       return {commit: {outcome: 'replayed', newEventId, queued: decisions.filter((d) => d.kind === 'queued').length}}
     },
@@ -85,7 +116,9 @@ export async function reemitEvent(airflow: Pick<AirflowDatabase, 'db' | 'store'>
       return outcome.outcome === 'replayed' && (await store.countEvents(ex, [outcome.newEventId])) > 0
     },
   })
-  const warnings = (spec.unknownAliases ?? []).map((alias) => `${spec.label}: asset alias ${alias} does not exist here; the event is emitted without that link`)
+  const warnings = (spec.unknownAliases ?? []).map(
+    (alias) => `${spec.label}: asset alias ${alias} does not exist here; the event is emitted without that link`,
+  )
   const replayed = result.outcome === 'replayed' ? result : undefined
   return {label: spec.label, spec, result, events: replayed ? 1 : 0, queued: replayed?.queued ?? 0, warnings, totalMs}
 }

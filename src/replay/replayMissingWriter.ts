@@ -28,7 +28,10 @@ export const replayLogEvent = 'airlock.replay-events'
  * provenance into the audit log. Under the lock it rechecks that the task instance is still
  * success AND the events are still missing (another replayer may have committed them first).
  */
-export function replayMissingWriter(store: AirflowStore, settings: ReplaySettings): Writer<ReplayOutcome, unknown, ReplayRegistration, {logId: number}> {
+export function replayMissingWriter(
+  store: AirflowStore,
+  settings: ReplaySettings,
+): Writer<ReplayOutcome, unknown, ReplayRegistration, {logId: number}> {
   const identity = auditIdentity()
   const changed = (state: StoredState): ReplayOutcome => ({outcome: 'changed', previousState: state})
   return {
@@ -38,13 +41,30 @@ export function replayMissingWriter(store: AirflowStore, settings: ReplaySetting
     decideBeforeRegistering: (ti) => (ti.state === 'success' ? undefined : changed(ti.state)),
     async register(tx, ti) {
       const active = ti.outlets.filter((o) => o.active)
-      const missing = await store.readMissingOutlets(tx, ti, active.map((o) => o.assetId))
+      const missing = await store.readMissingOutlets(
+        tx,
+        ti,
+        active.map((o) => o.assetId),
+      )
       if (missing.length === 0) return {events: [], consumers: [], warnings: [], missing, logId: null}
-      const events = await store.insertAssetEvents(tx, ti, missing.map((assetId) => ({assetId, extra: settings.defaultExtra})), ti.partitionKey)
+      const events = await store.insertAssetEvents(
+        tx,
+        ti,
+        missing.map((assetId) => ({assetId, extra: settings.defaultExtra})),
+        ti.partitionKey,
+      )
       const names = active.filter((o) => missing.includes(o.assetId)).map((o) => o.name)
       const extra = {
         host_name: identity.host_name,
-        airlock: {version: settings.airlockVersion, command: 'replay-events', mode: 'missing', os_user: identity.os_user, ti: tiKey(ti), assets: names, event_ids: events.map((e) => e.eventId)},
+        airlock: {
+          version: settings.airlockVersion,
+          command: 'replay-events',
+          mode: 'missing',
+          os_user: identity.os_user,
+          ti: tiKey(ti),
+          assets: names,
+          event_ids: events.map((e) => e.eventId),
+        },
       }
       const {logId} = await store.insertLogRow(tx, ti, replayLogEvent, JSON.stringify(extra))
       const registration = await queueEventConsumers(store, tx, ti, {events, aliasOfEvent: new Map(), warnings: []})
@@ -53,19 +73,32 @@ export function replayMissingWriter(store: AirflowStore, settings: ReplaySetting
     nothingToDo: (registration) => (registration.missing.length === 0 ? {outcome: 'nothing_missing'} : undefined),
     async decideUnderLock(tx, lockedState, ti, registration) {
       if (lockedState !== 'success') return changed(lockedState)
-      const stillMissing = await store.readMissingOutlets(tx, ti, registration.missing, registration.events.map((e) => e.eventId))
+      const stillMissing = await store.readMissingOutlets(
+        tx,
+        ti,
+        registration.missing,
+        registration.events.map((e) => e.eventId),
+      )
       if (stillMissing.length === registration.missing.length) return 'commit'
       if (stillMissing.length === 0) return {outcome: 'nothing_missing'}
       // Another replayer committed part of the set: start over from a fresh read.
       throw new RetryFromStart('other sessions kept replaying part of these events; run again')
     },
-    async apply(_tx, _ti, registration) {
-      // No state change: the lock only serialises replayers of this task instance.
-      return {logId: registration.logId!}
-    },
-    counts: (registration) => ({events: registration.events.length, queued: registration.consumers.filter((c) => c.kind === 'queued').length, warnings: registration.warnings}),
+    // No state change: the lock only serialises replayers of this task instance.
+    apply: (_tx, _ti, registration) => Promise.resolve({logId: registration.logId!}),
+    counts: (registration) => ({
+      events: registration.events.length,
+      queued: registration.consumers.filter((c) => c.kind === 'queued').length,
+      warnings: registration.warnings,
+    }),
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),
   }
 }
 
-const tiKey = (ti: TaskInstanceContext) => ({dag_id: ti.dagId, run_id: ti.runId, task_id: ti.taskId, map_index: ti.mapIndex, try_number: ti.tryNumber})
+const tiKey = (ti: TaskInstanceContext) => ({
+  dag_id: ti.dagId,
+  run_id: ti.runId,
+  task_id: ti.taskId,
+  map_index: ti.mapIndex,
+  try_number: ti.tryNumber,
+})

@@ -13,9 +13,7 @@ import {reemitEvent, type EventItem} from './reemitEvent.js'
 import {replayMissingWriter} from './replayMissingWriter.js'
 
 export type ReplayMode =
-  | {kind: 'missing'; selection: SelectionRequest}
-  | {kind: 'event-id'; ids: number[]}
-  | {kind: 'file'; path: string; skipExisting: boolean}
+  {kind: 'missing'; selection: SelectionRequest} | {kind: 'event-id'; ids: number[]} | {kind: 'file'; path: string; skipExisting: boolean}
 
 /** Every outcome of a replay item (task instance or event) and the exit code it maps to. */
 export const replayOutcomes = {
@@ -97,34 +95,66 @@ export async function runReplay(airflow: AirflowDatabase, run: ReplayRun): Promi
     if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return {tally, interrupted: false}
     const source = await openItemSource(airflow, selection)
     const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
-    const {interrupted} = await runBatch(numbered, async ({item, sequence}) => {
-      const result = await runProtocol(airflow, item.ref, undefined, writer, {lockTimeoutMs: run.lockTimeoutMs, statementTimeoutMs: run.statementTimeoutMs, dryRun: run.dryRun})
-      await checkpoint.finish(sequence, result.result.outcome !== 'failed')
-      return result
-    }, {concurrency: run.concurrency, shouldStop: run.shouldStop, onResult: (item) => record(toItemJson(item), item)})
+    const {interrupted} = await runBatch(
+      numbered,
+      async ({item, sequence}) => {
+        const result = await runProtocol(airflow, item.ref, undefined, writer, {
+          lockTimeoutMs: run.lockTimeoutMs,
+          statementTimeoutMs: run.statementTimeoutMs,
+          dryRun: run.dryRun,
+        })
+        await checkpoint.finish(sequence, result.result.outcome !== 'failed')
+        return result
+      },
+      {concurrency: run.concurrency, shouldStop: run.shouldStop, onResult: (item) => record(toItemJson(item), item)},
+    )
     await checkpoint.save()
     return {tally, interrupted}
   }
 
   const resume = checkpoint.resumeFrom === null ? null : Number(checkpoint.resumeFrom)
-  const works: AsyncIterable<EventWork> = mode.kind === 'event-id'
-    ? eventsById(airflow, mode.ids, resume)
-    : eventsFromFile(airflow, mode.path, {skipExisting: mode.skipExisting, afterLine: resume})
-  const settings = {mode: mode.kind, lockTimeoutMs: run.lockTimeoutMs, statementTimeoutMs: run.statementTimeoutMs, dryRun: run.dryRun, airlockVersion: run.airlockVersion} as const
+  const works: AsyncIterable<EventWork> =
+    mode.kind === 'event-id'
+      ? eventsById(airflow, mode.ids, resume)
+      : eventsFromFile(airflow, mode.path, {skipExisting: mode.skipExisting, afterLine: resume})
+  const settings = {
+    mode: mode.kind,
+    lockTimeoutMs: run.lockTimeoutMs,
+    statementTimeoutMs: run.statementTimeoutMs,
+    dryRun: run.dryRun,
+    airlockVersion: run.airlockVersion,
+  } as const
   const numbered = withSequence(works, (work) => work.cursor, checkpoint)
-  const {interrupted} = await runBatch(numbered, async ({item: work, sequence}) => {
-    const started = performance.now()
-    const item: EventItem = work.kind === 'emit'
-      ? await reemitEvent(airflow, work.spec, settings)
-      : {label: work.label, spec: null, result: {outcome: work.outcome, message: work.message}, events: 0, queued: 0, warnings: [`${work.label}: ${work.message}`], totalMs: performance.now() - started}
-    await checkpoint.finish(sequence, item.result.outcome !== 'failed')
-    return item
-  }, {concurrency: run.concurrency, shouldStop: run.shouldStop, onResult: (item) => record(toEventItemJson(item), item)})
+  const {interrupted} = await runBatch(
+    numbered,
+    async ({item: work, sequence}) => {
+      const started = performance.now()
+      const item: EventItem =
+        work.kind === 'emit'
+          ? await reemitEvent(airflow, work.spec, settings)
+          : {
+              label: work.label,
+              spec: null,
+              result: {outcome: work.outcome, message: work.message},
+              events: 0,
+              queued: 0,
+              warnings: [`${work.label}: ${work.message}`],
+              totalMs: performance.now() - started,
+            }
+      await checkpoint.finish(sequence, item.result.outcome !== 'failed')
+      return item
+    },
+    {concurrency: run.concurrency, shouldStop: run.shouldStop, onResult: (item) => record(toEventItemJson(item), item)},
+  )
   await checkpoint.save()
   return {tally, interrupted}
 }
 
-async function* withSequence<T>(items: AsyncIterable<T>, cursorOf: (item: T) => string, checkpoint: Checkpoint): AsyncGenerator<{item: T; sequence: number}> {
+async function* withSequence<T>(
+  items: AsyncIterable<T>,
+  cursorOf: (item: T) => string,
+  checkpoint: Checkpoint,
+): AsyncGenerator<{item: T; sequence: number}> {
   for await (const item of items) yield {item, sequence: checkpoint.take(cursorOf(item))}
 }
 

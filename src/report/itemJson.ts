@@ -16,7 +16,7 @@ export interface ItemJson {
 
 const ms = (value: number) => Math.round(value * 100) / 100
 
-/** An item in the JSON shape of DESIGN §3 (snake_case, as Airflow's columns). */
+/** An item in its JSON shape (snake_case, as Airflow's columns; docs/exit-codes-and-json.md). */
 export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
   const key = item.ti ?? ('key' in item.ref ? {id: null, ...item.ref.key} : null)
   const result = item.result as {outcome: string; previousState?: string | null; sqlstate?: string | null; message?: string}
@@ -30,7 +30,12 @@ export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
     previous_state: result.previousState ?? null,
     events: item.events,
     queued: item.queued,
-    timings: {register_ms: ms(item.timings.registerMs), lock_wait_ms: ms(item.timings.lockWaitMs), lock_hold_ms: ms(item.timings.lockHoldMs), total_ms: ms(item.timings.totalMs)},
+    timings: {
+      register_ms: ms(item.timings.registerMs),
+      lock_wait_ms: ms(item.timings.lockWaitMs),
+      lock_hold_ms: ms(item.timings.lockHoldMs),
+      total_ms: ms(item.timings.totalMs),
+    },
     ...(result.outcome === 'failed' ? {error: {sqlstate: result.sqlstate ?? null, message: result.message ?? ''}} : {}),
   }
 }

@@ -32,13 +32,22 @@ export function adviseOn(setting: ServerSetting): SettingReport {
   switch (setting.name) {
     case 'idle_in_transaction_session_timeout': {
       return off
-        ? {...base, level: 'warning', advice: 'A session left idle in a transaction keeps its task_instance row locks forever; set it (for example 5min) for Airflow\'s role. airlock sets its own per session.'}
+        ? {
+            ...base,
+            level: 'warning',
+            advice:
+              "A session left idle in a transaction keeps its task_instance row locks forever; set it (for example 5min) for Airflow's role. airlock sets its own per session.",
+          }
         : {...base, level: 'ok', advice: null}
     }
 
     case 'lock_timeout': {
       return off
-        ? {...base, level: 'advice', advice: 'Sessions wait forever for row locks. airlock sets its own per transaction (--lock-timeout); ad-hoc psql sessions do not.'}
+        ? {
+            ...base,
+            level: 'advice',
+            advice: 'Sessions wait forever for row locks. airlock sets its own per transaction (--lock-timeout); ad-hoc psql sessions do not.',
+          }
         : {...base, level: 'ok', advice: null}
     }
 
@@ -56,7 +65,11 @@ export function adviseOn(setting: ServerSetting): SettingReport {
 
     case 'log_lock_waits': {
       return setting.setting === 'off'
-        ? {...base, level: 'advice', advice: 'Turn on so lock waits longer than deadlock_timeout reach the server log (evidence for the next incident).'}
+        ? {
+            ...base,
+            level: 'advice',
+            advice: 'Turn on so lock waits longer than deadlock_timeout reach the server log (evidence for the next incident).',
+          }
         : {...base, level: 'ok', advice: null}
     }
 

@@ -13,4 +13,9 @@ export interface Distribution {
   n: number
 }
 
-export const distribution = (samples: readonly number[]): Distribution => ({p50: percentile(samples, 50), p95: percentile(samples, 95), p99: percentile(samples, 99), n: samples.length})
+export const distribution = (samples: readonly number[]): Distribution => ({
+  p50: percentile(samples, 50),
+  p95: percentile(samples, 95),
+  p99: percentile(samples, 99),
+  n: samples.length,
+})

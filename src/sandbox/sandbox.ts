@@ -63,8 +63,8 @@ export function sandboxHome(environment: NodeJS.ProcessEnv = process.env): strin
 const stateFile = (home: string) => path.join(home, 'sandbox.json')
 
 export async function readState(home: string): Promise<SandboxState | undefined> {
-  const text = await fs.readFile(stateFile(home), 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return undefined
+  const text = await fs.readFile(stateFile(home), 'utf8').catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw error
   })
   if (text === undefined) return undefined
@@ -86,7 +86,7 @@ async function writeState(home: string, state: SandboxState): Promise<void> {
 
 /** Where the cluster lives: in the home when the server user can write there, else in /var/tmp. */
 async function chooseClusterDir(home: string): Promise<string> {
-  const user = await serverUser()
+  const user = serverUser()
   const inHome = path.join(home, 'sandbox')
   await fs.mkdir(home, {recursive: true, mode: 0o700})
   await prepareClusterDir(inHome, user)
@@ -115,7 +115,7 @@ export interface StartResult extends SandboxInfo {
 
 /** Starts the sandbox, creating it (cluster, database, fixture schema) the first time. Idempotent. */
 export async function startSandbox(home: string, options: {airflowVersion?: FixtureVersion} = {}): Promise<StartResult> {
-  const user = await serverUser()
+  const user = serverUser()
   const binaries = await locateBinaries(user)
   const notes: string[] = []
   let state = await readState(home)
@@ -157,7 +157,7 @@ export interface StopResult {
 export async function stopSandbox(home: string): Promise<StopResult> {
   const state = await readState(home)
   if (!state || !(await isInitialised(state.clusterDir))) return {action: 'not_created', home}
-  const user = await serverUser()
+  const user = serverUser()
   const binaries = await locateBinaries(user)
   if (!isRunning(state.clusterDir, binaries, user)) return {action: 'already_stopped', home}
   await stopCluster(state.clusterDir, binaries, user)
@@ -169,7 +169,7 @@ export type StatusResult = ({created: true} & SandboxInfo) | {created: false; ho
 export async function sandboxStatus(home: string): Promise<StatusResult> {
   const state = await readState(home)
   if (!state || !(await isInitialised(state.clusterDir))) return {created: false, home}
-  const user = await serverUser()
+  const user = serverUser()
   const binaries = await locateBinaries(user)
   return {created: true, ...infoOf(home, state, binaries.version, isRunning(state.clusterDir, binaries, user))}
 }

@@ -18,7 +18,9 @@ export function parseInputLine(text: string, line: number, source: string): Work
   try {
     value = JSON.parse(text)
   } catch (error) {
-    throw usageError(`${where} is not valid JSON (${(error as Error).message}).`, ['Each line must be one JSON object: {"ti_id": "…"} or {"dag_id": …, "run_id": …, "task_id": …, "map_index": -1}.'])
+    throw usageError(`${where} is not valid JSON (${(error as Error).message}).`, [
+      'Each line must be one JSON object: {"ti_id": "…"} or {"dag_id": …, "run_id": …, "task_id": …, "map_index": -1}.',
+    ])
   }
 
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw usageError(`${where} must be a JSON object.`)
@@ -26,17 +28,22 @@ export function parseInputLine(text: string, line: number, source: string): Work
   const outletEvents = parseOutletEvents(record.outlet_events, where)
 
   if (record.ti_id !== undefined) {
-    if (typeof record.ti_id !== 'string' || !taskInstanceIdPattern.test(record.ti_id)) throw usageError(`${where}: ti_id must be a task instance UUID.`)
+    if (typeof record.ti_id !== 'string' || !taskInstanceIdPattern.test(record.ti_id))
+      throw usageError(`${where}: ti_id must be a task instance UUID.`)
     return {ref: {tiId: record.ti_id.toLowerCase()}, outletEvents}
   }
 
   for (const field of ['dag_id', 'run_id', 'task_id'] as const) {
-    if (typeof record[field] !== 'string' || record[field] === '') throw usageError(`${where}: needs "ti_id", or "dag_id", "run_id" and "task_id" (strings); "${field}" is missing or not a string.`)
+    if (typeof record[field] !== 'string' || record[field] === '')
+      throw usageError(`${where}: needs "ti_id", or "dag_id", "run_id" and "task_id" (strings); "${field}" is missing or not a string.`)
   }
 
   const mapIndex = record.map_index ?? -1
   if (!Number.isInteger(mapIndex) || (mapIndex as number) < -1) throw usageError(`${where}: map_index must be an integer ≥ -1.`)
-  return {ref: {key: {dagId: record.dag_id as string, runId: record.run_id as string, taskId: record.task_id as string, mapIndex: mapIndex as number}}, outletEvents}
+  return {
+    ref: {key: {dagId: record.dag_id as string, runId: record.run_id as string, taskId: record.task_id as string, mapIndex: mapIndex as number}},
+    outletEvents,
+  }
 }
 
 function parseOutletEvents(value: unknown, where: string): OutletEventInput[] {
@@ -47,9 +54,10 @@ function parseOutletEvents(value: unknown, where: string): OutletEventInput[] {
     if (typeof entry !== 'object' || entry === null) throw usageError(`${at} must be an object with "asset".`)
     const {asset, extra, alias} = entry as Record<string, unknown>
     if (typeof asset !== 'string' || asset === '') throw usageError(`${at}.asset must be the asset's name or uri.`)
-    if (extra !== undefined && (typeof extra !== 'object' || extra === null || Array.isArray(extra))) throw usageError(`${at}.extra must be a JSON object.`)
+    if (extra !== undefined && (typeof extra !== 'object' || extra === null || Array.isArray(extra)))
+      throw usageError(`${at}.extra must be a JSON object.`)
     if (alias !== undefined && (typeof alias !== 'string' || alias === '')) throw usageError(`${at}.alias must be the alias name.`)
-    return {asset, ...(extra ? {extra: extra as Record<string, unknown>} : {}), ...(alias ? {alias: alias as string} : {})}
+    return {asset, ...(extra ? {extra: extra as Record<string, unknown>} : {}), ...(alias ? {alias} : {})}
   })
 }
 

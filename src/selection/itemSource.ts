@@ -31,8 +31,12 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
     ])
   }
 
-  if (ways > 1) throw usageError('Use one way of selecting: --ti-id, --from-file, or the filter flags (--dag-id, --run-id, --task-id, --map-index, --since, --until).')
-  if (filter.shard && (tiIds.length > 0 || fromFile)) throw usageError('--shard partitions a filter selection; split an explicit list (--ti-id, --from-file) between hosts yourself.')
+  if (ways > 1)
+    throw usageError(
+      'Use one way of selecting: --ti-id, --from-file, or the filter flags (--dag-id, --run-id, --task-id, --map-index, --since, --until).',
+    )
+  if (filter.shard && (tiIds.length > 0 || fromFile))
+    throw usageError('--shard partitions a filter selection; split an explicit list (--ti-id, --from-file) between hosts yourself.')
 
   if (tiIds.length > 0) {
     const unique = [...new Set(tiIds)].slice(0, filter.limit ?? Number.POSITIVE_INFINITY)
@@ -49,8 +53,14 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
   return {count: await countSelection(store, db.executor, filter), explicit: false, items: mapItems(selectTaskInstances(store, db.executor, filter))}
 }
 
-async function* fromArray<T>(items: T[]): AsyncGenerator<T> {
-  yield* items
+/** An array as the async stream the batch runner pulls from. */
+function fromArray<T>(items: T[]): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]: () => {
+      const iterator = items[Symbol.iterator]()
+      return {next: () => Promise.resolve(iterator.next())}
+    },
+  }
 }
 
 async function* take<T>(items: AsyncIterable<T>, limit: number): AsyncGenerator<T> {

@@ -41,7 +41,11 @@ export interface AirflowStore extends CatalogStore {
   /** One keyset page of events with everything an export line carries. */
   readEventPage(ex: Executor, filter: EventPageFilter): Promise<EventLine[]>
   readEventsById(ex: Executor, ids: readonly number[]): Promise<StoredEvent[]>
-  resolveAssetsAndAliases(ex: Executor, assets: ReadonlyArray<{name: string; uri: string}>, aliasNames: readonly string[]): Promise<{assetIds: Map<string, number>; aliasIds: Map<string, number>}>
+  resolveAssetsAndAliases(
+    ex: Executor,
+    assets: ReadonlyArray<{name: string; uri: string}>,
+    aliasNames: readonly string[],
+  ): Promise<{assetIds: Map<string, number>; aliasIds: Map<string, number>}>
   /** --skip-existing: an event with the same content at or after `since` (atomic per content). */
   findMatchingEvent(ex: Executor, content: EventContent, since: Date): Promise<number | undefined>
   /** A new event with the given content and a fresh timestamp. */

@@ -1,4 +1,13 @@
-import {detectCapabilities, expectedFor, missingColumns, optionalTables, requiredColumns, type AirflowSchema, type Capabilities, type SchemaCheck} from '../airflow/schema.js'
+import {
+  detectCapabilities,
+  expectedFor,
+  missingColumns,
+  optionalTables,
+  requiredColumns,
+  type AirflowSchema,
+  type Capabilities,
+  type SchemaCheck,
+} from '../airflow/schema.js'
 import {knownHeads, supportedVersionsText} from '../airflow/versions.js'
 import type {Database} from '../engine/engine.js'
 import {unsupportedSchemaError} from '../errors.js'
@@ -14,11 +23,21 @@ export async function checkAirflowSchema(db: Database): Promise<SchemaCheck> {
   const catalog = catalogFor(db)
   const heads = await catalog.readAlembicHeads(db.executor)
   if (heads === undefined) {
-    return {supported: false, alembicHead: undefined, reason: 'this is not an Airflow metadata database (no alembic_version table)', missing: ['table alembic_version']}
+    return {
+      supported: false,
+      alembicHead: undefined,
+      reason: 'this is not an Airflow metadata database (no alembic_version table)',
+      missing: ['table alembic_version'],
+    }
   }
 
   if (heads.length !== 1) {
-    return {supported: false, alembicHead: heads.join(','), reason: `alembic_version holds ${heads.length} heads (expected exactly one); a migration may be half-applied`, missing: []}
+    return {
+      supported: false,
+      alembicHead: heads.join(','),
+      reason: `alembic_version holds ${heads.length} heads (expected exactly one); a migration may be half-applied`,
+      missing: [],
+    }
   }
 
   const alembicHead = heads[0]!

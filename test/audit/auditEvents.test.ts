@@ -16,10 +16,25 @@ let db: TestDatabase
 let world: World
 const ids: Record<string, number> = {}
 
-async function event(knex: Knex, name: string, asset: string, source: {dag: string; run: string; task: string} | null, extra: object, at: string): Promise<number> {
+async function event(
+  knex: Knex,
+  name: string,
+  asset: string,
+  source: {dag: string; run: string; task: string} | null,
+  extra: object,
+  at: string,
+): Promise<number> {
   const assetId = (await knex('asset').where({name: asset}).first('id')).id as number
   const [row] = await knex('asset_event')
-    .insert({asset_id: assetId, extra: JSON.stringify(extra), source_dag_id: source?.dag ?? null, source_run_id: source?.run ?? null, source_task_id: source?.task ?? null, source_map_index: -1, timestamp: knex.raw(`now() + ?::interval`, [at])})
+    .insert({
+      asset_id: assetId,
+      extra: JSON.stringify(extra),
+      source_dag_id: source?.dag ?? null,
+      source_run_id: source?.run ?? null,
+      source_task_id: source?.task ?? null,
+      source_map_index: -1,
+      timestamp: knex.raw(`now() + ?::interval`, [at]),
+    })
     .returning('id')
   ids[name] = row.id
   return row.id
@@ -38,7 +53,9 @@ beforeAll(async () => {
 
   // ok: a completed task instance's own events.
   const okTi = world.ti('etl_002', 'task_1')
-  await k('task_instance').where({id: okTi.id}).update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
+  await k('task_instance')
+    .where({id: okTi.id})
+    .update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
   await event(k, 'ok_1', 'etl_002.task_1.out_1', src(okTi), {}, '-30 minutes')
   await event(k, 'ok_2', 'etl_002.task_1.out_2', src(okTi), {}, '-30 minutes')
 
@@ -55,21 +72,36 @@ beforeAll(async () => {
   // superseded_by_rerun: try 1 succeeded (archived), cleared, try 2 succeeded later; both emitted.
   const rerun = world.ti('etl_002', 'task_2')
   await k('task_instance_history').insert({
-    task_instance_id: k.raw('gen_random_uuid()'), dag_id: rerun.dag_id, run_id: rerun.run_id, task_id: rerun.task_id, map_index: -1, try_number: 1,
-    start_date: k.raw(`now() - interval '3 hours'`), end_date: k.raw(`now() - interval '150 minutes'`), state: 'success', pool: 'default_pool', pool_slots: 1,
+    task_instance_id: k.raw('gen_random_uuid()'),
+    dag_id: rerun.dag_id,
+    run_id: rerun.run_id,
+    task_id: rerun.task_id,
+    map_index: -1,
+    try_number: 1,
+    start_date: k.raw(`now() - interval '3 hours'`),
+    end_date: k.raw(`now() - interval '150 minutes'`),
+    state: 'success',
+    pool: 'default_pool',
+    pool_slots: 1,
   })
-  await k('task_instance').where({id: rerun.id}).update({state: 'success', try_number: 2, start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
+  await k('task_instance')
+    .where({id: rerun.id})
+    .update({state: 'success', try_number: 2, start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
   await event(k, 'superseded', 'etl_002.task_2.out_1', src(rerun), {}, '-150 minutes')
   await event(k, 'rerun_ok', 'etl_002.task_2.out_1', src(rerun), {}, '-30 minutes')
 
   // duplicate: the same event written twice by a retried request, one extra consumed by a run.
   const dup = world.ti('etl_002', 'task_3')
-  await k('task_instance').where({id: dup.id}).update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
+  await k('task_instance')
+    .where({id: dup.id})
+    .update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
   await event(k, 'dup_kept', 'etl_002.task_3.out_1', src(dup), {rows: 5}, '-30 minutes')
   await event(k, 'dup_extra', 'etl_002.task_3.out_1', src(dup), {rows: 5}, '-29 minutes')
   await event(k, 'dup_extra_consumed', 'etl_002.task_3.out_1', src(dup), {rows: 5}, '-28 minutes')
   await event(k, 'dup_other_asset', 'etl_002.task_3.out_2', src(dup), {}, '-30 minutes')
-  const [consumer] = await k('dag_run').insert({dag_id: 'report_001', run_id: 'asset_triggered__1', run_type: 'asset_triggered', run_after: k.raw('now()'), state: 'queued'}).returning('id')
+  const [consumer] = await k('dag_run')
+    .insert({dag_id: 'report_001', run_id: 'asset_triggered__1', run_type: 'asset_triggered', run_after: k.raw('now()'), state: 'queued'})
+    .returning('id')
   await k('dagrun_asset_event').insert({dag_run_id: consumer.id, event_id: ids.dup_extra_consumed})
   // Its alias link must go with the removed duplicate.
   const alias = await k('asset_alias').first('id')
@@ -77,7 +109,9 @@ beforeAll(async () => {
 
   // Two alias groups with different extras from one TI: legitimate, both ok.
   const aliasTi = world.ti('etl_001', 'task_1')
-  await k('task_instance').where({id: aliasTi.id}).update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
+  await k('task_instance')
+    .where({id: aliasTi.id})
+    .update({state: 'success', start_date: k.raw(`now() - interval '1 hour'`), end_date: k.raw('now()')})
   await event(k, 'alias_a', 'etl_001.task_1.out_1', src(aliasTi), {partition: 'a'}, '-30 minutes')
   await event(k, 'alias_b', 'etl_001.task_1.out_1', src(aliasTi), {partition: 'b'}, '-30 minutes')
 
@@ -107,10 +141,14 @@ describe('airlock audit-events', () => {
     expect(classOf(findings, 'orphan_not_success')).toEqual(['orphan_not_success'])
     expect(classOf(findings, 'dup_extra')).toEqual(['duplicate'])
     expect(classOf(findings, 'dup_extra_consumed')).toEqual(['duplicate'])
-    for (const legit of ['ok_1', 'ok_2', 'external', 'superseded', 'rerun_ok', 'dup_kept', 'dup_other_asset', 'alias_a', 'alias_b']) expect(classOf(findings, legit)).toEqual([])
+    for (const legit of ['ok_1', 'ok_2', 'external', 'superseded', 'rerun_ok', 'dup_kept', 'dup_other_asset', 'alias_a', 'alias_b'])
+      expect(classOf(findings, legit)).toEqual([])
     const duplicate = findings.find((f) => f.event_id === ids.dup_extra)!
     expect(duplicate).toMatchObject({kept_id: ids.dup_kept, consumed: false, evidence: expect.stringContaining(`event ${ids.dup_kept}`)})
-    expect(findings.find((f) => f.event_id === ids.dup_extra_consumed)).toMatchObject({consumed: true, suggestion: expect.stringContaining('left alone')})
+    expect(findings.find((f) => f.event_id === ids.dup_extra_consumed)).toMatchObject({
+      consumed: true,
+      suggestion: expect.stringContaining('left alone'),
+    })
     const missing = findings.filter((f) => f.class === 'missing_events')
     const silentSuccess = world.ti('etl_001', 'task_2')
     expect(missing.map((f) => f.ti_id)).toContain(silentSuccess.id)
@@ -143,7 +181,9 @@ describe('airlock audit-events', () => {
     expect(await db.knex('asset_alias_asset_event').where({event_id: ids.dup_extra})).toEqual([])
     const log = await db.knex('log').where({event: 'airlock.audit-events.fix'})
     expect(log).toHaveLength(1)
-    expect(JSON.parse(log[0].extra)).toMatchObject({airlock: {kept_event_id: ids.dup_kept, removed_event_ids: [ids.dup_extra], left_consumed: [ids.dup_extra_consumed]}})
+    expect(JSON.parse(log[0].extra)).toMatchObject({
+      airlock: {kept_event_id: ids.dup_kept, removed_event_ids: [ids.dup_extra], left_consumed: [ids.dup_extra_consumed]},
+    })
 
     const again = await audit('--fix', '--no-dry-run', '--yes')
     expect(again.out.result.fix).toMatchObject({removed: 0, refused_consumed: 1})
@@ -151,8 +191,22 @@ describe('airlock audit-events', () => {
   })
 
   it('a bulk repair without --yes and without a terminal is refused (exit 2)', async () => {
-    await event(db.knex, 'dup_late', 'etl_002.task_3.out_1', {dag: 'etl_002', run: world.ti('etl_002', 'task_3').run_id, task: 'task_3'}, {rows: 5}, '-27 minutes')
-    await event(db.knex, 'dup_later', 'etl_002.task_3.out_1', {dag: 'etl_002', run: world.ti('etl_002', 'task_3').run_id, task: 'task_3'}, {rows: 5}, '-26 minutes')
+    await event(
+      db.knex,
+      'dup_late',
+      'etl_002.task_3.out_1',
+      {dag: 'etl_002', run: world.ti('etl_002', 'task_3').run_id, task: 'task_3'},
+      {rows: 5},
+      '-27 minutes',
+    )
+    await event(
+      db.knex,
+      'dup_later',
+      'etl_002.task_3.out_1',
+      {dag: 'etl_002', run: world.ti('etl_002', 'task_3').run_id, task: 'task_3'},
+      {rows: 5},
+      '-26 minutes',
+    )
     const result = await runCli(['audit-events', '--database-url', db.url, '--fix', '--no-dry-run'])
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('--yes')
@@ -163,7 +217,15 @@ describe('airlock audit-events', () => {
     const before = await audit()
     const okTi = world.ti('etl_002', 'task_1')
     const asset = world.asset('etl_002.task_1.out_1')
-    await db.knex('asset_event').insert({asset_id: asset.id, extra: JSON.stringify({null_map: true}), source_dag_id: okTi.dag_id, source_run_id: okTi.run_id, source_task_id: okTi.task_id, source_map_index: null, timestamp: db.knex.raw(`now() - interval '20 minutes'`)})
+    await db.knex('asset_event').insert({
+      asset_id: asset.id,
+      extra: JSON.stringify({null_map: true}),
+      source_dag_id: okTi.dag_id,
+      source_run_id: okTi.run_id,
+      source_task_id: okTi.task_id,
+      source_map_index: null,
+      timestamp: db.knex.raw(`now() - interval '20 minutes'`),
+    })
     const after = await audit()
     expect(after.out.result.counts.ok).toBe(before.out.result.counts.ok + 1)
   })
@@ -174,7 +236,10 @@ describe('airlock audit-events', () => {
     expect(lines[0]).toMatch(/^class,event_id,ti_id/)
     expect(lines.slice(1).some((l) => l.startsWith('orphan_missing_ti,'))).toBe(true)
     const nd = await runCli(['audit-events', '--database-url', db.url, '--ndjson'])
-    const objects = nd.stdout.trim().split('\n').map((l) => JSON.parse(l) as {type: string})
+    const objects = nd.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as {type: string})
     expect(objects.at(-1)).toMatchObject({type: 'summary'})
     expect(objects.filter((o) => o.type === 'finding').length).toBeGreaterThan(3)
   })

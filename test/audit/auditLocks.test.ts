@@ -20,7 +20,10 @@ const open: Connection[] = []
 
 beforeAll(async () => {
   db = await createTestDatabase('3.0', 12)
-  world = await scenario(db.knex).producer('etl', {tasks: 3, outlets: 1}).consumer('report', {on: ['etl']}).build()
+  world = await scenario(db.knex)
+    .producer('etl', {tasks: 3, outlets: 1})
+    .consumer('report', {on: ['etl']})
+    .build()
 })
 afterAll(async () => db?.drop())
 afterEach(async () => {
@@ -70,7 +73,18 @@ describe('airlock audit-locks', () => {
     const target = world.ti('etl', 'task_1')
     const {holder, w1, w2} = await holderAndTwoWaiters(target.id)
     const started = Date.now()
-    await expect.poll(async () => (await db.knex.raw(`select (extract(epoch from now() - min(l.waitstart)) * 1000)::float8 as ms from pg_locks l where l.pid = ? and not l.granted`, [w2.pid])).rows[0].ms, {timeout: 5000}).toBeGreaterThan(150)
+    await expect
+      .poll(
+        async () =>
+          (
+            await db.knex.raw(
+              `select (extract(epoch from now() - min(l.waitstart)) * 1000)::float8 as ms from pg_locks l where l.pid = ? and not l.granted`,
+              [w2.pid],
+            )
+          ).rows[0].ms,
+        {timeout: 5000},
+      )
+      .toBeGreaterThan(150)
     const {code, out} = await audit()
     expect(code).toBe(0)
     const trees = out.result.trees
@@ -80,7 +94,14 @@ describe('airlock audit-locks', () => {
     expect(root.children[0]).toMatchObject({pid: w1.pid, depth: 1, category: 'task_instance'})
     expect(root.children[0]!.children[0]).toMatchObject({pid: w2.pid, depth: 2, category: 'task_instance'})
     for (const waiter of [root.children[0]!, root.children[0]!.children[0]!]) {
-      expect(waiter.task_instance).toMatchObject({id: target.id, dag_id: 'etl', task_id: 'task_1', run_id: target.run_id, source: 'tuple_lock', guess: true})
+      expect(waiter.task_instance).toMatchObject({
+        id: target.id,
+        dag_id: 'etl',
+        task_id: 'task_1',
+        run_id: target.run_id,
+        source: 'tuple_lock',
+        guess: true,
+      })
     }
 
     expect(root.children[0]!.children[0]!.wait_ms).toBeGreaterThanOrEqual(150)
@@ -96,7 +117,17 @@ describe('airlock audit-locks', () => {
     const holder = await session()
     await holder.conn.query('begin')
     await holder.conn.query('select 1 from task_instance where id = $1 for update', [target.id])
-    await expect.poll(async () => (await db.knex.raw(`select (extract(epoch from now() - state_change) * 1000)::float8 as ms from pg_stat_activity where pid = ?`, [holder.pid])).rows[0].ms, {timeout: 5000}).toBeGreaterThan(120)
+    await expect
+      .poll(
+        async () =>
+          (
+            await db.knex.raw(`select (extract(epoch from now() - state_change) * 1000)::float8 as ms from pg_stat_activity where pid = ?`, [
+              holder.pid,
+            ])
+          ).rows[0].ms,
+        {timeout: 5000},
+      )
+      .toBeGreaterThan(120)
     const {code, out} = await audit('--crit-idle', '100ms', '--fail-on', 'critical')
     expect(code).toBe(6)
     expect(out.status).toBe(6)
@@ -116,7 +147,7 @@ describe('airlock audit-locks', () => {
     for (const tree of out.result.trees) expect(tree.blocked_below).toBe(2)
   })
 
-  it('a wait behind another completion\'s queue insert is classified as queue contention', async () => {
+  it("a wait behind another completion's queue insert is classified as queue contention", async () => {
     const asset = world.asset('etl.task_1.out_1')
     const insert = `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at) values ($1, 'report', now()) on conflict (asset_id, target_dag_id) do update set created_at = excluded.created_at`
     const first = await session()
@@ -131,7 +162,7 @@ describe('airlock audit-locks', () => {
     expect(out.result.trees[0]!.children[0]).toMatchObject({pid: second.pid, category: 'queue'})
   })
 
-  it('names the TI exactly from airlock\'s application_name tag', async () => {
+  it("names the TI exactly from airlock's application_name tag", async () => {
     const target = world.ti('etl', 'task_1')
     const holder = await session()
     await holder.conn.query('begin')
@@ -186,12 +217,46 @@ describe('audit-locks JSON shape (documented in the README)', () => {
     await holderAndTwoWaiters(target.id)
     const {out} = await audit()
     const r = out.result as unknown as Record<string, unknown>
-    expect(Object.keys(r).sort()).toEqual(['aggregates', 'deadlocks', 'findings', 'idle_in_transaction', 'max_severity', 'queue_contention', 'sampling', 'settings', 'trees', 'visibility'])
-    expect(r.sampling).toEqual({samples: 2, interval_ms: 20, started_at: expect.any(String), finished_at: expect.any(String), shown_sample: expect.any(Number)})
+    expect(Object.keys(r).sort()).toEqual([
+      'aggregates',
+      'deadlocks',
+      'findings',
+      'idle_in_transaction',
+      'max_severity',
+      'queue_contention',
+      'sampling',
+      'settings',
+      'trees',
+      'visibility',
+    ])
+    expect(r.sampling).toEqual({
+      samples: 2,
+      interval_ms: 20,
+      started_at: expect.any(String),
+      finished_at: expect.any(String),
+      shown_sample: expect.any(Number),
+    })
     expect(r.visibility).toEqual({can_monitor: true, hidden_sessions: expect.any(Number), note: null})
     expect(r.deadlocks).toEqual({total: expect.any(Number), delta: expect.any(Number)})
     const node = (r.trees as Array<Record<string, unknown>>)[0]!
-    expect(Object.keys(node).sort()).toEqual(['also_blocked_by', 'application_name', 'blocked_below', 'category', 'children', 'depth', 'pid', 'query', 'since_state_change_ms', 'state', 'task_instance', 'transaction_age_ms', 'user', 'wait_event', 'wait_event_type', 'wait_ms'])
+    expect(Object.keys(node).sort()).toEqual([
+      'also_blocked_by',
+      'application_name',
+      'blocked_below',
+      'category',
+      'children',
+      'depth',
+      'pid',
+      'query',
+      'since_state_change_ms',
+      'state',
+      'task_instance',
+      'transaction_age_ms',
+      'user',
+      'wait_event',
+      'wait_event_type',
+      'wait_ms',
+    ])
     for (const finding of r.findings as Array<Record<string, unknown>>) {
       expect(['info', 'warning', 'critical']).toContain(finding.severity)
       expect(Object.keys(finding).sort()).toEqual(['code', 'message', 'pid', 'severity'])

@@ -26,7 +26,10 @@ const session = (pid: number, blockedBy: number[], extra: Partial<SessionRow> = 
 describe('buildForest', () => {
   it('walks chains to their root and counts each session once, even with several blockers', () => {
     const forest = buildForest([session(1, []), session(2, [1]), session(3, [2, 1]), session(4, []), session(5, [4])], new Map())
-    expect(forest.map((t) => [t.pid, t.blocked_below])).toEqual([[1, 2], [4, 1]])
+    expect(forest.map((t) => [t.pid, t.blocked_below])).toEqual([
+      [1, 2],
+      [4, 1],
+    ])
     const three = forest[0]!.children[0]!.children[0]!
     expect(three).toMatchObject({pid: 3, depth: 2, also_blocked_by: [1], wait_ms: 3000})
   })

@@ -15,11 +15,18 @@ describe('airlock bench --quick', () => {
     const adminUrl = inject('adminUrl')
     const probe = await createTestDatabase('empty', 1)
     databases.push(probe)
-    const benchDatabases = async () => (await probe.knex.raw(`select count(*)::int as n from pg_database where datname like 'airlock_bench_%'`)).rows[0].n as number
+    const benchDatabases = async () =>
+      (await probe.knex.raw(`select count(*)::int as n from pg_database where datname like 'airlock_bench_%'`)).rows[0].n as number
     const before = await benchDatabases()
     const result = await runCli(['bench', '--quick', '--database-url', adminUrl, '--json'])
     expect(result.code).toBe(0)
-    const out = envelope(result) as {result: {lockHold: Array<{outlets: number; lockHold: Record<string, {p50: number; n: number}>}>; throughput: Array<{perSecond: number; failed: number}>; race: {completed: number; alreadySuccess: number}}}
+    const out = envelope(result) as {
+      result: {
+        lockHold: Array<{outlets: number; lockHold: Record<string, {p50: number; n: number}>}>
+        throughput: Array<{perSecond: number; failed: number}>
+        race: {completed: number; alreadySuccess: number}
+      }
+    }
     expect(out.result.lockHold.map((r) => r.outlets)).toEqual([0, 10])
     for (const row of out.result.lockHold) {
       for (const order of ['register_first', 'lock_first', 'floor']) {

@@ -27,7 +27,7 @@ const complete = (...args: string[]) => runCli(['complete', '--database-url', db
 const threeRunningTasks = () => scenario(db.knex).producer('etl', {tasks: 3, outlets: 2}).build()
 
 describe('airlock complete', () => {
-  it('a dag run with --json: the envelope of DESIGN §3, exit 3 when one of its task instances conflicts', async () => {
+  it('a dag run with --json: the JSON envelope, exit 3 when one of its task instances conflicts', async () => {
     const world = await scenario(db.knex)
       .producer('etl', {tasks: ['load', 'done', 'retry'], outlets: 1, inactive: 1, state: {done: 'success', retry: 'up_for_retry'}})
       .consumer('report', {on: ['etl']})
@@ -35,13 +35,35 @@ describe('airlock complete', () => {
       .build()
     const run = world.run('etl').run_id
     const result = await complete('--dag-id', 'etl', '--run-id', run, '--yes', '--json')
-    const out = envelope(result) as {status: number; result: {summary: Record<string, unknown>; items: Array<Record<string, unknown>>}; warnings: string[]}
+    const out = envelope(result) as {
+      status: number
+      result: {summary: Record<string, unknown>; items: Array<Record<string, unknown>>}
+      warnings: string[]
+    }
     expect(result.code).toBe(3)
     expect(out.status).toBe(3)
     // load: completed, one event (its second outlet is inactive) queuing report and audit; done: already_success; retry: conflict.
-    expect(out.result.summary).toEqual({selected: 3, completed: 1, already_success: 1, conflict: 1, not_found: 0, failed: 0, events_created: 1, runs_queued: 2, dry_run: false})
+    expect(out.result.summary).toEqual({
+      selected: 3,
+      completed: 1,
+      already_success: 1,
+      conflict: 1,
+      not_found: 0,
+      failed: 0,
+      events_created: 1,
+      runs_queued: 2,
+      dry_run: false,
+    })
     const conflict = out.result.items.find((i) => i.outcome === 'conflict')
-    expect(conflict).toMatchObject({dag_id: 'etl', run_id: run, task_id: 'retry', map_index: -1, previous_state: 'up_for_retry', events: 0, queued: 0})
+    expect(conflict).toMatchObject({
+      dag_id: 'etl',
+      run_id: run,
+      task_id: 'retry',
+      map_index: -1,
+      previous_state: 'up_for_retry',
+      events: 0,
+      queued: 0,
+    })
     expect(Object.keys(conflict!.timings as object).sort()).toEqual(['lock_hold_ms', 'lock_wait_ms', 'register_ms', 'total_ms'])
     expect(out.warnings.join()).toContain('not active')
   })
@@ -50,7 +72,10 @@ describe('airlock complete', () => {
     await threeRunningTasks()
     const result = await complete('--dag-id', 'etl', '--yes', '--ndjson')
     expect(result.code).toBe(0)
-    const lines = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
+    const lines = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
     expect(lines.slice(0, -1).every((l) => l.type === 'item' && l.outcome === 'completed')).toBe(true)
     expect(lines.at(-1)).toMatchObject({type: 'summary', selected: 3, completed: 3, events_created: 6})
   })
@@ -103,7 +128,13 @@ describe('airlock complete', () => {
     const good = [
       JSON.stringify({ti_id: a.id}),
       '',
-      JSON.stringify({dag_id: b.dag_id, run_id: b.run_id, task_id: b.task_id, map_index: -1, outlet_events: [{asset: 'etl.task_2.out_1', extra: {rows: 5}}]}),
+      JSON.stringify({
+        dag_id: b.dag_id,
+        run_id: b.run_id,
+        task_id: b.task_id,
+        map_index: -1,
+        outlet_events: [{asset: 'etl.task_2.out_1', extra: {rows: 5}}],
+      }),
     ]
     const footprint = await writeFootprint(db.knex)
     await fs.writeFile(path.join(dir, 'bad.ndjson'), [...good, '{"dag_id": "etl", "run_id": 1}'].join('\n'))
@@ -174,9 +205,26 @@ describe('airlock complete', () => {
     const blocked = world.ti('etl', 'task_1')
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
     await whileRowLocked(db.knex, blocked.id, async (holder) => {
-      const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), 'complete', '--database-url', db.url, '--dag-id', 'etl', '--concurrency', '1', '--yes', '--json', '--lock-timeout', '30s'], {
-        env: {PATH: process.env.PATH ?? ''},
-      })
+      const child = spawn(
+        process.execPath,
+        [
+          path.join(root, 'bin', 'run.js'),
+          'complete',
+          '--database-url',
+          db.url,
+          '--dag-id',
+          'etl',
+          '--concurrency',
+          '1',
+          '--yes',
+          '--json',
+          '--lock-timeout',
+          '30s',
+        ],
+        {
+          env: {PATH: process.env.PATH ?? ''},
+        },
+      )
       let stdout = ''
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
       const exited = new Promise<number | null>((resolve) => child.on('close', resolve))

@@ -5,7 +5,7 @@ import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {countRows, eventsOf, scenario, tiById, writeFootprint} from '../support/scenario.js'
 
 /**
- * Airflow's own success scenarios (../shared/airflow/README.md, "What the success path writes"),
+ * Airflow's own success scenarios (the rows its success path writes),
  * through the real protocol on PostgreSQL. Each test builds its world: a producer DAG `etl` with
  * one run whose task `produce` declares outlets `etl.produce.out_N` (see test/support/scenario.ts).
  */
@@ -19,7 +19,10 @@ describe('complete on Airflow 3.0', () => {
   it('running → completed: one event per active outlet, state, duration, cleared next_*, one log row', async () => {
     const world = await scenario(db.knex).producer('etl', {outlets: 2, owner: 'analytics'}).build()
     const before = world.ti('etl')
-    await db.knex('task_instance').where({id: before.id}).update({next_method: 'resume', next_kwargs: JSON.stringify({a: 1})})
+    await db
+      .knex('task_instance')
+      .where({id: before.id})
+      .update({next_method: 'resume', next_kwargs: JSON.stringify({a: 1})})
     const result = await completeOne(db.knex, before.id, {defaultExtra: '{"reason":"INC-1"}'})
     expect(result.result).toEqual({outcome: 'completed'})
     expect(result.events).toBe(2)
@@ -40,9 +43,19 @@ describe('complete on Airflow 3.0', () => {
 
     const logs = await db.knex('log').where({dag_id: 'etl', task_id: 'produce'})
     expect(logs).toHaveLength(1)
-    expect(logs[0]).toMatchObject({event: 'success', run_id: before.run_id, map_index: -1, try_number: 1, owner: 'analytics', logical_date: world.run('etl').logical_date})
+    expect(logs[0]).toMatchObject({
+      event: 'success',
+      run_id: before.run_id,
+      map_index: -1,
+      try_number: 1,
+      owner: 'analytics',
+      logical_date: world.run('etl').logical_date,
+    })
     const extra = JSON.parse(logs[0].extra as string)
-    expect(extra).toMatchObject({host_name: expect.any(String), airlock: {command: 'complete', previous_state: 'running', events: 2, os_user: expect.any(String)}})
+    expect(extra).toMatchObject({
+      host_name: expect.any(String),
+      airlock: {command: 'complete', previous_state: 'running', events: 2, os_user: expect.any(String)},
+    })
   })
 
   it('already success → already_success, nothing written, end_date unchanged', async () => {
@@ -112,7 +125,10 @@ describe('complete on Airflow 3.0', () => {
   })
 
   it('a queued (asset, DAG) keeps the newest created_at', async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 1}).consumer('report', {on: ['etl']}).build()
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1})
+      .consumer('report', {on: ['etl']})
+      .build()
     const asset = world.asset('etl.produce.out_1')
     const old = new Date('2020-01-01T00:00:00Z')
     await db.knex('asset_dag_run_queue').insert({asset_id: asset.id, target_dag_id: 'report', created_at: old})
@@ -149,7 +165,10 @@ describe('complete on Airflow 3.0', () => {
   })
 
   it('--no-events: state and log row only', async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2}).consumer('report', {on: ['etl']}).build()
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2})
+      .consumer('report', {on: ['etl']})
+      .build()
     const target = world.ti('etl')
     const result = await completeOne(db.knex, target.id, {emitEvents: false})
     expect(result).toMatchObject({result: {outcome: 'completed'}, events: 0, queued: 0})

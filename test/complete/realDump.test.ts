@@ -9,7 +9,7 @@ import {countRows} from '../support/scenario.js'
 const haveDump = await dumpAvailable()
 
 /**
- * On a real Airflow 3.0.0 database (../shared's pg_dump) with a producer, its assets and a
+ * On a real Airflow 3.0.0 database (a pg_dump of a fresh 3.0.0 install) with a producer, its assets and a
  * consumer added by plain SQL, a completion writes exactly what Airflow's success path writes,
  * and nothing in any other of the 45 tables changes.
  */
@@ -73,14 +73,26 @@ describe.skipIf(!haveDump)('complete on the restored Airflow 3.0.0 dump', () => 
       ['warehouse.orders', 'producer', 'scheduled__2026-12-01T00:00:00+00:00', 'load', -1, {}],
     ])
 
-    const queue = await db.knex('asset_dag_run_queue as q').join('asset as a', 'a.id', 'q.asset_id').orderBy('a.name').select('a.name', 'q.target_dag_id')
+    const queue = await db
+      .knex('asset_dag_run_queue as q')
+      .join('asset as a', 'a.id', 'q.asset_id')
+      .orderBy('a.name')
+      .select('a.name', 'q.target_dag_id')
     expect(queue).toEqual([
       {name: 'warehouse.customers', target_dag_id: 'consumer'},
       {name: 'warehouse.orders', target_dag_id: 'consumer'},
     ])
 
     const log = await db.knex('log').orderBy('id', 'desc').first()
-    expect(log).toMatchObject({dag_id: 'producer', task_id: 'load', run_id: 'scheduled__2026-12-01T00:00:00+00:00', map_index: -1, try_number: 1, event: 'success', owner: 'alice'})
+    expect(log).toMatchObject({
+      dag_id: 'producer',
+      task_id: 'load',
+      run_id: 'scheduled__2026-12-01T00:00:00+00:00',
+      map_index: -1,
+      try_number: 1,
+      event: 'success',
+      owner: 'alice',
+    })
     expect(log.logical_date.toISOString()).toBe('2026-12-01T00:00:00.000Z')
     expect(JSON.parse(log.extra)).toMatchObject({host_name: expect.any(String), airlock: {command: 'complete'}})
   })

@@ -12,7 +12,10 @@ describe('complete on Airflow 3.2 (partitions)', () => {
   afterAll(async () => db?.drop())
 
   it('an unpartitioned run: events without partition key, consumers queued', async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2}).consumer('report', {on: ['etl']}).build()
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2})
+      .consumer('report', {on: ['etl']})
+      .build()
     const target = world.ti('etl')
     const result = await completeOne(db.knex, target.id)
     expect(result.queued).toBe(2)
@@ -20,9 +23,15 @@ describe('complete on Airflow 3.2 (partitions)', () => {
   })
 
   it('a partitioned run: events carry its partition_key and do not queue a non-partitioned DAG', async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2}).consumer('report', {on: ['etl']}).build()
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2})
+      .consumer('report', {on: ['etl']})
+      .build()
     const target = world.ti('etl')
-    await db.knex('dag_run').where({id: world.run('etl').id}).update({partition_key: 'region=eu'})
+    await db
+      .knex('dag_run')
+      .where({id: world.run('etl').id})
+      .update({partition_key: 'region=eu'})
     const result = await completeOne(db.knex, target.id)
     expect(result).toMatchObject({result: {outcome: 'completed'}, events: 2, queued: 0})
     expect((await eventsOf(db.knex, target)).map((e) => e.partition_key)).toEqual(['region=eu', 'region=eu'])

@@ -5,7 +5,7 @@ import {resolveConnection, type KnexfileEnvironments} from '../../src/connection
 
 const knexfile: KnexfileEnvironments = {
   staging: {connection: 'postgresql://k@knexfile/airflow'},
-  lazy: {connection: async () => 'postgresql+psycopg2://k@lazy/airflow'},
+  lazy: {connection: () => Promise.resolve('postgresql+psycopg2://k@lazy/airflow')},
   empty: {connection: undefined},
 }
 
@@ -15,7 +15,7 @@ const everything = {
   AIRFLOW__DATABASE__SQL_ALCHEMY_CONN: 'postgresql+psycopg2://f@airflow-conn/airflow',
 }
 
-describe('resolveConnection: first found wins (DESIGN §3)', () => {
+describe('resolveConnection: first found wins', () => {
   it('prefers the flag over everything', async () => {
     const resolved = await resolveConnection({databaseUrl: 'postgresql://flag@h/db', env: 'staging'}, everything, knexfile)
     expect(resolved).toEqual({url: 'postgresql://flag@h/db', source: 'flag --database-url'})
@@ -29,15 +29,21 @@ describe('resolveConnection: first found wins (DESIGN §3)', () => {
 
   it('then the knexfile environment named by --env (a URL or a function)', async () => {
     const {AIRLOCK_DATABASE_URL: _, ...rest} = everything
-    expect(await resolveConnection({env: 'staging'}, rest, knexfile)).toEqual({url: 'postgresql://k@knexfile/airflow', source: 'knexfile environment "staging"'})
+    expect(await resolveConnection({env: 'staging'}, rest, knexfile)).toEqual({
+      url: 'postgresql://k@knexfile/airflow',
+      source: 'knexfile environment "staging"',
+    })
     expect((await resolveConnection({env: 'lazy'}, rest, knexfile)).url).toBe('postgresql://k@lazy/airflow')
   })
 
-  it('then DATABASE_URL, then Airflow\'s own SQLAlchemy URL with +driver stripped', async () => {
+  it("then DATABASE_URL, then Airflow's own SQLAlchemy URL with +driver stripped", async () => {
     const {AIRLOCK_DATABASE_URL: _, ...rest} = everything
     expect((await resolveConnection({}, rest, knexfile)).source).toBe('DATABASE_URL')
     const onlyAirflow = {AIRFLOW__DATABASE__SQL_ALCHEMY_CONN: everything.AIRFLOW__DATABASE__SQL_ALCHEMY_CONN}
-    expect(await resolveConnection({}, onlyAirflow, knexfile)).toEqual({url: 'postgresql://f@airflow-conn/airflow', source: 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'})
+    expect(await resolveConnection({}, onlyAirflow, knexfile)).toEqual({
+      url: 'postgresql://f@airflow-conn/airflow',
+      source: 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN',
+    })
   })
 
   it('says what to do when nothing is configured (exit 2)', async () => {

@@ -41,7 +41,9 @@ describe('toDatabaseUrl', () => {
 describe('password masking', () => {
   it('masks the password in the authority and in the query string', () => {
     expect(maskUrl('postgresql://airflow:s3cr:et@db:5432/airflow')).toBe('postgresql://airflow:***@db:5432/airflow')
-    expect(maskUrl('postgresql://airflow@db/airflow?password=s3cret&sslmode=require')).toBe('postgresql://airflow@db/airflow?password=***&sslmode=require')
+    expect(maskUrl('postgresql://airflow@db/airflow?password=s3cret&sslmode=require')).toBe(
+      'postgresql://airflow@db/airflow?password=***&sslmode=require',
+    )
     expect(maskUrl('postgresql://airflow@db/airflow')).toBe('postgresql://airflow@db/airflow')
   })
 

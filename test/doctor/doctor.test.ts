@@ -18,7 +18,10 @@ describe('airlock doctor', () => {
       const database = await createTestDatabase(version, 1)
       databases.push(database)
       const result = await runCli(['doctor', '--database-url', database.url, '--json'])
-      const out = envelope(result) as {status: number; result: {airflow: {version: string; supported: boolean; capabilities: Record<string, unknown>}; verdict: string}}
+      const out = envelope(result) as {
+        status: number
+        result: {airflow: {version: string; supported: boolean; capabilities: Record<string, unknown>}; verdict: string}
+      }
       expect(result.code).toBe(0)
       expect(out.status).toBe(0)
       expect(out.result.airflow.supported).toBe(true)
@@ -69,7 +72,7 @@ describe('airlock doctor', () => {
     expect(result.stdout + result.stderr).not.toContain('Sup3rSecretPw')
   })
 
-  it('reads Airflow\'s own AIRFLOW__DATABASE__SQL_ALCHEMY_CONN (psycopg2 style) and says so', async () => {
+  it("reads Airflow's own AIRFLOW__DATABASE__SQL_ALCHEMY_CONN (psycopg2 style) and says so", async () => {
     const database = await createTestDatabase('3.2', 1)
     databases.push(database)
     const sqlalchemy = database.url.replace(/^postgresql:/, 'postgresql+psycopg2:')

@@ -6,7 +6,7 @@ import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
 
 const haveDump = await dumpAvailable()
 
-describe.skipIf(!haveDump)('fixture 3.0 vs the real Airflow 3.0.0 dump (../shared/airflow/airflow-3.0.0.sql)', () => {
+describe.skipIf(!haveDump)('fixture 3.0 vs the real Airflow 3.0.0 dump (AIRLOCK_AIRFLOW_DUMP)', () => {
   let dump: TestDatabase
   let fixture: TestDatabase
 
@@ -49,5 +49,5 @@ describe.skipIf(!haveDump)('fixture 3.0 vs the real Airflow 3.0.0 dump (../share
 })
 
 describe.skipIf(haveDump)('fixture 3.0 vs the real Airflow 3.0.0 dump', () => {
-  it.skip('skipped: ../shared/airflow/airflow-3.0.0.sql is not beside this clone', () => {})
+  it.skip('skipped: AIRLOCK_AIRFLOW_DUMP does not name a pg_dump of Airflow 3.0.0', () => {})
 })

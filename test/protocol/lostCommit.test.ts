@@ -7,7 +7,7 @@ import {eventsOf, scenario, tiById} from '../support/scenario.js'
 import {startCommitCutter, type CommitCutter} from '../support/tcpProxy.js'
 
 /**
- * DESIGN §1: a connection lost during COMMIT is indeterminate. The protocol must re-read and
+ * A connection lost during COMMIT is indeterminate. The protocol must re-read and
  * report the truth, never redo blindly.
  */
 describe('connection lost during COMMIT', () => {
@@ -21,7 +21,12 @@ describe('connection lost during COMMIT', () => {
     cutter = await startCommitCutter({host: url.hostname, port: Number(url.port || 5432)})
     url.hostname = '127.0.0.1'
     url.port = String(cutter.port)
-    viaProxy = knexFactory({client: 'pg', connection: url.toString(), pool: {min: 0, max: 2}, log: {warn() {}, error() {}, debug() {}, deprecate() {}}})
+    viaProxy = knexFactory({
+      client: 'pg',
+      connection: url.toString(),
+      pool: {min: 0, max: 2},
+      log: {warn() {}, error() {}, debug() {}, deprecate() {}},
+    })
   })
   afterAll(async () => {
     await viaProxy?.destroy()

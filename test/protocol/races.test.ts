@@ -22,7 +22,7 @@ afterAll(async () => db?.drop())
 async function session(knex: Knex): Promise<{conn: Connection; pid: number; release(): Promise<void>}> {
   const conn = (await knex.client.acquireConnection()) as Connection
   const pid = (await conn.query('select pg_backend_pid() as pid')).rows[0]!.pid as number
-  return {conn, pid, release: async () => knex.client.releaseConnection(conn)}
+  return {conn, pid, release: () => knex.client.releaseConnection(conn) as Promise<void>}
 }
 
 describe('races', () => {
@@ -41,25 +41,28 @@ describe('races', () => {
     ['up_for_retry', {outcome: 'conflict', previousState: 'up_for_retry'}],
     ['failed', {outcome: 'conflict', previousState: 'failed'}],
     ['success', {outcome: 'already_success'}],
-  ])('another session holds the row lock and commits %s: the completion waits, then decides on that state with zero events', async (state, expected) => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
-    const target = world.ti('etl')
-    const footprint = await writeFootprint(db.knex)
-    const result = await whileRowLocked(db.knex, target.id, async (holder) => {
-      const completion = completeOne(db.knex, target.id)
-      // Blocked on FOR UPDATE: registration is done by now, its events uncommitted.
-      await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
-      await holder.raw('update task_instance set state = ? where id = ?', [state, target.id])
-      await holder.commit()
-      return completion
-    })
-    expect(result.result).toEqual(expected)
-    expect(result.timings.lockWaitMs).toBeGreaterThan(0)
-    expect(result.events).toBe(0)
-    expect(await eventsOf(db.knex, target)).toEqual([])
-    const after = await writeFootprint(db.knex)
-    expect({...after, success_tis: 0}).toEqual({...footprint, success_tis: 0})
-  })
+  ])(
+    'another session holds the row lock and commits %s: the completion waits, then decides on that state with zero events',
+    async (state, expected) => {
+      const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+      const target = world.ti('etl')
+      const footprint = await writeFootprint(db.knex)
+      const result = await whileRowLocked(db.knex, target.id, async (holder) => {
+        const completion = completeOne(db.knex, target.id)
+        // Blocked on FOR UPDATE: registration is done by now, its events uncommitted.
+        await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
+        await holder.raw('update task_instance set state = ? where id = ?', [state, target.id])
+        await holder.commit()
+        return completion
+      })
+      expect(result.result).toEqual(expected)
+      expect(result.timings.lockWaitMs).toBeGreaterThan(0)
+      expect(result.events).toBe(0)
+      expect(await eventsOf(db.knex, target)).toEqual([])
+      const after = await writeFootprint(db.knex)
+      expect({...after, success_tis: 0}).toEqual({...footprint, success_tis: 0})
+    },
+  )
 
   it('a task instance retried between the read and the lock (new try, expected state) is re-read, never completed on the stale read', async () => {
     const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'failed'}).build()
@@ -126,8 +129,14 @@ describe('queue key order: no deadlock between completions with overlapping asse
 
   /** `report` consumes both of etl's outlets: a completion of etl.produce upserts both queue keys. */
   async function overlappingAssets() {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2}).consumer('report', {on: ['etl']}).build()
-    const [low, high] = world.assets('etl').map((a) => a.id).sort((x, y) => x - y) as [number, number]
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2})
+      .consumer('report', {on: ['etl']})
+      .build()
+    const [low, high] = world
+      .assets('etl')
+      .map((a) => a.id)
+      .sort((x, y) => x - y) as [number, number]
     return {world, low, high}
   }
 
@@ -142,9 +151,15 @@ describe('queue key order: no deadlock between completions with overlapping asse
       await y.conn.query(`select 1`)
       await upsert(y.conn, high)
       await upsert(x.conn, low)
-      const yWaits = upsert(y.conn, low).then(() => 'ok', (error: {code?: string}) => error.code)
+      const yWaits = upsert(y.conn, low).then(
+        () => 'ok',
+        (error: unknown) => (error as {code?: string}).code,
+      )
       await waitUntilBlocked(db.knex, y.pid)
-      const xWaits = upsert(x.conn, high).then(() => 'ok', (error: {code?: string}) => error.code)
+      const xWaits = upsert(x.conn, high).then(
+        () => 'ok',
+        (error: unknown) => (error as {code?: string}).code,
+      )
       const codes = await Promise.race([yWaits, xWaits])
       expect(codes).toBe('40P01')
       await x.conn.query('rollback').catch(() => undefined)

@@ -22,7 +22,17 @@ describe('Tally', () => {
     const tally = new Tally(completeOutcomes)
     tally.add(item({outcome: 'completed'}))
     tally.add(item({outcome: 'already_success'}))
-    expect(tally.summary(true)).toEqual({selected: 2, completed: 1, already_success: 1, conflict: 0, not_found: 0, failed: 0, events_created: 2, runs_queued: 1, dry_run: true})
+    expect(tally.summary(true)).toEqual({
+      selected: 2,
+      completed: 1,
+      already_success: 1,
+      conflict: 0,
+      not_found: 0,
+      failed: 0,
+      events_created: 2,
+      runs_queued: 1,
+      dry_run: true,
+    })
     expect(tally.exit()).toBe(0)
   })
 

@@ -62,14 +62,21 @@ describe('replay-events, missing mode', () => {
     expect((await eventsOf(db.knex, t1)).map((e) => e.asset_name).sort()).toEqual(['etl.task_1.out_1', 'etl.task_1.out_2'])
     expect((await eventsOf(db.knex, t3)).map((e) => e.asset_name).sort()).toEqual(['etl.task_3.out_1', 'etl.task_3.out_2'])
     const after = await writeFootprint(db.knex)
-    expect(after).toEqual({...footprint, asset_event: footprint.asset_event! + 2, log: footprint.log! + 2, asset_dag_run_queue: footprint.asset_dag_run_queue! + 2})
+    expect(after).toEqual({
+      ...footprint,
+      asset_event: footprint.asset_event! + 2,
+      log: footprint.log! + 2,
+      asset_dag_run_queue: footprint.asset_dag_run_queue! + 2,
+    })
     // The consumer is queued for the replayed assets, and only for them.
     expect(await db.knex('asset_dag_run_queue').orderBy('asset_id').select('asset_id', 'target_dag_id')).toEqual([
       {asset_id: world.asset('etl.task_1.out_1').id, target_dag_id: 'report'},
       {asset_id: world.asset('etl.task_3.out_2').id, target_dag_id: 'report'},
     ])
     const log = await db.knex('log').where({event: 'airlock.replay-events', task_id: 'task_1'}).first()
-    expect(JSON.parse(log.extra)).toMatchObject({airlock: {command: 'replay-events', mode: 'missing', assets: ['etl.task_1.out_1'], ti: {dag_id: 'etl', task_id: 'task_1'}}})
+    expect(JSON.parse(log.extra)).toMatchObject({
+      airlock: {command: 'replay-events', mode: 'missing', assets: ['etl.task_1.out_1'], ti: {dag_id: 'etl', task_id: 'task_1'}},
+    })
     // Provenance is in the log, not in the event's extra (consumers read extras).
     expect((await eventsOf(db.knex, t1)).every((e) => JSON.stringify(e.extra) === '{}')).toBe(true)
 
@@ -87,7 +94,16 @@ describe('replay-events, missing mode', () => {
       const a = replayOne(target.id)
       await waitUntilAppBlocked(db.knex, `airlock:replay:${target.id}`)
       const b = replayOne(target.id)
-      await expect.poll(async () => (await db.knex.raw(`select count(*)::int as n from pg_stat_activity where application_name = ? and wait_event_type = 'Lock'`, [`airlock:replay:${target.id}`])).rows[0].n).toBe(2)
+      await expect
+        .poll(
+          async () =>
+            (
+              await db.knex.raw(`select count(*)::int as n from pg_stat_activity where application_name = ? and wait_event_type = 'Lock'`, [
+                `airlock:replay:${target.id}`,
+              ])
+            ).rows[0].n,
+        )
+        .toBe(2)
       racing = Promise.all([a, b])
     })
     const results = await racing!
@@ -125,7 +141,14 @@ describe('replay-events by id and from a file; export-events', () => {
     expect(result.code).toBe(0)
     expect(out.result.items[0]).toMatchObject({outcome: 'replayed', queued: 1})
     const copy = await db.knex('asset_event').where({id: out.result.items[0]!.new_event_id}).first()
-    expect(copy).toMatchObject({asset_id: original.asset_id, extra: original.extra, source_dag_id: 'etl', source_task_id: 'produce', source_run_id: original.source_run_id, source_map_index: -1})
+    expect(copy).toMatchObject({
+      asset_id: original.asset_id,
+      extra: original.extra,
+      source_dag_id: 'etl',
+      source_task_id: 'produce',
+      source_run_id: original.source_run_id,
+      source_map_index: -1,
+    })
     expect(copy.timestamp.getTime()).toBeGreaterThan((original.timestamp as Date).getTime())
     expect(await db.knex('asset_dag_run_queue').where({asset_id: original.asset_id}).pluck('target_dag_id')).toEqual(['report'])
 
@@ -138,7 +161,12 @@ describe('replay-events by id and from a file; export-events', () => {
     const file = path.join(dir, `export-${Date.now()}.ndjson`)
     const exported = await cli('export-events', '--dag-id', 'etl', '--output', file, '--json')
     expect(envelope(exported)).toMatchObject({status: 0, result: {exported: 6}})
-    const content = async () => (await db.knex('asset_event as e').join('asset as a', 'a.id', 'e.asset_id').orderBy(['a.name']).select('a.name', 'e.extra', 'e.source_dag_id', 'e.source_run_id', 'e.source_task_id', 'e.source_map_index'))
+    const content = async () =>
+      await db
+        .knex('asset_event as e')
+        .join('asset as a', 'a.id', 'e.asset_id')
+        .orderBy(['a.name'])
+        .select('a.name', 'e.extra', 'e.source_dag_id', 'e.source_run_id', 'e.source_task_id', 'e.source_map_index')
     const before = await content()
     const oldIds = await db.knex('asset_event').pluck('id')
     await db.knex('asset_event').delete()
@@ -157,14 +185,31 @@ describe('replay-events by id and from a file; export-events', () => {
   it('a line naming an unknown asset is reported and skipped, the others replayed, exit 5', async () => {
     const world = await scenario(db.knex).producer('etl', {outlets: 1}).build()
     const file = path.join(dir, `unknown-${Date.now()}.ndjson`)
-    const line = (name: string) => JSON.stringify({asset: {name, uri: `s3://${name}`}, extra: {}, source_dag_id: null, source_run_id: null, source_task_id: null, timestamp: '2026-12-01T00:00:00Z'})
+    const line = (name: string) =>
+      JSON.stringify({
+        asset: {name, uri: `s3://${name}`},
+        extra: {},
+        source_dag_id: null,
+        source_run_id: null,
+        source_task_id: null,
+        timestamp: '2026-12-01T00:00:00Z',
+      })
     const known = world.asset('etl.produce.out_1')
-    await fs.writeFile(file, [JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {k: 1}, timestamp: '2026-12-01T00:00:00Z'}), line('nope.asset')].join('\n'))
+    await fs.writeFile(
+      file,
+      [JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {k: 1}, timestamp: '2026-12-01T00:00:00Z'}), line('nope.asset')].join('\n'),
+    )
     const result = await cli('replay-events', '--from-file', file, '--yes', '--json')
-    const out = envelope(result) as {status: number; result: {summary: Record<string, number>; items: Array<{outcome: string; source: string; error?: {message: string}}>}}
+    const out = envelope(result) as {
+      status: number
+      result: {summary: Record<string, number>; items: Array<{outcome: string; source: string; error?: {message: string}}>}
+    }
     expect(result.code).toBe(5)
     expect(out.result.summary).toMatchObject({replayed: 1, unknown_asset: 1})
-    expect(out.result.items.find((i) => i.outcome === 'unknown_asset')).toMatchObject({source: `${file} line 2`, error: {message: expect.stringContaining('nope.asset')}})
+    expect(out.result.items.find((i) => i.outcome === 'unknown_asset')).toMatchObject({
+      source: `${file} line 2`,
+      error: {message: expect.stringContaining('nope.asset')},
+    })
   })
 
   it('a line emitted through aliases is linked to each known alias, queues their consumers, and warns about unknown ones', async () => {
@@ -175,29 +220,54 @@ describe('replay-events by id and from a file; export-events', () => {
       .build()
     const file = path.join(dir, `alias-${Date.now()}.ndjson`)
     const asset = world.asset('etl.produce.out_1')
-    await fs.writeFile(file, JSON.stringify({asset: {name: asset.name, uri: asset.uri}, extra: {}, timestamp: '2026-12-01T00:00:00Z', aliases: ['lake.daily_alias', 'gone.alias']}) + '\n')
+    await fs.writeFile(
+      file,
+      JSON.stringify({
+        asset: {name: asset.name, uri: asset.uri},
+        extra: {},
+        timestamp: '2026-12-01T00:00:00Z',
+        aliases: ['lake.daily_alias', 'gone.alias'],
+      }) + '\n',
+    )
     const result = await cli('replay-events', '--from-file', file, '--yes', '--json')
     const out = envelope(result) as {status: number; warnings: string[]; result: {items: Array<{new_event_id: number}>}}
     expect(out.status).toBe(0)
     expect(out.warnings.join()).toContain('gone.alias')
     const alias = await db.knex('asset_alias').where({name: 'lake.daily_alias'}).first()
-    expect(await db.knex('asset_alias_asset_event').where({event_id: out.result.items[0]!.new_event_id})).toEqual([{alias_id: alias.id, event_id: out.result.items[0]!.new_event_id}])
+    expect(await db.knex('asset_alias_asset_event').where({event_id: out.result.items[0]!.new_event_id})).toEqual([
+      {alias_id: alias.id, event_id: out.result.items[0]!.new_event_id},
+    ])
     // by_alias only through the alias (it is not scheduled on this asset), by_id by the asset's id.
-    expect(await db.knex('asset_dag_run_queue').where({asset_id: asset.id}).orderBy('target_dag_id').pluck('target_dag_id')).toEqual(['by_alias', 'by_id'])
+    expect(await db.knex('asset_dag_run_queue').where({asset_id: asset.id}).orderBy('target_dag_id').pluck('target_dag_id')).toEqual([
+      'by_alias',
+      'by_id',
+    ])
   })
 
   it('bad input: a malformed line names its number (exit 2, nothing written); bad flag combinations exit 2', async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 1, state: 'success'}).consumer('report', {on: ['etl']}).build()
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1, state: 'success'})
+      .consumer('report', {on: ['etl']})
+      .build()
     const file = path.join(dir, `bad-${Date.now()}.ndjson`)
     const known = world.asset('etl.produce.out_1')
-    await fs.writeFile(file, [JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {}, timestamp: '2026-12-01T00:00:00Z'}), '{"asset": {"name": "x"}}'].join('\n'))
+    await fs.writeFile(
+      file,
+      [JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {}, timestamp: '2026-12-01T00:00:00Z'}), '{"asset": {"name": "x"}}'].join(
+        '\n',
+      ),
+    )
     const footprint = await writeFootprint(db.knex)
     const bad = await cli('replay-events', '--from-file', file, '--yes')
     expect(bad.code).toBe(2)
     expect(bad.stderr).toContain('line 2')
     expect(await writeFootprint(db.knex)).toEqual(footprint)
 
-    for (const args of [['--skip-existing', '--dag-id', 'etl'], ['--event-id', '1', '--dag-id', 'etl'], ['--event-id', 'x']]) {
+    for (const args of [
+      ['--skip-existing', '--dag-id', 'etl'],
+      ['--event-id', '1', '--dag-id', 'etl'],
+      ['--event-id', 'x'],
+    ]) {
       const result = await cli('replay-events', ...args, '--yes')
       expect(result.code).toBe(2)
     }
@@ -210,11 +280,32 @@ describe('replay-events by id and from a file; export-events', () => {
     // etl's three task instances lost every event; the middle one (by id) is held so the replay stops there.
     const world = await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true}).build()
     await loseEvents(world.assets('etl').map((a) => a.name))
-    const ids = world.tis('etl').map((t) => t.id).sort()
+    const ids = world
+      .tis('etl')
+      .map((t) => t.id)
+      .sort()
     const checkpoint = path.join(dir, `ckpt-${Date.now()}.json`)
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
     await whileRowLocked(db.knex, ids[1]!, async (holder) => {
-      const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), 'replay-events', '--database-url', db.url, '--dag-id', 'etl', '--concurrency', '1', '--yes', '--checkpoint', checkpoint, '--lock-timeout', '60s'], {env: {PATH: process.env.PATH ?? ''}, stdio: 'ignore'})
+      const child = spawn(
+        process.execPath,
+        [
+          path.join(root, 'bin', 'run.js'),
+          'replay-events',
+          '--database-url',
+          db.url,
+          '--dag-id',
+          'etl',
+          '--concurrency',
+          '1',
+          '--yes',
+          '--checkpoint',
+          checkpoint,
+          '--lock-timeout',
+          '60s',
+        ],
+        {env: {PATH: process.env.PATH ?? ''}, stdio: 'ignore'},
+      )
       const exited = new Promise((resolve) => child.on('close', resolve))
       await waitUntilAppBlocked(db.knex, `airlock:replay:${ids[1]}`)
       child.kill('SIGKILL')

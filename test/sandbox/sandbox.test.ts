@@ -47,7 +47,10 @@ describe('airlock sandbox', () => {
     expect(reseed.code).toBe(2)
     expect(reseed.stderr).toContain('--reset')
 
-    const doctor = envelope(await cli('doctor', '--embedded', '--json')) as {status: number; result: {airflow: {version: string}; connection: {source: string}}}
+    const doctor = envelope(await cli('doctor', '--embedded', '--json')) as {
+      status: number
+      result: {airflow: {version: string}; connection: {source: string}}
+    }
     expect(doctor).toMatchObject({status: 0, result: {airflow: {version: '3.0.0'}, connection: {source: 'embedded sandbox'}}})
 
     const reset = envelope(await cli('sandbox', 'reset', '--airflow-version', '3.4', '--json')) as {result: {airflowVersion: string}}

@@ -7,10 +7,22 @@ const fails = (text: string) => usageMessage(() => parseInputLine(text, 7, 'tis.
 
 describe('NDJSON input lines', () => {
   it('accepts an id or a key (map_index defaults to -1) with outlet_events', () => {
-    expect(parseInputLine('{"ti_id":"0193E3B2-5F7E-7C1A-9A59-3F1D2E4C5B6A"}', 1, 'f')).toEqual({ref: {tiId: '0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a'}, outletEvents: []})
-    expect(parseInputLine('{"dag_id":"d","run_id":"r","task_id":"t","outlet_events":[{"asset":"a","extra":{"n":1}},{"asset":"s3://x","alias":"al"}]}', 1, 'f')).toEqual({
+    expect(parseInputLine('{"ti_id":"0193E3B2-5F7E-7C1A-9A59-3F1D2E4C5B6A"}', 1, 'f')).toEqual({
+      ref: {tiId: '0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a'},
+      outletEvents: [],
+    })
+    expect(
+      parseInputLine(
+        '{"dag_id":"d","run_id":"r","task_id":"t","outlet_events":[{"asset":"a","extra":{"n":1}},{"asset":"s3://x","alias":"al"}]}',
+        1,
+        'f',
+      ),
+    ).toEqual({
       ref: {key: {dagId: 'd', runId: 'r', taskId: 't', mapIndex: -1}},
-      outletEvents: [{asset: 'a', extra: {n: 1}}, {asset: 's3://x', alias: 'al'}],
+      outletEvents: [
+        {asset: 'a', extra: {n: 1}},
+        {asset: 's3://x', alias: 'al'},
+      ],
     })
   })
 

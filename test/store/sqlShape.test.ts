@@ -12,10 +12,10 @@ function recorder(): {ex: Executor; sql: string[]; statements: Statement[]} {
   const sql: string[] = []
   const statements: Statement[] = []
   const ex: Executor = {
-    async query<Row>(statement: Statement): Promise<Row[]> {
+    query<Row>(statement: Statement): Promise<Row[]> {
       statements.push(statement)
       sql.push(statement.text.replace(/\s+/g, ' ').toLowerCase())
-      return []
+      return Promise.resolve([])
     },
   }
   return {ex, sql, statements}
@@ -51,8 +51,13 @@ describe('SQL shape', () => {
   })
 
   it('every transaction begins at READ COMMITTED with its SET LOCAL timeouts and application_name, in one round trip', () => {
-    const text = beginStatement({lockTimeoutMs: 5000, statementTimeoutMs: 30_000, applicationName: "airlock:complete:it's"}, (v) => `'${v.replace(/'/g, "''")}'`)
-    expect(text).toBe("begin isolation level read committed; set local lock_timeout = '5000ms'; set local statement_timeout = '30000ms'; set local application_name = 'airlock:complete:it''s'")
+    const text = beginStatement(
+      {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, applicationName: "airlock:complete:it's"},
+      (v) => `'${v.replace(/'/g, "''")}'`,
+    )
+    expect(text).toBe(
+      "begin isolation level read committed; set local lock_timeout = '5000ms'; set local statement_timeout = '30000ms'; set local application_name = 'airlock:complete:it''s'",
+    )
   })
 
   it('the unlocked read takes no lock', async () => {

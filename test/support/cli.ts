@@ -17,7 +17,10 @@ export interface CliResult {
 export function runCli(args: string[], options: {env?: Record<string, string>; stdin?: string} = {}): Promise<CliResult> {
   const base: Record<string, string> = {PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LANG: 'C.UTF-8'}
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), ...args], {env: {...base, ...options.env}, stdio: ['pipe', 'pipe', 'pipe']})
+    const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), ...args], {
+      env: {...base, ...options.env},
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))

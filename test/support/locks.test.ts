@@ -3,7 +3,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {createTestDatabase, type TestDatabase} from './database.js'
 import {waitUntilBlocked} from './locks.js'
 
-describe('waitUntilBlocked (the race tests\' ordering primitive)', () => {
+describe("waitUntilBlocked (the race tests' ordering primitive)", () => {
   let database: TestDatabase
   beforeAll(async () => {
     database = await createTestDatabase('3.0', 4)

@@ -8,10 +8,9 @@ import type {Knex} from 'knex'
 export async function waitUntilBlocked(observer: Knex, pid: number, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const {rows} = await observer.raw<{rows: Array<{wait_event_type: string | null}>}>(
-      'select wait_event_type from pg_stat_activity where pid = ?',
-      [pid],
-    )
+    const {rows} = await observer.raw<{rows: Array<{wait_event_type: string | null}>}>('select wait_event_type from pg_stat_activity where pid = ?', [
+      pid,
+    ])
     if (rows[0]?.wait_event_type === 'Lock') return
     if (Date.now() > deadline) throw new Error(`backend ${pid} was not blocked on a lock within ${timeoutMs} ms`)
     await new Promise((resolve) => setImmediate(resolve))

@@ -5,10 +5,10 @@ import type {Knex} from 'knex'
 import {seedWorld, type SeedOptions} from '../../src/fixtures/seed.js'
 
 /**
- * The seeded demo world (src/sandbox/seed.ts), for tests that have not moved to the scenario
- * builder below. Its special cases (etl_001.task_1's last outlet inactive, etl_001's task_2
- * success and task_3 up_for_retry, report_NNN consumers with report_003 paused) are documented
- * there, not in the test: prefer scenario().
+ * The sandbox's seeded demo world (seedWorld), kept for tests written against it; the suite's own
+ * tests use scenario() below. Its special cases (etl_001.task_1's last outlet inactive, etl_001's
+ * task_2 success and task_3 up_for_retry, report_NNN consumers with report_003 paused) live in the
+ * seed, not in the test that relies on them: prefer scenario().
  */
 export async function seed(knex: Knex, options: Partial<SeedOptions> = {}) {
   return knex.transaction((trx) => seedWorld(trx, {dags: 2, runs: 1, tasks: 3, outlets: 2, consumers: 3, ...options}))
@@ -83,13 +83,15 @@ export async function writeFootprint(knex: Knex): Promise<Record<string, number>
  *   - task ids: `produce` (default), `task_1`…`task_N` for `tasks: N`, or the ids given;
  *   - outlet assets, per task: active `<dag>.<task>.out_1`…`out_<outlets>`, then the inactive ones
  *     `out_<outlets+1>`…; uri `s3://lake/<dag>/<task>/out_<k>`; group `asset`, extra `{}`;
- *   - run r (1-based): run_id `scheduled__2026-12-0<r>T00:00:00+00:00`, logical date that day,
- *     state running;
+ *   - run r (1-based) is the scheduled run of 2026-12-r, state running: run 1 is
+ *     `scheduled__2026-12-01T00:00:00+00:00` with that logical date, run 2 the next day, …;
  *   - a task instance: try_number 1 (or `tryNumber`), start_date 5 minutes before build(); end_date
  *     1 minute before build() and duration 240 s for finished states (success, failed, skipped,
  *     upstream_failed, up_for_retry), otherwise null; no next_method/next_kwargs;
  *   - every DAG: owners `airflow` (or `owner`), bundle `dags-folder`, one dag_version, not stale.
- * Nothing else exists: no events, log rows or queue rows unless a test writes them (or `emitted`).
+ * build() first empties every Airflow table (TRUNCATE … RESTART IDENTITY CASCADE; alembic_version
+ * kept), so nothing else exists: no events, log rows or queue rows unless the test writes them (or
+ * `emitted`), and ids start at 1.
  * ---------------------------------------------------------------------------------------------- */
 
 export type TiState =
@@ -211,7 +213,8 @@ export class ScenarioBuilder {
     const tasks = typeof options.tasks === 'number' ? Array.from({length: options.tasks}, (_, i) => `task_${i + 1}`) : (options.tasks ?? ['produce'])
     const state = options.state === undefined ? 'running' : options.state
     if (state !== null && typeof state === 'object') {
-      for (const taskId of Object.keys(state)) if (!tasks.includes(taskId)) throw new Error(`scenario: ${dagId} has no task ${taskId} (tasks: ${tasks.join(', ')})`)
+      for (const taskId of Object.keys(state))
+        if (!tasks.includes(taskId)) throw new Error(`scenario: ${dagId} has no task ${taskId} (tasks: ${tasks.join(', ')})`)
     }
 
     this.producers.push({
@@ -243,13 +246,20 @@ export class ScenarioBuilder {
       const {rows: tables} = await trx.raw<{rows: Array<{tablename: string}>}>(
         `select tablename from pg_tables where schemaname = 'public' and tablename <> 'alembic_version' order by tablename`,
       )
-      await trx.raw(`truncate ${tables.map(() => '??').join(', ')} restart identity cascade`, tables.map((t) => t.tablename))
-      const now = ((await trx.raw<{rows: Array<{now: Date}>}>('select now() as now')).rows[0]!).now
+      await trx.raw(
+        `truncate ${tables.map(() => '??').join(', ')} restart identity cascade`,
+        tables.map((t) => t.tablename),
+      )
+      const now = (await trx.raw<{rows: Array<{now: Date}>}>('select now() as now')).rows[0]!.now
       const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000)
 
       await trx('dag_bundle').insert({name: 'dags-folder', active: true, version: null, last_refreshed: now})
       const [template] = await trx('log_template')
-        .insert({filename: 'dag_id={{ ti.dag_id }}/run_id={{ ti.run_id }}/task_id={{ ti.task_id }}/attempt={{ try_number }}.log', elasticsearch_id: '{dag_id}-{task_id}-{run_id}-{map_index}-{try_number}', created_at: now})
+        .insert({
+          filename: 'dag_id={{ ti.dag_id }}/run_id={{ ti.run_id }}/task_id={{ ti.task_id }}/attempt={{ try_number }}.log',
+          elasticsearch_id: '{dag_id}-{task_id}-{run_id}-{map_index}-{try_number}',
+          created_at: now,
+        })
         .returning('id')
 
       const dags = [
@@ -258,24 +268,59 @@ export class ScenarioBuilder {
       ]
       const versions = new Map<string, string>()
       if (dags.length > 0) {
-        await trx('dag').insert(dags.map((d) => ({
-          dag_id: d.dagId, is_paused: d.paused, is_stale: false, last_parsed_time: now, fileloc: `/opt/airflow/dags/${d.dagId}.py`, relative_fileloc: `${d.dagId}.py`,
-          bundle_name: 'dags-folder', owners: d.owner, timetable_summary: d.summary, max_active_tasks: 16, max_active_runs: 16, max_consecutive_failed_dag_runs: 0, has_task_concurrency_limits: false,
-        })))
+        await trx('dag').insert(
+          dags.map((d) => ({
+            dag_id: d.dagId,
+            is_paused: d.paused,
+            is_stale: false,
+            last_parsed_time: now,
+            fileloc: `/opt/airflow/dags/${d.dagId}.py`,
+            relative_fileloc: `${d.dagId}.py`,
+            bundle_name: 'dags-folder',
+            owners: d.owner,
+            timetable_summary: d.summary,
+            max_active_tasks: 16,
+            max_active_runs: 16,
+            max_consecutive_failed_dag_runs: 0,
+            has_task_concurrency_limits: false,
+          })),
+        )
         for (const d of dags) versions.set(d.dagId, randomUUID())
-        await trx('dag_version').insert(dags.map((d) => ({id: versions.get(d.dagId), version_number: 1, dag_id: d.dagId, bundle_name: 'dags-folder', created_at: now, last_updated: now})))
+        await trx('dag_version').insert(
+          dags.map((d) => ({
+            id: versions.get(d.dagId),
+            version_number: 1,
+            dag_id: d.dagId,
+            bundle_name: 'dags-folder',
+            created_at: now,
+            last_updated: now,
+          })),
+        )
       }
 
       // Outlet assets, task by task: the active ones, then the inactive ones.
-      const declared = this.producers.flatMap((p) => p.tasks.flatMap((taskId) =>
-        Array.from({length: p.outlets + p.inactive}, (_, i) => ({dag_id: p.dagId, task_id: taskId, name: `${p.dagId}.${taskId}.out_${i + 1}`, uri: `s3://lake/${p.dagId}/${taskId}/out_${i + 1}`, active: i < p.outlets}))))
+      const declared = this.producers.flatMap((p) =>
+        p.tasks.flatMap((taskId) =>
+          Array.from({length: p.outlets + p.inactive}, (_, i) => ({
+            dag_id: p.dagId,
+            task_id: taskId,
+            name: `${p.dagId}.${taskId}.out_${i + 1}`,
+            uri: `s3://lake/${p.dagId}/${taskId}/out_${i + 1}`,
+            active: i < p.outlets,
+          })),
+        ),
+      )
       const assets: AssetRow[] = []
       if (declared.length > 0) {
-        const ids = await trx('asset').insert(declared.map((a) => ({name: a.name, uri: a.uri, group: 'asset', extra: '{}', created_at: now, updated_at: now}))).returning('id')
+        const ids = await trx('asset')
+          .insert(declared.map((a) => ({name: a.name, uri: a.uri, group: 'asset', extra: '{}', created_at: now, updated_at: now})))
+          .returning('id')
         declared.forEach((a, i) => assets.push({...a, id: (ids[i] as {id: number}).id}))
         const active = assets.filter((a) => a.active)
         if (active.length > 0) await trx('asset_active').insert(active.map((a) => ({name: a.name, uri: a.uri})))
-        await trx('task_outlet_asset_reference').insert(assets.map((a) => ({asset_id: a.id, dag_id: a.dag_id, task_id: a.task_id, created_at: now, updated_at: now})))
+        await trx('task_outlet_asset_reference').insert(
+          assets.map((a) => ({asset_id: a.id, dag_id: a.dag_id, task_id: a.task_id, created_at: now, updated_at: now})),
+        )
       }
 
       // Consumers: one reference per (asset, kind); an alias reference when stated.
@@ -284,9 +329,14 @@ export class ScenarioBuilder {
         const targets = assetsMatching(assets, consumer.on, consumer.dagId)
         for (const kind of consumer.by) {
           if (targets.length === 0) break
-          if (kind === 'id') await trx('dag_schedule_asset_reference').insert(targets.map((a) => ({asset_id: a.id, dag_id: consumer.dagId, created_at: now, updated_at: now})))
-          if (kind === 'name') await trx('dag_schedule_asset_name_reference').insert(targets.map((a) => ({name: a.name, dag_id: consumer.dagId, created_at: now})))
-          if (kind === 'uri') await trx('dag_schedule_asset_uri_reference').insert(targets.map((a) => ({uri: a.uri, dag_id: consumer.dagId, created_at: now})))
+          if (kind === 'id')
+            await trx('dag_schedule_asset_reference').insert(
+              targets.map((a) => ({asset_id: a.id, dag_id: consumer.dagId, created_at: now, updated_at: now})),
+            )
+          if (kind === 'name')
+            await trx('dag_schedule_asset_name_reference').insert(targets.map((a) => ({name: a.name, dag_id: consumer.dagId, created_at: now})))
+          if (kind === 'uri')
+            await trx('dag_schedule_asset_uri_reference').insert(targets.map((a) => ({uri: a.uri, dag_id: consumer.dagId, created_at: now})))
         }
 
         if (consumer.alias !== undefined) {
@@ -295,7 +345,12 @@ export class ScenarioBuilder {
             aliases.set(consumer.alias, (alias as {id: number}).id)
           }
 
-          await trx('dag_schedule_asset_alias_reference').insert({alias_id: aliases.get(consumer.alias), dag_id: consumer.dagId, created_at: now, updated_at: now})
+          await trx('dag_schedule_asset_alias_reference').insert({
+            alias_id: aliases.get(consumer.alias),
+            dag_id: consumer.dagId,
+            created_at: now,
+            updated_at: now,
+          })
         }
       }
 
@@ -306,31 +361,84 @@ export class ScenarioBuilder {
         for (let r = 1; r <= p.runs; r++) {
           const day = new Date(Date.UTC(2026, 11, r))
           const runId = `scheduled__${day.toISOString().slice(0, 19)}+00:00`
-          const [row] = await trx('dag_run').insert({
-            dag_id: p.dagId, queued_at: ago(6), logical_date: day, start_date: ago(6), state: 'running', run_id: runId, run_type: 'scheduled', triggered_by: 'timetable', conf: '{}',
-            data_interval_start: new Date(day.getTime() - 86_400_000), data_interval_end: day, run_after: day, log_template_id: (template as {id: number}).id, updated_at: now,
-            created_dag_version_id: versions.get(p.dagId),
-          }).returning(['id', 'dag_id', 'run_id', 'logical_date'])
+          const [row] = await trx('dag_run')
+            .insert({
+              dag_id: p.dagId,
+              queued_at: ago(6),
+              logical_date: day,
+              start_date: ago(6),
+              state: 'running',
+              run_id: runId,
+              run_type: 'scheduled',
+              triggered_by: 'timetable',
+              conf: '{}',
+              data_interval_start: new Date(day.getTime() - 86_400_000),
+              data_interval_end: day,
+              run_after: day,
+              log_template_id: (template as {id: number}).id,
+              updated_at: now,
+              created_dag_version_id: versions.get(p.dagId),
+            })
+            .returning(['id', 'dag_id', 'run_id', 'logical_date'])
           runs.push(row as RunRow)
         }
 
-        const rows = runs.filter((run) => run.dag_id === p.dagId).flatMap((run) => p.tasks.flatMap((taskId) => p.mapIndexes.map((mapIndex) => {
-          const state = p.stateOf(taskId)
-          const finished = finishedStates.has(state)
-          return {
-            id: randomUUID(), task_id: taskId, dag_id: p.dagId, run_id: run.run_id, map_index: mapIndex, start_date: ago(5), end_date: finished ? ago(1) : null, duration: finished ? 240 : null,
-            state, try_number: p.tryNumber, max_tries: 1, hostname: 'worker-1', unixname: 'airflow', pool: 'default_pool', pool_slots: 1, queue: 'default', priority_weight: 1,
-            operator: 'PythonOperator', queued_dttm: ago(6), scheduled_dttm: ago(6), last_heartbeat_at: now, executor: 'LocalExecutor', updated_at: now, task_display_name: taskId,
-            dag_version_id: versions.get(p.dagId),
-          }
-        })))
+        const rows = runs
+          .filter((run) => run.dag_id === p.dagId)
+          .flatMap((run) =>
+            p.tasks.flatMap((taskId) =>
+              p.mapIndexes.map((mapIndex) => {
+                const state = p.stateOf(taskId)
+                const finished = finishedStates.has(state)
+                return {
+                  id: randomUUID(),
+                  task_id: taskId,
+                  dag_id: p.dagId,
+                  run_id: run.run_id,
+                  map_index: mapIndex,
+                  start_date: ago(5),
+                  end_date: finished ? ago(1) : null,
+                  duration: finished ? 240 : null,
+                  state,
+                  try_number: p.tryNumber,
+                  max_tries: 1,
+                  hostname: 'worker-1',
+                  unixname: 'airflow',
+                  pool: 'default_pool',
+                  pool_slots: 1,
+                  queue: 'default',
+                  priority_weight: 1,
+                  operator: 'PythonOperator',
+                  queued_dttm: ago(6),
+                  scheduled_dttm: ago(6),
+                  last_heartbeat_at: now,
+                  executor: 'LocalExecutor',
+                  updated_at: now,
+                  task_display_name: taskId,
+                  dag_version_id: versions.get(p.dagId),
+                }
+              }),
+            ),
+          )
         if (rows.length === 0) continue
         const inserted = (await trx('task_instance').insert(rows).returning('*')) as TiRow[]
         tis.set(p.dagId, inserted)
         if (p.emitted) {
-          const events = inserted.filter((t) => t.state === 'success').flatMap((t) => assets.filter((a) => a.active && a.dag_id === t.dag_id && a.task_id === t.task_id).map((a) => ({
-            asset_id: a.id, extra: '{}', source_dag_id: t.dag_id, source_run_id: t.run_id, source_task_id: t.task_id, source_map_index: t.map_index, timestamp: t.end_date,
-          })))
+          const events = inserted
+            .filter((t) => t.state === 'success')
+            .flatMap((t) =>
+              assets
+                .filter((a) => a.active && a.dag_id === t.dag_id && a.task_id === t.task_id)
+                .map((a) => ({
+                  asset_id: a.id,
+                  extra: '{}',
+                  source_dag_id: t.dag_id,
+                  source_run_id: t.run_id,
+                  source_task_id: t.task_id,
+                  source_map_index: t.map_index,
+                  timestamp: t.end_date,
+                })),
+            )
           if (events.length > 0) await trx('asset_event').insert(events)
         }
       }

@@ -33,7 +33,10 @@ export async function startCommitCutter(target: {host: string; port: number}): P
         const mode = armed
         armed = null
         state.cuts++
-        if (mode === 'before') return cut()
+        if (mode === 'before') {
+          cut()
+          return
+        }
         upstream.write(chunk, () => setImmediate(() => client.destroy()))
         return
       }

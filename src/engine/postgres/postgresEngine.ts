@@ -5,7 +5,7 @@ import {classifyPostgresError} from './sqlstate.js'
 
 /** The node-postgres client knex hands out; statements run on it directly (see executorOn). */
 interface PgClient {
-  query<Row>(query: string | {name?: string; text: string; values?: unknown[]}): Promise<{rows: Row[]}>
+  query(query: string | {name?: string; text: string; values?: unknown[]}): Promise<{rows: unknown[]}>
   escapeLiteral(value: string): string
   /** Set by knex when the connection errored or ended: the pool discards it on the next acquire. */
   __knex__disposed?: unknown
@@ -24,12 +24,13 @@ export const silentKnexLog = {warn() {}, error() {}, debug() {}, deprecate() {}}
 function executorOn(client: PgClient): Executor {
   return {
     async query<Row>(statement: Statement): Promise<Row[]> {
-      const {rows} = await client.query<Row>({
+      const {rows} = await client.query({
         ...(statement.name ? {name: statement.name} : {}),
         text: statement.text,
         values: [...(statement.values ?? [])],
       })
-      return rows
+      // The statement's text decides the row shape; the store's methods name it.
+      return rows as Row[]
     },
   }
 }
@@ -38,7 +39,10 @@ function executorOn(client: PgClient): Executor {
 export function truncateUtf8(text: string, maxBytes: number): string {
   const bytes = Buffer.from(text, 'utf8')
   if (bytes.length <= maxBytes) return text
-  return bytes.subarray(0, maxBytes).toString('utf8').replace(/\uFFFD$/, '')
+  return bytes
+    .subarray(0, maxBytes)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '')
 }
 
 /**
@@ -58,8 +62,10 @@ export function beginStatement(locals: TransactionLocals, escapeLiteral: (value:
 }
 
 function databaseOver(knex: Knex, owned: boolean): Database {
-  const acquire = async () => (await knex.client.acquireConnection()) as PgClient
-  const release = (client: PgClient) => knex.client.releaseConnection(client) as Promise<void>
+  // knex types its client loosely; these two calls are its documented pool interface.
+  const pool = knex.client as {acquireConnection(): Promise<unknown>; releaseConnection(connection: unknown): Promise<void>}
+  const acquire = async () => (await pool.acquireConnection()) as PgClient
+  const release = (client: PgClient) => pool.releaseConnection(client)
   return {
     engine: 'postgres',
     knex,
@@ -75,34 +81,34 @@ function databaseOver(knex: Knex, owned: boolean): Database {
     },
     async transaction<T>(locals: TransactionLocals, work: (tx: Transaction) => Promise<T>): Promise<T> {
       const client = await acquire()
-      let open = false
-      let committed = false
+      // Flags the COMMIT callback sets, read after it ran (an object, so the flow analysis sees them change).
+      const state = {open: false, committed: false}
       try {
         await client.query(beginStatement(locals, (value) => client.escapeLiteral(value)))
-        open = true
+        state.open = true
         const executor = executorOn(client)
         const tx: Transaction = {
           query: (statement) => executor.query(statement),
           async commit() {
             // Marked before the round trip: if the connection dies in flight, nothing may roll back or commit again.
-            committed = true
+            state.committed = true
             await client.query('commit')
           },
         }
         const result = await work(tx)
-        if (!committed) {
-          committed = true
+        if (!state.committed) {
+          state.committed = true
           await client.query('commit')
         }
 
         return result
       } catch (error) {
-        if (open && !committed) {
+        if (state.open && !state.committed) {
           // A failed ROLLBACK means the connection is gone: the pool must not hand it out again.
           await client.query('rollback').catch((rollbackError: unknown) => {
             client.__knex__disposed ??= rollbackError
           })
-        } else if (committed) {
+        } else if (state.committed) {
           client.__knex__disposed ??= error
         }
 
@@ -167,4 +173,3 @@ export async function withKnex<T>(url: string, work: (knex: Knex) => Promise<T>)
     await knex.destroy()
   }
 }
-

@@ -48,7 +48,16 @@ const loginSqlStates: ReadonlySet<string> = new Set([
 ])
 
 /** Driver (errno) codes that mean the server could not be reached at all. */
-const networkErrnos: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE'])
+const networkErrnos: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNRESET',
+  'EPIPE',
+])
 
 /** What a PostgreSQL failure means for airlock, by SQLSTATE or errno, never by message text. */
 export function classifyPostgresError(error: unknown): ClassifiedError {
@@ -61,7 +70,7 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
     return {kind: 'other', code}
   }
 
-  const errno = typeof error === 'object' && error !== null && 'code' in error ? String((error as {code: unknown}).code) : ''
+  const errno = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : ''
   // knex's pool gives up acquiring when connecting takes longer than its timeout.
   const poolTimeout = error instanceof Error && error.name === 'KnexTimeoutError'
   if (networkErrnos.has(errno) || poolTimeout) return {kind: 'unreachable', code: null}
@@ -71,7 +80,7 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
 /** The SQLSTATE of a driver error, if it carries one. */
 export function sqlStateOf(error: unknown): string | undefined {
   if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = (error as {code: unknown}).code
+    const {code} = error
     if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code
   }
   return undefined

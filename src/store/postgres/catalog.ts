@@ -1,5 +1,4 @@
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
-import type {Executor} from '../../engine/engine.js'
 import {statement} from '../../engine/prepared.js'
 import type {SchemaShape} from '../../airflow/schema.js'
 import type {CatalogStore, PrivilegeCheck, PrivilegeResult, ServerInfo, ServerSetting, SessionRow} from '../airflowStore.js'
@@ -37,7 +36,14 @@ export const postgresCatalog: CatalogStore = {
   },
 
   async readServerInfo(ex): Promise<ServerInfo> {
-    const [row] = await ex.query<{version: string; version_num: string; current_user: string; database: string; is_superuser: boolean; can_monitor: boolean}>(
+    const [row] = await ex.query<{
+      version: string
+      version_num: string
+      current_user: string
+      database: string
+      is_superuser: boolean
+      can_monitor: boolean
+    }>(
       statement(`select current_setting('server_version') as version,
                         current_setting('server_version_num') as version_num,
                         current_user as current_user,
@@ -72,7 +78,9 @@ export const postgresCatalog: CatalogStore = {
   },
 
   async readSettings(ex, names): Promise<ServerSetting[]> {
-    return ex.query<ServerSetting>(statement('select name, setting, unit, source from pg_settings where name = any($1::text[]) order by name', [[...names]]))
+    return ex.query<ServerSetting>(
+      statement('select name, setting, unit, source from pg_settings where name = any($1::text[]) order by name', [[...names]]),
+    )
   },
 
   /** pg_stat_database.deadlocks for this database: compared across a sampling window. */
@@ -89,7 +97,8 @@ export const postgresCatalog: CatalogStore = {
    */
   async readLockSnapshot(ex): Promise<SessionRow[]> {
     const [server] = await ex.query<{num: string}>(statement(`select current_setting('server_version_num') as num`))
-    const waitStart = Number(server?.num ?? 0) >= 140_000 ? '(select min(l.waitstart) from pg_locks l where l.pid = a.pid and not l.granted)' : 'null::timestamptz'
+    const waitStart =
+      Number(server?.num ?? 0) >= 140_000 ? '(select min(l.waitstart) from pg_locks l where l.pid = a.pid and not l.granted)' : 'null::timestamptz'
     return ex.query<SessionRow>(
       statement(`select a.pid, coalesce(a.application_name, '') as application_name, a.usename::text, a.state, a.wait_event_type, a.wait_event,
             a.xact_start, a.state_change, left(a.query, 1000) as query, pg_blocking_pids(a.pid) as blocked_by, clock_timestamp() as sampled_at,
@@ -115,7 +124,10 @@ export const postgresCatalog: CatalogStore = {
    */
   async findTaskInstanceByTuple(ex, page, tuple): Promise<(TaskInstanceKey & {id: string}) | undefined> {
     const [row] = await ex.query<{id: string; dag_id: string; run_id: string; task_id: string; map_index: number}>(
-      statement(`select id, dag_id, run_id, task_id, map_index from task_instance where ctid = format('(%s,%s)', $1::int, $2::int)::tid`, [page, tuple]),
+      statement(`select id, dag_id, run_id, task_id, map_index from task_instance where ctid = format('(%s,%s)', $1::int, $2::int)::tid`, [
+        page,
+        tuple,
+      ]),
     )
     return row ? {id: row.id, dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index} : undefined
   },

@@ -15,9 +15,16 @@ export function readEventSourceKeys() {
     // source_map_index is nullable (default -1): NULL is read as -1 everywhere, in the key, the
     // order and the keyset comparison, so paging neither repeats nor skips those events.
     const params = new Params()
-    const where = ['e.source_dag_id is not null', 'e.source_run_id is not null', 'e.source_task_id is not null', ...eventFilterConditions(params, filter)]
+    const where = [
+      'e.source_dag_id is not null',
+      'e.source_run_id is not null',
+      'e.source_task_id is not null',
+      ...eventFilterConditions(params, filter),
+    ]
     if (after) {
-      where.push(`(e.source_dag_id, e.source_run_id, e.source_task_id, coalesce(e.source_map_index, -1)) > (${params.add(after.dagId)}, ${params.add(after.runId)}, ${params.add(after.taskId)}, ${params.add(after.mapIndex)}::int)`)
+      where.push(
+        `(e.source_dag_id, e.source_run_id, e.source_task_id, coalesce(e.source_map_index, -1)) > (${params.add(after.dagId)}, ${params.add(after.runId)}, ${params.add(after.taskId)}, ${params.add(after.mapIndex)}::int)`,
+      )
     }
 
     const rows = await ex.query<{dag_id: string; run_id: string; task_id: string; map_index: number}>(

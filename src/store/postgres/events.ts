@@ -7,7 +7,12 @@ import {eventFilterConditions, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
 /** source_dag_id, source_run_id, source_task_id, source_map_index of an event's content. */
-const sourceValues = (content: EventContent) => [content.source?.dagId ?? null, content.source?.runId ?? null, content.source?.taskId ?? null, content.source?.mapIndex ?? -1]
+const sourceValues = (content: EventContent) => [
+  content.source?.dagId ?? null,
+  content.source?.runId ?? null,
+  content.source?.taskId ?? null,
+  content.source?.mapIndex ?? -1,
+]
 
 /**
  * One keyset page of events (id > afterId, ORDER BY id) with everything an export line carries,
@@ -39,7 +44,12 @@ export function readEventPage(capabilities: Pick<Capabilities, 'eventPartitionKe
       aliases: string[]
       queued_for: string[]
       consumed_by: EventLine['consumed_by']
-    }>(statement(`select ${columns} from asset_event e join asset a on a.id = e.asset_id ${whereAll(where)} order by e.id limit ${params.add(filter.limit)}::int`, params.values))
+    }>(
+      statement(
+        `select ${columns} from asset_event e join asset a on a.id = e.asset_id ${whereAll(where)} order by e.id limit ${params.add(filter.limit)}::int`,
+        params.values,
+      ),
+    )
     return rows.map((row) => ({
       id: row.id,
       asset: {name: row.asset_name, uri: row.asset_uri},
@@ -111,7 +121,10 @@ export function readEventsById(capabilities: Pick<Capabilities, 'eventPartitionK
 
 /** Asset ids by (name, uri) and alias ids by name, for lines of an export replayed elsewhere. */
 export function resolveAssetsAndAliases() {
-  const assets = prepared('resolve_assets', 'select a.id, a.name, a.uri from asset a join unnest($1::text[], $2::text[]) as k(name, uri) on a.name = k.name and a.uri = k.uri')
+  const assets = prepared(
+    'resolve_assets',
+    'select a.id, a.name, a.uri from asset a join unnest($1::text[], $2::text[]) as k(name, uri) on a.name = k.name and a.uri = k.uri',
+  )
   const aliases = prepared('resolve_aliases', 'select id, name from asset_alias where name = any($1::text[])')
   return async (ex: Executor, wanted: ReadonlyArray<{name: string; uri: string}>, aliasNames: readonly string[]) => {
     const assetRows = await ex.query<{id: number; name: string; uri: string}>(assets([wanted.map((a) => a.name), wanted.map((a) => a.uri)]))
@@ -145,7 +158,9 @@ export function findMatchingEvent(capabilities: Pick<Capabilities, 'eventPartiti
   )
   return async (ex: Executor, content: EventContent, since: Date): Promise<number | undefined> => {
     await ex.query(lock([JSON.stringify([content.assetId, content.extra, ...sourceValues(content), content.partitionKey])]))
-    const [row] = await ex.query<{id: number}>(find([content.assetId, content.extra, ...sourceValues(content), since, ...(partition ? [content.partitionKey] : [])]))
+    const [row] = await ex.query<{id: number}>(
+      find([content.assetId, content.extra, ...sourceValues(content), since, ...(partition ? [content.partitionKey] : [])]),
+    )
     return row?.id
   }
 }
@@ -163,7 +178,9 @@ export function insertEventCopy(capabilities: Pick<Capabilities, 'eventPartition
      returning id`,
   )
   return async (ex: Executor, content: EventContent): Promise<number> => {
-    const [row] = await ex.query<{id: number}>(insert([content.assetId, content.extra, ...sourceValues(content), ...(partition ? [content.partitionKey] : [])]))
+    const [row] = await ex.query<{id: number}>(
+      insert([content.assetId, content.extra, ...sourceValues(content), ...(partition ? [content.partitionKey] : [])]),
+    )
     return row!.id
   }
 }

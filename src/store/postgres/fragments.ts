@@ -23,7 +23,15 @@ export function eventFilterConditions(params: Params, filter: EventFilter): stri
  * behind replay-events' missing mode and the audit's missing_events, in one place. The arguments
  * are SQL expressions (columns or placeholders) for the asset id and the task instance.
  */
-export function noEventSinceStart(on: {assetId: string; dagId: string; runId: string; taskId: string; mapIndex: string; startDate: string; extra?: string}): string {
+export function noEventSinceStart(on: {
+  assetId: string
+  dagId: string
+  runId: string
+  taskId: string
+  mapIndex: string
+  startDate: string
+  extra?: string
+}): string {
   return `not exists (
     select 1 from asset_event e
      where e.asset_id = ${on.assetId}

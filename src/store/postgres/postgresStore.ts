@@ -3,7 +3,15 @@ import type {AirflowStore} from '../airflowStore.js'
 import {insertLogRow, logRowExists} from './auditLog.js'
 import {postgresCatalog} from './catalog.js'
 import {classifyEventsForKeys, countExternalEvents, readEventSourceKeys, readQueueOrphans} from './eventAudit.js'
-import {countEvents, findMatchingEvent, insertEventCopy, readEventPage, readEventsById, removeDuplicateEvents, resolveAssetsAndAliases} from './events.js'
+import {
+  countEvents,
+  findMatchingEvent,
+  insertEventCopy,
+  readEventPage,
+  readEventsById,
+  removeDuplicateEvents,
+  resolveAssetsAndAliases,
+} from './events.js'
 import {ensureAliasAssets, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
 import {countTaskInstances, readMissingOutlets, selectTaskInstanceIds} from './selection.js'
 import {lockTaskInstance, markTaskInstanceSuccess, readTaskInstance} from './taskInstance.js'

@@ -76,7 +76,13 @@ export function ensureAliasAssets() {
     await ex.query(createAssets(arrays))
     await ex.query(activate(arrays))
     const rows = await ex.query<{alias_id: number; alias_name: string; asset_id: number; asset_name: string; asset_uri: string}>(link(arrays))
-    return rows.map((row) => ({aliasId: row.alias_id, aliasName: row.alias_name, assetId: row.asset_id, assetName: row.asset_name, assetUri: row.asset_uri}))
+    return rows.map((row) => ({
+      aliasId: row.alias_id,
+      aliasName: row.alias_name,
+      assetId: row.asset_id,
+      assetName: row.asset_name,
+      assetUri: row.asset_uri,
+    }))
   }
 }
 
@@ -159,4 +165,3 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
     return rows.map((row) => ({kind: row.kind, assetId: row.asset_id, dagId: row.dag_id}))
   }
 }
-

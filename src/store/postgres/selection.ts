@@ -34,7 +34,8 @@ function filtered(filter: TaskInstanceFilter, params: Params, keyset?: (params: 
   }
 
   // A stable hash of the id: N hosts with --shard 1/N … N/N split one backfill without overlap.
-  if (filter.shard) where.push(`mod(abs(hashtext(ti.id::text)::bigint), ${params.add(filter.shard.count)}::int) = ${params.add(filter.shard.index - 1)}::int`)
+  if (filter.shard)
+    where.push(`mod(abs(hashtext(ti.id::text)::bigint), ${params.add(filter.shard.count)}::int) = ${params.add(filter.shard.index - 1)}::int`)
   if (keyset) where.push(keyset(params))
   return `from task_instance ti ${joins.join(' ')} ${whereAll(where)}`
 }
@@ -75,7 +76,9 @@ export function readMissingOutlets() {
   )
   return async (ex: Executor, ti: TaskInstanceContext, assetIds: readonly number[], ignoreEventIds: readonly number[] = []): Promise<number[]> => {
     if (assetIds.length === 0) return []
-    const rows = await ex.query<{asset_id: number}>(missing([[...assetIds], ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.startDate, [...ignoreEventIds]]))
+    const rows = await ex.query<{asset_id: number}>(
+      missing([[...assetIds], ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.startDate, [...ignoreEventIds]]),
+    )
     return rows.map((row) => row.asset_id)
   }
 }

@@ -52,7 +52,13 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
 
   return async (ex: Executor, ref: TaskInstanceRef, options: {withOutlets: boolean}): Promise<TaskInstanceContext | undefined> => {
     const byTiId = 'tiId' in ref
-    const statement = byTiId ? (options.withOutlets ? statements.idOutlets : statements.id) : options.withOutlets ? statements.keyOutlets : statements.key
+    const statement = byTiId
+      ? options.withOutlets
+        ? statements.idOutlets
+        : statements.id
+      : options.withOutlets
+        ? statements.keyOutlets
+        : statements.key
     const values = byTiId ? [ref.tiId] : [ref.key.dagId, ref.key.runId, ref.key.taskId, ref.key.mapIndex]
     const [row] = await ex.query<TaskInstanceRow>(statement(values))
     if (!row) return undefined
