@@ -1,5 +1,5 @@
 /**
- * Domain types for task instances, converted once from Airflow's snake_case rows in src/db.
+ * Domain types for task instances, converted once from Airflow's snake_case rows in the store.
  */
 export const taskInstanceStates = [
   'running',

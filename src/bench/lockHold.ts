@@ -1,11 +1,8 @@
-import pg from 'pg'
-
-import {completeWriter} from '../complete/completeWriter.js'
 import {readBenchWorld} from '../fixtures/benchWorld.js'
-import {floorCompletion, type FloorPlan} from '../fixtures/rawFloor.js'
+import {floorCompletion, openFloorClient, type FloorPlan} from '../fixtures/rawFloor.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
 import {distribution, type Distribution} from '../report/stats.js'
-import type {ScratchServer} from './scratch.js'
+import {benchWriter, type ScratchServer} from './scratch.js'
 
 export type Ordering = 'register_first' | 'lock_first' | 'floor'
 
@@ -30,16 +27,9 @@ export async function measureLockHold(
     seed: {dags: 1, runs: rounds * 3, tasks: 1, outlets: options.outlets, consumers: options.consumers},
     poolSize: 2,
   })
-  const client = new pg.Client({connectionString: scratch.url})
-  await client.connect()
+  const client = await openFloorClient(scratch.url)
   try {
-    const writer = completeWriter(scratch.airflow.store, {
-      fromStates: ['running'],
-      emitEvents: true,
-      defaultExtra: '{}',
-      endDate: null,
-      airlockVersion: 'bench',
-    })
+    const writer = benchWriter(scratch)
     const base: ProtocolOptions = {lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}
     const {tis, activeAssetIds: active, queue} = await readBenchWorld(scratch.db.knex)
 

@@ -1,10 +1,9 @@
 import {randomBytes} from 'node:crypto'
 
-import knexFactory from 'knex'
-
+import {completeWriter} from '../complete/completeWriter.js'
 import {withDatabase} from '../connection/url.js'
 import type {Database} from '../engine/engine.js'
-import {postgresEngine, silentKnexLog, withKnex} from '../engine/postgres/postgresEngine.js'
+import {postgresEngine, withKnex} from '../engine/postgres/postgresEngine.js'
 import {usageError} from '../errors.js'
 import {analyzeDatabase, createDatabase, dropDatabase} from '../fixtures/admin.js'
 import {buildFixtureSchema, holdsRealAirflowSchema, type FixtureVersion} from '../fixtures/fixtureSchema.js'
@@ -49,18 +48,18 @@ export async function openScratchServer(adminUrl: string, allowAirflowData = fal
       const name = `${prefix}_${created.length}`
       await createDatabase(adminUrl, name)
       const url = withDatabase(adminUrl, name)
-      const knex = knexFactory({client: 'pg', connection: url, pool: {min: 0, max: poolSize}, log: silentKnexLog})
+      const db = await postgresEngine.open(url, {verb: 'bench', poolSize})
+      const {knex} = db
       await buildFixtureSchema(knex, version)
       await knex.transaction((trx) => seedWorld(trx, seed))
       await analyzeDatabase(knex)
-      const db = postgresEngine.wrap(knex)
       const database: ScratchDatabase = {
         name,
         url,
         db,
         airflow: await requireAirflow(db),
         async drop() {
-          await knex.destroy()
+          await db.close()
           await dropDatabase(adminUrl, name)
         },
       }
@@ -71,4 +70,15 @@ export async function openScratchServer(adminUrl: string, allowAirflowData = fal
       for (const database of created.splice(0)) await database.drop().catch(() => undefined)
     },
   }
+}
+
+/** complete's writer as the benchmark runs it: running task instances, their outlets' events, no extra. */
+export function benchWriter(scratch: ScratchDatabase) {
+  return completeWriter(scratch.airflow.store, {
+    fromStates: ['running'],
+    emitEvents: true,
+    defaultExtra: '{}',
+    endDate: null,
+    airlockVersion: 'bench',
+  })
 }

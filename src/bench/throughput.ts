@@ -1,11 +1,10 @@
 import {performance} from 'node:perf_hooks'
 
-import {completeWriter} from '../complete/completeWriter.js'
 import {runComplete} from '../complete/runComplete.js'
 import {countEventRows, readBenchWorld} from '../fixtures/benchWorld.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {selectTaskInstances} from '../selection/selection.js'
-import type {ScratchServer} from './scratch.js'
+import {benchWriter, type ScratchServer} from './scratch.js'
 
 export interface ThroughputRow {
   outlets: number
@@ -71,13 +70,7 @@ export interface RaceResult {
 export async function measureRace(server: ScratchServer, options: {racers: number; outlets: number}): Promise<RaceResult> {
   const scratch = await server.create({seed: {dags: 1, runs: 1, tasks: 1, outlets: options.outlets, consumers: 2}, poolSize: options.racers + 1})
   try {
-    const writer = completeWriter(scratch.airflow.store, {
-      fromStates: ['running'],
-      emitEvents: true,
-      defaultExtra: '{}',
-      endDate: null,
-      airlockVersion: 'bench',
-    })
+    const writer = benchWriter(scratch)
     const target = (await readBenchWorld(scratch.db.knex)).tis[0]!
     const started = performance.now()
     const results = await Promise.all(

@@ -1,12 +1,10 @@
-import {spawn} from 'node:child_process'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import {fileURLToPath} from 'node:url'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {envelope, runCli} from '../support/cli.js'
+import {envelope, runCli, startCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
 import {eventsOf, scenario, writeFootprint} from '../support/scenario.js'
@@ -203,38 +201,28 @@ describe('airlock complete', () => {
   it('SIGINT: in-flight transactions finish, the summary is printed, exit 130', async () => {
     const world = await threeRunningTasks()
     const blocked = world.ti('etl', 'task_1')
-    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
     await whileRowLocked(db.knex, blocked.id, async (holder) => {
-      const child = spawn(
-        process.execPath,
-        [
-          path.join(root, 'bin', 'run.js'),
-          'complete',
-          '--database-url',
-          db.url,
-          '--dag-id',
-          'etl',
-          '--concurrency',
-          '1',
-          '--yes',
-          '--json',
-          '--lock-timeout',
-          '30s',
-        ],
-        {
-          env: {PATH: process.env.PATH ?? ''},
-        },
-      )
-      let stdout = ''
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-      const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+      const {child, finished} = startCli([
+        'complete',
+        '--database-url',
+        db.url,
+        '--dag-id',
+        'etl',
+        '--concurrency',
+        '1',
+        '--yes',
+        '--json',
+        '--lock-timeout',
+        '30s',
+      ])
       // Wait until the CLI is stuck on the held row (some other TIs may have completed first).
       await waitUntilAppBlocked(db.knex, `airlock:complete:${blocked.id}`)
       child.kill('SIGINT')
       await holder.raw(`update task_instance set state = 'failed' where id = ?`, [blocked.id])
       // Commit the holder now so the in-flight item can finish: it must see the committed state.
       await holder.commit()
-      expect(await exited).toBe(130)
+      const {code, stdout} = await finished
+      expect(code).toBe(130)
       const out = JSON.parse(stdout) as {status: number; result: {interrupted: boolean; summary: {selected: number; conflict: number}}}
       expect(out.status).toBe(130)
       expect(out.result.interrupted).toBe(true)

@@ -1,14 +1,12 @@
-import {spawn} from 'node:child_process'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import {fileURLToPath} from 'node:url'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {replayMissingWriter} from '../../src/replay/replayMissingWriter.js'
 import {runProtocol} from '../../src/protocol/protocol.js'
-import {envelope, runCli} from '../support/cli.js'
+import {envelope, runCli, startCli} from '../support/cli.js'
 import {airflowOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
@@ -285,31 +283,24 @@ describe('replay-events by id and from a file; export-events', () => {
       .map((t) => t.id)
       .sort()
     const checkpoint = path.join(dir, `ckpt-${Date.now()}.json`)
-    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
     await whileRowLocked(db.knex, ids[1]!, async (holder) => {
-      const child = spawn(
-        process.execPath,
-        [
-          path.join(root, 'bin', 'run.js'),
-          'replay-events',
-          '--database-url',
-          db.url,
-          '--dag-id',
-          'etl',
-          '--concurrency',
-          '1',
-          '--yes',
-          '--checkpoint',
-          checkpoint,
-          '--lock-timeout',
-          '60s',
-        ],
-        {env: {PATH: process.env.PATH ?? ''}, stdio: 'ignore'},
-      )
-      const exited = new Promise((resolve) => child.on('close', resolve))
+      const {child, finished} = startCli([
+        'replay-events',
+        '--database-url',
+        db.url,
+        '--dag-id',
+        'etl',
+        '--concurrency',
+        '1',
+        '--yes',
+        '--checkpoint',
+        checkpoint,
+        '--lock-timeout',
+        '60s',
+      ])
       await waitUntilAppBlocked(db.knex, `airlock:replay:${ids[1]}`)
       child.kill('SIGKILL')
-      await exited
+      await finished
       await holder.rollback()
     })
 

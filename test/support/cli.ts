@@ -1,4 +1,4 @@
-import {spawn} from 'node:child_process'
+import {spawn, type ChildProcessWithoutNullStreams} from 'node:child_process'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -14,21 +14,37 @@ export interface CliResult {
  * Runs the built CLI (bin/run.js → dist/) as an operator would, with a clean environment: no
  * connection variables leak in from the developer's shell unless the test passes them.
  */
-export function runCli(args: string[], options: {env?: Record<string, string>; stdin?: string} = {}): Promise<CliResult> {
+export async function runCli(args: string[], options: {env?: Record<string, string>; stdin?: string} = {}): Promise<CliResult> {
+  const running = startCli(args, options)
+  return running.finished
+}
+
+export interface RunningCli {
+  /** For signals: `child.kill('SIGINT')`. */
+  child: ChildProcessWithoutNullStreams
+  /** Settles when the process has exited, with everything it printed. */
+  finished: Promise<CliResult>
+}
+
+/** Starts the CLI and returns at once, for tests that signal or kill it while it works. */
+export function startCli(args: string[], options: {env?: Record<string, string>; stdin?: string} = {}): RunningCli {
   const base: Record<string, string> = {PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LANG: 'C.UTF-8'}
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), ...args], {
-      env: {...base, ...options.env},
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({code, stdout, stderr}))
-    child.stdin.end(options.stdin ?? '')
+  const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), ...args], {
+    env: {...base, ...options.env},
+    stdio: ['pipe', 'pipe', 'pipe'],
   })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  const finished = new Promise<CliResult>((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code) => {
+      resolve({code, stdout, stderr})
+    })
+  })
+  child.stdin.end(options.stdin ?? '')
+  return {child, finished}
 }
 
 /** The one JSON envelope a --json run printed on stdout. */

@@ -6,6 +6,19 @@ import {assetKey, type EventContent, type EventPageFilter, type StoredEvent} fro
 import {eventFilterConditions, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
+/** The columns every event read here returns, as the driver gives them. */
+interface EventRow {
+  id: number
+  asset_name: string
+  asset_uri: string
+  source_dag_id: string | null
+  source_run_id: string | null
+  source_task_id: string | null
+  source_map_index: number | null
+  partition_key: string | null
+  timestamp: Date
+}
+
 /** source_dag_id, source_run_id, source_task_id, source_map_index of an event's content. */
 const sourceValues = (content: EventContent) => [
   content.source?.dagId ?? null,
@@ -30,21 +43,14 @@ export function readEventPage(capabilities: Pick<Capabilities, 'eventPartitionKe
   return async (ex: Executor, filter: EventPageFilter): Promise<EventLine[]> => {
     const params = new Params()
     const where = [`e.id > ${params.add(filter.afterId)}::int`, ...eventFilterConditions(params, filter)]
-    const rows = await ex.query<{
-      id: number
-      asset_name: string
-      asset_uri: string
-      extra: Record<string, unknown>
-      source_dag_id: string | null
-      source_run_id: string | null
-      source_task_id: string | null
-      source_map_index: number | null
-      partition_key: string | null
-      timestamp: Date
-      aliases: string[]
-      queued_for: string[]
-      consumed_by: EventLine['consumed_by']
-    }>(
+    const rows = await ex.query<
+      EventRow & {
+        extra: Record<string, unknown>
+        aliases: string[]
+        queued_for: string[]
+        consumed_by: EventLine['consumed_by']
+      }
+    >(
       statement(
         `select ${columns} from asset_event e join asset a on a.id = e.asset_id ${whereAll(where)} order by e.id limit ${params.add(filter.limit)}::int`,
         params.values,
@@ -84,22 +90,9 @@ export function readEventsById(capabilities: Pick<Capabilities, 'eventPartitionK
       order by e.id`,
   )
   return async (ex: Executor, ids: readonly number[]): Promise<StoredEvent[]> => {
-    const rows = await ex.query<{
-      id: number
-      asset_id: number
-      asset_name: string
-      asset_uri: string
-      extra: string
-      source_dag_id: string | null
-      source_run_id: string | null
-      source_task_id: string | null
-      source_map_index: number | null
-      partition_key: string | null
-      timestamp: Date
-      alias_ids: number[]
-      logical_date: Date | null
-      owners: string | null
-    }>(read([[...ids]]))
+    const rows = await ex.query<EventRow & {asset_id: number; extra: string; alias_ids: number[]; logical_date: Date | null; owners: string | null}>(
+      read([[...ids]]),
+    )
     return rows.map((row) => ({
       id: row.id,
       assetId: row.asset_id,

@@ -1,0 +1,193 @@
+import type {Knex} from 'knex'
+import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+
+import type {Database} from '../../src/engine/engine.js'
+import {engineFor} from '../../src/engine/engines.js'
+import {postgresEngine} from '../../src/engine/postgres/postgresEngine.js'
+import {runTransaction} from '../../src/engine/transaction.js'
+import {AirlockError} from '../../src/errors.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {waitUntilAppBlocked} from '../support/locks.js'
+
+/**
+ * The one transaction engine every writer runs on, on real PostgreSQL and without Airflow's
+ * schema: what it commits, what it rolls back, the SET LOCALs it starts with, what it retries and
+ * what it reports instead of throwing.
+ */
+let test: TestDatabase
+let db: Database
+const locals = {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, applicationName: 'airlock:test:engine'}
+const fastRetry = {maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5}
+const never = () => Promise.resolve(false)
+
+beforeAll(async () => {
+  test = await createTestDatabase('empty')
+  db = postgresEngine.wrap(test.knex)
+  await test.knex.raw('create table item (id int primary key, note text)')
+})
+afterAll(async () => test?.drop())
+beforeEach(async () => {
+  await test.knex.raw('truncate item')
+  await test.knex.raw(`insert into item values (1, 'first')`)
+})
+
+const insert = (id: number) => ({text: 'insert into item (id, note) values ($1, $2)', values: [id, 'written']})
+const notes = async (knex: Knex) => (await knex('item').orderBy('id').pluck('id')) as number[]
+
+describe('runTransaction', () => {
+  it('a commit decision keeps what the work wrote; a rollback decision leaves nothing and is returned as data', async () => {
+    const kept = await runTransaction(db, {
+      locals,
+      dryRun: false,
+      unknownCommitAdvice: '',
+      wasCommitted: never,
+      run: async (tx) => (await tx.query(insert(2)), {commit: 'kept'}),
+    })
+    expect(kept).toMatchObject({result: 'kept', attempts: 1})
+    const undone = await runTransaction(db, {
+      locals,
+      dryRun: false,
+      unknownCommitAdvice: '',
+      wasCommitted: never,
+      run: async (tx) => (await tx.query(insert(3)), {rollback: 'undone'}),
+    })
+    expect(undone).toMatchObject({result: 'undone', attempts: 1})
+    expect(await notes(test.knex)).toEqual([1, 2])
+  })
+
+  it('a dry run takes the same path and rolls back, whether the work commits itself or returns a commit decision', async () => {
+    const returned = await runTransaction(db, {
+      locals,
+      dryRun: true,
+      unknownCommitAdvice: '',
+      wasCommitted: never,
+      run: async (tx) => (await tx.query(insert(2)), {commit: 'would'}),
+    })
+    const committedItself = await runTransaction<string>(db, {
+      locals,
+      dryRun: true,
+      unknownCommitAdvice: '',
+      wasCommitted: never,
+      async run(tx) {
+        await tx.query(insert(3))
+        await tx.commit('would too')
+        return {commit: 'would too'}
+      },
+    })
+    expect([returned.result, committedItself.result]).toEqual(['would', 'would too'])
+    expect(await notes(test.knex)).toEqual([1])
+  })
+
+  it('starts at READ COMMITTED with the SET LOCAL timeouts and the session tag, which end with the transaction', async () => {
+    const seen = await runTransaction(db, {
+      locals: {lockTimeoutMs: 1234, statementTimeoutMs: 5678, applicationName: 'airlock:test:' + 'x'.repeat(80)},
+      dryRun: false,
+      unknownCommitAdvice: '',
+      wasCommitted: never,
+      async run(tx) {
+        const [row] = await tx.query<Record<string, string>>({
+          text: `select current_setting('transaction_isolation') as iso, current_setting('lock_timeout') as lock, current_setting('statement_timeout') as stmt, current_setting('application_name') as app`,
+        })
+        return {commit: row!}
+      },
+    })
+    expect(seen.result).toMatchObject({iso: 'read committed', lock: '1234ms', stmt: '5678ms'})
+    expect((seen.result as Record<string, string>).app).toBe(('airlock:test:' + 'x'.repeat(80)).slice(0, 63))
+    const [after] = await db.executor.query<{lock: string}>({text: `select current_setting('lock_timeout') as lock`})
+    expect(after!.lock).not.toBe('1234ms')
+  })
+
+  it('a lock timeout is retried up to the policy, then reported failed with 55P03, nothing written', async () => {
+    const holder = await test.knex.transaction()
+    try {
+      await holder.raw('select 1 from item where id = 1 for update')
+      const waiting = runTransaction(db, {
+        locals: {...locals, lockTimeoutMs: 50, applicationName: 'airlock:test:waiter'},
+        dryRun: false,
+        retry: fastRetry,
+        unknownCommitAdvice: '',
+        wasCommitted: never,
+        async run(tx) {
+          await tx.query(insert(2))
+          await tx.query({text: 'select 1 from item where id = 1 for update'})
+          return {commit: 'locked'}
+        },
+      })
+      await waitUntilAppBlocked(test.knex, 'airlock:test:waiter')
+      const result = await waiting
+      expect(result.attempts).toBe(3)
+      expect(result.result).toMatchObject({outcome: 'failed', sqlstate: '55P03'})
+    } finally {
+      await holder.rollback()
+    }
+
+    expect(await notes(test.knex)).toEqual([1])
+  })
+
+  it('retries what the writer calls retryable, from the first statement', async () => {
+    let runs = 0
+    const result = await runTransaction(db, {
+      locals,
+      dryRun: false,
+      retry: fastRetry,
+      retryAlso: (error) => error instanceof Error && error.message === 'stale read',
+      unknownCommitAdvice: '',
+      wasCommitted: never,
+      async run(tx) {
+        runs++
+        await tx.query(insert(2))
+        if (runs === 1) throw new Error('stale read')
+        return {commit: 'second time'}
+      },
+    })
+    expect(result).toMatchObject({result: 'second time', attempts: 2})
+    expect(await notes(test.knex)).toEqual([1, 2])
+  })
+
+  it('any other server error is not retried: failed with its SQLSTATE, and the pooled connection stays usable', async () => {
+    const result = await runTransaction(db, {
+      locals,
+      dryRun: false,
+      retry: fastRetry,
+      unknownCommitAdvice: '',
+      wasCommitted: never,
+      run: async (tx) => (await tx.query(insert(1)), {commit: 'duplicate'}),
+    })
+    expect(result).toMatchObject({attempts: 1, result: {outcome: 'failed', sqlstate: '23505'}})
+    const again = await runTransaction(db, {
+      locals,
+      dryRun: false,
+      unknownCommitAdvice: '',
+      wasCommitted: never,
+      run: async (tx) => (await tx.query(insert(2)), {commit: 'ok'}),
+    })
+    expect(again.result).toBe('ok')
+  })
+})
+
+describe('engineFor: the engine seam', () => {
+  it('PostgreSQL URLs get the PostgreSQL engine', () => {
+    expect(engineFor('postgresql://u@h/d').name).toBe('postgres')
+    expect(engineFor('postgres://u@h/d').name).toBe('postgres')
+  })
+
+  it('MySQL is refused with exit 8, saying it is not supported yet', () => {
+    const error = (() => {
+      try {
+        engineFor('mysql://u:secret@h/airflow', 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN')
+      } catch (caught) {
+        return caught as AirlockError
+      }
+      throw new Error('not refused')
+    })()
+    expect(error).toBeInstanceOf(AirlockError)
+    expect(error.exit).toBe(8)
+    expect(error.message).toMatch(/MySQL.*not support.*yet/)
+    expect(error.message).toContain('AIRFLOW__DATABASE__SQL_ALCHEMY_CONN')
+    expect(error.message).not.toContain('secret')
+  })
+
+  it('any other scheme is a usage error', () => {
+    expect(() => engineFor('sqlite:////tmp/x.db')).toThrow(expect.objectContaining({exit: 2}) as Error)
+  })
+})
