@@ -127,7 +127,7 @@ const blank = (cls: AuditClass): Finding => ({
 
 function eventFinding(event: ClassifiedEvent): Finding {
   const {source} = event
-  const key = `${source.dagId}/${source.runId}/${source.taskId}[${source.mapIndex}]`
+  const key = `${source.dagId}/${source.runId}/${source.taskId}[${source.mapIndex ?? -1}]`
   const evidence = {
     orphan_missing_ti: `no task_instance or task_instance_history row for ${key}`,
     orphan_not_success: `no try of ${key} succeeded (current or archived)`,

@@ -75,7 +75,7 @@ export async function auditLocks(db: Database, options: {samples: number; interv
   let last: SessionRow[] = []
   for (let index = 0; index < options.samples; index++) {
     if (index > 0) await sleep(options.intervalMs)
-    const sessions = await catalog.readLockSnapshot(pool)
+    const sessions = await catalog.readLockSnapshot(pool, server)
     const forest = buildForest(sessions, await lookupTuples(catalog, pool, sessions))
     last = sessions
     let blocked = 0

@@ -37,6 +37,8 @@ export interface TransactionWork<O> {
   wasCommitted(executor: Executor, outcome: O): Promise<boolean>
   /** What the operator should know when even the re-read failed (whether running again is safe). */
   unknownCommitAdvice: string
+  /** Called before each attempt, before a connection is taken: the writer forgets the last attempt. */
+  beginAttempt?(attempt: number): void
   /** Called when COMMIT or ROLLBACK has returned (the protocol stops its lock-hold clock there). */
   settled?(): void
 }
@@ -67,6 +69,7 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
   const done = (result: O | Failed, attempts: number): TransactionResult<O> => ({result, attempts, totalMs: performance.now() - started})
   for (let attempt = 1; ; attempt++) {
     let committing: O | undefined
+    work.beginAttempt?.(attempt)
     try {
       const outcome = await db.transaction(work.locals, async (tx) => {
         const state = {committed: false}
@@ -82,14 +85,13 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
           },
           attempt,
         )
+        // What was committed stays committed, whatever the work said after: report that.
+        if (state.committed) return committing as O
         // Only a `commit` decision outside a dry run may keep what was written.
         if ('rollback' in decision) throw new RollbackWith(decision.rollback)
         if (work.dryRun) throw new RollbackWith(decision.commit)
-        if (!state.committed) {
-          committing = decision.commit
-          await tx.commit()
-        }
-
+        committing = decision.commit
+        await tx.commit()
         return decision.commit
       })
       work.settled?.()

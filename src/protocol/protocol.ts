@@ -79,6 +79,7 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   let lockWaitMs = 0
   let lockedAt: number | undefined
   let settledAt: number | undefined
+  let commitIssued = false
 
   const register = async (tx: Executor, context: TaskInstanceContext) => {
     const begin = performance.now()
@@ -104,12 +105,15 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     retry: options.retry,
     retryAlso: (error) => error instanceof RetryFromStart,
     unknownCommitAdvice: 'running again is safe (the recheck reports already_success if it committed)',
+    beginAttempt() {
+      ti = registration = receipt = lockedAt = settledAt = undefined
+      registerMs = lockWaitMs = 0
+      commitIssued = false
+    },
     settled() {
       settledAt ??= performance.now()
     },
     async run(tx): Promise<Decision<ProtocolOutcome<O>>> {
-      ti = registration = receipt = lockedAt = settledAt = undefined
-      registerMs = lockWaitMs = 0
       ti = await store.readTaskInstance(tx, ref, {withOutlets: writer.readsOutlets})
       if (!ti) return {rollback: {outcome: 'not_found'}}
       const early = writer.decideBeforeRegistering(ti)
@@ -132,6 +136,7 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
       if (decision !== 'commit') return {rollback: decision}
       receipt = await writer.apply(tx, ti, registration as Registration)
       // COMMIT here rather than after returning, so the hold clock stops when the server answers.
+      commitIssued = true
       await tx.commit(writer.committed)
       settledAt = performance.now()
       return {commit: writer.committed}
@@ -140,8 +145,11 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   })
 
   const written = result.outcome === writer.committed.outcome
-  // A failed item's registration was rolled back: its notes (inactive assets, …) describe nothing.
-  const counts = registration === undefined || result.outcome === 'failed' ? {events: 0, queued: 0, warnings: []} : writer.counts(registration)
+  // An item that failed before its COMMIT was sent wrote nothing: no counts, notes or timings of
+  // an attempt that was rolled back. A COMMIT lost in flight keeps what the attempt measured.
+  const failedBeforeCommit = result.outcome === 'failed' && !commitIssued
+  if (failedBeforeCommit) registerMs = lockWaitMs = 0
+  const counts = registration === undefined || failedBeforeCommit ? {events: 0, queued: 0, warnings: []} : writer.counts(registration)
   return {
     ref,
     // Known once the unlocked read found it, so a failed item still names its task instance.
@@ -149,7 +157,12 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     result,
     events: written ? counts.events : 0,
     queued: written ? counts.queued : 0,
-    timings: {registerMs, lockWaitMs, lockHoldMs: lockedAt === undefined ? 0 : (settledAt ?? performance.now()) - lockedAt, totalMs},
+    timings: {
+      registerMs,
+      lockWaitMs,
+      lockHoldMs: lockedAt === undefined || failedBeforeCommit ? 0 : (settledAt ?? performance.now()) - lockedAt,
+      totalMs,
+    },
     attempts,
     dryRun: options.dryRun,
     warnings: counts.warnings,

@@ -174,6 +174,6 @@ function toEventItemJson(item: EventItem): EventItemJson {
     events: item.events,
     queued: item.queued,
     timings: {total_ms: Math.round(item.totalMs * 100) / 100},
-    ...('message' in result ? {error: {sqlstate: 'sqlstate' in result ? result.sqlstate : null, message: result.message}} : {}),
+    ...('message' in result && result.message ? {error: {sqlstate: 'sqlstate' in result ? result.sqlstate : null, message: result.message}} : {}),
   }
 }

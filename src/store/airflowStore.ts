@@ -71,7 +71,8 @@ export interface CatalogStore {
   readTablePrivileges(ex: Executor, checks: readonly PrivilegeCheck[]): Promise<PrivilegeResult[]>
   readSettings(ex: Executor, names: readonly string[]): Promise<ServerSetting[]>
   readDeadlockCount(ex: Executor): Promise<number>
-  readLockSnapshot(ex: Executor): Promise<SessionRow[]>
+  /** `server` says what the server can report (the wait start exists from PostgreSQL 14). */
+  readLockSnapshot(ex: Executor, server: Pick<ServerInfo, 'versionNum'>): Promise<SessionRow[]>
   findTaskInstanceByTuple(ex: Executor, page: number, tuple: number): Promise<(TaskInstanceKey & {id: string}) | undefined>
 }
 
@@ -186,7 +187,8 @@ export interface ClassifiedEvent {
   id: number
   assetId: number
   assetName: string
-  source: TaskInstanceKey
+  /** As stored: source_map_index is nullable (NULL is grouped with -1 but reported as it is). */
+  source: Omit<TaskInstanceKey, 'mapIndex'> & {mapIndex: number | null}
   timestamp: Date
   class: EventClass
   /** duplicate: the event kept for the group (the first). */

@@ -15,11 +15,10 @@ export const silentKnexLog = {warn() {}, error() {}, debug() {}, deprecate() {}}
 
 /**
  * Statements run on the node-postgres client under knex, not through knex's query builder:
- * `$n` placeholders as PostgreSQL has them, named prepared statements (planned once per pooled
- * connection), and no per-statement overhead inside the lock window. Measured on 2 cores,
- * PostgreSQL 15 on loopback, 10 outlets: one completion went from 5.2 ms to 3.2 ms and the lock
- * hold from 1.3–1.5x to 1.02–1.04x the raw node-postgres floor once the protocol's statements
- * ran prepared (planning each statement took relation locks that COMMIT then had to release).
+ * `$n` placeholders as PostgreSQL has them, named prepared statements (parsed and planned once per
+ * pooled connection, so COMMIT no longer releases the relation locks that planning took), and no
+ * per-statement overhead inside the lock window. What that did to the lock hold and to
+ * completions per second is measured in docs/bench.md.
  */
 function executorOn(client: PgClient): Executor {
   return {
@@ -82,10 +81,9 @@ function databaseOver(knex: Knex, owned: boolean): Database {
     async transaction<T>(locals: TransactionLocals, work: (tx: Transaction) => Promise<T>): Promise<T> {
       const client = await acquire()
       // Flags the COMMIT callback sets, read after it ran (an object, so the flow analysis sees them change).
-      const state = {open: false, committed: false}
+      const state = {committed: false}
       try {
         await client.query(beginStatement(locals, (value) => client.escapeLiteral(value)))
-        state.open = true
         const executor = executorOn(client)
         const tx: Transaction = {
           query: (statement) => executor.query(statement),
@@ -103,12 +101,14 @@ function databaseOver(knex: Knex, owned: boolean): Database {
 
         return result
       } catch (error) {
-        if (state.open && !state.committed) {
-          // A failed ROLLBACK means the connection is gone: the pool must not hand it out again.
+        if (!state.committed) {
+          // Also when BEGIN's round trip failed part-way (a SET LOCAL refused): the session may
+          // sit in an aborted transaction block. A failed ROLLBACK means the connection is gone:
+          // the pool must not hand it out again.
           await client.query('rollback').catch((rollbackError: unknown) => {
             client.__knex__disposed ??= rollbackError
           })
-        } else if (state.committed) {
+        } else {
           client.__knex__disposed ??= error
         }
 

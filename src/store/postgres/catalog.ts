@@ -8,6 +8,34 @@ import type {CatalogStore, PrivilegeCheck, PrivilegeResult, ServerInfo, ServerSe
  * columns of Airflow's tables, the server and the current role, privileges, settings, and the
  * sessions and locks that audit-locks reports. None of it depends on the Airflow version.
  */
+/**
+ * One look at every client session of this database: what it runs, what it waits for, who blocks
+ * it (pg_blocking_pids: the sessions directly in its way, not the root of the chain), and the
+ * tuple and table locks it holds. pg_locks.waitstart exists from PostgreSQL 14; before it the
+ * wait start is unknown (null). Both texts are built once.
+ */
+const lockSnapshotText = (
+  waitStart: string,
+) => `select a.pid, coalesce(a.application_name, '') as application_name, a.usename::text, a.state, a.wait_event_type, a.wait_event,
+            a.xact_start, a.state_change, left(a.query, 1000) as query, pg_blocking_pids(a.pid) as blocked_by, clock_timestamp() as sampled_at,
+            ${waitStart} as wait_start,
+            (select json_build_object('locktype', l.locktype, 'relation', l.relation::regclass::text, 'page', l.page, 'tuple', l.tuple, 'mode', l.mode)
+               from pg_locks l where l.pid = a.pid and not l.granted limit 1) as waiting_on,
+            coalesce((select json_agg(json_build_object('relation', l.relation::regclass::text, 'page', l.page, 'tuple', l.tuple))
+               from pg_locks l where l.pid = a.pid and l.granted and l.locktype = 'tuple'), '[]') as held_tuples,
+            coalesce((select array_agg(distinct l.relation::regclass::text)
+               from pg_locks l where l.pid = a.pid and l.granted and l.locktype = 'relation' and l.mode in ('RowShareLock', 'RowExclusiveLock')), '{}') as row_locked_tables
+       from pg_stat_activity a
+      where a.pid <> pg_backend_pid()
+        and ((a.datname = current_database() and a.backend_type = 'client backend')
+             -- Without pg_monitor other users' rows show only pid and this marker: kept, to be counted.
+             or a.query = '<insufficient privilege>')
+      order by a.pid`
+const lockSnapshot = {
+  withWaitStart: statement(lockSnapshotText('(select min(l.waitstart) from pg_locks l where l.pid = a.pid and not l.granted)')),
+  withoutWaitStart: statement(lockSnapshotText('null::timestamptz')),
+}
+
 export const postgresCatalog: CatalogStore = {
   async readAlembicHeads(ex) {
     const [table] = await ex.query<{present: string | null}>(statement(`select to_regclass('public.alembic_version')::text as present`))
@@ -95,29 +123,9 @@ export const postgresCatalog: CatalogStore = {
    * and the tuple and table locks it holds. pg_locks.waitstart exists from PostgreSQL 14; before
    * it the wait start is unknown (null).
    */
-  async readLockSnapshot(ex): Promise<SessionRow[]> {
-    const [server] = await ex.query<{num: string}>(statement(`select current_setting('server_version_num') as num`))
-    const waitStart =
-      Number(server?.num ?? 0) >= 140_000 ? '(select min(l.waitstart) from pg_locks l where l.pid = a.pid and not l.granted)' : 'null::timestamptz'
-    return ex.query<SessionRow>(
-      statement(`select a.pid, coalesce(a.application_name, '') as application_name, a.usename::text, a.state, a.wait_event_type, a.wait_event,
-            a.xact_start, a.state_change, left(a.query, 1000) as query, pg_blocking_pids(a.pid) as blocked_by, clock_timestamp() as sampled_at,
-            ${waitStart} as wait_start,
-            (select json_build_object('locktype', l.locktype, 'relation', l.relation::regclass::text, 'page', l.page, 'tuple', l.tuple, 'mode', l.mode)
-               from pg_locks l where l.pid = a.pid and not l.granted limit 1) as waiting_on,
-            coalesce((select json_agg(json_build_object('relation', l.relation::regclass::text, 'page', l.page, 'tuple', l.tuple))
-               from pg_locks l where l.pid = a.pid and l.granted and l.locktype = 'tuple'), '[]') as held_tuples,
-            coalesce((select array_agg(distinct l.relation::regclass::text)
-               from pg_locks l where l.pid = a.pid and l.granted and l.locktype = 'relation' and l.mode in ('RowShareLock', 'RowExclusiveLock')), '{}') as row_locked_tables
-       from pg_stat_activity a
-      where a.pid <> pg_backend_pid()
-        and ((a.datname = current_database() and a.backend_type = 'client backend')
-             -- Without pg_monitor other users' rows show only pid and this marker: kept, to be counted.
-             or a.query = '<insufficient privilege>')
-      order by a.pid`),
-    )
+  async readLockSnapshot(ex, server) {
+    return ex.query<SessionRow>(lockSnapshot[server.versionNum >= 140_000 ? 'withWaitStart' : 'withoutWaitStart'])
   },
-
   /**
    * The task_instance row at a physical position (page, tuple): how a waiter's tuple lock names
    * the row it queues for. Best effort: an update since may have moved the row (the caller says so).

@@ -130,7 +130,7 @@ export function classifyEventsForKeys(capabilities: Pick<Capabilities, 'eventPar
       id: row.id,
       assetId: row.asset_id,
       assetName: row.asset_name,
-      source: {dagId: row.source_dag_id, runId: row.source_run_id, taskId: row.source_task_id, mapIndex: row.source_map_index ?? -1},
+      source: {dagId: row.source_dag_id, runId: row.source_run_id, taskId: row.source_task_id, mapIndex: row.source_map_index},
       timestamp: row.timestamp,
       class: row.class,
       keptId: row.kept_id,

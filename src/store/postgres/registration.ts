@@ -108,8 +108,10 @@ export function insertAliasEventLinks() {
  *
  * Rows are inserted in key order: unsorted multi-row upserts from concurrent completions take
  * the key locks in different orders and deadlock. Before 3.4 the key is (asset_id,
- * target_dag_id) and a row already queued keeps the newest created_at; from 3.4 each event gets
- * its own row, keyed (target_dag_id, asset_event_id). The text is chosen once per capability set.
+ * target_dag_id); a row already queued keeps the newest created_at here, where 3.0's
+ * `AssetManager._postgres_queue_dagruns` (INSERT … ON CONFLICT DO NOTHING) keeps the first, a
+ * known departure listed in docs/airflow-versions.md. From 3.4 each event gets its own row, keyed
+ * (target_dag_id, asset_event_id). The text is chosen once per capability set.
  *
  * Not queued, and returned so the caller can warn: consumers with a partitioned timetable (their
  * runs come from Airflow's partition mappers, which run only inside Airflow) and every consumer
