@@ -71,6 +71,10 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   options: ProtocolOptions,
 ): Promise<ItemResult<O>> {
   const {db, store} = airflow
+  // Switches to the task instance's key once its id turned out to be an earlier try's: Airflow 3
+  // gives every try a new id, so the row is gone by id, not changed. The item then reports the
+  // current try (completed, or a conflict with its state), never a bare not_found.
+  let current: TaskInstanceRef = ref
   // What the last attempt learned and measured; each attempt starts from nothing.
   let ti: TaskInstanceContext | undefined
   let registration: Registration | undefined
@@ -114,7 +118,15 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
       settledAt ??= performance.now()
     },
     async run(tx): Promise<Decision<ProtocolOutcome<O>>> {
-      ti = await store.readTaskInstance(tx, ref, {withOutlets: writer.readsOutlets})
+      ti = await store.readTaskInstance(tx, current, {withOutlets: writer.readsOutlets})
+      if (!ti && 'tiId' in current) {
+        const key = await store.readArchivedTaskInstanceKey(tx, current.tiId)
+        if (key) {
+          current = {key}
+          ti = await store.readTaskInstance(tx, current, {withOutlets: writer.readsOutlets})
+        }
+      }
+
       if (!ti) return {rollback: {outcome: 'not_found'}}
       const early = writer.decideBeforeRegistering(ti)
       if (early) return {rollback: early}
@@ -130,7 +142,12 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
         locked = await lock(tx, ti)
       }
 
-      if (!locked) return {rollback: {outcome: 'not_found'}}
+      if (!locked) {
+        // Gone by id between the read and the lock: a new try (new id) or a deleted run. Read it
+        // again by key from the start; what was registered for the old try rolls back.
+        current = {key: {dagId: ti.dagId, runId: ti.runId, taskId: ti.taskId, mapIndex: ti.mapIndex}}
+        throw new RetryFromStart('the task instance got a new try (a new id) between the unlocked read and the lock, on every attempt')
+      }
       if (locked.tryNumber !== ti.tryNumber) throw new RetryFromStart()
       const decision = await writer.decideUnderLock(tx, locked.state, ti, registration as Registration)
       if (decision !== 'commit') return {rollback: decision}

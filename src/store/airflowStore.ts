@@ -14,6 +14,11 @@ export interface AirflowStore extends CatalogStore {
   // --- the task-instance protocol -------------------------------------------------------------
   /** Step 1: the task instance with its run, DAG and (optionally) declared outlets, WITHOUT a lock. */
   readTaskInstance(ex: Executor, ref: TaskInstanceRef, options: {withOutlets: boolean}): Promise<TaskInstanceContext | undefined>
+  /**
+   * The key of a task instance id that is no longer current: Airflow 3 gives every try a new id
+   * and keeps the old one in task_instance_history.
+   */
+  readArchivedTaskInstanceKey(ex: Executor, tiId: string): Promise<TaskInstanceKey | undefined>
   /** Step 3: SELECT … FOR UPDATE by id only; the state is read under the lock. */
   lockTaskInstance(ex: Executor, tiId: string): Promise<LockedTaskInstance | undefined>
   /** Step 4 of complete: the state change Airflow's success path makes. */

@@ -514,3 +514,23 @@ function worldOf(producers: Producer[], runs: RunRow[], tis: Map<string, TiRow[]
     run: runOf,
   }
 }
+
+/**
+ * What Airflow 3 does when a task instance is retried (`TaskInstance.prepare_db_for_next_try`):
+ * the finished try is archived in task_instance_history and the row gets a NEW id, the next
+ * try number and the given state. Runs on `knex` (a holder's transaction, to time it inside a
+ * race); returns the new id.
+ */
+export async function retryAsAirflowDoes(knex: Knex, tiId: string, state: string): Promise<string> {
+  await knex.raw(
+    `insert into task_instance_history (task_instance_id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, state, pool, pool_slots, dag_version_id)
+     select id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, 'failed', pool, pool_slots, dag_version_id from task_instance where id = ?`,
+    [tiId],
+  )
+  const {rows} = await knex.raw<{rows: Array<{id: string}>}>(
+    `update task_instance set id = gen_random_uuid(), try_number = try_number + 1, state = ?, start_date = now(), end_date = null
+      where id = ? returning id`,
+    [state, tiId],
+  )
+  return rows[0]!.id
+}

@@ -14,7 +14,7 @@ import {
 } from './events.js'
 import {ensureAliasAssets, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
 import {countTaskInstances, readMissingOutlets, selectTaskInstanceIds} from './selection.js'
-import {lockTaskInstance, markTaskInstanceSuccess, readTaskInstance} from './taskInstance.js'
+import {lockTaskInstance, markTaskInstanceSuccess, readArchivedTaskInstanceKey, readTaskInstance} from './taskInstance.js'
 
 /**
  * The PostgreSQL store for one capability set: every statement whose text depends on the Airflow
@@ -24,6 +24,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
   return {
     ...postgresCatalog,
     readTaskInstance: readTaskInstance(capabilities),
+    readArchivedTaskInstanceKey: readArchivedTaskInstanceKey(),
     lockTaskInstance: lockTaskInstance(),
     markTaskInstanceSuccess: markTaskInstanceSuccess(),
     insertAssetEvents: insertAssetEvents(capabilities),

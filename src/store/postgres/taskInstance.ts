@@ -1,5 +1,5 @@
 import type {Capabilities} from '../../airflow/schema.js'
-import type {OutletAsset, StoredState, TaskInstanceContext, TaskInstanceRef} from '../../airflow/taskInstance.js'
+import type {OutletAsset, StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
 import type {LockedTaskInstance} from '../airflowStore.js'
@@ -78,6 +78,23 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
       owners: row.owners,
       outlets: row.outlets?.map((o): OutletAsset => ({assetId: o.id, name: o.name, uri: o.uri, active: o.active})) ?? [],
     }
+  }
+}
+
+/**
+ * Airflow 3 gives every try a new task_instance id (`TaskInstance.prepare_db_for_next_try`,
+ * airflow-core/src/airflow/models/taskinstance.py: `TaskInstanceHistory.record_ti`, then
+ * `self.id = uuid7()`): an id named by an operator, or selected a moment ago, may now be an
+ * earlier try's, archived in task_instance_history with its key.
+ */
+export function readArchivedTaskInstanceKey() {
+  const read = prepared(
+    'archived_ti_key',
+    'select dag_id, run_id, task_id, map_index from task_instance_history where task_instance_id = $1::uuid order by try_number desc limit 1',
+  )
+  return async (ex: Executor, tiId: string): Promise<TaskInstanceKey | undefined> => {
+    const [row] = await ex.query<{dag_id: string; run_id: string; task_id: string; map_index: number}>(read([tiId]))
+    return row ? {dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index} : undefined
   }
 }
 
