@@ -19,8 +19,10 @@ task_instance row, recheck its state, then commit state + events + an audit log 
 everything back. The row lock is held only for the state update.
 
 Outcomes per task instance: completed; already_success (nothing written); conflict (it was in
-another state: nothing written, previous_state says which); not_found; failed (after retries on
-deadlock, serialization failure or lock timeout).
+another state: nothing written, previous_state says which); inactive_outlet (--strict-outlets
+only: an outlet asset is not active, as Airflow would fail the task); not_found; failed (after
+retries on deadlock, serialization failure or lock timeout). A task instance retried since it was
+named (Airflow 3 gives each try a new id) is found by its key: the current try is reported.
 
 Without --yes, more than one task instance needs confirmation on a terminal and is refused
 (exit 2) elsewhere. Airflow's listeners (OpenLineage) and metrics do not see these writes.`
@@ -56,6 +58,12 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       options: taskInstanceStates.filter((s) => s !== 'success'),
       helpGroup: 'WRITING',
     }),
+    'strict-outlets': Flags.boolean({
+      default: false,
+      description:
+        'Refuse a task instance whose declared outlet asset is not active (outcome inactive_outlet, nothing written), as Airflow would fail it; by default that event is skipped with a warning.',
+      helpGroup: 'WRITING',
+    }),
     'no-events': Flags.boolean({
       default: false,
       description: 'Only the state and the audit row: no asset events, no queued runs.',
@@ -75,6 +83,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     const settings = {
       fromStates: flags['from-state'] as TaskInstanceState[],
       emitEvents: !flags['no-events'],
+      strictOutlets: flags['strict-outlets'],
       defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
       endDate: flags['end-date'] ? parseTimestamp(flags['end-date'], '--end-date') : null,
       ...timeoutsFromFlags(flags),

@@ -7,13 +7,19 @@ import type {OutletEventInput} from '../selection/workItem.js'
 import type {AirflowStore} from '../store/airflowStore.js'
 
 /** What `complete` reports per task instance (besides the protocol's not_found and failed). */
-export type CompleteOutcome = {outcome: 'completed'} | {outcome: 'already_success'} | {outcome: 'conflict'; previousState: StoredState}
+export type CompleteOutcome =
+  | {outcome: 'completed'}
+  | {outcome: 'already_success'}
+  | {outcome: 'conflict'; previousState: StoredState}
+  /** --strict-outlets: a declared outlet asset is not active, as Airflow would fail the task instance. */
+  | {outcome: 'inactive_outlet'; detail: string}
 
 /** Every outcome of a complete item and the exit code it maps to (the worst of a run wins). */
 export const completeOutcomes = {
   completed: ExitCode.ok,
   already_success: ExitCode.ok,
   conflict: ExitCode.conflict,
+  inactive_outlet: ExitCode.conflict,
   not_found: ExitCode.notFound,
   failed: ExitCode.partialFailure,
 } as const
@@ -22,6 +28,12 @@ export interface CompleteSettings {
   /** States a TI may be in to be completed (default: running). Never includes success. */
   fromStates: readonly TaskInstanceState[]
   emitEvents: boolean
+  /**
+   * Refuse (roll back, outcome inactive_outlet) a task instance with an inactive outlet asset,
+   * where Airflow's `register_asset_changes_in_db` raises and the task fails; by default the
+   * event is skipped with a warning.
+   */
+  strictOutlets?: boolean
   /** JSON text of the extra for events without one of their own. */
   defaultExtra: string
   endDate: Date | null
@@ -61,7 +73,10 @@ export function completeWriter(
     committed: {outcome: 'completed'},
     decideBeforeRegistering(ti) {
       const decision = decide(ti.state)
-      return decision === 'commit' ? undefined : decision
+      if (decision !== 'commit') return decision
+      const inactive = settings.strictOutlets && settings.emitEvents ? ti.outlets.filter((o) => !o.active) : []
+      if (inactive.length === 0) return undefined
+      return {outcome: 'inactive_outlet', detail: `outlet assets not active: ${inactive.map((o) => `${o.name} (${o.uri})`).join(', ')}`}
     },
     async register(tx, ti, input) {
       if (!settings.emitEvents) return {...emptyRegistration(), ...(await store.insertLogRow(tx, ti, 'success', auditExtra(ti.state, 0)))}

@@ -13,6 +13,7 @@ export interface CompleteRun {
   items: AsyncIterable<WorkItem>
   fromStates: readonly TaskInstanceState[]
   emitEvents: boolean
+  strictOutlets?: boolean
   defaultExtra: string
   endDate: Date | null
   concurrency: number
@@ -30,6 +31,7 @@ export async function runComplete(airflow: AirflowDatabase, run: CompleteRun): P
   const writer = completeWriter(airflow.store, {
     fromStates: run.fromStates,
     emitEvents: run.emitEvents,
+    strictOutlets: run.strictOutlets,
     defaultExtra: run.defaultExtra,
     endDate: run.endDate,
     airlockVersion: run.airlockVersion,

@@ -33,7 +33,9 @@ export async function emitOutletEvents(
   const warnings: string[] = []
   const outlets = ti.outlets
   for (const outlet of outlets.filter((o) => !o.active)) {
-    warnings.push(`asset ${outlet.name} (${outlet.uri}) of ${ti.dagId}.${ti.taskId} is not active: no event, as Airflow does`)
+    warnings.push(
+      `asset ${outlet.name} (${outlet.uri}) of ${ti.dagId}.${ti.taskId} is not active: no event (Airflow would fail the task instance; --strict-outlets refuses it instead)`,
+    )
   }
 
   const active = outlets.filter((o) => o.active)

@@ -12,6 +12,8 @@ export interface ItemJson {
   queued: number
   timings: {register_ms: number; lock_wait_ms: number; lock_hold_ms: number; total_ms: number}
   error?: {sqlstate: string | null; message: string}
+  /** Why an item was refused (inactive_outlet: which assets). */
+  detail?: string
 }
 
 const ms = (value: number) => Math.round(value * 100) / 100
@@ -19,7 +21,7 @@ const ms = (value: number) => Math.round(value * 100) / 100
 /** An item in its JSON shape (snake_case, as Airflow's columns; docs/exit-codes-and-json.md). */
 export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
   const key = item.ti ?? ('key' in item.ref ? {id: null, ...item.ref.key} : null)
-  const result = item.result as {outcome: string; previousState?: string | null; sqlstate?: string | null; message?: string}
+  const result = item.result as {outcome: string; previousState?: string | null; sqlstate?: string | null; message?: string; detail?: string}
   return {
     ti_id: item.ti?.id ?? ('tiId' in item.ref ? item.ref.tiId : null),
     dag_id: key?.dagId ?? null,
@@ -37,5 +39,6 @@ export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
       total_ms: ms(item.timings.totalMs),
     },
     ...(result.outcome === 'failed' ? {error: {sqlstate: result.sqlstate ?? null, message: result.message ?? ''}} : {}),
+    ...(result.detail ? {detail: result.detail} : {}),
   }
 }

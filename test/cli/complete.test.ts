@@ -46,6 +46,7 @@ describe('airlock complete', () => {
       completed: 1,
       already_success: 1,
       conflict: 1,
+      inactive_outlet: 0,
       not_found: 0,
       failed: 0,
       events_created: 1,
@@ -92,6 +93,18 @@ describe('airlock complete', () => {
     const result = await complete('--ti-id', '00000000-0000-4000-8000-000000000000', '--json')
     expect(result.code).toBe(4)
     expect(envelope(result)).toMatchObject({status: 4, result: {summary: {not_found: 1}}})
+  })
+
+  it('--strict-outlets: a task instance with an inactive outlet is refused (exit 3, the assets named), nothing written', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 1, inactive: 1}).build()
+    const target = world.ti('etl')
+    const before = await writeFootprint(db.knex)
+    const result = await complete('--ti-id', target.id, '--strict-outlets', '--json')
+    const out = envelope(result) as {status: number; result: {summary: Record<string, unknown>; items: Array<Record<string, unknown>>}}
+    expect(result.code).toBe(3)
+    expect(out.result.summary).toMatchObject({selected: 1, inactive_outlet: 1, completed: 0})
+    expect(out.result.items[0]).toMatchObject({outcome: 'inactive_outlet', detail: expect.stringContaining('etl.produce.out_2') as string})
+    expect(await writeFootprint(db.knex)).toEqual(before)
   })
 
   it('a bulk write without --yes and without a terminal is refused: exit 2 naming --yes, nothing written', async () => {

@@ -101,6 +101,23 @@ describe('complete on Airflow 3.0', () => {
     expect(result.warnings.join()).toContain('etl.produce.out_2')
   })
 
+  it('--strict-outlets refuses a task instance with an inactive outlet asset, as Airflow would fail it: nothing written', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 1, inactive: 1}).build()
+    const target = world.ti('etl')
+    const before = await writeFootprint(db.knex)
+    const result = await completeOne(db.knex, target.id, {strictOutlets: true})
+    expect(result.result).toEqual({outcome: 'inactive_outlet', detail: expect.stringContaining('etl.produce.out_2') as string})
+    expect(await writeFootprint(db.knex)).toEqual(before)
+    expect((await tiById(db.knex, target.id)).state).toBe('running')
+  })
+
+  it('--strict-outlets completes a task instance whose outlets are all active', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const result = await completeOne(db.knex, world.ti('etl').id, {strictOutlets: true})
+    expect(result.result).toEqual({outcome: 'completed'})
+    expect(result.events).toBe(2)
+  })
+
   it('queues every unpaused consumer (id, name, uri references) once, never the paused one', async () => {
     const world = await scenario(db.knex)
       .producer('etl', {outlets: 1})

@@ -27,6 +27,7 @@ describe('Tally', () => {
       completed: 1,
       already_success: 1,
       conflict: 0,
+      inactive_outlet: 0,
       not_found: 0,
       failed: 0,
       events_created: 2,

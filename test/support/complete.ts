@@ -30,6 +30,7 @@ export async function completeOne(
   const writer = completeWriter(airflow.store, {
     fromStates: options.fromStates ?? ['running'],
     emitEvents: options.emitEvents ?? true,
+    strictOutlets: options.strictOutlets ?? false,
     defaultExtra: options.defaultExtra ?? '{}',
     endDate: options.endDate ?? null,
     airlockVersion: 'test',
