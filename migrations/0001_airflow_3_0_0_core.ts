@@ -63,6 +63,22 @@ export async function up(knex: Knex): Promise<void> {
     t.foreign(['dag_id'], 'dag_version_dag_id_fkey').references(['dag_id']).inTable('dag').onDelete('CASCADE')
   })
 
+  // The DAG as the DAG processor serialized it, one row per DAG version: the task's declared
+  // outlets (assets, Asset.ref references, aliases) come from here. `data` is JSON, or NULL with
+  // `data_compressed` (zlib) when [core] compress_serialized_dags is on.
+  await knex.schema.createTable('serialized_dag', (t) => {
+    t.uuid('id').notNullable().primary({constraintName: 'serialized_dag_pkey'})
+    t.string('dag_id', 250).notNullable()
+    t.json('data')
+    t.binary('data_compressed')
+    t.timestamp('created_at', tz).notNullable()
+    t.timestamp('last_updated', tz).notNullable()
+    t.string('dag_hash', 32).notNullable()
+    t.uuid('dag_version_id').notNullable()
+    t.unique(['dag_version_id'], {indexName: 'serialized_dag_dag_version_id_uq', useConstraint: true})
+    t.foreign(['dag_version_id'], 'serialized_dag_dag_version_id_fkey').references(['id']).inTable('dag_version').onDelete('CASCADE')
+  })
+
   await knex.schema.createTable('log_template', (t) => {
     t.increments('id', {primaryKey: true})
     t.text('filename').notNullable()
@@ -256,6 +272,7 @@ export async function down(knex: Knex): Promise<void> {
     'trigger',
     'backfill',
     'log_template',
+    'serialized_dag',
     'dag_version',
     'dag',
     'dag_bundle',

@@ -43,16 +43,41 @@ export interface TaskInstanceContext extends TaskInstanceKey {
   /** dag_run.partition_key (Airflow 3.2+), null when absent or unset. */
   partitionKey: string | null
   owners: string | null
-  /** The task's declared outlets (task_outlet_asset_reference), when the writer asked for them. */
+  /**
+   * The task's declared outlets, in declaration order, when the writer asked for them: from the
+   * serialized DAG of the task instance's own DAG version, or (when there is none) from
+   * task_outlet_asset_reference, which lists only the concrete assets of the latest parse.
+   */
   outlets: OutletAsset[]
+  /** Where `outlets` came from. */
+  outletsFrom: 'serialized_dag' | 'task_outlet_asset_reference'
+  /** Asset aliases declared as outlets of the task (serialized DAG only). */
+  declaredAliases: string[]
+  dagVersionId: string | null
 }
 
 export interface OutletAsset {
-  assetId: number
+  /** How the task declared it: the asset itself, or `Asset.ref(name=…)` / `Asset.ref(uri=…)`. */
+  kind: 'asset' | 'name_ref' | 'uri_ref'
+  /** The asset it resolves to; null when no asset row matches (then it is not active either). */
+  assetId: number | null
+  /** The asset's name and uri; for an unresolved reference, what the reference names ('' for the other). */
   name: string
   uri: string
-  /** A row in asset_active with the same name and uri: only active assets get events. */
+  /** Resolved to an asset with a row in asset_active: only those get events, as in Airflow. */
   active: boolean
+}
+
+/** The outlets that get an event: resolved to an active asset (one event each, refs included). */
+export function activeOutlets(ti: Pick<TaskInstanceContext, 'outlets'>): Array<OutletAsset & {assetId: number}> {
+  return ti.outlets.filter((o): o is OutletAsset & {assetId: number} => o.active && o.assetId !== null)
+}
+
+/** An outlet as an operator reads it: `name (uri)`, or the reference as declared. */
+export function describeOutlet(outlet: OutletAsset): string {
+  if (outlet.assetId === null && outlet.kind === 'name_ref') return `Asset.ref(name=${outlet.name})`
+  if (outlet.assetId === null && outlet.kind === 'uri_ref') return `Asset.ref(uri=${outlet.uri})`
+  return `${outlet.name} (${outlet.uri})`
 }
 
 /** task_instance.id: a UUID. */

@@ -1,4 +1,4 @@
-import type {StoredState, TaskInstanceState} from '../airflow/taskInstance.js'
+import {describeOutlet, type StoredState, type TaskInstanceState} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {emitOutletEvents, emptyRegistration, queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
@@ -76,7 +76,7 @@ export function completeWriter(
       if (decision !== 'commit') return decision
       const inactive = settings.strictOutlets && settings.emitEvents ? ti.outlets.filter((o) => !o.active) : []
       if (inactive.length === 0) return undefined
-      return {outcome: 'inactive_outlet', detail: `outlet assets not active: ${inactive.map((o) => `${o.name} (${o.uri})`).join(', ')}`}
+      return {outcome: 'inactive_outlet', detail: `outlet assets not active: ${inactive.map(describeOutlet).join(', ')}`}
     },
     async register(tx, ti, input) {
       if (!settings.emitEvents) return {...emptyRegistration(), ...(await store.insertLogRow(tx, ti, 'success', auditExtra(ti.state, 0)))}

@@ -18,6 +18,7 @@ const sequence = (object: string, neededBy: string): NeededPrivilege => ({object
 
 export const neededPrivileges: readonly NeededPrivilege[] = [
   table('task_instance', 'SELECT', 'every command'),
+  table('serialized_dag', 'SELECT', "complete, replay-events (the tasks' declared outlets)"),
   table('task_instance', 'UPDATE', 'complete'),
   table('dag_run', 'SELECT', 'every command'),
   table('dag', 'SELECT', 'every command'),

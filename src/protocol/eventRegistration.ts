@@ -1,4 +1,4 @@
-import type {TaskInstanceContext} from '../airflow/taskInstance.js'
+import {activeOutlets, describeOutlet, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import type {OutletEventInput} from '../selection/workItem.js'
 import type {AirflowStore, ConsumerDecision, InsertedEvent, NewAssetEvent} from '../store/airflowStore.js'
@@ -19,10 +19,13 @@ export interface EmittedEvents {
 }
 
 /**
- * Protocol step 2, first half, as Airflow's success path does it:
- * one event per ACTIVE outlet asset (inactive ones skipped, with a warning; the outlets come with
- * the unlocked read) and events through aliases with their link rows. One statement without
- * aliases, five with, whatever the number of outlets.
+ * Protocol step 2, first half, as Airflow's success path does it
+ * (`TaskInstance.register_asset_changes_in_db`, airflow-core/src/airflow/models/taskinstance.py):
+ * one event per declared outlet that resolves to an ACTIVE asset, an asset by (name, uri) and
+ * each `Asset.ref` by name or uri, so an asset declared both ways gets two events, as there
+ * (inactive or unresolved ones skipped, with a warning; the outlets come with the unlocked read),
+ * and events through aliases with their link rows. One statement without aliases, five with,
+ * whatever the number of outlets.
  */
 export async function emitOutletEvents(
   store: AirflowStore,
@@ -32,13 +35,19 @@ export async function emitOutletEvents(
 ): Promise<EmittedEvents> {
   const warnings: string[] = []
   const outlets = ti.outlets
-  for (const outlet of outlets.filter((o) => !o.active)) {
+  if (ti.outletsFrom === 'task_outlet_asset_reference') {
     warnings.push(
-      `asset ${outlet.name} (${outlet.uri}) of ${ti.dagId}.${ti.taskId} is not active: no event (Airflow would fail the task instance; --strict-outlets refuses it instead)`,
+      `${ti.dagId}.${ti.taskId}: no serialized DAG for its DAG version (${ti.dagVersionId ?? 'none'}); its outlets were read from task_outlet_asset_reference, which lists only concrete assets (no Asset.ref, no aliases)`,
     )
   }
 
-  const active = outlets.filter((o) => o.active)
+  for (const outlet of outlets.filter((o) => !o.active || o.assetId === null)) {
+    warnings.push(
+      `asset ${describeOutlet(outlet)} of ${ti.dagId}.${ti.taskId} is not active: no event (Airflow would fail the task instance; --strict-outlets refuses it instead)`,
+    )
+  }
+
+  const active = activeOutlets(ti)
   const extraByAsset = new Map<number, string>()
   const aliasEntries: OutletEventInput[] = []
   for (const entry of input.outletEvents) {
@@ -47,8 +56,9 @@ export async function emitOutletEvents(
       continue
     }
 
-    const outlet = outlets.find((o) => o.name === entry.asset || o.uri === entry.asset)
-    if (!outlet) warnings.push(`outlet_events names ${entry.asset}, which is not an outlet of ${ti.dagId}.${ti.taskId}: ignored`)
+    const outlet =
+      active.find((o) => o.name === entry.asset || o.uri === entry.asset) ?? outlets.find((o) => o.name === entry.asset || o.uri === entry.asset)
+    if (!outlet?.assetId) warnings.push(`outlet_events names ${entry.asset}, which is not an outlet of ${ti.dagId}.${ti.taskId}: ignored`)
     else if (entry.extra) extraByAsset.set(outlet.assetId, JSON.stringify(entry.extra))
   }
 

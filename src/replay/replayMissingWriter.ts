@@ -1,4 +1,4 @@
-import type {StoredState, TaskInstanceContext} from '../airflow/taskInstance.js'
+import {activeOutlets, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
@@ -40,12 +40,8 @@ export function replayMissingWriter(
     committed: {outcome: 'replayed'},
     decideBeforeRegistering: (ti) => (ti.state === 'success' ? undefined : changed(ti.state)),
     async register(tx, ti) {
-      const active = ti.outlets.filter((o) => o.active)
-      const missing = await store.readMissingOutlets(
-        tx,
-        ti,
-        active.map((o) => o.assetId),
-      )
+      const active = activeOutlets(ti)
+      const missing = await store.readMissingOutlets(tx, ti, [...new Set(active.map((o) => o.assetId))])
       if (missing.length === 0) return {events: [], consumers: [], warnings: [], missing, logId: null}
       const events = await store.insertAssetEvents(
         tx,
@@ -53,7 +49,7 @@ export function replayMissingWriter(
         missing.map((assetId) => ({assetId, extra: settings.defaultExtra})),
         ti.partitionKey,
       )
-      const names = active.filter((o) => missing.includes(o.assetId)).map((o) => o.name)
+      const names = [...new Set(active.filter((o) => missing.includes(o.assetId)).map((o) => o.name))]
       const extra = {
         host_name: identity.host_name,
         airlock: {

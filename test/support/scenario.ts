@@ -1,4 +1,5 @@
-import {randomUUID} from 'node:crypto'
+import {createHash, randomUUID} from 'node:crypto'
+import {deflateSync} from 'node:zlib'
 
 import type {Knex} from 'knex'
 
@@ -128,6 +129,19 @@ export interface ProducerOptions {
   owner?: string
   /** Task instances in state success already have one event per active outlet (extra `{}`, at their end_date), as their completion wrote. */
   emitted?: boolean
+  /**
+   * Further outlets each task declares as `Asset.ref(name=…)` / `Asset.ref(uri=…)`, after its
+   * assets: they resolve to whichever asset has that name or uri (serialized DAG only).
+   */
+  refs?: Array<{name: string} | {uri: string}>
+  /** Asset aliases each task declares as outlets (serialized DAG only). */
+  aliases?: string[]
+  /**
+   * How the DAG version's serialized DAG is stored: `json` (serialized_dag.data, the default),
+   * `compressed` (data_compressed, zlib, as [core] compress_serialized_dags writes it) or `none`
+   * (no serialized_dag row: outlets only in task_outlet_asset_reference).
+   */
+  serialized?: 'json' | 'compressed' | 'none'
 }
 
 export type ScheduleReference = 'id' | 'name' | 'uri'
@@ -188,6 +202,9 @@ interface Producer {
   tryNumber: number
   owner: string
   emitted: boolean
+  refs: Array<{name: string} | {uri: string}>
+  aliases: string[]
+  serialized: 'json' | 'compressed' | 'none'
 }
 
 interface Consumer {
@@ -197,6 +214,29 @@ interface Consumer {
   alias: string | undefined
   paused: boolean
   owner: string
+}
+
+/** A producer's serialized DAG in Airflow's encoding (`{"__type": "operator", "__var": {…}}` per task). */
+function serializedDag(p: Producer, assets: readonly AssetRow[]): unknown {
+  return {
+    __version: 1,
+    dag: {
+      dag_id: p.dagId,
+      tasks: p.tasks.map((taskId) => ({
+        __type: 'operator',
+        __var: {
+          task_id: taskId,
+          outlets: [
+            ...assets
+              .filter((a) => a.dag_id === p.dagId && a.task_id === taskId)
+              .map((a) => ({__type: 'asset', __var: {name: a.name, uri: a.uri, group: 'asset', extra: {}}})),
+            ...p.refs.map((ref) => ({__type: 'asset_ref', __var: ref})),
+            ...p.aliases.map((name) => ({__type: 'asset_alias', __var: {name, group: 'asset'}})),
+          ],
+        },
+      })),
+    },
+  }
 }
 
 const finishedStates = new Set<TiState>(['success', 'failed', 'skipped', 'upstream_failed', 'up_for_retry'])
@@ -228,6 +268,9 @@ export class ScenarioBuilder {
       tryNumber: options.tryNumber ?? 1,
       owner: options.owner ?? 'airflow',
       emitted: options.emitted ?? false,
+      refs: options.refs ?? [],
+      aliases: options.aliases ?? [],
+      serialized: options.serialized ?? 'json',
     })
     return this
   }
@@ -320,6 +363,27 @@ export class ScenarioBuilder {
         if (active.length > 0) await trx('asset_active').insert(active.map((a) => ({name: a.name, uri: a.uri})))
         await trx('task_outlet_asset_reference').insert(
           assets.map((a) => ({asset_id: a.id, dag_id: a.dag_id, task_id: a.task_id, created_at: now, updated_at: now})),
+        )
+      }
+
+      // The serialized DAG of each producer's version, as the DAG processor writes it: every task
+      // with its declared outlets (assets, then references, then aliases).
+      const serialized = this.producers.filter((p) => p.serialized !== 'none')
+      if (serialized.length > 0) {
+        await trx('serialized_dag').insert(
+          serialized.map((p) => {
+            const data = serializedDag(p, assets)
+            return {
+              id: randomUUID(),
+              dag_id: p.dagId,
+              data: p.serialized === 'json' ? JSON.stringify(data) : null,
+              data_compressed: p.serialized === 'compressed' ? deflateSync(JSON.stringify(data)) : null,
+              created_at: now,
+              last_updated: now,
+              dag_hash: createHash('md5').update(JSON.stringify(data)).digest('hex'),
+              dag_version_id: versions.get(p.dagId),
+            }
+          }),
         )
       }
 

@@ -1,4 +1,5 @@
 import type {Capabilities} from '../../airflow/schema.js'
+import {declaredOutletsByTask, serializedDagJson, type DeclaredOutlet} from '../../airflow/serializedDag.js'
 import type {OutletAsset, StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
@@ -18,28 +19,47 @@ interface TaskInstanceRow {
   logical_date: Date | null
   partition_key: string | null
   owners: string | null
-  outlets: Array<{id: number; name: string; uri: string; active: boolean}> | null
+  dag_version_id: string | null
+  /** The serialized DAG of the task instance's version, when one exists (its hash keys the cache). */
+  dag_hash: string | null
+  /** Only without a serialized DAG: the outlets of task_outlet_asset_reference. */
+  legacy_outlets: Array<{id: number; name: string; uri: string; active: boolean}> | null
 }
+
+/** Parsed declared outlets per DAG version: a serialized DAG is parsed once, not once per task instance. */
+const cachedVersions = 64
 
 /**
  * Protocol step 1: the task instance with its run, DAG and declared outlets, WITHOUT a lock.
  * Decisions made on this read are only early exits; the commit decision is taken on the locked
- * read. Four texts (by id or by key, with or without outlets), each prepared once.
+ * read.
+ *
+ * The outlets are the task's as its DAG version declared them: the worker emits events for the
+ * task's `outlets` (assets, `Asset.ref(name=…)`, `Asset.ref(uri=…)`, aliases), and the database
+ * keeps them in the serialized DAG of that version (task_instance.dag_version_id →
+ * serialized_dag). `TaskInstance.register_asset_changes_in_db`
+ * (airflow-core/src/airflow/models/taskinstance.py) resolves them among ACTIVE assets: an asset by
+ * (name, uri), a name reference by name, a uri reference by uri, one event each. Without a
+ * serialized DAG (none was ever written for that version) the outlets come from
+ * task_outlet_asset_reference, which holds only the concrete assets of the latest parse; the
+ * caller says so.
  */
 export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partitionKey = capabilities.eventPartitionKey ? 'dr.partition_key' : 'null::varchar'
-  // Whether each outlet asset is active decides whether it gets an event (Airflow skips inactive ones).
-  const outlets = `(select json_agg(json_build_object('id', a.id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null) order by a.id)
+  const legacyOutlets = `(select json_agg(json_build_object('id', a.id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null) order by a.id)
           from task_outlet_asset_reference r
           join asset a on a.id = r.asset_id
           left join asset_active aa on aa.name = a.name and aa.uri = a.uri
          where r.dag_id = ti.dag_id and r.task_id = ti.task_id)`
   const text = (withOutlets: boolean, where: string) =>
     `select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
-            dr.id as dag_run_id, dr.logical_date, ${partitionKey} as partition_key, d.owners, ${withOutlets ? outlets : 'null::json'} as outlets
+            dr.id as dag_run_id, dr.logical_date, ${partitionKey} as partition_key, d.owners, ti.dag_version_id,
+            ${withOutlets ? 'sd.dag_hash' : 'null::varchar'} as dag_hash,
+            ${withOutlets ? `case when sd.id is null then ${legacyOutlets} end` : 'null::json'} as legacy_outlets
        from task_instance ti
        join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
        left join dag d on d.dag_id = ti.dag_id
+       ${withOutlets ? 'left join serialized_dag sd on sd.dag_version_id = ti.dag_version_id' : ''}
       where ${where}`
   const byId = 'ti.id = $1::uuid'
   const byKey = 'ti.dag_id = $1 and ti.run_id = $2 and ti.task_id = $3 and ti.map_index = $4'
@@ -48,6 +68,39 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
     id: prepared('read_ti_id', text(false, byId)),
     keyOutlets: prepared('read_ti_key_outlets', text(true, byKey)),
     key: prepared('read_ti_key', text(false, byKey)),
+  }
+  const serializedDag = prepared('serialized_dag', 'select data::text as data, data_compressed from serialized_dag where dag_version_id = $1::uuid')
+  // Each declared outlet to its asset, preferring an active one (asset_active keeps names and
+  // uris unique among active assets, so an active match is the one Airflow finds).
+  const resolve = prepared(
+    'resolve_outlets',
+    `select d.n, a.id, coalesce(a.name, d.name) as name, coalesce(a.uri, d.uri) as uri, coalesce(a.active, false) as active
+       from unnest($1::text[], $2::text[], $3::text[]) with ordinality as d(kind, name, uri, n)
+       left join lateral (
+         select a.id, a.name, a.uri, aa.name is not null as active
+           from asset a
+           left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+          where (d.kind = 'asset' and a.name = d.name and a.uri = d.uri)
+             or (d.kind = 'name_ref' and a.name = d.name)
+             or (d.kind = 'uri_ref' and a.uri = d.uri)
+          order by aa.name is null, a.id
+          limit 1
+       ) a on true
+      order by d.n`,
+  )
+  const versions = new Map<string, Map<string, DeclaredOutlet[]>>()
+
+  const declaredOutlets = async (ex: Executor, versionId: string, hash: string, taskId: string): Promise<DeclaredOutlet[]> => {
+    const cacheKey = `${versionId}:${hash}`
+    let byTask = versions.get(cacheKey)
+    if (!byTask) {
+      const [row] = await ex.query<{data: string | null; data_compressed: Buffer | null}>(serializedDag([versionId]))
+      byTask = declaredOutletsByTask(row ? serializedDagJson(row.data, row.data_compressed) : undefined)
+      if (versions.size >= cachedVersions) versions.delete(versions.keys().next().value!)
+      versions.set(cacheKey, byTask)
+    }
+
+    return byTask.get(taskId) ?? []
   }
 
   return async (ex: Executor, ref: TaskInstanceRef, options: {withOutlets: boolean}): Promise<TaskInstanceContext | undefined> => {
@@ -62,7 +115,7 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
     const values = byTiId ? [ref.tiId] : [ref.key.dagId, ref.key.runId, ref.key.taskId, ref.key.mapIndex]
     const [row] = await ex.query<TaskInstanceRow>(statement(values))
     if (!row) return undefined
-    return {
+    const context: TaskInstanceContext = {
       id: row.id,
       dagId: row.dag_id,
       runId: row.run_id,
@@ -76,8 +129,39 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
       logicalDate: row.logical_date,
       partitionKey: row.partition_key,
       owners: row.owners,
-      outlets: row.outlets?.map((o): OutletAsset => ({assetId: o.id, name: o.name, uri: o.uri, active: o.active})) ?? [],
+      dagVersionId: row.dag_version_id,
+      outlets: [],
+      outletsFrom: 'serialized_dag',
+      declaredAliases: [],
     }
+    if (!options.withOutlets) return context
+    if (row.dag_hash === null || row.dag_version_id === null) {
+      context.outletsFrom = 'task_outlet_asset_reference'
+      context.outlets = (row.legacy_outlets ?? []).map((o): OutletAsset => ({
+        kind: 'asset',
+        assetId: o.id,
+        name: o.name,
+        uri: o.uri,
+        active: o.active,
+      }))
+      return context
+    }
+
+    const declared = await declaredOutlets(ex, row.dag_version_id, row.dag_hash, row.task_id)
+    context.declaredAliases = declared.flatMap((o) => (o.kind === 'alias' ? [o.name] : []))
+    const assets = declared.filter((o) => o.kind !== 'alias')
+    if (assets.length === 0) return context
+    const resolved = await ex.query<{n: string; id: number | null; name: string; uri: string; active: boolean}>(
+      resolve([assets.map((o) => o.kind), assets.map((o) => ('name' in o ? o.name : '')), assets.map((o) => ('uri' in o ? o.uri : ''))]),
+    )
+    context.outlets = resolved.map((r, i): OutletAsset => ({
+      kind: assets[i]!.kind,
+      assetId: r.id,
+      name: r.name,
+      uri: r.uri,
+      active: r.active,
+    }))
+    return context
   }
 }
 

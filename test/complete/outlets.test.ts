@@ -1,0 +1,134 @@
+import {randomUUID} from 'node:crypto'
+
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {completeOne} from '../support/complete.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {eventsOf, scenario, writeFootprint} from '../support/scenario.js'
+
+/**
+ * Which outlets a completion emits events for: the task's declared outlets in the serialized DAG
+ * of the task instance's own DAG version, resolved as Airflow's
+ * `TaskInstance.register_asset_changes_in_db` resolves them (an asset by name and uri, an
+ * `Asset.ref` by name or by uri, among active assets, one event each). Each test states its world.
+ */
+let db: TestDatabase
+beforeAll(async () => {
+  db = await createTestDatabase('3.0')
+})
+afterAll(async () => db?.drop())
+
+const assetNames = async (t: {dag_id: string; run_id: string; task_id: string}) => (await eventsOf(db.knex, t)).map((e) => e.asset_name).sort()
+
+describe('outlets from the serialized DAG', () => {
+  it('Asset.ref by name and by uri each emit an event for the asset they name; an asset declared directly and by reference gets two, as in Airflow', async () => {
+    const world = await scenario(db.knex)
+      .producer('other', {tasks: ['make'], outlets: 2, state: 'success'})
+      .producer('etl', {
+        outlets: 1,
+        refs: [{name: 'other.make.out_1'}, {uri: 's3://lake/other/make/out_2'}, {name: 'etl.produce.out_1'}],
+      })
+      .build()
+    const target = world.ti('etl')
+    const result = await completeOne(db.knex, target.id)
+    expect(result.result).toEqual({outcome: 'completed'})
+    expect(result.events).toBe(4)
+    expect(await assetNames(target)).toEqual(['etl.produce.out_1', 'etl.produce.out_1', 'other.make.out_1', 'other.make.out_2'])
+    expect(result.warnings).toEqual([])
+  })
+
+  it('reads a compressed serialized DAG (data_compressed, zlib) the same way', async () => {
+    const world = await scenario(db.knex)
+      .producer('other', {tasks: ['make'], outlets: 1, state: 'success'})
+      .producer('etl', {outlets: 2, refs: [{name: 'other.make.out_1'}], serialized: 'compressed'})
+      .build()
+    const target = world.ti('etl')
+    const result = await completeOne(db.knex, target.id)
+    expect(result.events).toBe(3)
+    expect(await assetNames(target)).toEqual(['etl.produce.out_1', 'etl.produce.out_2', 'other.make.out_1'])
+  })
+
+  it('a reference that names no active asset gets no event and a warning naming it; --strict-outlets refuses the task instance', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1, refs: [{name: 'nowhere'}]})
+      .build()
+    const target = world.ti('etl')
+    const before = await writeFootprint(db.knex)
+    const strict = await completeOne(db.knex, target.id, {strictOutlets: true})
+    expect(strict.result).toEqual({outcome: 'inactive_outlet', detail: 'outlet assets not active: Asset.ref(name=nowhere)'})
+    expect(await writeFootprint(db.knex)).toEqual(before)
+
+    const lenient = await completeOne(db.knex, target.id)
+    expect(lenient.result).toEqual({outcome: 'completed'})
+    expect(await assetNames(target)).toEqual(['etl.produce.out_1'])
+    expect(lenient.warnings.join('\n')).toContain('Asset.ref(name=nowhere) of etl.produce is not active')
+  })
+
+  it('without a serialized DAG for the version, falls back to task_outlet_asset_reference with a warning naming the task', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, serialized: 'none'}).build()
+    const target = world.ti('etl')
+    const result = await completeOne(db.knex, target.id)
+    expect(result.result).toEqual({outcome: 'completed'})
+    expect(await assetNames(target)).toEqual(['etl.produce.out_1', 'etl.produce.out_2'])
+    expect(result.warnings).toEqual([
+      expect.stringMatching(/^etl\.produce: no serialized DAG for its DAG version .*task_outlet_asset_reference/) as string,
+    ])
+  })
+
+  it("uses the task instance's own DAG version, not the latest parse", async () => {
+    const world = await scenario(db.knex)
+      .producer('other', {tasks: ['make'], outlets: 1, state: 'success'})
+      .producer('etl', {outlets: 1})
+      .build()
+    const target = world.ti('etl')
+    // A newer version of etl whose task now declares other.make.out_1 instead: this run's task
+    // instance still belongs to version 1.
+    const versionId = randomUUID()
+    await db
+      .knex('dag_version')
+      .insert({id: versionId, version_number: 2, dag_id: 'etl', bundle_name: 'dags-folder', created_at: new Date(), last_updated: new Date()})
+    const newer = {
+      __version: 1,
+      dag: {
+        dag_id: 'etl',
+        tasks: [
+          {
+            __type: 'operator',
+            __var: {
+              task_id: 'produce',
+              outlets: [{__type: 'asset', __var: {name: 'other.make.out_1', uri: 's3://lake/other/make/out_1', group: 'asset', extra: {}}}],
+            },
+          },
+        ],
+      },
+    }
+    await db.knex('serialized_dag').insert({
+      id: randomUUID(),
+      dag_id: 'etl',
+      data: JSON.stringify(newer),
+      created_at: new Date(),
+      last_updated: new Date(),
+      dag_hash: 'f'.repeat(32),
+      dag_version_id: versionId,
+    })
+    const result = await completeOne(db.knex, target.id)
+    expect(result.result).toEqual({outcome: 'completed'})
+    expect(await assetNames(target)).toEqual(['etl.produce.out_1'])
+  })
+
+  it('a mapped task: every map index uses the one task entry', async () => {
+    const world = await scenario(db.knex)
+      .producer('other', {tasks: ['make'], outlets: 1, state: 'success'})
+      .producer('etl', {outlets: 1, refs: [{uri: 's3://lake/other/make/out_1'}], mapIndexes: [0, 1]})
+      .build()
+    for (const mapIndex of [0, 1]) {
+      const target = world.ti('etl', 'produce', {mapIndex})
+      const result = await completeOne(db.knex, target.id)
+      expect(result.result).toEqual({outcome: 'completed'})
+      expect(result.events).toBe(2)
+    }
+
+    const events = await db.knex('asset_event').where({source_dag_id: 'etl'}).orderBy('id').select('source_map_index')
+    expect(events.map((e: {source_map_index: number}) => e.source_map_index)).toEqual([0, 0, 1, 1])
+  })
+})
