@@ -72,20 +72,27 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
   const serializedDag = prepared('serialized_dag', 'select data::text as data, data_compressed from serialized_dag where dag_version_id = $1::uuid')
   // Each declared outlet to its asset, preferring an active one (asset_active keeps names and
   // uris unique among active assets, so an active match is the one Airflow finds).
+  // Each declared outlet to its asset, preferring an active one (asset_active keeps names and
+  // uris unique among active assets, so an active match is the one Airflow finds). One join per
+  // kind, so each can use an index on asset instead of an OR over all of them.
   const resolve = prepared(
     'resolve_outlets',
-    `select d.n, a.id, coalesce(a.name, d.name) as name, coalesce(a.uri, d.uri) as uri, coalesce(a.active, false) as active
-       from unnest($1::text[], $2::text[], $3::text[]) with ordinality as d(kind, name, uri, n)
-       left join lateral (
-         select a.id, a.name, a.uri, aa.name is not null as active
-           from asset a
-           left join asset_active aa on aa.name = a.name and aa.uri = a.uri
-          where (d.kind = 'asset' and a.name = d.name and a.uri = d.uri)
-             or (d.kind = 'name_ref' and a.name = d.name)
-             or (d.kind = 'uri_ref' and a.uri = d.uri)
-          order by aa.name is null, a.id
-          limit 1
-       ) a on true
+    `with d as (
+       select * from unnest($1::text[], $2::text[], $3::text[]) with ordinality as d(kind, name, uri, n)
+     ), matched as (
+       select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'asset' and a.name = d.name and a.uri = d.uri
+       union all
+       select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'name_ref' and a.name = d.name
+       union all
+       select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'uri_ref' and a.uri = d.uri
+     ), best as (
+       select distinct on (m.n) m.n, m.id, m.name, m.uri, aa.name is not null as active
+         from matched m
+         left join asset_active aa on aa.name = m.name and aa.uri = m.uri
+        order by m.n, aa.name is null, m.id
+     )
+     select d.n, b.id, coalesce(b.name, d.name) as name, coalesce(b.uri, d.uri) as uri, coalesce(b.active, false) as active
+       from d left join best b on b.n = d.n
       order by d.n`,
   )
   const versions = new Map<string, Map<string, DeclaredOutlet[]>>()
