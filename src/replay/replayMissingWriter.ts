@@ -63,7 +63,7 @@ export function replayMissingWriter(
         },
       }
       const {logId} = await store.insertLogRow(tx, ti, replayLogEvent, JSON.stringify(extra))
-      const registration = await queueEventConsumers(store, tx, ti, {events, aliasOfEvent: new Map(), warnings: []})
+      const registration = await queueEventConsumers(store, tx, ti, {events, aliasesOfEvent: new Map(), warnings: []})
       return {...registration, missing, logId}
     },
     nothingToDo: (registration) => (registration.missing.length === 0 ? {outcome: 'nothing_missing'} : undefined),

@@ -8,7 +8,7 @@ import type {OutletEventInput, WorkItem} from './workItem.js'
 /**
  * `--from-file PATH|-`: NDJSON, one task instance per line, `{"ti_id": …}` or
  * `{"dag_id", "run_id", "task_id", "map_index"?}`, optionally with
- * `"outlet_events": [{"asset": "<name or uri>", "extra": {…}, "alias"?: "<alias name>"}]`.
+ * `"outlet_events": [{"asset": "<name or uri>" or {"name", "uri"}, "extra": {…}, "alias"?: "<alias name>"}]`.
  * Blank lines are skipped. Every line is checked before anything is written, so one bad line
  * means exit 2 and an untouched database.
  */
@@ -46,14 +46,23 @@ export function parseInputLine(text: string, line: number, source: string): Work
   }
 }
 
+/** An outlet_events entry's asset: a non-empty string, or an object with a non-empty name and uri. */
+function outletAsset(value: unknown): OutletEventInput['asset'] | undefined {
+  if (typeof value === 'string') return value === '' ? undefined : value
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
+  const {name, uri} = value as Record<string, unknown>
+  return typeof name === 'string' && name !== '' && typeof uri === 'string' && uri !== '' ? {name, uri} : undefined
+}
+
 function parseOutletEvents(value: unknown, where: string): OutletEventInput[] {
   if (value === undefined) return []
   if (!Array.isArray(value)) throw usageError(`${where}: outlet_events must be an array.`)
   return value.map((entry: unknown, index) => {
     const at = `${where}: outlet_events[${index}]`
     if (typeof entry !== 'object' || entry === null) throw usageError(`${at} must be an object with "asset".`)
-    const {asset, extra, alias} = entry as Record<string, unknown>
-    if (typeof asset !== 'string' || asset === '') throw usageError(`${at}.asset must be the asset's name or uri.`)
+    const {asset: given, extra, alias} = entry as Record<string, unknown>
+    const asset = outletAsset(given)
+    if (!asset) throw usageError(`${at}.asset must be the asset's name or uri, or {"name": …, "uri": …}.`)
     if (extra !== undefined && (typeof extra !== 'object' || extra === null || Array.isArray(extra)))
       throw usageError(`${at}.extra must be a JSON object.`)
     if (alias !== undefined && (typeof alias !== 'string' || alias === '')) throw usageError(`${at}.alias must be the alias name.`)

@@ -25,6 +25,8 @@ export interface AirflowStore extends CatalogStore {
   markTaskInstanceSuccess(ex: Executor, tiId: string, endDate: Date | null): Promise<void>
   /** One multi-row INSERT … RETURNING for a task instance's events. */
   insertAssetEvents(ex: Executor, source: TaskInstanceKey, events: readonly NewAssetEvent[], partitionKey: string | null): Promise<InsertedEvent[]>
+  /** Existing assets whose name or uri is one of these strings, by string (an alias target named by one string). */
+  findAssetsByNameOrUri(ex: Executor, strings: readonly string[]): Promise<Map<string, Array<{name: string; uri: string}>>>
   /** Assets named by alias emissions, created when missing and linked to their alias. */
   ensureAliasAssets(ex: Executor, emissions: readonly AliasEmission[]): Promise<ResolvedAliasEmission[]>
   insertAliasEventLinks(ex: Executor, links: ReadonlyArray<{aliasId: number; eventId: number}>): Promise<void>

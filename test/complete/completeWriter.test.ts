@@ -154,19 +154,22 @@ describe('complete on Airflow 3.0', () => {
     expect(row.created_at.getTime()).toBeGreaterThan(old.getTime())
   })
 
-  it('an event through an alias: the asset created if missing, link rows, alias consumers queued', async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2}).consumer('by_alias', {alias: 'lake.daily_alias'}).build()
+  it('an event through a declared alias: a separate event, the missing asset created (asset row only, as Airflow), link rows, alias consumers queued', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2, aliases: ['lake.daily_alias']})
+      .consumer('by_alias', {alias: 'lake.daily_alias'})
+      .build()
     const target = world.ti('etl')
     const result = await completeOne(db.knex, target.id, {
       outletEvents: [
-        {asset: 's3://lake/dynamic/2026-12-01', alias: 'lake.daily_alias', extra: {rows: 7}},
+        {asset: {name: 'dynamic_2026_12_01', uri: 's3://lake/dynamic/2026-12-01'}, alias: 'lake.daily_alias', extra: {rows: 7}},
         {asset: 'etl.produce.out_1', extra: {rows: 3}},
       ],
     })
     expect(result.result).toEqual({outcome: 'completed'})
     const created = await db.knex('asset').where({uri: 's3://lake/dynamic/2026-12-01'}).first()
-    expect(created).toMatchObject({name: 's3://lake/dynamic/2026-12-01'})
-    expect(await db.knex('asset_active').where({uri: created.uri})).toHaveLength(1)
+    expect(created).toMatchObject({name: 'dynamic_2026_12_01', group: '', extra: {}})
+    expect(await db.knex('asset_active').where({uri: created.uri})).toEqual([])
     const alias = await db.knex('asset_alias').where({name: 'lake.daily_alias'}).first()
     expect(await db.knex('asset_alias_asset').where({alias_id: alias.id, asset_id: created.id})).toHaveLength(1)
 
@@ -174,11 +177,56 @@ describe('complete on Airflow 3.0', () => {
     expect(events.map((e) => [e.asset_name, e.extra])).toEqual([
       ['etl.produce.out_1', {rows: 3}],
       ['etl.produce.out_2', {}],
-      ['s3://lake/dynamic/2026-12-01', {rows: 7}],
+      ['dynamic_2026_12_01', {rows: 7}],
     ])
     const aliasEvent = events[2]!
     expect(await db.knex('asset_alias_asset_event').where({alias_id: alias.id})).toEqual([{alias_id: alias.id, event_id: aliasEvent.id}])
     expect(await db.knex('asset_dag_run_queue').where({asset_id: created.id})).toEqual([expect.objectContaining({target_dag_id: 'by_alias'})])
+  })
+
+  it('an alias emission of an asset that is also a direct outlet is its own event; two aliases emitting the same (asset, extra) share one event linked to both', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1, aliases: ['a1', 'a2']})
+      .consumer('by_a1', {alias: 'a1'})
+      .consumer('by_a2', {alias: 'a2'})
+      .build()
+    const target = world.ti('etl')
+    const result = await completeOne(db.knex, target.id, {
+      outletEvents: [
+        {asset: 'etl.produce.out_1', alias: 'a1', extra: {n: 1, m: 2}},
+        {asset: 'etl.produce.out_1', alias: 'a2', extra: {m: 2, n: 1}},
+        {asset: 'etl.produce.out_1', alias: 'a2', extra: {n: 9}},
+      ],
+    })
+    expect(result.result).toEqual({outcome: 'completed'})
+    const events = await eventsOf(db.knex, target)
+    expect(events.map((e) => e.extra)).toEqual([{}, {m: 2, n: 1}, {n: 9}])
+    const links = await db
+      .knex('asset_alias_asset_event as l')
+      .join('asset_alias as al', 'al.id', 'l.alias_id')
+      .orderBy(['l.event_id', 'al.name'])
+      .select('l.event_id', 'al.name')
+    expect(links).toEqual([
+      {event_id: events[1]!.id, name: 'a1'},
+      {event_id: events[1]!.id, name: 'a2'},
+      {event_id: events[2]!.id, name: 'a2'},
+    ])
+  })
+
+  it('refuses an alias the task does not declare, and a target named by a string that matches no asset: failed, nothing written', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1, aliases: ['declared']})
+      .consumer('by_other', {alias: 'other'})
+      .consumer('by_declared', {alias: 'declared'})
+      .build()
+    const target = world.ti('etl')
+    const before = await writeFootprint(db.knex)
+    const undeclared = await completeOne(db.knex, target.id, {outletEvents: [{asset: 'etl.produce.out_1', alias: 'other'}]})
+    expect(undeclared.result).toMatchObject({outcome: 'failed', message: expect.stringContaining('does not declare') as string})
+    const guessed = await completeOne(db.knex, target.id, {outletEvents: [{asset: 's3://never/seen', alias: 'declared'}]})
+    expect(guessed.result).toMatchObject({outcome: 'failed', message: expect.stringContaining('matches no asset') as string})
+    expect(await writeFootprint(db.knex)).toEqual(before)
+    expect(await db.knex('asset').where({uri: 's3://never/seen'})).toEqual([])
   })
 
   it('--no-events: state and log row only', async () => {

@@ -12,7 +12,7 @@ import {
   removeDuplicateEvents,
   resolveAssetsAndAliases,
 } from './events.js'
-import {ensureAliasAssets, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
+import {ensureAliasAssets, findAssetsByNameOrUri, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
 import {countTaskInstances, readMissingOutlets, selectTaskInstanceIds} from './selection.js'
 import {lockTaskInstance, markTaskInstanceSuccess, readArchivedTaskInstanceKey, readTaskInstance} from './taskInstance.js'
 
@@ -28,6 +28,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     lockTaskInstance: lockTaskInstance(),
     markTaskInstanceSuccess: markTaskInstanceSuccess(),
     insertAssetEvents: insertAssetEvents(capabilities),
+    findAssetsByNameOrUri: findAssetsByNameOrUri(),
     ensureAliasAssets: ensureAliasAssets(),
     insertAliasEventLinks: insertAliasEventLinks(),
     queueConsumers: queueConsumers(capabilities),

@@ -32,29 +32,48 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
   }
 }
 
+/** Existing assets whose name or uri is one of the given strings, by string. */
+export function findAssetsByNameOrUri() {
+  const find = prepared(
+    'assets_by_name_or_uri',
+    `select s.value, a.name, a.uri
+       from unnest($1::text[]) as s(value)
+       join asset a on a.name = s.value
+     union
+     select s.value, a.name, a.uri
+       from unnest($1::text[]) as s(value)
+       join asset a on a.uri = s.value
+     order by 1, 2, 3`,
+  )
+  return async (ex: Executor, strings: readonly string[]): Promise<Map<string, Array<{name: string; uri: string}>>> => {
+    const found = new Map<string, Array<{name: string; uri: string}>>()
+    if (strings.length === 0) return found
+    for (const row of await ex.query<{value: string; name: string; uri: string}>(find([[...strings]]))) {
+      found.set(row.value, [...(found.get(row.value) ?? []), {name: row.name, uri: row.uri}])
+    }
+
+    return found
+  }
+}
+
 /**
  * Events emitted through an asset alias name their asset at run time, so the asset may not exist
- * yet. As Airflow's `AssetManager._add_asset_alias_association` and the worker's alias handling
- * do, the asset is created (and made active) when missing and linked to the alias
- * (asset_alias_asset). Three statements whatever the number of emissions; emissions whose alias
- * does not exist are not returned.
+ * yet. As `TaskInstance.register_asset_changes_in_db` does (airflow-core/src/airflow/models/
+ * taskinstance.py: `session.add(AssetModel(name=…, uri=…))` when `register_asset_change` finds no
+ * asset), a missing asset gets its `asset` row only: `group` '' (the column's default) and no
+ * `asset_active` row, which only the DAG processor writes. It is linked to the alias
+ * (asset_alias_asset), as `AssetManager._add_asset_alias_association` does. Two statements
+ * whatever the number of emissions; emissions whose alias does not exist are not returned.
  */
 export function ensureAliasAssets() {
   const input = 'unnest($1::text[], $2::text[], $3::text[]) as i(alias_name, asset_name, asset_uri)'
   const createAssets = prepared(
     'alias_create_assets',
     `insert into asset (name, uri, "group", extra, created_at, updated_at)
-     select wanted.asset_name, wanted.asset_uri, 'asset', '{}'::json, clock_timestamp(), clock_timestamp()
+     select wanted.asset_name, wanted.asset_uri, '', '{}'::json, clock_timestamp(), clock_timestamp()
        from (select distinct i.asset_name, i.asset_uri from ${input} join asset_alias al on al.name = i.alias_name) as wanted
       order by 1, 2
      on conflict (name, uri) do nothing`,
-  )
-  const activate = prepared(
-    'alias_activate_assets',
-    `insert into asset_active (name, uri)
-     select distinct i.asset_name, i.asset_uri from ${input} join asset_alias al on al.name = i.alias_name
-      order by 1, 2
-     on conflict do nothing`,
   )
   const link = prepared(
     'alias_link_assets',
@@ -74,7 +93,6 @@ export function ensureAliasAssets() {
     if (emissions.length === 0) return []
     const arrays = [emissions.map((e) => e.aliasName), emissions.map((e) => e.assetName), emissions.map((e) => e.assetUri)]
     await ex.query(createAssets(arrays))
-    await ex.query(activate(arrays))
     const rows = await ex.query<{alias_id: number; alias_name: string; asset_id: number; asset_name: string; asset_uri: string}>(link(arrays))
     return rows.map((row) => ({
       aliasId: row.alias_id,
