@@ -17,6 +17,19 @@ export interface Capabilities {
   multiTeam: boolean
   /** task_inlet_asset_reference (3.1+). */
   inletReferences: boolean
+  /**
+   * What the release's PostgreSQL queue statement does with a (asset_id, target_dag_id) row that
+   * is already queued, before 3.4: `keep_first` is `ON CONFLICT DO NOTHING`
+   * (`AssetManager._postgres_queue_dagruns`); `keep_newest` stamps the event's time and keeps the
+   * later one (apache/airflow #62501).
+   */
+  queueConflict: 'keep_first' | 'keep_newest'
+  /**
+   * Whether DAGs scheduled on the asset's name or uri (Asset.ref consumers) are queued even when
+   * paused or stale: Airflow 3.0's `register_asset_change` selects them without that filter,
+   * where id and alias consumers are filtered.
+   */
+  referenceConsumersUnfiltered: boolean
 }
 
 export interface AirflowSchema {
@@ -68,7 +81,18 @@ export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
 
 export const optionalTables = ['task_inlet_asset_reference', 'asset_partition_dag_run', 'partitioned_asset_key_log']
 
-export function detectCapabilities(shape: SchemaShape): Capabilities {
+/**
+ * What a release does that its tables do not show. 3.0.x is read from its
+ * `AssetManager.register_asset_change` and `_postgres_queue_dagruns`
+ * (airflow-core/src/airflow/assets/manager.py). Later releases keep `ON CONFLICT DO NOTHING` in the
+ * code read so far; releases that carry apache/airflow #62501 keep the newest instead, and which
+ * patch releases those are is not placed yet.
+ */
+export function releaseBehaviour(version: string): Pick<Capabilities, 'queueConflict' | 'referenceConsumersUnfiltered'> {
+  return {queueConflict: 'keep_first', referenceConsumersUnfiltered: version.startsWith('3.0')}
+}
+
+export function detectCapabilities(shape: SchemaShape): Omit<Capabilities, 'queueConflict' | 'referenceConsumersUnfiltered'> {
   const has = (table: string, column: string) => shape.get(table)?.has(column) ?? false
   return {
     eventPartitionKey: has('asset_event', 'partition_key'),

@@ -1,5 +1,6 @@
 import {
   detectCapabilities,
+  releaseBehaviour,
   expectedFor,
   missingColumns,
   optionalTables,
@@ -47,9 +48,9 @@ export async function checkAirflowSchema(db: Database): Promise<SchemaCheck> {
     return {supported: false, alembicHead, reason: `the schema lacks what airlock reads and writes: ${missing.join(', ')}`, missing}
   }
 
-  const capabilities = detectCapabilities(shape)
+  const detected = detectCapabilities(shape)
   let airflowVersion = knownHeads[alembicHead]
-  if (!airflowVersion && capabilities.multiTeam && capabilities.eventPartitionKey) airflowVersion = '3.3.x'
+  if (!airflowVersion && detected.multiTeam && detected.eventPartitionKey) airflowVersion = '3.3.x'
   if (!airflowVersion) {
     return {
       supported: false,
@@ -59,6 +60,7 @@ export async function checkAirflowSchema(db: Database): Promise<SchemaCheck> {
     }
   }
 
+  const capabilities: Capabilities = {...detected, ...releaseBehaviour(airflowVersion)}
   const mismatches = Object.entries(expectedFor(airflowVersion))
     .filter(([key, value]) => capabilities[key as keyof Capabilities] !== value)
     .map(([key]) => key)

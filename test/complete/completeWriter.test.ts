@@ -118,6 +118,19 @@ describe('complete on Airflow 3.0', () => {
     expect(result.events).toBe(2)
   })
 
+  it('3.0: a paused or stale DAG scheduled by name or uri is queued, as register_asset_change selects them unfiltered; by id it is not', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1})
+      .consumer('paused_by_id', {on: ['etl'], paused: true})
+      .consumer('paused_by_name', {on: ['etl'], by: 'name', paused: true})
+      .consumer('paused_by_uri', {on: ['etl'], by: 'uri', paused: true})
+      .build()
+    const result = await completeOne(db.knex, world.ti('etl').id)
+    const queue = await db.knex('asset_dag_run_queue').orderBy('target_dag_id')
+    expect(queue.map((q: {target_dag_id: string}) => q.target_dag_id)).toEqual(['paused_by_name', 'paused_by_uri'])
+    expect(result.queued).toBe(2)
+  })
+
   it('queues every unpaused consumer (id, name, uri references) once, never the paused one', async () => {
     const world = await scenario(db.knex)
       .producer('etl', {outlets: 1})
@@ -141,7 +154,7 @@ describe('complete on Airflow 3.0', () => {
     expect(await db.knex('asset_dag_run_queue')).toEqual([])
   })
 
-  it('a queued (asset, DAG) keeps the newest created_at', async () => {
+  it('a queued (asset, DAG) keeps its first created_at, as Airflow 3.0 does (ON CONFLICT DO NOTHING)', async () => {
     const world = await scenario(db.knex)
       .producer('etl', {outlets: 1})
       .consumer('report', {on: ['etl']})
@@ -149,9 +162,10 @@ describe('complete on Airflow 3.0', () => {
     const asset = world.asset('etl.produce.out_1')
     const old = new Date('2020-01-01T00:00:00Z')
     await db.knex('asset_dag_run_queue').insert({asset_id: asset.id, target_dag_id: 'report', created_at: old})
-    await completeOne(db.knex, world.ti('etl').id)
-    const row = await db.knex('asset_dag_run_queue').where({asset_id: asset.id, target_dag_id: 'report'}).first()
-    expect(row.created_at.getTime()).toBeGreaterThan(old.getTime())
+    const result = await completeOne(db.knex, world.ti('etl').id)
+    expect(result.queued).toBe(0)
+    const rows = await db.knex('asset_dag_run_queue').where({asset_id: asset.id, target_dag_id: 'report'})
+    expect(rows.map((row: {created_at: Date}) => row.created_at.getTime())).toEqual([old.getTime()])
   })
 
   it('an event through a declared alias: a separate event, the missing asset created (asset row only, as Airflow), link rows, alias consumers queued', async () => {

@@ -21,8 +21,24 @@ function recorder(): {ex: Executor; sql: string[]; statements: Statement[]} {
   return {ex, sql, statements}
 }
 
-const before34 = {eventPartitionKey: false, partitionedTimetables: false, queueShape: 'per_asset', multiTeam: false, inletReferences: false} as const
-const from34 = {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_event', multiTeam: false, inletReferences: true} as const
+const before34 = {
+  eventPartitionKey: false,
+  partitionedTimetables: false,
+  queueShape: 'per_asset',
+  multiTeam: false,
+  inletReferences: false,
+  queueConflict: 'keep_first',
+  referenceConsumersUnfiltered: true,
+} as const
+const from34 = {
+  eventPartitionKey: true,
+  partitionedTimetables: true,
+  queueShape: 'per_event',
+  multiTeam: false,
+  inletReferences: true,
+  queueConflict: 'keep_first',
+  referenceConsumersUnfiltered: false,
+} as const
 
 describe('SQL shape', () => {
   it('the lock is FOR UPDATE by id only, never filtered on state, and runs prepared', async () => {
@@ -34,13 +50,15 @@ describe('SQL shape', () => {
     expect(statements[0]!.name).toMatch(/^airlock_lock_ti_/)
   })
 
-  it('queue rows are inserted in key order, upserted before 3.4 and plain-inserted from 3.4', async () => {
+  it('queue rows are inserted in key order, ON CONFLICT DO NOTHING before 3.4 and plain-inserted from 3.4', async () => {
     const events = [{eventId: 2, assetId: 9, aliasId: null}]
     const before = recorder()
     await postgresStore(before34).queueConsumers(before.ex, events, null)
     expect(before.sql[0]).toContain('order by asset_id, dag_id')
-    expect(before.sql[0]).toContain('on conflict (asset_id, target_dag_id) do update set created_at = greatest(')
-    expect(before.sql[0]).toContain('not coalesce(d.is_paused, false)')
+    // Airflow 3.0's _postgres_queue_dagruns: ON CONFLICT DO NOTHING, the first created_at is kept.
+    expect(before.sql[0]).toContain('on conflict (asset_id, target_dag_id) do nothing')
+    // Paused or stale DAGs are skipped for id and alias references; 3.0 queues name/uri ones unfiltered.
+    expect(before.sql[0]).toContain("where not (reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false)))")
 
     const after = recorder()
     await postgresStore(from34).queueConsumers(after.ex, events, null)

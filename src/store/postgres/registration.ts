@@ -135,8 +135,14 @@ export function insertAliasEventLinks() {
  * runs come from Airflow's partition mappers, which run only inside Airflow) and every consumer
  * of an event that carries a partition key.
  */
-export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables'>) {
+export function queueConsumers(
+  capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'queueConflict' | 'referenceConsumersUnfiltered'>,
+) {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
+  const onConflict =
+    capabilities.queueConflict === 'keep_first'
+      ? 'on conflict (asset_id, target_dag_id) do nothing'
+      : 'on conflict (asset_id, target_dag_id) do update set created_at = greatest(adrq.created_at, excluded.created_at)'
   const insert =
     capabilities.queueShape === 'per_event'
       ? `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at, asset_event_id)
@@ -148,26 +154,31 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
        select asset_id, dag_id, clock_timestamp()
          from (select distinct asset_id, dag_id from consumer where queue) as q
         order by asset_id, dag_id
-       on conflict (asset_id, target_dag_id) do update set created_at = greatest(adrq.created_at, excluded.created_at)
+       ${onConflict}
        returning asset_id, target_dag_id`
+  // Which consumers a paused or stale DAG is skipped for: id and alias references always; name
+  // and uri references from 3.1 (3.0 selects those DAGs unfiltered).
+  const skipped = capabilities.referenceConsumersUnfiltered
+    ? `reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false))`
+    : `coalesce(d.is_paused, false) or coalesce(d.is_stale, false)`
   const queue = prepared(
-    `queue_${capabilities.queueShape}`,
+    `queue_${capabilities.queueShape}_${capabilities.queueConflict}_${capabilities.referenceConsumersUnfiltered ? 'all_refs' : 'active_refs'}`,
     `with ev as (
        select * from unnest($1::int[], $2::int[], $3::int[]) as e(event_id, asset_id, alias_id)
      ), reference as (
-       select ev.event_id, ev.asset_id, r.dag_id from ev join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+       select ev.event_id, ev.asset_id, r.dag_id, 'id' as kind from ev join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
        union
-       select ev.event_id, ev.asset_id, r.dag_id from ev join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+       select ev.event_id, ev.asset_id, r.dag_id, 'alias' from ev join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
        union
-       select ev.event_id, ev.asset_id, r.dag_id from ev join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+       select ev.event_id, ev.asset_id, r.dag_id, 'name' from ev join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
        union
-       select ev.event_id, ev.asset_id, r.dag_id from ev join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+       select ev.event_id, ev.asset_id, r.dag_id, 'uri' from ev join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
      ), consumer as (
-       select reference.*, ${partitioned} as partitioned,
+       select distinct reference.event_id, reference.asset_id, reference.dag_id, ${partitioned} as partitioned,
               ($4::boolean and not ${partitioned}) as queue
          from reference
          join dag d on d.dag_id = reference.dag_id
-        where not coalesce(d.is_paused, false) and not coalesce(d.is_stale, false)
+        where not (${skipped})
      ), queued as (
        ${insert}
      )
