@@ -20,7 +20,9 @@ everything back. The row lock is held only for the state update.
 
 Outcomes per task instance: completed; already_success (nothing written); conflict (it was in
 another state: nothing written, previous_state says which); inactive_outlet (--strict-outlets
-only: an outlet asset is not active, as Airflow would fail the task); not_found; failed (after
+only: an outlet asset is not active, as Airflow would fail the task); unsupported_consumer (a
+consumer DAG has a partitioned timetable, which only Airflow can queue; nothing written unless
+--allow-unqueued-consumers); not_found; failed (after
 retries on deadlock, serialization failure or lock timeout). A task instance retried since it was
 named (Airflow 3 gives each try a new id) is found by its key: the current try is reported.
 
@@ -64,6 +66,12 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
         'Refuse a task instance whose declared outlet asset is not active (outcome inactive_outlet, nothing written), as Airflow would fail it; by default that event is skipped with a warning.',
       helpGroup: 'WRITING',
     }),
+    'allow-unqueued-consumers': Flags.boolean({
+      default: false,
+      description:
+        'Complete a task instance even when a consumer DAG has a partitioned timetable (Airflow 3.2+): that DAG is not queued (airlock cannot run its partition mapper) and a warning says so. By default such a task instance is rolled back (outcome unsupported_consumer).',
+      helpGroup: 'WRITING',
+    }),
     'no-events': Flags.boolean({
       default: false,
       description: 'Only the state and the audit row: no asset events, no queued runs.',
@@ -84,6 +92,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       fromStates: flags['from-state'] as TaskInstanceState[],
       emitEvents: !flags['no-events'],
       strictOutlets: flags['strict-outlets'],
+      allowUnqueuedConsumers: flags['allow-unqueued-consumers'],
       defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
       endDate: flags['end-date'] ? parseTimestamp(flags['end-date'], '--end-date') : null,
       ...timeoutsFromFlags(flags),

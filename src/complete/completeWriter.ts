@@ -13,6 +13,8 @@ export type CompleteOutcome =
   | {outcome: 'conflict'; previousState: StoredState}
   /** --strict-outlets: a declared outlet asset is not active, as Airflow would fail the task instance. */
   | {outcome: 'inactive_outlet'; detail: string}
+  /** A consumer is partition-aware: Airflow queues it through its partition mapper, which airlock cannot run. */
+  | {outcome: 'unsupported_consumer'; detail: string}
 
 /** Every outcome of a complete item and the exit code it maps to (the worst of a run wins). */
 export const completeOutcomes = {
@@ -20,6 +22,7 @@ export const completeOutcomes = {
   already_success: ExitCode.ok,
   conflict: ExitCode.conflict,
   inactive_outlet: ExitCode.conflict,
+  unsupported_consumer: ExitCode.conflict,
   not_found: ExitCode.notFound,
   failed: ExitCode.partialFailure,
 } as const
@@ -34,6 +37,11 @@ export interface CompleteSettings {
    * event is skipped with a warning.
    */
   strictOutlets?: boolean
+  /**
+   * Complete even when a consumer has a partitioned timetable (it is then not queued, with a
+   * warning); by default such a task instance is rolled back (unsupported_consumer).
+   */
+  allowUnqueuedConsumers?: boolean
   /** JSON text of the extra for events without one of their own. */
   defaultExtra: string
   endDate: Date | null
@@ -83,6 +91,15 @@ export function completeWriter(
       const emitted = await emitOutletEvents(store, tx, ti, {outletEvents: input.outletEvents, defaultExtra: settings.defaultExtra})
       const {logId} = await store.insertLogRow(tx, ti, 'success', auditExtra(ti.state, emitted.events.length))
       return {...(await queueEventConsumers(store, tx, ti, emitted)), logId}
+    },
+    decideAfterRegistering(registration) {
+      if (settings.allowUnqueuedConsumers) return undefined
+      const partitioned = [...new Set(registration.consumers.filter((c) => c.kind === 'partitioned_consumer').map((c) => c.dagId))].sort()
+      if (partitioned.length === 0) return undefined
+      return {
+        outcome: 'unsupported_consumer',
+        detail: `consumer DAGs with a partitioned timetable: ${partitioned.join(', ')}; Airflow queues them through their partition mapper (asset_partition_dag_run, partitioned_asset_key_log), which airlock cannot run; --allow-unqueued-consumers completes without queueing them`,
+      }
     },
     decideUnderLock: (_tx, lockedState) => Promise.resolve(decide(lockedState)),
     async apply(tx, ti, registration) {

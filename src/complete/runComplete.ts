@@ -14,6 +14,7 @@ export interface CompleteRun {
   fromStates: readonly TaskInstanceState[]
   emitEvents: boolean
   strictOutlets?: boolean
+  allowUnqueuedConsumers?: boolean
   defaultExtra: string
   endDate: Date | null
   concurrency: number
@@ -32,6 +33,7 @@ export async function runComplete(airflow: AirflowDatabase, run: CompleteRun): P
     fromStates: run.fromStates,
     emitEvents: run.emitEvents,
     strictOutlets: run.strictOutlets,
+    allowUnqueuedConsumers: run.allowUnqueuedConsumers,
     defaultExtra: run.defaultExtra,
     endDate: run.endDate,
     airlockVersion: run.airlockVersion,

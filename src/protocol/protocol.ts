@@ -30,8 +30,11 @@ export interface Writer<O extends {outcome: string}, Input, Registration, Receip
   decideBeforeRegistering(ti: TaskInstanceContext): O | undefined
   /** Step 2. */
   register(tx: Executor, ti: TaskInstanceContext, input: Input): Promise<Registration>
-  /** After step 2: an outcome when registration found nothing to do (then no lock is taken). */
-  nothingToDo?(registration: Registration): O | undefined
+  /**
+   * After step 2: an outcome to roll back with before any lock is taken (registration found
+   * nothing to do, or wrote something the writer must not commit).
+   */
+  decideAfterRegistering?(registration: Registration): O | undefined
   /** Step 4: 'commit' to apply, or the outcome to roll back with. Decides on the LOCKED state only. */
   decideUnderLock(tx: Executor, lockedState: StoredState, ti: TaskInstanceContext, registration: Registration): Promise<'commit' | O>
   /** Step 4, commit branch: the state change; returns what proves it committed. */
@@ -137,8 +140,8 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
         await register(tx, ti)
       } else {
         await register(tx, ti)
-        const idle = writer.nothingToDo?.(registration as Registration)
-        if (idle) return {rollback: idle}
+        const refused = writer.decideAfterRegistering?.(registration as Registration)
+        if (refused) return {rollback: refused}
         locked = await lock(tx, ti)
       }
 

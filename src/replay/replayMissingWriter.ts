@@ -66,7 +66,7 @@ export function replayMissingWriter(
       const registration = await queueEventConsumers(store, tx, ti, {events, aliasesOfEvent: new Map(), warnings: []})
       return {...registration, missing, logId}
     },
-    nothingToDo: (registration) => (registration.missing.length === 0 ? {outcome: 'nothing_missing'} : undefined),
+    decideAfterRegistering: (registration) => (registration.missing.length === 0 ? {outcome: 'nothing_missing'} : undefined),
     async decideUnderLock(tx, lockedState, ti, registration) {
       if (lockedState !== 'success') return changed(lockedState)
       const stillMissing = await store.readMissingOutlets(

@@ -47,6 +47,7 @@ describe('airlock complete', () => {
       already_success: 1,
       conflict: 1,
       inactive_outlet: 0,
+      unsupported_consumer: 0,
       not_found: 0,
       failed: 0,
       events_created: 1,

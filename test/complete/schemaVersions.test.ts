@@ -2,7 +2,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {completeOne} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {countRows, eventsOf, scenario} from '../support/scenario.js'
+import {countRows, eventsOf, scenario, writeFootprint} from '../support/scenario.js'
 
 describe('complete on Airflow 3.2 (partitions)', () => {
   let db: TestDatabase
@@ -39,14 +39,28 @@ describe('complete on Airflow 3.2 (partitions)', () => {
     expect(result.warnings.join()).toMatch(/partition key region=eu/)
   })
 
-  it('a partition-aware consumer is refused with a warning, the others are queued', async () => {
+  it('a partition-aware consumer: the task instance is rolled back (unsupported_consumer, naming the DAG), nothing written', async () => {
     const world = await scenario(db.knex)
       .producer('etl', {outlets: 1})
       .consumer('hourly', {on: ['etl']})
       .consumer('daily', {on: ['etl']})
       .build()
     await db.knex('dag').where({dag_id: 'hourly'}).update({timetable_partitioned: true})
+    const before = await writeFootprint(db.knex)
     const result = await completeOne(db.knex, world.ti('etl').id)
+    expect(result.result).toEqual({outcome: 'unsupported_consumer', detail: expect.stringContaining('hourly') as string})
+    expect(await writeFootprint(db.knex)).toEqual(before)
+  })
+
+  it('--allow-unqueued-consumers: completes, queues the others, and warns about the partition-aware one', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1})
+      .consumer('hourly', {on: ['etl']})
+      .consumer('daily', {on: ['etl']})
+      .build()
+    await db.knex('dag').where({dag_id: 'hourly'}).update({timetable_partitioned: true})
+    const result = await completeOne(db.knex, world.ti('etl').id, {allowUnqueuedConsumers: true})
+    expect(result.result).toEqual({outcome: 'completed'})
     const queued = await db.knex('asset_dag_run_queue').where({asset_id: world.asset('etl.produce.out_1').id})
     expect(queued.map((q) => q.target_dag_id)).toEqual(['daily'])
     expect(result.warnings.join()).toMatch(/partitioned timetable.*hourly/)

@@ -28,6 +28,7 @@ describe('Tally', () => {
       already_success: 1,
       conflict: 0,
       inactive_outlet: 0,
+      unsupported_consumer: 0,
       not_found: 0,
       failed: 0,
       events_created: 2,

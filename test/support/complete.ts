@@ -31,6 +31,7 @@ export async function completeOne(
     fromStates: options.fromStates ?? ['running'],
     emitEvents: options.emitEvents ?? true,
     strictOutlets: options.strictOutlets ?? false,
+    allowUnqueuedConsumers: options.allowUnqueuedConsumers ?? false,
     defaultExtra: options.defaultExtra ?? '{}',
     endDate: options.endDate ?? null,
     airlockVersion: 'test',
