@@ -116,6 +116,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
         concurrency: flags.concurrency,
         dryRun: flags['dry-run'],
         airlockVersion: this.config.version,
+        actor: flags.actor,
         shouldStop,
         onItem: (item, tally) => onItem(toItemJson(item), tally),
       }),

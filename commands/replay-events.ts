@@ -96,6 +96,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
         statementTimeoutMs,
         dryRun: flags['dry-run'],
         airlockVersion: this.config.version,
+        actor: flags.actor,
         checkpoint,
         shouldStop,
         onItem,

@@ -50,7 +50,7 @@ export async function fixDuplicateGroups(
             left_consumed: consumed,
           },
         }
-        await store.insertLogRow(tx, noLogSubject, 'airlock.audit-events.fix', JSON.stringify(extra))
+        await store.insertLogRow(tx, {...noLogSubject, owners: identity.os_user}, 'airlock.audit-events.fix', JSON.stringify(extra))
         return {commit: {outcome: 'removed', removed}}
       },
       async wasCommitted(ex, outcome) {

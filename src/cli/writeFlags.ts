@@ -17,6 +17,10 @@ export const writeFlags = {
     helpGroup: 'WRITING',
   }),
   yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', default: false, helpGroup: 'WRITING'}),
+  actor: Flags.string({
+    description: "Who is acting, recorded as the owner of the rows airlock writes to Airflow's audit log (default: the OS user).",
+    helpGroup: 'WRITING',
+  }),
   ndjson: Flags.boolean({
     description: 'Stream one JSON line per item ({"type":"item",…}), then {"type":"summary",…}.',
     exclusive: ['json'],

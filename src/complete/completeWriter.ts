@@ -46,6 +46,8 @@ export interface CompleteSettings {
   defaultExtra: string
   endDate: Date | null
   airlockVersion: string
+  /** Who marks it success, for the audit row's `owner` (--actor; default: the OS user). */
+  actor?: string | undefined
 }
 
 type CompleteRegistration = Registration & {logId: number}
@@ -71,6 +73,9 @@ export function completeWriter(
   }
 
   const {host_name, os_user} = auditIdentity()
+  // The audit row says who acted, as the rows Airflow writes for an operator's action name that
+  // user: the operator, not the DAG's owners.
+  const owner = settings.actor ?? os_user
   // Airflow's audit log shows this row: say who did it, from where, and how.
   const auditExtra = (previousState: StoredState, events: number) =>
     JSON.stringify({host_name, airlock: {version: settings.airlockVersion, command: 'complete', os_user, previous_state: previousState, events}})
@@ -87,9 +92,10 @@ export function completeWriter(
       return {outcome: 'inactive_outlet', detail: `outlet assets not active: ${inactive.map(describeOutlet).join(', ')}`}
     },
     async register(tx, ti, input) {
-      if (!settings.emitEvents) return {...emptyRegistration(), ...(await store.insertLogRow(tx, ti, 'success', auditExtra(ti.state, 0)))}
+      if (!settings.emitEvents)
+        return {...emptyRegistration(), ...(await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, 0)))}
       const emitted = await emitOutletEvents(store, tx, ti, {outletEvents: input.outletEvents, defaultExtra: settings.defaultExtra})
-      const {logId} = await store.insertLogRow(tx, ti, 'success', auditExtra(ti.state, emitted.events.length))
+      const {logId} = await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, emitted.events.length))
       return {...(await queueEventConsumers(store, tx, ti, emitted)), logId}
     },
     decideAfterRegistering(registration) {

@@ -22,6 +22,7 @@ export interface CompleteRun {
   statementTimeoutMs: number
   dryRun: boolean
   airlockVersion: string
+  actor?: string | undefined
   order?: ProtocolOptions['order']
   shouldStop: () => boolean
   onItem: (item: ItemResult<CompleteOutcome>, tally: Tally<CompleteOutcomeName>) => void
@@ -37,6 +38,7 @@ export async function runComplete(airflow: AirflowDatabase, run: CompleteRun): P
     defaultExtra: run.defaultExtra,
     endDate: run.endDate,
     airlockVersion: run.airlockVersion,
+    actor: run.actor,
   })
   const options: ProtocolOptions = {
     lockTimeoutMs: run.lockTimeoutMs,

@@ -28,6 +28,8 @@ export interface EventReplaySettings {
   statementTimeoutMs: number
   dryRun: boolean
   airlockVersion: string
+  /** Who replays, for the audit row's `owner` (--actor; default: the OS user). */
+  actor?: string | undefined
 }
 
 /** An event that could not be emitted here (its id does not exist, its asset is unknown). */
@@ -99,7 +101,7 @@ export async function reemitEvent(
           mapIndex: source?.mapIndex ?? null,
           tryNumber: null,
           logicalDate: spec.logicalDate,
-          owners: spec.owners,
+          owners: settings.actor ?? identity.os_user,
         },
         replayLogEvent,
         JSON.stringify(extra),

@@ -14,6 +14,8 @@ export interface ReplaySettings {
   /** JSON text of the extra of replayed events. Provenance goes to the log row, not here: consumers read extras. */
   defaultExtra: string
   airlockVersion: string
+  /** Who replays, for the audit row's `owner` (--actor; default: the OS user). */
+  actor?: string | undefined
 }
 
 type ReplayRegistration = Registration & {missing: number[]; logId: number | null}
@@ -62,7 +64,7 @@ export function replayMissingWriter(
           event_ids: events.map((e) => e.eventId),
         },
       }
-      const {logId} = await store.insertLogRow(tx, ti, replayLogEvent, JSON.stringify(extra))
+      const {logId} = await store.insertLogRow(tx, {...ti, owners: settings.actor ?? identity.os_user}, replayLogEvent, JSON.stringify(extra))
       const registration = await queueEventConsumers(store, tx, ti, {events, aliasesOfEvent: new Map(), warnings: []})
       return {...registration, missing, logId}
     },

@@ -54,6 +54,7 @@ export interface ReplayRun {
   statementTimeoutMs: number
   dryRun: boolean
   airlockVersion: string
+  actor?: string | undefined
   checkpoint: Checkpoint
   shouldStop: () => boolean
   onItem: (item: ItemJson | EventItemJson, tally: Tally<ReplayOutcomeName>) => void
@@ -90,7 +91,7 @@ export async function runReplay(airflow: AirflowDatabase, run: ReplayRun): Promi
   }
 
   if (mode.kind === 'missing') {
-    const writer = replayMissingWriter(airflow.store, {defaultExtra: run.defaultExtra, airlockVersion: run.airlockVersion})
+    const writer = replayMissingWriter(airflow.store, {defaultExtra: run.defaultExtra, airlockVersion: run.airlockVersion, actor: run.actor})
     const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
     if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return {tally, interrupted: false}
     const source = await openItemSource(airflow, selection)
@@ -123,6 +124,7 @@ export async function runReplay(airflow: AirflowDatabase, run: ReplayRun): Promi
     statementTimeoutMs: run.statementTimeoutMs,
     dryRun: run.dryRun,
     airlockVersion: run.airlockVersion,
+    actor: run.actor,
   } as const
   const numbered = withSequence(works, (work) => work.cursor, checkpoint)
   const {interrupted} = await runBatch(

@@ -1,3 +1,5 @@
+import os from 'node:os'
+
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {completeOne} from '../support/complete.js'
@@ -48,7 +50,8 @@ describe('complete on Airflow 3.0', () => {
       run_id: before.run_id,
       map_index: -1,
       try_number: 1,
-      owner: 'analytics',
+      // Who acted (the OS user here), not the DAG's owners ('analytics').
+      owner: os.userInfo().username,
       logical_date: world.run('etl').logical_date,
     })
     const extra = JSON.parse(logs[0].extra as string)
@@ -99,6 +102,13 @@ describe('complete on Airflow 3.0', () => {
     expect(result.events).toBe(1)
     expect((await eventsOf(db.knex, target)).map((e) => e.asset_name)).toEqual(['etl.produce.out_1'])
     expect(result.warnings.join()).toContain('etl.produce.out_2')
+  })
+
+  it('--actor names the operator as the owner of the audit row', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 1, owner: 'analytics'}).build()
+    await completeOne(db.knex, world.ti('etl').id, {actor: 'oncall-alice'})
+    const logs = await db.knex('log').where({dag_id: 'etl', event: 'success'})
+    expect(logs.map((l: {owner: string}) => l.owner)).toEqual(['oncall-alice'])
   })
 
   it('--strict-outlets refuses a task instance with an inactive outlet asset, as Airflow would fail it: nothing written', async () => {

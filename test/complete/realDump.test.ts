@@ -1,3 +1,5 @@
+import os from 'node:os'
+
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {envelope, runCli} from '../support/cli.js'
@@ -91,7 +93,7 @@ describe.skipIf(!haveDump)('complete on the restored Airflow 3.0.0 dump', () => 
       map_index: -1,
       try_number: 1,
       event: 'success',
-      owner: 'alice',
+      owner: os.userInfo().username,
     })
     expect(log.logical_date.toISOString()).toBe('2026-12-01T00:00:00.000Z')
     expect(JSON.parse(log.extra)).toMatchObject({host_name: expect.any(String), airlock: {command: 'complete'}})

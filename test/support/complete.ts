@@ -35,6 +35,7 @@ export async function completeOne(
     defaultExtra: options.defaultExtra ?? '{}',
     endDate: options.endDate ?? null,
     airlockVersion: 'test',
+    actor: options.actor,
   })
   return runProtocol(airflow, typeof ref === 'string' ? {tiId: ref} : ref, {outletEvents: options.outletEvents ?? []}, writer, {
     lockTimeoutMs: options.lockTimeoutMs ?? 5000,
