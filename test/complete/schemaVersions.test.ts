@@ -39,13 +39,19 @@ describe('complete on Airflow 3.2 (partitions)', () => {
     expect(result.warnings.join()).toMatch(/partition key region=eu/)
   })
 
-  it('a partition-aware consumer: the task instance is rolled back (unsupported_consumer, naming the DAG), nothing written', async () => {
+  /** etl.produce with one outlet, consumed by `daily` and by `hourly`, whose timetable is partitioned. */
+  const partitionedConsumerWorld = async () => {
     const world = await scenario(db.knex)
       .producer('etl', {outlets: 1})
       .consumer('hourly', {on: ['etl']})
       .consumer('daily', {on: ['etl']})
       .build()
     await db.knex('dag').where({dag_id: 'hourly'}).update({timetable_partitioned: true})
+    return world
+  }
+
+  it('a partition-aware consumer: the task instance is rolled back (unsupported_consumer, naming the DAG), nothing written', async () => {
+    const world = await partitionedConsumerWorld()
     const before = await writeFootprint(db.knex)
     const result = await completeOne(db.knex, world.ti('etl').id)
     expect(result.result).toEqual({outcome: 'unsupported_consumer', detail: expect.stringContaining('hourly') as string})
@@ -53,12 +59,7 @@ describe('complete on Airflow 3.2 (partitions)', () => {
   })
 
   it('--allow-unqueued-consumers: completes, queues the others, and warns about the partition-aware one', async () => {
-    const world = await scenario(db.knex)
-      .producer('etl', {outlets: 1})
-      .consumer('hourly', {on: ['etl']})
-      .consumer('daily', {on: ['etl']})
-      .build()
-    await db.knex('dag').where({dag_id: 'hourly'}).update({timetable_partitioned: true})
+    const world = await partitionedConsumerWorld()
     const result = await completeOne(db.knex, world.ti('etl').id, {allowUnqueuedConsumers: true})
     expect(result.result).toEqual({outcome: 'completed'})
     const queued = await db.knex('asset_dag_run_queue').where({asset_id: world.asset('etl.produce.out_1').id})
