@@ -10,11 +10,12 @@ import {parseDuration} from '../src/cli/parseInput.js'
 import {findingCsvHeader, findingCsvRow, renderEventAudit, type EventAuditReport} from '../src/cli/renderEventAudit.js'
 import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
+import {prose} from '../src/cli/prose.js'
 
 export default class AuditEvents extends AirlockCommand<EventAuditReport> {
   static override summary =
     'Classify duplicate and orphaned asset events, and successful tasks missing theirs; optional guarded repair of duplicates.'
-  static override description = `Every event gets exactly one class, with its evidence: external (no source task: never a finding),
+  static override description = prose(`Every event gets exactly one class, with its evidence: external (no source task: never a finding),
 orphan_missing_ti, orphan_not_success, superseded_by_rerun (an earlier successful try's events:
 legitimate), duplicate (beyond the first of a group with the same asset, source, extra and
 partition key within --duplicate-window), ok. Also missing_events (a successful task instance
@@ -22,7 +23,7 @@ whose active outlets have no event since its last start: the report names the re
 command) and queue_orphan (queue rows or alias links pointing at something gone).
 
 --fix removes duplicate extras that no dag run consumed, one transaction per group, recorded in
-Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or a confirmation).`
+Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or a confirmation).`)
 
   static override examples = [
     '<%= config.bin %> audit-events --since 2026-11-01 --fail-on duplicate --fail-on missing_events',

@@ -8,10 +8,11 @@ import {parseDuration} from '../src/cli/parseInput.js'
 import {lockAuditCsv, renderLockAudit} from '../src/cli/renderLockAudit.js'
 import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
+import {prose} from '../src/cli/prose.js'
 
 export default class AuditLocks extends AirlockCommand<LockAudit> {
   static override summary = 'Who holds, who waits, on which task instance: a live report of lock waits around task_instance and the asset tables.'
-  static override description = `Samples pg_stat_activity, pg_locks and pg_blocking_pids and reports one tree per root blocker
+  static override description = prose(`Samples pg_stat_activity, pg_locks and pg_blocking_pids and reports one tree per root blocker
 (wait times, transaction ages, queries, how many sessions each blocks), which task instance each
 wait is about (exact from airlock's application_name tag, else a best guess from the waiter's
 tuple lock), waits on queue and event inserts as their own category, sessions idle in a
@@ -19,7 +20,7 @@ transaction that hold task_instance row locks, and the timeout settings. Needs o
 
 Severities: warning when a wait exceeds --warn-wait or a root blocks --warn-blocked sessions;
 critical when a wait exceeds --crit-wait, a root is idle in a transaction, or an idle holder of
-task_instance locks is older than --crit-idle. --fail-on makes such findings exit 6.`
+task_instance locks is older than --crit-idle. --fail-on makes such findings exit 6.`)
 
   static override examples = [
     '<%= config.bin %> audit-locks --database-url postgresql://monitor@db/airflow',

@@ -11,15 +11,16 @@ import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {parseIntegerList} from '../src/cli/parseInput.js'
 import {passwordOf, toDatabaseUrl} from '../src/connection/url.js'
 import {sandboxHome, sandboxUrl} from '../src/sandbox/sandbox.js'
+import {prose} from '../src/cli/prose.js'
 
 export default class Bench extends AirlockCommand<BenchReport & {written: string[]}> {
   static override summary =
     'Measure how long a completion holds the task_instance row lock: register-first (airlock) against lock-first (the old order) and a raw floor.'
-  static override description = `Runs on scratch databases it creates and drops (on the sandbox unless --database-url names a
+  static override description = prose(`Runs on scratch databases it creates and drops (on the sandbox unless --database-url names a
 server where it may create databases; it refuses a database holding real Airflow data). Both
 orderings run through the same protocol code; the floor is a few lines of raw node-postgres doing
 the same inserts, then FOR UPDATE + UPDATE + COMMIT. Also: completions/s per concurrency, the
-same-task-instance race, and the peak memory of a large backfill. Writes bench/results/.`
+same-task-instance race, and the peak memory of a large backfill. Writes bench/results/.`)
 
   static override examples = [
     '<%= config.bin %> bench',

@@ -10,10 +10,11 @@ import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
 import {runComplete, type CompleteOutcomeName} from '../src/complete/runComplete.js'
 import {toItemJson, type ItemJson} from '../src/report/itemJson.js'
 import {openItemSource} from '../src/selection/itemSource.js'
+import {prose} from '../src/cli/prose.js'
 
 export default class Complete extends AirlockCommand<BatchReport> {
   static override summary = 'Mark task instances SUCCESS together with the asset events they emit.'
-  static override description = `For each selected task instance, in one transaction: read it without a lock, register one asset
+  static override description = prose(`For each selected task instance, in one transaction: read it without a lock, register one asset
 event per active outlet asset (alias events and consumer queue rows included), lock the
 task_instance row, recheck its state, then commit state + events + an audit log row, or roll
 everything back. The row lock is held only for the state update.
@@ -27,7 +28,7 @@ retries on deadlock, serialization failure or lock timeout). A task instance ret
 named (Airflow 3 gives each try a new id) is found by its key: the current try is reported.
 
 Without --yes, more than one task instance needs confirmation on a terminal and is refused
-(exit 2) elsewhere. Airflow's listeners (OpenLineage) and metrics do not see these writes.`
+(exit 2) elsewhere. Airflow's listeners (OpenLineage) and metrics do not see these writes.`)
 
   static override examples = [
     {
@@ -101,8 +102,8 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     const source = await openItemSource(airflow, selection)
     const batch = {
       count: source.count,
-      action: 'mark success',
-      noun: 'task instances',
+      action: 'mark',
+      noun: 'task instances as success',
       label: 'complete',
       doneOutcomes: ['completed', 'already_success'],
       yes: flags.yes,
@@ -124,6 +125,6 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
   }
 
   protected render(report: BatchReport): string {
-    return renderBatch(report, report.summary.dry_run ? 'Would complete' : 'Completed')
+    return renderBatch(report)
   }
 }

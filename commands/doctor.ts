@@ -2,17 +2,18 @@ import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {renderDoctor} from '../src/cli/renderDoctor.js'
 import {runDoctor, type DoctorReport} from '../src/doctor/runDoctor.js'
+import {prose} from '../src/cli/prose.js'
 
 export default class Doctor extends AirlockCommand<DoctorReport> {
   static override summary = 'Check the connection, the Airflow schema, privileges and lock-related settings.'
-  static override description = `Connects (showing which setting supplied the URL, never the password), reads the server version,
+  static override description = prose(`Connects (showing which setting supplied the URL, never the password), reads the server version,
 the Airflow version from the alembic head and the capabilities from the catalog (partition
 columns, DAG-run queue shape, multi-team columns), checks the privileges airlock's writers need,
 and gives advice on lock_timeout, statement_timeout, idle_in_transaction_session_timeout,
 deadlock_timeout and log_lock_waits. Writes nothing.
 
 Exit 0 when airlock supports the database, 7 when it cannot connect or log in, 8 when the database
-is not an Airflow 3 schema airlock supports (the report says what is missing).`
+is not an Airflow 3 schema airlock supports (the report says what is missing).`)
 
   static override examples = [
     '<%= config.bin %> doctor --embedded',

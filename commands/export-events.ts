@@ -9,6 +9,7 @@ import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlag
 import {usageError} from '../src/errors.js'
 import {exportEvents} from '../src/export/exportEvents.js'
 import {createProgress} from '../src/output/progress.js'
+import {prose} from '../src/cli/prose.js'
 
 interface ExportResult {
   exported: number
@@ -19,12 +20,12 @@ interface ExportResult {
 
 export default class ExportEvents extends AirlockCommand<ExportResult> {
   static override summary = 'Write asset events (with their attribution) as NDJSON, e.g. from a restored backup.'
-  static override description = `One JSON object per line: id, asset {name, uri}, extra, source_dag_id / source_run_id /
+  static override description = prose(`One JSON object per line: id, asset {name, uri}, extra, source_dag_id / source_run_id /
 source_task_id / source_map_index, partition_key, timestamp, the aliases it went through, the DAGs
 queued for it (queued_for) and the runs that consumed it (consumed_by). Streamed in keyset pages:
 an export of millions of events runs in flat memory. The usual recovery: restore last night's
 backup into a scratch database, export the incident's window there, then
-airlock replay-events --from-file … --skip-existing against production.`
+airlock replay-events --from-file … --skip-existing against production.`)
 
   static override examples = [
     '<%= config.bin %> export-events --database-url postgresql://airflow@restore/airflow --since 2026-12-01T02:00:00Z --until 2026-12-01T04:00:00Z --output incident.ndjson',
@@ -58,15 +59,20 @@ airlock replay-events --from-file … --skip-existing against production.`
       await finished(file)
     }
 
+    // On stdout the events are the output: the count goes to stderr.
+    if (!file) {
+      this.progress(
+        result.readerClosed
+          ? `the reader closed the output after ${result.exported} events were written to it (as \`| head\` does); the export stopped there`
+          : `exported ${result.exported} events`,
+      )
+    }
+
     return {result: {exported: result.exported, output: flags.output ?? 'stdout', first_id: result.firstId, last_id: result.lastId}}
   }
 
   protected render(result: ExportResult): string {
-    if (result.output === 'stdout') {
-      process.stderr.write(`exported ${result.exported} events\n`)
-      return ''
-    }
-
+    if (result.output === 'stdout') return ''
     return `Exported ${result.exported} events to ${result.output}${result.exported ? ` (ids ${result.first_id}…${result.last_id})` : ''}.`
   }
 }

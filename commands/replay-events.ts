@@ -11,28 +11,30 @@ import {Checkpoint, fingerprintOf} from '../src/replay/checkpoint.js'
 import {countReplay, runReplay, type EventItemJson, type ReplayMode, type ReplayOutcomeName} from '../src/replay/runReplay.js'
 import type {ItemJson} from '../src/report/itemJson.js'
 import {hasFilter} from '../src/selection/itemSource.js'
+import {prose} from '../src/cli/prose.js'
 
 const {'from-file': _tiFile, ...taskSelection} = selectionFlags
 
 export default class ReplayEvents extends AirlockCommand<BatchReport<ItemJson | EventItemJson>> {
   static override summary = 'Re-register asset events lost in an incident: missing ones for successful tasks, by event id, or from an export.'
-  static override description = `Three modes:
+  static override description = prose(`Three modes.
 
-  missing (default)  successful task instances (selection flags; --since/--until on end_date) whose
-                     active declared outlets have no event attributed to them since they started.
-                     Each goes through the same protocol as complete: register the missing events
-                     and queue their consumers, lock the row, recheck that it is still success and
-                     the events still missing (another replayer may have won), commit or roll back.
-                     Outcomes: replayed, nothing_missing, changed.
-  --event-id N       re-emit existing events as new ones (same asset, extra, partition key, source,
-                     aliases) and queue their consumers again, so downstream DAGs run again.
-  --from-file PATH   re-emit the events of an export-events file, matching assets by name and uri
-                     (an unknown asset: that line is reported and skipped, exit 5 at the end);
-                     --skip-existing skips events already present at or after the line's time.
+Missing (the default): successful task instances (selection flags; --since/--until on end_date)
+whose active declared outlets have no event attributed to them since they started. Each goes
+through the same protocol as complete: register the missing events and queue their consumers,
+lock the row, recheck that it is still success and the events still missing (another replayer may
+have won), commit or roll back. Outcomes: replayed, nothing_missing, changed.
+
+--event-id N: re-emit existing events as new ones (same asset, extra, partition key, source,
+aliases) and queue their consumers again, so downstream DAGs run again.
+
+--from-file PATH: re-emit the events of an export-events file, matching assets by name and uri (an
+unknown asset: that line is reported and skipped, exit 5 at the end); --skip-existing skips events
+already present at or after the line's time.
 
 New events always get a fresh UTC timestamp (never backdated). Provenance goes into Airflow's
 audit log (event "airlock.replay-events"), not into the events' extra, which consumers read.
---checkpoint FILE lets an interrupted replay resume where it stopped.`
+--checkpoint FILE lets an interrupted replay resume where it stopped.`)
 
   static override examples = [
     {
@@ -105,11 +107,10 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
   }
 
   protected render(report: BatchReport<ItemJson | EventItemJson>): string {
-    const verb = report.summary.dry_run ? 'Would replay for' : 'Replayed for'
     const events = report.items.filter((item): item is EventItemJson => 'source' in item)
     const tis = report.items.filter((item): item is ItemJson => !('source' in item))
-    if (events.length === 0) return renderBatch({...report, items: tis}, verb)
-    return `${renderEventItems(events)}\n\n${renderBatch({...report, items: []}, verb).replace(/task instances?/, 'items')}`
+    if (events.length === 0) return renderBatch({...report, items: tis})
+    return `${renderEventItems(events)}\n\n${renderBatch({...report, items: []}, 'item')}`
   }
 }
 

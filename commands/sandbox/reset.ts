@@ -4,12 +4,13 @@ import {AirlockCommand, type CommandOutcome} from '../../src/cli/baseCommand.js'
 import {describeSandbox} from '../../src/cli/renderSandbox.js'
 import {fixtureVersions, parseFixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import {resetSandbox, sandboxHome, type ResetResult} from '../../src/sandbox/sandbox.js'
+import {prose} from '../../src/cli/prose.js'
 
 export default class SandboxReset extends AirlockCommand<ResetResult> {
   static override summary = 'Empty the sandbox database and rebuild its Airflow schema.'
-  static override description = `Drops the sandbox's "airflow" database (disconnecting its sessions) and recreates it with the
+  static override description = prose(`Drops the sandbox's "airflow" database (disconnecting its sessions) and recreates it with the
 fixture schema of --airflow-version (default: the version it had). --hard deletes the whole
-PostgreSQL cluster first, for a data directory that no longer starts.`
+PostgreSQL cluster first, for a data directory that no longer starts.`)
 
   static override examples = [
     '<%= config.bin %> sandbox reset',

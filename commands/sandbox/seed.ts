@@ -4,14 +4,15 @@ import {AirlockCommand, type CommandOutcome} from '../../src/cli/baseCommand.js'
 import {renderKeyValues} from '../../src/output/table.js'
 import {sandboxHome, seedSandbox, type SeedSandboxResult} from '../../src/sandbox/sandbox.js'
 import {defaultSeed} from '../../src/fixtures/seed.js'
+import {prose} from '../../src/cli/prose.js'
 
 export default class SandboxSeed extends AirlockCommand<SeedSandboxResult> {
   static override summary = 'Fill the sandbox with an Airflow-shaped world: DAGs, runs, running task instances, assets, consumers.'
-  static override description = `Producer DAGs etl_NNN (owners, --runs running dag runs each, --tasks task instances per run,
+  static override description = prose(`Producer DAGs etl_NNN (owners, --runs running dag runs each, --tasks task instances per run,
 --outlets active outlet assets per task, one of them inactive) and consumer DAGs report_NNN
 scheduled on those assets by id, name, uri and through the alias lake.daily_alias; the last
 consumer is paused. In etl_001's first run task_2 is already success and task_3 up_for_retry,
-so airlock complete shows every outcome. Set-based inserts: 100 000 task instances take seconds.`
+so airlock complete shows every outcome. Set-based inserts: 100 000 task instances take seconds.`)
 
   static override examples = [
     '<%= config.bin %> sandbox seed',

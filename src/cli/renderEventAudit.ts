@@ -34,6 +34,9 @@ export function renderEventAudit(report: EventAuditReport): string {
   }
 
   if (report.omitted) parts.push(`… ${report.omitted} more findings (--json, --ndjson or --format csv list them all)`)
+  if (report.findings.some((f) => f.suggestion?.startsWith('airlock '))) {
+    parts.push('Run the commands under "next" with the same connection flags as this audit (--database-url, --env or --embedded).')
+  }
   if (report.fix) {
     const f = report.fix
     parts.push(

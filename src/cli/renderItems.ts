@@ -33,7 +33,8 @@ export function renderEventItems(
   )
 }
 
-export function renderBatch(report: BatchReport, verb: string): string {
+/** The table of items and the run's summary line (`N task instances selected: 6 completed, 1 conflict; …`). */
+export function renderBatch(report: BatchReport, noun = 'task instance'): string {
   // Finish order is noise for a reader: list by task instance.
   const rows = report.items
     .map((item) => [
@@ -55,7 +56,7 @@ export function renderBatch(report: BatchReport, verb: string): string {
     .filter(([key, value]) => typeof value === 'number' && !['selected', 'events_created', 'runs_queued'].includes(key) && value > 0)
     .map(([key, value]) => `${value} ${key.replaceAll('_', ' ')}`)
   parts.push(
-    `${s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${verb} ${s.selected} task instance${s.selected === 1 ? '' : 's'}: ` +
+    `${s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${s.selected} ${noun}${s.selected === 1 ? '' : 's'} selected: ` +
       `${counts.join(', ') || 'nothing to do'}; ${s.events_created} events, ${s.runs_queued} queue rows.` +
       (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
   )

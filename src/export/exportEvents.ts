@@ -15,7 +15,7 @@ export async function exportEvents(
   filter: EventFilter,
   out: Writable,
   onPage: (exported: number) => void = () => undefined,
-): Promise<{exported: number; firstId: number | null; lastId: number | null}> {
+): Promise<{exported: number; firstId: number | null; lastId: number | null; readerClosed: boolean}> {
   // A reader that went away (`| head`) ends the export quietly, as Unix tools do on SIGPIPE; any
   // other write error (a full disk) stops it and is reported.
   const output: {closed: boolean; failed?: Error} = {closed: false}
@@ -30,17 +30,15 @@ export async function exportEvents(
     const page = await airflow.store.readEventPage(airflow.db.executor, {...filter, afterId, limit: exportPageSize})
     for (const line of page) {
       if (output.failed) throw new Error(`writing the export failed: ${output.failed.message}`)
-      if (output.closed) return {exported, firstId, lastId: afterId || null}
+      // The reader went away: report what was handed to it, line by line, not by page.
+      if (output.closed) return {exported, firstId, lastId: exported > 0 ? afterId : null, readerClosed: true}
       if (!out.write(JSON.stringify(line) + '\n')) await Promise.race([once(out, 'drain'), once(out, 'error')]).catch(() => undefined)
+      exported++
+      firstId ??= line.id
+      afterId = line.id!
     }
 
-    exported += page.length
-    if (page.length > 0) {
-      firstId ??= page[0]!.id
-      afterId = page.at(-1)!.id!
-      onPage(exported)
-    }
-
-    if (page.length < exportPageSize) return {exported, firstId, lastId: page.length > 0 ? afterId : exported > 0 ? afterId : null}
+    if (page.length > 0) onPage(exported)
+    if (page.length < exportPageSize) return {exported, firstId, lastId: exported > 0 ? afterId : null, readerClosed: false}
   }
 }
