@@ -4,6 +4,7 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 
 import {redact} from '../connection/url.js'
 import type {Database, OpenOptions} from '../engine/engine.js'
+import {classifyDatabaseError} from '../engine/engines.js'
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import type {Tally} from '../report/tally.js'
@@ -242,6 +243,23 @@ export abstract class AirlockCommand<R> extends Command {
     }
 
     const message = error instanceof Error ? error.message : String(error)
+    // The network or the server, not airlock: a connection lost or refused in the middle of a run.
+    const {kind, code} = classifyDatabaseError(error)
+    if (kind === 'unreachable' || kind === 'login') {
+      return {
+        status: ExitCode.unreachable,
+        error: {
+          name: 'AirlockError',
+          code: 'DATABASE_UNREACHABLE',
+          message: this.scrub(`The database connection failed during the run${code ? ` (${code})` : ''}: ${message}`),
+          actions: [
+            'Items finished before the failure are in the database; running the same command again is safe.',
+            'airlock doctor checks the connection.',
+          ],
+        },
+      }
+    }
+
     return {
       status: ExitCode.internal,
       error: {

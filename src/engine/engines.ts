@@ -1,6 +1,14 @@
 import {unsupportedSchemaError, usageError} from '../errors.js'
-import type {Engine} from './engine.js'
+import type {ClassifiedError, Engine} from './engine.js'
 import {postgresEngine} from './postgres/postgresEngine.js'
+
+/**
+ * How the engines read a failure that reached the command without an AirlockError (a connection
+ * lost in the middle of a run): by error code, never by message text.
+ */
+export function classifyDatabaseError(error: unknown): ClassifiedError {
+  return postgresEngine.classify(error)
+}
 
 /**
  * The engine for a database URL, by its scheme. Adding an engine is one folder beside

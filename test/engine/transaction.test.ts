@@ -2,7 +2,7 @@ import type {Knex} from 'knex'
 import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
 
 import type {Database} from '../../src/engine/engine.js'
-import {engineFor} from '../../src/engine/engines.js'
+import {classifyDatabaseError, engineFor} from '../../src/engine/engines.js'
 import {postgresEngine} from '../../src/engine/postgres/postgresEngine.js'
 import {runTransaction} from '../../src/engine/transaction.js'
 import {AirlockError} from '../../src/errors.js'
@@ -189,5 +189,12 @@ describe('engineFor: the engine seam', () => {
 
   it('any other scheme is a usage error', () => {
     expect(() => engineFor('sqlite:////tmp/x.db')).toThrow(expect.objectContaining({exit: 2}) as Error)
+  })
+
+  it('classifies failures by code: a reset connection and a refused login are the network and the server, not a bug', () => {
+    expect(classifyDatabaseError(Object.assign(new Error('read ECONNRESET'), {code: 'ECONNRESET'}))).toEqual({kind: 'unreachable', code: null})
+    expect(classifyDatabaseError(Object.assign(new Error('password authentication failed'), {code: '28P01'}))).toEqual({kind: 'login', code: '28P01'})
+    expect(classifyDatabaseError(Object.assign(new Error('deadlock detected'), {code: '40P01'}))).toEqual({kind: 'retryable', code: '40P01'})
+    expect(classifyDatabaseError(new Error('a bug'))).toEqual({kind: 'other', code: null})
   })
 })
