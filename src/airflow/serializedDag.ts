@@ -3,7 +3,8 @@ import {inflateSync} from 'node:zlib'
 /**
  * A task's declared outlets as the DAG processor serialized them, per task id. Operators'
  * fields go through `BaseSerialization.serialize`
- * (airflow-core/src/airflow/serialization/serialized_objects.py): an asset becomes
+ * (airflow-core/src/airflow/serialization/serialized_objects.py, the same encoding in the 3.x code
+ * read, which includes the 3.0 line): an asset becomes
  * `{"__type": "asset", "__var": {name, uri, group, extra}}`, `Asset.ref(name=…)` /
  * `Asset.ref(uri=…)` become `{"__type": "asset_ref", "__var": {"name": …}}` / `{… {"uri": …}}`,
  * an alias `{"__type": "asset_alias", "__var": {name, group}}`. Tasks sit in `dag.tasks` as

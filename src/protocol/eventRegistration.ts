@@ -27,7 +27,8 @@ export class OutletEventRefused extends Error {}
 
 /**
  * Protocol step 2, first half, as Airflow's success path does it
- * (`TaskInstance.register_asset_changes_in_db`, airflow-core/src/airflow/models/taskinstance.py):
+ * (`TaskInstance.register_asset_changes_in_db`, airflow-core/src/airflow/models/taskinstance.py,
+ * Airflow 3.x as read at main; not yet checked tag by tag):
  *
  * - one event per declared outlet that resolves to an ACTIVE asset: an asset by (name, uri), each
  *   `Asset.ref` by name or uri, so an asset declared both ways gets two events, as there (inactive

@@ -4,7 +4,7 @@ import type {LogSubject} from '../airflowStore.js'
 
 /**
  * One row of Airflow's `log` table (the audit log its UI shows), with the columns Airflow's own
- * `Log` model fills (airflow-core/src/airflow/models/log.py): dag, task, run, map index, try
+ * `Log` model fills (airflow-core/src/airflow/models/log.py, Airflow 3.0 and later): dag, task, run, map index, try
  * number, the event, the run's logical date, the DAG's owners, and an extra JSON text saying who
  * did it and how.
  */

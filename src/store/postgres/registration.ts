@@ -7,7 +7,7 @@ import type {AliasEmission, ConsumerDecision, InsertedEvent, NewAssetEvent, Regi
 /**
  * One multi-row INSERT … RETURNING for all of a task instance's events, whatever their number:
  * the arrays travel as two parameters and unnest server-side. Mirrors the asset_event row of
- * `AssetManager.register_asset_change` (airflow-core/src/airflow/assets/manager.py): asset_id,
+ * `AssetManager.register_asset_change` (airflow-core/src/airflow/assets/manager.py, Airflow 3.0): asset_id,
  * extra, the source task instance's key, and the timestamp, taken from the clock at insert time
  * (UTC, never backdated: before 3.4 the scheduler ignores events older than the last
  * asset-triggered run). From 3.2 the event carries the run's partition_key.
@@ -59,7 +59,7 @@ export function findAssetsByNameOrUri() {
 /**
  * Events emitted through an asset alias name their asset at run time, so the asset may not exist
  * yet. As `TaskInstance.register_asset_changes_in_db` does (airflow-core/src/airflow/models/
- * taskinstance.py: `session.add(AssetModel(name=…, uri=…))` when `register_asset_change` finds no
+ * taskinstance.py, Airflow 3.x as read at main: `session.add(AssetModel(name=…, uri=…))` when `register_asset_change` finds no
  * asset), a missing asset gets its `asset` row only: `group` '' (the column's default) and no
  * `asset_active` row, which only the DAG processor writes. It is linked to the alias
  * (asset_alias_asset), as `AssetManager._add_asset_alias_association` does. Two statements
@@ -121,7 +121,7 @@ export function insertAliasEventLinks() {
 /**
  * Finds the DAGs scheduled on the events' assets through all four reference tables (by asset id,
  * alias, name, uri), minus paused DAGs and DAGs whose file is gone (is_stale), as
- * `AssetManager._queue_dagruns` (airflow-core/src/airflow/assets/manager.py) selects them, and
+ * `AssetManager._queue_dagruns` (airflow-core/src/airflow/assets/manager.py, Airflow 3.0) selects them, and
  * queues them in asset_dag_run_queue, in one statement.
  *
  * Rows are inserted in key order: unsorted multi-row upserts from concurrent completions take

@@ -38,7 +38,7 @@ const cachedVersions = 64
  * task's `outlets` (assets, `Asset.ref(name=…)`, `Asset.ref(uri=…)`, aliases), and the database
  * keeps them in the serialized DAG of that version (task_instance.dag_version_id →
  * serialized_dag). `TaskInstance.register_asset_changes_in_db`
- * (airflow-core/src/airflow/models/taskinstance.py) resolves them among ACTIVE assets: an asset by
+ * (airflow-core/src/airflow/models/taskinstance.py, Airflow 3.x as read at main) resolves them among ACTIVE assets: an asset by
  * (name, uri), a name reference by name, a uri reference by uri, one event each. Without a
  * serialized DAG (none was ever written for that version) the outlets come from
  * task_outlet_asset_reference, which holds only the concrete assets of the latest parse; the
@@ -174,7 +174,7 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
 
 /**
  * Airflow 3 gives every try a new task_instance id (`TaskInstance.prepare_db_for_next_try`,
- * airflow-core/src/airflow/models/taskinstance.py: `TaskInstanceHistory.record_ti`, then
+ * airflow-core/src/airflow/models/taskinstance.py, Airflow 3.0 and later: `TaskInstanceHistory.record_ti`, then
  * `self.id = uuid7()`): an id named by an operator, or selected a moment ago, may now be an
  * earlier try's, archived in task_instance_history with its key.
  */
@@ -207,10 +207,10 @@ export function lockTaskInstance() {
 /**
  * Protocol step 4 for `complete`, the only statement run under the row lock before COMMIT. It
  * mirrors the success branch of Airflow's `ti_update_state`
- * (airflow-core/src/airflow/api_fastapi/execution_api/routes/task_instances.py): state, end_date
+ * (airflow-core/src/airflow/api_fastapi/execution_api/routes/task_instances.py, Airflow 3.0): state, end_date
  * (given, or the clock now), duration from start_date computed in SQL, next_method and
  * next_kwargs cleared, updated_at. A task instance that never started gets start_date =
- * end_date, as `TaskInstance.set_state` does (airflow-core/src/airflow/models/taskinstance.py).
+ * end_date, as `TaskInstance.set_state` does (airflow-core/src/airflow/models/taskinstance.py, Airflow 3.0).
  */
 export function markTaskInstanceSuccess() {
   const update = prepared(
