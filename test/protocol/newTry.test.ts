@@ -16,19 +16,27 @@ beforeAll(async () => {
 })
 afterAll(async () => db?.drop())
 
+/**
+ * One completion of `tiId` that has registered for that try and waits for its row lock while
+ * Airflow retries the task instance (new id, `state`); returns its result and the new try's id.
+ */
+async function completeWhileRetried(tiId: string, state: string) {
+  let newId = ''
+  const result = await whileRowLocked(db.knex, tiId, async (holder) => {
+    const completion = completeOne(db.knex, tiId)
+    await waitUntilAppBlocked(db.knex, `airlock:complete:${tiId}`)
+    newId = await retryAsAirflowDoes(holder, tiId, state)
+    await holder.commit()
+    return completion
+  })
+  return {result, newId}
+}
+
 describe('a task instance that got a new try (a new id)', () => {
   it('between the read and the lock, now running: the new try is completed, with one set of events, none for the old try', async () => {
     const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'running'}).build()
     const old = world.ti('etl')
-    let newId = ''
-    const result = await whileRowLocked(db.knex, old.id, async (holder) => {
-      const completion = completeOne(db.knex, old.id)
-      // Registered for the old try, waiting for its row lock.
-      await waitUntilAppBlocked(db.knex, `airlock:complete:${old.id}`)
-      newId = await retryAsAirflowDoes(holder, old.id, 'running')
-      await holder.commit()
-      return completion
-    })
+    const {result, newId} = await completeWhileRetried(old.id, 'running')
     expect(result.result).toEqual({outcome: 'completed'})
     expect(result.ti?.id).toBe(newId)
     expect(result.attempts).toBe(2)
@@ -43,14 +51,7 @@ describe('a task instance that got a new try (a new id)', () => {
     const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'running'}).build()
     const old = world.ti('etl')
     const before = await writeFootprint(db.knex)
-    let newId = ''
-    const result = await whileRowLocked(db.knex, old.id, async (holder) => {
-      const completion = completeOne(db.knex, old.id)
-      await waitUntilAppBlocked(db.knex, `airlock:complete:${old.id}`)
-      newId = await retryAsAirflowDoes(holder, old.id, 'queued')
-      await holder.commit()
-      return completion
-    })
+    const {result, newId} = await completeWhileRetried(old.id, 'queued')
     expect(result.result).toEqual({outcome: 'conflict', previousState: 'queued'})
     expect(result.ti?.id).toBe(newId)
     expect(await eventsOf(db.knex, old)).toEqual([])
