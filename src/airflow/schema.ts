@@ -18,18 +18,14 @@ export interface Capabilities {
   /** task_inlet_asset_reference (3.1+). */
   inletReferences: boolean
   /**
-   * What the release's PostgreSQL queue statement does with a (asset_id, target_dag_id) row that
-   * is already queued, before 3.4: `keep_first` is `ON CONFLICT DO NOTHING`
-   * (`AssetManager._postgres_queue_dagruns`); `keep_newest` stamps the event's time and keeps the
-   * later one (apache/airflow #62501).
+   * Which paused or stale consumer DAGs the release skips (`AssetManager.register_asset_change`,
+   * airflow-core/src/airflow/assets/manager.py). `id_and_alias_skip_paused_and_stale`: 3.0.x and
+   * 3.1.0–3.1.6 skip paused and stale DAGs scheduled by asset id or alias, and queue DAGs
+   * scheduled by name or uri (`Asset.ref`) unfiltered. `all_skip_paused`: from apache/airflow
+   * #60022 (3.1.7 as #61106, 3.2.0 and later) every reference kind skips paused DAGs only, and a
+   * stale DAG is queued.
    */
-  queueConflict: 'keep_first' | 'keep_newest'
-  /**
-   * Whether DAGs scheduled on the asset's name or uri (Asset.ref consumers) are queued even when
-   * paused or stale: Airflow 3.0's `register_asset_change` selects them without that filter,
-   * where id and alias consumers are filtered.
-   */
-  referenceConsumersUnfiltered: boolean
+  consumerFilter: 'id_and_alias_skip_paused_and_stale' | 'all_skip_paused'
 }
 
 export interface AirflowSchema {
@@ -82,17 +78,22 @@ export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
 export const optionalTables = ['task_inlet_asset_reference', 'asset_partition_dag_run', 'partitioned_asset_key_log']
 
 /**
- * What a release does that its tables do not show. 3.0.x is read from its
- * `AssetManager.register_asset_change` and `_postgres_queue_dagruns`
- * (airflow-core/src/airflow/assets/manager.py). Later releases keep `ON CONFLICT DO NOTHING` in the
- * code read so far; releases that carry apache/airflow #62501 keep the newest instead, and which
- * patch releases those are is not placed yet.
+ * What a release does that its tables do not show, read from its
+ * `AssetManager.register_asset_change` and queue statements (airflow-core/src/airflow/assets/manager.py):
+ *
+ * - every release before 3.4 inserts queue rows with `ON CONFLICT DO NOTHING` (3.0 and 3.1
+ *   `_postgres_queue_dagruns`, 3.2 and 3.3 `_queue_dagruns_nonpartitioned_postgres`);
+ *   apache/airflow #62501 (keep the newest, stamped with the event's time) reached main only and
+ *   was replaced by the per-event queue of 3.4 (#70972) before any release carried it;
+ * - consumer filters changed with #60022, released in 3.1.7 and 3.2.0. Head `cc92b33c6709` is
+ *   shared by 3.1.0 to 3.1.7, so airlock cannot tell 3.1.7 apart and follows 3.1.0–3.1.6.
  */
-export function releaseBehaviour(version: string): Pick<Capabilities, 'queueConflict' | 'referenceConsumersUnfiltered'> {
-  return {queueConflict: 'keep_first', referenceConsumersUnfiltered: version.startsWith('3.0')}
+export function releaseBehaviour(version: string): Pick<Capabilities, 'consumerFilter'> {
+  const before60022 = version.startsWith('3.0') || version.startsWith('3.1.0')
+  return {consumerFilter: before60022 ? 'id_and_alias_skip_paused_and_stale' : 'all_skip_paused'}
 }
 
-export function detectCapabilities(shape: SchemaShape): Omit<Capabilities, 'queueConflict' | 'referenceConsumersUnfiltered'> {
+export function detectCapabilities(shape: SchemaShape): Omit<Capabilities, 'consumerFilter'> {
   const has = (table: string, column: string) => shape.get(table)?.has(column) ?? false
   return {
     eventPartitionKey: has('asset_event', 'partition_key'),

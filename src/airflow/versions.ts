@@ -7,7 +7,7 @@
 export const knownHeads: Readonly<Record<string, string>> = {
   '29ce7909c52b': '3.0.0',
   fe199e1abd77: '3.0.3–3.0.6',
-  cc92b33c6709: '3.1.0',
+  cc92b33c6709: '3.1.0–3.1.7',
   '658517c60c7f': '3.2.0',
   b2f1a9c7d4e0: '3.4.0 (unreleased)',
 }

@@ -100,11 +100,11 @@ export function completeWriter(
     },
     decideAfterRegistering(registration) {
       if (settings.allowUnqueuedConsumers) return undefined
-      const partitioned = [...new Set(registration.consumers.filter((c) => c.kind === 'partitioned_consumer').map((c) => c.dagId))].sort()
+      const partitioned = [...new Set(registration.consumers.filter((c) => c.kind === 'partition_mapper').map((c) => c.dagId))].sort()
       if (partitioned.length === 0) return undefined
       return {
         outcome: 'unsupported_consumer',
-        detail: `consumer DAGs with a partitioned timetable: ${partitioned.join(', ')}; Airflow queues them through their partition mapper (asset_partition_dag_run, partitioned_asset_key_log), which airlock cannot run; --allow-unqueued-consumers completes without queueing them`,
+        detail: `consumer DAGs with a partitioned timetable, fed an event with a partition key: ${partitioned.join(', ')}; Airflow queues them through their partition mapper (asset_partition_dag_run, partitioned_asset_key_log), which airlock cannot run; --allow-unqueued-consumers completes without queueing them`,
       }
     },
     decideUnderLock: (_tx, lockedState) => Promise.resolve(decide(lockedState)),

@@ -83,9 +83,13 @@ export async function emitOutletEvents(
 
   const events: NewAssetEvent[] = active.map((o) => ({assetId: o.assetId, extra: extraByAsset.get(o.assetId) ?? input.defaultExtra}))
   const groups = await aliasEmissions(store, tx, ti, aliasEntries, input.defaultExtra)
+  // A declared alias with no asset_alias row yet is created, as Airflow does; without a
+  // serialized DAG airlock cannot tell which aliases the task declares, so it creates none.
+  const declaredInUse = ti.outletsFrom === 'serialized_dag' ? [...new Set(groups.flatMap((g) => g.aliases))].sort() : []
   const resolved = await store.ensureAliasAssets(
     tx,
     groups.flatMap((g) => g.aliases.map((aliasName) => ({aliasName, assetName: g.name, assetUri: g.uri}))),
+    declaredInUse,
   )
   const aliasIds = new Map(resolved.map((r) => [`${r.aliasName}\u0000${r.assetName}\u0000${r.assetUri}`, r]))
   const groupEvents = groups.flatMap((g) => {
@@ -189,13 +193,20 @@ export async function queueEventConsumers(store: AirflowStore, tx: Executor, ti:
     }),
     ti.partitionKey,
   )
-  const unqueued = consumers.filter((c) => c.kind !== 'queued')
-  if (unqueued.length > 0) {
-    const dags = [...new Set(unqueued.map((c) => c.dagId))].sort().join(', ')
+  const dagsOf = (kind: ConsumerDecision['kind']) => [...new Set(consumers.filter((c) => c.kind === kind).map((c) => c.dagId))].sort().join(', ')
+  const mapped = dagsOf('partition_mapper')
+  if (mapped) {
+    warnings.push(
+      `events carry partition key ${ti.partitionKey ?? ''}: Airflow queues ${mapped} through their partition mappers, which airlock cannot run; not queued`,
+    )
+  }
+
+  const skipped = dagsOf('not_queued_by_airflow')
+  if (skipped) {
     warnings.push(
       ti.partitionKey === null
-        ? `consumers with a partitioned timetable need Airflow's partition mappers and were not queued: ${dags}`
-        : `events carry partition key ${ti.partitionKey}: Airflow queues their consumers through its partition mappers, which airlock cannot run; not queued: ${dags}`,
+        ? `not queued, as Airflow does not queue a DAG with a partitioned timetable for an event without a partition key: ${skipped}`
+        : `not queued, as Airflow does not queue a DAG without a partitioned timetable for an event with partition key ${ti.partitionKey}: ${skipped}`,
     )
   }
 

@@ -28,7 +28,7 @@ export interface AirflowStore extends CatalogStore {
   /** Existing assets whose name or uri is one of these strings, by string (an alias target named by one string). */
   findAssetsByNameOrUri(ex: Executor, strings: readonly string[]): Promise<Map<string, Array<{name: string; uri: string}>>>
   /** Assets named by alias emissions, created when missing and linked to their alias. */
-  ensureAliasAssets(ex: Executor, emissions: readonly AliasEmission[]): Promise<ResolvedAliasEmission[]>
+  ensureAliasAssets(ex: Executor, emissions: readonly AliasEmission[], createAliasesNamed: readonly string[]): Promise<ResolvedAliasEmission[]>
   insertAliasEventLinks(ex: Executor, links: ReadonlyArray<{aliasId: number; eventId: number}>): Promise<void>
   /** The consumers of the events, queued in key order; partition-aware ones reported, not queued. */
   queueConsumers(ex: Executor, events: readonly RegisteredEvent[], eventPartitionKey: string | null): Promise<ConsumerDecision[]>
@@ -117,8 +117,15 @@ export interface RegisteredEvent {
   aliasId: number | null
 }
 
+/**
+ * What became of one consumer DAG of one event. `queued`: a queue row written (or already there).
+ * `partition_mapper`: a DAG with a partitioned timetable, fed an event with a partition key: Airflow
+ * queues it through its partition mapper, which only runs inside Airflow. `not_queued_by_airflow`:
+ * the release queues nothing for it either (an event with a partition key and a consumer without a
+ * partitioned timetable, or a partitioned consumer and an event without a key).
+ */
 export interface ConsumerDecision {
-  kind: 'queued' | 'partitioned_consumer' | 'partitioned_event'
+  kind: 'queued' | 'partition_mapper' | 'not_queued_by_airflow'
   assetId: number
   dagId: string
 }

@@ -2,7 +2,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {completeOne} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {countRows, eventsOf, scenario, writeFootprint} from '../support/scenario.js'
+import {countRows, eventsOf, scenario, type World, writeFootprint} from '../support/scenario.js'
 
 describe('complete on Airflow 3.2 (partitions)', () => {
   let db: TestDatabase
@@ -39,32 +39,53 @@ describe('complete on Airflow 3.2 (partitions)', () => {
     expect(result.warnings.join()).toMatch(/partition key region=eu/)
   })
 
-  /** etl.produce with one outlet, consumed by `daily` and by `hourly`, whose timetable is partitioned. */
-  const partitionedConsumerWorld = async () => {
+  /**
+   * etl.produce with one outlet, consumed by `daily` and by `hourly`, whose timetable is
+   * partitioned; with `partitionKey`, etl's run (and so its events) carries that key.
+   */
+  const partitionedConsumerWorld = async (partitionKey: string | null) => {
     const world = await scenario(db.knex)
       .producer('etl', {outlets: 1})
       .consumer('hourly', {on: ['etl']})
       .consumer('daily', {on: ['etl']})
       .build()
     await db.knex('dag').where({dag_id: 'hourly'}).update({timetable_partitioned: true})
+    await db.knex('dag_run').where({dag_id: 'etl'}).update({partition_key: partitionKey})
     return world
   }
 
-  it('a partition-aware consumer: the task instance is rolled back (unsupported_consumer, naming the DAG), nothing written', async () => {
-    const world = await partitionedConsumerWorld()
+  const queuedFor = async (world: World) =>
+    (
+      await db
+        .knex('asset_dag_run_queue')
+        .where({asset_id: world.asset('etl.produce.out_1').id})
+        .orderBy('target_dag_id')
+    ).map((q: {target_dag_id: string}) => q.target_dag_id)
+
+  it('an event with a partition key and a partition-aware consumer: rolled back (unsupported_consumer, naming the DAG), nothing written', async () => {
+    const world = await partitionedConsumerWorld('2026-12-01')
     const before = await writeFootprint(db.knex)
     const result = await completeOne(db.knex, world.ti('etl').id)
     expect(result.result).toEqual({outcome: 'unsupported_consumer', detail: expect.stringContaining('hourly') as string})
     expect(await writeFootprint(db.knex)).toEqual(before)
   })
 
-  it('--allow-unqueued-consumers: completes, queues the others, and warns about the partition-aware one', async () => {
-    const world = await partitionedConsumerWorld()
+  it('--allow-unqueued-consumers completes it: the event carries the key, and neither DAG is queued (Airflow queues no DAG without a partitioned timetable for a keyed event)', async () => {
+    const world = await partitionedConsumerWorld('2026-12-01')
     const result = await completeOne(db.knex, world.ti('etl').id, {allowUnqueuedConsumers: true})
     expect(result.result).toEqual({outcome: 'completed'})
-    const queued = await db.knex('asset_dag_run_queue').where({asset_id: world.asset('etl.produce.out_1').id})
-    expect(queued.map((q) => q.target_dag_id)).toEqual(['daily'])
-    expect(result.warnings.join()).toMatch(/partitioned timetable.*hourly/)
+    expect((await eventsOf(db.knex, world.ti('etl'))).map((e) => e.partition_key)).toEqual(['2026-12-01'])
+    expect(await queuedFor(world)).toEqual([])
+    expect(result.warnings.join('\n')).toMatch(/queues hourly through their partition mappers/)
+    expect(result.warnings.join('\n')).toMatch(/does not queue a DAG without a partitioned timetable .*: daily/)
+  })
+
+  it('an event without a partition key: the ordinary consumer is queued, the partition-aware one is not, as in Airflow, and the task instance completes', async () => {
+    const world = await partitionedConsumerWorld(null)
+    const result = await completeOne(db.knex, world.ti('etl').id)
+    expect(result.result).toEqual({outcome: 'completed'})
+    expect(await queuedFor(world)).toEqual(['daily'])
+    expect(result.warnings.join('\n')).toMatch(/does not queue a DAG with a partitioned timetable for an event without a partition key: hourly/)
   })
 })
 

@@ -27,8 +27,7 @@ const before34 = {
   queueShape: 'per_asset',
   multiTeam: false,
   inletReferences: false,
-  queueConflict: 'keep_first',
-  referenceConsumersUnfiltered: true,
+  consumerFilter: 'id_and_alias_skip_paused_and_stale',
 } as const
 const from34 = {
   eventPartitionKey: true,
@@ -36,8 +35,7 @@ const from34 = {
   queueShape: 'per_event',
   multiTeam: false,
   inletReferences: true,
-  queueConflict: 'keep_first',
-  referenceConsumersUnfiltered: false,
+  consumerFilter: 'all_skip_paused',
 } as const
 
 describe('SQL shape', () => {
@@ -57,13 +55,15 @@ describe('SQL shape', () => {
     expect(before.sql[0]).toContain('order by asset_id, dag_id')
     // Airflow 3.0's _postgres_queue_dagruns: ON CONFLICT DO NOTHING, the first created_at is kept.
     expect(before.sql[0]).toContain('on conflict (asset_id, target_dag_id) do nothing')
-    // Paused or stale DAGs are skipped for id and alias references; 3.0 queues name/uri ones unfiltered.
+    // 3.0 and 3.1.0: paused or stale DAGs are skipped for id and alias references; name/uri ones are queued unfiltered.
     expect(before.sql[0]).toContain("where not (reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false)))")
 
     const after = recorder()
     await postgresStore(from34).queueConsumers(after.ex, events, null)
     expect(after.sql[0]).toContain('order by dag_id, event_id')
     expect(after.sql[0]).not.toContain('on conflict')
+    // From apache/airflow #60022 (3.1.7, 3.2.0): every reference kind skips paused DAGs only.
+    expect(after.sql[0]).toContain('where not (coalesce(d.is_paused, false))')
     // One name per text: the two capability sets never share a prepared statement.
     expect(after.statements[0]!.name).not.toBe(before.statements[0]!.name)
   })

@@ -89,7 +89,7 @@ export async function writeFootprint(knex: Knex): Promise<Record<string, number>
  *   - a task instance: try_number 1 (or `tryNumber`), start_date 5 minutes before build(); end_date
  *     1 minute before build() and duration 240 s for finished states (success, failed, skipped,
  *     upstream_failed, up_for_retry), otherwise null; no next_method/next_kwargs;
- *   - every DAG: owners `airflow` (or `owner`), bundle `dags-folder`, one dag_version, not stale.
+ *   - every DAG: owners `airflow` (or `owner`), bundle `dags-folder`, one dag_version, not stale (unless `stale`).
  * build() first empties every Airflow table (TRUNCATE … RESTART IDENTITY CASCADE; alembic_version
  * kept), so nothing else exists: no events, log rows or queue rows unless the test writes them (or
  * `emitted`), and ids start at 1.
@@ -134,7 +134,7 @@ export interface ProducerOptions {
    * assets: they resolve to whichever asset has that name or uri (serialized DAG only).
    */
   refs?: Array<{name: string} | {uri: string}>
-  /** Asset aliases each task declares as outlets (serialized DAG only). */
+  /** Asset aliases each task declares as outlets (serialized DAG only); each gets its asset_alias row. */
   aliases?: string[]
   /**
    * How the DAG version's serialized DAG is stored: `json` (serialized_dag.data, the default),
@@ -156,8 +156,10 @@ export interface ConsumerOptions {
   by?: ScheduleReference | ScheduleReference[]
   /** Also scheduled on this asset alias (created on first mention) through dag_schedule_asset_alias_reference. */
   alias?: string
-  /** is_paused: a paused consumer must never be queued. */
+  /** is_paused. */
   paused?: boolean
+  /** is_stale: the DAG's file is gone (which releases still queue it differs). */
+  stale?: boolean
   owner?: string
 }
 
@@ -213,6 +215,7 @@ interface Consumer {
   by: ScheduleReference[]
   alias: string | undefined
   paused: boolean
+  stale: boolean
   owner: string
 }
 
@@ -279,7 +282,15 @@ export class ScenarioBuilder {
   consumer(dagId: string, options: ConsumerOptions = {}): this {
     this.claim(dagId)
     const by = options.by === undefined ? ['id' as const] : Array.isArray(options.by) ? options.by : [options.by]
-    this.consumers.push({dagId, on: options.on ?? [], by, alias: options.alias, paused: options.paused ?? false, owner: options.owner ?? 'airflow'})
+    this.consumers.push({
+      dagId,
+      on: options.on ?? [],
+      by,
+      alias: options.alias,
+      paused: options.paused ?? false,
+      stale: options.stale ?? false,
+      owner: options.owner ?? 'airflow',
+    })
     return this
   }
 
@@ -306,8 +317,8 @@ export class ScenarioBuilder {
         .returning('id')
 
       const dags = [
-        ...this.producers.map((p) => ({dagId: p.dagId, paused: false, owner: p.owner, summary: '@daily'})),
-        ...this.consumers.map((c) => ({dagId: c.dagId, paused: c.paused, owner: c.owner, summary: 'Asset'})),
+        ...this.producers.map((p) => ({dagId: p.dagId, paused: false, stale: false, owner: p.owner, summary: '@daily'})),
+        ...this.consumers.map((c) => ({dagId: c.dagId, paused: c.paused, stale: c.stale, owner: c.owner, summary: 'Asset'})),
       ]
       const versions = new Map<string, string>()
       if (dags.length > 0) {
@@ -315,7 +326,7 @@ export class ScenarioBuilder {
           dags.map((d) => ({
             dag_id: d.dagId,
             is_paused: d.paused,
-            is_stale: false,
+            is_stale: d.stale,
             last_parsed_time: now,
             fileloc: `/opt/airflow/dags/${d.dagId}.py`,
             relative_fileloc: `${d.dagId}.py`,
@@ -387,8 +398,14 @@ export class ScenarioBuilder {
         )
       }
 
-      // Consumers: one reference per (asset, kind); an alias reference when stated.
+      // Aliases declared as outlets, as the DAG processor writes them (group `asset`, the SDK's default).
       const aliases = new Map<string, number>()
+      for (const name of new Set(this.producers.flatMap((p) => p.aliases))) {
+        const [alias] = await trx('asset_alias').insert({name, group: 'asset'}).returning('id')
+        aliases.set(name, (alias as {id: number}).id)
+      }
+
+      // Consumers: one reference per (asset, kind); an alias reference when stated.
       for (const consumer of this.consumers) {
         const targets = assetsMatching(assets, consumer.on, consumer.dagId)
         for (const kind of consumer.by) {

@@ -62,11 +62,20 @@ export function findAssetsByNameOrUri() {
  * taskinstance.py, Airflow 3.x as read at main: `session.add(AssetModel(name=…, uri=…))` when `register_asset_change` finds no
  * asset), a missing asset gets its `asset` row only: `group` '' (the column's default) and no
  * `asset_active` row, which only the DAG processor writes. It is linked to the alias
- * (asset_alias_asset), as `AssetManager._add_asset_alias_association` does. Two statements
- * whatever the number of emissions; emissions whose alias does not exist are not returned.
+ * (asset_alias_asset), as `AssetManager._add_asset_alias_association` does; that function also
+ * creates an alias row that does not exist yet (`AssetAliasModel(name=name)`, group '' by the
+ * model's `default=str`), which airlock does for the aliases it is told the task declares
+ * (`createAliases`). Three statements whatever the number of emissions; emissions whose alias
+ * does not exist (and was not created) are not returned.
  */
 export function ensureAliasAssets() {
   const input = 'unnest($1::text[], $2::text[], $3::text[]) as i(alias_name, asset_name, asset_uri)'
+  const createAliases = prepared(
+    'alias_create_aliases',
+    `insert into asset_alias (name, "group")
+     select distinct n.name, '' from unnest($1::text[]) as n(name) order by 1
+     on conflict do nothing`,
+  )
   const createAssets = prepared(
     'alias_create_assets',
     `insert into asset (name, uri, "group", extra, created_at, updated_at)
@@ -89,8 +98,9 @@ export function ensureAliasAssets() {
      )
      select * from resolved`,
   )
-  return async (ex: Executor, emissions: readonly AliasEmission[]): Promise<ResolvedAliasEmission[]> => {
+  return async (ex: Executor, emissions: readonly AliasEmission[], createAliasesNamed: readonly string[]): Promise<ResolvedAliasEmission[]> => {
     if (emissions.length === 0) return []
+    if (createAliasesNamed.length > 0) await ex.query(createAliases([[...createAliasesNamed]]))
     const arrays = [emissions.map((e) => e.aliasName), emissions.map((e) => e.assetName), emissions.map((e) => e.assetUri)]
     await ex.query(createAssets(arrays))
     const rows = await ex.query<{alias_id: number; alias_name: string; asset_id: number; asset_name: string; asset_uri: string}>(link(arrays))
@@ -120,49 +130,48 @@ export function insertAliasEventLinks() {
 
 /**
  * Finds the DAGs scheduled on the events' assets through all four reference tables (by asset id,
- * alias, name, uri), minus paused DAGs and DAGs whose file is gone (is_stale), as
- * `AssetManager._queue_dagruns` (airflow-core/src/airflow/assets/manager.py, Airflow 3.0) selects them, and
- * queues them in asset_dag_run_queue, in one statement.
+ * alias, name, uri) and queues them in asset_dag_run_queue, in one statement, as the release's
+ * `AssetManager.register_asset_change` and `_queue_dagruns` select and write them
+ * (airflow-core/src/airflow/assets/manager.py):
  *
- * Rows are inserted in key order: unsorted multi-row upserts from concurrent completions take
- * the key locks in different orders and deadlock. Before 3.4 the key is (asset_id,
- * target_dag_id); a row already queued keeps the newest created_at here, where 3.0's
- * `AssetManager._postgres_queue_dagruns` (INSERT … ON CONFLICT DO NOTHING) keeps the first, a
- * known departure listed in docs/airflow-versions.md. From 3.4 each event gets its own row, keyed
- * (target_dag_id, asset_event_id). The text is chosen once per capability set.
+ * - skipped consumers, per `consumerFilter`: 3.0.x and 3.1.0–3.1.6 skip paused or stale DAGs
+ *   scheduled by id (`asset_model.scheduled_dags`) or alias (`alias_ref.dag`) and select name and
+ *   uri references unfiltered; from #60022 (3.1.7, 3.2.0 and later) every kind skips paused DAGs
+ *   only (`DagModel.is_paused.is_(False)`), stale ones are queued;
+ * - the row, before 3.4: `insert(AssetDagRunQueue).values(asset_id=…).on_conflict_do_nothing()`
+ *   (3.0/3.1 `_postgres_queue_dagruns`, 3.2/3.3 `_queue_dagruns_nonpartitioned_postgres`), so a
+ *   row already queued keeps its first created_at, which the scheduler's next run is computed
+ *   from; created_at is the model default `timezone.utcnow()`, the clock at insert time. From 3.4
+ *   (apache/airflow #70972) each event gets its own row, keyed (target_dag_id, asset_event_id);
+ * - 3.2+ `_queue_dagruns`: DAGs with a partitioned timetable are queued through the partition
+ *   mapper when the event has a partition key (returned as `partition_mapper`: airlock cannot run
+ *   it) and not at all without one; an event with a partition key queues no other DAG
+ *   (`if not non_partitioned_dags or partition_key is not None: return`).
  *
- * Not queued, and returned so the caller can warn: consumers with a partitioned timetable (their
- * runs come from Airflow's partition mappers, which run only inside Airflow) and every consumer
- * of an event that carries a partition key.
+ * Rows are inserted in key order: unsorted multi-row inserts from concurrent completions take the
+ * key locks in different orders and deadlock. The text is chosen once per capability set.
  */
-export function queueConsumers(
-  capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'queueConflict' | 'referenceConsumersUnfiltered'>,
-) {
+export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter'>) {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
-  const onConflict =
-    capabilities.queueConflict === 'keep_first'
-      ? 'on conflict (asset_id, target_dag_id) do nothing'
-      : 'on conflict (asset_id, target_dag_id) do update set created_at = greatest(adrq.created_at, excluded.created_at)'
   const insert =
     capabilities.queueShape === 'per_event'
       ? `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at, asset_event_id)
        select asset_id, dag_id, clock_timestamp(), event_id
-         from (select distinct event_id, asset_id, dag_id from consumer where queue) as q
+         from (select distinct event_id, asset_id, dag_id from consumer where kind = 'queued') as q
         order by dag_id, event_id
        returning asset_id, target_dag_id`
-      : `insert into asset_dag_run_queue as adrq (asset_id, target_dag_id, created_at)
+      : `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
        select asset_id, dag_id, clock_timestamp()
-         from (select distinct asset_id, dag_id from consumer where queue) as q
+         from (select distinct asset_id, dag_id from consumer where kind = 'queued') as q
         order by asset_id, dag_id
-       ${onConflict}
+       on conflict (asset_id, target_dag_id) do nothing
        returning asset_id, target_dag_id`
-  // Which consumers a paused or stale DAG is skipped for: id and alias references always; name
-  // and uri references from 3.1 (3.0 selects those DAGs unfiltered).
-  const skipped = capabilities.referenceConsumersUnfiltered
-    ? `reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false))`
-    : `coalesce(d.is_paused, false) or coalesce(d.is_stale, false)`
+  const skipped =
+    capabilities.consumerFilter === 'id_and_alias_skip_paused_and_stale'
+      ? `reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false))`
+      : `coalesce(d.is_paused, false)`
   const queue = prepared(
-    `queue_${capabilities.queueShape}_${capabilities.queueConflict}_${capabilities.referenceConsumersUnfiltered ? 'all_refs' : 'active_refs'}`,
+    `queue_${capabilities.queueShape}_${capabilities.consumerFilter}`,
     `with ev as (
        select * from unnest($1::int[], $2::int[], $3::int[]) as e(event_id, asset_id, alias_id)
      ), reference as (
@@ -174,8 +183,10 @@ export function queueConsumers(
        union
        select ev.event_id, ev.asset_id, r.dag_id, 'uri' from ev join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
      ), consumer as (
-       select distinct reference.event_id, reference.asset_id, reference.dag_id, ${partitioned} as partitioned,
-              ($4::boolean and not ${partitioned}) as queue
+       select distinct reference.event_id, reference.asset_id, reference.dag_id,
+              case when ${partitioned} then (case when $4::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
+                   when $4::boolean then 'queued'
+                   else 'not_queued_by_airflow' end as kind
          from reference
          join dag d on d.dag_id = reference.dag_id
         where not (${skipped})
@@ -184,8 +195,7 @@ export function queueConsumers(
      )
      select 'queued' as kind, asset_id, target_dag_id as dag_id from queued
      union all
-     select distinct case when partitioned then 'partitioned_consumer' else 'partitioned_event' end, asset_id, dag_id
-       from consumer where not queue
+     select distinct kind, asset_id, dag_id from consumer where kind <> 'queued'
      order by 1, 2, 3`,
   )
   return async (ex: Executor, events: readonly RegisteredEvent[], eventPartitionKey: string | null): Promise<ConsumerDecision[]> => {

@@ -1,0 +1,321 @@
+import type {Knex} from 'knex'
+
+import type {AirflowSchema} from '../../src/airflow/schema.js'
+
+/**
+ * Airflow's own success path, transcribed statement by statement for the conformance suite: what
+ * the execution API writes when a worker reports a task instance SUCCESS
+ * (`ti_update_state`, airflow-core/src/airflow/api_fastapi/execution_api/routes/task_instances.py),
+ * with its outlets registered by `TaskInstance.register_asset_changes_in_db`
+ * (airflow-core/src/airflow/models/taskinstance.py) and `AssetManager.register_asset_change`
+ * (airflow-core/src/airflow/assets/manager.py), per release.
+ *
+ * Written independently of airlock's store, in Airflow's order and granularity (lock first, one
+ * asset at a time), so that a conformance test compares two implementations, not one with itself.
+ */
+
+/** An entry of the worker's `task_outlets` (task-sdk `_build_asset_profiles`). */
+export interface AssetProfile {
+  type: 'Asset' | 'AssetNameRef' | 'AssetUriRef' | 'AssetAlias'
+  name?: string
+  uri?: string
+}
+
+/** An entry of the worker's `outlet_events` (task-sdk `_serialize_outlet_events`). */
+export interface OutletEvent {
+  dest_asset_key: {name: string; uri: string}
+  extra: Record<string, unknown>
+  source_alias_name?: string
+}
+
+export type AirflowOutcome = 'success' | 'failed'
+
+interface LockedTi {
+  id: string
+  dag_id: string
+  run_id: string
+  task_id: string
+  map_index: number
+  try_number: number
+  hostname: string | null
+  logical_date: Date | null
+  partition_key: string | null
+  owners: string | null
+}
+
+interface AssetModel {
+  id: number
+  name: string
+  uri: string
+}
+
+const key = (name: string, uri: string) => JSON.stringify([name, uri])
+
+/**
+ * The worker's `task_outlets` for a task instance, built from its serialized DAG as the worker
+ * builds them from the DAG file: one profile per declared outlet.
+ */
+export async function taskOutletsOf(knex: Knex, tiId: string): Promise<AssetProfile[]> {
+  const {rows} = await knex.raw<{rows: Array<{task_id: string; data: unknown}>}>(
+    `select ti.task_id, sd.data from task_instance ti join serialized_dag sd on sd.dag_version_id = ti.dag_version_id where ti.id = ?`,
+    [tiId],
+  )
+  const row = rows[0]
+  if (!row) throw new Error(`no serialized DAG for task instance ${tiId}`)
+  const data = (typeof row.data === 'string' ? JSON.parse(row.data) : row.data) as {
+    dag: {tasks: Array<{__var: {task_id: string; outlets?: Array<{__type: string; __var: {name?: string; uri?: string}}>}}>}
+  }
+  const task = data.dag.tasks.find((t) => t.__var.task_id === row.task_id)
+  return (task?.__var.outlets ?? []).map((o): AssetProfile => {
+    if (o.__type === 'asset') return {type: 'Asset', name: o.__var.name, uri: o.__var.uri}
+    if (o.__type === 'asset_alias') return {type: 'AssetAlias', name: o.__var.name}
+    if (o.__var.name !== undefined) return {type: 'AssetNameRef', name: o.__var.name}
+    return {type: 'AssetUriRef', uri: o.__var.uri}
+  })
+}
+
+/**
+ * Runs the transcribed success path in one transaction. `failed` when Airflow raises
+ * (`AirflowInactiveAssetInInletOrOutletException` for an outlet that resolves to no active asset):
+ * the request's transaction rolls back, nothing is written, and the task instance ends FAILED.
+ */
+export async function airflowSucceeds(
+  knex: Knex,
+  schema: AirflowSchema,
+  tiId: string,
+  taskOutlets: readonly AssetProfile[],
+  outletEvents: readonly OutletEvent[],
+): Promise<AirflowOutcome> {
+  try {
+    await knex.transaction(async (trx) => {
+      // ti_update_state: the task instance row is locked first (SELECT … FOR UPDATE), with the
+      // run's logical date and the DAG's owners read alongside for the log row (3.2+).
+      const partition = schema.capabilities.eventPartitionKey ? 'dr.partition_key' : 'null::text as partition_key'
+      const {rows} = await trx.raw<{rows: LockedTi[]}>(
+        `select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.try_number, ti.hostname, dr.logical_date, ${partition}, d.owners
+           from task_instance ti
+           join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
+           join dag d on d.dag_id = ti.dag_id
+          where ti.id = ? for update of ti`,
+        [tiId],
+      )
+      const ti = rows[0]
+      if (!ti) throw new Error(`no task instance ${tiId}`)
+      await registerAssetChangesInDb(trx, schema, ti, taskOutlets, outletEvents)
+      // TI.duration_expression_update on PostgreSQL: duration = EPOCH(end_date - start_date).
+      await trx.raw(
+        `update task_instance
+            set state = 'success', end_date = clock_timestamp(), duration = extract(epoch from clock_timestamp() - start_date),
+                next_method = null, next_kwargs = null, updated_at = clock_timestamp()
+          where id = ?`,
+        [tiId],
+      )
+      if (schema.airflowVersion >= '3.2') {
+        // 3.2+ (apache/airflow #61932): a Log row per state change.
+        await trx.raw(
+          `insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
+           values (clock_timestamp(), ?, ?, ?, ?, ?, 'success', ?, ?, ?)`,
+          [
+            ti.dag_id,
+            ti.task_id,
+            ti.run_id,
+            ti.map_index,
+            ti.try_number,
+            ti.logical_date,
+            ti.owners,
+            ti.hostname ? JSON.stringify({host_name: ti.hostname}) : null,
+          ],
+        )
+      }
+    })
+    return 'success'
+  } catch (error) {
+    if (error instanceof InactiveOutlets) return 'failed'
+    throw error
+  }
+}
+
+class InactiveOutlets extends Error {}
+
+/** `TaskInstance.register_asset_changes_in_db`, 3.x. */
+async function registerAssetChangesInDb(
+  trx: Knex.Transaction,
+  schema: AirflowSchema,
+  ti: LockedTi,
+  taskOutlets: readonly AssetProfile[],
+  outletEvents: readonly OutletEvent[],
+): Promise<void> {
+  const assetKeys = new Map<string, {name: string; uri: string}>()
+  for (const o of taskOutlets) if (o.type === 'Asset' && o.name && o.uri) assetKeys.set(key(o.name, o.uri), {name: o.name, uri: o.uri})
+  const nameRefs = [...new Set(taskOutlets.flatMap((o) => (o.type === 'AssetNameRef' && o.name ? [o.name] : [])))]
+  const uriRefs = [...new Set(taskOutlets.flatMap((o) => (o.type === 'AssetUriRef' && o.uri ? [o.uri] : [])))]
+
+  // asset_models: the active assets named by a key, a name ref or a uri ref.
+  const {rows: models} = await trx.raw<{rows: AssetModel[]}>(
+    `select a.id, a.name, a.uri from asset a
+      where exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri)
+        and ((a.name, a.uri) in (select * from unnest(?::text[], ?::text[])) or a.name = any(?::text[]) or a.uri = any(?::text[]))
+      order by a.id`,
+    [[...assetKeys.values()].map((k) => k.name), [...assetKeys.values()].map((k) => k.uri), nameRefs, uriRefs],
+  )
+  const byKey = new Map(models.map((m) => [key(m.name, m.uri), m]))
+  const direct = outletEvents.filter((e) => e.source_alias_name === undefined)
+  const extras = new Map(direct.map((e) => [key(e.dest_asset_key.name, e.dest_asset_key.uri), e.extra]))
+  const bad: string[] = []
+
+  for (const [k, assetKey] of assetKeys) {
+    const model = byKey.get(k)
+    if (!model) bad.push(assetKey.name)
+    else await registerAssetChange(trx, schema, ti, model, {extra: extras.get(k)})
+  }
+
+  // Name refs: the last model of a name wins (a dict comprehension over asset_models).
+  const byName = new Map(models.map((m) => [m.name, m]))
+  const extrasByName = new Map(direct.map((e) => [e.dest_asset_key.name, e.extra]))
+  for (const name of nameRefs) {
+    const model = byName.get(name)
+    if (!model) bad.push(`name=${name}`)
+    else await registerAssetChange(trx, schema, ti, model, {extra: extrasByName.get(name)})
+  }
+
+  const byUri = new Map(models.map((m) => [m.uri, m]))
+  const extrasByUri = new Map(direct.map((e) => [e.dest_asset_key.uri, e.extra]))
+  for (const uri of uriRefs) {
+    const model = byUri.get(uri)
+    if (!model) bad.push(`uri=${uri}`)
+    else await registerAssetChange(trx, schema, ti, model, {extra: extrasByUri.get(uri)})
+  }
+
+  // _asset_event_extras_from_aliases: (asset key, frozenset(extra.items())) → alias names, for
+  // the aliases the task declares.
+  const outletAliasNames = new Set(taskOutlets.flatMap((o) => (o.type === 'AssetAlias' && o.name ? [o.name] : [])))
+  const groups = new Map<string, {asset: {name: string; uri: string}; extra: Record<string, unknown>; aliases: Set<string>}>()
+  for (const event of outletEvents) {
+    if (event.source_alias_name === undefined || !outletAliasNames.has(event.source_alias_name)) continue
+    const extraKey = JSON.stringify(Object.entries(event.extra).sort(([a], [b]) => (a < b ? -1 : 1)))
+    const groupKey = JSON.stringify([event.dest_asset_key.name, event.dest_asset_key.uri, extraKey])
+    const group = groups.get(groupKey) ?? {asset: event.dest_asset_key, extra: event.extra, aliases: new Set<string>()}
+    group.aliases.add(event.source_alias_name)
+    groups.set(groupKey, group)
+  }
+
+  for (const group of groups.values()) {
+    let model = await findAsset(trx, group.asset)
+    if (!model) {
+      // "Dynamically creating AssetModel": AssetModel(name=…, uri=…), defaults group '' and extra {}.
+      await trx.raw(
+        `insert into asset (name, uri, "group", extra, created_at, updated_at) values (?, ?, '', '{}', clock_timestamp(), clock_timestamp())`,
+        [group.asset.name, group.asset.uri],
+      )
+      model = await findAsset(trx, group.asset)
+    }
+
+    await registerAssetChange(trx, schema, ti, model!, {extra: group.extra, aliases: [...group.aliases]})
+  }
+
+  if (bad.length > 0) throw new InactiveOutlets(bad.join(', '))
+}
+
+async function findAsset(trx: Knex.Transaction, asset: {name: string; uri: string}): Promise<AssetModel | undefined> {
+  const {rows} = await trx.raw<{rows: AssetModel[]}>(`select id, name, uri from asset where name = ? and uri = ?`, [asset.name, asset.uri])
+  return rows[0]
+}
+
+/** `AssetManager.register_asset_change` for a task instance's event. */
+async function registerAssetChange(
+  trx: Knex.Transaction,
+  schema: AirflowSchema,
+  ti: LockedTi,
+  asset: AssetModel,
+  options: {extra: Record<string, unknown> | undefined; aliases?: string[]},
+): Promise<void> {
+  const aliases = options.aliases ?? []
+  if (aliases.length > 0) {
+    // _add_asset_alias_association: a missing alias is created (AssetAliasModel(name=…), group ''),
+    // then linked to the asset unless already related.
+    for (const name of aliases) {
+      await trx.raw(`insert into asset_alias (name, "group") values (?, '') on conflict do nothing`, [name])
+      await trx.raw(`insert into asset_alias_asset (alias_id, asset_id) select id, ? from asset_alias where name = ? on conflict do nothing`, [
+        asset.id,
+        name,
+      ])
+    }
+  }
+
+  const partition = schema.capabilities.eventPartitionKey
+  const {rows} = await trx.raw<{rows: Array<{id: number}>}>(
+    `insert into asset_event (asset_id, extra, source_task_id, source_dag_id, source_run_id, source_map_index, "timestamp"${partition ? ', partition_key' : ''})
+     values (?, ?, ?, ?, ?, ?, clock_timestamp()${partition ? ', ?' : ''}) returning id`,
+    [asset.id, JSON.stringify(options.extra ?? {}), ti.task_id, ti.dag_id, ti.run_id, ti.map_index, ...(partition ? [ti.partition_key] : [])],
+  )
+  const eventId = rows[0]!.id
+
+  // Which consumers: before #60022 (3.0.x, 3.1.0–3.1.6) id and alias consumers skip paused and
+  // stale DAGs, name/uri consumers are unfiltered; after it every kind skips paused DAGs only.
+  const legacy = schema.airflowVersion.startsWith('3.0') || schema.airflowVersion.startsWith('3.1.0')
+  const idAliasFilter = legacy ? 'not d.is_paused and not d.is_stale' : 'not d.is_paused'
+  const refFilter = legacy ? 'true' : 'not d.is_paused'
+  const consumers = new Set<string>()
+  const {rows: byId} = await trx.raw<{rows: Array<{dag_id: string}>}>(
+    `select r.dag_id from dag_schedule_asset_reference r join dag d on d.dag_id = r.dag_id where r.asset_id = ? and ${idAliasFilter}`,
+    [asset.id],
+  )
+  for (const row of byId) consumers.add(row.dag_id)
+  for (const name of aliases) {
+    await trx.raw(`insert into asset_alias_asset_event (alias_id, event_id) select id, ? from asset_alias where name = ? on conflict do nothing`, [
+      eventId,
+      name,
+    ])
+    const {rows: byAlias} = await trx.raw<{rows: Array<{dag_id: string}>}>(
+      `select r.dag_id from dag_schedule_asset_alias_reference r join asset_alias al on al.id = r.alias_id join dag d on d.dag_id = r.dag_id
+        where al.name = ? and ${idAliasFilter}`,
+      [name],
+    )
+    for (const row of byAlias) consumers.add(row.dag_id)
+  }
+
+  const {rows: byRef} = await trx.raw<{rows: Array<{dag_id: string}>}>(
+    `select distinct d.dag_id from dag d
+       left join dag_schedule_asset_name_reference n on n.dag_id = d.dag_id
+       left join dag_schedule_asset_uri_reference u on u.dag_id = d.dag_id
+      where (n.name = ? or u.uri = ?) and ${refFilter}`,
+    [asset.name, asset.uri],
+  )
+  for (const row of byRef) consumers.add(row.dag_id)
+  await queueDagruns(trx, schema, asset.id, eventId, [...consumers].sort(), ti.partition_key)
+}
+
+/** `AssetManager._queue_dagruns` on PostgreSQL, per release. */
+async function queueDagruns(
+  trx: Knex.Transaction,
+  schema: AirflowSchema,
+  assetId: number,
+  eventId: number,
+  dagIds: string[],
+  partitionKey: string | null,
+): Promise<void> {
+  let targets = dagIds
+  if (schema.capabilities.partitionedTimetables && targets.length > 0) {
+    const {rows} = await trx.raw<{rows: Array<{dag_id: string}>}>(`select dag_id from dag where dag_id = any(?) and timetable_partitioned`, [targets])
+    const partitioned = new Set(rows.map((r) => r.dag_id))
+    // Partitioned DAGs go through their partition mapper (not transcribed: conformance scenarios
+    // have none); an event with a partition key queues no other DAG.
+    targets = partitionKey === null ? targets.filter((d) => !partitioned.has(d)) : []
+  }
+
+  for (const dagId of targets) {
+    if (schema.capabilities.queueShape === 'per_event') {
+      await trx.raw(
+        `insert into asset_dag_run_queue (asset_id, target_dag_id, asset_event_id, created_at) values (?, ?, ?, clock_timestamp()) on conflict do nothing`,
+        [assetId, dagId, eventId],
+      )
+    } else {
+      // insert(AssetDagRunQueue).values(asset_id=…).on_conflict_do_nothing(); created_at is the
+      // model default timezone.utcnow().
+      await trx.raw(`insert into asset_dag_run_queue (asset_id, target_dag_id, created_at) values (?, ?, clock_timestamp()) on conflict do nothing`, [
+        assetId,
+        dagId,
+      ])
+    }
+  }
+}

@@ -1,0 +1,304 @@
+import type {Knex} from 'knex'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import type {AirflowSchema} from '../../src/airflow/schema.js'
+import type {FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
+import type {OutletEventInput} from '../../src/selection/workItem.js'
+import {completeOne, schemaOf} from '../support/complete.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
+import {scenario, type ScenarioBuilder, type World} from '../support/scenario.js'
+import {airflowSucceeds, taskOutletsOf, type OutletEvent} from './airflowSuccess.js'
+import {createAssetTriggeredRuns} from './scheduler.js'
+import {snapshot, type Snapshot} from './snapshot.js'
+
+/**
+ * The conformance suite: for each world below, Airflow's own success path (transcribed per
+ * release in airflowSuccess.ts) and `airlock complete` run on the same world, and every row they
+ * write is compared: task instance, events, aliases and their links, assets created, queue rows
+ * (with what their created_at stands for), then the run the scheduler's asset-triggered step
+ * (scheduler.ts) creates from them and the events that run consumes. Each world names the Airflow
+ * test it mirrors, and asserts what that test asserts.
+ *
+ * It runs on every fixture version and on the restored Airflow 3.0.0 dump.
+ */
+
+interface Case {
+  /** The Airflow test this world mirrors. */
+  mirrors: string
+  world(builder: ScenarioBuilder): ScenarioBuilder
+  /** The task instance that succeeds: producer DAG and task (default: its first task), map index. */
+  task: {dag: string; task?: string; mapIndex?: number}
+  /** What the worker reports in `outlet_events`. */
+  outletEvents?: OutletEvent[]
+  /** Rows written before the success, at a time before it (a queue row already there, an older event). */
+  setup?(knex: Knex, world: World, schema: AirflowSchema): Promise<void>
+  /** airlock's flags for this world. */
+  airlock?: {strictOutlets?: boolean}
+  /** What the mirrored Airflow test asserts, checked on both sides. */
+  expect(side: Snapshot, schema: AirflowSchema): void
+}
+
+const cases: Record<string, Case> = {
+  'two consumers of one asset: one event, a queue row each': {
+    mirrors: 'tests/unit/assets/test_manager.py::test_register_asset_change',
+    world: (s) =>
+      s
+        .producer('etl', {outlets: 1})
+        .consumer('dag1', {on: ['etl']})
+        .consumer('dag2', {on: ['etl']}),
+    task: {dag: 'etl'},
+    expect(side) {
+      expect(side.events).toHaveLength(1)
+      expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['etl.produce.out_1 -> dag1', 'etl.produce.out_1 -> dag2'])
+    },
+  },
+  'an asset without consumers: its event, no queue row': {
+    mirrors: 'tests/unit/assets/test_manager.py::test_register_asset_change_no_downstreams',
+    world: (s) => s.producer('etl', {outlets: 2}),
+    task: {dag: 'etl'},
+    expect(side) {
+      expect(side.events).toHaveLength(2)
+      expect(side.queue).toEqual([])
+    },
+  },
+  "the worker's extra for an outlet; an extra for an asset that is not an outlet is dropped": {
+    mirrors: 'tests/unit/models/test_taskinstance.py::test_outlet_asset_extra_ignore_different',
+    world: (s) => s.producer('other', {tasks: ['make'], outlets: 1, state: 'success'}).producer('etl', {outlets: 1}),
+    task: {dag: 'etl'},
+    outletEvents: [
+      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {one: 1}},
+      {dest_asset_key: {name: 'other.make.out_1', uri: 's3://lake/other/make/out_1'}, extra: {two: 2}},
+    ],
+    expect(side) {
+      expect(side.events).toEqual([expect.stringMatching(/^etl\.produce\.out_1 extra=\{"one":1\} from=etl\.produce\//) as string])
+    },
+  },
+  'Asset.ref by name and by uri: one event each, for the active asset they name': {
+    mirrors: 'api_fastapi/execution_api/versions/head/test_task_instances.py::test_ti_update_state_to_success_with_asset_events',
+    world: (s) =>
+      s
+        .producer('other', {tasks: ['make'], outlets: 2, state: 'success'})
+        .producer('etl', {outlets: 0, refs: [{name: 'other.make.out_1'}, {uri: 's3://lake/other/make/out_2'}]})
+        .consumer('by_name', {on: ['other.make.out_1'], by: 'name'}),
+    task: {dag: 'etl'},
+    outletEvents: [{dest_asset_key: {name: 'other.make.out_1', uri: 's3://lake/other/make/out_1'}, extra: {foo: 1}}],
+    expect(side) {
+      expect(side.events.map((e) => e.split(' from=')[0])).toEqual(['other.make.out_1 extra={"foo":1}', 'other.make.out_2 extra={}'])
+      expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['other.make.out_1 -> by_name'])
+    },
+  },
+  'three aliases, two extras: two events, the first linked to two aliases': {
+    mirrors: 'tests/unit/models/test_taskinstance.py::test_outlet_multiple_asset_alias',
+    world: (s) => s.producer('etl', {outlets: 1, aliases: ['alias_1', 'alias_2', 'alias_3']}).consumer('by_alias_3', {alias: 'alias_3'}),
+    task: {dag: 'etl'},
+    outletEvents: [
+      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {}, source_alias_name: 'alias_1'},
+      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {}, source_alias_name: 'alias_2'},
+      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {k: 'v'}, source_alias_name: 'alias_3'},
+    ],
+    expect(side) {
+      // The direct event of the outlet, plus one per (asset, extra) emitted through aliases.
+      const throughAliases = side.events.filter((e) => e.includes(' via='))
+      expect(throughAliases.map((e) => [e.split(' ')[1], e.split(' via=')[1]])).toEqual([
+        ['extra={"k":"v"}', 'alias_3'],
+        ['extra={}', 'alias_1+alias_2'],
+      ])
+      expect(side.aliasAssets).toEqual(['alias_1 -> etl.produce.out_1', 'alias_2 -> etl.produce.out_1', 'alias_3 -> etl.produce.out_1'])
+      expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['etl.produce.out_1 -> by_alias_3'])
+    },
+  },
+  'an alias emitting an asset that is also a direct outlet: two events': {
+    mirrors: 'tests/unit/models/test_taskinstance.py::test_outlet_asset_alias',
+    world: (s) => s.producer('etl', {outlets: 1, aliases: ['lake']}),
+    task: {dag: 'etl'},
+    outletEvents: [{dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {}, source_alias_name: 'lake'}],
+    expect(side) {
+      expect(side.events.map((e) => e.replace(/ from=.* at=new/, ''))).toEqual(['etl.produce.out_1 extra={}', 'etl.produce.out_1 extra={} via=lake'])
+    },
+  },
+  'an alias emitting an asset that does not exist: the asset is created, not activated': {
+    mirrors: 'tests/unit/models/test_taskinstance.py::test_outlet_asset_alias_asset_not_exists',
+    world: (s) => s.producer('etl', {outlets: 1, aliases: ['lake']}).consumer('by_alias', {alias: 'lake'}),
+    task: {dag: 'etl'},
+    outletEvents: [{dest_asset_key: {name: 'does_not_exist', uri: 's3://lake/does_not_exist'}, extra: {key: 'value'}, source_alias_name: 'lake'}],
+    expect(side) {
+      expect(side.assets).toContain('does_not_exist uri=s3://lake/does_not_exist group= extra={} active=false')
+      expect(side.events.filter((e) => e.startsWith('does_not_exist'))).toEqual([expect.stringContaining('extra={"key":"value"}') as string])
+      expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['does_not_exist -> by_alias'])
+    },
+  },
+  'a declared alias without its asset_alias row: the alias is created': {
+    mirrors: 'assets/manager.py AssetManager._add_asset_alias_association (AssetAliasModel(name=name))',
+    world: (s) => s.producer('etl', {outlets: 1, aliases: ['fresh']}),
+    task: {dag: 'etl'},
+    outletEvents: [{dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {}, source_alias_name: 'fresh'}],
+    async setup(knex) {
+      await knex('asset_alias').where({name: 'fresh'}).delete()
+    },
+    expect(side) {
+      expect(side.aliases).toEqual(['fresh group='])
+      expect(side.aliasAssets).toEqual(['fresh -> etl.produce.out_1'])
+    },
+  },
+  'an inactive outlet: Airflow fails the task instance and writes nothing; airlock --strict-outlets refuses it': {
+    mirrors: 'models/taskinstance.py register_asset_changes_in_db (AirflowInactiveAssetInInletOrOutletException)',
+    world: (s) => s.producer('etl', {outlets: 1, inactive: 1}).consumer('report', {on: ['etl']}),
+    task: {dag: 'etl'},
+    airlock: {strictOutlets: true},
+    expect(side) {
+      expect(side.taskInstance.state).toBe('running')
+      expect(side.events).toEqual([])
+      expect(side.queue).toEqual([])
+    },
+  },
+  'paused and stale consumers, by id and by name, per release': {
+    mirrors: 'tests/unit/jobs/test_scheduler_job.py::test_no_create_dag_runs_when_dag_disabled',
+    world: (s) =>
+      s
+        .producer('etl', {outlets: 1})
+        .consumer('paused_by_id', {on: ['etl'], paused: true})
+        .consumer('stale_by_id', {on: ['etl'], stale: true})
+        .consumer('paused_by_name', {on: ['etl'], by: 'name', paused: true})
+        .consumer('stale_by_name', {on: ['etl'], by: 'name', stale: true}),
+    task: {dag: 'etl'},
+    expect(side, schema) {
+      const queued = side.queue.map((q) => q.split(' -> ')[1]!.split(' ')[0])
+      if (schema.capabilities.consumerFilter === 'id_and_alias_skip_paused_and_stale') expect(queued).toEqual(['paused_by_name', 'stale_by_name'])
+      else expect(queued).toEqual(['stale_by_id', 'stale_by_name'])
+      // Neither a paused nor a stale DAG gets a run: their rows stay queued.
+      expect(side.runs).toEqual([])
+    },
+  },
+  'a consumer of two assets, one produced: queued, no run; a consumer of that one asset gets its run': {
+    mirrors: 'tests/unit/jobs/test_scheduler_job.py::test_create_dag_runs_assets',
+    world: (s) =>
+      s
+        .producer('other', {tasks: ['make'], outlets: 1, state: 'success'})
+        .producer('etl', {outlets: 1})
+        .consumer('consumer_multiple', {on: ['etl.produce.out_1', 'other.make.out_1']})
+        .consumer('consumer_single', {on: ['etl.produce.out_1']}),
+    task: {dag: 'etl'},
+    expect(side) {
+      expect(side.queue.map((q) => q.split(' created')[0])).toEqual([
+        'etl.produce.out_1 -> consumer_multiple',
+        'etl.produce.out_1 -> consumer_single',
+      ])
+      expect(side.runs).toEqual([
+        expect.stringMatching(/^consumer_single run_after=new consumes=\[etl\.produce\.out_1 extra=\{\} from=etl\.produce\//) as string,
+      ])
+    },
+  },
+  'a queue row already there: created_at is kept before 3.4, and the run is computed from it': {
+    mirrors: 'assets/manager.py AssetManager._postgres_queue_dagruns (ON CONFLICT DO NOTHING); scheduler window',
+    world: (s) => s.producer('etl', {outlets: 1}).consumer('report', {on: ['etl']}),
+    task: {dag: 'etl'},
+    async setup(knex, world, schema) {
+      // An earlier try's event, at a fixed time in the past (the same on both sides), still queued for report.
+      const asset = world.asset('etl.produce.out_1')
+      const [event] = await knex('asset_event')
+        .insert({
+          asset_id: asset.id,
+          extra: '{}',
+          source_dag_id: 'etl',
+          source_task_id: 'produce',
+          source_run_id: 'manual__earlier',
+          source_map_index: -1,
+          timestamp: '2026-01-01T00:00:00Z',
+        })
+        .returning('id')
+      await knex('asset_dag_run_queue').insert({
+        asset_id: asset.id,
+        target_dag_id: 'report',
+        created_at: '2026-01-01T00:00:01Z',
+        ...(schema.capabilities.queueShape === 'per_event' ? {asset_event_id: (event as {id: number}).id} : {}),
+      })
+    },
+    expect(side, schema) {
+      if (schema.capabilities.queueShape === 'per_event') {
+        // One row per event: the run consumes both and runs after the new one.
+        expect(side.queue).toHaveLength(2)
+        expect(side.runs).toEqual([expect.stringMatching(/^report run_after=new consumes=\[.*manual__earlier.*; .*scheduled__/) as string])
+      } else {
+        // The first created_at stays: the run is triggered at it and consumes only the earlier event.
+        expect(side.queue).toEqual([expect.stringMatching(/^etl\.produce\.out_1 -> report created=\d{4}-/) as string])
+        expect(side.runs).toEqual([expect.stringMatching(/^report run_after=\d{4}-.* consumes=\[[^;]*manual__earlier[^;]*\]$/) as string])
+      }
+    },
+  },
+  'a mapped task instance: the one task entry, its map index on the event': {
+    mirrors: 'models/taskinstance.py register_asset_changes_in_db (source_map_index)',
+    world: (s) => s.producer('etl', {outlets: 1, mapIndexes: [0, 1]}).consumer('report', {on: ['etl']}),
+    task: {dag: 'etl', mapIndex: 1},
+    expect(side) {
+      expect(side.events).toEqual([expect.stringContaining('from=etl.produce/scheduled__2026-12-01T00:00:00+00:00[1]') as string])
+    },
+  },
+}
+
+const versions: Array<FixtureVersion | 'dump'> = ['3.0', '3.1', '3.2', '3.4']
+if (await dumpAvailable()) versions.push('dump')
+
+describe.each(versions)('conformance on %s', (version) => {
+  let db: TestDatabase
+  let schema: AirflowSchema
+  beforeAll(async () => {
+    if (version === 'dump') {
+      db = await createTestDatabase('empty', 2)
+      await restoreDump(db.knex)
+    } else {
+      db = await createTestDatabase(version, 2)
+    }
+
+    schema = await schemaOf(db.knex)
+  })
+  afterAll(async () => db?.drop())
+
+  const now = async () => (await db.knex.raw<{rows: Array<{now: Date}>}>('select clock_timestamp() as now')).rows[0]!.now
+
+  /** Builds the world, runs one side on it, and reads every row back, before and after the scheduler's step. */
+  async function side(c: Case, succeed: (tiId: string) => Promise<unknown>): Promise<Snapshot> {
+    const world = await c.world(scenario(db.knex)).build()
+    await c.setup?.(db.knex, world, schema)
+    const ti = world.ti(c.task.dag, c.task.task, {mapIndex: c.task.mapIndex})
+    const since = await now()
+    await succeed(ti.id)
+    const written = await snapshot(db.knex, schema, since, ti, [])
+    const runs = await createAssetTriggeredRuns(db.knex, schema)
+    return {...written, runs: (await snapshot(db.knex, schema, since, ti, runs)).runs}
+  }
+
+  it.each(Object.entries(cases))('%s', async (_, c) => {
+    const airflow = await side(c, async (tiId) => airflowSucceeds(db.knex, schema, tiId, await taskOutletsOf(db.knex, tiId), c.outletEvents ?? []))
+    const airlock = await side(c, async (tiId) => {
+      const result = await completeOne(db.knex, tiId, {
+        outletEvents: (c.outletEvents ?? []).map(toAirlockInput),
+        strictOutlets: c.airlock?.strictOutlets,
+      })
+      return result
+    })
+
+    c.expect(airflow, schema)
+    c.expect(airlock, schema)
+    const {logs: airflowLogs, ...airflowRows} = airflow
+    const {logs: airlockLogs, ...airlockRows} = airlock
+    expect(airlockRows).toEqual(airflowRows)
+
+    // The audit row: Airflow writes one from 3.2 (apache/airflow #61932); airlock writes one on every
+    // release, with the operator as owner and its provenance as extra (a documented departure).
+    const comparable = (row: Record<string, unknown>) => ({...row, owner: undefined, extra: undefined})
+    if (airflow.taskInstance.state !== 'success') {
+      expect(airlockLogs).toEqual([])
+    } else if (schema.airflowVersion >= '3.2') {
+      expect(airlockLogs.map(comparable)).toEqual(airflowLogs.map(comparable))
+    } else {
+      expect(airflowLogs).toEqual([])
+      expect(airlockLogs.map((row) => row.event)).toEqual(['success'])
+    }
+  })
+})
+
+/** A worker's outlet_events entry as an airlock input line gives it. */
+function toAirlockInput(event: OutletEvent): OutletEventInput {
+  return {asset: event.dest_asset_key, extra: event.extra, ...(event.source_alias_name === undefined ? {} : {alias: event.source_alias_name})}
+}

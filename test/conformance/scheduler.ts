@@ -1,0 +1,168 @@
+import type {Knex} from 'knex'
+
+import type {AirflowSchema} from '../../src/airflow/schema.js'
+
+/**
+ * One pass of the scheduler's asset-triggered run creation, transcribed per release for the
+ * conformance suite: `DagModel.dags_needing_dagruns` (airflow-core/src/airflow/models/dag.py) then
+ * `SchedulerJobRunner._create_dag_runs_asset_triggered`
+ * (airflow-core/src/airflow/jobs/scheduler_job_runner.py). It shows what a consumer DAG does with
+ * the queue rows and events a success left behind: which run it gets and which events that run
+ * consumes.
+ *
+ * The consumer's schedule condition is taken as the AND of everything it references (what
+ * `schedule=[a, b, alias]` means): an asset by id, an `Asset.ref` by name or uri (resolved to the
+ * active asset), and an alias (any asset linked to it, `AssetEvaluator` on `AssetAlias`).
+ */
+
+export interface CreatedRun {
+  dagId: string
+  runId: string
+  runAfter: Date
+  /** dagrun_asset_event rows of the run, by event id. */
+  eventIds: number[]
+}
+
+interface QueueRow {
+  asset_id: number
+  target_dag_id: string
+  created_at: Date
+  asset_event_id?: number
+  name: string
+  uri: string
+}
+
+interface Requirement {
+  kind: 'asset' | 'alias'
+  /** (name, uri) keys that satisfy it: one for an asset, the linked assets for an alias. */
+  keys: string[]
+}
+
+const key = (name: string, uri: string) => JSON.stringify([name, uri])
+
+export async function createAssetTriggeredRuns(knex: Knex, schema: AirflowSchema): Promise<CreatedRun[]> {
+  return knex.transaction(async (trx) => {
+    // dags_needing_dagruns: every ADRQ row, statuses keyed by AssetUniqueKey(name, uri).
+    const {rows: queue} = await trx.raw<{rows: QueueRow[]}>(
+      `select q.*, a.name, a.uri from asset_dag_run_queue q join asset a on a.id = q.asset_id order by q.target_dag_id, q.asset_id`,
+    )
+    const byDag = new Map<string, QueueRow[]>()
+    for (const row of queue) byDag.set(row.target_dag_id, [...(byDag.get(row.target_dag_id) ?? []), row])
+
+    const runs: CreatedRun[] = []
+    for (const [dagId, rows] of byDag) {
+      const statuses = new Set(rows.map((r) => key(r.name, r.uri)))
+      const requirements = await requirementsOf(trx, dagId)
+      const ready = requirements.length > 0 && requirements.every((r) => r.keys.some((k) => statuses.has(k)))
+      if (!ready) continue
+      // The final DagModel query: paused and stale DAGs get no run (their rows stay queued).
+      const {rows: dags} = await trx.raw<{rows: Array<{is_paused: boolean; is_stale: boolean}>}>(
+        `select is_paused, is_stale from dag where dag_id = ?`,
+        [dagId],
+      )
+      if (!dags[0] || dags[0].is_paused || dags[0].is_stale) continue
+
+      const run = schema.capabilities.queueShape === 'per_event' ? await perEventRun(trx, dagId, rows) : await windowRun(trx, schema, dagId, rows)
+      if (run) runs.push(run)
+    }
+
+    return runs
+  })
+}
+
+async function requirementsOf(trx: Knex.Transaction, dagId: string): Promise<Requirement[]> {
+  const {rows} = await trx.raw<{rows: Array<{kind: 'asset' | 'alias'; ref: string; name: string | null; uri: string | null}>}>(
+    `select 'asset' as kind, 'id:' || a.id as ref, a.name, a.uri from dag_schedule_asset_reference r join asset a on a.id = r.asset_id where r.dag_id = ?
+     union all
+     select 'asset', 'name:' || r.name, a.name, a.uri from dag_schedule_asset_name_reference r
+       left join asset a on a.name = r.name and exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri) where r.dag_id = ?
+     union all
+     select 'asset', 'uri:' || r.uri, a.name, a.uri from dag_schedule_asset_uri_reference r
+       left join asset a on a.uri = r.uri and exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri) where r.dag_id = ?
+     union all
+     select 'alias', 'alias:' || al.id, a.name, a.uri from dag_schedule_asset_alias_reference r join asset_alias al on al.id = r.alias_id
+       left join asset_alias_asset l on l.alias_id = al.id left join asset a on a.id = l.asset_id where r.dag_id = ?`,
+    [dagId, dagId, dagId, dagId],
+  )
+  const requirements = new Map<string, Requirement>()
+  for (const row of rows) {
+    const requirement = requirements.get(row.ref) ?? {kind: row.kind, keys: []}
+    if (row.name !== null && row.uri !== null) requirement.keys.push(key(row.name, row.uri))
+    requirements.set(row.ref, requirement)
+  }
+
+  return [...requirements.values()]
+}
+
+/**
+ * Before 3.4: triggered_date = max(created_at) of the DAG's queue rows; the run consumes the events
+ * of its id-referenced assets (3.1+: and of its aliases, apache/airflow #50182) in
+ * (previous asset-triggered run's run_after, triggered_date]; then the DAG's queue rows are deleted
+ * (3.0/3.1 all of them; 3.2 the rows it locked FOR UPDATE SKIP LOCKED, the same rows here).
+ */
+async function windowRun(trx: Knex.Transaction, schema: AirflowSchema, dagId: string, rows: QueueRow[]): Promise<CreatedRun> {
+  const triggered = new Date(Math.max(...rows.map((r) => r.created_at.getTime())))
+  const aliasBranch = schema.airflowVersion.startsWith('3.0')
+    ? ''
+    : `or e.id in (select l.event_id from asset_alias_asset_event l join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id where r.dag_id = :dag)`
+  const {rows: events} = await trx.raw<{rows: Array<{id: number}>}>(
+    `with previous as (
+       select max(run_after) as run_after from dag_run where dag_id = :dag and run_type = 'asset_triggered' and run_after < :triggered
+     )
+     select e.id from asset_event e, previous
+      where (e.asset_id in (select asset_id from dag_schedule_asset_reference where dag_id = :dag) ${aliasBranch})
+        and e."timestamp" <= :triggered
+        and e."timestamp" > coalesce(previous.run_after, '-infinity')
+      order by e."timestamp", e.id`,
+    {dag: dagId, triggered},
+  )
+  const run = await createRun(
+    trx,
+    dagId,
+    triggered,
+    events.map((e) => e.id),
+  )
+  await trx.raw(`delete from asset_dag_run_queue where target_dag_id = ? and asset_id = any(?)`, [dagId, rows.map((r) => r.asset_id)])
+  return run
+}
+
+/**
+ * 3.4 (apache/airflow #70972): the run consumes the events its queue rows reference, minus those a
+ * run of this DAG already consumed; run_after = their latest timestamp; the rows read are deleted
+ * whether or not a run was created.
+ */
+async function perEventRun(trx: Knex.Transaction, dagId: string, rows: QueueRow[]): Promise<CreatedRun | undefined> {
+  const {rows: events} = await trx.raw<{rows: Array<{id: number; timestamp: Date}>}>(
+    `select e.id, e."timestamp" from asset_event e
+      where e.id = any(:ids)
+        and not exists (select 1 from dagrun_asset_event c join dag_run r on r.id = c.dag_run_id where r.dag_id = :dag and c.event_id = e.id)
+      order by e."timestamp", e.id`,
+    {ids: rows.map((r) => r.asset_event_id!), dag: dagId},
+  )
+  const run =
+    events.length > 0
+      ? await createRun(
+          trx,
+          dagId,
+          new Date(Math.max(...events.map((e) => e.timestamp.getTime()))),
+          events.map((e) => e.id),
+        )
+      : undefined
+  await trx.raw(`delete from asset_dag_run_queue where target_dag_id = ? and asset_event_id = any(?)`, [dagId, rows.map((r) => r.asset_event_id!)])
+  return run
+}
+
+/** dag.create_dagrun for an asset-triggered run, and its consumed_asset_events. */
+async function createRun(trx: Knex.Transaction, dagId: string, runAfter: Date, eventIds: number[]): Promise<CreatedRun> {
+  const runId = `asset_triggered__${runAfter.toISOString().replace('Z', '+00:00')}_${Math.random().toString(36).slice(2, 10)}`
+  const {rows} = await trx.raw<{rows: Array<{id: number}>}>(
+    `insert into dag_run (dag_id, run_id, logical_date, run_after, conf, state, queued_at, run_type, triggered_by, clear_number, log_template_id, created_dag_version_id)
+     values (?, ?, null, ?, '{}', 'queued', clock_timestamp(), 'asset_triggered', 'ASSET', 0, (select max(id) from log_template),
+             (select id from dag_version where dag_id = ? order by created_at desc limit 1))
+     returning id`,
+    [dagId, runId, runAfter, dagId],
+  )
+  const runPk = rows[0]!.id
+  if (eventIds.length > 0) await trx('dagrun_asset_event').insert(eventIds.map((eventId) => ({dag_run_id: runPk, event_id: eventId})))
+  return {dagId, runId, runAfter, eventIds}
+}
