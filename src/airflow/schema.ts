@@ -26,6 +26,13 @@ export interface Capabilities {
    * stale DAG is queued.
    */
   consumerFilter: 'id_and_alias_skip_paused_and_stale' | 'all_skip_paused'
+  /**
+   * Whether consumers are filtered by team (3.3+ `AssetManager._filter_dags_by_team`): the
+   * multi-team columns exist and `[core] multi_team` is on. airlock cannot read Airflow's
+   * configuration file: it takes `AIRFLOW__CORE__MULTI_TEAM` when set, else counts teams as on
+   * when any DAG bundle is assigned to a team (`dag_bundle_team`).
+   */
+  teamFilter: boolean
 }
 
 export interface AirflowSchema {
@@ -75,7 +82,7 @@ export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
   log: ['id', 'dttm', 'dag_id', 'task_id', 'run_id', 'map_index', 'try_number', 'event', 'logical_date', 'owner', 'extra'],
 }
 
-export const optionalTables = ['task_inlet_asset_reference', 'asset_partition_dag_run', 'partitioned_asset_key_log']
+export const optionalTables = ['task_inlet_asset_reference', 'asset_partition_dag_run', 'partitioned_asset_key_log', 'team', 'dag_bundle_team']
 
 /**
  * What a release does that its tables do not show, read from its
@@ -93,13 +100,18 @@ export function releaseBehaviour(version: string): Pick<Capabilities, 'consumerF
   return {consumerFilter: before60022 ? 'id_and_alias_skip_paused_and_stale' : 'all_skip_paused'}
 }
 
-export function detectCapabilities(shape: SchemaShape): Omit<Capabilities, 'consumerFilter'> {
+export function detectCapabilities(shape: SchemaShape): Omit<Capabilities, 'consumerFilter' | 'teamFilter'> {
   const has = (table: string, column: string) => shape.get(table)?.has(column) ?? false
   return {
     eventPartitionKey: has('asset_event', 'partition_key'),
     partitionedTimetables: has('dag', 'timetable_partitioned'),
     queueShape: has('asset_dag_run_queue', 'asset_event_id') ? 'per_event' : 'per_asset',
-    multiTeam: has('dag_schedule_asset_reference', 'allow_producer_teams') || has('task_outlet_asset_reference', 'allow_consumer_teams'),
+    multiTeam:
+      has('dag_schedule_asset_reference', 'allow_producer_teams') &&
+      has('dag_schedule_asset_reference', 'allow_global_producers') &&
+      has('task_outlet_asset_reference', 'allow_consumer_teams') &&
+      has('task_outlet_asset_reference', 'allow_global_consumers') &&
+      has('dag_bundle_team', 'team_name'),
     inletReferences: shape.has('task_inlet_asset_reference'),
   }
 }
@@ -127,4 +139,16 @@ export function expectedFor(version: string): Partial<Capabilities> {
   if (version.startsWith('3.2')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_asset', inletReferences: true}
   if (version.startsWith('3.1')) return {eventPartitionKey: false, queueShape: 'per_asset', inletReferences: true}
   return {eventPartitionKey: false, partitionedTimetables: false, queueShape: 'per_asset', inletReferences: false}
+}
+
+/**
+ * `[core] multi_team` as Airflow reads it from its environment (`AIRFLOW__CORE__MULTI_TEAM`,
+ * `conf.getboolean`: true/t/1 and false/f/0, any case); undefined when not set.
+ */
+export function multiTeamSetting(env: NodeJS.ProcessEnv = process.env): boolean | undefined {
+  const value = env.AIRFLOW__CORE__MULTI_TEAM?.trim().toLowerCase()
+  if (value === undefined || value === '') return undefined
+  if (['true', 't', '1'].includes(value)) return true
+  if (['false', 'f', '0'].includes(value)) return false
+  return undefined
 }

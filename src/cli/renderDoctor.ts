@@ -19,6 +19,12 @@ export function renderDoctor(report: DoctorReport): string {
         capabilities ? (capabilities.queueShape === 'per_event' ? 'one row per event (3.4)' : 'one row per asset and DAG (upsert)') : null,
       ],
       ['multi-team columns', capabilities ? yesNo(capabilities.multiTeam) : null],
+      [
+        'team filter',
+        capabilities?.multiTeam
+          ? `${capabilities.teamFilter ? 'on' : 'off'} (${process.env.AIRFLOW__CORE__MULTI_TEAM ? 'AIRFLOW__CORE__MULTI_TEAM' : 'no AIRFLOW__CORE__MULTI_TEAM: on when a DAG bundle has a team'})`
+          : null,
+      ],
       ['lock monitoring (pg_monitor)', server.canMonitor ? 'yes' : "no: audit-locks sees only this user's sessions"],
     ]),
   ]

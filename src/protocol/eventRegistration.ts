@@ -192,6 +192,7 @@ export async function queueEventConsumers(store: AirflowStore, tx: Executor, ti:
         : aliases.map((aliasId) => ({eventId: e.eventId, assetId: e.assetId, aliasId}))
     }),
     ti.partitionKey,
+    {dagId: ti.dagId, taskId: ti.taskId},
   )
   const dagsOf = (kind: ConsumerDecision['kind']) => [...new Set(consumers.filter((c) => c.kind === kind).map((c) => c.dagId))].sort().join(', ')
   const mapped = dagsOf('partition_mapper')

@@ -31,7 +31,12 @@ export interface AirflowStore extends CatalogStore {
   ensureAliasAssets(ex: Executor, emissions: readonly AliasEmission[], createAliasesNamed: readonly string[]): Promise<ResolvedAliasEmission[]>
   insertAliasEventLinks(ex: Executor, links: ReadonlyArray<{aliasId: number; eventId: number}>): Promise<void>
   /** The consumers of the events, queued in key order; partition-aware ones reported, not queued. */
-  queueConsumers(ex: Executor, events: readonly RegisteredEvent[], eventPartitionKey: string | null): Promise<ConsumerDecision[]>
+  queueConsumers(
+    ex: Executor,
+    events: readonly RegisteredEvent[],
+    eventPartitionKey: string | null,
+    producer: {dagId: string; taskId: string} | null,
+  ): Promise<ConsumerDecision[]>
   /** A row of Airflow's audit `log`. */
   insertLogRow(ex: Executor, subject: LogSubject, event: string, extra: string): Promise<{logId: number}>
   /** How a writer learns, after a lost COMMIT, whether its transaction landed. */
@@ -78,6 +83,8 @@ export interface CatalogStore {
   readTablePrivileges(ex: Executor, checks: readonly PrivilegeCheck[]): Promise<PrivilegeResult[]>
   readSettings(ex: Executor, names: readonly string[]): Promise<ServerSetting[]>
   readDeadlockCount(ex: Executor): Promise<number>
+  /** Whether any DAG bundle is assigned to a team (dag_bundle_team has a row); call only when that table exists. */
+  readTeamsAssigned(ex: Executor): Promise<boolean>
   /** `server` says what the server can report (the wait start exists from PostgreSQL 14). */
   readLockSnapshot(ex: Executor, server: Pick<ServerInfo, 'versionNum'>): Promise<SessionRow[]>
   findTaskInstanceByTuple(ex: Executor, page: number, tuple: number): Promise<(TaskInstanceKey & {id: string}) | undefined>

@@ -1,5 +1,6 @@
 import {
   detectCapabilities,
+  multiTeamSetting,
   releaseBehaviour,
   expectedFor,
   missingColumns,
@@ -60,7 +61,8 @@ export async function checkAirflowSchema(db: Database): Promise<SchemaCheck> {
     }
   }
 
-  const capabilities: Capabilities = {...detected, ...releaseBehaviour(airflowVersion)}
+  const teamFilter = detected.multiTeam && (multiTeamSetting() ?? (await catalog.readTeamsAssigned(db.executor)))
+  const capabilities: Capabilities = {...detected, ...releaseBehaviour(airflowVersion), teamFilter}
   const mismatches = Object.entries(expectedFor(airflowVersion))
     .filter(([key, value]) => capabilities[key as keyof Capabilities] !== value)
     .map(([key]) => key)

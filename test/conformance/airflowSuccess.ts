@@ -282,7 +282,55 @@ async function registerAssetChange(
     [asset.name, asset.uri],
   )
   for (const row of byRef) consumers.add(row.dag_id)
-  await queueDagruns(trx, schema, asset.id, eventId, [...consumers].sort(), ti.partition_key)
+  const allowed = await filterDagsByTeam(trx, schema, ti, asset, [...consumers].sort())
+  await queueDagruns(trx, schema, asset.id, eventId, allowed, ti.partition_key)
+}
+
+/** `AssetManager._filter_dags_by_team` (3.3+), for an event a task produced (`source_is_api` false). */
+async function filterDagsByTeam(trx: Knex.Transaction, schema: AirflowSchema, ti: LockedTi, asset: AssetModel, dagIds: string[]): Promise<string[]> {
+  if (!schema.capabilities.teamFilter || dagIds.length === 0) return dagIds
+  // DagModel.get_dag_id_to_team_name_mapping: a DAG's team is its bundle's.
+  const {rows: teamRows} = await trx.raw<{rows: Array<{dag_id: string; team_name: string}>}>(
+    `select d.dag_id, t.team_name from dag d join dag_bundle_team t on t.dag_bundle_name = d.bundle_name where d.dag_id = any(?)`,
+    [[...dagIds, ti.dag_id]],
+  )
+  const teamOf = new Map(teamRows.map((r) => [r.dag_id, r.team_name]))
+  const sourceTeam = teamOf.get(ti.dag_id)
+  const sourceTeams = new Set(sourceTeam === undefined ? [] : [sourceTeam])
+  // asset_model.scheduled_dags: the consumers' allow-lists for producers.
+  const {rows: scheduled} = await trx.raw<{rows: Array<{dag_id: string; allow_producer_teams: string[] | null; allow_global_producers: boolean}>}>(
+    `select dag_id, allow_producer_teams, allow_global_producers from dag_schedule_asset_reference where asset_id = ?`,
+    [asset.id],
+  )
+  const allowTeams = new Map(scheduled.map((r) => [r.dag_id, r.allow_producer_teams ?? []]))
+  const allowGlobal = new Map(scheduled.map((r) => [r.dag_id, r.allow_global_producers]))
+  // The producing task's outlet reference: its allow-lists for consumers.
+  const {rows: outlets} = await trx.raw<{rows: Array<{allow_consumer_teams: string[] | null; allow_global_consumers: boolean}>}>(
+    `select allow_consumer_teams, allow_global_consumers from task_outlet_asset_reference where dag_id = ? and task_id = ? and asset_id = ?`,
+    [ti.dag_id, ti.task_id, asset.id],
+  )
+  const allowConsumerTeams = outlets[0] ? outlets[0].allow_consumer_teams : null
+  const allowGlobalConsumers = outlets[0] ? outlets[0].allow_global_consumers : true
+  const hasConsumerTeamFilter = allowConsumerTeams !== null || !allowGlobalConsumers
+
+  return dagIds.filter((dagId) => {
+    const consumerTeam = teamOf.get(dagId)
+    let producerPass = false
+    if (consumerTeam === undefined) producerPass = true
+    else if (sourceTeams.size === 0) producerPass = allowGlobal.get(dagId) ?? true
+    else if (sourceTeams.has(consumerTeam)) producerPass = true
+    else if ((allowTeams.get(dagId) ?? []).some((team) => sourceTeams.has(team))) producerPass = true
+    if (!producerPass) return false
+    if (hasConsumerTeamFilter) {
+      if (consumerTeam === undefined) {
+        if (!allowGlobalConsumers) return false
+      } else if (!sourceTeams.has(consumerTeam)) {
+        if (allowConsumerTeams !== null && !allowConsumerTeams.includes(consumerTeam)) return false
+      }
+    }
+
+    return true
+  })
 }
 
 /** `AssetManager._queue_dagruns` on PostgreSQL, per release. */

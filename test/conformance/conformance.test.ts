@@ -6,6 +6,7 @@ import type {FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import type {OutletEventInput} from '../../src/selection/workItem.js'
 import {completeOne, schemaOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {addMultiTeamSchema, assignTeams} from '../support/multiTeam.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
 import {scenario, type ScenarioBuilder, type World} from '../support/scenario.js'
 import {airflowSucceeds, taskOutletsOf, type OutletEvent} from './airflowSuccess.js'
@@ -240,16 +241,139 @@ const versions: Array<FixtureVersion | 'dump'> = ['3.0', '3.1', '3.2', '3.4']
 if (await dumpAvailable()) versions.push('dump')
 
 describe.each(versions)('conformance on %s', (version) => {
+  conformance(cases, async () => {
+    if (version !== 'dump') return createTestDatabase(version, 2)
+    const db = await createTestDatabase('empty', 2)
+    await restoreDump(db.knex)
+    return db
+  })
+})
+
+/**
+ * Multi-team (3.3+, `[core] multi_team` on): `AssetManager._filter_dags_by_team`. The producer
+ * `etl` is in team_a's bundle; each case places its consumers and sets the allow-lists.
+ */
+const teamCases: Record<string, Case> = {
+  "a consumer of the producer's team and a teamless one are queued, another team's is not": {
+    mirrors: 'assets/manager.py AssetManager._filter_dags_by_team (producer_pass)',
+    world: (s) =>
+      s
+        .producer('etl', {outlets: 1})
+        .consumer('same_team', {on: ['etl']})
+        .consumer('other_team', {on: ['etl']})
+        .consumer('teamless', {on: ['etl']}),
+    task: {dag: 'etl'},
+    setup: (knex) => assignTeams(knex, {etl: 'team_a', same_team: 'team_a', other_team: 'team_b', teamless: null}),
+    expect(side) {
+      expect(queuedDags(side)).toEqual(['same_team', 'teamless'])
+    },
+  },
+  "allow_producer_teams lets another team's consumer accept the producer's events": {
+    mirrors: 'assets/manager.py AssetManager._filter_dags_by_team (allow_producer_teams)',
+    world: (s) =>
+      s
+        .producer('etl', {outlets: 1})
+        .consumer('accepts_a', {on: ['etl']})
+        .consumer('other_team', {on: ['etl']}),
+    task: {dag: 'etl'},
+    async setup(knex) {
+      await assignTeams(knex, {etl: 'team_a', accepts_a: 'team_b', other_team: 'team_b'})
+      await knex('dag_schedule_asset_reference')
+        .where({dag_id: 'accepts_a'})
+        .update({allow_producer_teams: JSON.stringify(['team_a'])})
+    },
+    expect(side) {
+      expect(queuedDags(side)).toEqual(['accepts_a'])
+    },
+  },
+  'a teamless producer: a team consumer is queued unless it sets allow_global_producers false': {
+    mirrors: 'assets/manager.py AssetManager._filter_dags_by_team (is_teamless_source)',
+    world: (s) =>
+      s
+        .producer('etl', {outlets: 1})
+        .consumer('open_team', {on: ['etl']})
+        .consumer('closed_team', {on: ['etl']}),
+    task: {dag: 'etl'},
+    async setup(knex) {
+      await assignTeams(knex, {etl: null, open_team: 'team_b', closed_team: 'team_b'})
+      await knex('dag_schedule_asset_reference').where({dag_id: 'closed_team'}).update({allow_global_producers: false})
+    },
+    expect(side) {
+      expect(queuedDags(side)).toEqual(['open_team'])
+    },
+  },
+  "the producer's outlet restricts consumers: allow_consumer_teams and allow_global_consumers false": {
+    mirrors: 'assets/manager.py AssetManager._filter_dags_by_team (has_consumer_team_filter)',
+    world: (s) =>
+      s
+        .producer('etl', {outlets: 1})
+        .consumer('same_team', {on: ['etl']})
+        .consumer('listed_team', {on: ['etl']})
+        .consumer('unlisted_team', {on: ['etl']})
+        .consumer('teamless', {on: ['etl']}),
+    task: {dag: 'etl'},
+    async setup(knex) {
+      await assignTeams(knex, {etl: 'team_a', same_team: 'team_a', listed_team: 'team_b', unlisted_team: 'team_c', teamless: null})
+      // Both other-team consumers accept team_a's events; the producer only lets team_b in.
+      await knex('dag_schedule_asset_reference')
+        .whereIn('dag_id', ['listed_team', 'unlisted_team'])
+        .update({allow_producer_teams: JSON.stringify(['team_a'])})
+      await knex('task_outlet_asset_reference')
+        .where({dag_id: 'etl', task_id: 'produce'})
+        .update({allow_consumer_teams: JSON.stringify(['team_b']), allow_global_consumers: false})
+    },
+    expect(side) {
+      expect(queuedDags(side)).toEqual(['listed_team', 'same_team'])
+    },
+  },
+}
+
+describe('conformance on 3.2 with 3.3 multi-team columns, AIRFLOW__CORE__MULTI_TEAM=true', () => {
+  const previous = process.env.AIRFLOW__CORE__MULTI_TEAM
+  beforeAll(() => {
+    process.env.AIRFLOW__CORE__MULTI_TEAM = 'true'
+  })
+  afterAll(() => {
+    if (previous === undefined) delete process.env.AIRFLOW__CORE__MULTI_TEAM
+    else process.env.AIRFLOW__CORE__MULTI_TEAM = previous
+  })
+  conformance(teamCases, async () => {
+    const db = await createTestDatabase('3.2', 2)
+    await addMultiTeamSchema(db.knex)
+    return db
+  })
+
+  it('with AIRFLOW__CORE__MULTI_TEAM=false, every consumer is queued whatever the teams', async () => {
+    const db = await createTestDatabase('3.2', 2)
+    try {
+      await addMultiTeamSchema(db.knex)
+      const c = teamCases["a consumer of the producer's team and a teamless one are queued, another team's is not"]!
+      const world = await c.world(scenario(db.knex)).build()
+      await c.setup!(db.knex, world, await schemaOf(db.knex))
+      process.env.AIRFLOW__CORE__MULTI_TEAM = 'false'
+      expect((await schemaOf(db.knex)).capabilities.teamFilter).toBe(false)
+      await completeOne(db.knex, world.ti('etl').id)
+      const queued = await db.knex('asset_dag_run_queue').orderBy('target_dag_id').pluck('target_dag_id')
+      expect(queued).toEqual(['other_team', 'same_team', 'teamless'])
+      delete process.env.AIRFLOW__CORE__MULTI_TEAM
+      expect((await schemaOf(db.knex)).capabilities.teamFilter).toBe(true)
+    } finally {
+      process.env.AIRFLOW__CORE__MULTI_TEAM = 'true'
+      await db.drop()
+    }
+  })
+})
+
+function queuedDags(side: Snapshot): string[] {
+  return side.queue.map((q) => q.split(' -> ')[1]!.split(' ')[0]!)
+}
+
+/** Runs each case on both sides on the database `open` gives, and compares them. */
+function conformance(table: Record<string, Case>, open: () => Promise<TestDatabase>): void {
   let db: TestDatabase
   let schema: AirflowSchema
   beforeAll(async () => {
-    if (version === 'dump') {
-      db = await createTestDatabase('empty', 2)
-      await restoreDump(db.knex)
-    } else {
-      db = await createTestDatabase(version, 2)
-    }
-
+    db = await open()
     schema = await schemaOf(db.knex)
   })
   afterAll(async () => db?.drop())
@@ -260,6 +384,8 @@ describe.each(versions)('conformance on %s', (version) => {
   async function side(c: Case, succeed: (tiId: string) => Promise<unknown>): Promise<Snapshot> {
     const world = await c.world(scenario(db.knex)).build()
     await c.setup?.(db.knex, world, schema)
+    // The side's own view of the database (a team assignment in setup turns the team filter on).
+    schema = await schemaOf(db.knex)
     const ti = world.ti(c.task.dag, c.task.task, {mapIndex: c.task.mapIndex})
     const since = await now()
     await succeed(ti.id)
@@ -268,15 +394,11 @@ describe.each(versions)('conformance on %s', (version) => {
     return {...written, runs: (await snapshot(db.knex, schema, since, ti, runs)).runs}
   }
 
-  it.each(Object.entries(cases))('%s', async (_, c) => {
+  it.each(Object.entries(table))('%s', async (_, c) => {
     const airflow = await side(c, async (tiId) => airflowSucceeds(db.knex, schema, tiId, await taskOutletsOf(db.knex, tiId), c.outletEvents ?? []))
-    const airlock = await side(c, async (tiId) => {
-      const result = await completeOne(db.knex, tiId, {
-        outletEvents: (c.outletEvents ?? []).map(toAirlockInput),
-        strictOutlets: c.airlock?.strictOutlets,
-      })
-      return result
-    })
+    const airlock = await side(c, async (tiId) =>
+      completeOne(db.knex, tiId, {outletEvents: (c.outletEvents ?? []).map(toAirlockInput), strictOutlets: c.airlock?.strictOutlets}),
+    )
 
     c.expect(airflow, schema)
     c.expect(airlock, schema)
@@ -296,7 +418,7 @@ describe.each(versions)('conformance on %s', (version) => {
       expect(airlockLogs.map((row) => row.event)).toEqual(['success'])
     }
   })
-})
+}
 
 /** A worker's outlet_events entry as an airlock input line gives it. */
 function toAirlockInput(event: OutletEvent): OutletEventInput {

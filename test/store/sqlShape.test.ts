@@ -28,6 +28,7 @@ const before34 = {
   multiTeam: false,
   inletReferences: false,
   consumerFilter: 'id_and_alias_skip_paused_and_stale',
+  teamFilter: false,
 } as const
 const from34 = {
   eventPartitionKey: true,
@@ -36,6 +37,7 @@ const from34 = {
   multiTeam: false,
   inletReferences: true,
   consumerFilter: 'all_skip_paused',
+  teamFilter: false,
 } as const
 
 describe('SQL shape', () => {
@@ -51,7 +53,7 @@ describe('SQL shape', () => {
   it('queue rows are inserted in key order, ON CONFLICT DO NOTHING before 3.4 and plain-inserted from 3.4', async () => {
     const events = [{eventId: 2, assetId: 9, aliasId: null}]
     const before = recorder()
-    await postgresStore(before34).queueConsumers(before.ex, events, null)
+    await postgresStore(before34).queueConsumers(before.ex, events, null, null)
     expect(before.sql[0]).toContain('order by asset_id, dag_id')
     // Airflow 3.0's _postgres_queue_dagruns: ON CONFLICT DO NOTHING, the first created_at is kept.
     expect(before.sql[0]).toContain('on conflict (asset_id, target_dag_id) do nothing')
@@ -59,7 +61,7 @@ describe('SQL shape', () => {
     expect(before.sql[0]).toContain("where not (reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false)))")
 
     const after = recorder()
-    await postgresStore(from34).queueConsumers(after.ex, events, null)
+    await postgresStore(from34).queueConsumers(after.ex, events, null, null)
     expect(after.sql[0]).toContain('order by dag_id, event_id')
     expect(after.sql[0]).not.toContain('on conflict')
     // From apache/airflow #60022 (3.1.7, 3.2.0): every reference kind skips paused DAGs only.

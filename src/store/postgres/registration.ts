@@ -148,10 +148,19 @@ export function insertAliasEventLinks() {
  *   it) and not at all without one; an event with a partition key queues no other DAG
  *   (`if not non_partitioned_dags or partition_key is not None: return`).
  *
+ * - 3.3+ with `[core] multi_team` on (`teamFilter`): `AssetManager._filter_dags_by_team`, both
+ *   halves. The consumer decides which producers it accepts (its `dag_schedule_asset_reference`
+ *   row for the asset: `allow_producer_teams`, `allow_global_producers`; a consumer found only
+ *   through an alias or `Asset.ref` has none, so `[]` and true); the producer decides which
+ *   consumers may receive its events (the `task_outlet_asset_reference` row of the producing task
+ *   and asset: `allow_consumer_teams`, `allow_global_consumers`; none: null and true). A DAG's
+ *   team is its bundle's (`dag_bundle_team`, as `DagModel.get_dag_id_to_team_name_mapping`). An
+ *   event without a producing task is treated as a teamless task's.
+ *
  * Rows are inserted in key order: unsorted multi-row inserts from concurrent completions take the
  * key locks in different orders and deadlock. The text is chosen once per capability set.
  */
-export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter'>) {
+export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>) {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
   const insert =
     capabilities.queueShape === 'per_event'
@@ -170,8 +179,27 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
     capabilities.consumerFilter === 'id_and_alias_skip_paused_and_stale'
       ? `reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false))`
       : `coalesce(d.is_paused, false)`
+  const teams = capabilities.teamFilter
+    ? `left join lateral (select t.team_name from dag pd join dag_bundle_team t on t.dag_bundle_name = pd.bundle_name where pd.dag_id = $5) as source_team on true
+         left join lateral (select t.team_name from dag_bundle_team t where t.dag_bundle_name = d.bundle_name) as consumer_team on true
+         left join dag_schedule_asset_reference sref on sref.asset_id = reference.asset_id and sref.dag_id = reference.dag_id
+         left join task_outlet_asset_reference oref on oref.dag_id = $5 and oref.task_id = $6 and oref.asset_id = reference.asset_id`
+    : ''
+  // _filter_dags_by_team: producer_pass, then the consumer-team filter when the outlet sets one.
+  const teamPasses = capabilities.teamFilter
+    ? `and (consumer_team.team_name is null
+            or (source_team.team_name is null and coalesce(sref.allow_global_producers, true))
+            or consumer_team.team_name = source_team.team_name
+            or coalesce(sref.allow_producer_teams::jsonb, '[]'::jsonb) @> jsonb_build_array(source_team.team_name))
+       and (not (oref.allow_consumer_teams is not null or not coalesce(oref.allow_global_consumers, true))
+            or (consumer_team.team_name is null and coalesce(oref.allow_global_consumers, true))
+            or (consumer_team.team_name is not null
+                and (consumer_team.team_name is not distinct from source_team.team_name
+                     or oref.allow_consumer_teams is null
+                     or oref.allow_consumer_teams::jsonb @> jsonb_build_array(consumer_team.team_name))))`
+    : ''
   const queue = prepared(
-    `queue_${capabilities.queueShape}_${capabilities.consumerFilter}`,
+    `queue_${capabilities.queueShape}_${capabilities.consumerFilter}${capabilities.teamFilter ? '_teams' : ''}`,
     `with ev as (
        select * from unnest($1::int[], $2::int[], $3::int[]) as e(event_id, asset_id, alias_id)
      ), reference as (
@@ -189,7 +217,8 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
                    else 'not_queued_by_airflow' end as kind
          from reference
          join dag d on d.dag_id = reference.dag_id
-        where not (${skipped})
+         ${teams}
+        where not (${skipped}) ${teamPasses}
      ), queued as (
        ${insert}
      )
@@ -198,11 +227,16 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
      select distinct kind, asset_id, dag_id from consumer where kind <> 'queued'
      order by 1, 2, 3`,
   )
-  return async (ex: Executor, events: readonly RegisteredEvent[], eventPartitionKey: string | null): Promise<ConsumerDecision[]> => {
+  return async (
+    ex: Executor,
+    events: readonly RegisteredEvent[],
+    eventPartitionKey: string | null,
+    producer: {dagId: string; taskId: string} | null,
+  ): Promise<ConsumerDecision[]> => {
     if (events.length === 0) return []
-    const rows = await ex.query<{kind: ConsumerDecision['kind']; asset_id: number; dag_id: string}>(
-      queue([events.map((e) => e.eventId), events.map((e) => e.assetId), events.map((e) => e.aliasId), eventPartitionKey === null]),
-    )
+    const values: unknown[] = [events.map((e) => e.eventId), events.map((e) => e.assetId), events.map((e) => e.aliasId), eventPartitionKey === null]
+    if (capabilities.teamFilter) values.push(producer?.dagId ?? null, producer?.taskId ?? null)
+    const rows = await ex.query<{kind: ConsumerDecision['kind']; asset_id: number; dag_id: string}>(queue(values))
     return rows.map((row) => ({kind: row.kind, assetId: row.asset_id, dagId: row.dag_id}))
   }
 }
