@@ -75,9 +75,16 @@ export async function taskOutletsOf(knex: Knex, tiId: string): Promise<AssetProf
 }
 
 /**
- * Runs the transcribed success path in one transaction. `failed` when Airflow raises
- * (`AirflowInactiveAssetInInletOrOutletException` for an outlet that resolves to no active asset):
- * the request's transaction rolls back, nothing is written, and the task instance ends FAILED.
+ * Runs the transcribed success path. When an outlet resolves to no active asset,
+ * `register_asset_changes_in_db` raises at its very end, after every valid outlet was registered,
+ * and what survives depends on the release:
+ *
+ * - 3.0.0 (before apache/airflow #51295): the exception ends the request (HTTP 500), its
+ *   transaction rolls back, nothing is written and the task instance stays as it was;
+ * - from #51295 (3.0.2+; 3.1, 3.2, 3.3 here): `ti_update_state` catches it and sets the task
+ *   instance FAILED with end_date now, in the same session, so the valid outlets' events, alias
+ *   links and queue rows commit with it;
+ * - from #71076 (main, 3.4 here): the session is rolled back first, so only the FAILED state commits.
  */
 export async function airflowSucceeds(
   knex: Knex,
@@ -86,6 +93,8 @@ export async function airflowSucceeds(
   taskOutlets: readonly AssetProfile[],
   outletEvents: readonly OutletEvent[],
 ): Promise<AirflowOutcome> {
+  const version = schema.airflowVersion
+  let outcome: AirflowOutcome = 'success'
   try {
     await knex.transaction(async (trx) => {
       // ti_update_state: the task instance row is locked first (SELECT … FOR UPDATE), with the
@@ -101,26 +110,38 @@ export async function airflowSucceeds(
       )
       const ti = rows[0]
       if (!ti) throw new Error(`no task instance ${tiId}`)
-      await registerAssetChangesInDb(trx, schema, ti, taskOutlets, outletEvents)
-      // TI.duration_expression_update on PostgreSQL: duration = EPOCH(end_date - start_date).
+      try {
+        await trx.raw('savepoint before_registration')
+        await registerAssetChangesInDb(trx, schema, ti, taskOutlets, outletEvents)
+      } catch (error) {
+        if (!(error instanceof InactiveOutlets) || version.startsWith('3.0')) throw error
+        if (version.startsWith('3.4')) await trx.raw('rollback to savepoint before_registration')
+        outcome = 'failed'
+      }
+
+      // TI.duration_expression_update on PostgreSQL: duration = EPOCH(end_date - start_date). The
+      // fix for apache/airflow #56704 clears next_method/next_kwargs on every terminal state (not
+      // placed in a release yet; transcribed from 3.2), 3.0's success branch leaves them.
+      const clearsNext = version >= '3.2'
       await trx.raw(
         `update task_instance
-            set state = 'success', end_date = clock_timestamp(), duration = extract(epoch from clock_timestamp() - start_date),
-                next_method = null, next_kwargs = null, updated_at = clock_timestamp()
+            set state = ?, end_date = clock_timestamp(), duration = extract(epoch from clock_timestamp() - start_date),
+                ${clearsNext ? 'next_method = null, next_kwargs = null,' : ''} updated_at = clock_timestamp()
           where id = ?`,
-        [tiId],
+        [outcome, tiId],
       )
-      if (schema.airflowVersion >= '3.2') {
+      if (version >= '3.2') {
         // 3.2+ (apache/airflow #61932): a Log row per state change.
         await trx.raw(
           `insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
-           values (clock_timestamp(), ?, ?, ?, ?, ?, 'success', ?, ?, ?)`,
+           values (clock_timestamp(), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           [
             ti.dag_id,
             ti.task_id,
             ti.run_id,
             ti.map_index,
             ti.try_number,
+            outcome,
             ti.logical_date,
             ti.owners,
             ti.hostname ? JSON.stringify({host_name: ti.hostname}) : null,
@@ -128,7 +149,7 @@ export async function airflowSucceeds(
         )
       }
     })
-    return 'success'
+    return outcome
   } catch (error) {
     if (error instanceof InactiveOutlets) return 'failed'
     throw error

@@ -55,12 +55,15 @@ export async function createAssetTriggeredRuns(knex: Knex, schema: AirflowSchema
       const requirements = await requirementsOf(trx, dagId)
       const ready = requirements.length > 0 && requirements.every((r) => r.keys.some((k) => statuses.has(k)))
       if (!ready) continue
-      // The final DagModel query: paused and stale DAGs get no run (their rows stay queued).
-      const {rows: dags} = await trx.raw<{rows: Array<{is_paused: boolean; is_stale: boolean}>}>(
-        `select is_paused, is_stale from dag where dag_id = ?`,
+      // The exclusion list and the final DagModel query: a paused or stale DAG, one with import
+      // errors, or one already at max_active_runs (queued + running) gets no run; its rows stay.
+      const {rows: dags} = await trx.raw<{rows: Array<{eligible: boolean}>}>(
+        `select not d.is_paused and not d.is_stale and not coalesce(d.has_import_errors, false)
+                and (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) < d.max_active_runs as eligible
+           from dag d where d.dag_id = ?`,
         [dagId],
       )
-      if (!dags[0] || dags[0].is_paused || dags[0].is_stale) continue
+      if (!dags[0]?.eligible) continue
 
       const run = schema.capabilities.queueShape === 'per_event' ? await perEventRun(trx, dagId, rows) : await windowRun(trx, schema, dagId, rows)
       if (run) runs.push(run)

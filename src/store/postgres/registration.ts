@@ -186,16 +186,18 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
          left join task_outlet_asset_reference oref on oref.dag_id = $5 and oref.task_id = $6 and oref.asset_id = reference.asset_id`
     : ''
   // _filter_dags_by_team: producer_pass, then the consumer-team filter when the outlet sets one.
+  // The allow-lists are SQLAlchemy JSON columns: Python's None may be stored as JSON null, which
+  // Airflow reads back as None, so JSON null counts as SQL NULL here.
   const teamPasses = capabilities.teamFilter
     ? `and (consumer_team.team_name is null
             or (source_team.team_name is null and coalesce(sref.allow_global_producers, true))
             or consumer_team.team_name = source_team.team_name
-            or coalesce(sref.allow_producer_teams::jsonb, '[]'::jsonb) @> jsonb_build_array(source_team.team_name))
-       and (not (oref.allow_consumer_teams is not null or not coalesce(oref.allow_global_consumers, true))
+            or coalesce(nullif(sref.allow_producer_teams::jsonb, 'null'::jsonb), '[]'::jsonb) @> jsonb_build_array(source_team.team_name))
+       and (not (nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is not null or not coalesce(oref.allow_global_consumers, true))
             or (consumer_team.team_name is null and coalesce(oref.allow_global_consumers, true))
             or (consumer_team.team_name is not null
                 and (consumer_team.team_name is not distinct from source_team.team_name
-                     or oref.allow_consumer_teams is null
+                     or nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is null
                      or oref.allow_consumer_teams::jsonb @> jsonb_build_array(consumer_team.team_name))))`
     : ''
   const queue = prepared(

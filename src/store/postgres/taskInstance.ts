@@ -208,8 +208,10 @@ export function lockTaskInstance() {
  * Protocol step 4 for `complete`, the only statement run under the row lock before COMMIT. It
  * mirrors the success branch of Airflow's `ti_update_state`
  * (airflow-core/src/airflow/api_fastapi/execution_api/routes/task_instances.py, Airflow 3.0): state, end_date
- * (given, or the clock now), duration from start_date computed in SQL, next_method and
- * next_kwargs cleared, updated_at. A task instance that never started gets start_date =
+ * (given, or the clock now), duration from start_date computed in SQL (`duration_expression_update`),
+ * updated_at. next_method and next_kwargs are cleared as the fix for apache/airflow #56704 clears
+ * them on every terminal state (`_create_ti_state_update_query_and_update_state`); 3.0's success
+ * branch left them, which only a deferred task's resume reads. A task instance that never started gets start_date =
  * end_date, as `TaskInstance.set_state` does (airflow-core/src/airflow/models/taskinstance.py, Airflow 3.0).
  */
 export function markTaskInstanceSuccess() {
