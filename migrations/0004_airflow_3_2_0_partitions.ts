@@ -1,14 +1,14 @@
 import type {Knex} from 'knex'
 
 /**
- * Fixture schema, Airflow 3.2.0 (alembic head 658517c60c7f): asset partitioning. Events and runs
+ * Fixture schema, Airflow 3.2.x (stamped with the release head 1d6611b6ab7c): asset partitioning. Events and runs
  * carry a partition_key; DAGs with a partitioned timetable are queued through
  * asset_partition_dag_run instead of asset_dag_run_queue (Airflow's migration 0093,
  * airflow-core/src/airflow/migrations/versions).
  */
 const tz = {useTz: true} as const
 
-export const alembicHead = '658517c60c7f'
+export const alembicHead = '1d6611b6ab7c'
 const previousHead = 'cc92b33c6709'
 
 export async function up(knex: Knex): Promise<void> {

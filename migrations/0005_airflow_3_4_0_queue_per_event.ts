@@ -1,13 +1,13 @@
 import type {Knex} from 'knex'
 
 /**
- * Fixture schema, Airflow 3.4.0 (unreleased; alembic head b2f1a9c7d4e0): the DAG-run queue keeps
+ * Fixture schema, Airflow 3.4.0 (unreleased; stamped with main's head ee86eed19e24): the DAG-run queue keeps
  * one row per event. asset_dag_run_queue gains asset_event_id (FK → asset_event ON DELETE
  * CASCADE) and its key becomes (target_dag_id, asset_event_id), so writers insert instead of
  * upserting (apache/airflow #70972, migration b2f1a9c7d4e0).
  */
-export const alembicHead = 'b2f1a9c7d4e0'
-const previousHead = '658517c60c7f'
+export const alembicHead = 'ee86eed19e24'
+const previousHead = '1d6611b6ab7c'
 
 export async function up(knex: Knex): Promise<void> {
   // Rows of the old shape cannot name their event; fixture databases hold none worth keeping.

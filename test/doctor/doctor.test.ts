@@ -5,7 +5,7 @@ import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
 
-const expectedVersion = {'3.0': '3.0.0', '3.1': '3.1.0–3.1.7', '3.2': '3.2.0', '3.4': '3.4.0 (unreleased)'} as const
+const expectedVersion = {'3.0': '3.0.0', '3.1': '3.1.0–3.1.7', '3.2': '3.2.x', '3.4': '3.4.0 (unreleased)'} as const
 
 describe('airlock doctor', () => {
   const databases: TestDatabase[] = []
@@ -35,7 +35,7 @@ describe('airlock doctor', () => {
   it('refuses a head that claims a version its tables do not have (exit 8)', async () => {
     const database = await createTestDatabase('3.0', 1)
     databases.push(database)
-    await database.knex('alembic_version').update({version_num: '658517c60c7f'})
+    await database.knex('alembic_version').update({version_num: '1d6611b6ab7c'})
     const result = await runCli(['doctor', '--database-url', database.url, '--json'])
     const out = envelope(result) as {status: number; result: {verdict: string}}
     expect(result.code).toBe(8)
@@ -80,7 +80,7 @@ describe('airlock doctor', () => {
     const out = envelope(result) as {result: {connection: {source: string}; airflow: {version: string}}}
     expect(result.code).toBe(0)
     expect(out.result.connection.source).toBe('AIRFLOW__DATABASE__SQL_ALCHEMY_CONN')
-    expect(out.result.airflow.version).toBe('3.2.0')
+    expect(out.result.airflow.version).toBe('3.2.x')
   })
 
   it('exits 2 with one clear line on an unknown flag, and the error envelope under --json', async () => {

@@ -2,6 +2,7 @@ import {describe, expect, it} from 'vitest'
 
 import type {Executor, Statement} from '../../src/engine/engine.js'
 import {beginStatement, truncateUtf8} from '../../src/engine/postgres/postgresEngine.js'
+import {prepared} from '../../src/engine/prepared.js'
 import {postgresStore} from '../../src/store/postgres/postgresStore.js'
 
 /**
@@ -41,6 +42,18 @@ const from34 = {
 } as const
 
 describe('SQL shape', () => {
+  it("prepared statement names fit PostgreSQL's 63 bytes, keeping the text hash that tells two texts apart", async () => {
+    const long = prepared('x'.repeat(80), 'select 1')([])
+    const other = prepared('x'.repeat(80), 'select 2')([])
+    expect(long.name!.length).toBeLessThanOrEqual(63)
+    expect(long.name).not.toBe(other.name)
+    // The longest name the store makes: the queue statement of the widest capability set.
+    const {ex, statements} = recorder()
+    await postgresStore({...before34, teamFilter: true}).queueConsumers(ex, [{eventId: 1, assetId: 1, aliasId: null}], null, null)
+    expect(statements[0]!.name!.length).toBeLessThanOrEqual(63)
+    expect(statements[0]!.name).toMatch(/_[0-9a-f]{12}$/)
+  })
+
   it('the lock is FOR UPDATE by id only, never filtered on state, and runs prepared', async () => {
     const {ex, sql, statements} = recorder()
     await postgresStore(before34).lockTaskInstance(ex, 'id')
