@@ -1,3 +1,4 @@
+import {multiTeamSetting} from '../airflow/schema.js'
 import type {DoctorReport} from '../doctor/runDoctor.js'
 import {renderKeyValues, renderTable} from '../output/table.js'
 
@@ -22,7 +23,7 @@ export function renderDoctor(report: DoctorReport): string {
       [
         'team filter',
         capabilities?.multiTeam
-          ? `${capabilities.teamFilter ? 'on' : 'off'} (${process.env.AIRFLOW__CORE__MULTI_TEAM ? 'AIRFLOW__CORE__MULTI_TEAM' : 'no AIRFLOW__CORE__MULTI_TEAM: on when a DAG bundle has a team'})`
+          ? `${capabilities.teamFilter ? 'on' : 'off'} (${multiTeamSetting() === undefined ? 'no AIRFLOW__CORE__MULTI_TEAM: on when a DAG bundle has a team' : 'AIRFLOW__CORE__MULTI_TEAM'})`
           : null,
       ],
       ['lock monitoring (pg_monitor)', server.canMonitor ? 'yes' : "no: audit-locks sees only this user's sessions"],

@@ -1,7 +1,7 @@
 import {describeOutlet, type StoredState, type TaskInstanceState} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
-import {emitOutletEvents, emptyRegistration, queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
+import {consumerDags, emitOutletEvents, emptyRegistration, queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
 import type {Writer} from '../protocol/protocol.js'
 import type {OutletEventInput} from '../selection/workItem.js'
 import type {AirflowStore} from '../store/airflowStore.js'
@@ -100,7 +100,7 @@ export function completeWriter(
     },
     decideAfterRegistering(registration) {
       if (settings.allowUnqueuedConsumers) return undefined
-      const partitioned = [...new Set(registration.consumers.filter((c) => c.kind === 'partition_mapper').map((c) => c.dagId))].sort()
+      const partitioned = consumerDags(registration.consumers, 'partition_mapper')
       if (partitioned.length === 0) return undefined
       return {
         outcome: 'unsupported_consumer',

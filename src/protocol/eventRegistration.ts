@@ -174,6 +174,11 @@ function canonicalExtra(extra: Record<string, unknown>): string {
   return JSON.stringify(Object.fromEntries(Object.entries(extra).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))))
 }
 
+/** The consumer DAGs that ended as `kind`, each once, sorted. */
+export function consumerDags(consumers: readonly ConsumerDecision[], kind: ConsumerDecision['kind']): string[] {
+  return [...new Set(consumers.filter((c) => c.kind === kind).map((c) => c.dagId))].sort()
+}
+
 /**
  * Protocol step 2, last: the consumers' queue rows. Last on purpose: their key locks are the
  * contended ones (every completion feeding the same DAG upserts the same keys), so they are held
@@ -194,7 +199,7 @@ export async function queueEventConsumers(store: AirflowStore, tx: Executor, ti:
     ti.partitionKey,
     {dagId: ti.dagId, taskId: ti.taskId},
   )
-  const dagsOf = (kind: ConsumerDecision['kind']) => [...new Set(consumers.filter((c) => c.kind === kind).map((c) => c.dagId))].sort().join(', ')
+  const dagsOf = (kind: ConsumerDecision['kind']) => consumerDags(consumers, kind).join(', ')
   const mapped = dagsOf('partition_mapper')
   if (mapped) {
     warnings.push(

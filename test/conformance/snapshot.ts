@@ -33,7 +33,8 @@ export async function snapshot(
   schema: AirflowSchema,
   since: Date,
   tiKey: {dag_id: string; run_id: string; task_id: string; map_index: number},
-  runs: CreatedRun[],
+  /** The scheduler's step, run once the rows are read (it writes no events, so they describe its runs too). */
+  schedule: () => Promise<CreatedRun[]>,
 ): Promise<Snapshot> {
   const at = (t: Date | null) => (t === null ? 'null' : t >= since ? 'new' : t.toISOString())
   const partition = schema.capabilities.eventPartitionKey ? 'e.partition_key' : 'null as partition_key'
@@ -94,6 +95,7 @@ export async function snapshot(
     [since],
   )
 
+  const runs = await schedule()
   return {
     taskInstance: {
       state: ti.state,
