@@ -1,9 +1,9 @@
 import type {Knex} from 'knex'
 
 /**
- * Fixture schema, Airflow 3.1.0 (alembic head cc92b33c6709): inlet references, dag.deadline, and
- * task_instance.dag_version_id's foreign key becoming RESTRICT (Airflow's 3.1.0 migrations,
- * airflow-core/src/airflow/migrations/versions/*_3_1_0_*.py).
+ * Fixture schema, Airflow 3.1.0 (alembic head cc92b33c6709, shared by 3.1.0–3.1.7): inlet
+ * references, teams, dag.deadline, and task_instance.dag_version_id's foreign key becoming
+ * RESTRICT (Airflow's 3.1.0 migrations, airflow-core/src/airflow/migrations/versions/*_3_1_0_*.py).
  */
 const tz = {useTz: true} as const
 
@@ -22,6 +22,21 @@ export async function up(knex: Knex): Promise<void> {
     t.foreign(['asset_id'], 'tiar_asset_fkey').references(['id']).inTable('asset').onDelete('CASCADE')
     t.foreign(['dag_id'], 'tiar_dag_id_fkey').references(['dag_id']).inTable('dag').onDelete('CASCADE')
   })
+
+  // 0083_3_1_0_add_teams.py (a3c7f2b18d4e): teams keyed by a UUID, a bundle in at most one team.
+  await knex.raw(`
+    create table team (id uuid not null, name varchar(50) not null,
+      constraint team_pkey primary key (id), constraint team_name_uq unique (name));
+    create table dag_bundle_team (
+      dag_bundle_name varchar(250) not null,
+      team_id uuid not null,
+      constraint dag_bundle_team_pkey primary key (dag_bundle_name, team_id),
+      constraint dag_bundle_team_dag_bundle_name_fkey foreign key (dag_bundle_name) references dag_bundle (name) on delete cascade,
+      constraint dag_bundle_team_team_id_fkey foreign key (team_id) references team (id) on delete cascade
+    );
+    create unique index idx_dag_bundle_team_dag_bundle_name on dag_bundle_team (dag_bundle_name);
+    create index idx_dag_bundle_team_team_id on dag_bundle_team (team_id);
+  `)
 
   await knex.schema.alterTable('dag', (t) => {
     t.json('deadline')
@@ -43,6 +58,8 @@ export async function down(knex: Knex): Promise<void> {
   await knex.schema.alterTable('dag', (t) => {
     t.dropColumn('deadline')
   })
+  await knex.schema.dropTable('dag_bundle_team')
+  await knex.schema.dropTable('team')
   await knex.schema.dropTable('task_inlet_asset_reference')
   await knex('alembic_version').update({version_num: previousHead})
 }

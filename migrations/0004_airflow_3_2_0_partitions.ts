@@ -1,10 +1,12 @@
 import type {Knex} from 'knex'
 
 /**
- * Fixture schema, Airflow 3.2.x (stamped with the release head 1d6611b6ab7c): asset partitioning. Events and runs
- * carry a partition_key; DAGs with a partitioned timetable are queued through
- * asset_partition_dag_run instead of asset_dag_run_queue (Airflow's migration 0093,
- * airflow-core/src/airflow/migrations/versions).
+ * Fixture schema, Airflow 3.2.x (stamped with the release head 1d6611b6ab7c, shared by 3.2.0–3.2.2):
+ * asset partitioning and teams keyed by name. Events and runs carry a partition_key; DAGs with a
+ * partitioned timetable are queued through asset_partition_dag_run instead of asset_dag_run_queue
+ * (0095_3_2_0_update_orm_asset_partitioning.py, 665854ef0536; dag.timetable_partitioned and
+ * dag_run.partition_date from "Add partition fields to DagModel", 6222ce48e289); team loses its
+ * UUID and dag_bundle_team.team_id becomes team_name (0096_3_2_0_remove_team_id.py, b12d4f98a91e).
  */
 const tz = {useTz: true} as const
 
@@ -51,10 +53,33 @@ export async function up(knex: Knex): Promise<void> {
     t.boolean('timetable_partitioned').notNullable().defaultTo(false)
   })
 
+  await knex.raw(`
+    alter table dag_bundle_team drop constraint dag_bundle_team_team_id_fkey;
+    drop index idx_dag_bundle_team_team_id;
+    alter table dag_bundle_team rename column team_id to team_name;
+    alter table dag_bundle_team alter column team_name type varchar(50);
+    alter table team drop constraint team_pkey, drop constraint team_name_uq, drop column id;
+    alter table team add constraint team_pkey primary key (name);
+    create index idx_dag_bundle_team_team_name on dag_bundle_team (team_name);
+    alter table dag_bundle_team add constraint dag_bundle_team_team_name_fkey foreign key (team_name) references team (name) on delete cascade;
+  `)
+
   await knex('alembic_version').update({version_num: alembicHead})
 }
 
 export async function down(knex: Knex): Promise<void> {
+  // Fixture teams are test data: the 3.1 shape comes back empty.
+  await knex.raw(`
+    delete from dag_bundle_team; delete from team;
+    alter table dag_bundle_team drop constraint dag_bundle_team_team_name_fkey;
+    drop index idx_dag_bundle_team_team_name;
+    alter table dag_bundle_team alter column team_name type uuid using null;
+    alter table dag_bundle_team rename column team_name to team_id;
+    alter table team drop constraint team_pkey, add column id uuid not null;
+    alter table team add constraint team_pkey primary key (id), add constraint team_name_uq unique (name);
+    create index idx_dag_bundle_team_team_id on dag_bundle_team (team_id);
+    alter table dag_bundle_team add constraint dag_bundle_team_team_id_fkey foreign key (team_id) references team (id) on delete cascade;
+  `)
   await knex.schema.alterTable('dag', (t) => t.dropColumn('timetable_partitioned'))
   await knex.schema.alterTable('dag_run', (t) => {
     t.dropColumn('partition_date')

@@ -1,3 +1,5 @@
+import {compareVersions} from './revisions.js'
+
 /** table name → its column names, for the public schema's tables airlock cares about. */
 export type SchemaShape = Map<string, Set<string>>
 
@@ -37,7 +39,11 @@ export interface Capabilities {
 
 export interface AirflowSchema {
   alembicHead: string
+  /** The placed release as doctor shows it ('3.0.3–3.0.6', '3.1.8 (partly migrated)', '3.3.x (assumed; …)'). */
   airflowVersion: string
+  /** The release whose behaviour airlock follows ('3.0.3'). */
+  behaviourVersion: string
+  placement: 'release' | 'partly_migrated' | 'assumed'
   capabilities: Capabilities
 }
 
@@ -96,7 +102,7 @@ export const optionalTables = ['task_inlet_asset_reference', 'asset_partition_da
  *   shared by 3.1.0 to 3.1.7, so airlock cannot tell 3.1.7 apart and follows 3.1.0–3.1.6.
  */
 export function releaseBehaviour(version: string): Pick<Capabilities, 'consumerFilter'> {
-  const before60022 = version.startsWith('3.0') || version.startsWith('3.1.0')
+  const before60022 = compareVersions(version, '3.1.7') < 0
   return {consumerFilter: before60022 ? 'id_and_alias_skip_paused_and_stale' : 'all_skip_paused'}
 }
 
@@ -131,14 +137,73 @@ export function missingColumns(shape: SchemaShape): string[] {
   return missing
 }
 
-/** Which capabilities a version's head promises; a schema lacking them is not what its head claims. */
-export function expectedFor(version: string): Partial<Capabilities> {
-  if (version.startsWith('3.4')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_event', inletReferences: true}
-  if (version.startsWith('3.3'))
-    return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_asset', inletReferences: true, multiTeam: true}
-  if (version.startsWith('3.2')) return {eventPartitionKey: true, partitionedTimetables: true, queueShape: 'per_asset', inletReferences: true}
-  if (version.startsWith('3.1')) return {eventPartitionKey: false, queueShape: 'per_asset', inletReferences: true}
-  return {eventPartitionKey: false, partitionedTimetables: false, queueShape: 'per_asset', inletReferences: false}
+/**
+ * The columns that differ between the releases airlock supports and that it adapts to, each with
+ * the Airflow migration that adds it (airflow-core/src/airflow/migrations/versions/). A head
+ * placed on the revision graph promises exactly the columns whose migration it has applied: a
+ * missing one or an unexpected one means the head does not tell the truth about the tables
+ * (a hand-edited alembic_version, a half-applied upgrade) and airlock refuses it.
+ */
+export const adaptiveColumns: ReadonlyArray<{table: string; column?: string; addedIn: string}> = [
+  // 0073_3_1_0_add_task_inlet_asset_reference.py
+  {table: 'task_inlet_asset_reference', addedIn: '583e80dfcef4'},
+  // 0095_3_2_0_update_orm_asset_partitioning.py: events carry the run's partition key.
+  {table: 'asset_event', column: 'partition_key', addedIn: '665854ef0536'},
+  // "Add partition fields to DagModel" (3.2.0).
+  {table: 'dag', column: 'timetable_partitioned', addedIn: '6222ce48e289'},
+  // 0096_3_2_0_remove_team_id.py renames 3.1.0's dag_bundle_team.team_id to team_name.
+  {table: 'dag_bundle_team', column: 'team_name', addedIn: 'b12d4f98a91e'},
+  // "Add access control columns to dag_schedule_asset_reference" (3.3.0). The stored copy of the
+  // migration adds allow_producer_teams; allow_global_producers is on the 3.3 model
+  // (DagScheduleAssetReference) and came with it before the release (apache/airflow #67251).
+  {table: 'dag_schedule_asset_reference', column: 'allow_producer_teams', addedIn: 'a7f3b2c1d4e5'},
+  {table: 'dag_schedule_asset_reference', column: 'allow_global_producers', addedIn: 'a7f3b2c1d4e5'},
+  // "Add allow_consumer_teams columns to task_outlet_asset_reference" (3.3.0).
+  {table: 'task_outlet_asset_reference', column: 'allow_consumer_teams', addedIn: 'c9d4e5f6a7b8'},
+  {table: 'task_outlet_asset_reference', column: 'allow_global_consumers', addedIn: 'c9d4e5f6a7b8'},
+  // 0128_3_4_0_add_asset_event_id_to_adrq.py: one queue row per event.
+  {table: 'asset_dag_run_queue', column: 'asset_event_id', addedIn: 'b2f1a9c7d4e0'},
+]
+
+/**
+ * The queue's primary key, which airlock's queue statement conflicts on: (asset_id, target_dag_id)
+ * until 0128_3_4_0_add_asset_event_id_to_adrq.py (b2f1a9c7d4e0) makes it
+ * (target_dag_id, asset_event_id).
+ */
+export const queueKeyRevision = 'b2f1a9c7d4e0'
+export const queueKeys = {per_asset: ['asset_id', 'target_dag_id'], per_event: ['target_dag_id', 'asset_event_id']} as const
+
+/** table name → its primary key's columns in key order. */
+export type PrimaryKeys = Map<string, string[]>
+
+/**
+ * How the tables differ from what a head promises, in words naming the column: `missing column
+ * asset_event.partition_key (added by 665854ef0536, Airflow 3.2.0)`. `applied` is every migration
+ * up to the head (revisions.ts); `versionOf` names a migration's release.
+ */
+export function shapeMismatches(
+  shape: SchemaShape,
+  keys: PrimaryKeys,
+  applied: ReadonlySet<string>,
+  versionOf: (revision: string) => string | undefined,
+): string[] {
+  const mismatches: string[] = []
+  for (const {table, column, addedIn} of adaptiveColumns) {
+    const present = column === undefined ? shape.has(table) : (shape.get(table)?.has(column) ?? false)
+    const expected = applied.has(addedIn)
+    if (present === expected) continue
+    const name = column === undefined ? `table ${table}` : `column ${table}.${column}`
+    const origin = `${addedIn}, Airflow ${versionOf(addedIn) ?? '?'}`
+    mismatches.push(expected ? `missing ${name} (added by migration ${origin})` : `unexpected ${name} (added by a later migration, ${origin})`)
+  }
+
+  const expectedKey = queueKeys[applied.has(queueKeyRevision) ? 'per_event' : 'per_asset']
+  const key = keys.get('asset_dag_run_queue') ?? []
+  if (key.join(',') !== expectedKey.join(',')) {
+    mismatches.push(`asset_dag_run_queue's primary key is (${key.join(', ')}), expected (${expectedKey.join(', ')})`)
+  }
+
+  return mismatches
 }
 
 /**

@@ -96,7 +96,7 @@ export abstract class AirlockCommand<R> extends Command {
   /** Opens the Airflow database the flags name and builds its store, or exits 8 naming what is wrong. */
   protected async openAirflow(flags: ConnectionFlagValues, options: OpenOptions): Promise<AirflowDatabase> {
     const {db} = await this.openDatabase(flags, options)
-    return requireAirflow(db)
+    return requireAirflow(db, {assumeVersion: flags['assume-version']})
   }
 
   /**

@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core'
 
+import {lineOf, releaseLines} from '../airflow/revisions.js'
 import {environmentNames, environments} from '../connection/environments.js'
 import {openDatabase, type OpenedDatabase} from '../connection/open.js'
 import {resolveConnection, type ResolvedConnection} from '../connection/resolve.js'
@@ -23,12 +24,27 @@ export const connectionFlags = {
     helpGroup: 'CONNECTION',
     exclusive: ['database-url', 'env'],
   }),
+  'assume-version': Flags.string({
+    description: `For an alembic head airlock does not know (a patch release newer than airlock): treat the database as the newest release of this Airflow line (${releaseLines.join(', ')}). airlock still checks that the tables are that release's and refuses otherwise; ignored when airlock knows the head.`,
+    env: 'AIRLOCK_ASSUME_VERSION',
+    helpGroup: 'CONNECTION',
+    helpValue: 'X.Y',
+    parse: (input) => {
+      const line = lineOf(input.trim().replace(/^v/, ''))
+      if (!/^\d+\.\d+(\.\d+)?$/.test(input.trim().replace(/^v/, '')) || !releaseLines.includes(line)) {
+        return Promise.reject(new Error(`--assume-version takes an Airflow release line airlock knows (${releaseLines.join(', ')}); got "${input}"`))
+      }
+
+      return Promise.resolve(line)
+    },
+  }),
 }
 
 export interface ConnectionFlagValues {
   'database-url'?: string | undefined
   env?: string | undefined
   embedded?: boolean | undefined
+  'assume-version'?: string | undefined
 }
 
 /** Resolves and opens the connection the flags and environment ask for; `notes` says what it did (started the sandbox, …). */

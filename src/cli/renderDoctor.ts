@@ -12,7 +12,7 @@ export function renderDoctor(report: DoctorReport): string {
       ['user', connection.user],
       ['postgresql', server.version],
       ['alembic head', airflow.alembicHead],
-      ['airflow', airflow.supported ? airflow.version : `unsupported (${airflow.reason})`],
+      ['airflow', airflow.supported ? placementText(airflow) : `unsupported (${airflow.reason})`],
       ['event partition keys', capabilities ? yesNo(capabilities.eventPartitionKey) : null],
       ['partitioned timetables', capabilities ? yesNo(capabilities.partitionedTimetables) : null],
       [
@@ -56,3 +56,11 @@ export function renderDoctor(report: DoctorReport): string {
 }
 
 const yesNo = (value: boolean) => (value ? 'yes' : 'no')
+
+function placementText(airflow: DoctorReport['airflow']): string {
+  const behaviour =
+    airflow.behaviourVersion && !airflow.version?.startsWith(airflow.behaviourVersion) ? `; behaves as ${airflow.behaviourVersion}` : ''
+  if (airflow.placement === 'partly_migrated') return `${airflow.version}: an upgrade stopped between releases${behaviour}`
+  if (airflow.placement === 'assumed') return `${airflow.version}: head unknown to airlock, tables checked against --assume-version`
+  return `${airflow.version}${behaviour}`
+}

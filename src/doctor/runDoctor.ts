@@ -1,10 +1,10 @@
 import type {Capabilities} from '../airflow/schema.js'
-import {supportedVersionsText} from '../airflow/versions.js'
+import {supportedVersionsText} from '../airflow/revisions.js'
 import type {Database} from '../engine/engine.js'
 import {ExitCode} from '../exitCodes.js'
 import {adviseOn, lockSettingNames, type SettingReport} from '../report/settingsAdvice.js'
 import {catalogFor} from '../store/openStore.js'
-import {checkAirflowSchema} from '../store/schemaCheck.js'
+import {checkAirflowSchema, type SchemaCheckOptions} from '../store/schemaCheck.js'
 import {neededPrivileges} from './writePrivileges.js'
 
 export interface DoctorReport {
@@ -13,7 +13,12 @@ export interface DoctorReport {
   airflow: {
     supported: boolean
     alembicHead: string | null
+    /** The placed release ('3.0.3–3.0.6', '3.1.8 (partly migrated)', '3.3.x (assumed; newer than 3.3.2)'). */
     version: string | null
+    /** How the head was placed: the head of a release, a migration between releases, or --assume-version. */
+    placement: 'release' | 'partly_migrated' | 'assumed' | null
+    /** The release whose behaviour airlock follows (the first release with this head). */
+    behaviourVersion: string | null
     reason: string | null
     missing: string[]
     capabilities: Capabilities | null
@@ -29,10 +34,14 @@ export interface DoctorOutcome {
 }
 
 /** Everything an operator wants to know before pointing airlock at a database; writes nothing. */
-export async function runDoctor(db: Database, connection: {target: string; source: string}): Promise<DoctorOutcome> {
+export async function runDoctor(
+  db: Database,
+  connection: {target: string; source: string},
+  options: SchemaCheckOptions = {},
+): Promise<DoctorOutcome> {
   const catalog = catalogFor(db)
   const server = await catalog.readServerInfo(db.executor)
-  const check = await checkAirflowSchema(db)
+  const check = await checkAirflowSchema(db, options)
   const privileges = (await catalog.readTablePrivileges(db.executor, neededPrivileges)).map((result, index) => ({
     object: result.object.replace(/^public\./, ''),
     privilege: result.privilege,
@@ -46,11 +55,22 @@ export async function runDoctor(db: Database, connection: {target: string; sourc
         supported: true,
         alembicHead: check.schema.alembicHead,
         version: check.schema.airflowVersion,
+        placement: check.schema.placement,
+        behaviourVersion: check.schema.behaviourVersion,
         reason: null,
         missing: [],
         capabilities: check.schema.capabilities,
       }
-    : {supported: false, alembicHead: check.alembicHead ?? null, version: null, reason: check.reason, missing: check.missing, capabilities: null}
+    : {
+        supported: false,
+        alembicHead: check.alembicHead ?? null,
+        version: null,
+        placement: null,
+        behaviourVersion: null,
+        reason: check.reason,
+        missing: check.missing,
+        capabilities: null,
+      }
 
   const denied = privileges.filter((p) => !p.granted)
   let verdict: string

@@ -1,5 +1,5 @@
 import type {EventLine} from '../airflow/eventLine.js'
-import type {SchemaShape} from '../airflow/schema.js'
+import type {PrimaryKeys, SchemaShape} from '../airflow/schema.js'
 import type {StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 
@@ -79,6 +79,8 @@ export interface CatalogStore {
   /** The alembic head(s), or undefined when there is no alembic_version table (not Airflow). */
   readAlembicHeads(ex: Executor): Promise<string[] | undefined>
   readSchemaShape(ex: Executor, tables: readonly string[]): Promise<SchemaShape>
+  /** Each named public table's primary key columns, in key order. */
+  readPrimaryKeys(ex: Executor, tables: readonly string[]): Promise<PrimaryKeys>
   readServerInfo(ex: Executor): Promise<ServerInfo>
   readTablePrivileges(ex: Executor, checks: readonly PrivilegeCheck[]): Promise<PrivilegeResult[]>
   readSettings(ex: Executor, names: readonly string[]): Promise<ServerSetting[]>

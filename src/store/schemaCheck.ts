@@ -1,27 +1,47 @@
 import {
   detectCapabilities,
-  multiTeamSetting,
-  releaseBehaviour,
-  expectedFor,
   missingColumns,
+  multiTeamSetting,
   optionalTables,
+  releaseBehaviour,
   requiredColumns,
+  shapeMismatches,
   type AirflowSchema,
   type Capabilities,
+  type PrimaryKeys,
   type SchemaCheck,
+  type SchemaShape,
 } from '../airflow/schema.js'
-import {knownHeads, supportedVersionsText} from '../airflow/versions.js'
+import {
+  assumedPlacement,
+  lineOf,
+  placementsOf,
+  releaseLines,
+  releasePlacements,
+  supportedVersionsText,
+  versionOfRevision,
+  type Placement,
+} from '../airflow/revisions.js'
 import type {Database} from '../engine/engine.js'
 import {unsupportedSchemaError} from '../errors.js'
 import type {AirflowStore} from './airflowStore.js'
 import {catalogFor, storeFor} from './openStore.js'
 
+export interface SchemaCheckOptions {
+  /**
+   * `--assume-version X.Y`: place a head airlock does not know as the newest release of that line,
+   * when the tables match it. Ignored for a head airlock knows.
+   */
+  assumeVersion?: string | undefined
+}
+
 /**
- * What the database is: the alembic head placed on a known Airflow release, and the capabilities
- * read from the catalog. The catalog wins over the version number: a head that claims 3.2
- * without partition columns is refused.
+ * What the database is: the alembic head placed on Airflow's revision graph (revisions.ts), and
+ * the tables checked against what that place promises (schema.ts). Nothing is taken on the
+ * head's word: a head whose tables lack a column its migrations add, or have one they do not,
+ * is refused naming the column.
  */
-export async function checkAirflowSchema(db: Database): Promise<SchemaCheck> {
+export async function checkAirflowSchema(db: Database, options: SchemaCheckOptions = {}): Promise<SchemaCheck> {
   const catalog = catalogFor(db)
   const heads = await catalog.readAlembicHeads(db.executor)
   if (heads === undefined) {
@@ -49,33 +69,76 @@ export async function checkAirflowSchema(db: Database): Promise<SchemaCheck> {
     return {supported: false, alembicHead, reason: `the schema lacks what airlock reads and writes: ${missing.join(', ')}`, missing}
   }
 
+  const keys = await catalog.readPrimaryKeys(db.executor, ['asset_dag_run_queue'])
+  const mismatchesAt = (placement: Placement) => shapeMismatches(shape, keys, placement.applied, versionOfRevision)
+  const placed = placeOnGraph(alembicHead, options.assumeVersion, mismatchesAt, shape, keys)
+  if ('reason' in placed) return {supported: false, alembicHead, reason: placed.reason, missing: placed.missing}
+
+  const {placement} = placed
   const detected = detectCapabilities(shape)
-  let airflowVersion = knownHeads[alembicHead]
-  if (!airflowVersion && detected.multiTeam && detected.eventPartitionKey) airflowVersion = '3.3.x'
-  if (!airflowVersion) {
-    return {
-      supported: false,
-      alembicHead,
-      reason: `alembic head ${alembicHead} is not an Airflow version airlock has been checked against (supported: ${supportedVersionsText})`,
-      missing: [],
-    }
-  }
-
   const teamFilter = detected.multiTeam && (multiTeamSetting() ?? (await catalog.readTeamsAssigned(db.executor)))
-  const capabilities: Capabilities = {...detected, ...releaseBehaviour(airflowVersion), teamFilter}
-  const mismatches = Object.entries(expectedFor(airflowVersion))
-    .filter(([key, value]) => capabilities[key as keyof Capabilities] !== value)
-    .map(([key]) => key)
-  if (mismatches.length > 0) {
+  const capabilities: Capabilities = {...detected, ...releaseBehaviour(placement.version), teamFilter}
+  return {
+    supported: true,
+    schema: {alembicHead, airflowVersion: placement.release, behaviourVersion: placement.version, placement: placement.kind, capabilities},
+  }
+}
+
+type Placed = {placement: Placement} | {reason: string; missing: string[]}
+
+function placeOnGraph(
+  head: string,
+  assumeVersion: string | undefined,
+  mismatchesAt: (placement: Placement) => string[],
+  shape: SchemaShape,
+  keys: PrimaryKeys,
+): Placed {
+  const candidates = placementsOf(head).map((placement) => ({placement, mismatches: mismatchesAt(placement)}))
+  // A backported migration can sit on a release branch and on main: the tables say which.
+  const matching = candidates.find((candidate) => candidate.mismatches.length === 0)
+  if (matching) return {placement: matching.placement}
+  if (candidates.length > 0) {
+    const closest = candidates.sort((a, b) => a.mismatches.length - b.mismatches.length)[0]!
     return {
-      supported: false,
-      alembicHead,
-      reason: `alembic head ${alembicHead} says Airflow ${airflowVersion}, but the tables do not match it (${mismatches.join(', ')})`,
-      missing: mismatches,
+      reason: `alembic head ${head} is Airflow ${closest.placement.release}, but the tables do not match it: ${closest.mismatches.join('; ')}`,
+      missing: closest.mismatches,
     }
   }
 
-  return {supported: true, schema: {alembicHead, airflowVersion, capabilities}}
+  if (assumeVersion !== undefined) {
+    const line = lineOf(assumeVersion.replace(/^v/, ''))
+    const assumed = assumedPlacement(line, head)
+    if (!assumed)
+      return {reason: `--assume-version ${assumeVersion} names no Airflow release line airlock knows (${releaseLines.join(', ')})`, missing: []}
+    const mismatches = mismatchesAt(assumed)
+    if (mismatches.length > 0) {
+      return {
+        reason: `alembic head ${head} is unknown, and its tables are not Airflow ${line}'s as --assume-version ${assumeVersion} says: ${mismatches.join('; ')}`,
+        missing: mismatches,
+      }
+    }
+
+    return {placement: assumed}
+  }
+
+  const nearest = nearestRelease(shape, keys)
+  return {
+    reason:
+      `alembic head ${head} is not a migration of any Airflow release airlock knows (supported: ${supportedVersionsText}); ` +
+      `its tables are closest to Airflow ${nearest.release}. If this is a patch release newer than airlock, ` +
+      `rerun with --assume-version ${lineOf(nearest.version)} (checked against that release's tables)`,
+    missing: [],
+  }
+}
+
+/** The newest release whose tables match, else the one with the fewest differences. */
+function nearestRelease(shape: SchemaShape, keys: PrimaryKeys): Placement {
+  const scored = releasePlacements().map((placement) => ({
+    placement,
+    differences: shapeMismatches(shape, keys, placement.applied, versionOfRevision).length,
+  }))
+  const fewest = Math.min(...scored.map((s) => s.differences))
+  return scored.find((s) => s.differences === fewest)!.placement
 }
 
 /** An Airflow database airlock can work on: its schema and the store built for it. */
@@ -86,8 +149,8 @@ export interface AirflowDatabase {
 }
 
 /** For writers and audits: the schema and its store, or exit 8 naming what is wrong. */
-export async function requireAirflow(db: Database): Promise<AirflowDatabase> {
-  const check = await checkAirflowSchema(db)
+export async function requireAirflow(db: Database, options: SchemaCheckOptions = {}): Promise<AirflowDatabase> {
+  const check = await checkAirflowSchema(db, options)
   if (check.supported) return {db, schema: check.schema, store: storeFor(db, check.schema.capabilities)}
   throw unsupportedSchemaError(`Unsupported database: ${check.reason}.`, [
     'Point airlock at the Airflow metadata database (airlock doctor shows which one it uses).',

@@ -2,11 +2,11 @@ import type {Knex} from 'knex'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import type {AirflowSchema} from '../../src/airflow/schema.js'
-import type {FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
+import {fixtureVersions, type FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import type {OutletEventInput} from '../../src/selection/workItem.js'
 import {completeOne, schemaOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {addMultiTeamSchema, assignTeams} from '../support/multiTeam.js'
+import {assignTeams} from '../support/multiTeam.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
 import {scenario, type ScenarioBuilder, type World} from '../support/scenario.js'
 import {airflowSucceeds, taskOutletsOf, type OutletEvent} from './airflowSuccess.js'
@@ -248,7 +248,7 @@ const cases: Record<string, Case> = {
   },
 }
 
-const versions: Array<FixtureVersion | 'dump'> = ['3.0', '3.1', '3.2', '3.4']
+const versions: Array<FixtureVersion | 'dump'> = [...fixtureVersions]
 if (await dumpAvailable()) versions.push('dump')
 
 describe.each(versions)('conformance on %s', (version) => {
@@ -339,7 +339,7 @@ const teamCases: Record<string, Case> = {
   },
 }
 
-describe('conformance on 3.2 with 3.3 multi-team columns, AIRFLOW__CORE__MULTI_TEAM=true', () => {
+describe.each(['3.3', '3.4'] as const)('multi-team conformance on %s, AIRFLOW__CORE__MULTI_TEAM=true', (version) => {
   const previous = process.env.AIRFLOW__CORE__MULTI_TEAM
   beforeAll(() => {
     process.env.AIRFLOW__CORE__MULTI_TEAM = 'true'
@@ -348,16 +348,11 @@ describe('conformance on 3.2 with 3.3 multi-team columns, AIRFLOW__CORE__MULTI_T
     if (previous === undefined) delete process.env.AIRFLOW__CORE__MULTI_TEAM
     else process.env.AIRFLOW__CORE__MULTI_TEAM = previous
   })
-  conformance(teamCases, async () => {
-    const db = await createTestDatabase('3.2', 2)
-    await addMultiTeamSchema(db.knex)
-    return db
-  })
+  conformance(teamCases, () => createTestDatabase(version, 2))
 
   it('with AIRFLOW__CORE__MULTI_TEAM=false, every consumer is queued whatever the teams', async () => {
-    const db = await createTestDatabase('3.2', 2)
+    const db = await createTestDatabase(version, 2)
     try {
-      await addMultiTeamSchema(db.knex)
       const c = teamCases["a consumer of the producer's team and a teamless one are queued, another team's is not"]!
       const world = await c.world(scenario(db.knex)).build()
       await c.setup!(db.knex, world, await schemaOf(db.knex))

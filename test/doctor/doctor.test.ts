@@ -1,11 +1,35 @@
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
+import {fixtureVersions, type FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
 
-const expectedVersion = {'3.0': '3.0.0', '3.1': '3.1.0–3.1.7', '3.2': '3.2.x', '3.4': '3.4.0 (unreleased)'} as const
+// Each fixture is stamped with its line's head; the label names every release sharing it.
+const expectedVersion = {
+  '3.0': '3.0.0–3.0.2',
+  '3.1': '3.1.0–3.1.7',
+  '3.2': '3.2.0–3.2.2',
+  '3.3': '3.3.0',
+  '3.4': '3.4.0 (unreleased)',
+} as const
+
+interface DoctorJson {
+  status: number
+  result: {
+    airflow: {
+      supported: boolean
+      version: string | null
+      placement: string | null
+      behaviourVersion: string | null
+      alembicHead: string | null
+      reason: string | null
+      missing: string[]
+      capabilities: Record<string, unknown> | null
+    }
+    verdict: string
+  }
+}
 
 describe('airlock doctor', () => {
   const databases: TestDatabase[] = []
@@ -26,29 +50,133 @@ describe('airlock doctor', () => {
       expect(out.status).toBe(0)
       expect(out.result.airflow.supported).toBe(true)
       expect(out.result.airflow.version).toBe(expectedVersion[version])
-      expect(out.result.airflow.capabilities.eventPartitionKey).toBe(version === '3.2' || version === '3.4')
+      expect(out.result.airflow.capabilities.eventPartitionKey).toBe(version >= '3.2')
+      expect(out.result.airflow.capabilities.multiTeam).toBe(version >= '3.3')
       expect(out.result.airflow.capabilities.queueShape).toBe(version === '3.4' ? 'per_event' : 'per_asset')
       expect(out.result.verdict).toMatch(/^ready: /)
     })
   }
 
-  it('refuses a head that claims a version its tables do not have (exit 8)', async () => {
+  // Every release head (and the migrations between releases) set on the fixture of its line.
+  const placements: Array<[FixtureVersion, string, string, string]> = [
+    ['3.0', '29ce7909c52b', '3.0.0–3.0.2', 'release'],
+    ['3.0', 'fe199e1abd77', '3.0.3–3.0.6', 'release'],
+    ['3.1', 'cc92b33c6709', '3.1.0–3.1.7', 'release'],
+    ['3.1', '82dbd68e6171', '3.1.8 (partly migrated)', 'partly_migrated'],
+    ['3.1', '509b94a1042d', '3.1.8', 'release'],
+    ['3.2', '1d6611b6ab7c', '3.2.0–3.2.2', 'release'],
+    ['3.3', 'd2f4e1b3c5a7', '3.3.0', 'release'],
+    // 3c525f44bea8 is 3.3.1's head on its release branch and a 3.4.0 migration on main: the tables decide.
+    ['3.3', '3c525f44bea8', '3.3.1–3.3.2', 'release'],
+    ['3.4', '3c525f44bea8', '3.4.0 (unreleased, partly migrated)', 'partly_migrated'],
+    ['3.4', 'ee86eed19e24', '3.4.0 (unreleased)', 'release'],
+  ]
+  for (const version of fixtureVersions) {
+    const heads = placements.filter(([fixture]) => fixture === version)
+    it(`places ${heads.map(([, head]) => head).join(', ')} on the ${version} fixture`, async () => {
+      const database = await createTestDatabase(version, 1)
+      databases.push(database)
+      for (const [, head, release, placement] of heads) {
+        await database.knex('alembic_version').update({version_num: head})
+        const result = await runCli(['doctor', '--database-url', database.url, '--json'])
+        const out = envelope(result) as unknown as DoctorJson
+        expect(result.code, `${head}: ${out.result.airflow.reason}`).toBe(0)
+        expect(out.result.airflow).toMatchObject({alembicHead: head, version: release, placement})
+      }
+    })
+  }
+
+  it('follows the first release a head places: 3.1.0–3.1.7 behaves as 3.1.0, 3.1.8 as 3.1.8', async () => {
+    const database = await createTestDatabase('3.1', 1)
+    databases.push(database)
+    const first = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
+    expect(first.result.airflow).toMatchObject({behaviourVersion: '3.1.0', capabilities: {consumerFilter: 'id_and_alias_skip_paused_and_stale'}})
+    await database.knex('alembic_version').update({version_num: '509b94a1042d'})
+    const later = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
+    expect(later.result.airflow).toMatchObject({behaviourVersion: '3.1.8', capabilities: {consumerFilter: 'all_skip_paused'}})
+  })
+
+  it('refuses a head that claims tables the database does not have, naming the column (exit 8)', async () => {
     const database = await createTestDatabase('3.0', 1)
     databases.push(database)
     await database.knex('alembic_version').update({version_num: '1d6611b6ab7c'})
     const result = await runCli(['doctor', '--database-url', database.url, '--json'])
-    const out = envelope(result) as {status: number; result: {verdict: string}}
+    const out = envelope(result) as unknown as DoctorJson
     expect(result.code).toBe(8)
-    expect(out.result.verdict).toContain('eventPartitionKey')
+    expect(out.result.airflow.reason).toContain('missing column asset_event.partition_key (added by migration 665854ef0536, Airflow 3.2.0)')
+    expect(out.result.airflow.missing).toContain('missing table task_inlet_asset_reference (added by migration 583e80dfcef4, Airflow 3.1.0)')
   })
 
-  it('refuses an unknown alembic head (exit 8) and names it', async () => {
-    const database = await createTestDatabase('3.0', 1)
+  it('refuses a plausible head whose tables lack one column of its release (exit 8, the column named)', async () => {
+    const database = await createTestDatabase('3.3', 1)
+    databases.push(database)
+    await database.knex.raw('alter table task_outlet_asset_reference drop column allow_global_consumers')
+    const result = await runCli(['doctor', '--database-url', database.url])
+    expect(result.code).toBe(8)
+    expect(result.stdout).toContain('missing column task_outlet_asset_reference.allow_global_consumers')
+  })
+
+  it('refuses tables newer than their head: an unexpected column and the queue key (exit 8)', async () => {
+    const database = await createTestDatabase('3.4', 1)
+    databases.push(database)
+    await database.knex('alembic_version').update({version_num: 'd2f4e1b3c5a7'})
+    const result = await runCli(['doctor', '--database-url', database.url, '--json'])
+    const out = envelope(result) as unknown as DoctorJson
+    expect(result.code).toBe(8)
+    expect(out.result.airflow.missing).toContain(
+      'unexpected column asset_dag_run_queue.asset_event_id (added by a later migration, b2f1a9c7d4e0, Airflow 3.4.0)',
+    )
+    expect(out.result.airflow.missing).toContain(
+      "asset_dag_run_queue's primary key is (target_dag_id, asset_event_id), expected (asset_id, target_dag_id)",
+    )
+  })
+
+  it('refuses an unknown alembic head (exit 8), naming it and the nearest release', async () => {
+    const database = await createTestDatabase('3.2', 1)
     databases.push(database)
     await database.knex('alembic_version').update({version_num: 'deadbeef0000'})
     const result = await runCli(['doctor', '--database-url', database.url])
     expect(result.code).toBe(8)
-    expect(result.stdout).toContain('deadbeef0000')
+    expect(result.stdout).toContain('alembic head deadbeef0000 is not a migration of any Airflow release airlock knows')
+    expect(result.stdout).toContain('closest to Airflow 3.2.0–3.2.2')
+    expect(result.stdout).toContain('--assume-version 3.2')
+  })
+
+  it("--assume-version places an unknown head only when the tables are that release line's", async () => {
+    const database = await createTestDatabase('3.2', 1)
+    databases.push(database)
+    await database.knex('alembic_version').update({version_num: 'deadbeef0000'})
+
+    const assumed = await runCli(['doctor', '--database-url', database.url, '--assume-version', '3.2', '--json'])
+    expect(assumed.code).toBe(0)
+    expect((envelope(assumed) as unknown as DoctorJson).result.airflow).toMatchObject({
+      version: '3.2.x (assumed; newer than 3.2.2)',
+      placement: 'assumed',
+      behaviourVersion: '3.2.2',
+    })
+
+    const wrongLine = await runCli(['doctor', '--database-url', database.url, '--json'], {env: {AIRLOCK_ASSUME_VERSION: '3.3'}})
+    expect(wrongLine.code).toBe(8)
+    expect((envelope(wrongLine) as unknown as DoctorJson).result.airflow.reason).toContain(
+      'missing column dag_schedule_asset_reference.allow_producer_teams',
+    )
+
+    // A writer takes the same flag: without it the unknown head stops it before any read.
+    const refused = await runCli(['audit-events', '--database-url', database.url, '--json'])
+    expect(refused.code).toBe(8)
+    const audited = await runCli(['audit-events', '--database-url', database.url, '--assume-version', '3.2', '--json'])
+    expect(audited.code).toBe(0)
+  })
+
+  it('--assume-version is ignored for a head airlock knows, and a value that is no release line is exit 2', async () => {
+    const database = await createTestDatabase('3.2', 1)
+    databases.push(database)
+    const known = await runCli(['doctor', '--database-url', database.url, '--assume-version', '3.3', '--json'])
+    expect(known.code).toBe(0)
+    expect((envelope(known) as unknown as DoctorJson).result.airflow).toMatchObject({version: '3.2.0–3.2.2', placement: 'release'})
+    const bad = await runCli(['doctor', '--database-url', database.url, '--assume-version', 'banana'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain('--assume-version takes an Airflow release line')
   })
 
   it('reports a plain non-Airflow database as unsupported (exit 8) with what is missing', async () => {
@@ -80,7 +208,7 @@ describe('airlock doctor', () => {
     const out = envelope(result) as {result: {connection: {source: string}; airflow: {version: string}}}
     expect(result.code).toBe(0)
     expect(out.result.connection.source).toBe('AIRFLOW__DATABASE__SQL_ALCHEMY_CONN')
-    expect(out.result.airflow.version).toBe('3.2.x')
+    expect(out.result.airflow.version).toBe('3.2.0–3.2.2')
   })
 
   it('exits 2 with one clear line on an unknown flag, and the error envelope under --json', async () => {
@@ -117,7 +245,7 @@ describe.skipIf(!haveDump)('airlock doctor on the restored real Airflow 3.0.0 du
     const result = await runCli(['doctor', '--database-url', dump.url, '--json'])
     const out = envelope(result) as {status: number; result: {airflow: {version: string; alembicHead: string}; privileges: Array<{granted: boolean}>}}
     expect(result.code).toBe(0)
-    expect(out.result.airflow).toMatchObject({version: '3.0.0', alembicHead: '29ce7909c52b'})
+    expect(out.result.airflow).toMatchObject({version: '3.0.0–3.0.2', alembicHead: '29ce7909c52b'})
     expect(out.result.privileges.every((p) => p.granted)).toBe(true)
   })
 })

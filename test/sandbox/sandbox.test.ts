@@ -51,7 +51,7 @@ describe('airlock sandbox', () => {
       status: number
       result: {airflow: {version: string}; connection: {source: string}}
     }
-    expect(doctor).toMatchObject({status: 0, result: {airflow: {version: '3.0.0'}, connection: {source: 'embedded sandbox'}}})
+    expect(doctor).toMatchObject({status: 0, result: {airflow: {version: '3.0.0–3.0.2'}, connection: {source: 'embedded sandbox'}}})
 
     const reset = envelope(await cli('sandbox', 'reset', '--airflow-version', '3.4', '--json')) as {result: {airflowVersion: string}}
     expect(reset.result.airflowVersion).toBe('3.4')

@@ -1,6 +1,6 @@
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import {statement} from '../../engine/prepared.js'
-import type {SchemaShape} from '../../airflow/schema.js'
+import type {PrimaryKeys, SchemaShape} from '../../airflow/schema.js'
 import type {CatalogStore, PrivilegeCheck, PrivilegeResult, ServerInfo, ServerSetting, SessionRow} from '../airflowStore.js'
 
 /**
@@ -61,6 +61,22 @@ export const postgresCatalog: CatalogStore = {
     }
 
     return shape
+  },
+
+  async readPrimaryKeys(ex, tables) {
+    const rows = await ex.query<{table_name: string; columns: string[]}>(
+      statement(
+        `select t.relname::text as table_name,
+                array(select a.attname::text from unnest(c.conkey) with ordinality k(attnum, n)
+                        join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.attnum order by k.n) as columns
+           from pg_constraint c join pg_class t on t.oid = c.conrelid
+          where c.contype = 'p' and c.connamespace = 'public'::regnamespace and t.relname = any($1::text[])`,
+        [[...tables]],
+      ),
+    )
+    const keys: PrimaryKeys = new Map()
+    for (const row of rows) keys.set(row.table_name, row.columns)
+    return keys
   },
 
   async readServerInfo(ex): Promise<ServerInfo> {

@@ -1,0 +1,41 @@
+import type {Knex} from 'knex'
+
+/**
+ * Fixture schema, Airflow 3.3.0 (alembic head d2f4e1b3c5a7): multi-team asset access control and
+ * partition bookkeeping. Migrations (airflow-core/src/airflow/migrations/versions/):
+ * - a7f3b2c1d4e5 "Add access control columns to dag_schedule_asset_reference":
+ *   allow_producer_teams JSON NULL, and allow_global_producers (on the 3.3 model
+ *   DagScheduleAssetReference, NOT NULL, default true as its consumer-side twin);
+ * - c9d4e5f6a7b8 "Add allow_consumer_teams columns to task_outlet_asset_reference":
+ *   allow_consumer_teams JSON NULL, allow_global_consumers BOOLEAN NOT NULL DEFAULT true;
+ * - dd5f3a8e2b91: asset_partition_dag_run.rollup_fingerprint JSON NULL;
+ * - d2f4e1b3c5a7: asset_partition_dag_run.partition_date (UtcDateTime NULL).
+ * Migrations of tables airlock never touches (task state stores, deadlines, dag.partition_mapper_info,
+ * …) are left out, as in the other fixtures.
+ */
+export const alembicHead = 'd2f4e1b3c5a7'
+const previousHead = '1d6611b6ab7c'
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(`
+    alter table dag_schedule_asset_reference
+      add column allow_producer_teams json,
+      add column allow_global_producers boolean not null default true;
+    alter table task_outlet_asset_reference
+      add column allow_consumer_teams json,
+      add column allow_global_consumers boolean not null default true;
+    alter table asset_partition_dag_run
+      add column rollup_fingerprint json,
+      add column partition_date timestamptz;
+  `)
+  await knex('alembic_version').update({version_num: alembicHead})
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.raw(`
+    alter table asset_partition_dag_run drop column partition_date, drop column rollup_fingerprint;
+    alter table task_outlet_asset_reference drop column allow_global_consumers, drop column allow_consumer_teams;
+    alter table dag_schedule_asset_reference drop column allow_global_producers, drop column allow_producer_teams;
+  `)
+  await knex('alembic_version').update({version_num: previousHead})
+}
