@@ -13,11 +13,20 @@ export function renderDoctor(report: DoctorReport): string {
       ['postgresql', server.version],
       ['alembic head', airflow.alembicHead],
       ['airflow', airflow.supported ? placementText(airflow) : `unsupported (${airflow.reason})`],
+      ['inlet references', capabilities ? yesNo(capabilities.inletReferences) : null],
       ['event partition keys', capabilities ? yesNo(capabilities.eventPartitionKey) : null],
       ['partitioned timetables', capabilities ? yesNo(capabilities.partitionedTimetables) : null],
       [
         'queue shape',
         capabilities ? (capabilities.queueShape === 'per_event' ? 'one row per event (3.4)' : 'one row per asset and DAG (upsert)') : null,
+      ],
+      [
+        'consumers skipped',
+        capabilities
+          ? capabilities.consumerFilter === 'all_skip_paused'
+            ? 'paused DAGs (stale ones are queued)'
+            : 'paused and stale DAGs scheduled by asset id or alias (by name or uri: none)'
+          : null,
       ],
       ['multi-team columns', capabilities ? yesNo(capabilities.multiTeam) : null],
       [
