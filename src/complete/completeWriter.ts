@@ -76,9 +76,20 @@ export function completeWriter(
   // The audit row says who acted, as the rows Airflow writes for an operator's action name that
   // user: the operator, not the DAG's owners.
   const owner = settings.actor ?? os_user
-  // Airflow's audit log shows this row: say who did it, from where, and how.
-  const auditExtra = (previousState: StoredState, events: number) =>
-    JSON.stringify({host_name, airlock: {version: settings.airlockVersion, command: 'complete', os_user, previous_state: previousState, events}})
+  // Airflow's audit log shows this row: say who did it, from where, and how. event_ids names this
+  // try's events without relying on clocks (replay-events and audit-events read it).
+  const auditExtra = (previousState: StoredState, eventIds: readonly number[]) =>
+    JSON.stringify({
+      host_name,
+      airlock: {
+        version: settings.airlockVersion,
+        command: 'complete',
+        os_user,
+        previous_state: previousState,
+        events: eventIds.length,
+        event_ids: eventIds,
+      },
+    })
 
   return {
     verb: 'complete',
@@ -93,9 +104,17 @@ export function completeWriter(
     },
     async register(tx, ti, input) {
       if (!settings.emitEvents)
-        return {...emptyRegistration(), ...(await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, 0)))}
+        return {...emptyRegistration(), ...(await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, [])))}
       const emitted = await emitOutletEvents(store, tx, ti, {outletEvents: input.outletEvents, defaultExtra: settings.defaultExtra})
-      const {logId} = await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, emitted.events.length))
+      const {logId} = await store.insertLogRow(
+        tx,
+        {...ti, owners: owner},
+        'success',
+        auditExtra(
+          ti.state,
+          emitted.events.map((e) => e.eventId),
+        ),
+      )
       return {...(await queueEventConsumers(store, tx, ti, emitted)), logId}
     },
     decideAfterRegistering(registration) {

@@ -80,6 +80,8 @@ beforeAll(async () => {
     try_number: 1,
     start_date: k.raw(`now() - interval '3 hours'`),
     end_date: k.raw(`now() - interval '150 minutes'`),
+    // Its success was written after its events (the API server registers them first).
+    updated_at: k.raw(`now() - interval '149 minutes'`),
     state: 'success',
     pool: 'default_pool',
     pool_slots: 1,
@@ -242,5 +244,50 @@ describe('airlock audit-events', () => {
       .map((l) => JSON.parse(l) as {type: string})
     expect(objects.at(-1)).toMatchObject({type: 'summary'})
     expect(objects.filter((o) => o.type === 'finding').length).toBeGreaterThan(3)
+  })
+})
+
+describe('airlock audit-events: the events of a try, whatever the clocks say', () => {
+  let own: TestDatabase
+  beforeAll(async () => {
+    own = await createTestDatabase('3.0', 2)
+  })
+  afterAll(async () => own?.drop())
+
+  it('a never-started task completed by airlock keeps its events ok; what an older replay added again is duplicate', async () => {
+    const w = await scenario(own.knex).producer('etl', {outlets: 2, state: 'queued'}).build()
+    const target = w.ti('etl')
+    await own.knex('task_instance').where({id: target.id}).update({start_date: null, end_date: null})
+    expect((await runCli(['complete', '--database-url', own.url, '--ti-id', target.id, '--from-state', 'queued', '--yes'])).code).toBe(0)
+    const originals = await own.knex('asset_event').where({source_dag_id: 'etl'}).orderBy('id')
+    expect(originals).toHaveLength(2)
+
+    // What replay-events did before it knew the try's events: copies an hour later, and its audit row.
+    const copies: number[] = []
+    for (const original of originals) {
+      const [row] = await own
+        .knex('asset_event')
+        .insert({...original, id: undefined, timestamp: own.knex.raw(`now() + interval '1 hour'`)})
+        .returning('id')
+      copies.push(row.id)
+    }
+    await own.knex('log').insert({
+      dttm: own.knex.raw('now()'),
+      dag_id: target.dag_id,
+      run_id: target.run_id,
+      task_id: target.task_id,
+      map_index: -1,
+      try_number: 1,
+      event: 'airlock.replay-events',
+      extra: JSON.stringify({airlock: {command: 'replay-events', mode: 'missing', event_ids: copies}}),
+    })
+
+    const result = await runCli(['audit-events', '--database-url', own.url, '--json'])
+    const out = envelope(result) as {result: EventAuditReport}
+    expect(result.code).toBe(6)
+    expect(out.result.counts).toMatchObject({superseded_by_rerun: 0, duplicate: 2})
+    const duplicates = out.result.findings.filter((f) => f.class === 'duplicate')
+    expect(duplicates.map((f) => f.event_id).sort()).toEqual(copies)
+    expect(duplicates.map((f) => f.kept_id).sort()).toEqual(originals.map((o) => o.id))
   })
 })

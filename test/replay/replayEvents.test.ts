@@ -10,7 +10,7 @@ import {envelope, runCli, startCli} from '../support/cli.js'
 import {airflowOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
-import {countRows, eventsOf, scenario, writeFootprint} from '../support/scenario.js'
+import {countRows, eventsOf, retryAsAirflowDoes, scenario, writeFootprint} from '../support/scenario.js'
 
 /**
  * replay-events and export-events on real PostgreSQL. Each test builds its world (see
@@ -123,6 +123,48 @@ describe('replay-events, missing mode', () => {
     const result = await replay!
     expect(result.result).toEqual({outcome: 'changed', previousState: null})
     expect({...(await writeFootprint(db.knex)), success_tis: 0}).toEqual({...footprint, success_tis: 0})
+  })
+})
+
+describe('replay-events, missing mode: the events of this try, whatever the clocks say', () => {
+  it('a task instance that never started, completed by airlock: replay finds nothing missing', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 5, state: 'queued'}).build()
+    const target = world.ti('etl')
+    await db.knex('task_instance').where({id: target.id}).update({start_date: null, end_date: null})
+    const completed = await cli('complete', '--ti-id', target.id, '--from-state', 'queued', '--yes', '--json')
+    expect(completed.code).toBe(0)
+    expect(await eventsOf(db.knex, target)).toHaveLength(5)
+    // airlock set start_date = end_date, after the events it stamped before taking the lock.
+    const ti = await db.knex('task_instance').where({id: target.id}).first()
+    const events = await eventsOf(db.knex, target)
+    expect(events.every((e) => (e.timestamp as Date) < ti.start_date)).toBe(true)
+
+    const replay = await cli('replay-events', '--ti-id', target.id, '--yes', '--json')
+    expect(replay.code).toBe(0)
+    expect(envelope(replay)).toMatchObject({result: {summary: {events_created: 0}}})
+    expect(await eventsOf(db.knex, target)).toHaveLength(5)
+  })
+
+  it("a worker clock ahead of the database's: events before start_date still belong to the try", async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 3, state: 'running'}).build()
+    const target = world.ti('etl')
+    await db.knex.raw(`update task_instance set start_date = now() + interval '2 seconds' where id = ?`, [target.id])
+    expect((await cli('complete', '--ti-id', target.id, '--yes', '--json')).code).toBe(0)
+    const replay = await cli('replay-events', '--ti-id', target.id, '--yes', '--json')
+    expect(replay.code).toBe(0)
+    expect(envelope(replay)).toMatchObject({result: {summary: {events_created: 0}}})
+    expect(await eventsOf(db.knex, target)).toHaveLength(3)
+  })
+
+  it("events of an earlier try do not count for this one: they end where task_instance_history's try ends", async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true}).build()
+    const first = world.ti('etl')
+    // Airflow archives the successful try and runs it again; the new try succeeds without events.
+    await db.knex.raw(`update task_instance set end_date = now() - interval '1 second' where id = ?`, [first.id])
+    const second = await retryAsAirflowDoes(db.knex, first.id, 'success')
+    const replay = await cli('replay-events', '--ti-id', second, '--yes', '--json')
+    expect(replay.code).toBe(0)
+    expect(envelope(replay)).toMatchObject({result: {summary: {events_created: 2}}})
   })
 })
 

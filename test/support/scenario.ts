@@ -604,8 +604,8 @@ function worldOf(producers: Producer[], runs: RunRow[], tis: Map<string, TiRow[]
  */
 export async function retryAsAirflowDoes(knex: Knex, tiId: string, state: string): Promise<string> {
   await knex.raw(
-    `insert into task_instance_history (task_instance_id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, state, pool, pool_slots, dag_version_id)
-     select id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, 'failed', pool, pool_slots, dag_version_id from task_instance where id = ?`,
+    `insert into task_instance_history (task_instance_id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, updated_at, state, pool, pool_slots, dag_version_id)
+     select id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, updated_at, 'failed', pool, pool_slots, dag_version_id from task_instance where id = ?`,
     [tiId],
   )
   const {rows} = await knex.raw<{rows: Array<{id: string}>}>(

@@ -3,7 +3,7 @@ import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {statement} from '../../engine/prepared.js'
 import type {ClassifiedEvent, EventClass, EventFilter, QueueOrphan} from '../airflowStore.js'
-import {eventFilterConditions, whereAll} from './fragments.js'
+import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
 /**
@@ -54,10 +54,13 @@ export function countExternalEvents() {
  * Classifies every event attributed to the given task instance keys, in one statement:
  *   orphan_missing_ti   the key exists neither in task_instance nor in task_instance_history;
  *   orphan_not_success  it exists, but no try of it (current or archived) succeeded;
- *   superseded_by_rerun emitted before the start of the LAST successful try: an earlier successful
- *                       try's events, legitimate (one set per successful try);
+ *   superseded_by_rerun emitted before the LAST successful try began (the last write of the try
+ *                       before it, from task_instance_history; never the try's own start_date, which clocks
+ *                       and airlock's never-started completions make unreliable) and not named by
+ *                       airlock's audit row of that try: an earlier try's events, legitimate;
  *   duplicate           beyond the first of a group with the same asset, extra and partition key
- *                       within `windowSeconds` of it (window function over the group);
+ *                       within `windowSeconds` of it, or at any distance when replay-events wrote it
+ *                       (window function over the group);
  *   ok                  everything else.
  * Anti-joins (NOT EXISTS) throughout; the caller pages over keys so memory stays flat.
  */
@@ -69,6 +72,7 @@ export function classifyEventsForKeys(capabilities: Pick<Capabilities, 'eventPar
     const k = `unnest(${params.add(keys.map((key) => key.dagId))}::text[], ${params.add(keys.map((key) => key.runId))}::text[], ${params.add(keys.map((key) => key.taskId))}::text[], ${params.add(keys.map((key) => key.mapIndex))}::int[])`
     const filterWhere = eventFilterConditions(params, filter)
     const window = `make_interval(secs => ${params.add(windowSeconds)}::float8)`
+    const lastTry = {dagId: 'k.dag_id', runId: 'k.run_id', taskId: 'k.task_id', mapIndex: 'k.map_index', tryNumber: 'ls.try_number'}
     const rows = await ex.query<{
       id: number
       asset_id: number
@@ -86,23 +90,30 @@ export function classifyEventsForKeys(capabilities: Pick<Capabilities, 'eventPar
         `with k as (
            select * from ${k} as k(dag_id, run_id, task_id, map_index)
          ), tries as (
-           select k.*, h.try_number, h.start_date, h.state from k
+           select k.*, h.try_number, h.start_date, h.end_date, h.updated_at, h.state from k
              join task_instance_history h on h.dag_id = k.dag_id and h.run_id = k.run_id and h.task_id = k.task_id and h.map_index = k.map_index
            union all
-           select k.*, t.try_number, t.start_date, t.state from k
+           select k.*, t.try_number, t.start_date, t.end_date, t.updated_at, t.state from k
              join task_instance t on t.dag_id = k.dag_id and t.run_id = k.run_id and t.task_id = k.task_id and t.map_index = k.map_index
          ), last_success as (
-           select distinct on (dag_id, run_id, task_id, map_index) dag_id, run_id, task_id, map_index, start_date
-             from tries where state = 'success' order by dag_id, run_id, task_id, map_index, try_number desc
+           -- The last successful try, and when it began as events can tell: the last write of the try before it (see tryBegan).
+           select distinct on (s.dag_id, s.run_id, s.task_id, s.map_index) s.dag_id, s.run_id, s.task_id, s.map_index, s.try_number,
+                  coalesce((select max(coalesce(p.updated_at, p.end_date, p.start_date)) from tries p
+                             where p.dag_id = s.dag_id and p.run_id = s.run_id and p.task_id = s.task_id and p.map_index = s.map_index
+                               and p.try_number < s.try_number), '-infinity') as began
+             from tries s where s.state = 'success' order by s.dag_id, s.run_id, s.task_id, s.map_index, s.try_number desc
          ), ev as (
            select e.id, e.asset_id, a.name as asset_name, e.source_dag_id, e.source_run_id, e.source_task_id, e.source_map_index, e."timestamp",
                   e.extra::jsonb::text as extra_text, ${partition} as partition_text,
                   case
                     when not exists (select 1 from tries t where t.dag_id = k.dag_id and t.run_id = k.run_id and t.task_id = k.task_id and t.map_index = k.map_index) then 'orphan_missing_ti'
                     when ls.dag_id is null then 'orphan_not_success'
-                    when e."timestamp" < ls.start_date then 'superseded_by_rerun'
+                    when e."timestamp" <= ls.began and not ${namedByAirlockRow('e.id', lastTry)} then 'superseded_by_rerun'
                     else 'candidate'
-                  end as pre_class
+                  end as pre_class,
+                  -- Written by replay-events' missing mode: it only writes an event it found missing,
+                  -- so a second event of the group in the same try is a duplicate at any distance.
+                  ${namedByAirlockRow('e.id', {dagId: 'k.dag_id', runId: 'k.run_id', taskId: 'k.task_id', mapIndex: 'k.map_index'}, ['airlock.replay-events'])} as replayed
              from k
              join asset_event e on e.source_dag_id = k.dag_id and e.source_run_id = k.run_id and e.source_task_id = k.task_id and coalesce(e.source_map_index, -1) = k.map_index
              join asset a on a.id = e.asset_id
@@ -114,8 +125,8 @@ export function classifyEventsForKeys(capabilities: Pick<Capabilities, 'eventPar
            window g as (partition by source_dag_id, source_run_id, source_task_id, coalesce(source_map_index, -1), asset_id, extra_text, partition_text order by id)
          )
          select id, asset_id, asset_name, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp",
-                case when n > 1 and "timestamp" - first_ts <= ${window} then 'duplicate' else 'ok' end as class,
-                case when n > 1 and "timestamp" - first_ts <= ${window} then first_id end as kept_id,
+                case when n > 1 and ("timestamp" - first_ts <= ${window} or replayed) then 'duplicate' else 'ok' end as class,
+                case when n > 1 and ("timestamp" - first_ts <= ${window} or replayed) then first_id end as kept_id,
                 exists (select 1 from dagrun_asset_event c where c.event_id = grouped.id) as consumed
            from grouped
          union all

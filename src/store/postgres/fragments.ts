@@ -18,26 +18,61 @@ export function eventFilterConditions(params: Params, filter: EventFilter): stri
   return conditions
 }
 
-/**
- * "This asset has no event attributed to this task instance since it started": the anti-join
- * behind replay-events' missing mode and the audit's missing_events, in one place. The arguments
- * are SQL expressions (columns or placeholders) for the asset id and the task instance.
- */
-export function noEventSinceStart(on: {
-  assetId: string
+/** The task-instance key as SQL expressions (columns or placeholders). */
+export interface TryKey {
   dagId: string
   runId: string
   taskId: string
   mapIndex: string
-  startDate: string
-  extra?: string
-}): string {
+  tryNumber: string
+}
+
+/**
+ * When this try began, as far as events can tell without trusting clocks to agree: when the
+ * previous try's row was last written, archived in task_instance_history (`record_ti` copies every
+ * column of the task instance, updated_at included, when the next try starts:
+ * airflow-core/src/airflow/models/taskinstancehistory.py). That write is the previous try's final
+ * state, made after its events by the same servers' clocks; end_date comes from the worker and can
+ * be earlier than its own events. -infinity when there was no previous try. The try's own
+ * start_date is never used: airlock sets it to the end date for a task that never started, and a
+ * worker's clock can run ahead of the database's, so events of the try would fall before it.
+ */
+export function tryBegan(on: TryKey): string {
+  return `coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
+     where h.dag_id = ${on.dagId} and h.run_id = ${on.runId} and h.task_id = ${on.taskId} and h.map_index = ${on.mapIndex}
+       and h.try_number < ${on.tryNumber}), '-infinity')`
+}
+
+/**
+ * Whether an audit row airlock wrote names event `eventId` (complete's `success` row and
+ * replay-events' row list the events they wrote in extra.airlock.event_ids): evidence that needs
+ * no clock at all. Without `tryNumber`, a row of any try counts. log.extra is free text, so it is
+ * read as JSON only on airlock's rows.
+ */
+export function namedByAirlockRow(
+  eventId: string,
+  on: Omit<TryKey, 'tryNumber'> & {tryNumber?: string},
+  events: readonly string[] = ['success', 'airlock.replay-events'],
+): string {
+  return `exists (
+    select 1 from log l
+     where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId} and l.map_index = ${on.mapIndex}
+       ${on.tryNumber ? `and l.try_number = ${on.tryNumber} ` : ''}and l.event in (${events.map((event) => `'${event}'`).join(', ')})
+       and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(${eventId}), false) else false end)`
+}
+
+/**
+ * "This asset has no event of this try": no event attributed to the task instance's key since the
+ * previous try ended, and none that airlock's audit row of this try names. The anti-join behind
+ * replay-events' missing mode and the audit's missing_events, in one place.
+ */
+export function noEventOfThisTry(on: TryKey & {assetId: string; extra?: string}): string {
   return `not exists (
     select 1 from asset_event e
      where e.asset_id = ${on.assetId}
        and e.source_dag_id = ${on.dagId} and e.source_run_id = ${on.runId} and e.source_task_id = ${on.taskId}
        and e.source_map_index = ${on.mapIndex}
-       and e."timestamp" >= coalesce(${on.startDate}, '-infinity')${on.extra ? `\n       and ${on.extra}` : ''})`
+       and (e."timestamp" > ${tryBegan(on)} or ${namedByAirlockRow('e.id', on)})${on.extra ? `\n       and ${on.extra}` : ''})`
 }
 
 export const whereAll = (conditions: readonly string[]) => (conditions.length > 0 ? `where ${conditions.join(' and ')}` : '')

@@ -2,7 +2,7 @@ import type {TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
 import type {TaskInstanceFilter} from '../airflowStore.js'
-import {noEventSinceStart, whereAll} from './fragments.js'
+import {noEventOfThisTry, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
 /** The FROM and WHERE of a task-instance selection, with its bound values. */
@@ -24,13 +24,13 @@ function filtered(filter: TaskInstanceFilter, params: Params, keyset?: (params: 
   if (filter.mapIndex !== undefined) where.push(`ti.map_index = ${params.add(filter.mapIndex)}::int`)
   if (filter.states) where.push(`ti.state = any(${params.add([...filter.states])}::text[])`)
   if (filter.missingEventsOnly) {
-    // An active declared outlet with no event attributed to this task instance since it started.
+    // An active declared outlet with no event of this try.
     where.push(`exists (
       select 1 from task_outlet_asset_reference r
         join asset a on a.id = r.asset_id
         join asset_active aa on aa.name = a.name and aa.uri = a.uri
        where r.dag_id = ti.dag_id and r.task_id = ti.task_id
-         and ${noEventSinceStart({assetId: 'a.id', dagId: 'ti.dag_id', runId: 'ti.run_id', taskId: 'ti.task_id', mapIndex: 'ti.map_index', startDate: 'ti.start_date'})})`)
+         and ${noEventOfThisTry({assetId: 'a.id', dagId: 'ti.dag_id', runId: 'ti.run_id', taskId: 'ti.task_id', mapIndex: 'ti.map_index', tryNumber: 'ti.try_number'})})`)
   }
 
   // A stable hash of the id: N hosts with --shard 1/N … N/N split one backfill without overlap.
@@ -71,13 +71,13 @@ export function readMissingOutlets() {
     'missing_outlets',
     `select a.asset_id
        from unnest($1::int[]) as a(asset_id)
-      where ${noEventSinceStart({assetId: 'a.asset_id', dagId: '$2', runId: '$3', taskId: '$4', mapIndex: '$5::int', startDate: '$6::timestamptz', extra: 'e.id <> all($7::int[])'})}
+      where ${noEventOfThisTry({assetId: 'a.asset_id', dagId: '$2', runId: '$3', taskId: '$4', mapIndex: '$5::int', tryNumber: '$6::int', extra: 'e.id <> all($7::int[])'})}
       order by a.asset_id`,
   )
   return async (ex: Executor, ti: TaskInstanceContext, assetIds: readonly number[], ignoreEventIds: readonly number[] = []): Promise<number[]> => {
     if (assetIds.length === 0) return []
     const rows = await ex.query<{asset_id: number}>(
-      missing([[...assetIds], ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.startDate, [...ignoreEventIds]]),
+      missing([[...assetIds], ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.tryNumber, [...ignoreEventIds]]),
     )
     return rows.map((row) => row.asset_id)
   }
