@@ -98,7 +98,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       endDate: flags['end-date'] ? parseTimestamp(flags['end-date'], '--end-date') : null,
       ...timeoutsFromFlags(flags),
     }
-    const airflow = await this.openAirflow(flags, {verb: 'complete', poolSize: flags.concurrency + 1})
+    const airflow = await this.openAirflow(flags, {verb: 'complete', poolSize: flags.concurrency + 1, lockTimeoutMs: settings.lockTimeoutMs})
     const source = await openItemSource(airflow, selection)
     const batch = {
       count: source.count,

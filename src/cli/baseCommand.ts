@@ -243,19 +243,16 @@ export abstract class AirlockCommand<R> extends Command {
     }
 
     const message = error instanceof Error ? error.message : String(error)
-    // The network or the server, not airlock: a connection lost or refused in the middle of a run.
     const {kind, code} = classifyDatabaseError(error)
-    if (kind === 'unreachable' || kind === 'login') {
+    const known: DatabaseFailure | undefined = kind in databaseFailures ? databaseFailures[kind as keyof typeof databaseFailures] : undefined
+    if (known) {
       return {
-        status: ExitCode.unreachable,
+        status: known.exit,
         error: {
           name: 'AirlockError',
-          code: 'DATABASE_UNREACHABLE',
-          message: this.scrub(`The database connection failed during the run${code ? ` (${code})` : ''}: ${message}`),
-          actions: [
-            'Items finished before the failure are in the database; running the same command again is safe.',
-            'airlock doctor checks the connection.',
-          ],
+          code: known.code,
+          message: this.scrub(`${known.what}${code ? ` (SQLSTATE ${code})` : ''}: ${message}`),
+          actions: [...known.actions],
         },
       }
     }
@@ -274,6 +271,59 @@ export abstract class AirlockCommand<R> extends Command {
   private writeStdout(text: string): void {
     process.stdout.write(text.endsWith('\n') ? text : text + '\n')
   }
+}
+
+interface DatabaseFailure {
+  exit: ExitCode
+  code: string
+  what: string
+  actions: readonly string[]
+}
+
+/**
+ * What the server or the network did to a whole command (a failure inside one item's transaction
+ * is that item's outcome instead): never "a bug". Exit codes as in docs/exit-codes-and-json.md.
+ */
+const databaseFailures: Record<'unreachable' | 'login' | 'timeout' | 'lock_timeout' | 'retryable' | 'permission', DatabaseFailure> = {
+  unreachable: {
+    exit: ExitCode.unreachable,
+    code: 'DATABASE_UNREACHABLE',
+    what: 'The database connection was lost during the run (the server ended the session, restarted, or the network broke)',
+    actions: [
+      'Items finished before the failure are in the database; running the same command again is safe.',
+      'airlock doctor checks the connection.',
+    ],
+  },
+  login: {
+    exit: ExitCode.unreachable,
+    code: 'DATABASE_UNREACHABLE',
+    what: 'The database refused the connection during the run',
+    actions: ['airlock doctor checks the connection and the login.'],
+  },
+  timeout: {
+    exit: ExitCode.partialFailure,
+    code: 'STATEMENT_TIMEOUT',
+    what: 'A statement ran longer than --statement-timeout and the server cancelled it',
+    actions: ['Narrow the selection (--dag-id, --since/--until) or raise --statement-timeout.', 'Nothing was written by the cancelled statement.'],
+  },
+  lock_timeout: {
+    exit: ExitCode.partialFailure,
+    code: 'LOCK_TIMEOUT',
+    what: 'A table or row stayed locked by another session longer than the lock timeout',
+    actions: ['airlock audit-locks shows who holds it; run again when it is released.'],
+  },
+  retryable: {
+    exit: ExitCode.partialFailure,
+    code: 'DATABASE_CONFLICT',
+    what: 'The server aborted a statement to resolve a conflict with another session (deadlock or serialization failure)',
+    actions: ['Running the same command again is safe.'],
+  },
+  permission: {
+    exit: ExitCode.usage,
+    code: 'PERMISSION_DENIED',
+    what: 'The database user lacks a privilege airlock needs',
+    actions: ['airlock doctor lists the privileges each command needs and which are missing.'],
+  },
 }
 
 export type InferredFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof AirlockCommand)['baseFlags'] & T['flags']>

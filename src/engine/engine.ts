@@ -23,10 +23,28 @@ export interface Executor {
   query<Row>(statement: Statement): Promise<Row[]>
 }
 
+/**
+ * How long a write transaction may sit idle between its statements before the server ends it
+ * (SET LOCAL idle_in_transaction_session_timeout). A transaction of airlock's is never idle on
+ * purpose: between statements it only computes the next one, in milliseconds. If the process
+ * stops (SIGSTOP, a debugger, a frozen VM) while it holds a task_instance row lock, Airflow waits
+ * this long, not the session default.
+ */
+export const writeTransactionIdleLimitMs = 3000
+
+/**
+ * Limits on statements outside write transactions (selections, counts, schema checks, audit
+ * reads): without them, a read queued behind an ACCESS EXCLUSIVE lock (a migration, a VACUUM
+ * FULL) waits forever.
+ */
+export const readLimits = {lockTimeoutMs: 10_000, statementTimeoutMs: 300_000} as const
+
 /** What every write transaction sets before its first statement. */
 export interface TransactionLocals {
   lockTimeoutMs: number
   statementTimeoutMs: number
+  /** Default writeTransactionIdleLimitMs. */
+  idleInTransactionTimeoutMs?: number
   /** The session tag, `airlock:<verb>:<subject>`, so lock audits can name the transaction. */
   applicationName: string
 }
@@ -40,9 +58,10 @@ export interface Transaction extends Executor {
 /**
  * How an engine reads a failure: `retryable` (serialization failure, deadlock: run the whole
  * transaction again), `lock_timeout` (retried too, then reported), `login` (wrong credentials,
- * database missing, server starting or full), `unreachable` (the network), `permission`, `other`.
+ * database missing, server starting or full), `unreachable` (the network, or the session ended
+ * under us), `timeout` (statement_timeout), `permission`, `other`.
  */
-export type ErrorClass = 'retryable' | 'lock_timeout' | 'login' | 'unreachable' | 'permission' | 'other'
+export type ErrorClass = 'retryable' | 'lock_timeout' | 'login' | 'unreachable' | 'timeout' | 'permission' | 'other'
 
 export interface ClassifiedError {
   kind: ErrorClass
@@ -61,6 +80,10 @@ export interface OpenOptions {
    */
   idleInTransactionTimeoutMs?: number | null
   connectTimeoutMs?: number
+  /** lock_timeout of statements outside write transactions (default readLimits; a writer passes its --lock-timeout). */
+  lockTimeoutMs?: number
+  /** statement_timeout of statements outside write transactions (default readLimits). */
+  statementTimeoutMs?: number
 }
 
 /** An open connection pool to one database through one engine. */

@@ -34,6 +34,30 @@ beforeEach(async () => {
 const insert = (id: number) => ({text: 'insert into item (id, note) values ($1, $2)', values: [id, 'written']})
 const notes = async (knex: Knex) => (await knex('item').orderBy('id').pluck('id')) as number[]
 
+describe('write transaction limits', () => {
+  it('a write transaction left idle past its idle limit is ended by the server and leaves nothing', async () => {
+    const idle = db.transaction({...locals, idleInTransactionTimeoutMs: 200}, async (tx) => {
+      await tx.query(insert(7))
+      // A stopped process: nothing happens on the connection for longer than the limit.
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      await tx.query({text: 'select 1'})
+    })
+    const error: unknown = await idle.then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect(classifyDatabaseError(error).kind).toBe('unreachable')
+    expect(await notes(test.knex)).toEqual([1])
+  })
+
+  it('every write transaction carries the default idle limit, the session outside it the read limits', async () => {
+    const seen = await db.transaction(locals, async (tx) =>
+      tx.query<{v: string}>({text: "select current_setting('idle_in_transaction_session_timeout') as v"}),
+    )
+    expect(seen[0]!.v).toBe('3s')
+  })
+})
+
 describe('runTransaction', () => {
   it('a commit decision keeps what the work wrote; a rollback decision leaves nothing and is returned as data', async () => {
     const kept = await runTransaction(db, {

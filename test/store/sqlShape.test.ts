@@ -89,7 +89,7 @@ describe('SQL shape', () => {
       (v) => `'${v.replace(/'/g, "''")}'`,
     )
     expect(text).toBe(
-      "begin isolation level read committed; set local lock_timeout = '5000ms'; set local statement_timeout = '30000ms'; set local application_name = 'airlock:complete:it''s'",
+      "begin isolation level read committed; set local lock_timeout = '5000ms'; set local statement_timeout = '30000ms'; set local idle_in_transaction_session_timeout = '3000ms'; set local application_name = 'airlock:complete:it''s'",
     )
   })
 

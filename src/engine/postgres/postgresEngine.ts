@@ -1,6 +1,16 @@
 import knexFactory, {type Knex} from 'knex'
 
-import type {Database, Engine, Executor, OpenOptions, Statement, Transaction, TransactionLocals} from '../engine.js'
+import {
+  readLimits,
+  writeTransactionIdleLimitMs,
+  type Database,
+  type Engine,
+  type Executor,
+  type OpenOptions,
+  type Statement,
+  type Transaction,
+  type TransactionLocals,
+} from '../engine.js'
 import {classifyPostgresError} from './sqlstate.js'
 
 /** The node-postgres client knex hands out; statements run on it directly (see executorOn). */
@@ -56,6 +66,7 @@ export function beginStatement(locals: TransactionLocals, escapeLiteral: (value:
     'begin isolation level read committed',
     `set local lock_timeout = ${ms(locals.lockTimeoutMs)}`,
     `set local statement_timeout = ${ms(locals.statementTimeoutMs)}`,
+    `set local idle_in_transaction_session_timeout = ${ms(locals.idleInTransactionTimeoutMs ?? writeTransactionIdleLimitMs)}`,
     `set local application_name = ${escapeLiteral(truncateUtf8(locals.applicationName, 63))}`,
   ].join('; ')
 }
@@ -137,9 +148,14 @@ export const postgresEngine: Engine = {
       connection: {
         connectionString: url,
         application_name: truncateUtf8(`airlock:${options.verb}`, 63),
-        // A crashed or stuck airlock must never hold a task_instance row lock for long (the
-        // incident behind this project): the server itself ends such a session.
-        ...(idleMs === null ? {} : {options: `-c idle_in_transaction_session_timeout=${idleMs}`}),
+        // Session defaults for statements outside write transactions (which SET LOCAL their own):
+        // a read never waits forever behind a table lock, and a crashed or stuck airlock never
+        // holds a task_instance row lock for long (the incident behind this project).
+        options: [
+          `-c lock_timeout=${Math.trunc(options.lockTimeoutMs ?? readLimits.lockTimeoutMs)}`,
+          `-c statement_timeout=${Math.trunc(options.statementTimeoutMs ?? readLimits.statementTimeoutMs)}`,
+          ...(idleMs === null ? [] : [`-c idle_in_transaction_session_timeout=${idleMs}`]),
+        ].join(' '),
         connectionTimeoutMillis: connectTimeoutMs,
       },
       pool: {min: 0, max: options.poolSize ?? 2},

@@ -17,6 +17,8 @@ export const SqlState = {
   idleInTransactionTimeout: '25P03',
   /** Our backend was terminated (pg_terminate_backend, admin shutdown). */
   adminShutdown: '57P01',
+  /** The server crashed and is restarting: every backend was ended. */
+  crashShutdown: '57P02',
   /** Wrong password (or no password where one is required). */
   invalidPassword: '28P01',
   /** No pg_hba.conf entry / role not allowed to log in. */
@@ -47,6 +49,32 @@ const loginSqlStates: ReadonlySet<string> = new Set([
   SqlState.tooManyConnections,
 ])
 
+/**
+ * The session ended under us, whatever the statement was: the server terminated it, crashed or
+ * restarted, idle_in_transaction_session_timeout fired, or the connection broke (class 08).
+ * Class 53 (disk full, out of memory, too many connections) is the server's resources, not ours.
+ */
+const sessionLostSqlStates: ReadonlySet<string> = new Set([SqlState.adminShutdown, SqlState.crashShutdown, SqlState.idleInTransactionTimeout])
+const sessionLostClasses = ['08', '53']
+
+/**
+ * node-postgres's own errors for a connection that broke or never came up carry no code. They are
+ * the driver's English strings (client.js, connection.js, pg-pool), not the server's localised
+ * messages, so matching them is safe; anything else without a code is a bug.
+ */
+const driverConnectionMessages: readonly string[] = [
+  'Connection terminated unexpectedly',
+  'Connection terminated',
+  'Connection terminated due to connection timeout',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'timeout expired',
+  'timeout exceeded when trying to connect',
+  'Query read timeout',
+  'The server does not support SSL connections',
+  'There was an error establishing an SSL connection',
+]
+
 /** Driver (errno) codes that mean the server could not be reached at all. */
 const networkErrnos: ReadonlySet<string> = new Set([
   'ECONNREFUSED',
@@ -67,13 +95,16 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
     if (code === SqlState.lockNotAvailable) return {kind: 'lock_timeout', code}
     if (loginSqlStates.has(code)) return {kind: 'login', code}
     if (code === SqlState.insufficientPrivilege) return {kind: 'permission', code}
+    if (code === SqlState.queryCanceled) return {kind: 'timeout', code}
+    if (sessionLostSqlStates.has(code) || sessionLostClasses.includes(code.slice(0, 2))) return {kind: 'unreachable', code}
     return {kind: 'other', code}
   }
 
   const errno = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : ''
   // knex's pool gives up acquiring when connecting takes longer than its timeout.
   const poolTimeout = error instanceof Error && error.name === 'KnexTimeoutError'
-  if (networkErrnos.has(errno) || poolTimeout) return {kind: 'unreachable', code: null}
+  const driverMessage = error instanceof Error && driverConnectionMessages.includes(error.message)
+  if (networkErrnos.has(errno) || poolTimeout || driverMessage) return {kind: 'unreachable', code: null}
   return {kind: 'other', code: null}
 }
 
