@@ -8,7 +8,9 @@ import type {Knex} from 'knex'
  *   DagScheduleAssetReference, NOT NULL, default true as its consumer-side twin);
  * - c9d4e5f6a7b8 "Add allow_consumer_teams columns to task_outlet_asset_reference":
  *   allow_consumer_teams JSON NULL, allow_global_consumers BOOLEAN NOT NULL DEFAULT true;
- * - dd5f3a8e2b91: asset_partition_dag_run.rollup_fingerprint JSON NULL;
+ * - 9ff64e1c35d3: indexes on dag_run.created_dag_version_id and task_instance.dag_version_id;
+ * - dd5f3a8e2b91: asset_partition_dag_run.rollup_fingerprint JSON NULL, and index idx_pakl_apdr_id on
+ *   partitioned_asset_key_log.asset_partition_dag_run_id;
  * - d2f4e1b3c5a7: asset_partition_dag_run.partition_date (UtcDateTime NULL).
  * Migrations of tables airlock never touches (task state stores, deadlines, dag.partition_mapper_info,
  * …) are left out, as in the other fixtures.
@@ -27,12 +29,18 @@ export async function up(knex: Knex): Promise<void> {
     alter table asset_partition_dag_run
       add column rollup_fingerprint json,
       add column partition_date timestamptz;
+    create index idx_pakl_apdr_id on partitioned_asset_key_log (asset_partition_dag_run_id);
+    create index ti_dag_version_id on task_instance (dag_version_id);
+    create index idx_dag_run_created_dag_version_id on dag_run (created_dag_version_id);
   `)
   await knex('alembic_version').update({version_num: alembicHead})
 }
 
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(`
+    drop index idx_dag_run_created_dag_version_id;
+    drop index ti_dag_version_id;
+    drop index idx_pakl_apdr_id;
     alter table asset_partition_dag_run drop column partition_date, drop column rollup_fingerprint;
     alter table task_outlet_asset_reference drop column allow_global_consumers, drop column allow_consumer_teams;
     alter table dag_schedule_asset_reference drop column allow_global_producers, drop column allow_producer_teams;

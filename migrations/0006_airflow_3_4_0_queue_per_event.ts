@@ -22,6 +22,8 @@ export async function up(knex: Knex): Promise<void> {
     t.primary(['target_dag_id', 'asset_event_id'], {constraintName: 'assetdagrunqueue_pkey'})
     t.foreign(['asset_event_id'], 'adrq_asset_event_fkey').references(['id']).inTable('asset_event').onDelete('CASCADE')
     t.index(['asset_id'], 'idx_adrq_asset_id')
+    // The new key leads with target_dag_id, so its own index goes.
+    t.dropIndex(['target_dag_id'], 'idx_asset_dag_run_queue_target_dag_id')
   })
   await knex.schema.alterTable('asset_partition_dag_run', (t) => {
     t.string('pending_partition_key', 250)
@@ -38,6 +40,7 @@ export async function down(knex: Knex): Promise<void> {
   await knex('asset_dag_run_queue').delete()
   await knex.schema.alterTable('asset_dag_run_queue', (t) => {
     t.dropIndex(['asset_id'], 'idx_adrq_asset_id')
+    t.index(['target_dag_id'], 'idx_asset_dag_run_queue_target_dag_id')
     t.dropForeign(['asset_event_id'], 'adrq_asset_event_fkey')
     t.dropPrimary('assetdagrunqueue_pkey')
     t.dropColumn('asset_event_id')

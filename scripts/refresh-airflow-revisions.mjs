@@ -98,12 +98,22 @@ function chainOf(file) {
   const heads = rows.filter((row) => !parents.has(row.revision))
   if (heads.length !== 1) throw new Error(`${file}: expected one head, found ${heads.map((h) => h.revision).join(', ')}`)
   const chain = []
-  for (let row = heads[0]; row; row = byRevision.get(row.downRevision)) {
+  let row = heads[0]
+  for (; row; row = byRevision.get(row.downRevision)) {
     chain.unshift(row)
     if (row.revision === root) break
   }
   if (chain[0].revision !== root) throw new Error(`${file}: the chain from ${heads[0].revision} does not reach 3.0.0's head ${root}`)
-  return chain
+  // Versions never go down along the chain: a migration labelled with an older release than its
+  // parent would move that release's head (upstream mislabelled b12d4f98a91e 3.1.0 once).
+  for (let i = 1; i < chain.length; i++) {
+    if (compare(chain[i].airflowVersion, chain[i - 1].airflowVersion) < 0) {
+      throw new Error(`${file}: ${chain[i].revision} (${chain[i].airflowVersion}) follows ${chain[i - 1].revision} (${chain[i - 1].airflowVersion})`)
+    }
+  }
+  const older = []
+  for (row = byRevision.get(row.downRevision); row; row = byRevision.get(row.downRevision)) older.push(row)
+  return Object.assign(chain, {older})
 }
 
 const headOf = (chain, version) => chain.filter((row) => compare(row.airflowVersion, version) <= 0).at(-1).revision
@@ -139,6 +149,8 @@ for (const version of [...new Set(main.map((row) => row.airflowVersion))].filter
 
 const graph = {
   generatedBy: 'scripts/refresh-airflow-revisions.mjs',
+  // Revisions before 3.0.0's head (Airflow 2, or a 3.0.0 upgrade that did not finish): refused by name.
+  olderRevisions: Object.fromEntries(main.older.map((row) => [row.revision, row.airflowVersion])),
   source: {
     repository: 'apache/airflow',
     commit: commit ?? null,

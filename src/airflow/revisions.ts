@@ -25,6 +25,12 @@ export interface Release {
 
 export const revisions: readonly Revision[] = graph.revisions
 export const releases: readonly Release[] = graph.releases
+const olderRevisions: Readonly<Record<string, string>> = graph.olderRevisions
+
+/** The Airflow version of a revision before 3.0.0's head (Airflow 2, or an unfinished upgrade to 3.0.0). */
+export function olderRevisionVersion(head: string): string | undefined {
+  return olderRevisions[head]
+}
 
 /** Where a head sits: which release(s) it is the head of, and every migration applied to reach it. */
 export interface Placement {
@@ -48,6 +54,11 @@ export function compareVersions(a: string, b: string): number {
 
 /** The release lines airlock knows (3.0, 3.1, …), oldest first. */
 export const releaseLines: readonly string[] = [...new Set(releases.map((release) => lineOf(release.version)))]
+
+/** The lines with a release, which `--assume-version` can name (not a development line such as 3.4). */
+export const releasedLines: readonly string[] = [
+  ...new Set(releases.filter((release) => !release.unreleased).map((release) => lineOf(release.version))),
+]
 
 function appliedUpTo(entry: Revision): Set<string> {
   const applied = new Set<string>()
@@ -106,9 +117,9 @@ export function placementOf(entry: Revision): Placement {
   }
 }
 
-/** The newest release of a line, for `--assume-version X.Y` on a head newer than airlock. */
+/** The newest release of a released line, for `--assume-version X.Y` on a head newer than airlock. */
 export function assumedPlacement(line: string, head: string): Placement | undefined {
-  const newest = releases.filter((release) => lineOf(release.version) === line).at(-1)
+  const newest = releases.filter((release) => lineOf(release.version) === line && !release.unreleased).at(-1)
   if (!newest) return undefined
   const known = placementsOf(newest.head).find((placement) => placement.kind === 'release' && lineOf(placement.version) === line)
   return (

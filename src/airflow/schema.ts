@@ -211,7 +211,9 @@ export function shapeMismatches(
   const expectedKey = queueKeys[applied.has(queueKeyRevision) ? 'per_event' : 'per_asset']
   const key = keys.get('asset_dag_run_queue') ?? []
   if (key.join(',') !== expectedKey.join(',')) {
-    mismatches.push(`asset_dag_run_queue's primary key is (${key.join(', ')}), expected (${expectedKey.join(', ')})`)
+    mismatches.push(
+      `asset_dag_run_queue's primary key is ${key.length > 0 ? `(${key.join(', ')})` : 'missing'}, expected (${expectedKey.join(', ')})`,
+    )
   }
 
   return mismatches

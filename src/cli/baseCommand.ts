@@ -96,7 +96,19 @@ export abstract class AirlockCommand<R> extends Command {
   /** Opens the Airflow database the flags name and builds its store, or exits 8 naming what is wrong. */
   protected async openAirflow(flags: ConnectionFlagValues, options: OpenOptions): Promise<AirflowDatabase> {
     const {db} = await this.openDatabase(flags, options)
-    return requireAirflow(db, {assumeVersion: flags['assume-version']})
+    const airflow = await requireAirflow(db, {assumeVersion: flags['assume-version']})
+    // Said on every run, so a forgotten AIRLOCK_ASSUME_VERSION or an unfinished upgrade is seen.
+    if (airflow.schema.placement === 'assumed') {
+      this.recordWarning(
+        `alembic head ${airflow.schema.alembicHead} is unknown to airlock; working as Airflow ${airflow.schema.airflowVersion} (--assume-version)`,
+      )
+    } else if (airflow.schema.placement === 'partly_migrated') {
+      this.recordWarning(
+        `Airflow ${airflow.schema.airflowVersion}: an upgrade stopped at ${airflow.schema.alembicHead}; finish \`airflow db migrate\``,
+      )
+    }
+
+    return airflow
   }
 
   /**

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {lineOf, releaseLines} from '../airflow/revisions.js'
+import {releasedLines} from '../airflow/revisions.js'
 import {environmentNames, environments} from '../connection/environments.js'
 import {openDatabase, type OpenedDatabase} from '../connection/open.js'
 import {resolveConnection, type ResolvedConnection} from '../connection/resolve.js'
@@ -25,18 +25,14 @@ export const connectionFlags = {
     exclusive: ['database-url', 'env'],
   }),
   'assume-version': Flags.string({
-    description: `For an alembic head airlock does not know (a patch release newer than airlock): treat the database as the newest release of this Airflow line (${releaseLines.join(', ')}). airlock still checks that the tables are that release's and refuses otherwise; ignored when airlock knows the head.`,
+    description: `For an alembic head airlock does not know (a patch release newer than airlock): treat the database as the newest release airlock knows of this Airflow line (${releasedLines.join(', ')}). airlock still checks every column it depends on and refuses a mismatch; ignored when airlock knows the head.`,
     env: 'AIRLOCK_ASSUME_VERSION',
     helpGroup: 'CONNECTION',
     helpValue: 'X.Y',
-    parse: (input) => {
-      const line = lineOf(input.trim().replace(/^v/, ''))
-      if (!/^\d+\.\d+(\.\d+)?$/.test(input.trim().replace(/^v/, '')) || !releaseLines.includes(line)) {
-        return Promise.reject(new Error(`--assume-version takes an Airflow release line airlock knows (${releaseLines.join(', ')}); got "${input}"`))
-      }
-
-      return Promise.resolve(line)
-    },
+    parse: (input) =>
+      /^v?\d+\.\d+$/.test(input.trim())
+        ? Promise.resolve(input.trim().replace(/^v/, ''))
+        : Promise.reject(new Error(`expected an Airflow release line such as 3.2 (from --assume-version or AIRLOCK_ASSUME_VERSION), got "${input}"`)),
   }),
 }
 

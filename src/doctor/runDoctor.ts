@@ -1,5 +1,4 @@
 import type {Capabilities} from '../airflow/schema.js'
-import {supportedVersionsText} from '../airflow/revisions.js'
 import type {Database} from '../engine/engine.js'
 import {ExitCode} from '../exitCodes.js'
 import {adviseOn, lockSettingNames, type SettingReport} from '../report/settingsAdvice.js'
@@ -75,11 +74,17 @@ export async function runDoctor(
   const denied = privileges.filter((p) => !p.granted)
   let verdict: string
   if (!check.supported) {
-    verdict = `unsupported: ${check.reason}. airlock supports Airflow ${supportedVersionsText} on PostgreSQL.`
+    verdict = `unsupported: ${check.reason}.`
   } else if (denied.length > 0) {
     verdict = `Airflow ${airflow.version} on PostgreSQL ${server.version}: readable, but ${server.currentUser} lacks ${denied.map((p) => `${p.privilege} on ${p.object}`).join(', ')} (see the privileges table).`
   } else {
-    verdict = `ready: Airflow ${airflow.version} (${airflow.alembicHead}) on PostgreSQL ${server.version}; ${server.currentUser} can run every airlock command.`
+    const caveat =
+      check.schema.placement === 'partly_migrated'
+        ? ' An upgrade stopped between releases: finish `airflow db migrate` before relying on airlock here.'
+        : check.schema.placement === 'assumed'
+          ? ' The alembic head is unknown to airlock and assumed by --assume-version; upgrade airlock when you can.'
+          : ''
+    verdict = `ready: Airflow ${airflow.version} (${airflow.alembicHead}) on PostgreSQL ${server.version}; ${server.currentUser} can run every airlock command.${caveat}`
   }
 
   return {

@@ -15,8 +15,9 @@ import {
 import {
   assumedPlacement,
   lineOf,
+  olderRevisionVersion,
   placementsOf,
-  releaseLines,
+  releasedLines,
   releasePlacements,
   supportedVersionsText,
   versionOfRevision,
@@ -53,6 +54,15 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
     }
   }
 
+  if (heads.length === 0) {
+    return {
+      supported: false,
+      alembicHead: undefined,
+      reason: 'alembic_version is empty: the database was never stamped (`airflow db migrate` did not finish)',
+      missing: [],
+    }
+  }
+
   if (heads.length !== 1) {
     return {
       supported: false,
@@ -63,6 +73,18 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
   }
 
   const alembicHead = heads[0]!
+  const older = olderRevisionVersion(alembicHead)
+  if (older !== undefined) {
+    return {
+      supported: false,
+      alembicHead,
+      reason: older.startsWith('3.')
+        ? `alembic head ${alembicHead} is a migration of Airflow 3.0.0 before its last: the upgrade to Airflow 3 did not finish (run \`airflow db migrate\`)`
+        : `alembic head ${alembicHead} is Airflow ${older}: airlock supports Airflow 3.0.0 and later`,
+      missing: [],
+    }
+  }
+
   const shape = await catalog.readSchemaShape(db.executor, [...Object.keys(requiredColumns), ...optionalTables])
   const missing = missingColumns(shape)
   if (missing.length > 0) {
@@ -94,8 +116,11 @@ function placeOnGraph(
   keys: PrimaryKeys,
 ): Placed {
   const candidates = placementsOf(head).map((placement) => ({placement, mismatches: mismatchesAt(placement)}))
-  // A backported migration can sit on a release branch and on main: the tables say which.
-  const matching = candidates.find((candidate) => candidate.mismatches.length === 0)
+  // A backported migration can sit on a release branch and on main: the tables say which, and a
+  // release wins a tie (a release database is likelier than a development build).
+  const matching = candidates
+    .filter((candidate) => candidate.mismatches.length === 0)
+    .sort((a, b) => Number(b.placement.kind === 'release') - Number(a.placement.kind === 'release'))[0]
   if (matching) return {placement: matching.placement}
   if (candidates.length > 0) {
     const closest = candidates.sort((a, b) => a.mismatches.length - b.mismatches.length)[0]!
@@ -106,10 +131,15 @@ function placeOnGraph(
   }
 
   if (assumeVersion !== undefined) {
-    const line = lineOf(assumeVersion.replace(/^v/, ''))
+    const line = lineOf(assumeVersion)
     const assumed = assumedPlacement(line, head)
-    if (!assumed)
-      return {reason: `--assume-version ${assumeVersion} names no Airflow release line airlock knows (${releaseLines.join(', ')})`, missing: []}
+    if (!assumed) {
+      return {
+        reason: `--assume-version (or AIRLOCK_ASSUME_VERSION) ${assumeVersion} names no released Airflow line airlock knows (${releasedLines.join(', ')}); it is only for a patch release newer than airlock of one of those`,
+        missing: [],
+      }
+    }
+
     const mismatches = mismatchesAt(assumed)
     if (mismatches.length > 0) {
       return {
@@ -122,23 +152,31 @@ function placeOnGraph(
   }
 
   const nearest = nearestRelease(shape, keys)
+  const unknown = `alembic head ${head} is not a migration of any Airflow release airlock knows (supported: ${supportedVersionsText})`
+  const nearestLine = lineOf(nearest.placement.version)
+  if (nearest.differences.length === 0 && releasedLines.includes(nearestLine)) {
+    return {
+      reason:
+        `${unknown}; its tables match Airflow ${nearest.placement.release} in every column airlock depends on. If \`airflow version\` ` +
+        `shows a newer patch of ${nearestLine}, rerun with --assume-version ${nearestLine}; otherwise upgrade airlock`,
+      missing: [],
+    }
+  }
+
   return {
-    reason:
-      `alembic head ${head} is not a migration of any Airflow release airlock knows (supported: ${supportedVersionsText}); ` +
-      `its tables are closest to Airflow ${nearest.release}. If this is a patch release newer than airlock, ` +
-      `rerun with --assume-version ${lineOf(nearest.version)} (checked against that release's tables)`,
-    missing: [],
+    reason: `${unknown}, and its tables match no release airlock knows; the closest, Airflow ${nearest.placement.release}, differs in: ${nearest.differences.join('; ')}`,
+    missing: nearest.differences,
   }
 }
 
 /** The newest release whose tables match, else the one with the fewest differences. */
-function nearestRelease(shape: SchemaShape, keys: PrimaryKeys): Placement {
+function nearestRelease(shape: SchemaShape, keys: PrimaryKeys): {placement: Placement; differences: string[]} {
   const scored = releasePlacements().map((placement) => ({
     placement,
-    differences: shapeMismatches(shape, keys, placement.applied, versionOfRevision).length,
+    differences: shapeMismatches(shape, keys, placement.applied, versionOfRevision),
   }))
-  const fewest = Math.min(...scored.map((s) => s.differences))
-  return scored.find((s) => s.differences === fewest)!.placement
+  const fewest = Math.min(...scored.map((s) => s.differences.length))
+  return scored.find((s) => s.differences.length === fewest)!
 }
 
 /** An Airflow database airlock can work on: its schema and the store built for it. */
@@ -153,7 +191,8 @@ export async function requireAirflow(db: Database, options: SchemaCheckOptions =
   const check = await checkAirflowSchema(db, options)
   if (check.supported) return {db, schema: check.schema, store: storeFor(db, check.schema.capabilities)}
   throw unsupportedSchemaError(`Unsupported database: ${check.reason}.`, [
-    'Point airlock at the Airflow metadata database (airlock doctor shows which one it uses).',
-    `Supported Airflow versions: ${supportedVersionsText}.`,
+    check.alembicHead === undefined
+      ? 'Point airlock at the Airflow metadata database (airlock doctor shows which one it uses).'
+      : 'airlock doctor shows the alembic head, the release it places and every column that differs.',
   ])
 }

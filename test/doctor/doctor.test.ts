@@ -138,8 +138,57 @@ describe('airlock doctor', () => {
     const result = await runCli(['doctor', '--database-url', database.url])
     expect(result.code).toBe(8)
     expect(result.stdout).toContain('alembic head deadbeef0000 is not a migration of any Airflow release airlock knows')
-    expect(result.stdout).toContain('closest to Airflow 3.2.0–3.2.2')
+    expect(result.stdout).toContain('its tables match Airflow 3.2.0–3.2.2 in every column airlock depends on')
     expect(result.stdout).toContain('--assume-version 3.2')
+  })
+
+  it('an unknown head whose tables match no release: the differences named, no --assume-version offered', async () => {
+    const database = await createTestDatabase('3.3', 1)
+    databases.push(database)
+    await database.knex('alembic_version').update({version_num: 'deadbeef0000'})
+    await database.knex.raw('alter table task_outlet_asset_reference drop column allow_global_consumers')
+    const out = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
+    expect(out.status).toBe(8)
+    expect(out.result.airflow.reason).toContain('match no release airlock knows')
+    expect(out.result.airflow.reason).not.toContain('--assume-version')
+    expect(out.result.airflow.missing).toContain(
+      'missing column task_outlet_asset_reference.allow_global_consumers (added by migration c9d4e5f6a7b8, Airflow 3.3.0)',
+    )
+  })
+
+  it('a head from before Airflow 3.0.0 is refused by name, even with --assume-version', async () => {
+    const database = await createTestDatabase('3.0', 1)
+    databases.push(database)
+    await database.knex('alembic_version').update({version_num: '959e216a3abb'})
+    const unfinished = envelope(
+      await runCli(['doctor', '--database-url', database.url, '--assume-version', '3.0', '--json']),
+    ) as unknown as DoctorJson
+    expect(unfinished.status).toBe(8)
+    expect(unfinished.result.airflow.reason).toContain('the upgrade to Airflow 3 did not finish')
+    await database.knex('alembic_version').update({version_num: '5f2621c13b39'})
+    const airflow2 = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
+    expect(airflow2.result.airflow.reason).toContain('is Airflow 2.10.3: airlock supports Airflow 3.0.0 and later')
+    await database.knex('alembic_version').delete()
+    const empty = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
+    expect(empty.result.airflow.reason).toContain('never stamped')
+  })
+
+  it('an upgrade that stopped inside 3.2.0 is placed by the migrations it applied, and writers say so', async () => {
+    const database = await createTestDatabase('3.1', 1)
+    databases.push(database)
+    // 665854ef0536 adds asset_event.partition_key; dag.timetable_partitioned and team_name come later.
+    await database.knex.raw('alter table asset_event add column partition_key varchar(250)')
+    await database.knex('alembic_version').update({version_num: '665854ef0536'})
+    const out = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
+    expect(out.status).toBe(0)
+    expect(out.result.airflow).toMatchObject({
+      version: '3.2.0 (partly migrated)',
+      placement: 'partly_migrated',
+      capabilities: {eventPartitionKey: true, partitionedTimetables: false},
+    })
+    expect(out.result.verdict).toContain('finish `airflow db migrate`')
+    const audit = envelope(await runCli(['audit-events', '--database-url', database.url, '--json'])) as {warnings: string[]}
+    expect(audit.warnings.join('\n')).toContain('an upgrade stopped at 665854ef0536')
   })
 
   it("--assume-version places an unknown head only when the tables are that release line's", async () => {
@@ -166,6 +215,7 @@ describe('airlock doctor', () => {
     expect(refused.code).toBe(8)
     const audited = await runCli(['audit-events', '--database-url', database.url, '--assume-version', '3.2', '--json'])
     expect(audited.code).toBe(0)
+    expect((envelope(audited) as {warnings: string[]}).warnings.join('\n')).toContain('unknown to airlock; working as Airflow 3.2.x')
   })
 
   it('--assume-version is ignored for a head airlock knows, and a value that is no release line is exit 2', async () => {
@@ -174,9 +224,18 @@ describe('airlock doctor', () => {
     const known = await runCli(['doctor', '--database-url', database.url, '--assume-version', '3.3', '--json'])
     expect(known.code).toBe(0)
     expect((envelope(known) as unknown as DoctorJson).result.airflow).toMatchObject({version: '3.2.0–3.2.2', placement: 'release'})
-    const bad = await runCli(['doctor', '--database-url', database.url, '--assume-version', 'banana'])
-    expect(bad.code).toBe(2)
-    expect(bad.stderr).toContain('--assume-version takes an Airflow release line')
+    for (const value of ['banana', '3.1.6']) {
+      const bad = await runCli(['doctor', '--database-url', database.url, '--assume-version', value])
+      expect(bad.code).toBe(2)
+      expect(bad.stderr).toContain('expected an Airflow release line such as 3.2 (from --assume-version or AIRLOCK_ASSUME_VERSION)')
+    }
+
+    await database.knex('alembic_version').update({version_num: 'deadbeef0000'})
+    const development = envelope(
+      await runCli(['doctor', '--database-url', database.url, '--assume-version', '3.4', '--json']),
+    ) as unknown as DoctorJson
+    expect(development.status).toBe(8)
+    expect(development.result.airflow.reason).toContain('names no released Airflow line airlock knows')
   })
 
   it('reports a plain non-Airflow database as unsupported (exit 8) with what is missing', async () => {
