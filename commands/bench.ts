@@ -40,6 +40,8 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
     race: Flags.integer({description: 'Concurrent completions of one task instance (0 skips).', default: 32, min: 0}),
     'memory-tis': Flags.integer({description: 'Task instances in the memory run of complete (0 skips).', default: 100_000, min: 0}),
     'memory-events': Flags.integer({description: 'Events in the memory run of export-events (0 skips).', default: 100_000, min: 0}),
+    'stamp-runs': Flags.integer({description: 'Completions per variant of the event-to-commit window (0 skips).', default: 30, min: 0}),
+    'stamp-hold': Flags.integer({description: 'Milliseconds the concurrent holder keeps the row locked there.', default: 1000, min: 1}),
     out: Flags.string({description: 'Where to write results.md, results.json and lock-hold.svg.', default: 'bench/results'}),
     quick: Flags.boolean({description: 'A smoke run: tiny sizes, nothing written unless --out is given.', default: false}),
   }
@@ -58,6 +60,8 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
       racers: quick ? 4 : flags.race,
       memoryTis: quick ? 0 : flags['memory-tis'],
       memoryEvents: quick ? 0 : flags['memory-events'],
+      stampRuns: quick ? 2 : flags['stamp-runs'],
+      stampHoldMs: quick ? 300 : flags['stamp-hold'],
     }
     const adminUrl = flags['database-url']
       ? toDatabaseUrl(flags['database-url'], '--database-url')

@@ -64,6 +64,25 @@ export function benchMarkdown(report: BenchReport): string {
     )
   }
 
+  if (report.stampToCommit.length > 0) {
+    lines.push(
+      '',
+      '### Event-to-commit window (ms from the first registration statement to COMMIT, 10 outlets)',
+      '',
+      markdownTable(
+        ['row lock', 'lock wait', 'p50', 'p95', 'p99', 'n'],
+        report.stampToCommit.map((row) => [
+          row.contention === 'none' ? 'free' : `held ${row.holdMs} ms by another session`,
+          row.waiting === 'sliced' ? 'in 200 ms slices (airlock)' : 'one wait (before slices)',
+          f(row.stampToCommit.p50),
+          f(row.stampToCommit.p95),
+          f(row.stampToCommit.p99),
+          String(row.stampToCommit.n),
+        ]),
+      ),
+    )
+  }
+
   if (report.memory.length > 0) {
     lines.push('', '### Peak memory (RSS of the airlock process)', '')
     lines.push(

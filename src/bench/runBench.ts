@@ -6,6 +6,7 @@ import {serverFacts} from '../fixtures/admin.js'
 import {fillEvents} from '../fixtures/benchWorld.js'
 import {measureLockHold, type LockHoldRow} from './lockHold.js'
 import {peakRssOf, type MemoryRun} from './memory.js'
+import {measureStampToCommit, type StampToCommitRow} from './stampToCommit.js'
 import type {ScratchServer} from './scratch.js'
 import {measureRace, measureThroughput, type RaceResult, type ThroughputRow} from './throughput.js'
 
@@ -22,6 +23,10 @@ export interface BenchPlan {
   memoryTis: number
   /** Events in the memory run of `export-events` (0 skips it). */
   memoryEvents: number
+  /** Completions per variant in the event-to-commit measurement (0 skips it). */
+  stampRuns: number
+  /** How long the concurrent holder keeps the task instance's row locked there. */
+  stampHoldMs: number
 }
 
 export interface BenchReport {
@@ -30,6 +35,7 @@ export interface BenchReport {
   lockHold: LockHoldRow[]
   throughput: ThroughputRow[]
   race: RaceResult | null
+  stampToCommit: StampToCommitRow[]
   memory: Array<MemoryRun & {what: string}>
 }
 
@@ -51,6 +57,12 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
 
   progress(`race: ${plan.racers} completions of one task instance…`)
   const race = plan.racers > 0 ? await measureRace(server, {racers: plan.racers, outlets: 10}) : null
+
+  const stampToCommit: StampToCommitRow[] = []
+  if (plan.stampRuns > 0) {
+    progress(`event-to-commit window: ${plan.stampRuns} completions per variant, holder ${plan.stampHoldMs} ms…`)
+    stampToCommit.push(...(await measureStampToCommit(server, {runs: plan.stampRuns, holdMs: plan.stampHoldMs, outlets: 10})))
+  }
 
   const memory: BenchReport['memory'] = []
   if (plan.memoryTis > 0) {
@@ -88,7 +100,7 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
     }
   }
 
-  return {machine, plan, lockHold, throughput, race, memory}
+  return {machine, plan, lockHold, throughput, race, stampToCommit, memory}
 }
 
 async function describeMachine(adminUrl: string): Promise<BenchReport['machine']> {

@@ -41,6 +41,14 @@ export interface TransactionWork<O> {
   beginAttempt?(attempt: number): void
   /** Called when COMMIT or ROLLBACK has returned (the protocol stops its lock-hold clock there). */
   settled?(): void
+  /**
+   * Wait for locks in slices of this many milliseconds: each transaction of an attempt gets
+   * lock_timeout = min(slice, what is left of locals.lockTimeoutMs), and a slice that expires rolls
+   * back and runs the work again at once, until the attempt's lock timeout is spent (then the lock
+   * timeout counts as one retryable failure, as without slices). For work whose writes must not
+   * wait long uncommitted (the protocol's events: see docs/complete.md, the event-to-commit window).
+   */
+  lockSliceMs?: number
 }
 
 export interface TransactionResult<O> {
@@ -68,48 +76,64 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
   const policy = work.retry ?? defaultRetryPolicy
   const done = (result: O | Failed, attempts: number): TransactionResult<O> => ({result, attempts, totalMs: performance.now() - started})
   for (let attempt = 1; ; attempt++) {
-    let committing: O | undefined
-    work.beginAttempt?.(attempt)
-    try {
-      const outcome = await db.transaction(work.locals, async (tx) => {
-        const state = {committed: false}
-        const decision = await work.run(
-          {
-            query: (statement) => tx.query(statement),
-            async commit(outcome) {
-              if (work.dryRun) throw new RollbackWith(outcome)
-              committing = outcome
-              state.committed = true
-              await tx.commit()
-            },
-          },
-          attempt,
-        )
-        // What was committed stays committed, whatever the work said after: report that.
-        if (state.committed) return committing as O
-        // Only a `commit` decision outside a dry run may keep what was written.
-        if ('rollback' in decision) throw new RollbackWith(decision.rollback)
-        if (work.dryRun) throw new RollbackWith(decision.commit)
-        committing = decision.commit
-        await tx.commit()
-        return decision.commit
-      })
-      work.settled?.()
-      return done(outcome, attempt)
-    } catch (error) {
-      work.settled?.()
-      if (error instanceof RollbackWith) return done(error.outcome as O, attempt)
-      const {kind, code} = db.classify(error)
-      const reason = error instanceof Error ? error.message : String(error)
-      if (committing !== undefined) return done(await resolveLostCommit(db, work, committing, code, reason), attempt)
-      const retryable = kind === 'retryable' || kind === 'lock_timeout' || work.retryAlso?.(error) === true
-      if (retryable && attempt < policy.maxAttempts) {
+    const attemptStarted = performance.now()
+    for (;;) {
+      const remainingMs = work.locals.lockTimeoutMs - (performance.now() - attemptStarted)
+      const sliced = work.lockSliceMs !== undefined && work.lockSliceMs < remainingMs
+      const locals = sliced ? {...work.locals, lockTimeoutMs: work.lockSliceMs!} : {...work.locals, lockTimeoutMs: Math.max(1, remainingMs)}
+      const step = await attemptOnce(db, work, attempt, work.lockSliceMs === undefined ? work.locals : locals)
+      if ('done' in step) return done(step.done, attempt)
+      // A slice expired with budget left: roll back (done) and start again with fresh statements.
+      if (sliced && step.kind === 'lock_timeout') continue
+      if (step.retryable && attempt < policy.maxAttempts) {
         await sleep(backoffDelay(policy, attempt))
-        continue
+        break
       }
 
-      return done({outcome: 'failed', sqlstate: code, message: reason}, attempt)
+      return done({outcome: 'failed', sqlstate: step.code, message: step.reason}, attempt)
     }
+  }
+}
+
+type AttemptStep<O> = {done: O | Failed} | {kind: string; code: string | null; reason: string; retryable: boolean}
+
+/** One transaction of the work: its outcome, or why it failed and whether that is worth retrying. */
+async function attemptOnce<O>(db: Database, work: TransactionWork<O>, attempt: number, locals: TransactionLocals): Promise<AttemptStep<O>> {
+  let committing: O | undefined
+  work.beginAttempt?.(attempt)
+  try {
+    const outcome = await db.transaction(locals, async (tx) => {
+      const state = {committed: false}
+      const decision = await work.run(
+        {
+          query: (statement) => tx.query(statement),
+          async commit(outcome) {
+            if (work.dryRun) throw new RollbackWith(outcome)
+            committing = outcome
+            state.committed = true
+            await tx.commit()
+          },
+        },
+        attempt,
+      )
+      // What was committed stays committed, whatever the work said after: report that.
+      if (state.committed) return committing as O
+      // Only a `commit` decision outside a dry run may keep what was written.
+      if ('rollback' in decision) throw new RollbackWith(decision.rollback)
+      if (work.dryRun) throw new RollbackWith(decision.commit)
+      committing = decision.commit
+      await tx.commit()
+      return decision.commit
+    })
+    work.settled?.()
+    return {done: outcome}
+  } catch (error) {
+    work.settled?.()
+    if (error instanceof RollbackWith) return {done: error.outcome as O}
+    const {kind, code} = db.classify(error)
+    const reason = error instanceof Error ? error.message : String(error)
+    if (committing !== undefined) return {done: await resolveLostCommit(db, work, committing, code, reason)}
+    return {kind, code, reason, retryable: kind === 'retryable' || kind === 'lock_timeout' || work.retryAlso?.(error) === true}
   }
 }
 

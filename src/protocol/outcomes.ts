@@ -18,6 +18,11 @@ export interface Timings {
   lockWaitMs: number
   /** FOR UPDATE returned → COMMIT/ROLLBACK returned: how long this item held the row lock. */
   lockHoldMs: number
+  /**
+   * First registration statement → COMMIT returned, for a committed item: how long its events
+   * existed uncommitted (the event-to-commit window). null when nothing was committed.
+   */
+  stampToCommitMs: number | null
   /** The whole item, retries and backoff included. */
   totalMs: number
 }

@@ -10,7 +10,7 @@ export interface ItemJson {
   previous_state: string | null
   events: number
   queued: number
-  timings: {register_ms: number; lock_wait_ms: number; lock_hold_ms: number; total_ms: number}
+  timings: {register_ms: number; lock_wait_ms: number; lock_hold_ms: number; stamp_to_commit_ms: number | null; total_ms: number}
   error?: {sqlstate: string | null; message: string}
   /** Why an item was refused (inactive_outlet: which assets). */
   detail?: string
@@ -36,6 +36,7 @@ export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
       register_ms: ms(item.timings.registerMs),
       lock_wait_ms: ms(item.timings.lockWaitMs),
       lock_hold_ms: ms(item.timings.lockHoldMs),
+      stamp_to_commit_ms: item.timings.stampToCommitMs === null ? null : ms(item.timings.stampToCommitMs),
       total_ms: ms(item.timings.totalMs),
     },
     ...(result.outcome === 'failed' ? {error: {sqlstate: result.sqlstate ?? null, message: result.message ?? ''}} : {}),

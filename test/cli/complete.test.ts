@@ -64,7 +64,7 @@ describe('airlock complete', () => {
       events: 0,
       queued: 0,
     })
-    expect(Object.keys(conflict!.timings as object).sort()).toEqual(['lock_hold_ms', 'lock_wait_ms', 'register_ms', 'total_ms'])
+    expect(Object.keys(conflict!.timings as object).sort()).toEqual(['lock_hold_ms', 'lock_wait_ms', 'register_ms', 'stamp_to_commit_ms', 'total_ms'])
     expect(out.warnings.join()).toContain('not active')
   })
 

@@ -193,3 +193,37 @@ describe('queue key order: no deadlock between completions with overlapping asse
     }
   })
 })
+
+describe('the event-to-commit window', () => {
+  /** Completes `etl` while another session holds its row for 1.5 s; returns the result and how long after the hold began each event was stamped. */
+  async function completeBehindHolder(lockSliceMs: number | null | undefined) {
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const target = world.ti('etl')
+    let completion: ReturnType<typeof completeOne> | undefined
+    let heldFrom: Date | undefined
+    await whileRowLocked(db.knex, target.id, async (holder) => {
+      heldFrom = (await holder.raw<{rows: Array<{t: Date}>}>('select clock_timestamp() as t')).rows[0]!.t
+      completion = completeOne(db.knex, target.id, {lockTimeoutMs: 10_000, lockSliceMs})
+      await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
+      await holder.raw('select pg_sleep(1.5)')
+    })
+    const result = await completion!
+    const stampedAfterHoldMs = (await eventsOf(db.knex, target)).map((e) => (e.timestamp as Date).getTime() - heldFrom!.getTime())
+    return {result, stampedAfterHoldMs}
+  }
+
+  it('a registration waiting for the row lock is redone in slices: its events are stamped after the holder let go', async () => {
+    const {result, stampedAfterHoldMs} = await completeBehindHolder(undefined)
+    expect(result.result.outcome).toBe('completed')
+    expect(stampedAfterHoldMs).toHaveLength(2)
+    // The last registration started at most one slice (200 ms) before the lock was free at 1.5 s.
+    for (const ms of stampedAfterHoldMs) expect(ms).toBeGreaterThan(1000)
+    expect(result.timings.stampToCommitMs).toEqual(expect.any(Number))
+  })
+
+  it('without slices the events keep the timestamp of the one registration, from before the wait', async () => {
+    const {result, stampedAfterHoldMs} = await completeBehindHolder(null)
+    expect(result.result.outcome).toBe('completed')
+    for (const ms of stampedAfterHoldMs) expect(ms).toBeLessThan(1000)
+  })
+})

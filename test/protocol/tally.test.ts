@@ -11,7 +11,7 @@ const item = (result: ProtocolOutcome<CompleteOutcome>, warnings: string[] = [])
   result,
   events: result.outcome === 'completed' ? 2 : 0,
   queued: result.outcome === 'completed' ? 1 : 0,
-  timings: {registerMs: 0, lockWaitMs: 0, lockHoldMs: 0, totalMs: 0},
+  timings: {registerMs: 0, lockWaitMs: 0, lockHoldMs: 0, stampToCommitMs: null, totalMs: 0},
   attempts: 1,
   dryRun: false,
   warnings,

@@ -43,5 +43,6 @@ export async function completeOne(
     dryRun: options.dryRun ?? false,
     retry: options.retry,
     order: options.order,
+    lockSliceMs: options.lockSliceMs,
   })
 }
