@@ -99,6 +99,8 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   let lockedAt: number | undefined
   let settledAt: number | undefined
   let stampedAt: number | undefined
+  // The task instance as the last attempt that read it saw it: each attempt starts from nothing.
+  let known: TaskInstanceContext | undefined
   let commitIssued = false
 
   const register = async (tx: Executor, context: TaskInstanceContext) => {
@@ -110,10 +112,14 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
 
   const lock = async (tx: Executor, context: TaskInstanceContext) => {
     const begin = performance.now()
-    const locked = await store.lockTaskInstance(tx, context.id)
-    lockedAt = performance.now()
-    lockWaitMs = lockedAt - begin
-    return locked
+    try {
+      const locked = await store.lockTaskInstance(tx, context.id)
+      lockedAt = performance.now()
+      return locked
+    } finally {
+      // Also when the wait ended in a lock timeout: a failed item says where its time went.
+      lockWaitMs = performance.now() - begin
+    }
   }
 
   const {result, attempts, totalMs} = await runTransaction<ProtocolOutcome<O>>(db, {
@@ -128,6 +134,7 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     retryAlso: (error) => error instanceof RetryFromStart,
     unknownCommitAdvice: 'running again is safe (the recheck reports already_success if it committed)',
     beginAttempt() {
+      known = ti ?? known
       ti = registration = receipt = lockedAt = settledAt = stampedAt = undefined
       registerMs = lockWaitMs = 0
       commitIssued = false
@@ -180,22 +187,28 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   })
 
   const written = result.outcome === writer.committed.outcome
-  // An item that failed before its COMMIT was sent wrote nothing: no counts, notes or timings of
-  // an attempt that was rolled back. A COMMIT lost in flight keeps what the attempt measured.
+  // An item that failed before its COMMIT was sent wrote nothing: no counts or notes of an attempt
+  // that was rolled back; its timings stay (they say where the time went). A COMMIT lost in
+  // flight keeps what the attempt measured.
   const failedBeforeCommit = result.outcome === 'failed' && !commitIssued
-  if (failedBeforeCommit) registerMs = lockWaitMs = 0
   const counts = registration === undefined || failedBeforeCommit ? {events: 0, queued: 0, warnings: []} : writer.counts(registration)
+  // A failed item names its task instance: from any attempt's read, or read now on a fresh
+  // connection when every attempt failed before reading it (best effort: the server may be gone).
+  let named = ti ?? known
+  if (!named && result.outcome === 'failed' && 'tiId' in current) {
+    named = await store.readTaskInstance(db.executor, current, {withOutlets: false}).catch(() => undefined)
+  }
+
   return {
     ref,
-    // Known once the unlocked read found it, so a failed item still names its task instance.
-    ti: ti ? {id: ti.id, dagId: ti.dagId, runId: ti.runId, taskId: ti.taskId, mapIndex: ti.mapIndex} : null,
+    ti: named ? {id: named.id, dagId: named.dagId, runId: named.runId, taskId: named.taskId, mapIndex: named.mapIndex} : null,
     result,
     events: written ? counts.events : 0,
     queued: written ? counts.queued : 0,
     timings: {
       registerMs,
       lockWaitMs,
-      lockHoldMs: lockedAt === undefined || failedBeforeCommit ? 0 : (settledAt ?? performance.now()) - lockedAt,
+      lockHoldMs: lockedAt === undefined ? 0 : (settledAt ?? performance.now()) - lockedAt,
       // From the first registration statement (the events' clock_timestamp) to COMMIT returning.
       stampToCommitMs: written && stampedAt !== undefined && settledAt !== undefined ? settledAt - stampedAt : null,
       totalMs,

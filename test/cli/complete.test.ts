@@ -125,9 +125,21 @@ describe('airlock complete', () => {
     const footprint = await writeFootprint(db.knex)
     await whileRowLocked(db.knex, target.id, async () => {
       const result = await complete('--ti-id', target.id, '--lock-timeout', '50ms', '--json')
-      const out = envelope(result) as {result: {items: Array<{outcome: string; error: {sqlstate: string}}>}}
+      const out = envelope(result) as {result: {items: Array<{outcome: string; error: {sqlstate: string}; timings: Record<string, number | null>}>}}
       expect(result.code).toBe(5)
-      expect(out.result.items[0]).toMatchObject({outcome: 'failed', error: {sqlstate: '55P03'}})
+      // The failed item keeps its cause, names its task instance, and says where its time went.
+      expect(out.result.items[0]).toMatchObject({
+        outcome: 'failed',
+        error: {sqlstate: '55P03'},
+        ti_id: target.id,
+        dag_id: 'etl',
+        run_id: target.run_id,
+        task_id: 'produce',
+        map_index: -1,
+        events: 0,
+      })
+      expect(out.result.items[0]!.timings.lock_wait_ms).toBeGreaterThan(0)
+      expect(out.result.items[0]!.timings.stamp_to_commit_ms).toBeNull()
     })
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })

@@ -148,6 +148,48 @@ describe('runTransaction', () => {
     expect(await notes(test.knex)).toEqual([1])
   })
 
+  it('a decision taken, then the session killed before the ROLLBACK: the decided outcome is reported, not failed', async () => {
+    const result = await runTransaction(db, {
+      locals,
+      dryRun: false,
+      unknownCommitAdvice: '',
+      wasCommitted: never,
+      run: async (tx) => {
+        const [own] = await tx.query<{pid: number}>({text: 'select pg_backend_pid() as pid'})
+        await test.knex.raw('select pg_terminate_backend(?)', [own!.pid])
+        return {rollback: 'already_success'}
+      },
+    })
+    expect(result).toMatchObject({result: 'already_success', attempts: 1})
+  })
+
+  it('lock waits in slices: each slice that expires runs the work again at once, until the lock timeout is spent', async () => {
+    const holder = await test.knex.transaction()
+    try {
+      await holder.raw('select * from item where id = 1 for update')
+      let runs = 0
+      const result = await runTransaction(db, {
+        locals: {...locals, lockTimeoutMs: 500},
+        lockSliceMs: 100,
+        retry: {maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1},
+        dryRun: false,
+        unknownCommitAdvice: '',
+        wasCommitted: never,
+        run: async (tx) => {
+          runs++
+          await tx.query({text: 'select * from item where id = 1 for update'})
+          return {commit: 'locked'}
+        },
+      })
+      expect(result.result).toMatchObject({outcome: 'failed', sqlstate: '55P03'})
+      // 500 ms in 100 ms slices: four expired slices and a last wait for what was left.
+      expect(runs).toBeGreaterThanOrEqual(4)
+      expect(runs).toBeLessThanOrEqual(6)
+    } finally {
+      await holder.rollback()
+    }
+  })
+
   it('retries what the writer calls retryable, from the first statement', async () => {
     let runs = 0
     const result = await runTransaction(db, {
