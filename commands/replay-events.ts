@@ -23,7 +23,9 @@ Missing (the default): successful task instances (selection flags; --since/--unt
 whose active declared outlets have no event attributed to them since they started. Each goes
 through the same protocol as complete: register the missing events and queue their consumers,
 lock the row, recheck that it is still success and the events still missing (another replayer may
-have won), commit or roll back. Outcomes: replayed, nothing_missing, changed.
+have won), commit or roll back. Outcomes: replayed, nothing_missing, not_emitted, changed.
+A try marked success without events on purpose (through Airflow's REST API or UI, which emit
+none, or complete --no-events) is not_emitted and left alone unless --include-marked-success.
 
 --event-id N: re-emit existing events as new ones (same asset, extra, partition key, source,
 aliases) and queue their consumers again, so downstream DAGs run again.
@@ -68,6 +70,12 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     }),
     ...writeFlags,
     extra: Flags.string({description: 'Missing mode: JSON object for the extra of replayed events (default {}).', helpGroup: 'WRITING'}),
+    'include-marked-success': Flags.boolean({
+      description:
+        'Missing mode: also replay for tries marked success without events on purpose (REST API or UI mark-success, complete --no-events); by default they are reported not_emitted.',
+      default: false,
+      helpGroup: 'MODE',
+    }),
   }
 
   protected async execute(): Promise<CommandOutcome<BatchReport<ItemJson | EventItemJson>>> {
@@ -84,7 +92,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       action: mode.kind === 'missing' ? 'replay the missing events of' : 're-emit',
       noun: mode.kind === 'missing' ? 'task instances' : 'events',
       label: 'replay-events',
-      doneOutcomes: ['replayed', 'nothing_missing', 'skipped_existing'],
+      doneOutcomes: ['replayed', 'nothing_missing', 'not_emitted', 'skipped_existing'],
       yes: flags.yes,
       dryRun: flags['dry-run'],
       explicit: mode.kind !== 'missing' || mode.selection.tiIds.length > 0,
@@ -99,6 +107,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
         dryRun: flags['dry-run'],
         airlockVersion: this.config.version,
         actor: flags.actor,
+        includeMarkedSuccess: flags['include-marked-success'],
         checkpoint,
         shouldStop,
         onItem,

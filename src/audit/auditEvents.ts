@@ -87,6 +87,8 @@ export async function auditEvents(
     timeColumn: 'end_date' as const,
     states: ['success'],
     missingEventsOnly: true,
+    // A try marked success without events on purpose is not missing anything.
+    excludeDeliberatelySilent: true,
   }
   if (filter.assets.length === 0) {
     for await (const ref of selectTaskInstances(store, pool, selection)) {
@@ -95,7 +97,8 @@ export async function auditEvents(
       onFinding({
         ...blank('missing_events'),
         ti_id: tiId,
-        evidence: 'successful task instance: an active declared outlet has no event since its last start',
+        evidence:
+          'successful task instance: an active declared outlet has no event of its last try, and nothing says it succeeded without events on purpose',
         suggestion: `airlock replay-events --ti-id ${tiId}`,
       })
     }

@@ -7,6 +7,8 @@ import type {AirflowStore} from '../store/airflowStore.js'
 export type ReplayOutcome =
   | {outcome: 'replayed'}
   | {outcome: 'nothing_missing'}
+  /** The try succeeded without events on purpose (marked success through the REST API or UI, or complete --no-events): nothing replayed. */
+  | {outcome: 'not_emitted'; detail: string}
   /** The task instance is not (or no longer) success: nothing replayed. */
   | {outcome: 'changed'; previousState: StoredState}
 
@@ -16,9 +18,11 @@ export interface ReplaySettings {
   airlockVersion: string
   /** Who replays, for the audit row's `owner` (--actor; default: the OS user). */
   actor?: string | undefined
+  /** Replay for tries that succeeded without events on purpose too (--include-marked-success). */
+  includeMarkedSuccess?: boolean | undefined
 }
 
-type ReplayRegistration = Registration & {missing: number[]; logId: number | null}
+type ReplayRegistration = Registration & {missing: number[]; logId: number | null; silent: boolean}
 
 /** log.event of a replay; varchar(60) in Airflow. */
 export const replayLogEvent = 'airlock.replay-events'
@@ -44,7 +48,12 @@ export function replayMissingWriter(
     async register(tx, ti) {
       const active = activeOutlets(ti)
       const missing = await store.readMissingOutlets(tx, ti, [...new Set(active.map((o) => o.assetId))])
-      if (missing.length === 0) return {events: [], consumers: [], warnings: [], missing, logId: null}
+      if (missing.length === 0) return {events: [], consumers: [], warnings: [], missing, logId: null, silent: false}
+      // Lost, or never emitted? An operator's mark-success emits nothing on purpose; replaying it
+      // would trigger downstream DAGs nobody asked for.
+      if (!settings.includeMarkedSuccess && (await store.isDeliberatelySilent(tx, ti))) {
+        return {events: [], consumers: [], warnings: [], missing: [], logId: null, silent: true}
+      }
       const events = await store.insertAssetEvents(
         tx,
         ti,
@@ -66,9 +75,18 @@ export function replayMissingWriter(
       }
       const {logId} = await store.insertLogRow(tx, {...ti, owners: settings.actor ?? identity.os_user}, replayLogEvent, JSON.stringify(extra))
       const registration = await queueEventConsumers(store, tx, ti, {events, aliasesOfEvent: new Map(), warnings: []})
-      return {...registration, missing, logId}
+      return {...registration, missing, logId, silent: false}
     },
-    decideAfterRegistering: (registration) => (registration.missing.length === 0 ? {outcome: 'nothing_missing'} : undefined),
+    decideAfterRegistering(registration) {
+      if (registration.silent) {
+        return {
+          outcome: 'not_emitted',
+          detail:
+            'this try was marked success without events (through the REST API or UI, or complete --no-events); --include-marked-success replays them anyway',
+        }
+      }
+      return registration.missing.length === 0 ? {outcome: 'nothing_missing'} : undefined
+    },
     async decideUnderLock(tx, lockedState, ti, registration) {
       if (lockedState !== 'success') return changed(lockedState)
       const stillMissing = await store.readMissingOutlets(

@@ -19,6 +19,7 @@ export type ReplayMode =
 export const replayOutcomes = {
   replayed: ExitCode.ok,
   nothing_missing: ExitCode.ok,
+  not_emitted: ExitCode.ok,
   changed: ExitCode.conflict,
   skipped_existing: ExitCode.ok,
   not_found: ExitCode.notFound,
@@ -55,6 +56,7 @@ export interface ReplayRun {
   dryRun: boolean
   airlockVersion: string
   actor?: string | undefined
+  includeMarkedSuccess?: boolean | undefined
   checkpoint: Checkpoint
   shouldStop: () => boolean
   onItem: (item: ItemJson | EventItemJson, tally: Tally<ReplayOutcomeName>) => void
@@ -91,7 +93,12 @@ export async function runReplay(airflow: AirflowDatabase, run: ReplayRun): Promi
   }
 
   if (mode.kind === 'missing') {
-    const writer = replayMissingWriter(airflow.store, {defaultExtra: run.defaultExtra, airlockVersion: run.airlockVersion, actor: run.actor})
+    const writer = replayMissingWriter(airflow.store, {
+      defaultExtra: run.defaultExtra,
+      airlockVersion: run.airlockVersion,
+      actor: run.actor,
+      includeMarkedSuccess: run.includeMarkedSuccess,
+    })
     const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
     if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return {tally, interrupted: false}
     const source = await openItemSource(airflow, selection)

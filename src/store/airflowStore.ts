@@ -43,6 +43,8 @@ export interface AirflowStore extends CatalogStore {
   logRowExists(ex: Executor, logId: number): Promise<boolean>
   /** Which of the given assets have no event attributed to this task instance since it started. */
   readMissingOutlets(ex: Executor, ti: TaskInstanceContext, assetIds: readonly number[], ignoreEventIds?: readonly number[]): Promise<number[]>
+  /** Whether this try succeeded without events on purpose: marked success through the REST API or UI, or `complete --no-events`. */
+  isDeliberatelySilent(ex: Executor, ti: TaskInstanceContext): Promise<boolean>
 
   // --- selection ------------------------------------------------------------------------------
   /** One keyset page of task instance ids (id > after, ORDER BY id). */
@@ -167,6 +169,8 @@ export interface TaskInstanceFilter {
   states?: readonly string[] | undefined
   /** Only task instances with an active declared outlet lacking an event since their start_date. */
   missingEventsOnly?: boolean | undefined
+  /** Leave out task instances whose try succeeded without events on purpose (the audit's missing_events). */
+  excludeDeliberatelySilent?: boolean | undefined
   /** --shard K/N: a stable hash partition of the ids. */
   shard?: {index: number; count: number} | undefined
 }

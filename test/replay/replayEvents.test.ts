@@ -168,6 +168,59 @@ describe('replay-events, missing mode: the events of this try, whatever the cloc
   })
 })
 
+describe('replay-events, missing mode: lost, or never emitted?', () => {
+  it("a try marked success through Airflow's REST API or UI is not_emitted, unless --include-marked-success", async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success'}).build()
+    const target = world.ti('etl')
+    // What action_logging writes for PATCH …/taskInstances/produce with {"new_state": "success"}.
+    await db.knex('log').insert({
+      dttm: db.knex.raw('now()'),
+      dag_id: 'etl',
+      task_id: 'produce',
+      run_id: target.run_id,
+      event: 'patch_task_instance',
+      owner: 'admin',
+      extra: JSON.stringify({new_state: 'success', note: null, method: 'PATCH'}),
+    })
+    const left = await cli('replay-events', '--ti-id', target.id, '--yes', '--json')
+    expect(left.code).toBe(0)
+    expect(envelope(left)).toMatchObject({result: {items: [{outcome: 'not_emitted', detail: expect.stringContaining('--include-marked-success')}]}})
+    expect(await eventsOf(db.knex, target)).toHaveLength(0)
+    // The audit does not call it missing either.
+    const audit = envelope(await cli('audit-events', '--dag-id', 'etl', '--json')) as {result: {counts: {missing_events: number}}}
+    expect(audit.result.counts.missing_events).toBe(0)
+
+    const forced = await cli('replay-events', '--ti-id', target.id, '--include-marked-success', '--yes', '--json')
+    expect(envelope(forced)).toMatchObject({result: {items: [{outcome: 'replayed', events: 2}]}})
+  })
+
+  it('a mark-success of an earlier try does not silence a later try that lost its events', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 1, state: 'success'}).build()
+    const first = world.ti('etl')
+    await db.knex('log').insert({
+      dttm: db.knex.raw(`now() - interval '1 hour'`),
+      dag_id: 'etl',
+      task_id: 'produce',
+      run_id: first.run_id,
+      event: 'patch_task_instance',
+      extra: JSON.stringify({new_state: 'success', method: 'PATCH'}),
+    })
+    await db.knex.raw(`update task_instance set updated_at = now() - interval '30 minutes' where id = ?`, [first.id])
+    const second = await retryAsAirflowDoes(db.knex, first.id, 'success')
+    const replay = await cli('replay-events', '--ti-id', second, '--yes', '--json')
+    expect(envelope(replay)).toMatchObject({result: {items: [{outcome: 'replayed', events: 1}]}})
+  })
+
+  it('complete --no-events is deliberate too: not_emitted', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
+    const target = world.ti('etl')
+    expect((await cli('complete', '--ti-id', target.id, '--no-events', '--yes')).code).toBe(0)
+    const replay = await cli('replay-events', '--ti-id', target.id, '--yes', '--json')
+    expect(envelope(replay)).toMatchObject({result: {items: [{outcome: 'not_emitted'}]}})
+    expect(await eventsOf(db.knex, target)).toHaveLength(0)
+  })
+})
+
 describe('replay-events by id and from a file; export-events', () => {
   it('--event-id re-emits an event with the same content and queues its consumers again', async () => {
     const world = await scenario(db.knex)

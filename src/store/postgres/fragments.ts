@@ -62,6 +62,34 @@ export function namedByAirlockRow(
 }
 
 /**
+ * Evidence that this try succeeded without events on purpose, as a log row says it:
+ * - an operator set it to success through the REST API or the UI (which calls the same API):
+ *   `PATCH …/taskInstances/{task_id}[/{map_index}]` is logged by `action_logging`
+ *   (airflow-core/src/airflow/api_fastapi/logging/decorators.py) as event `patch_task_instance`
+ *   (the endpoint's function name, for both routes) with dag_id, task_id, run_id and the request
+ *   body in extra (`new_state`), the map index only when the route names it; no try number, so a
+ *   row after the try began counts. That path sets the state and emits no events;
+ * - airlock's own `complete --no-events` (its success row names no events).
+ * log.extra is free text: read as JSON only on those rows.
+ */
+export function deliberatelySilent(on: TryKey): string {
+  return `exists (
+    select 1 from log l
+     where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId}
+       and case
+             when l.event = 'patch_task_instance' and l.extra like '{%'
+               then l.dttm > ${tryBegan(on)}
+                    and (l.extra::jsonb ->> 'new_state') = 'success'
+                    and coalesce(l.extra::jsonb ->> 'map_index', ${on.mapIndex}::text) = ${on.mapIndex}::text
+             when l.event = 'success' and l.extra like '{%"airlock"%'
+               then l.map_index = ${on.mapIndex} and l.try_number = ${on.tryNumber}
+                    and (l.extra::jsonb -> 'airlock' ->> 'command') = 'complete'
+                    and coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1) = 0
+             else false
+           end)`
+}
+
+/**
  * "This asset has no event of this try": no event attributed to the task instance's key since the
  * previous try ended, and none that airlock's audit row of this try names. The anti-join behind
  * replay-events' missing mode and the audit's missing_events, in one place.

@@ -13,7 +13,7 @@ import {
   resolveAssetsAndAliases,
 } from './events.js'
 import {ensureAliasAssets, findAssetsByNameOrUri, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
-import {countTaskInstances, readMissingOutlets, selectTaskInstanceIds} from './selection.js'
+import {countTaskInstances, isDeliberatelySilent, readMissingOutlets, selectTaskInstanceIds} from './selection.js'
 import {lockTaskInstance, markTaskInstanceSuccess, readArchivedTaskInstanceKey, readTaskInstance} from './taskInstance.js'
 
 /**
@@ -35,6 +35,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     insertLogRow: insertLogRow(),
     logRowExists: logRowExists(),
     readMissingOutlets: readMissingOutlets(),
+    isDeliberatelySilent: isDeliberatelySilent(),
     selectTaskInstanceIds: selectTaskInstanceIds(),
     countTaskInstances: countTaskInstances(),
     readEventPage: readEventPage(capabilities),

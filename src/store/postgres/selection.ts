@@ -2,7 +2,7 @@ import type {TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
 import type {TaskInstanceFilter} from '../airflowStore.js'
-import {noEventOfThisTry, whereAll} from './fragments.js'
+import {deliberatelySilent, noEventOfThisTry, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
 /** The FROM and WHERE of a task-instance selection, with its bound values. */
@@ -23,6 +23,12 @@ function filtered(filter: TaskInstanceFilter, params: Params, keyset?: (params: 
   if (filter.taskIds.length > 0) where.push(`ti.task_id = any(${params.add([...filter.taskIds])}::text[])`)
   if (filter.mapIndex !== undefined) where.push(`ti.map_index = ${params.add(filter.mapIndex)}::int`)
   if (filter.states) where.push(`ti.state = any(${params.add([...filter.states])}::text[])`)
+  if (filter.excludeDeliberatelySilent) {
+    where.push(
+      `not ${deliberatelySilent({dagId: 'ti.dag_id', runId: 'ti.run_id', taskId: 'ti.task_id', mapIndex: 'ti.map_index', tryNumber: 'ti.try_number'})}`,
+    )
+  }
+
   if (filter.missingEventsOnly) {
     // An active declared outlet with no event of this try.
     where.push(`exists (
@@ -80,5 +86,17 @@ export function readMissingOutlets() {
       missing([[...assetIds], ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.tryNumber, [...ignoreEventIds]]),
     )
     return rows.map((row) => row.asset_id)
+  }
+}
+
+/** Whether this try of the task instance succeeded without events on purpose (see deliberatelySilent). */
+export function isDeliberatelySilent() {
+  const silent = prepared(
+    'deliberately_silent',
+    `select ${deliberatelySilent({dagId: '$1', runId: '$2', taskId: '$3', mapIndex: '$4::int', tryNumber: '$5::int'})} as silent`,
+  )
+  return async (ex: Executor, ti: TaskInstanceContext): Promise<boolean> => {
+    const [row] = await ex.query<{silent: boolean}>(silent([ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.tryNumber]))
+    return row?.silent ?? false
   }
 }
