@@ -97,9 +97,11 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
         groups: fixes,
         removed: fixes.reduce((n, f) => n + f.removed.length, 0),
         refused_consumed: fixes.reduce((n, f) => n + f.refused_consumed.length, 0),
+        refused_pending: fixes.reduce((n, f) => n + f.refused_pending.length, 0),
+        skipped_busy: fixes.filter((f) => f.outcome === 'skipped_busy').length,
       }
     } else if (flags.fix) {
-      fix = {dry_run: flags['dry-run'], groups: [], removed: 0, refused_consumed: 0}
+      fix = {dry_run: flags['dry-run'], groups: [], removed: 0, refused_consumed: 0, refused_pending: 0, skipped_busy: 0}
     }
 
     const report: EventAuditReport = {counts, findings: kept, omitted, fix}

@@ -8,14 +8,18 @@ export interface GroupFix {
   kept: number
   removed: number[]
   refused_consumed: number[]
-  outcome: 'removed' | 'refused_consumed' | 'failed'
+  /** Left because a consumer could still take them. */
+  refused_pending: number[]
+  /** removed: some extras deleted; kept: none could be (consumed or pending); skipped_busy: another session (a scheduler) held one. */
+  outcome: 'removed' | 'kept' | 'skipped_busy' | 'failed'
   error?: string
 }
 
 /**
  * The guarded repair: one transaction per duplicate group on the transaction engine (SET LOCAL
- * timeouts, retries, dry run = rollback), removing only extras no dag run consumed, and
- * recording in Airflow's audit log exactly what was removed.
+ * timeouts, retries, dry run = rollback), removing only extras no consumer took or can still take,
+ * never waiting on a lock the scheduler holds (store.removeDuplicateEvents), and recording in
+ * Airflow's audit log exactly what was removed.
  */
 export async function fixDuplicateGroups(
   airflow: Pick<AirflowDatabase, 'db' | 'store'>,
@@ -26,8 +30,8 @@ export async function fixDuplicateGroups(
   const identity = auditIdentity()
   const fixes: GroupFix[] = []
   for (const group of groups) {
-    let refused: number[] = []
-    const {result} = await runTransaction<{outcome: 'removed'; removed: number[]} | {outcome: 'refused_consumed'}>(db, {
+    let seen = {consumed: [] as number[], pending: [] as number[]}
+    const {result} = await runTransaction<{outcome: 'removed'; removed: number[]} | {outcome: 'kept'} | {outcome: 'skipped_busy'}>(db, {
       locals: {
         lockTimeoutMs: options.lockTimeoutMs,
         statementTimeoutMs: options.statementTimeoutMs,
@@ -36,9 +40,10 @@ export async function fixDuplicateGroups(
       dryRun: options.dryRun,
       unknownCommitAdvice: 'run audit-events again to see what is left',
       async run(tx) {
-        const {removed, consumed} = await store.removeDuplicateEvents(tx, group.extras)
-        refused = consumed
-        if (removed.length === 0) return {rollback: {outcome: 'refused_consumed'}}
+        const {removed, consumed, pending, busy} = await store.removeDuplicateEvents(tx, group.extras)
+        seen = {consumed, pending}
+        if (busy.length > 0) return {rollback: {outcome: 'skipped_busy'}}
+        if (removed.length === 0) return {rollback: {outcome: 'kept'}}
         const extra = {
           host_name: identity.host_name,
           airlock: {
@@ -48,6 +53,7 @@ export async function fixDuplicateGroups(
             kept_event_id: group.kept,
             removed_event_ids: removed,
             left_consumed: consumed,
+            left_pending: pending,
           },
         }
         await store.insertLogRow(tx, {...noLogSubject, owners: identity.os_user}, 'airlock.audit-events.fix', JSON.stringify(extra))
@@ -57,9 +63,11 @@ export async function fixDuplicateGroups(
         return outcome.outcome === 'removed' && (await store.countEvents(ex, outcome.removed)) === 0
       },
     })
-    if (result.outcome === 'failed') fixes.push({kept: group.kept, removed: [], refused_consumed: [], outcome: 'failed', error: result.message})
-    else if (result.outcome === 'removed') fixes.push({kept: group.kept, removed: result.removed, refused_consumed: refused, outcome: 'removed'})
-    else fixes.push({kept: group.kept, removed: [], refused_consumed: refused, outcome: 'refused_consumed'})
+    const base = {kept: group.kept, removed: [] as number[], refused_consumed: seen.consumed, refused_pending: seen.pending}
+    if (result.outcome === 'failed') fixes.push({...base, refused_consumed: [], refused_pending: [], outcome: 'failed', error: result.message})
+    else if (result.outcome === 'removed') fixes.push({...base, removed: result.removed, outcome: 'removed'})
+    else if (result.outcome === 'skipped_busy') fixes.push({...base, refused_consumed: [], refused_pending: [], outcome: 'skipped_busy'})
+    else fixes.push({...base, outcome: 'kept'})
   }
 
   return fixes

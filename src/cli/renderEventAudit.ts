@@ -7,7 +7,7 @@ export interface EventAuditReport {
   counts: Record<AuditClass, number>
   findings: Finding[]
   omitted: number
-  fix: {dry_run: boolean; groups: GroupFix[]; removed: number; refused_consumed: number} | null
+  fix: {dry_run: boolean; groups: GroupFix[]; removed: number; refused_consumed: number; refused_pending: number; skipped_busy: number} | null
 }
 
 export function renderEventAudit(report: EventAuditReport): string {
@@ -40,7 +40,7 @@ export function renderEventAudit(report: EventAuditReport): string {
   if (report.fix) {
     const f = report.fix
     parts.push(
-      `${f.dry_run ? 'DRY RUN (rolled back; --fix --no-dry-run --yes writes): would remove' : 'Removed'} ${f.removed} duplicate event(s) in ${f.groups.length} group(s); ${f.refused_consumed} left alone because a dag run consumed them.`,
+      `${f.dry_run ? 'DRY RUN (rolled back; --fix --no-dry-run --yes writes): would remove' : 'Removed'} ${f.removed} duplicate event(s) in ${f.groups.length} group(s); ${f.refused_consumed} left alone because a dag run consumed them, ${f.refused_pending} because a consumer could still take them; ${f.skipped_busy} group(s) skipped because another session (a scheduler) held them: run again later.`,
     )
   }
 

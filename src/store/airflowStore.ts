@@ -67,7 +67,7 @@ export interface AirflowStore extends CatalogStore {
   /** How many of these event ids exist. */
   countEvents(ex: Executor, ids: readonly number[]): Promise<number>
   /** Lock, recheck consumption, delete the unconsumed ones. */
-  removeDuplicateEvents(ex: Executor, eventIds: readonly number[]): Promise<{removed: number[]; consumed: number[]}>
+  removeDuplicateEvents(ex: Executor, eventIds: readonly number[]): Promise<RemovedDuplicates>
 
   // --- audit-events ---------------------------------------------------------------------------
   readEventSourceKeys(ex: Executor, after: TaskInstanceKey | null, limit: number, filter: EventFilter): Promise<TaskInstanceKey[]>
@@ -206,6 +206,16 @@ export interface StoredEvent extends EventContent {
   /** For the audit row: the source run's logical date and the source DAG's owners. */
   logicalDate: Date | null
   owners: string | null
+}
+
+/** What one duplicate group's repair did. */
+export interface RemovedDuplicates {
+  removed: number[]
+  consumed: number[]
+  /** A consumer could still take them: newer than a consumer DAG's last asset-triggered run (before 3.4), or named by a queue row (3.4). */
+  pending: number[]
+  /** Locked by another session (a scheduler consuming them): the group was left alone, not waited on. */
+  busy: number[]
 }
 
 export type EventClass = 'ok' | 'external' | 'orphan_missing_ti' | 'orphan_not_success' | 'superseded_by_rerun' | 'duplicate'

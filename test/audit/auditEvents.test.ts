@@ -105,9 +105,10 @@ beforeAll(async () => {
     .insert({dag_id: 'report_001', run_id: 'asset_triggered__1', run_type: 'asset_triggered', run_after: k.raw('now()'), state: 'queued'})
     .returning('id')
   await k('dagrun_asset_event').insert({dag_run_id: consumer.id, event_id: ids.dup_extra_consumed})
-  // Its alias link must go with the removed duplicate.
+  // The retried request went through an alias each time; the removed duplicate's alias link goes with it.
   const alias = await k('asset_alias').first('id')
-  await k('asset_alias_asset_event').insert({alias_id: alias.id, event_id: ids.dup_extra})
+  for (const name of ['dup_kept', 'dup_extra', 'dup_extra_consumed'])
+    await k('asset_alias_asset_event').insert({alias_id: alias.id, event_id: ids[name]})
 
   // Two alias groups with different extras from one TI: legitimate, both ok.
   const aliasTi = world.ti('etl_001', 'task_1')
@@ -289,5 +290,105 @@ describe('airlock audit-events: the events of a try, whatever the clocks say', (
     const duplicates = out.result.findings.filter((f) => f.class === 'duplicate')
     expect(duplicates.map((f) => f.event_id).sort()).toEqual(copies)
     expect(duplicates.map((f) => f.kept_id).sort()).toEqual(originals.map((o) => o.id))
+  })
+})
+
+describe('airlock audit-events --fix beside a live scheduler', () => {
+  let own: TestDatabase
+  let w: World
+  const made: Record<string, number> = {}
+  beforeAll(async () => {
+    own = await createTestDatabase('3.2', 4)
+  })
+  afterAll(async () => own?.drop())
+
+  /** etl.produce succeeded and emitted `etl.produce.out_1` twice (a retried request), `report` is scheduled on it. */
+  async function world(): Promise<void> {
+    w = await scenario(own.knex)
+      .producer('etl', {outlets: 1, state: 'success'})
+      .consumer('report', {on: ['etl']})
+      .build()
+    const ti = w.ti('etl')
+    await own
+      .knex('task_instance')
+      .where({id: ti.id})
+      .update({start_date: own.knex.raw(`now() - interval '1 hour'`), end_date: own.knex.raw('now()')})
+    for (const [name, at] of [
+      ['kept', '-30 minutes'],
+      ['extra', '-29 minutes'],
+    ] as const) {
+      const [row] = await own
+        .knex('asset_event')
+        .insert({
+          asset_id: w.asset('etl.produce.out_1').id,
+          extra: '{}',
+          source_dag_id: 'etl',
+          source_run_id: ti.run_id,
+          source_task_id: 'produce',
+          source_map_index: -1,
+          timestamp: own.knex.raw(`now() + ?::interval`, [at]),
+        })
+        .returning('id')
+      made[name] = row.id
+    }
+  }
+
+  const fix = async () => {
+    const result = await runCli(['audit-events', '--database-url', own.url, '--dag-id', 'etl', '--fix', '--no-dry-run', '--yes', '--json'])
+    return (envelope(result) as {result: EventAuditReport}).result.fix!
+  }
+
+  /** A consumer run of `report`, as the scheduler creates it, that took `events`; run_after now. */
+  async function consumerRun(knex: Knex, events: number[]): Promise<void> {
+    const [run] = await knex('dag_run')
+      .insert({
+        dag_id: 'report',
+        run_id: `asset_triggered__${Date.now()}`,
+        run_type: 'asset_triggered',
+        run_after: knex.raw('now()'),
+        state: 'queued',
+      })
+      .returning('id')
+    for (const event of events) await knex('dagrun_asset_event').insert({dag_run_id: run.id, event_id: event})
+  }
+
+  it('an event a consumer can still take (newer than its last asset-triggered run) is kept: refused_pending', async () => {
+    await world()
+    const result = await fix()
+    expect(result).toMatchObject({removed: 0, refused_pending: 1})
+    expect(await own.knex('asset_event').where({id: made.extra})).toHaveLength(1)
+  })
+
+  it('a group the scheduler is consuming right now is skipped, not waited on, and the scheduler commits', async () => {
+    await world()
+    const scheduler = await own.knex.transaction()
+    try {
+      // The scheduler's run creation holds the events' keys through its foreign-key checks.
+      await consumerRun(scheduler, [made.kept!, made.extra!])
+      const result = await fix()
+      expect(result).toMatchObject({removed: 0, skipped_busy: 1})
+      expect(result.groups[0]).toMatchObject({outcome: 'skipped_busy'})
+      await scheduler.commit()
+    } catch (error) {
+      await scheduler.rollback()
+      throw error
+    }
+    expect(await own.knex('dagrun_asset_event').whereIn('event_id', [made.kept!, made.extra!])).toHaveLength(2)
+  })
+
+  it('once every consumer ran past it without taking it, the extra is removed', async () => {
+    await world()
+    await consumerRun(own.knex, [made.kept!])
+    const result = await fix()
+    expect(result).toMatchObject({removed: 1, refused_pending: 0})
+    expect(await own.knex('asset_event').where({id: made.extra})).toEqual([])
+  })
+
+  it('a direct event and an alias event of the same asset and extra are both legitimate, not duplicates', async () => {
+    await world()
+    const [alias] = await own.knex('asset_alias').insert({name: 'etl_alias', group: 'asset'}).returning('id')
+    await own.knex('asset_alias_asset_event').insert({alias_id: alias.id, event_id: made.extra})
+    const result = await runCli(['audit-events', '--database-url', own.url, '--dag-id', 'etl', '--json'])
+    expect((envelope(result) as {result: EventAuditReport}).result.counts.duplicate).toBe(0)
   })
 })

@@ -58,7 +58,7 @@ export function countExternalEvents() {
  *                       before it, from task_instance_history; never the try's own start_date, which clocks
  *                       and airlock's never-started completions make unreliable) and not named by
  *                       airlock's audit row of that try: an earlier try's events, legitimate;
- *   duplicate           beyond the first of a group with the same asset, extra and partition key
+ *   duplicate           beyond the first of a group with the same asset, extra, partition key and aliases
  *                       within `windowSeconds` of it, or at any distance when replay-events wrote it
  *                       (window function over the group);
  *   ok                  everything else.
@@ -72,6 +72,11 @@ export function classifyEventsForKeys(capabilities: Pick<Capabilities, 'eventPar
     const k = `unnest(${params.add(keys.map((key) => key.dagId))}::text[], ${params.add(keys.map((key) => key.runId))}::text[], ${params.add(keys.map((key) => key.taskId))}::text[], ${params.add(keys.map((key) => key.mapIndex))}::int[])`
     const filterWhere = eventFilterConditions(params, filter)
     const window = `make_interval(secs => ${params.add(windowSeconds)}::float8)`
+    // Taken by a dag run, or (3.2+) by the partitioned path.
+    const consumedBy = (id: string) =>
+      `(exists (select 1 from dagrun_asset_event c where c.event_id = ${id})${
+        capabilities.eventPartitionKey ? ` or exists (select 1 from partitioned_asset_key_log p where p.asset_event_id = ${id})` : ''
+      })`
     const lastTry = {dagId: 'k.dag_id', runId: 'k.run_id', taskId: 'k.task_id', mapIndex: 'k.map_index', tryNumber: 'ls.try_number'}
     const rows = await ex.query<{
       id: number
@@ -105,6 +110,9 @@ export function classifyEventsForKeys(capabilities: Pick<Capabilities, 'eventPar
          ), ev as (
            select e.id, e.asset_id, a.name as asset_name, e.source_dag_id, e.source_run_id, e.source_task_id, e.source_map_index, e."timestamp",
                   e.extra::jsonb::text as extra_text, ${partition} as partition_text,
+                  -- The aliases the event went through: a direct event and an alias event of the same
+                  -- asset and extra are both legitimate (each wakes its own consumers).
+                  (select coalesce(string_agg(l.alias_id::text, ',' order by l.alias_id), '') from asset_alias_asset_event l where l.event_id = e.id) as alias_text,
                   case
                     when not exists (select 1 from tries t where t.dag_id = k.dag_id and t.run_id = k.run_id and t.task_id = k.task_id and t.map_index = k.map_index) then 'orphan_missing_ti'
                     when ls.dag_id is null then 'orphan_not_success'
@@ -122,16 +130,16 @@ export function classifyEventsForKeys(capabilities: Pick<Capabilities, 'eventPar
          ), grouped as (
            select ev.*, first_value(id) over g as first_id, first_value("timestamp") over g as first_ts, row_number() over g as n
              from ev where pre_class = 'candidate'
-           window g as (partition by source_dag_id, source_run_id, source_task_id, coalesce(source_map_index, -1), asset_id, extra_text, partition_text order by id)
+           window g as (partition by source_dag_id, source_run_id, source_task_id, coalesce(source_map_index, -1), asset_id, extra_text, partition_text, alias_text order by id)
          )
          select id, asset_id, asset_name, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp",
                 case when n > 1 and ("timestamp" - first_ts <= ${window} or replayed) then 'duplicate' else 'ok' end as class,
                 case when n > 1 and ("timestamp" - first_ts <= ${window} or replayed) then first_id end as kept_id,
-                exists (select 1 from dagrun_asset_event c where c.event_id = grouped.id) as consumed
+                ${consumedBy('grouped.id')} as consumed
            from grouped
          union all
          select id, asset_id, asset_name, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp", pre_class, null,
-                exists (select 1 from dagrun_asset_event c where c.event_id = ev.id)
+                ${consumedBy('ev.id')}
            from ev where pre_class <> 'candidate'
          order by id`,
         params.values,

@@ -2,7 +2,7 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {EventLine} from '../../airflow/eventLine.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
-import {assetKey, type EventContent, type EventPageFilter, type StoredEvent} from '../airflowStore.js'
+import {assetKey, type EventContent, type EventPageFilter, type RemovedDuplicates, type StoredEvent} from '../airflowStore.js'
 import {eventFilterConditions, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
@@ -184,24 +184,60 @@ export function countEvents() {
 }
 
 /**
- * Removes duplicate events that no dag run consumed, under the rules of a writer: lock the rows
- * first (FOR UPDATE, in id order), then recheck consumption with a fresh statement (a scheduler
- * may have consumed one since the audit read it), then delete only the unconsumed ones. Alias
- * links and (3.4) queue rows go with them by their ON DELETE CASCADE keys; partitioned-asset key
- * log rows (3.2+) have no foreign key and are deleted explicitly.
+ * Removes duplicate events no consumer has taken and none can still take, without ever waiting on
+ * a lock the scheduler holds:
+ * - the rows are locked FOR UPDATE SKIP LOCKED, in id order. A scheduler inserting
+ *   dagrun_asset_event for one of them holds its key (the foreign-key check): that event is busy,
+ *   and the whole group is left for the next run instead of waiting (and instead of deleting an
+ *   event under a scheduler that would then fail on the foreign key, 23503, not retried);
+ * - consumed: a dag run took it (dagrun_asset_event), or (3.2+) the partitioned path did
+ *   (partitioned_asset_key_log);
+ * - pending: a consumer could still take it. Before 3.4 a consumer DAG's next asset-triggered run
+ *   takes the events after its previous one's run_after (the window of
+ *   `SchedulerJobRunner._create_dag_runs_asset_triggered`): an event newer than some consumer's
+ *   last asset-triggered run is still in that window. Consumers are the DAGs scheduled on the
+ *   asset by id, name or uri, or on an alias the event went through. From 3.4 a run takes exactly
+ *   the events its queue rows name: an event with a queue row is pending (deleting it would also
+ *   delete the row, ON DELETE CASCADE);
+ * - only the rest is deleted; alias links go with it by their cascade.
  */
-export function removeDuplicateEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
-  const lock = prepared('lock_events', 'select id from asset_event where id = any($1::int[]) order by id for update')
-  const consumed = prepared('consumed_events', 'select distinct event_id from dagrun_asset_event where event_id = any($1::int[])')
-  const deleteKeyLog = prepared('delete_partition_key_log', 'delete from partitioned_asset_key_log where asset_event_id = any($1::int[])')
+export function removeDuplicateEvents(capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>) {
+  const lock = prepared('lock_events_skip_locked', 'select id from asset_event where id = any($1::int[]) order by id for update skip locked')
+  const consumed = prepared(
+    capabilities.eventPartitionKey ? 'consumed_events_partitioned' : 'consumed_events',
+    `select event_id from dagrun_asset_event where event_id = any($1::int[])${
+      capabilities.eventPartitionKey ? ' union select asset_event_id from partitioned_asset_key_log where asset_event_id = any($1::int[])' : ''
+    }`,
+  )
+  const pending = prepared(
+    capabilities.queueShape === 'per_event' ? 'pending_events_per_event' : 'pending_events_window',
+    capabilities.queueShape === 'per_event'
+      ? 'select e.id from asset_event e where e.id = any($1::int[]) and exists (select 1 from asset_dag_run_queue q where q.asset_event_id = e.id)'
+      : `select e.id from asset_event e
+          where e.id = any($1::int[])
+            and exists (
+              select 1 from (
+                select r.dag_id from dag_schedule_asset_reference r where r.asset_id = e.asset_id
+                union select r.dag_id from dag_schedule_asset_alias_reference r
+                        join asset_alias_asset_event l on l.alias_id = r.alias_id where l.event_id = e.id
+                union select r.dag_id from dag_schedule_asset_name_reference r join asset a on a.name = r.name where a.id = e.asset_id
+                union select r.dag_id from dag_schedule_asset_uri_reference r join asset a on a.uri = r.uri where a.id = e.asset_id
+              ) consumer
+              where e."timestamp" > coalesce(
+                (select max(d.run_after) from dag_run d where d.dag_id = consumer.dag_id and d.run_type = 'asset_triggered'), '-infinity'))`,
+  )
   const deleteEvents = prepared('delete_events', 'delete from asset_event where id = any($1::int[]) returning id')
-  return async (ex: Executor, eventIds: readonly number[]): Promise<{removed: number[]; consumed: number[]}> => {
-    await ex.query(lock([[...eventIds]]))
-    const consumedIds = (await ex.query<{event_id: number}>(consumed([[...eventIds]]))).map((row) => row.event_id)
-    const removable = eventIds.filter((id) => !consumedIds.includes(id))
-    if (removable.length === 0) return {removed: [], consumed: consumedIds}
-    if (capabilities.eventPartitionKey) await ex.query(deleteKeyLog([removable]))
+  return async (ex: Executor, eventIds: readonly number[]): Promise<RemovedDuplicates> => {
+    const locked = (await ex.query<{id: number}>(lock([[...eventIds]]))).map((row) => row.id)
+    const gone = await ex.query<{id: number}>(statement('select id from asset_event where id = any($1::int[])', [[...eventIds]]))
+    // Locked by someone else (not merely deleted since the audit read it).
+    const busy = gone.map((row) => row.id).filter((id) => !locked.includes(id))
+    if (busy.length > 0) return {removed: [], consumed: [], pending: [], busy}
+    const consumedIds = (await ex.query<{event_id: number}>(consumed([locked]))).map((row) => row.event_id)
+    const pendingIds = (await ex.query<{id: number}>(pending([locked]))).map((row) => row.id).filter((id) => !consumedIds.includes(id))
+    const removable = locked.filter((id) => !consumedIds.includes(id) && !pendingIds.includes(id))
+    if (removable.length === 0) return {removed: [], consumed: consumedIds, pending: pendingIds, busy: []}
     const rows = await ex.query<{id: number}>(deleteEvents([removable]))
-    return {removed: rows.map((row) => row.id).sort((a, b) => a - b), consumed: consumedIds}
+    return {removed: rows.map((row) => row.id).sort((a, b) => a - b), consumed: consumedIds, pending: pendingIds, busy: []}
   }
 }
