@@ -3,7 +3,6 @@ import {Flags} from '@oclif/core'
 import {auditLocks, defaultThresholds, severityRank, type LockAudit} from '../src/audit/auditLocks.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
-import {watchInterrupts} from '../src/cli/interrupt.js'
 import {parseDuration} from '../src/cli/parseInput.js'
 import {lockAuditCsv, renderLockAudit} from '../src/cli/renderLockAudit.js'
 import {usageError} from '../src/errors.js'
@@ -60,14 +59,10 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
     const options = {samples: flags.samples, intervalMs: flags.interval, thresholds}
     let audit = await auditLocks(db, options)
     if (flags.watch) {
-      const interrupts = watchInterrupts(() => undefined)
-      try {
-        while (!interrupts.requested()) {
-          this.redraw(`${renderLockAudit(audit)}\n\n(refreshing every ${flags.interval} ms; Ctrl-C to stop)`)
-          audit = await auditLocks(db, {...options, samples: 1})
-        }
-      } finally {
-        interrupts.dispose()
+      const stopped = this.untilInterrupted()
+      while (!stopped()) {
+        this.redraw(`${renderLockAudit(audit)}\n\n(refreshing every ${flags.interval} ms; Ctrl-C to stop)`)
+        audit = await auditLocks(db, {...options, samples: 1})
       }
     }
 

@@ -12,7 +12,7 @@ import {requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
 import {BatchOutput, type OutputMode} from './batchOutput.js'
 import {confirmBulkWrite} from './confirm.js'
 import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
-import {watchInterrupts} from './interrupt.js'
+import {Interrupts} from './interrupt.js'
 import type {BatchReport} from './renderItems.js'
 
 /** What a command hands back: the result that becomes `--json`'s `result`, and its exit code. */
@@ -51,6 +51,7 @@ export abstract class AirlockCommand<R> extends Command {
   /** Secrets (passwords) to scrub from anything printed; connection helpers add to it. */
   protected readonly secrets = new Set<string>()
   private readonly cleanups: Array<() => Promise<void>> = []
+  private interrupts!: Interrupts
 
   /** Parse flags, do the work, return the result. Throw AirlockError for what the operator can fix. */
   protected abstract execute(): Promise<CommandOutcome<R>>
@@ -145,17 +146,39 @@ export abstract class AirlockCommand<R> extends Command {
       batch.doneOutcomes,
       (line) => this.emit(line),
     )
-    const interrupts = watchInterrupts((signal) => this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`))
-    try {
-      const {tally, interrupted} = await run({shouldStop: interrupts.requested, onItem: (json, tally) => output.add(json, tally)})
-      for (const warning of tally.warnings()) this.note(warning)
-      return {
-        result: output.finish(tally, batch.dryRun, interrupted),
-        exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit}),
+    // What has finished, for a second signal that exits at once.
+    let latest: Tally<Name> | undefined
+    this.interrupts.startBatch(() => {
+      const partial = latest ? output.finish(latest, batch.dryRun, true) : undefined
+      if (this.jsonMode) {
+        this.writeStdout(JSON.stringify({status: ExitCode.interrupted, result: partial ?? null, warnings: this.collectedWarnings}))
+      } else if (this.outputMode === 'human') {
+        process.stderr.write(
+          `Stopped at once by a second signal: ${partial ? `${partial.summary.selected} item(s) had finished (above)` : 'no item had finished'}; transactions still open were rolled back by the server. Running the same command again is safe.\n`,
+        )
       }
-    } finally {
-      interrupts.dispose()
+    })
+    const {tally, interrupted} = await run({
+      shouldStop: this.interrupts.requested,
+      onItem: (json, tally) => {
+        latest = tally
+        output.add(json, tally)
+      },
+    })
+    for (const warning of tally.warnings()) this.note(warning)
+    return {
+      result: output.finish(tally, batch.dryRun, interrupted),
+      exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit}),
     }
+  }
+
+  /** For a loop that runs until Ctrl-C (audit-locks --watch): returns "was it asked to stop?"; a second signal exits at once. */
+  protected untilInterrupted(): () => boolean {
+    this.interrupts.startBatch(
+      () => undefined,
+      () => undefined,
+    )
+    return this.interrupts.requested
   }
 
   /** A warning: in the envelope under --json, on stderr otherwise. */
@@ -212,8 +235,12 @@ export abstract class AirlockCommand<R> extends Command {
 
   public async run(): Promise<void> {
     let exit: ExitCode
+    // Until the flags are parsed, the mode comes from the raw arguments (a signal can come first).
+    this.outputMode = this.argv.includes('--json') ? 'json' : this.argv.includes('--ndjson') ? 'ndjson' : 'human'
+    this.interrupts = new Interrupts((signal) => this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`))
     try {
-      const outcome = await this.execute()
+      // A signal before the batch (loading, connecting, counting, the prompt) ends the command here.
+      const outcome = await Promise.race([this.execute(), this.interrupts.beforeBatch])
       exit = outcome.exit ?? ExitCode.ok
       if (this.jsonMode) {
         const envelope: SuccessEnvelope<R> = {status: exit, result: outcome.result, warnings: this.collectedWarnings}
@@ -225,10 +252,13 @@ export abstract class AirlockCommand<R> extends Command {
     } catch (error) {
       exit = this.reportError(error)
     } finally {
+      this.interrupts.dispose()
       for (const cleanup of this.cleanups.reverse()) await cleanup().catch(() => undefined)
     }
 
     process.exitCode = exit
+    // Interrupted before the batch: what was still loading or connecting is abandoned, not awaited.
+    if (exit === ExitCode.interrupted && this.interrupts.requested()) process.exit(exit)
   }
 
   private reportError(error: unknown): ExitCode {

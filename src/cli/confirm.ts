@@ -1,4 +1,5 @@
 import {usageError} from '../errors.js'
+import {interruptedError} from './interrupt.js'
 
 /**
  * Without --yes, a write touching more than one item asks on a terminal and is refused (exit 2,
@@ -22,7 +23,15 @@ export async function confirmBulkWrite(options: {
 
   // Loaded only when a question is actually asked (it is ~8 MB of modules).
   const {confirm} = await import('@inquirer/prompts')
-  const answer = await confirm({message: `${capitalise(options.action)} ${options.count} ${options.noun}?`, default: false}, {output: process.stderr})
+  let answer: boolean
+  try {
+    answer = await confirm({message: `${capitalise(options.action)} ${options.count} ${options.noun}?`, default: false}, {output: process.stderr})
+  } catch (error) {
+    // Ctrl+C at the prompt is a keypress in raw mode, not a signal: inquirer rejects instead.
+    if (error instanceof Error && error.name === 'ExitPromptError') throw interruptedError('SIGINT')
+    throw error
+  }
+
   if (!answer) throw usageError('Nothing written: not confirmed.')
 }
 

@@ -1,23 +1,73 @@
+import {AirlockError} from '../errors.js'
+import {ExitCode} from '../exitCodes.js'
+
+/** What bin/run.js leaves on globalThis: a signal that came while oclif was still loading. */
+interface EarlySignals {
+  airlockEarlySignal?: string
+  airlockReleaseEarlySignals?: () => void
+}
+
+export const interruptedError = (signal: string) =>
+  new AirlockError('INTERRUPTED', ExitCode.interrupted, `Interrupted (${signal}) before any item was started: nothing was written.`, [
+    'Run the same command again when ready.',
+  ])
+
 /**
- * SIGINT / SIGTERM during a batch: the first asks workers to take no new item (in-flight
- * transactions commit or roll back on their own, then the summary is printed, exit 130); a second
- * signal exits at once, and the server rolls back whatever was still open.
+ * SIGINT / SIGTERM at any moment of a command, from the first line of bin/run.js on:
+ * - before a batch starts (loading, connecting, counting, at the prompt): the command stops at
+ *   once with exit 130 and an INTERRUPTED error (an envelope under --json); nothing was written;
+ * - during a batch, the first signal asks workers to take no new item (in-flight transactions
+ *   commit or roll back on their own, then the summary is printed, exit 130);
+ * - a second signal during a batch prints what has finished so far (the --json envelope, the
+ *   --ndjson summary) and exits at once; the server rolls back whatever was still open.
  */
-export function watchInterrupts(onFirst: (signal: string) => void): {requested: () => boolean; dispose: () => void} {
-  let requested = false
-  const handler = (signal: NodeJS.Signals) => {
-    if (requested) process.exit(130)
-    requested = true
-    onFirst(signal)
+export class Interrupts {
+  private signal: string | undefined
+  private batch: {onSecond: () => void; onFirst?: ((signal: string) => void) | undefined} | undefined
+  private rejectSetup!: (error: Error) => void
+  /** Rejects with interruptedError when a signal comes before the batch starts. */
+  readonly beforeBatch: Promise<never>
+  private readonly handler = (signal: string) => {
+    if (!this.batch) {
+      this.signal ??= signal
+      this.rejectSetup(interruptedError(signal))
+      return
+    }
+
+    if (this.signal === undefined) {
+      this.signal = signal
+      ;(this.batch.onFirst ?? this.onFirstInBatch)(signal)
+      return
+    }
+
+    this.batch.onSecond()
+    process.exit(ExitCode.interrupted)
   }
 
-  process.on('SIGINT', handler)
-  process.on('SIGTERM', handler)
-  return {
-    requested: () => requested,
-    dispose() {
-      process.off('SIGINT', handler)
-      process.off('SIGTERM', handler)
-    },
+  constructor(private readonly onFirstInBatch: (signal: string) => void) {
+    this.beforeBatch = new Promise<never>((_, reject) => (this.rejectSetup = reject))
+    // Only the race in the base command awaits it; a rejection nobody awaits is not a crash.
+    this.beforeBatch.catch(() => undefined)
+    const early = globalThis as EarlySignals
+    early.airlockReleaseEarlySignals?.()
+    process.on('SIGINT', this.handler)
+    process.on('SIGTERM', this.handler)
+    if (early.airlockEarlySignal) this.handler(early.airlockEarlySignal)
+  }
+
+  /**
+   * The batch (or a watch loop) begins: signals stop it gracefully from now on (`onFirst` replaces
+   * the batch's message). Throws if one already came.
+   */
+  startBatch(onSecond: () => void, onFirst?: (signal: string) => void): void {
+    if (this.signal !== undefined) throw interruptedError(this.signal)
+    this.batch = {onSecond, onFirst}
+  }
+
+  readonly requested = (): boolean => this.signal !== undefined
+
+  dispose(): void {
+    process.off('SIGINT', this.handler)
+    process.off('SIGTERM', this.handler)
   }
 }

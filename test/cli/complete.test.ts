@@ -1,5 +1,7 @@
+import {spawn} from 'node:child_process'
 import fs from 'node:fs/promises'
 import os from 'node:os'
+import {performance} from 'node:perf_hooks'
 import path from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -22,6 +24,21 @@ afterAll(async () => db?.drop())
 const complete = (...args: string[]) => runCli(['complete', '--database-url', db.url, ...args])
 
 /** DAG etl, one run, task_1…task_3 running, two active outlets each, no consumers. */
+/**
+ * How long to let a fresh Node process run before bin/run.js's first lines have surely run: three
+ * times what a bare `node -e 0` takes to start and exit on this machine now (Node catches SIGINT
+ * at the libuv level from the start, so /proc cannot tell when airlock's handler is in place).
+ */
+async function nodeStartupMs(): Promise<number> {
+  const started = performance.now()
+  await new Promise<void>((resolve, reject) =>
+    spawn(process.execPath, ['-e', '0'])
+      .on('exit', () => resolve())
+      .on('error', reject),
+  )
+  return 3 * (performance.now() - started) + 50
+}
+
 const threeRunningTasks = () => scenario(db.knex).producer('etl', {tasks: 3, outlets: 2}).build()
 
 describe('airlock complete', () => {
@@ -254,6 +271,65 @@ describe('airlock complete', () => {
       expect(out.result.interrupted).toBe(true)
       expect(out.result.summary.conflict).toBe(1)
       expect(out.result.summary.selected).toBeLessThan(3 + 1)
+    })
+  })
+
+  it('SIGINT before the batch (the selection waits behind a table lock): exit 130, an INTERRUPTED envelope, nothing written', async () => {
+    await threeRunningTasks()
+    const footprint = await writeFootprint(db.knex)
+    const holder = await db.knex.transaction()
+    try {
+      await holder.raw('lock table task_instance in access exclusive mode')
+      const {child, finished} = startCli(['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--json', '--lock-timeout', '30s'])
+      await waitUntilAppBlocked(db.knex, 'airlock:complete')
+      child.kill('SIGINT')
+      const {code, stdout} = await finished
+      expect(code).toBe(130)
+      expect(JSON.parse(stdout)).toMatchObject({status: 130, error: {code: 'INTERRUPTED'}})
+    } finally {
+      await holder.rollback()
+    }
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+  })
+
+  it('SIGINT while the CLI is still loading: remembered, then the same INTERRUPTED envelope and exit 130', async () => {
+    const settle = await nodeStartupMs()
+    const {child, finished} = startCli(['doctor', '--database-url', db.url, '--json'])
+    await new Promise((resolve) => setTimeout(resolve, settle))
+    child.kill('SIGINT')
+    const {code, stdout} = await finished
+    expect(code).toBe(130)
+    expect(JSON.parse(stdout)).toMatchObject({status: 130, error: {code: 'INTERRUPTED'}})
+  })
+
+  it('two SIGINTs 20 ms apart during a batch: exit 130 at once with an envelope of what had finished', async () => {
+    const world = await threeRunningTasks()
+    const blocked = world.ti('etl', 'task_2')
+    await whileRowLocked(db.knex, blocked.id, async () => {
+      const {child, finished} = startCli([
+        'complete',
+        '--database-url',
+        db.url,
+        '--dag-id',
+        'etl',
+        '--concurrency',
+        '1',
+        '--yes',
+        '--json',
+        '--lock-timeout',
+        '30s',
+      ])
+      await waitUntilAppBlocked(db.knex, `airlock:complete:${blocked.id}`)
+      child.kill('SIGINT')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      child.kill('SIGINT')
+      const {code, stdout} = await finished
+      expect(code).toBe(130)
+      const out = JSON.parse(stdout) as {status: number; result: {interrupted: boolean; items: Array<{outcome: string}>} | null}
+      expect(out.status).toBe(130)
+      // Whatever had finished before the blocked one is reported; the blocked one is not.
+      const completed = await db.knex('task_instance').where({dag_id: 'etl', state: 'success'}).count({n: '*'}).first()
+      expect(out.result?.items.filter((i) => i.outcome === 'completed').length ?? 0).toBe(Number(completed!.n))
     })
   })
 })
