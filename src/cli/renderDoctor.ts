@@ -11,6 +11,7 @@ export function renderDoctor(report: DoctorReport): string {
       ['connection from', connection.source],
       ['user', connection.user],
       ['postgresql', server.version],
+      ['tls', server.tls ?? 'no (not encrypted)'],
       ['alembic head', airflow.alembicHead],
       ['airflow', airflow.supported ? placementText(airflow) : `unsupported (${airflow.reason})`],
       ['inlet references', capabilities ? yesNo(capabilities.inletReferences) : null],

@@ -35,11 +35,12 @@ function classifyConnectError(error: unknown, engine: Engine, target: string, so
   // node-postgres reports its own connect timeout without an error code: only its text says so.
   const timedOut = error instanceof Error && (error.name === 'KnexTimeoutError' || /timeout/i.test(error.message))
   if (kind === 'login' || kind === 'unreachable' || timedOut) {
-    const why = error instanceof Error && error.name === 'KnexTimeoutError' ? 'no answer before the connect timeout' : message
+    const advice = engine.connectAdvice(error)
+    const why = error instanceof Error && error.name === 'KnexTimeoutError' ? 'no answer before the connect timeout' : scrub(advice?.why ?? message)
     return unreachableError(
       `Cannot connect to ${engine.displayName} at ${target} (from ${source}): ${why}`,
       [
-        'Check that the server is running and that host, port, database, user and password are right.',
+        ...(advice?.actions ?? ['Check that the server is running and that host, port, database, user and password are right.']),
         'airlock doctor shows which connection setting is in use.',
       ],
       error,

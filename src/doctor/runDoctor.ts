@@ -8,7 +8,7 @@ import {neededPrivileges} from './writePrivileges.js'
 
 export interface DoctorReport {
   connection: {target: string; source: string; user: string}
-  server: {version: string; versionNum: number; canMonitor: boolean}
+  server: {version: string; versionNum: number; canMonitor: boolean; tls: string | null}
   airflow: {
     supported: boolean
     alembicHead: string | null
@@ -90,7 +90,7 @@ export async function runDoctor(
   return {
     report: {
       connection: {target: connection.target, source: connection.source, user: server.currentUser},
-      server: {version: server.version, versionNum: server.versionNum, canMonitor: server.canMonitor},
+      server: {version: server.version, versionNum: server.versionNum, canMonitor: server.canMonitor, tls: server.tls},
       airflow,
       privileges,
       settings,

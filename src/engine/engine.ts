@@ -110,6 +110,8 @@ export interface Engine {
   /** For messages: "PostgreSQL". */
   readonly displayName: string
   classify(error: unknown): ClassifiedError
+  /** For a failed connect: what went wrong in the operator's words and what to do, when the engine knows more than the driver said. */
+  connectAdvice(error: unknown): {why: string; actions: string[]} | undefined
   /** Opens a pool and proves the server answers (a failure to reach or log in is exit 7). */
   open(url: string, options: OpenOptions): Promise<Database>
   /** A Database over a knex pool someone else owns (tests, sandbox, bench scratch databases). */

@@ -195,7 +195,13 @@ export async function initCluster(spec: ClusterSpec, binaries: Binaries, user: S
   }
 }
 
-export async function startCluster(spec: ClusterSpec, binaries: Binaries, user: ServerUser | undefined): Promise<void> {
+export async function startCluster(
+  spec: ClusterSpec,
+  binaries: Binaries,
+  user: ServerUser | undefined,
+  /** More `name=value` server settings (the TLS test server's ssl=on and its files). */
+  settings: readonly string[] = [],
+): Promise<void> {
   const options = [
     `-p ${spec.port}`,
     '-c listen_addresses=127.0.0.1',
@@ -203,6 +209,7 @@ export async function startCluster(spec: ClusterSpec, binaries: Binaries, user: 
     "-c unix_socket_directories=''",
     '-c max_connections=200',
     '-c fsync=on',
+    ...settings.map((setting) => `-c ${setting}`),
   ].join(' ')
   try {
     await run(

@@ -246,6 +246,8 @@ export interface ServerInfo {
   isSuperuser: boolean
   /** Member of pg_monitor (or superuser): can see every session's locks and queries. */
   canMonitor: boolean
+  /** The TLS version of this session ('TLSv1.3'), null when it is not encrypted. */
+  tls: string | null
 }
 
 export interface PrivilegeCheck {

@@ -11,7 +11,8 @@ import {
   type Transaction,
   type TransactionLocals,
 } from '../engine.js'
-import {classifyPostgresError} from './sqlstate.js'
+import {classifyPostgresError, isTlsVerificationError, refusesTls, SqlState, sqlStateOf} from './sqlstate.js'
+import {attemptsFor, splitTls, sslOption} from './tls.js'
 
 /** The node-postgres client knex hands out; statements run on it directly (see executorOn). */
 interface PgClient {
@@ -139,39 +140,48 @@ export const postgresEngine: Engine = {
   name: 'postgres',
   displayName: 'PostgreSQL',
   classify: classifyPostgresError,
+  connectAdvice: postgresConnectAdvice,
 
   async open(url: string, options: OpenOptions): Promise<Database> {
     const idleMs = options.idleInTransactionTimeoutMs === undefined ? 60_000 : options.idleInTransactionTimeoutMs
     const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
-    const knex = knexFactory({
-      client: 'pg',
-      connection: {
-        connectionString: url,
-        application_name: truncateUtf8(`airlock:${options.verb}`, 63),
-        // Session defaults for statements outside write transactions (which SET LOCAL their own):
-        // a read never waits forever behind a table lock, and a crashed or stuck airlock never
-        // holds a task_instance row lock for long (the incident behind this project).
-        options: [
-          `-c lock_timeout=${Math.trunc(options.lockTimeoutMs ?? readLimits.lockTimeoutMs)}`,
-          `-c statement_timeout=${Math.trunc(options.statementTimeoutMs ?? readLimits.statementTimeoutMs)}`,
-          ...(idleMs === null ? [] : [`-c idle_in_transaction_session_timeout=${idleMs}`]),
-        ].join(' '),
-        connectionTimeoutMillis: connectTimeoutMs,
-      },
-      pool: {min: 0, max: options.poolSize ?? 2},
-      acquireConnectionTimeout: connectTimeoutMs + 2000,
-      // knex prints pool errors to the console itself; airlock reports them once, classified and scrubbed.
-      log: silentKnexLog,
-    })
-    const database = databaseOver(knex, true)
-    try {
-      await database.executor.query({text: 'select 1'})
-    } catch (error) {
-      await knex.destroy().catch(() => undefined)
-      throw error
+    const {url: plainUrl, tls} = splitTls(url)
+    const attempts = attemptsFor(tls.mode)
+    for (const [index, encrypted] of attempts.entries()) {
+      const knex = knexFactory({
+        client: 'pg',
+        connection: {
+          connectionString: plainUrl,
+          ssl: sslOption(tls, encrypted),
+          application_name: truncateUtf8(`airlock:${options.verb}`, 63),
+          // Session defaults for statements outside write transactions (which SET LOCAL their own):
+          // a read never waits forever behind a table lock, and a crashed or stuck airlock never
+          // holds a task_instance row lock for long (the incident behind this project).
+          options: [
+            `-c lock_timeout=${Math.trunc(options.lockTimeoutMs ?? readLimits.lockTimeoutMs)}`,
+            `-c statement_timeout=${Math.trunc(options.statementTimeoutMs ?? readLimits.statementTimeoutMs)}`,
+            ...(idleMs === null ? [] : [`-c idle_in_transaction_session_timeout=${idleMs}`]),
+          ].join(' '),
+          connectionTimeoutMillis: connectTimeoutMs,
+        },
+        pool: {min: 0, max: options.poolSize ?? 2},
+        acquireConnectionTimeout: connectTimeoutMs + 2000,
+        // knex prints pool errors to the console itself; airlock reports them once, classified and scrubbed.
+        log: silentKnexLog,
+      })
+      const database = databaseOver(knex, true)
+      try {
+        await database.executor.query({text: 'select 1'})
+        return database
+      } catch (error) {
+        await knex.destroy().catch(() => undefined)
+        // prefer: the server does not speak TLS, so plain; allow: plain was refused, so TLS.
+        const fallBack = index < attempts.length - 1 && (encrypted ? refusesTls(error) : classifyPostgresError(error).kind === 'login')
+        if (!fallBack) throw error
+      }
     }
 
-    return database
+    throw new Error('unreachable: every sslmode has at least one attempt')
   },
 
   wrap: (knex) => databaseOver(knex, false),
@@ -188,4 +198,61 @@ export async function withKnex<T>(url: string, work: (knex: Knex) => Promise<T>)
   } finally {
     await knex.destroy()
   }
+}
+
+/** Connect failures in words, with what to do: TLS, then the login problems libpq users know. */
+function postgresConnectAdvice(error: unknown): {why: string; actions: string[]} | undefined {
+  const message = error instanceof Error ? error.message : String(error)
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : ''
+  if (isTlsVerificationError(error)) {
+    return {
+      why: `the server's TLS certificate could not be verified (${code}: ${message})`,
+      actions: [
+        "Pass the CA that signed the server's certificate: sslrootcert=/path/to/ca.crt in the URL, or PGSSLROOTCERT.",
+        'Or sslmode=require to encrypt without verifying the certificate (what psql does with require).',
+      ],
+    }
+  }
+  if (refusesTls(error)) {
+    return {
+      why: 'the server does not offer TLS, and the sslmode asks for it',
+      actions: ['Use sslmode=prefer (or disable) for this server, or enable ssl on it.'],
+    }
+  }
+  const state = sqlStateOf(error)
+  const byState: Record<string, {why: string; action: string}> = {
+    [SqlState.invalidPassword]: {
+      why: 'authentication failed (wrong password, or none given)',
+      action: 'Put the password in ~/.pgpass or PGPASSWORD rather than the URL.',
+    },
+    [SqlState.invalidAuthorization]: {
+      why: 'the server refuses this user from this host (pg_hba.conf), or requires TLS',
+      action: 'Check the user, and sslmode if the server only accepts TLS.',
+    },
+    [SqlState.invalidCatalogName]: {why: 'the database does not exist', action: 'Check the database name at the end of the URL.'},
+    [SqlState.cannotConnectNow]: {why: 'the server is starting up or shutting down', action: 'Try again in a moment.'},
+    [SqlState.tooManyConnections]: {
+      why: 'the server has no free connection slot (max_connections)',
+      action: 'Lower --concurrency, or try again when the load drops.',
+    },
+  }
+  const known = state ? byState[state] : undefined
+  if (known) return {why: `${known.why} (${state}): ${message}`, actions: [known.action]}
+  const errno: Record<string, string> = {
+    ECONNREFUSED: 'connection refused: nothing listens on that host and port',
+    ENOTFOUND: 'the host name does not resolve (DNS)',
+    EAI_AGAIN: 'the host name could not be resolved right now (DNS)',
+    ETIMEDOUT: 'the connection timed out',
+    EHOSTUNREACH: 'the host is unreachable',
+    ENETUNREACH: 'the network is unreachable',
+    ECONNRESET: 'the connection was reset',
+  }
+  if (errno[code]) return {why: `${errno[code]} (${code})`, actions: []}
+  if (message === 'Connection terminated unexpectedly') {
+    return {
+      why: 'the server closed the connection right after accepting it (a proxy, or a TLS-only server)',
+      actions: ['If the server requires TLS, use sslmode=require.'],
+    }
+  }
+  return undefined
 }

@@ -75,6 +75,30 @@ const driverConnectionMessages: readonly string[] = [
   'There was an error establishing an SSL connection',
 ]
 
+/** Node's TLS verification failures: the server's certificate is not one the client trusts. */
+const tlsVerificationCodes: ReadonlySet<string> = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+])
+
+/** A TLS verification failure (exit 7, with a hint about sslrootcert). */
+export function isTlsVerificationError(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : ''
+  return tlsVerificationCodes.has(code)
+}
+
+/** The server answered the SSLRequest with "no": it has no TLS. */
+export function refusesTls(error: unknown): boolean {
+  return error instanceof Error && error.message === 'The server does not support SSL connections'
+}
+
 /** Driver (errno) codes that mean the server could not be reached at all. */
 const networkErrnos: ReadonlySet<string> = new Set([
   'ECONNREFUSED',
@@ -104,7 +128,7 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
   // knex's pool gives up acquiring when connecting takes longer than its timeout.
   const poolTimeout = error instanceof Error && error.name === 'KnexTimeoutError'
   const driverMessage = error instanceof Error && driverConnectionMessages.includes(error.message)
-  if (networkErrnos.has(errno) || poolTimeout || driverMessage) return {kind: 'unreachable', code: null}
+  if (networkErrnos.has(errno) || poolTimeout || driverMessage || isTlsVerificationError(error)) return {kind: 'unreachable', code: null}
   return {kind: 'other', code: null}
 }
 

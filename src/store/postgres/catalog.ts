@@ -87,13 +87,15 @@ export const postgresCatalog: CatalogStore = {
       database: string
       is_superuser: boolean
       can_monitor: boolean
+      tls: string | null
     }>(
       statement(`select current_setting('server_version') as version,
                         current_setting('server_version_num') as version_num,
                         current_user as current_user,
                         current_database() as database,
                         (select rolsuper from pg_roles where rolname = current_user) as is_superuser,
-                        pg_has_role(current_user, 'pg_monitor', 'member') as can_monitor`),
+                        pg_has_role(current_user, 'pg_monitor', 'member') as can_monitor,
+                        (select case when s.ssl then s.version end from pg_stat_ssl s where s.pid = pg_backend_pid()) as tls`),
     )
     return {
       version: row!.version,
@@ -102,6 +104,7 @@ export const postgresCatalog: CatalogStore = {
       database: row!.database,
       isSuperuser: row!.is_superuser,
       canMonitor: row!.can_monitor || row!.is_superuser,
+      tls: row!.tls,
     }
   },
 
