@@ -253,7 +253,14 @@ export abstract class AirlockCommand<R> extends Command {
       exit = this.reportError(error)
     } finally {
       this.interrupts.dispose()
-      for (const cleanup of this.cleanups.reverse()) await cleanup().catch(() => undefined)
+      const cleanups = (async () => {
+        for (const cleanup of this.cleanups.reverse()) await cleanup().catch(() => undefined)
+      })()
+      // Interrupted before the batch, a pool may still wait on a statement (a lock wait): closing it
+      // would wait that long too. Give the cleanups a second; the server ends the session when the
+      // process exits.
+      const interruptedEarly = this.interrupts.requested() && !this.interrupts.inBatch()
+      await (interruptedEarly ? Promise.race([cleanups, new Promise((resolve) => setTimeout(resolve, 1000).unref())]) : cleanups)
     }
 
     process.exitCode = exit

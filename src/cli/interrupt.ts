@@ -66,6 +66,8 @@ export class Interrupts {
 
   readonly requested = (): boolean => this.signal !== undefined
 
+  readonly inBatch = (): boolean => this.batch !== undefined
+
   dispose(): void {
     process.off('SIGINT', this.handler)
     process.off('SIGTERM', this.handler)

@@ -1,5 +1,6 @@
 import {spawn} from 'node:child_process'
 import fs from 'node:fs/promises'
+import net from 'node:net'
 import os from 'node:os'
 import {performance} from 'node:perf_hooks'
 import path from 'node:path'
@@ -293,13 +294,22 @@ describe('airlock complete', () => {
   })
 
   it('SIGINT while the CLI is still loading: remembered, then the same INTERRUPTED envelope and exit 130', async () => {
-    const settle = await nodeStartupMs()
-    const {child, finished} = startCli(['doctor', '--database-url', db.url, '--json'])
-    await new Promise((resolve) => setTimeout(resolve, settle))
-    child.kill('SIGINT')
-    const {code, stdout} = await finished
-    expect(code).toBe(130)
-    expect(JSON.parse(stdout)).toMatchObject({status: 130, error: {code: 'INTERRUPTED'}})
+    // A server that accepts and never answers: the command cannot finish before the signal, which
+    // lands while oclif loads or while it connects; both end the same way.
+    const silent = net.createServer(() => undefined)
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const port = (silent.address() as net.AddressInfo).port
+    try {
+      const settle = await nodeStartupMs()
+      const {child, finished} = startCli(['doctor', '--database-url', `postgresql://airflow@127.0.0.1:${port}/airflow`, '--json'])
+      await new Promise((resolve) => setTimeout(resolve, settle))
+      child.kill('SIGINT')
+      const {code, stdout} = await finished
+      expect(code).toBe(130)
+      expect(JSON.parse(stdout)).toMatchObject({status: 130, error: {code: 'INTERRUPTED'}})
+    } finally {
+      silent.close()
+    }
   })
 
   it('two SIGINTs 20 ms apart during a batch: exit 130 at once with an envelope of what had finished', async () => {
