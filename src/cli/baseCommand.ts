@@ -88,7 +88,8 @@ export abstract class AirlockCommand<R> extends Command {
 
   /** Opens the database the connection flags name (closed when the command ends); for commands that need no Airflow schema. */
   protected async openDatabase(flags: ConnectionFlagValues, options: OpenOptions): Promise<{db: Database; target: string; source: string}> {
-    const opened = await openFromFlags(flags, options, (secret) => this.secrets.add(secret))
+    // Said at once, so a connection that then fails still shows it (an ignored password file).
+    const opened = await openFromFlags(flags, {...options, warn: (message) => this.note(message)}, (secret) => this.secrets.add(secret))
     this.onCleanup(() => opened.db.close())
     for (const note of opened.notes) this.progress(note)
     return {db: opened.db, target: opened.target, source: opened.connection.source}

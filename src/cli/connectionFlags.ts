@@ -61,5 +61,5 @@ export async function openFromFlags(
 
   const password = passwordOf(connection.url)
   if (password) remember(password)
-  return {...(await openDatabase(connection, options)), notes}
+  return {...(await openDatabase(connection, {...options, warn: options.warn ?? ((message) => notes.push(message))})), notes}
 }

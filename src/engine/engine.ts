@@ -84,6 +84,8 @@ export interface OpenOptions {
   lockTimeoutMs?: number
   /** statement_timeout of statements outside write transactions (default readLimits). */
   statementTimeoutMs?: number
+  /** Where the engine says something the operator should know about the connection (an ignored password file). */
+  warn?: (message: string) => void
 }
 
 /** An open connection pool to one database through one engine. */

@@ -1,3 +1,7 @@
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {envelope, runCli} from '../support/cli.js'
@@ -74,6 +78,36 @@ describe.skipIf(binaries.length === 0)('TLS', () => {
         const sqlalchemy = withQuery(tls.url.replace(/^postgresql:/, 'postgresql+psycopg2:'), 'sslmode=require')
         const result = await runCli(['doctor', '--json'], {env: {AIRFLOW__DATABASE__SQL_ALCHEMY_CONN: sqlalchemy}})
         expect((envelope(result) as unknown as DoctorOut).result!.server.tls).toMatch(/^TLSv1/)
+      })
+
+      it('a password from ~/.pgpass (PGPASSFILE) or PGPASSWORD, never needed in the URL; a world-readable file is ignored, as libpq does', async () => {
+        const parsed = new URL(tls.url)
+        const password = decodeURIComponent(parsed.password)
+        parsed.password = ''
+        const bare = parsed.toString()
+        const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-pgpass-'))
+        try {
+          const file = path.join(dir, 'pgpass')
+          await fs.writeFile(
+            file,
+            `# airlock test\nother:5432:*:*:wrong\n127.0.0.1:${parsed.port}:*:postgres:${password.replace(/[:\\]/g, '\\$&')}\n`,
+            {mode: 0o600},
+          )
+          const fromFile = await runCli(['doctor', '--json'], {env: {AIRLOCK_DATABASE_URL: bare, PGPASSFILE: file}})
+          expect(fromFile.code).toBe(8)
+          expect(fromFile.stderr).not.toContain('DeprecationWarning')
+          const fromVariable = await runCli(['doctor', '--json'], {env: {AIRLOCK_DATABASE_URL: bare, PGPASSWORD: password}})
+          expect(fromVariable.code).toBe(8)
+
+          await fs.chmod(file, 0o644)
+          const readable = await runCli(['doctor'], {env: {AIRLOCK_DATABASE_URL: bare, PGPASSFILE: file}})
+          expect(readable.code).toBe(7)
+          expect(readable.stderr).toContain('readable by group or others')
+          expect(readable.stderr).toContain('the server asks for a password and none was given')
+          expect(readable.stderr).toContain('~/.pgpass')
+        } finally {
+          await fs.rm(dir, {recursive: true, force: true})
+        }
       })
 
       it('a missing sslrootcert file is a usage error naming it (exit 2)', async () => {

@@ -1,4 +1,7 @@
+import os from 'node:os'
+
 import knexFactory, {type Knex} from 'knex'
+import connectionString from 'pg-connection-string'
 
 import {
   readLimits,
@@ -11,7 +14,8 @@ import {
   type Transaction,
   type TransactionLocals,
 } from '../engine.js'
-import {classifyPostgresError, isTlsVerificationError, refusesTls, SqlState, sqlStateOf} from './sqlstate.js'
+import {classifyPostgresError, isMissingPassword, isTlsVerificationError, refusesTls, SqlState, sqlStateOf} from './sqlstate.js'
+import {passwordFromFile} from './pgpass.js'
 import {attemptsFor, splitTls, sslOption} from './tls.js'
 
 /** The node-postgres client knex hands out; statements run on it directly (see executorOn). */
@@ -147,17 +151,28 @@ export const postgresEngine: Engine = {
     const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
     const {url: plainUrl, tls} = splitTls(url)
     const attempts = attemptsFor(tls.mode)
+    const password = passwordSource(plainUrl, options.warn)
+    // Parsed here rather than given as connectionString: node-postgres lets the string's fields
+    // override the object's, which would drop the password source and the session settings.
+    const fromUrl = connectionString.parse(plainUrl)
     for (const [index, encrypted] of attempts.entries()) {
       const knex = knexFactory({
         client: 'pg',
         connection: {
-          connectionString: plainUrl,
+          host: fromUrl.host ?? undefined,
+          port: fromUrl.port ? Number(fromUrl.port) : undefined,
+          user: fromUrl.user,
+          database: fromUrl.database ?? undefined,
+          ...(fromUrl.client_encoding ? {client_encoding: fromUrl.client_encoding} : {}),
+          // node-postgres takes undefined from this function as "no password" (client.js _getPassword); its types say string.
+          password: password ? (password as () => Promise<string>) : fromUrl.password,
           ssl: sslOption(tls, encrypted),
           application_name: truncateUtf8(`airlock:${options.verb}`, 63),
           // Session defaults for statements outside write transactions (which SET LOCAL their own):
           // a read never waits forever behind a table lock, and a crashed or stuck airlock never
           // holds a task_instance row lock for long (the incident behind this project).
           options: [
+            ...(fromUrl.options ? [fromUrl.options] : []),
             `-c lock_timeout=${Math.trunc(options.lockTimeoutMs ?? readLimits.lockTimeoutMs)}`,
             `-c statement_timeout=${Math.trunc(options.statementTimeoutMs ?? readLimits.statementTimeoutMs)}`,
             ...(idleMs === null ? [] : [`-c idle_in_transaction_session_timeout=${idleMs}`]),
@@ -213,6 +228,12 @@ function postgresConnectAdvice(error: unknown): {why: string; actions: string[]}
       ],
     }
   }
+  if (isMissingPassword(error)) {
+    return {
+      why: 'the server asks for a password and none was given',
+      actions: ['Put it in ~/.pgpass (mode 600; PGPASSFILE names another file) or PGPASSWORD, rather than in the URL on the command line.'],
+    }
+  }
   if (refusesTls(error)) {
     return {
       why: 'the server does not offer TLS, and the sslmode asks for it',
@@ -223,7 +244,7 @@ function postgresConnectAdvice(error: unknown): {why: string; actions: string[]}
   const byState: Record<string, {why: string; action: string}> = {
     [SqlState.invalidPassword]: {
       why: 'authentication failed (wrong password, or none given)',
-      action: 'Put the password in ~/.pgpass or PGPASSWORD rather than the URL.',
+      action: 'Check the password; keep it in ~/.pgpass (mode 600) or PGPASSWORD rather than in the URL.',
     },
     [SqlState.invalidAuthorization]: {
       why: 'the server refuses this user from this host (pg_hba.conf), or requires TLS',
@@ -255,4 +276,28 @@ function postgresConnectAdvice(error: unknown): {why: string; actions: string[]}
     }
   }
   return undefined
+}
+
+/**
+ * Where the password comes from when the URL has none: PGPASSWORD (node-postgres reads it), else
+ * the password file, looked up for this connection's host, port, database and user as libpq does.
+ */
+function passwordSource(url: string, warn: ((message: string) => void) | undefined): (() => Promise<string | undefined>) | undefined {
+  const parsed = new URL(url)
+  if (parsed.password || parsed.searchParams.get('password') || process.env.PGPASSWORD) return undefined
+  const user = decodeURIComponent(parsed.username) || process.env.PGUSER || os.userInfo().username
+  const lookup = {
+    host: parsed.hostname || parsed.searchParams.get('host') || process.env.PGHOST || 'localhost',
+    port: parsed.port || process.env.PGPORT || '5432',
+    database: decodeURIComponent(parsed.pathname.replace(/^\//, '')) || process.env.PGDATABASE || user,
+    user,
+  }
+  let warned = false
+  return () =>
+    Promise.resolve(
+      passwordFromFile(lookup, process.env, (message) => {
+        if (!warned) warn?.(message)
+        warned = true
+      }),
+    )
 }

@@ -99,6 +99,17 @@ export function refusesTls(error: unknown): boolean {
   return error instanceof Error && error.message === 'The server does not support SSL connections'
 }
 
+/** node-postgres's words for "the server asked for a password and there is none" (crypto/sasl.js). */
+const missingPasswordMessages: readonly string[] = [
+  'SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a string',
+  'SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a non-empty string',
+]
+
+/** The server wants a password and none was given (URL, PGPASSWORD, password file). */
+export function isMissingPassword(error: unknown): boolean {
+  return error instanceof Error && missingPasswordMessages.includes(error.message)
+}
+
 /** Driver (errno) codes that mean the server could not be reached at all. */
 const networkErrnos: ReadonlySet<string> = new Set([
   'ECONNREFUSED',
@@ -127,6 +138,7 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
   const errno = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : ''
   // knex's pool gives up acquiring when connecting takes longer than its timeout.
   const poolTimeout = error instanceof Error && error.name === 'KnexTimeoutError'
+  if (isMissingPassword(error)) return {kind: 'login', code: null}
   const driverMessage = error instanceof Error && driverConnectionMessages.includes(error.message)
   if (networkErrnos.has(errno) || poolTimeout || driverMessage || isTlsVerificationError(error)) return {kind: 'unreachable', code: null}
   return {kind: 'other', code: null}
