@@ -3,7 +3,7 @@ import {Flags} from '@oclif/core'
 import {taskInstanceStates, type TaskInstanceState} from '../src/airflow/taskInstance.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
-import {parseJsonObject, parseTimestamp} from '../src/cli/parseInput.js'
+import {parseEndDate, parseJsonObject, parseTimestamp} from '../src/cli/parseInput.js'
 import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
 import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
 import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
@@ -83,7 +83,16 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       description: 'JSON object for the extra of every event (outlet_events in --from-file lines override it per asset).',
       helpGroup: 'WRITING',
     }),
-    'end-date': Flags.string({description: 'end_date to record (ISO-8601 UTC); default: now.', helpGroup: 'WRITING'}),
+    'end-date': Flags.string({
+      description:
+        'end_date to record (ISO-8601 UTC); default: now. Refused in the future (beyond 5 minutes of clock skew) and, per task instance, before its start_date.',
+      helpGroup: 'WRITING',
+    }),
+    'force-end-date': Flags.boolean({
+      description: 'Record --end-date even in the future or before a start_date (the duration is then 0, never negative).',
+      default: false,
+      helpGroup: 'WRITING',
+    }),
   }
 
   protected async execute(): Promise<CommandOutcome<BatchReport>> {
@@ -95,7 +104,8 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       strictOutlets: flags['strict-outlets'],
       allowUnqueuedConsumers: flags['allow-unqueued-consumers'],
       defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
-      endDate: flags['end-date'] ? parseTimestamp(flags['end-date'], '--end-date') : null,
+      endDate: flags['end-date'] ? parseEndDate(flags['end-date'], flags['force-end-date']) : null,
+      forceEndDate: flags['force-end-date'],
       ...timeoutsFromFlags(flags),
     }
     const airflow = await this.openAirflow(flags, {verb: 'complete', poolSize: flags.concurrency + 1, lockTimeoutMs: settings.lockTimeoutMs})

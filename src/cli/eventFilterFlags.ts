@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {parseTimestamp} from './parseInput.js'
+import {checkRange, parseTimestamp} from './parseInput.js'
 
 /** The event selection of export-events and audit-events: time window, source DAG, assets. */
 export const eventFilterFlags = {
@@ -16,9 +16,12 @@ export function eventFilterFromFlags(flags: {
   'dag-id'?: string | undefined
   asset?: string[] | undefined
 }) {
+  const since = flags.since ? parseTimestamp(flags.since, '--since') : undefined
+  const until = flags.until ? parseTimestamp(flags.until, '--until') : undefined
+  checkRange(since, until)
   return {
-    since: flags.since ? parseTimestamp(flags.since, '--since') : undefined,
-    until: flags.until ? parseTimestamp(flags.until, '--until') : undefined,
+    since,
+    until,
     sourceDagId: flags['dag-id'],
     assets: flags.asset ?? [],
   }

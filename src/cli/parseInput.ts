@@ -16,6 +16,30 @@ export function parseTimestamp(value: string, flag: string): Date {
   return date
 }
 
+/** How far ahead of this machine's clock an --end-date may be (clock skew between hosts). */
+export const endDateSkewMs = 5 * 60_000
+
+/** --end-date: a timestamp not in the future, unless forced. */
+export function parseEndDate(value: string, force: boolean): Date {
+  const date = parseTimestamp(value, '--end-date')
+  if (!force && date.getTime() > Date.now() + endDateSkewMs) {
+    throw usageError(`--end-date ${date.toISOString()} is in the future; a task cannot have finished then.`, [
+      'Give the time it finished, or --force-end-date to record it anyway.',
+    ])
+  }
+
+  return date
+}
+
+/** --since before --until, or exit 2. */
+export function checkRange(since: Date | undefined, until: Date | undefined): void {
+  if (since && until && since.getTime() >= until.getTime()) {
+    throw usageError(`--since ${since.toISOString()} is not before --until ${until.toISOString()}: the range is empty.`, [
+      'Swap them, or widen the range.',
+    ])
+  }
+}
+
 export function parseShard(value: string): {index: number; count: number} {
   const match = /^(\d+)\/(\d+)$/.exec(value)
   const index = Number(match?.[1])

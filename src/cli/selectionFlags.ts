@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import type {SelectionRequest} from '../selection/itemSource.js'
-import {parseShard, parseTaskInstanceId, parseTimestamp} from './parseInput.js'
+import {checkRange, parseShard, parseTaskInstanceId, parseTimestamp} from './parseInput.js'
 
 /** The selection flags, shared by every command that works on task instances. */
 export const selectionFlags = {
@@ -18,6 +18,11 @@ export const selectionFlags = {
   'from-file': Flags.string({
     description:
       'NDJSON of task instances, "-" for stdin: {"ti_id"} or {"dag_id","run_id","task_id","map_index"} per line, optionally with "outlet_events":[{"asset","extra","alias"}].',
+    helpGroup: 'SELECTION',
+  }),
+  'all-dags': Flags.boolean({
+    description: 'Mean it: a filter without --dag-id (only --since/--until, --task-id, --run-id) selects across every DAG.',
+    default: false,
     helpGroup: 'SELECTION',
   }),
   limit: Flags.integer({description: 'At most this many task instances.', min: 1, helpGroup: 'SELECTION'}),
@@ -38,10 +43,15 @@ export interface SelectionFlagValues {
   'from-file'?: string | undefined
   limit?: number | undefined
   shard?: string | undefined
+  'all-dags'?: boolean | undefined
 }
 
 export function selectionFromFlags(flags: SelectionFlagValues): SelectionRequest {
+  const since = flags.since ? parseTimestamp(flags.since, '--since') : undefined
+  const until = flags.until ? parseTimestamp(flags.until, '--until') : undefined
+  checkRange(since, until)
   return {
+    allDags: flags['all-dags'] ?? false,
     tiIds: (flags['ti-id'] ?? []).map(parseTaskInstanceId),
     fromFile: flags['from-file'],
     filter: {
@@ -49,8 +59,8 @@ export function selectionFromFlags(flags: SelectionFlagValues): SelectionRequest
       runIds: flags['run-id'] ?? [],
       taskIds: flags['task-id'] ?? [],
       mapIndex: flags['map-index'],
-      since: flags.since ? parseTimestamp(flags.since, '--since') : undefined,
-      until: flags.until ? parseTimestamp(flags.until, '--until') : undefined,
+      since,
+      until,
       limit: flags.limit,
       shard: flags.shard ? parseShard(flags.shard) : undefined,
     },

@@ -15,6 +15,8 @@ export type CompleteOutcome =
   | {outcome: 'inactive_outlet'; detail: string}
   /** A consumer is partition-aware: Airflow queues it through its partition mapper, which airlock cannot run. */
   | {outcome: 'unsupported_consumer'; detail: string}
+  /** --end-date is before the task instance's start_date (a negative duration); --force-end-date records it anyway. */
+  | {outcome: 'invalid_end_date'; detail: string}
 
 /** Every outcome of a complete item and the exit code it maps to (the worst of a run wins). */
 export const completeOutcomes = {
@@ -23,6 +25,7 @@ export const completeOutcomes = {
   conflict: ExitCode.conflict,
   inactive_outlet: ExitCode.conflict,
   unsupported_consumer: ExitCode.conflict,
+  invalid_end_date: ExitCode.conflict,
   not_found: ExitCode.notFound,
   failed: ExitCode.partialFailure,
 } as const
@@ -45,6 +48,8 @@ export interface CompleteSettings {
   /** JSON text of the extra for events without one of their own. */
   defaultExtra: string
   endDate: Date | null
+  /** Record --end-date even before the task instance's start_date (duration then 0). */
+  forceEndDate?: boolean | undefined
   airlockVersion: string
   /** Who marks it success, for the audit row's `owner` (--actor; default: the OS user). */
   actor?: string | undefined
@@ -98,6 +103,12 @@ export function completeWriter(
     decideBeforeRegistering(ti) {
       const decision = decide(ti.state)
       if (decision !== 'commit') return decision
+      if (settings.endDate && ti.startDate && settings.endDate < ti.startDate && !settings.forceEndDate) {
+        return {
+          outcome: 'invalid_end_date',
+          detail: `--end-date ${settings.endDate.toISOString()} is before this task instance's start_date ${ti.startDate.toISOString()}; --force-end-date records it anyway (duration 0)`,
+        }
+      }
       const inactive = settings.strictOutlets && settings.emitEvents ? ti.outlets.filter((o) => !o.active) : []
       if (inactive.length === 0) return undefined
       return {outcome: 'inactive_outlet', detail: `outlet assets not active: ${inactive.map(describeOutlet).join(', ')}`}

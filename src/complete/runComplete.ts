@@ -17,6 +17,7 @@ export interface CompleteRun {
   allowUnqueuedConsumers?: boolean
   defaultExtra: string
   endDate: Date | null
+  forceEndDate?: boolean | undefined
   concurrency: number
   lockTimeoutMs: number
   statementTimeoutMs: number
@@ -37,6 +38,7 @@ export async function runComplete(airflow: AirflowDatabase, run: CompleteRun): P
     allowUnqueuedConsumers: run.allowUnqueuedConsumers,
     defaultExtra: run.defaultExtra,
     endDate: run.endDate,
+    forceEndDate: run.forceEndDate,
     airlockVersion: run.airlockVersion,
     actor: run.actor,
   })

@@ -8,6 +8,8 @@ export interface SelectionRequest {
   tiIds: string[]
   fromFile?: string | undefined
   filter: SelectionFilter
+  /** --all-dags: a filter without --dag-id is meant to reach every DAG. */
+  allDags?: boolean | undefined
 }
 
 export interface ItemSource {
@@ -35,6 +37,13 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
     throw usageError(
       'Use one way of selecting: --ti-id, --from-file, or the filter flags (--dag-id, --run-id, --task-id, --map-index, --since, --until).',
     )
+  // A filter without a DAG reaches every DAG of the database: only when asked for in so many words.
+  if (hasFilter(filter) && !filter.dagId && !request.allDags) {
+    throw usageError('This selection spans every DAG: it names no --dag-id.', [
+      'Add --dag-id, or --all-dags if every DAG is meant (try --dry-run first to see what it selects).',
+    ])
+  }
+
   if (filter.shard && (tiIds.length > 0 || fromFile))
     throw usageError('--shard partitions a filter selection; split an explicit list (--ti-id, --from-file) between hosts yourself.')
 

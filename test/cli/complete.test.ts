@@ -66,6 +66,7 @@ describe('airlock complete', () => {
       conflict: 1,
       inactive_outlet: 0,
       unsupported_consumer: 0,
+      invalid_end_date: 0,
       not_found: 0,
       failed: 0,
       events_created: 1,
@@ -341,5 +342,42 @@ describe('airlock complete', () => {
       const completed = await db.knex('task_instance').where({dag_id: 'etl', state: 'success'}).count({n: '*'}).first()
       expect(out.result?.items.filter((i) => i.outcome === 'completed').length ?? 0).toBe(Number(completed!.n))
     })
+  })
+
+  it('guard rails: a filter without --dag-id needs --all-dags; a reversed range is exit 2; nothing written', async () => {
+    await threeRunningTasks()
+    const footprint = await writeFootprint(db.knex)
+    const unbounded = await complete('--since', '2000-01-01', '--yes')
+    expect(unbounded.code).toBe(2)
+    expect(unbounded.stderr).toContain('--all-dags')
+    const meant = envelope(await complete('--since', '2000-01-01', '--all-dags', '--dry-run', '--json')) as {result: {summary: {selected: number}}}
+    expect(meant.result.summary.selected).toBe(3)
+    const reversed = await complete('--dag-id', 'etl', '--since', '2026-12-02', '--until', '2026-12-01', '--yes')
+    expect(reversed.code).toBe(2)
+    expect(reversed.stderr).toContain('is not before --until')
+    const exported = await runCli(['export-events', '--database-url', db.url, '--since', '2026-12-02', '--until', '2026-12-01'])
+    expect(exported.code).toBe(2)
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+  })
+
+  it('--end-date: refused in the future (exit 2) and before a start_date (invalid_end_date, exit 3); --force-end-date records it with duration 0', async () => {
+    const world = await threeRunningTasks()
+    const target = world.ti('etl', 'task_1')
+    const future = new Date(Date.now() + 3_600_000).toISOString()
+    const ahead = await complete('--ti-id', target.id, '--end-date', future)
+    expect(ahead.code).toBe(2)
+    expect(ahead.stderr).toContain('is in the future')
+
+    const early = '2000-01-01T00:00:00Z'
+    const before = await complete('--ti-id', target.id, '--end-date', early, '--json')
+    expect(before.code).toBe(3)
+    expect(envelope(before)).toMatchObject({result: {items: [{outcome: 'invalid_end_date', detail: expect.stringContaining('--force-end-date')}]}})
+    expect((await db.knex('task_instance').where({id: target.id}).first()).state).toBe('running')
+
+    const forced = await complete('--ti-id', target.id, '--end-date', early, '--force-end-date', '--json')
+    expect(forced.code).toBe(0)
+    const row = await db.knex('task_instance').where({id: target.id}).first()
+    expect(row.state).toBe('success')
+    expect(row.duration).toBe(0)
   })
 })

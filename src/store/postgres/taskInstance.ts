@@ -220,7 +220,8 @@ export function markTaskInstanceSuccess() {
     `update task_instance ti
         set state = 'success', end_date = stamp.end_date,
             start_date = coalesce(ti.start_date, stamp.end_date),
-            duration = extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date))),
+            -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
+            duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
             next_method = null, next_kwargs = null, updated_at = clock_timestamp()
        from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
       where ti.id = $2::uuid`,
