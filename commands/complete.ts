@@ -55,10 +55,11 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     ...connectionFlags,
     ...selectionFlags,
     'from-state': Flags.string({
-      description: 'States a task instance may be in to be completed; repeatable. The lock recheck still applies.',
+      description:
+        'States a task instance may be in to be completed; repeatable; "none" for a task instance with no state yet (NULL). The lock recheck still applies.',
       multiple: true,
       default: ['running'],
-      options: taskInstanceStates.filter((s) => s !== 'success'),
+      options: [...taskInstanceStates.filter((s) => s !== 'success'), 'none'],
       helpGroup: 'WRITING',
     }),
     'strict-outlets': Flags.boolean({
@@ -99,7 +100,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     const {flags} = await this.parse(Complete)
     const selection = selectionFromFlags(flags)
     const settings = {
-      fromStates: flags['from-state'] as TaskInstanceState[],
+      fromStates: flags['from-state'].map((state) => (state === 'none' ? null : (state as TaskInstanceState))),
       emitEvents: !flags['no-events'],
       strictOutlets: flags['strict-outlets'],
       allowUnqueuedConsumers: flags['allow-unqueued-consumers'],
@@ -110,6 +111,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     }
     const airflow = await this.openAirflow(flags, {verb: 'complete', poolSize: flags.concurrency + 1, lockTimeoutMs: settings.lockTimeoutMs})
     const source = await openItemSource(airflow, selection)
+    for (const warning of source.warnings ?? []) this.note(warning)
     const batch = {
       count: source.count,
       action: 'mark',

@@ -4,7 +4,7 @@ import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, renderEventItems, type BatchReport} from '../src/cli/renderItems.js'
-import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
+import {maxInt4, selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
 import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
 import {usageError} from '../src/errors.js'
 import {Checkpoint, fingerprintOf} from '../src/replay/checkpoint.js'
@@ -57,7 +57,13 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
   static override flags = {
     ...connectionFlags,
     ...taskSelection,
-    'event-id': Flags.integer({description: 'Re-emit this event (asset_event.id). Repeatable.', multiple: true, min: 1, helpGroup: 'MODE'}),
+    'event-id': Flags.integer({
+      description: 'Re-emit this event (asset_event.id). Repeatable.',
+      multiple: true,
+      min: 1,
+      max: maxInt4,
+      helpGroup: 'MODE',
+    }),
     'from-file': Flags.string({description: 'NDJSON written by airlock export-events (or lines of the same shape).', helpGroup: 'MODE'}),
     'skip-existing': Flags.boolean({
       description: "With --from-file: skip lines whose event (same asset, source, extra, partition key) exists at or after the line's timestamp.",

@@ -21,11 +21,16 @@ so airlock complete shows every outcome. Set-based inserts: 100 000 task instanc
   ]
 
   static override flags = {
-    dags: Flags.integer({description: 'Producer DAGs.', default: defaultSeed.dags}),
-    runs: Flags.integer({description: 'Running dag runs per producer DAG.', default: defaultSeed.runs}),
-    tasks: Flags.integer({description: 'Tasks (task instances per run) per producer DAG.', default: defaultSeed.tasks}),
-    outlets: Flags.integer({description: 'Outlet assets per task (K).', default: defaultSeed.outlets}),
-    consumers: Flags.integer({description: 'Consumer DAGs scheduled on the assets (the last is paused).', default: defaultSeed.consumers}),
+    dags: Flags.integer({description: 'Producer DAGs.', default: defaultSeed.dags, min: 0, max: 1_000_000}),
+    runs: Flags.integer({description: 'Running dag runs per producer DAG.', default: defaultSeed.runs, min: 0, max: 1_000_000}),
+    tasks: Flags.integer({description: 'Tasks (task instances per run) per producer DAG.', default: defaultSeed.tasks, min: 0, max: 1_000_000}),
+    outlets: Flags.integer({description: 'Outlet assets per task (K).', default: defaultSeed.outlets, min: 0, max: 1_000_000}),
+    consumers: Flags.integer({
+      description: 'Consumer DAGs scheduled on the assets (the last is paused).',
+      default: defaultSeed.consumers,
+      min: 0,
+      max: 1_000_000,
+    }),
     reset: Flags.boolean({description: 'Empty the sandbox database first (airlock sandbox reset).'}),
   }
 

@@ -3,13 +3,16 @@ import {Flags} from '@oclif/core'
 import type {SelectionRequest} from '../selection/itemSource.js'
 import {checkRange, parseShard, parseTaskInstanceId, parseTimestamp} from './parseInput.js'
 
+/** PostgreSQL's integer: numbers beyond it are refused before any query (not by the server, in SQL's words). */
+export const maxInt4 = 2_147_483_647
+
 /** The selection flags, shared by every command that works on task instances. */
 export const selectionFlags = {
   'ti-id': Flags.string({description: 'A task instance id (task_instance.id, a UUID). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
   'dag-id': Flags.string({description: 'Task instances of this DAG.', helpGroup: 'SELECTION'}),
   'run-id': Flags.string({description: 'Task instances of this dag run (run_id). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
   'task-id': Flags.string({description: 'Task instances of this task. Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
-  'map-index': Flags.integer({description: 'Only this map index (-1 for unmapped tasks).', min: -1, helpGroup: 'SELECTION'}),
+  'map-index': Flags.integer({description: 'Only this map index (-1 for unmapped tasks).', min: -1, max: maxInt4, helpGroup: 'SELECTION'}),
   since: Flags.string({
     description: 'Runs whose run_after (logical date of scheduled runs) is at or after this ISO-8601 UTC time.',
     helpGroup: 'SELECTION',
@@ -25,7 +28,7 @@ export const selectionFlags = {
     default: false,
     helpGroup: 'SELECTION',
   }),
-  limit: Flags.integer({description: 'At most this many task instances.', min: 1, helpGroup: 'SELECTION'}),
+  limit: Flags.integer({description: 'At most this many task instances.', min: 1, max: maxInt4, helpGroup: 'SELECTION'}),
   shard: Flags.string({
     description: 'K/N: only the K-th of N hash partitions, so N hosts can share one backfill without overlap.',
     helpGroup: 'SELECTION',

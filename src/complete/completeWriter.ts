@@ -1,4 +1,4 @@
-import {describeOutlet, type StoredState, type TaskInstanceState} from '../airflow/taskInstance.js'
+import {describeOutlet, type StoredState} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {consumerDags, emitOutletEvents, emptyRegistration, queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
@@ -32,7 +32,7 @@ export const completeOutcomes = {
 
 export interface CompleteSettings {
   /** States a TI may be in to be completed (default: running). Never includes success. */
-  fromStates: readonly TaskInstanceState[]
+  fromStates: readonly StoredState[]
   emitEvents: boolean
   /**
    * Refuse (roll back, outcome inactive_outlet) a task instance with an inactive outlet asset,

@@ -1,4 +1,4 @@
-import type {TaskInstanceState} from '../airflow/taskInstance.js'
+import type {StoredState} from '../airflow/taskInstance.js'
 import type {ItemResult} from '../protocol/outcomes.js'
 import {runBatch} from '../protocol/batch.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
@@ -11,7 +11,7 @@ export type CompleteOutcomeName = keyof typeof completeOutcomes
 
 export interface CompleteRun {
   items: AsyncIterable<WorkItem>
-  fromStates: readonly TaskInstanceState[]
+  fromStates: readonly StoredState[]
   emitEvents: boolean
   strictOutlets?: boolean
   allowUnqueuedConsumers?: boolean

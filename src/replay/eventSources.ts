@@ -1,9 +1,6 @@
-import fs from 'node:fs'
-
-import {usageError} from '../errors.js'
 import {assetKey} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
-import {ndjsonLines} from '../input/ndjsonLines.js'
+import {checkReadable, ndjsonLines} from '../input/ndjsonLines.js'
 import {parseEventLine, type ParsedEventLine} from './parseEventLine.js'
 import type {EventSpec} from './reemitEvent.js'
 
@@ -42,9 +39,7 @@ export async function* eventsById(
 
 /** Checks every line of an export file before anything is written; returns the number of lines. */
 export async function validateEventFile(path: string): Promise<number> {
-  await fs.promises.access(path, fs.constants.R_OK).catch(() => {
-    throw usageError(`--from-file ${path} cannot be read.`)
-  })
+  await checkReadable(path, '--from-file')
   let count = 0
   for await (const {text, line} of ndjsonLines(path)) {
     parseEventLine(text, line, path)

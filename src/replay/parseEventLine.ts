@@ -1,4 +1,5 @@
 import {usageError} from '../errors.js'
+import {jsonErrorWithoutInput} from '../input/ndjsonLines.js'
 import type {EventLine} from '../airflow/eventLine.js'
 
 export type ParsedEventLine = Pick<EventLine, 'asset' | 'extra' | 'partition_key' | 'aliases'> & {
@@ -13,7 +14,7 @@ export function parseEventLine(text: string, line: number, source: string): Pars
   try {
     value = JSON.parse(text)
   } catch (error) {
-    throw usageError(`${where} is not valid JSON (${(error as Error).message}).`)
+    throw usageError(`${where} is not valid JSON (${jsonErrorWithoutInput(error)}).`)
   }
 
   if (typeof value !== 'object' || value === null || Array.isArray(value))

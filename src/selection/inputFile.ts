@@ -1,8 +1,7 @@
-import fs from 'node:fs'
-
 import {taskInstanceIdPattern} from '../airflow/taskInstance.js'
 import {usageError} from '../errors.js'
-import {ndjsonLines} from '../input/ndjsonLines.js'
+import {checkReadable, jsonErrorWithoutInput, ndjsonLines} from '../input/ndjsonLines.js'
+import {describeRef} from '../airflow/taskInstance.js'
 import type {OutletEventInput, WorkItem} from './workItem.js'
 
 /**
@@ -18,13 +17,22 @@ export function parseInputLine(text: string, line: number, source: string): Work
   try {
     value = JSON.parse(text)
   } catch (error) {
-    throw usageError(`${where} is not valid JSON (${(error as Error).message}).`, [
+    throw usageError(`${where} is not valid JSON (${jsonErrorWithoutInput(error)}).`, [
       'Each line must be one JSON object: {"ti_id": "…"} or {"dag_id": …, "run_id": …, "task_id": …, "map_index": -1}.',
     ])
   }
 
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw usageError(`${where} must be a JSON object.`)
   const record = value as Record<string, unknown>
+  const unknown = Object.keys(record).filter((key) => !inputKeys.includes(key))
+  if (unknown.length > 0) {
+    throw usageError(`${where}: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}.`, [
+      `A line has "ti_id", or "dag_id", "run_id", "task_id" and "map_index"; and optionally "outlet_events".`,
+    ])
+  }
+  if (record.ti_id !== undefined && ['dag_id', 'run_id', 'task_id', 'map_index'].some((key) => record[key] !== undefined)) {
+    throw usageError(`${where}: give either "ti_id" or the key ("dag_id", "run_id", "task_id", "map_index"), not both.`)
+  }
   const outletEvents = parseOutletEvents(record.outlet_events, where)
 
   if (record.ti_id !== undefined) {
@@ -70,6 +78,8 @@ function parseOutletEvents(value: unknown, where: string): OutletEventInput[] {
   })
 }
 
+const inputKeys = ['ti_id', 'dag_id', 'run_id', 'task_id', 'map_index', 'outlet_events']
+
 export interface InputFile {
   count: number
   items(): AsyncGenerator<WorkItem>
@@ -79,18 +89,24 @@ export interface InputFile {
  * Validates the whole file first, then streams it again for the work: a file's items never sit in
  * memory together. Standard input cannot be read twice, so its items are kept in memory.
  */
-export async function openInputFile(path: string): Promise<InputFile> {
+export async function openInputFile(path: string, warn: (message: string) => void = () => undefined): Promise<InputFile> {
   const source = path === '-' ? 'stdin' : path
-  if (path !== '-') {
-    await fs.promises.access(path, fs.constants.R_OK).catch(() => {
-      throw usageError(`--from-file ${path} cannot be read.`)
-    })
-  }
+  await checkReadable(path, '--from-file')
 
+  // The same task instance twice is one item: the first line wins, the repeat is said once.
+  const firstLine = new Map<string, number>()
   const kept: WorkItem[] = []
   let count = 0
   for await (const {text, line} of ndjsonLines(path)) {
     const item = parseInputLine(text, line, source)
+    const key = describeRef(item.ref)
+    const first = firstLine.get(key)
+    if (first !== undefined) {
+      warn(`${source} line ${line} names the same task instance as line ${first}: done once`)
+      continue
+    }
+
+    firstLine.set(key, line)
     count++
     if (path === '-') kept.push(item)
   }
@@ -103,7 +119,14 @@ export async function openInputFile(path: string): Promise<InputFile> {
         return
       }
 
-      for await (const {text, line} of ndjsonLines(path)) yield parseInputLine(text, line, source)
+      const seen = new Set<string>()
+      for await (const {text, line} of ndjsonLines(path)) {
+        const item = parseInputLine(text, line, source)
+        const key = describeRef(item.ref)
+        if (seen.has(key)) continue
+        seen.add(key)
+        yield item
+      }
     },
   }
 }

@@ -15,6 +15,8 @@ export interface SelectionRequest {
 export interface ItemSource {
   count: number
   items: AsyncIterable<WorkItem>
+  /** What the operator should know about the input (a task instance named twice). */
+  warnings?: string[]
   /** Items named one by one (--ti-id, --from-file): a missing one is `not_found`, exit 4. */
   explicit: boolean
 }
@@ -53,9 +55,10 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
   }
 
   if (fromFile) {
-    const file = await openInputFile(fromFile)
+    const warnings: string[] = []
+    const file = await openInputFile(fromFile, (message) => warnings.push(message))
     const limit = filter.limit ?? Number.POSITIVE_INFINITY
-    return {count: Math.min(file.count, limit), explicit: true, items: take(file.items(), limit)}
+    return {count: Math.min(file.count, limit), explicit: true, items: take(file.items(), limit), warnings}
   }
 
   const {db, store} = airflow

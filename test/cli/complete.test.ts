@@ -380,4 +380,21 @@ describe('airlock complete', () => {
     expect(row.state).toBe('success')
     expect(row.duration).toBe(0)
   })
+
+  it('numbers are range-checked before any query (no SQL in the message); --from-state none selects a task instance with no state', async () => {
+    const world = await threeRunningTasks()
+    const huge = await complete('--dag-id', 'etl', '--map-index', '99999999999', '--yes')
+    expect(huge.code).toBe(2)
+    expect(huge.stderr).toContain('--map-index')
+    expect(huge.stderr).not.toMatch(/out of range for type|SELECT|select /)
+
+    const target = world.ti('etl', 'task_1')
+    await db.knex('task_instance').where({id: target.id}).update({state: null})
+    const refused = envelope(await complete('--ti-id', target.id, '--json')) as {
+      result: {items: Array<{outcome: string; previous_state: string | null}>}
+    }
+    expect(refused.result.items[0]).toMatchObject({outcome: 'conflict', previous_state: null})
+    const done = envelope(await complete('--ti-id', target.id, '--from-state', 'none', '--json')) as {result: {items: Array<{outcome: string}>}}
+    expect(done.result.items[0]!.outcome).toBe('completed')
+  })
 })

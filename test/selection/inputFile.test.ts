@@ -1,6 +1,12 @@
-import {describe, expect, it} from 'vitest'
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
 
-import {parseInputLine} from '../../src/selection/inputFile.js'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {AirlockError} from '../../src/errors.js'
+
+import {openInputFile, parseInputLine} from '../../src/selection/inputFile.js'
 import {usageMessage} from '../support/usage.js'
 
 const fails = (text: string) => usageMessage(() => parseInputLine(text, 7, 'tis.ndjson'))
@@ -35,9 +41,67 @@ describe('NDJSON input lines', () => {
     ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": {}}', 'outlet_events must be an array'],
     ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"extra": {}}]}', 'outlet_events[0].asset'],
     ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "extra": [1]}]}', 'outlet_events[0].extra'],
+    ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "dag_id": "other"}', 'not both'],
+    ['{"dag_id": "d", "run_id": "r", "task_id": "t", "mapindex": 3}', 'unknown key "mapindex"'],
   ])('rejects %s naming the file, the line and the problem', (text, problem) => {
     const message = fails(text)
     expect(message).toContain('tis.ndjson line 7')
     expect(message).toContain(problem)
+  })
+})
+
+describe('NDJSON input files', () => {
+  let dir: string
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-input-'))
+  })
+  afterAll(async () => fs.rm(dir, {recursive: true, force: true}))
+
+  const write = async (name: string, content: string | Buffer) => {
+    const file = path.join(dir, name)
+    await fs.writeFile(file, content)
+    return file
+  }
+  const id = '0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a'
+  const failsToOpen = async (file: string) => {
+    try {
+      await openInputFile(file)
+    } catch (error) {
+      expect(error).toBeInstanceOf(AirlockError)
+      expect((error as AirlockError).exit).toBe(2)
+      return (error as AirlockError).message
+    }
+    throw new Error('expected a usage error')
+  }
+
+  it('accepts a UTF-8 byte order mark', async () => {
+    const file = await write('bom.ndjson', `\uFEFF{"ti_id": "${id}"}\n`)
+    expect((await openInputFile(file)).count).toBe(1)
+  })
+
+  it('a directory, a missing file: says which (exit 2)', async () => {
+    expect(await failsToOpen(dir)).toContain('is a directory')
+    expect(await failsToOpen(path.join(dir, 'missing.ndjson'))).toContain('does not exist')
+  })
+
+  it('the same task instance twice is one item, and the repeat is reported once with both lines', async () => {
+    const file = await write('twice.ndjson', `{"ti_id": "${id}"}\n{"dag_id":"d","run_id":"r","task_id":"t"}\n{"ti_id": "${id.toUpperCase()}"}\n`)
+    const warnings: string[] = []
+    const input = await openInputFile(file, (message) => warnings.push(message))
+    expect(input.count).toBe(2)
+    const items = []
+    for await (const item of input.items()) items.push(item)
+    expect(items).toHaveLength(2)
+    expect(warnings).toEqual([`${file} line 3 names the same task instance as line 1: done once`])
+  })
+
+  it('a line over 1 MiB is refused with its number; binary garbage is never echoed', async () => {
+    const long = await write('long.ndjson', `{"ti_id": "${id}"}\n{"dag_id": "${'x'.repeat(1024 * 1024)}"}\n`)
+    expect(await failsToOpen(long)).toContain('line 2 is longer than 1 MiB')
+    const garbage = Buffer.from([0x7b, 0x00, 0xff, 0xfe, 0x53, 0x45, 0x43, 0x52, 0x45, 0x54, 0x0a])
+    const message = await failsToOpen(await write('garbage.ndjson', garbage))
+    expect(message).toContain('line 1 is not valid JSON')
+    expect(message).not.toContain('SECRET')
+    expect(message).not.toMatch(/[\u0000\uFFFD]/)
   })
 })
