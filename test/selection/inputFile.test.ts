@@ -102,6 +102,6 @@ describe('NDJSON input files', () => {
     const message = await failsToOpen(await write('garbage.ndjson', garbage))
     expect(message).toContain('line 1 is not valid JSON')
     expect(message).not.toContain('SECRET')
-    expect(message).not.toMatch(/[\u0000\uFFFD]/)
+    expect(message.includes('\u0000') || message.includes('\uFFFD')).toBe(false)
   })
 })
