@@ -61,7 +61,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     // For missing_events the window applies to the task instances' end_date.
     const filter = eventFilterFromFlags(flags)
     const windowSeconds = parseDuration(flags['duplicate-window'], '--duplicate-window') / 1000
-    const airflow = await this.openAirflow(flags, {verb: 'audit-events', poolSize: 2})
+    const airflow = await this.openAirflow(flags, {verb: 'audit-events', poolSize: 2, ...(flags.fix ? {writes: 'audit-events --fix'} : {})})
 
     const kept: Finding[] = []
     let omitted = 0

@@ -109,7 +109,12 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       forceEndDate: flags['force-end-date'],
       ...timeoutsFromFlags(flags),
     }
-    const airflow = await this.openAirflow(flags, {verb: 'complete', poolSize: flags.concurrency + 1, lockTimeoutMs: settings.lockTimeoutMs})
+    const airflow = await this.openAirflow(flags, {
+      verb: 'complete',
+      poolSize: flags.concurrency + 1,
+      lockTimeoutMs: settings.lockTimeoutMs,
+      writes: 'complete',
+    })
     const source = await openItemSource(airflow, selection)
     for (const warning of source.warnings ?? []) this.note(warning)
     const batch = {

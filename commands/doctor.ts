@@ -15,7 +15,8 @@ deadlock_timeout and log_lock_waits. Writes nothing.
 
 Exit 0 when airlock supports the database, 7 when it cannot connect or log in, 8 when the database
 is not an Airflow 3 schema airlock supports (the report says what is missing; for a patch
-release newer than airlock, --assume-version X.Y).`)
+release newer than airlock, --assume-version X.Y), 9 when the user can read but lacks privileges a
+writer needs (the verdict says which commands still work).`)
 
   static override examples = [
     '<%= config.bin %> doctor --embedded',

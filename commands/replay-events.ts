@@ -90,7 +90,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     const {lockTimeoutMs, statementTimeoutMs} = timeoutsFromFlags(flags)
     const defaultExtra = flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}'
     const checkpoint = await Checkpoint.open(flags.checkpoint, fingerprintOf({mode, defaultExtra}))
-    const airflow = await this.openAirflow(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1, lockTimeoutMs})
+    const airflow = await this.openAirflow(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1, lockTimeoutMs, writes: 'replay-events'})
     const count = await countReplay(airflow, mode, checkpoint)
     if (checkpoint.resumeFrom !== null) this.progress(`resuming from ${flags.checkpoint}: ${checkpoint.resumedDone} items already done`)
     const batch = {

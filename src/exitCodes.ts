@@ -12,6 +12,8 @@ export const ExitCode = {
   auditFindings: 6,
   unreachable: 7,
   unsupportedSchema: 8,
+  /** doctor: the database user can read but lacks privileges a writer needs. */
+  readOnly: 9,
   interrupted: 130,
 } as const
 

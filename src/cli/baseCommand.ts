@@ -8,6 +8,8 @@ import {classifyDatabaseError} from '../engine/engines.js'
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import type {Tally} from '../report/tally.js'
+import {privilegesFor, readOnlyCommands} from '../doctor/writePrivileges.js'
+import {catalogFor} from '../store/openStore.js'
 import {requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
 import {BatchOutput, type OutputMode} from './batchOutput.js'
 import {confirmBulkWrite} from './confirm.js'
@@ -95,10 +97,15 @@ export abstract class AirlockCommand<R> extends Command {
     return {db: opened.db, target: opened.target, source: opened.connection.source}
   }
 
-  /** Opens the Airflow database the flags name and builds its store, or exits 8 naming what is wrong. */
-  protected async openAirflow(flags: ConnectionFlagValues, options: OpenOptions): Promise<AirflowDatabase> {
+  /**
+   * Opens the Airflow database the flags name and builds its store, or exits 8 naming what is
+   * wrong. `writes`: the command whose privileges must all be granted before the first item
+   * (exit 2, PERMISSION_DENIED, naming them), instead of every item failing on 42501.
+   */
+  protected async openAirflow(flags: ConnectionFlagValues, options: OpenOptions & {writes?: string}): Promise<AirflowDatabase> {
     const {db} = await this.openDatabase(flags, options)
     const airflow = await requireAirflow(db, {assumeVersion: flags['assume-version']})
+    if (options.writes) await requirePrivileges(db, options.writes)
     // Said on every run, so a forgotten AIRLOCK_ASSUME_VERSION or an unfinished upgrade is seen.
     if (airflow.schema.placement === 'assumed') {
       this.recordWarning(
@@ -374,6 +381,20 @@ const databaseFailures: Record<'unreachable' | 'login' | 'timeout' | 'lock_timeo
     what: 'The database user lacks a privilege airlock needs',
     actions: ['airlock doctor lists the privileges each command needs and which are missing.'],
   },
+}
+
+/** Every privilege `command` needs, or exit 2 naming the missing ones (doctor shows them all). */
+async function requirePrivileges(db: Database, command: string): Promise<void> {
+  const needed = privilegesFor(command)
+  const results = await catalogFor(db).readTablePrivileges(db.executor, needed)
+  const denied = needed.filter((_, index) => !results[index]!.granted)
+  if (denied.length === 0) return
+  throw new AirlockError(
+    'PERMISSION_DENIED',
+    ExitCode.usage,
+    `${command} needs privileges this database user lacks: ${denied.map((p) => `${p.privilege} on ${p.object.replace(/^public\./, '')}`).join(', ')}. Nothing was written.`,
+    ['airlock doctor lists every privilege and the command that needs it.', `Commands that only read still work: ${readOnlyCommands.join(', ')}.`],
+  )
 }
 
 export type InferredFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof AirlockCommand)['baseFlags'] & T['flags']>

@@ -4,7 +4,7 @@ import {ExitCode} from '../exitCodes.js'
 import {adviseOn, lockSettingNames, type SettingReport} from '../report/settingsAdvice.js'
 import {catalogFor} from '../store/openStore.js'
 import {checkAirflowSchema, type SchemaCheckOptions} from '../store/schemaCheck.js'
-import {neededPrivileges} from './writePrivileges.js'
+import {neededPrivileges, readOnlyCommands} from './writePrivileges.js'
 
 export interface DoctorReport {
   connection: {target: string; source: string; user: string}
@@ -76,7 +76,7 @@ export async function runDoctor(
   if (!check.supported) {
     verdict = `unsupported: ${check.reason}.`
   } else if (denied.length > 0) {
-    verdict = `Airflow ${airflow.version} on PostgreSQL ${server.version}: readable, but ${server.currentUser} lacks ${denied.map((p) => `${p.privilege} on ${p.object}`).join(', ')} (see the privileges table).`
+    verdict = `read-only: Airflow ${airflow.version} on PostgreSQL ${server.version}, but ${server.currentUser} lacks ${denied.map((p) => `${p.privilege} on ${p.object}`).join(', ')} (see the privileges table). Still works: ${readOnlyCommands.join(', ')}.`
   } else {
     const caveat =
       check.schema.placement === 'partly_migrated'
@@ -96,6 +96,6 @@ export async function runDoctor(
       settings,
       verdict,
     },
-    exit: check.supported ? ExitCode.ok : ExitCode.unsupportedSchema,
+    exit: !check.supported ? ExitCode.unsupportedSchema : denied.length > 0 ? ExitCode.readOnly : ExitCode.ok,
   }
 }

@@ -33,3 +33,18 @@ export const neededPrivileges: readonly NeededPrivilege[] = [
   sequence('asset_event_id_seq', 'complete, replay-events'),
   sequence('log_id_seq', 'complete, replay-events, audit-events --fix'),
 ]
+
+/** The privileges `command` ('complete', 'replay-events', 'audit-events --fix') needs, from the table above. */
+export function privilegesFor(command: string): NeededPrivilege[] {
+  return neededPrivileges.filter((needed) => {
+    if (needed.neededBy === 'every command') return true
+    const commands = needed.neededBy
+      .split('(')[0]!
+      .split(',')
+      .map((name) => name.trim())
+    return commands.includes(command)
+  })
+}
+
+/** The commands that only read: what still works for a role without write privileges. */
+export const readOnlyCommands = ['doctor', 'export-events', 'audit-events (without --fix)', 'audit-locks']

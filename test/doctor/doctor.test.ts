@@ -1,9 +1,12 @@
+import {randomBytes} from 'node:crypto'
+
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {fixtureVersions, type FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
+import {scenario} from '../support/scenario.js'
 
 // Each fixture is stamped with its line's head; the label names every release sharing it.
 const expectedVersion = {
@@ -236,6 +239,44 @@ describe('airlock doctor', () => {
     ) as unknown as DoctorJson
     expect(development.status).toBe(8)
     expect(development.result.airflow.reason).toContain('names no released Airflow line airlock knows')
+  })
+
+  it('a role that can only read: doctor exits 9 and names what still works; a writer stops before its first item (exit 2)', async () => {
+    const database = await createTestDatabase('3.0', 2)
+    databases.push(database)
+    await scenario(database.knex).producer('etl', {outlets: 1}).build()
+    const role = `airlock_reader_${randomBytes(3).toString('hex')}`
+    await database.knex.raw(`create role ?? login password 'reader-pass'`, [role])
+    try {
+      await database.knex.raw(`grant connect on database ?? to ??`, [database.name, role])
+      await database.knex.raw(`grant usage on schema public to ??`, [role])
+      await database.knex.raw(`grant select on all tables in schema public to ??`, [role])
+      const url = new URL(database.url)
+      url.username = role
+      url.password = 'reader-pass'
+
+      const checked = await runCli(['doctor', '--database-url', url.toString(), '--json'])
+      expect(checked.code).toBe(9)
+      const report = (envelope(checked) as unknown as DoctorJson).result
+      expect(report.verdict).toMatch(/^read-only: /)
+      expect(report.verdict).toContain('Still works: doctor, export-events, audit-events (without --fix), audit-locks')
+
+      const before = await database.knex('task_instance').where({dag_id: 'etl'}).first()
+      const written = await runCli(['complete', '--database-url', url.toString(), '--dag-id', 'etl', '--yes', '--json'])
+      expect(written.code).toBe(2)
+      const error = (envelope(written) as {error: {code: string; message: string}}).error
+      expect(error.code).toBe('PERMISSION_DENIED')
+      expect(error.message).toContain('UPDATE on task_instance')
+      expect(await database.knex('task_instance').where({dag_id: 'etl'}).first()).toEqual(before)
+
+      const audit = await runCli(['audit-events', '--database-url', url.toString(), '--dag-id', 'etl', '--json'])
+      expect([0, 6]).toContain(audit.code)
+    } finally {
+      await database.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where usename = ?`, [role])
+      await database.knex.raw('drop owned by ??', [role])
+      await database.knex.raw(`revoke connect on database ?? from ??`, [database.name, role])
+      await database.knex.raw('drop role if exists ??', [role])
+    }
   })
 
   it('reports a plain non-Airflow database as unsupported (exit 8) with what is missing', async () => {
