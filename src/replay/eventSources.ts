@@ -1,6 +1,6 @@
 import {assetKey} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
-import {checkReadable, ndjsonLines} from '../input/ndjsonLines.js'
+import {checkedLines, checkReadable} from '../selection/ndjsonInput.js'
 import {parseEventLine, type ParsedEventLine} from './parseEventLine.js'
 import type {EventSpec} from './reemitEvent.js'
 
@@ -41,7 +41,7 @@ export async function* eventsById(
 export async function validateEventFile(path: string): Promise<number> {
   await checkReadable(path, '--from-file')
   let count = 0
-  for await (const {text, line} of ndjsonLines(path)) {
+  for await (const {text, line} of checkedLines(path)) {
     parseEventLine(text, line, path)
     count++
   }
@@ -100,7 +100,7 @@ export async function* eventsFromFile(
     chunk = []
   }
 
-  for await (const {text, line} of ndjsonLines(path)) {
+  for await (const {text, line} of checkedLines(path)) {
     if (options.afterLine !== null && line <= options.afterLine) continue
     chunk.push({line, parsed: parseEventLine(text, line, path)})
     if (chunk.length >= chunkSize) yield* flush()

@@ -1,6 +1,7 @@
 import {taskInstanceIdPattern} from '../airflow/taskInstance.js'
 import {usageError} from '../errors.js'
-import {checkReadable, jsonErrorWithoutInput, ndjsonLines} from '../input/ndjsonLines.js'
+import {jsonErrorWithoutInput} from '../input/ndjsonLines.js'
+import {checkedLines, checkReadable} from './ndjsonInput.js'
 import {describeRef} from '../airflow/taskInstance.js'
 import type {OutletEventInput, WorkItem} from './workItem.js'
 
@@ -97,7 +98,7 @@ export async function openInputFile(path: string, warn: (message: string) => voi
   const firstLine = new Map<string, number>()
   const kept: WorkItem[] = []
   let count = 0
-  for await (const {text, line} of ndjsonLines(path)) {
+  for await (const {text, line} of checkedLines(path)) {
     const item = parseInputLine(text, line, source)
     const key = describeRef(item.ref)
     const first = firstLine.get(key)
@@ -120,7 +121,7 @@ export async function openInputFile(path: string, warn: (message: string) => voi
       }
 
       const seen = new Set<string>()
-      for await (const {text, line} of ndjsonLines(path)) {
+      for await (const {text, line} of checkedLines(path)) {
         const item = parseInputLine(text, line, source)
         const key = describeRef(item.ref)
         if (seen.has(key)) continue

@@ -29,6 +29,7 @@ describe('Tally', () => {
       conflict: 0,
       inactive_outlet: 0,
       unsupported_consumer: 0,
+      invalid_end_date: 0,
       not_found: 0,
       failed: 0,
       events_created: 2,
