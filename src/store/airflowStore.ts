@@ -50,6 +50,8 @@ export interface AirflowStore extends CatalogStore {
   /** One keyset page of task instance ids (id > after, ORDER BY id). */
   selectTaskInstanceIds(ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<string[]>
   countTaskInstances(ex: Executor, filter: TaskInstanceFilter): Promise<number>
+  /** Every dag_id of the dag table (for "did you mean"). */
+  readDagIds(ex: Executor): Promise<string[]>
 
   // --- events: export, replay, repair ---------------------------------------------------------
   /** One keyset page of events with everything an export line carries. */

@@ -397,4 +397,14 @@ describe('airlock complete', () => {
     const done = envelope(await complete('--ti-id', target.id, '--from-state', 'none', '--json')) as {result: {items: Array<{outcome: string}>}}
     expect(done.result.items[0]!.outcome).toBe('completed')
   })
+
+  it('an unknown --dag-id: exit 4 naming close matches when it was the only selector, a warning otherwise', async () => {
+    await threeRunningTasks()
+    const typo = await complete('--dag-id', 'elt', '--yes')
+    expect(typo.code).toBe(4)
+    expect(typo.stderr).toContain('no DAG is named "elt"; did you mean etl?')
+    const narrowed = await complete('--dag-id', 'elt', '--task-id', 'task_1', '--yes', '--json')
+    expect(narrowed.code).toBe(0)
+    expect((envelope(narrowed) as {warnings: string[]}).warnings.join(' ')).toContain('did you mean etl?')
+  })
 })

@@ -13,7 +13,7 @@ import {
   resolveAssetsAndAliases,
 } from './events.js'
 import {ensureAliasAssets, findAssetsByNameOrUri, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
-import {countTaskInstances, isDeliberatelySilent, readMissingOutlets, selectTaskInstanceIds} from './selection.js'
+import {countTaskInstances, isDeliberatelySilent, readDagIds, readMissingOutlets, selectTaskInstanceIds} from './selection.js'
 import {lockTaskInstance, markTaskInstanceSuccess, readArchivedTaskInstanceKey, readTaskInstance} from './taskInstance.js'
 
 /**
@@ -38,6 +38,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     isDeliberatelySilent: isDeliberatelySilent(),
     selectTaskInstanceIds: selectTaskInstanceIds(),
     countTaskInstances: countTaskInstances(),
+    readDagIds: readDagIds(),
     readEventPage: readEventPage(capabilities),
     readEventsById: readEventsById(capabilities),
     resolveAssetsAndAliases: resolveAssetsAndAliases(),

@@ -100,3 +100,8 @@ export function isDeliberatelySilent() {
     return row?.silent ?? false
   }
 }
+
+export function readDagIds() {
+  const dagIds = prepared('dag_ids', 'select dag_id from dag order by dag_id')
+  return async (ex: Executor): Promise<string[]> => (await ex.query<{dag_id: string}>(dagIds([]))).map((row) => row.dag_id)
+}
