@@ -122,7 +122,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       action: 'mark',
       noun: 'task instances as success',
       label: 'complete',
-      doneOutcomes: ['completed', 'already_success'],
+      doneOutcomes: ['completed', 'would_complete', 'already_success'],
       yes: flags.yes,
       dryRun: flags['dry-run'],
       explicit: source.explicit,

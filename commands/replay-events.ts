@@ -98,7 +98,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       action: mode.kind === 'missing' ? 'replay the missing events of' : 're-emit',
       noun: mode.kind === 'missing' ? 'task instances' : 'events',
       label: 'replay-events',
-      doneOutcomes: ['replayed', 'nothing_missing', 'not_emitted', 'skipped_existing'],
+      doneOutcomes: ['replayed', 'would_replay', 'nothing_missing', 'not_emitted', 'skipped_existing'],
       yes: flags.yes,
       dryRun: flags['dry-run'],
       explicit: mode.kind !== 'missing' || mode.selection.tiIds.length > 0,

@@ -1,4 +1,4 @@
-import type {ItemJson} from '../report/itemJson.js'
+import {dryRunOutcomeNames, type ItemJson} from '../report/itemJson.js'
 import {renderTable} from '../output/table.js'
 
 export interface BatchReport<J = ItemJson> {
@@ -40,7 +40,7 @@ export function renderBatch(report: BatchReport, noun = 'task instance'): string
     .map((item) => [
       `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${item.map_index !== null && item.map_index >= 0 ? `[${item.map_index}]` : ''}`,
       item.outcome +
-        (item.previous_state ? ` (was ${item.previous_state})` : '') +
+        (item.previous_state && item.previous_state !== 'success' ? ` (was ${item.previous_state})` : '') +
         (item.error ? `: ${item.error.sqlstate ?? ''} ${item.error.message}`.trimEnd() : ''),
       item.events,
       item.queued,
@@ -54,7 +54,7 @@ export function renderBatch(report: BatchReport, noun = 'task instance'): string
   const s = report.summary
   const counts = Object.entries(s)
     .filter(([key, value]) => typeof value === 'number' && !['selected', 'events_created', 'runs_queued'].includes(key) && value > 0)
-    .map(([key, value]) => `${value} ${key.replaceAll('_', ' ')}`)
+    .map(([key, value]) => `${value} ${((s.dry_run && dryRunOutcomeNames[key]) || key).replaceAll('_', ' ')}`)
   parts.push(
     `${s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${s.selected} ${noun}${s.selected === 1 ? '' : 's'} selected: ` +
       `${counts.join(', ') || 'nothing to do'}; ${s.events_created} events, ${s.runs_queued} queue rows.` +

@@ -1,4 +1,4 @@
-import type {TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
+import type {StoredState, TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
 import type {Failed} from '../engine/transaction.js'
 
 /**
@@ -29,8 +29,8 @@ export interface Timings {
 
 export interface ItemResult<O extends {outcome: string}> {
   ref: TaskInstanceRef
-  /** Known once the unlocked read found the task instance. */
-  ti: (TaskInstanceKey & {id: string}) | null
+  /** Known once the unlocked read found the task instance; `state` as that read saw it. */
+  ti: (TaskInstanceKey & {id: string; state?: StoredState}) | null
   result: ProtocolOutcome<O>
   events: number
   queued: number

@@ -201,7 +201,7 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
 
   return {
     ref,
-    ti: named ? {id: named.id, dagId: named.dagId, runId: named.runId, taskId: named.taskId, mapIndex: named.mapIndex} : null,
+    ti: named ? {id: named.id, dagId: named.dagId, runId: named.runId, taskId: named.taskId, mapIndex: named.mapIndex, state: named.state} : null,
     result,
     events: written ? counts.events : 0,
     queued: written ? counts.queued : 0,

@@ -18,6 +18,9 @@ export interface ItemJson {
 
 const ms = (value: number) => Math.round(value * 100) / 100
 
+/** What a dry run's committed outcome is called: it was rolled back, so it "would" have happened. */
+export const dryRunOutcomeNames: Readonly<Record<string, string>> = {completed: 'would_complete', replayed: 'would_replay'}
+
 /** An item in its JSON shape (snake_case, as Airflow's columns; docs/exit-codes-and-json.md). */
 export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
   const key = item.ti ?? ('key' in item.ref ? {id: null, ...item.ref.key} : null)
@@ -28,8 +31,9 @@ export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
     run_id: key?.runId ?? null,
     task_id: key?.taskId ?? null,
     map_index: key?.mapIndex ?? null,
-    outcome: result.outcome,
-    previous_state: result.previousState ?? null,
+    outcome: (item.dryRun && dryRunOutcomeNames[result.outcome]) || result.outcome,
+    // The state it was found in: a conflict's, or the one a completed item left.
+    previous_state: result.previousState !== undefined ? result.previousState : (item.ti?.state ?? null),
     events: item.events,
     queued: item.queued,
     timings: {

@@ -105,6 +105,13 @@ describe('airlock complete', () => {
     const result = await complete('--dag-id', 'etl', '--dry-run')
     expect(result.code).toBe(0)
     expect(result.stdout).toContain('DRY RUN')
+    expect(result.stdout).toContain('3 task instances selected: 3 would complete')
+    expect(result.stdout).toContain('would_complete')
+    const json = envelope(await complete('--dag-id', 'etl', '--dry-run', '--json')) as {
+      result: {items: Array<{outcome: string; previous_state: string}>}
+    }
+    expect(json.result.items.map((i) => i.outcome)).toEqual(['would_complete', 'would_complete', 'would_complete'])
+    expect(json.result.items.map((i) => i.previous_state)).toEqual(['running', 'running', 'running'])
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
 
