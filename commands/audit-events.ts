@@ -36,8 +36,8 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     ...connectionFlags,
     ...eventFilterFlags,
     'duplicate-window': Flags.string({
-      description: 'Identical events closer than this to the first of their group are duplicates.',
-      default: '10min',
+      description: 'Identical events closer than this to the first of their group are duplicates (500ms, 5s, 10m, 2h; up to 168h).',
+      default: '10m',
     }),
     'fail-on': Flags.string({
       description: `Exit 6 when a finding of this class exists. Repeatable. Default: ${defaultFailOn.join(', ')}.`,
@@ -60,7 +60,8 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     if (flags.format === 'csv' && this.outputMode !== 'human') throw usageError('--format csv cannot be combined with --json or --ndjson.')
     // For missing_events the window applies to the task instances' end_date.
     const filter = eventFilterFromFlags(flags)
-    const windowSeconds = parseDuration(flags['duplicate-window'], '--duplicate-window') / 1000
+    // Up to a week: a retried request can land long after the first on a stuck worker.
+    const windowSeconds = parseDuration(flags['duplicate-window'], '--duplicate-window', 7 * 24 * 3_600_000) / 1000
     const airflow = await this.openAirflow(flags, {verb: 'audit-events', poolSize: 2, ...(flags.fix ? {writes: 'audit-events --fix'} : {})})
 
     const kept: Finding[] = []

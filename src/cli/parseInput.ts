@@ -62,15 +62,21 @@ export function parseJsonObject(value: string, flag: string): string {
 }
 
 /** "5s", "500ms", "2min", or plain milliseconds. */
-export function parseDuration(value: string, flag: string): number {
-  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|min)?$/.exec(value.trim())
-  if (!match) throw usageError(`${flag} must be a duration like 500ms, 5s or 1min (got "${value}").`)
+/**
+ * A duration in one vocabulary for every flag: 500ms, 5s, 5m (or 5min), 1h; a bare number is
+ * milliseconds. `maxMs` bounds it (one hour unless the flag says otherwise).
+ */
+export function parseDuration(value: string, flag: string, maxMs = 3_600_000): number {
+  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?$/.exec(value.trim())
+  if (!match) throw usageError(`${flag} must be a duration like 500ms, 5s, 5m or 1h (got "${value}").`)
   const amount = Number(match[1])
-  const factor = {ms: 1, s: 1000, min: 60_000}[match[2] ?? 'ms'] ?? 1
+  const factor = {ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000}[match[2] ?? 'ms'] ?? 1
   const ms = Math.round(amount * factor)
-  if (ms < 1 || ms > 3_600_000) throw usageError(`${flag} must be between 1ms and 60min (got "${value}").`)
+  if (ms < 1 || ms > maxMs) throw usageError(`${flag} must be between 1ms and ${formatDuration(maxMs)} (got "${value}").`)
   return ms
 }
+
+const formatDuration = (ms: number) => (ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms}ms`)
 
 export function parseTaskInstanceId(value: string): string {
   if (!taskInstanceIdPattern.test(value)) throw usageError(`--ti-id must be a task instance UUID (task_instance.id), got "${value}".`)

@@ -1,8 +1,6 @@
-import {spawn} from 'node:child_process'
 import fs from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
-import {performance} from 'node:perf_hooks'
 import path from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -25,21 +23,6 @@ afterAll(async () => db?.drop())
 const complete = (...args: string[]) => runCli(['complete', '--database-url', db.url, ...args])
 
 /** DAG etl, one run, task_1…task_3 running, two active outlets each, no consumers. */
-/**
- * How long to let a fresh Node process run before bin/run.js's first lines have surely run: three
- * times what a bare `node -e 0` takes to start and exit on this machine now (Node catches SIGINT
- * at the libuv level from the start, so /proc cannot tell when airlock's handler is in place).
- */
-async function nodeStartupMs(): Promise<number> {
-  const started = performance.now()
-  await new Promise<void>((resolve, reject) =>
-    spawn(process.execPath, ['-e', '0'])
-      .on('exit', () => resolve())
-      .on('error', reject),
-  )
-  return 3 * (performance.now() - started) + 50
-}
-
 const threeRunningTasks = () => scenario(db.knex).producer('etl', {tasks: 3, outlets: 2}).build()
 
 describe('airlock complete', () => {
@@ -301,23 +284,25 @@ describe('airlock complete', () => {
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
 
-  it('SIGINT while the CLI is still loading: remembered, then the same INTERRUPTED envelope and exit 130', async () => {
-    // A server that accepts and never answers: the command cannot finish before the signal, which
-    // lands while oclif loads or while it connects; both end the same way.
-    const silent = net.createServer(() => undefined)
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
-    const port = (silent.address() as net.AddressInfo).port
-    try {
-      const settle = await nodeStartupMs()
-      const {child, finished} = startCli(['doctor', '--database-url', `postgresql://airflow@127.0.0.1:${port}/airflow`, '--json'])
-      await new Promise((resolve) => setTimeout(resolve, settle))
-      child.kill('SIGINT')
-      const {code, stdout} = await finished
-      expect(code).toBe(130)
-      expect(JSON.parse(stdout)).toMatchObject({status: 130, error: {code: 'INTERRUPTED'}})
-    } finally {
-      silent.close()
-    }
+  it('SIGINT while connecting (before any item): the INTERRUPTED envelope and exit 130 at once', async () => {
+    // A server that accepts and never answers: the signal is sent when the CLI's connection
+    // arrives, so it lands while the command is still setting up, however loaded the machine is.
+    let running: ReturnType<typeof startCli> | undefined
+    const connected = new Promise<void>((resolve) => {
+      const silent = net.createServer(() => {
+        running!.child.kill('SIGINT')
+        resolve()
+      })
+      silent.listen(0, '127.0.0.1', () => {
+        const port = (silent.address() as net.AddressInfo).port
+        running = startCli(['doctor', '--database-url', `postgresql://airflow@127.0.0.1:${port}/airflow`, '--json'])
+        void running.finished.finally(() => silent.close())
+      })
+    })
+    await connected
+    const {code, stdout} = await running!.finished
+    expect(code).toBe(130)
+    expect(JSON.parse(stdout)).toMatchObject({status: 130, error: {code: 'INTERRUPTED'}})
   })
 
   it('two SIGINTs 20 ms apart during a batch: exit 130 at once with an envelope of what had finished', async () => {
@@ -413,5 +398,18 @@ describe('airlock complete', () => {
     const narrowed = await complete('--dag-id', 'elt', '--task-id', 'task_1', '--yes', '--json')
     expect(narrowed.code).toBe(0)
     expect((envelope(narrowed) as {warnings: string[]}).warnings.join(' ')).toContain('did you mean etl?')
+  })
+
+  it('-h, --help, help, -v, --version and version all work (exit 0)', async () => {
+    for (const args of [['-h'], ['--help'], ['help'], ['help', 'complete']]) {
+      const result = await runCli(args)
+      expect(result.code, args.join(' ')).toBe(0)
+      expect(result.stdout).toContain('USAGE')
+    }
+    for (const args of [['-v'], ['--version'], ['version']]) {
+      const result = await runCli(args)
+      expect(result.code, args.join(' ')).toBe(0)
+      expect(result.stdout).toMatch(/^airlock\/\d+\.\d+\.\d+ /)
+    }
   })
 })

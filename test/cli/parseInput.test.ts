@@ -25,7 +25,11 @@ describe('flag parsing', () => {
     expect(usage(() => parseJsonObject('{', '--extra'))).toContain('not valid JSON')
   })
 
-  it('durations in ms, s or min within bounds', () => {
+  it('durations in one vocabulary (ms, s, m or min, h) within bounds', () => {
+    expect(parseDuration('5m', '--lock-timeout')).toBe(300_000)
+    expect(parseDuration('1h', '--lock-timeout')).toBe(3_600_000)
+    expect(usage(() => parseDuration('2h', '--lock-timeout'))).toContain('between 1ms and 1h')
+    expect(parseDuration('2h', '--duplicate-window', 7 * 24 * 3_600_000)).toBe(7_200_000)
     expect(parseDuration('5s', '--lock-timeout')).toBe(5000)
     expect(parseDuration('250ms', '--lock-timeout')).toBe(250)
     expect(parseDuration('250', '--lock-timeout')).toBe(250)
