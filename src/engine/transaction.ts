@@ -1,10 +1,10 @@
 import {performance} from 'node:perf_hooks'
 
-import type {Database, Executor, TransactionLocals} from './engine.js'
+import type {Database, ErrorClass, Executor, TransactionLocals} from './engine.js'
 import {backoffDelay, defaultRetryPolicy, sleep, type RetryPolicy} from './retry.js'
 
 /** An item that could not be done: after the last retry, or for a reason no retry fixes. */
-export type Failed = {outcome: 'failed'; sqlstate: string | null; message: string}
+export type Failed = {outcome: 'failed'; sqlstate: string | null; message: string; kind?: ErrorClass}
 
 /** What one run of the work decided: keep what it wrote, or undo it and report an outcome. */
 export type Decision<O> = {commit: O} | {rollback: O}
@@ -90,12 +90,12 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
         break
       }
 
-      return done({outcome: 'failed', sqlstate: step.code, message: step.reason}, attempt)
+      return done({outcome: 'failed', sqlstate: step.code, message: step.reason, kind: step.kind}, attempt)
     }
   }
 }
 
-type AttemptStep<O> = {done: O | Failed} | {kind: string; code: string | null; reason: string; retryable: boolean}
+type AttemptStep<O> = {done: O | Failed} | {kind: ErrorClass; code: string | null; reason: string; retryable: boolean}
 
 /** One transaction of the work: its outcome, or why it failed and whether that is worth retrying. */
 async function attemptOnce<O>(db: Database, work: TransactionWork<O>, attempt: number, locals: TransactionLocals): Promise<AttemptStep<O>> {

@@ -3,7 +3,7 @@ import {performance} from 'node:perf_hooks'
 import {describeRef, type StoredState, type TaskInstanceContext, type TaskInstanceRef} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import type {RetryPolicy} from '../engine/retry.js'
-import {runTransaction, type Decision} from '../engine/transaction.js'
+import {runTransaction, type Decision, type Failed} from '../engine/transaction.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import type {ItemResult, ProtocolOutcome} from './outcomes.js'
 
@@ -185,6 +185,17 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     },
     wasCommitted: (ex) => writer.wasCommitted(ex, ti!, registration as Registration, receipt as Receipt),
   })
+
+  // A lock timeout names who held the row (best effort: it may have let go since).
+  const failed = result.outcome === 'failed' ? (result as Failed) : undefined
+  if (failed?.kind === 'lock_timeout' && ti) {
+    const holder = await store.readRowHolder(db.executor, ti.id).catch(() => undefined)
+    if (holder) {
+      const name = holder.applicationName ? ` "${holder.applicationName}"` : ''
+      const since = holder.since ? ` in a transaction since ${holder.since.toISOString()}` : ''
+      failed.message += `; the row is held by pid ${holder.pid}${name} (user ${holder.user}, ${holder.state ?? 'unknown state'}${since}); airlock audit-locks shows what it waits for`
+    }
+  }
 
   const written = result.outcome === writer.committed.outcome
   // An item that failed before its COMMIT was sent wrote nothing: no counts or notes of an attempt

@@ -21,6 +21,8 @@ export interface AirflowStore extends CatalogStore {
   readArchivedTaskInstanceKey(ex: Executor, tiId: string): Promise<TaskInstanceKey | undefined>
   /** Step 3: SELECT … FOR UPDATE by id only; the state is read under the lock. */
   lockTaskInstance(ex: Executor, tiId: string): Promise<LockedTaskInstance | undefined>
+  /** The session holding the task instance's row lock, best effort (for a lock-timeout message). */
+  readRowHolder(ex: Executor, tiId: string): Promise<RowHolder | undefined>
   /** Step 4 of complete: the state change Airflow's success path makes. */
   markTaskInstanceSuccess(ex: Executor, tiId: string, endDate: Date | null): Promise<void>
   /** One multi-row INSERT … RETURNING for a task instance's events. */
@@ -208,6 +210,15 @@ export interface StoredEvent extends EventContent {
   /** For the audit row: the source run's logical date and the source DAG's owners. */
   logicalDate: Date | null
   owners: string | null
+}
+
+/** A session holding a row lock, as pg_stat_activity describes it. */
+export interface RowHolder {
+  pid: number
+  applicationName: string
+  since: Date | null
+  state: string | null
+  user: string
 }
 
 /** What one duplicate group's repair did. */

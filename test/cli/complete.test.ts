@@ -132,7 +132,7 @@ describe('airlock complete', () => {
     const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
     const target = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
-    await whileRowLocked(db.knex, target.id, async () => {
+    await whileRowLocked(db.knex, target.id, async (holder) => {
       const result = await complete('--ti-id', target.id, '--lock-timeout', '50ms', '--json')
       const out = envelope(result) as {result: {items: Array<{outcome: string; error: {sqlstate: string}; timings: Record<string, number | null>}>}}
       expect(result.code).toBe(5)
@@ -148,6 +148,9 @@ describe('airlock complete', () => {
         events: 0,
       })
       expect(out.result.items[0]!.timings.lock_wait_ms).toBeGreaterThan(0)
+      // …and who held the row, for the operator's next step.
+      const holderPid = (await holder.raw<{rows: Array<{pid: number}>}>('select pg_backend_pid() as pid')).rows[0]!.pid
+      expect((out.result.items[0] as unknown as {error: {message: string}}).error.message).toContain(`the row is held by pid ${holderPid}`)
       expect(out.result.items[0]!.timings.stamp_to_commit_ms).toBeNull()
     })
     expect(await writeFootprint(db.knex)).toEqual(footprint)

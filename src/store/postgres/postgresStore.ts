@@ -14,7 +14,7 @@ import {
 } from './events.js'
 import {ensureAliasAssets, findAssetsByNameOrUri, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
 import {countTaskInstances, isDeliberatelySilent, readDagIds, readMissingOutlets, selectTaskInstanceIds} from './selection.js'
-import {lockTaskInstance, markTaskInstanceSuccess, readArchivedTaskInstanceKey, readTaskInstance} from './taskInstance.js'
+import {lockTaskInstance, markTaskInstanceSuccess, readArchivedTaskInstanceKey, readRowHolder, readTaskInstance} from './taskInstance.js'
 
 /**
  * The PostgreSQL store for one capability set: every statement whose text depends on the Airflow
@@ -26,6 +26,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     readTaskInstance: readTaskInstance(capabilities),
     readArchivedTaskInstanceKey: readArchivedTaskInstanceKey(),
     lockTaskInstance: lockTaskInstance(),
+    readRowHolder: readRowHolder(),
     markTaskInstanceSuccess: markTaskInstanceSuccess(),
     insertAssetEvents: insertAssetEvents(capabilities),
     findAssetsByNameOrUri: findAssetsByNameOrUri(),

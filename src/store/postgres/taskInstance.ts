@@ -3,7 +3,7 @@ import {declaredOutletsByTask, serializedDagJson, type DeclaredOutlet} from '../
 import type {OutletAsset, StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {LockedTaskInstance} from '../airflowStore.js'
+import type {LockedTaskInstance, RowHolder} from '../airflowStore.js'
 
 interface TaskInstanceRow {
   id: string
@@ -201,6 +201,26 @@ export function lockTaskInstance() {
   return async (ex: Executor, tiId: string): Promise<LockedTaskInstance | undefined> => {
     const [row] = await ex.query<{state: StoredState; try_number: number | null}>(lock([tiId]))
     return row ? {state: row.state, tryNumber: row.try_number} : undefined
+  }
+}
+
+/**
+ * Who holds a task_instance row lock, best effort, for a lock-timeout message: the row's xmax is
+ * the locking transaction's id while it runs (a plain FOR UPDATE or UPDATE; a shared multixact
+ * lock is not resolved), and pg_stat_activity.backend_xid names the session that has it.
+ */
+export function readRowHolder() {
+  const holder = prepared(
+    'ti_row_holder',
+    `select a.pid, a.application_name, a.xact_start, a.state, a.usename::text as usename
+       from task_instance t join pg_stat_activity a on a.backend_xid::text = t.xmax::text
+      where t.id = $1 and t.xmax::text <> '0'`,
+  )
+  return async (ex: Executor, tiId: string): Promise<RowHolder | undefined> => {
+    const [row] = await ex.query<{pid: number; application_name: string; xact_start: Date | null; state: string | null; usename: string}>(
+      holder([tiId]),
+    )
+    return row ? {pid: row.pid, applicationName: row.application_name, since: row.xact_start, state: row.state, user: row.usename} : undefined
   }
 }
 
