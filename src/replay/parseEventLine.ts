@@ -1,5 +1,5 @@
 import {usageError} from '../errors.js'
-import {jsonErrorWithoutInput} from '../input/ndjsonLines.js'
+import {parseJsonLine} from '../selection/ndjsonInput.js'
 import type {EventLine} from '../airflow/eventLine.js'
 
 export type ParsedEventLine = Pick<EventLine, 'asset' | 'extra' | 'partition_key' | 'aliases'> & {
@@ -10,12 +10,7 @@ export type ParsedEventLine = Pick<EventLine, 'asset' | 'extra' | 'partition_key
 /** A line of export-events' NDJSON (or a hand-written one of the same shape), checked field by field. */
 export function parseEventLine(text: string, line: number, source: string): ParsedEventLine {
   const where = `${source} line ${line}`
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch (error) {
-    throw usageError(`${where} is not valid JSON (${jsonErrorWithoutInput(error)}).`)
-  }
+  const value = parseJsonLine(text, where)
 
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw usageError(`${where} must be a JSON object (one event as written by airlock export-events).`)

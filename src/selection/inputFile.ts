@@ -1,7 +1,6 @@
 import {taskInstanceIdPattern} from '../airflow/taskInstance.js'
 import {usageError} from '../errors.js'
-import {jsonErrorWithoutInput} from '../input/ndjsonLines.js'
-import {checkedLines, checkReadable} from './ndjsonInput.js'
+import {checkedLines, checkReadable, parseJsonLine} from './ndjsonInput.js'
 import {describeRef} from '../airflow/taskInstance.js'
 import type {OutletEventInput, WorkItem} from './workItem.js'
 
@@ -14,14 +13,9 @@ import type {OutletEventInput, WorkItem} from './workItem.js'
  */
 export function parseInputLine(text: string, line: number, source: string): WorkItem {
   const where = `${source} line ${line}`
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch (error) {
-    throw usageError(`${where} is not valid JSON (${jsonErrorWithoutInput(error)}).`, [
-      'Each line must be one JSON object: {"ti_id": "…"} or {"dag_id": …, "run_id": …, "task_id": …, "map_index": -1}.',
-    ])
-  }
+  const value = parseJsonLine(text, where, [
+    'Each line must be one JSON object: {"ti_id": "…"} or {"dag_id": …, "run_id": …, "task_id": …, "map_index": -1}.',
+  ])
 
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw usageError(`${where} must be a JSON object.`)
   const record = value as Record<string, unknown>

@@ -1,7 +1,7 @@
 import fs from 'node:fs'
 
 import {usageError} from '../errors.js'
-import {maxLineBytes, ndjsonLines} from '../input/ndjsonLines.js'
+import {jsonErrorWithoutInput, maxLineBytes, ndjsonLines} from '../input/ndjsonLines.js'
 
 /** Why an input file cannot be read, in words (exit 2), or nothing when it can. */
 export async function checkReadable(path: string, flag: string): Promise<void> {
@@ -33,4 +33,28 @@ export async function* checkedLines(path: string): AsyncGenerator<{text: string;
 
     yield {text, line}
   }
+}
+
+/**
+ * One NDJSON line parsed, or exit 2 naming it: not JSON (the text never quoted), or a string
+ * holding a NUL character, which PostgreSQL's text cannot store (the server would refuse it
+ * mid-run).
+ */
+export function parseJsonLine(text: string, where: string, actions: string[] = []): unknown {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (error) {
+    throw usageError(`${where} is not valid JSON (${jsonErrorWithoutInput(error)}).`, actions)
+  }
+
+  if (holdsNul(value)) throw usageError(`${where} holds a NUL character (\\u0000) in a string; PostgreSQL cannot store it.`)
+  return value
+}
+
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000')
+  if (Array.isArray(value)) return value.some(holdsNul)
+  if (typeof value === 'object' && value !== null) return Object.entries(value).some(([key, inner]) => key.includes('\u0000') || holdsNul(inner))
+  return false
 }

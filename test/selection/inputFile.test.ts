@@ -6,6 +6,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {AirlockError} from '../../src/errors.js'
 
+import {parseEventLine} from '../../src/replay/parseEventLine.js'
 import {openInputFile, parseInputLine} from '../../src/selection/inputFile.js'
 import {usageMessage} from '../support/usage.js'
 
@@ -43,10 +44,18 @@ describe('NDJSON input lines', () => {
     ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "extra": [1]}]}', 'outlet_events[0].extra'],
     ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "dag_id": "other"}', 'not both'],
     ['{"dag_id": "d", "run_id": "r", "task_id": "t", "mapindex": 3}', 'unknown key "mapindex"'],
+    ['{"dag_id": "a\\u0000b", "run_id": "r", "task_id": "t"}', 'NUL character'],
   ])('rejects %s naming the file, the line and the problem', (text, problem) => {
     const message = fails(text)
     expect(message).toContain('tis.ndjson line 7')
     expect(message).toContain(problem)
+  })
+})
+
+describe('export-events lines read back by replay-events', () => {
+  it('a NUL character in any string is refused before the server sees it (it failed mid-run as exit 1)', () => {
+    const line = '{"asset": {"name": "a\\u0000", "uri": "x"}, "extra": {}, "timestamp": "2026-01-01T00:00:00Z"}'
+    expect(usageMessage(() => parseEventLine(line, 3, 'incident.ndjson'))).toContain('incident.ndjson line 3 holds a NUL character')
   })
 })
 
