@@ -107,7 +107,7 @@ export function placementOf(entry: Revision): Placement {
   const head = entry.revision
   const headed = releasesHeadedBy(entry)
   if (headed.length > 0) return {head, release: labelFor(headed), version: headed[0]!.version, kind: 'release', applied: appliedUpTo(entry)}
-  const unreleased = !releases.some((release) => !release.unreleased && lineOf(release.version) === lineOf(entry.airflowVersion))
+  const unreleased = !releasedLines.includes(lineOf(entry.airflowVersion))
   return {
     head,
     release: `${entry.airflowVersion} (${unreleased ? 'unreleased, ' : ''}partly migrated)`,
@@ -117,29 +117,23 @@ export function placementOf(entry: Revision): Placement {
   }
 }
 
+/** Where a database at this release's head is placed (every release head is on the graph: the refresh script and a test see to it). */
+export function releasePlacement(release: Release): Placement {
+  return placementOf(entryOf(release)!)
+}
+
 /** The newest release of a released line, for `--assume-version X.Y` on a head newer than airlock. */
 export function assumedPlacement(line: string, head: string): Placement | undefined {
   const newest = releases.filter((release) => lineOf(release.version) === line && !release.unreleased).at(-1)
   if (!newest) return undefined
-  const known = placementsOf(newest.head).find((placement) => placement.kind === 'release' && lineOf(placement.version) === line)
-  return (
-    known && {head, release: `${line}.x (assumed; newer than ${newest.version})`, version: newest.version, kind: 'assumed', applied: known.applied}
-  )
+  const {applied} = releasePlacement(newest)
+  return {head, release: `${line}.x (assumed; newer than ${newest.version})`, version: newest.version, kind: 'assumed', applied}
 }
 
 /** One placement per distinct release head, newest first: what an unknown head is compared with. */
 export function releasePlacements(): Placement[] {
-  const seen = new Set<string>()
-  const placements: Placement[] = []
-  for (const release of [...releases].reverse()) {
-    const key = `${release.head}@${lineOf(release.version)}`
-    if (seen.has(key)) continue
-    seen.add(key)
-    const placement = placementsOf(release.head).find((p) => p.kind === 'release' && lineOf(p.version) === lineOf(release.version))
-    if (placement) placements.push(placement)
-  }
-
-  return placements
+  const entries = new Set([...releases].reverse().map((release) => entryOf(release)!))
+  return [...entries].map(placementOf)
 }
 
 /** The Airflow version a migration belongs to (main's entry when a revision sits in two places). */

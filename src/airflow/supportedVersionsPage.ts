@@ -1,5 +1,5 @@
 import graph from './revisions.json' with {type: 'json'}
-import {compareVersions, lineOf, placementOf, placementsOf, releases, revisions, type Placement, type Release} from './revisions.js'
+import {compareVersions, placementOf, releasePlacement, releases, revisions, type Placement, type Release} from './revisions.js'
 import {adaptiveColumns, queueKeyRevision, releaseBehaviour} from './schema.js'
 
 /**
@@ -82,8 +82,7 @@ export function renderSupportedVersionsPage(): string {
 function releaseGroups(): Array<{placement: Placement; releases: Release[]}> {
   const groups: Array<{placement: Placement; releases: Release[]}> = []
   for (const release of releases) {
-    const placement = placementsOf(release.head).find((p) => p.kind === 'release' && lineOf(p.version) === lineOf(release.version))
-    if (!placement) continue
+    const placement = releasePlacement(release)
     const last = groups.at(-1)
     if (last && last.placement.release === placement.release) last.releases.push(release)
     else groups.push({placement, releases: [release]})

@@ -8,9 +8,7 @@ import {
   shapeMismatches,
   type AirflowSchema,
   type Capabilities,
-  type PrimaryKeys,
   type SchemaCheck,
-  type SchemaShape,
 } from '../airflow/schema.js'
 import {
   assumedPlacement,
@@ -93,7 +91,7 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
 
   const keys = await catalog.readPrimaryKeys(db.executor, ['asset_dag_run_queue'])
   const mismatchesAt = (placement: Placement) => shapeMismatches(shape, keys, placement.applied, versionOfRevision)
-  const placed = placeOnGraph(alembicHead, options.assumeVersion, mismatchesAt, shape, keys)
+  const placed = placeOnGraph(alembicHead, options.assumeVersion, mismatchesAt)
   if ('reason' in placed) return {supported: false, alembicHead, reason: placed.reason, missing: placed.missing}
 
   const {placement} = placed
@@ -108,13 +106,7 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
 
 type Placed = {placement: Placement} | {reason: string; missing: string[]}
 
-function placeOnGraph(
-  head: string,
-  assumeVersion: string | undefined,
-  mismatchesAt: (placement: Placement) => string[],
-  shape: SchemaShape,
-  keys: PrimaryKeys,
-): Placed {
+function placeOnGraph(head: string, assumeVersion: string | undefined, mismatchesAt: (placement: Placement) => string[]): Placed {
   const candidates = placementsOf(head).map((placement) => ({placement, mismatches: mismatchesAt(placement)}))
   // A backported migration can sit on a release branch and on main: the tables say which, and a
   // release wins a tie (a release database is likelier than a development build).
@@ -151,7 +143,7 @@ function placeOnGraph(
     return {placement: assumed}
   }
 
-  const nearest = nearestRelease(shape, keys)
+  const nearest = nearestRelease(mismatchesAt)
   const unknown = `alembic head ${head} is not a migration of any Airflow release airlock knows (supported: ${supportedVersionsText})`
   const nearestLine = lineOf(nearest.placement.version)
   if (nearest.differences.length === 0 && releasedLines.includes(nearestLine)) {
@@ -170,11 +162,8 @@ function placeOnGraph(
 }
 
 /** The newest release whose tables match, else the one with the fewest differences. */
-function nearestRelease(shape: SchemaShape, keys: PrimaryKeys): {placement: Placement; differences: string[]} {
-  const scored = releasePlacements().map((placement) => ({
-    placement,
-    differences: shapeMismatches(shape, keys, placement.applied, versionOfRevision),
-  }))
+function nearestRelease(mismatchesAt: (placement: Placement) => string[]): {placement: Placement; differences: string[]} {
+  const scored = releasePlacements().map((placement) => ({placement, differences: mismatchesAt(placement)}))
   const fewest = Math.min(...scored.map((s) => s.differences.length))
   return scored.find((s) => s.differences.length === fewest)!
 }
