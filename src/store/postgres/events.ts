@@ -194,10 +194,11 @@ export function countEvents() {
  *   (partitioned_asset_key_log);
  * - pending: a consumer could still take it. Before 3.4 a consumer DAG's next asset-triggered run
  *   takes the events after its previous one's run_after (the window of
- *   `SchedulerJobRunner._create_dag_runs_asset_triggered`): an event newer than some consumer's
+ *   `SchedulerJobRunner._create_dag_runs_asset_triggered`, airflow-core/src/airflow/jobs/
+ *   scheduler_job_runner.py, 3.0–3.3; transcribed in test/conformance/scheduler.ts): an event newer than some consumer's
  *   last asset-triggered run is still in that window. Consumers are the DAGs scheduled on the
  *   asset by id, name or uri, or on an alias the event went through. From 3.4 a run takes exactly
- *   the events its queue rows name: an event with a queue row is pending (deleting it would also
+ *   the events its queue rows name (apache/airflow #70972): an event with a queue row is pending (deleting it would also
  *   delete the row, ON DELETE CASCADE);
  * - only the rest is deleted; alias links go with it by their cascade.
  */
