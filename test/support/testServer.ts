@@ -12,6 +12,8 @@ import {
   serverUser,
   startCluster,
   stopCluster,
+  type Binaries,
+  type ServerUser,
 } from '../../src/sandbox/cluster.js'
 
 /**
@@ -56,16 +58,35 @@ async function startContainer(): Promise<TestServer | undefined> {
 }
 
 async function startEmbedded(): Promise<TestServer> {
+  const cluster = await startThrowawayCluster(await locateBinaries(serverUser()))
+  return {adminUrl: cluster.url, kind: 'embedded', stop: () => cluster.stop()}
+}
+
+export interface ThrowawayCluster {
+  url: string
+  /** Owned by the server's OS user; the cluster's files live here. */
+  clusterDir: string
+  stop(): Promise<void>
+}
+
+/**
+ * A PostgreSQL cluster in a temporary directory on a free port (as the OS user `postgres` when
+ * running as root), removed by stop(). `beforeStart` may place files the server reads and return
+ * more server settings (the TLS server's certificate).
+ */
+export async function startThrowawayCluster(
+  binaries: Binaries,
+  beforeStart: (clusterDir: string, user: ServerUser | undefined) => Promise<string[]> = () => Promise.resolve([]),
+): Promise<ThrowawayCluster> {
   const user = serverUser()
-  const binaries = await locateBinaries(user)
   const clusterDir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-test-pg-'))
   const spec = {clusterDir, port: await freePort(), password: newPassword()}
   await prepareClusterDir(clusterDir, user)
   await initCluster(spec, binaries, user)
-  await startCluster(spec, binaries, user)
+  await startCluster(spec, binaries, user, await beforeStart(clusterDir, user))
   return {
-    adminUrl: clusterUrl(spec, 'postgres'),
-    kind: 'embedded',
+    url: clusterUrl(spec, 'postgres'),
+    clusterDir,
     stop: async () => {
       await stopCluster(clusterDir, binaries, user).catch(() => undefined)
       await fs.rm(clusterDir, {recursive: true, force: true})

@@ -4,18 +4,8 @@ import os from 'node:os'
 import path from 'node:path'
 import {promisify} from 'node:util'
 
-import {
-  clusterUrl,
-  freePort,
-  initCluster,
-  locateBinaries,
-  newPassword,
-  prepareClusterDir,
-  serverUser,
-  startCluster,
-  stopCluster,
-  type Binaries,
-} from '../../src/sandbox/cluster.js'
+import {locateBinaries, serverUser, type Binaries} from '../../src/sandbox/cluster.js'
+import {startThrowawayCluster} from './testServer.js'
 
 const execFileAsync = promisify(execFile)
 
@@ -55,11 +45,6 @@ export async function haveOpenssl(): Promise<boolean> {
  * 127.0.0.1, made here with openssl. It accepts both plain and TLS connections.
  */
 export async function startTlsServer(binaries: Binaries): Promise<TlsServer> {
-  const user = serverUser()
-  const clusterDir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-tls-pg-'))
-  const spec = {clusterDir, port: await freePort(), password: newPassword()}
-  await prepareClusterDir(clusterDir, user)
-  await initCluster(spec, binaries, user)
   const certs = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-tls-certs-'))
   const make = async (name: string) => {
     await execFileAsync('openssl', [
@@ -82,26 +67,27 @@ export async function startTlsServer(binaries: Binaries): Promise<TlsServer> {
   }
   await make('server')
   await make('other')
-  // The server reads its key and certificate as its own user, and refuses a key others can read.
-  const keyFile = path.join(clusterDir, 'server.key')
-  const certFile = path.join(clusterDir, 'server.crt')
-  await fs.copyFile(path.join(certs, 'server.key'), keyFile)
-  await fs.copyFile(path.join(certs, 'server.crt'), certFile)
-  await fs.chmod(keyFile, 0o600)
-  if (user) {
-    await fs.chown(keyFile, user.uid, user.gid)
-    await fs.chown(certFile, user.uid, user.gid)
-  }
+  const cluster = await startThrowawayCluster(binaries, async (clusterDir, user) => {
+    // The server reads its key and certificate as its own user, and refuses a key others can read.
+    const keyFile = path.join(clusterDir, 'server.key')
+    const certFile = path.join(clusterDir, 'server.crt')
+    await fs.copyFile(path.join(certs, 'server.key'), keyFile)
+    await fs.copyFile(path.join(certs, 'server.crt'), certFile)
+    await fs.chmod(keyFile, 0o600)
+    if (user) {
+      await fs.chown(keyFile, user.uid, user.gid)
+      await fs.chown(certFile, user.uid, user.gid)
+    }
 
-  await startCluster(spec, binaries, user, ['ssl=on', `ssl_cert_file=${certFile}`, `ssl_key_file=${keyFile}`])
+    return ['ssl=on', `ssl_cert_file=${certFile}`, `ssl_key_file=${keyFile}`]
+  })
   return {
     version: binaries.version,
-    url: clusterUrl(spec, 'postgres'),
+    url: cluster.url,
     certFile: path.join(certs, 'server.crt'),
     otherCertFile: path.join(certs, 'other.crt'),
     stop: async () => {
-      await stopCluster(clusterDir, binaries, user).catch(() => undefined)
-      await fs.rm(clusterDir, {recursive: true, force: true})
+      await cluster.stop()
       await fs.rm(certs, {recursive: true, force: true})
     },
   }
