@@ -96,9 +96,11 @@ describe('replay-events, missing mode', () => {
         .poll(
           async () =>
             (
-              await db.knex.raw(`select count(*)::int as n from pg_stat_activity where application_name = ? and wait_event_type = 'Lock'`, [
-                `airlock:replay:${target.id}`,
-              ])
+              await db.knex.raw(
+                `select count(*)::int as n from pg_stat_activity
+                where datname = current_database() and application_name = ? and wait_event_type = 'Lock'`,
+                [`airlock:replay:${target.id}`],
+              )
             ).rows[0].n,
         )
         .toBe(2)

@@ -17,12 +17,19 @@ export async function waitUntilBlocked(observer: Knex, pid: number, timeoutMs = 
   }
 }
 
-/** Waits until some backend whose application_name starts with `prefix` is blocked on a lock; returns its pid. */
+/**
+ * Waits until some backend of the observer's own database whose application_name starts with
+ * `prefix` is blocked on a lock; returns its pid. Test files run in parallel against one server, so
+ * a session of another file's database must never match (a test that terminates the pid it gets
+ * would otherwise end another test's completion).
+ */
 export async function waitUntilAppBlocked(observer: Knex, prefix: string, timeoutMs = 10_000): Promise<number> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const {rows} = await observer.raw<{rows: Array<{pid: number}>}>(
-      `select pid from pg_stat_activity where application_name like ? and wait_event_type = 'Lock' limit 1`,
+      `select pid from pg_stat_activity
+        where datname = current_database() and application_name like ? and wait_event_type = 'Lock'
+        limit 1`,
       [`${prefix}%`],
     )
     if (rows[0]) return rows[0].pid
