@@ -1,5 +1,6 @@
 import {AirlockError, usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
+import {closeMatches} from '../input/closeMatches.js'
 import {openInputFile} from './inputFile.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {countSelection, selectTaskInstances, type SelectionFilter} from './selection.js'
@@ -82,31 +83,6 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
   }
 
   return {count, explicit: false, items: mapItems(selectTaskInstances(store, db.executor, filter)), warnings}
-}
-
-/** Up to three ids within a small edit distance of `wanted` (a typo), closest first. */
-export function closeMatches(wanted: string, candidates: readonly string[]): string[] {
-  const limit = Math.max(2, Math.floor(wanted.length / 4))
-  return candidates
-    .map((candidate) => ({candidate, distance: editDistance(wanted.toLowerCase(), candidate.toLowerCase())}))
-    .filter(({distance}) => distance <= limit)
-    .sort((a, b) => a.distance - b.distance || a.candidate.localeCompare(b.candidate))
-    .slice(0, 3)
-    .map(({candidate}) => candidate)
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({length: b.length + 1}, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-    }
-
-    previous = current
-  }
-
-  return previous[b.length]!
 }
 
 /** An array as the async stream the batch runner pulls from. */
