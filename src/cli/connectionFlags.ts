@@ -15,14 +15,22 @@ export const connectionFlags = {
       'PostgreSQL URL of the Airflow metadata database (postgresql://user:pass@host:5432/airflow; postgresql+psycopg2:// is accepted). Overrides every other setting.',
     helpGroup: 'CONNECTION',
   }),
-  env: Flags.string({
-    description: `Use a named environment (${environmentNames.join(', ')}).`,
+  profile: Flags.string({
+    // The file is not read here: listing its profiles would make every start-up pay for it.
+    description: `A connection profile: a [profiles.NAME] of the configuration file (AIRLOCK_CONFIG, else ~/.config/airlock/config.toml), else a built-in one (${environmentNames.join(', ')}). Also AIRLOCK_PROFILE.`,
     helpGroup: 'CONNECTION',
+    helpValue: 'NAME',
+    exclusive: ['env'],
+  }),
+  env: Flags.string({
+    description: 'Deprecated: use --profile, which takes the same names.',
+    helpGroup: 'CONNECTION',
+    helpValue: 'NAME',
   }),
   embedded: Flags.boolean({
     description: 'Use the local embedded sandbox, starting it if needed (see airlock sandbox --help).',
     helpGroup: 'CONNECTION',
-    exclusive: ['database-url', 'env'],
+    exclusive: ['database-url', 'profile', 'env'],
   }),
   'assume-version': Flags.string({
     description: `For an alembic head airlock does not know (a patch release newer than airlock): treat the database as the newest release airlock knows of this Airflow line (${releasedLines.join(', ')}). airlock still checks every column it depends on and refuses a mismatch; ignored when airlock knows the head.`,
@@ -38,6 +46,7 @@ export const connectionFlags = {
 
 export interface ConnectionFlagValues {
   'database-url'?: string | undefined
+  profile?: string | undefined
   env?: string | undefined
   embedded?: boolean | undefined
   'assume-version'?: string | undefined
@@ -56,7 +65,13 @@ export async function openFromFlags(
     if (started.action !== 'already_running') notes.push(`sandbox ${started.action} on 127.0.0.1:${started.port}`)
     connection = {url, source: 'embedded sandbox'}
   } else {
-    connection = await resolveConnection({databaseUrl: flags['database-url'], env: flags.env}, process.env, environments)
+    const warn = options.warn ?? ((message: string) => notes.push(message))
+    connection = await resolveConnection(
+      {databaseUrl: flags['database-url'], profile: flags.profile, env: flags.env},
+      process.env,
+      environments,
+      warn,
+    )
   }
 
   const password = passwordOf(connection.url)

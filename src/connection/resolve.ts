@@ -1,11 +1,12 @@
 import {usageError} from '../errors.js'
+import {resolveProfile, type BuiltInProfiles} from './profiles.js'
 import {toDatabaseUrl} from './url.js'
 
 /** Where the connection came from, reported by doctor and in errors so the operator can fix the right place. */
 export type ConnectionSource =
   | 'flag --database-url'
   | 'AIRLOCK_DATABASE_URL'
-  | `knexfile environment "${string}"`
+  | `profile "${string}" (${string})`
   | 'DATABASE_URL'
   | 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'
   | 'embedded sandbox'
@@ -17,45 +18,33 @@ export interface ResolvedConnection {
 
 export interface ConnectionRequest {
   databaseUrl?: string | undefined
+  profile?: string | undefined
+  /** The deprecated --env: the same lookup as --profile. */
   env?: string | undefined
   embedded?: boolean | undefined
 }
 
-/** A knexfile environment: a URL, or a function giving one (the sandbox's is only known at run time). */
-export type KnexfileConnection = string | undefined | (() => Promise<string | undefined> | string | undefined)
-export type KnexfileEnvironments = Record<string, {connection: KnexfileConnection}>
-
 /**
- * First found wins: --database-url, AIRLOCK_DATABASE_URL, the knexfile environment
- * named by --env, DATABASE_URL, then Airflow's own AIRFLOW__DATABASE__SQL_ALCHEMY_CONN.
- * --embedded is handled by the caller (it has to start the sandbox first).
+ * First found wins: --database-url, AIRLOCK_DATABASE_URL, the profile named by --profile (or
+ * AIRLOCK_PROFILE, or the deprecated --env), DATABASE_URL, then Airflow's own
+ * AIRFLOW__DATABASE__SQL_ALCHEMY_CONN. --embedded is handled by the caller (it has to start the
+ * sandbox first). The configuration file is read only when a profile is named.
  */
 export async function resolveConnection(
   request: ConnectionRequest,
   environment: NodeJS.ProcessEnv,
-  knexfile: KnexfileEnvironments,
+  builtIns: BuiltInProfiles,
+  warn: (message: string) => void = () => undefined,
 ): Promise<ResolvedConnection> {
+  if (request.env !== undefined)
+    warn(`--env is deprecated; use --profile ${request.env} (the same names, and the profiles of the configuration file)`)
   if (request.databaseUrl) return {url: toDatabaseUrl(request.databaseUrl, '--database-url'), source: 'flag --database-url'}
 
   const fromAirlock = environment.AIRLOCK_DATABASE_URL
   if (fromAirlock) return {url: toDatabaseUrl(fromAirlock, 'AIRLOCK_DATABASE_URL'), source: 'AIRLOCK_DATABASE_URL'}
 
-  if (request.env) {
-    const entry = knexfile[request.env]
-    if (!entry) {
-      throw usageError(`--env ${request.env} is not an environment of knexfile.ts.`, [`Use one of: ${Object.keys(knexfile).join(', ')}.`])
-    }
-
-    const connection = typeof entry.connection === 'function' ? await entry.connection() : entry.connection
-    if (!connection) {
-      throw usageError(`The knexfile environment "${request.env}" has no connection configured.`, [
-        'See the README section "Connecting" for the variables each environment reads.',
-      ])
-    }
-
-    const source: ConnectionSource = `knexfile environment "${request.env}"`
-    return {url: toDatabaseUrl(connection, source), source}
-  }
+  const profile = request.profile ?? request.env ?? (environment.AIRLOCK_PROFILE || undefined)
+  if (profile !== undefined) return resolveProfile(profile, environment, builtIns, warn)
 
   const fromDatabaseUrl = environment.DATABASE_URL
   if (fromDatabaseUrl) return {url: toDatabaseUrl(fromDatabaseUrl, 'DATABASE_URL'), source: 'DATABASE_URL'}
@@ -67,6 +56,7 @@ export async function resolveConnection(
 
   throw usageError('No database to connect to.', [
     'Pass --database-url postgresql://user@host:5432/airflow,',
+    'or name a profile of ~/.config/airlock/config.toml with --profile NAME,',
     "or set AIRLOCK_DATABASE_URL (or Airflow's own AIRFLOW__DATABASE__SQL_ALCHEMY_CONN),",
     'or use --embedded for the local sandbox (airlock sandbox start).',
   ])

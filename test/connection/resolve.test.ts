@@ -1,15 +1,23 @@
+import {mkdtempSync} from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+
 import {describe, expect, it} from 'vitest'
 
 import {AirlockError} from '../../src/errors.js'
-import {resolveConnection, type KnexfileEnvironments} from '../../src/connection/resolve.js'
+import type {BuiltInProfiles} from '../../src/connection/profiles.js'
+import {resolveConnection} from '../../src/connection/resolve.js'
 
-const knexfile: KnexfileEnvironments = {
+const knexfile: BuiltInProfiles = {
   staging: {connection: 'postgresql://k@knexfile/airflow'},
   lazy: {connection: () => Promise.resolve('postgresql+psycopg2://k@lazy/airflow')},
-  empty: {connection: undefined},
+  empty: {connection: undefined, missing: 'Set STAGING_URL.'},
 }
 
+// An empty configuration directory: the developer's own ~/.config/airlock must not take part.
+const noConfig = {XDG_CONFIG_HOME: mkdtempSync(path.join(os.tmpdir(), 'airlock-noconfig-'))}
 const everything = {
+  ...noConfig,
   AIRLOCK_DATABASE_URL: 'postgresql://a@airlock-env/airflow',
   DATABASE_URL: 'postgresql://d@database-url/airflow',
   AIRFLOW__DATABASE__SQL_ALCHEMY_CONN: 'postgresql+psycopg2://f@airflow-conn/airflow',
@@ -27,11 +35,11 @@ describe('resolveConnection: first found wins', () => {
     expect(resolved.url).toContain('airlock-env')
   })
 
-  it('then the knexfile environment named by --env (a URL or a function)', async () => {
+  it('then the built-in profile named by --profile or the deprecated --env (a URL or a function)', async () => {
     const {AIRLOCK_DATABASE_URL: _, ...rest} = everything
-    expect(await resolveConnection({env: 'staging'}, rest, knexfile)).toEqual({
+    expect(await resolveConnection({profile: 'staging'}, rest, knexfile)).toEqual({
       url: 'postgresql://k@knexfile/airflow',
-      source: 'knexfile environment "staging"',
+      source: 'profile "staging" (built in)',
     })
     expect((await resolveConnection({env: 'lazy'}, rest, knexfile)).url).toBe('postgresql://k@lazy/airflow')
   })
@@ -39,7 +47,7 @@ describe('resolveConnection: first found wins', () => {
   it("then DATABASE_URL, then Airflow's own SQLAlchemy URL with +driver stripped", async () => {
     const {AIRLOCK_DATABASE_URL: _, ...rest} = everything
     expect((await resolveConnection({}, rest, knexfile)).source).toBe('DATABASE_URL')
-    const onlyAirflow = {AIRFLOW__DATABASE__SQL_ALCHEMY_CONN: everything.AIRFLOW__DATABASE__SQL_ALCHEMY_CONN}
+    const onlyAirflow = {...noConfig, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN: everything.AIRFLOW__DATABASE__SQL_ALCHEMY_CONN}
     expect(await resolveConnection({}, onlyAirflow, knexfile)).toEqual({
       url: 'postgresql://f@airflow-conn/airflow',
       source: 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN',
@@ -53,11 +61,13 @@ describe('resolveConnection: first found wins', () => {
     expect((error as AirlockError).actions.join(' ')).toContain('--embedded')
   })
 
-  it('rejects an unknown or empty knexfile environment with exit 2', async () => {
-    const unknown = (await resolveConnection({env: 'nope'}, {}, knexfile).catch((e: unknown) => e)) as AirlockError
+  it('rejects an unknown or empty built-in profile with exit 2', async () => {
+    const unknown = (await resolveConnection({profile: 'nope'}, noConfig, knexfile).catch((e: unknown) => e)) as AirlockError
     expect(unknown.exit).toBe(2)
-    expect(unknown.actions[0]).toContain('staging, lazy, empty')
-    const empty = (await resolveConnection({env: 'empty'}, {}, knexfile).catch((e: unknown) => e)) as AirlockError
+    expect(unknown.actions.at(-1)).toBe('Built-in profiles: staging, lazy, empty.')
+    const empty = (await resolveConnection({profile: 'empty'}, noConfig, knexfile).catch((e: unknown) => e)) as AirlockError
     expect(empty.exit).toBe(2)
+    expect(empty.message).toBe('The built-in profile "empty" finds no connection.')
+    expect(empty.actions).toEqual(['Set STAGING_URL.'])
   })
 })
