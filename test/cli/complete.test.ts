@@ -412,7 +412,7 @@ describe('airlock complete', () => {
     for (const args of [['-v'], ['--version'], ['version']]) {
       const result = await runCli(args)
       expect(result.code, args.join(' ')).toBe(0)
-      expect(result.stdout).toMatch(/^airlock\/\d+\.\d+\.\d+ /)
+      expect(result.stdout).toMatch(/^airflow-airlock\/\d+\.\d+\.\d+ /)
     }
   })
 })
