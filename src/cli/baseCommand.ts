@@ -5,6 +5,7 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 import {redact} from '../connection/url.js'
 import type {Database, OpenOptions} from '../engine/engine.js'
 import {classifyDatabaseError} from '../engine/engines.js'
+import type {StatementLog} from '../engine/statementLog.js'
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import type {Tally} from '../report/tally.js'
@@ -47,6 +48,16 @@ export abstract class AirlockCommand<R> extends Command {
       description: 'Print one JSON envelope on stdout ({"status","result","warnings"} or {"status","error"}); logs stay on stderr.',
       helpGroup: 'OUTPUT',
     }),
+    verbose: Flags.boolean({
+      description:
+        'Log each SQL statement on stderr (its name or first words, duration, row count), and every connect, BEGIN with its timeouts, COMMIT and ROLLBACK; never values or passwords. Also under --json.',
+      env: 'AIRLOCK_VERBOSE',
+      helpGroup: 'OUTPUT',
+    }),
+    'no-color': Flags.boolean({
+      description: 'No colour in the progress spinner, the confirmation prompt or --help (as NO_COLOR does; both win over FORCE_COLOR).',
+      helpGroup: 'OUTPUT',
+    }),
   }
 
   private readonly collectedWarnings: string[] = []
@@ -54,6 +65,8 @@ export abstract class AirlockCommand<R> extends Command {
   protected readonly secrets = new Set<string>()
   private readonly cleanups: Array<() => Promise<void>> = []
   private interrupts!: Interrupts
+  /** --verbose: the statement log the engine writes to stderr; undefined when off (the engine then times nothing). */
+  private statementLog: StatementLog | undefined
 
   /** Parse flags, do the work, return the result. Throw AirlockError for what the operator can fix. */
   protected abstract execute(): Promise<CommandOutcome<R>>
@@ -91,7 +104,9 @@ export abstract class AirlockCommand<R> extends Command {
   /** Opens the database the connection flags name (closed when the command ends); for commands that need no Airflow schema. */
   protected async openDatabase(flags: ConnectionFlagValues, options: OpenOptions): Promise<{db: Database; target: string; source: string}> {
     // Said at once, so a connection that then fails still shows it (an ignored password file).
-    const opened = await openFromFlags(flags, {...options, warn: (message) => this.note(message)}, (secret) => this.secrets.add(secret))
+    const opened = await openFromFlags(flags, {...options, warn: (message) => this.note(message), log: this.statementLog}, (secret) =>
+      this.secrets.add(secret),
+    )
     this.onCleanup(() => opened.db.close())
     for (const note of opened.notes) this.progress(note)
     return {db: opened.db, target: opened.target, source: opened.connection.source}
@@ -225,8 +240,10 @@ export abstract class AirlockCommand<R> extends Command {
   ): Promise<Interfaces.ParserOutput<F, B, A>> {
     try {
       const parsed = await super.parse(options, argv)
-      const flags = parsed.flags as {json?: boolean; ndjson?: boolean}
+      const flags = parsed.flags as {json?: boolean; ndjson?: boolean; verbose?: boolean}
       this.outputMode = flags.json ? 'json' : flags.ndjson ? 'ndjson' : 'human'
+      // On stderr in every output mode: stdout stays one JSON document or the NDJSON stream.
+      if (flags.verbose) this.statementLog = (line) => process.stderr.write(`${this.scrub(line)}\n`)
       return parsed
     } catch (error) {
       // The flags did not parse, so the mode comes from the raw arguments: a script that asked for

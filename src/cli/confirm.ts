@@ -1,4 +1,5 @@
 import {usageError} from '../errors.js'
+import {colorAllowed} from '../output/color.js'
 import {interruptedError} from './interrupt.js'
 
 /**
@@ -25,7 +26,10 @@ export async function confirmBulkWrite(options: {
   const {confirm} = await import('@inquirer/prompts')
   let answer: boolean
   try {
-    answer = await confirm({message: `${capitalise(options.action)} ${options.count} ${options.noun}?`, default: false}, {output: process.stderr})
+    answer = await confirm(
+      {message: `${capitalise(options.action)} ${options.count} ${options.noun}?`, default: false, theme: promptTheme()},
+      {output: process.stderr},
+    )
   } catch (error) {
     // Ctrl+C at the prompt is a keypress in raw mode, not a signal: inquirer rejects instead.
     if (error instanceof Error && error.name === 'ExitPromptError') throw interruptedError('SIGINT')
@@ -36,3 +40,28 @@ export async function confirmBulkWrite(options: {
 }
 
 const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
+
+/**
+ * The confirmation prompt's theme: inquirer's own, or without colour (--no-color, NO_COLOR).
+ * inquirer styles through Node's styleText, which lets FORCE_COLOR win over NO_COLOR, so every
+ * part a confirm prompt styles is replaced with the same text unstyled.
+ */
+export function promptTheme(): typeof plainPromptTheme | undefined {
+  return colorAllowed() ? undefined : plainPromptTheme
+}
+
+const plainPromptTheme = {
+  prefix: {idle: '?', done: '✔'},
+  spinner: {frames: ['-', '\\', '|', '/']},
+  style: {
+    answer: (text: string) => text,
+    message: (text: string) => text,
+    error: (text: string) => `> ${text}`,
+    defaultAnswer: (text: string) => `(${text})`,
+    help: (text: string) => text,
+    highlight: (text: string) => text,
+    key: (text: string) => `<${text}>`,
+    // The default answer's hint (y/N): the default side upper-cased, as inquirer does for letters.
+    confirmDefault: capitalise,
+  },
+}

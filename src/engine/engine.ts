@@ -1,5 +1,7 @@
 import type {Knex} from 'knex'
 
+import type {StatementLog} from './statementLog.js'
+
 /**
  * The seam between airlock and a database server. An engine owns what differs from one server
  * to another below the Airflow schema: the connection pool for its URL scheme, how a transaction
@@ -86,6 +88,8 @@ export interface OpenOptions {
   statementTimeoutMs?: number
   /** Where the engine says something the operator should know about the connection (an ignored password file). */
   warn?: (message: string) => void
+  /** `--verbose`: every statement, connect, BEGIN, COMMIT and ROLLBACK, by label and duration (never values). */
+  log?: StatementLog
 }
 
 /** An open connection pool to one database through one engine. */

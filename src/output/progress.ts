@@ -1,5 +1,7 @@
 import type {Ora} from 'ora'
 
+import {colorAllowed} from './color.js'
+
 /**
  * Progress on stderr: a spinner line on a terminal, a plain line every `intervalMs` otherwise
  * (cron logs, CI), never on stdout. Silent for a single item.
@@ -33,7 +35,8 @@ export function createProgress(options: {
     let spinner: Ora | undefined
     let stopped = false
     void import('ora').then(({default: ora}) => {
-      if (!stopped) spinner = ora({text: line(0, ''), stream, discardStdin: false}).start()
+      // ora colours the frame cyan through chalk, which ignores NO_COLOR: colour is decided here.
+      if (!stopped) spinner = ora({text: line(0, ''), stream, discardStdin: false, ...(colorAllowed() ? {} : {color: false})}).start()
     })
     return {
       update: (done, detail) => {

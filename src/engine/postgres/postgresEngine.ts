@@ -14,13 +14,14 @@ import {
   type Transaction,
   type TransactionLocals,
 } from '../engine.js'
+import {logRoundTrip, rowCount, statementLabel, type StatementLog} from '../statementLog.js'
 import {classifyPostgresError, isMissingPassword, isTlsVerificationError, refusesTls, SqlState, sqlStateOf} from './sqlstate.js'
 import {passwordFromFile} from './pgpass.js'
 import {attemptsFor, splitTls, sslOption} from './tls.js'
 
 /** The node-postgres client knex hands out; statements run on it directly (see executorOn). */
 interface PgClient {
-  query(query: string | {name?: string; text: string; values?: unknown[]}): Promise<{rows: unknown[]}>
+  query(query: string | {name?: string; text: string; values?: unknown[]}): Promise<{rows: unknown[]; rowCount: number | null}>
   escapeLiteral(value: string): string
   /** Set by knex when the connection errored or ended: the pool discards it on the next acquire. */
   __knex__disposed?: unknown
@@ -35,14 +36,23 @@ export const silentKnexLog = {warn() {}, error() {}, debug() {}, deprecate() {}}
  * per-statement overhead inside the lock window. What that did to the lock hold and to
  * completions per second is measured in docs/bench.md.
  */
-function executorOn(client: PgClient): Executor {
+function executorOn(client: PgClient, log: StatementLog | undefined): Executor {
+  const run = (statement: Statement) =>
+    client.query({
+      ...(statement.name ? {name: statement.name} : {}),
+      text: statement.text,
+      values: [...(statement.values ?? [])],
+    })
   return {
     async query<Row>(statement: Statement): Promise<Row[]> {
-      const {rows} = await client.query({
-        ...(statement.name ? {name: statement.name} : {}),
-        text: statement.text,
-        values: [...(statement.values ?? [])],
-      })
+      const {rows} = log
+        ? await logRoundTrip(
+            log,
+            `sql ${statementLabel(statement)}`,
+            () => run(statement),
+            (result) => rowCount(result.rowCount ?? result.rows.length),
+          )
+        : await run(statement)
       // The statement's text decides the row shape; the store's methods name it.
       return rows as Row[]
     },
@@ -76,11 +86,19 @@ export function beginStatement(locals: TransactionLocals, escapeLiteral: (value:
   ].join('; ')
 }
 
-function databaseOver(knex: Knex, owned: boolean): Database {
+/** What --verbose says for BEGIN: the isolation level and every SET LOCAL, as beginStatement sets them. */
+function beginEvent(locals: TransactionLocals): string {
+  const idleMs = locals.idleInTransactionTimeoutMs ?? writeTransactionIdleLimitMs
+  return `begin read committed (lock_timeout ${Math.trunc(locals.lockTimeoutMs)}ms, statement_timeout ${Math.trunc(locals.statementTimeoutMs)}ms, idle_in_transaction_session_timeout ${Math.trunc(idleMs)}ms, application_name ${truncateUtf8(locals.applicationName, 63)})`
+}
+
+function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database {
   // knex types its client loosely; these two calls are its documented pool interface.
   const pool = knex.client as {acquireConnection(): Promise<unknown>; releaseConnection(connection: unknown): Promise<void>}
   const acquire = async () => (await pool.acquireConnection()) as PgClient
   const release = (client: PgClient) => pool.releaseConnection(client)
+  // BEGIN (with its SET LOCALs), COMMIT and ROLLBACK: simple-protocol round trips, logged by what they are.
+  const control = (client: PgClient, text: string, event: string) => (log ? logRoundTrip(log, event, () => client.query(text)) : client.query(text))
   return {
     engine: 'postgres',
     knex,
@@ -88,7 +106,7 @@ function databaseOver(knex: Knex, owned: boolean): Database {
       async query<Row>(statement: Statement): Promise<Row[]> {
         const client = await acquire()
         try {
-          return await executorOn(client).query<Row>(statement)
+          return await executorOn(client, log).query<Row>(statement)
         } finally {
           await release(client)
         }
@@ -99,20 +117,24 @@ function databaseOver(knex: Knex, owned: boolean): Database {
       // Flags the COMMIT callback sets, read after it ran (an object, so the flow analysis sees them change).
       const state = {committed: false}
       try {
-        await client.query(beginStatement(locals, (value) => client.escapeLiteral(value)))
-        const executor = executorOn(client)
+        await control(
+          client,
+          beginStatement(locals, (value) => client.escapeLiteral(value)),
+          log ? beginEvent(locals) : '',
+        )
+        const executor = executorOn(client, log)
         const tx: Transaction = {
           query: (statement) => executor.query(statement),
           async commit() {
             // Marked before the round trip: if the connection dies in flight, nothing may roll back or commit again.
             state.committed = true
-            await client.query('commit')
+            await control(client, 'commit', 'commit')
           },
         }
         const result = await work(tx)
         if (!state.committed) {
           state.committed = true
-          await client.query('commit')
+          await control(client, 'commit', 'commit')
         }
 
         return result
@@ -121,7 +143,7 @@ function databaseOver(knex: Knex, owned: boolean): Database {
           // Also when BEGIN's round trip failed part-way (a SET LOCAL refused): the session may
           // sit in an aborted transaction block. A failed ROLLBACK means the connection is gone:
           // the pool must not hand it out again.
-          await client.query('rollback').catch((rollbackError: unknown) => {
+          await control(client, 'rollback', 'rollback').catch((rollbackError: unknown) => {
             client.__knex__disposed ??= rollbackError
           })
         } else {
@@ -184,9 +206,13 @@ export const postgresEngine: Engine = {
         // knex prints pool errors to the console itself; airlock reports them once, classified and scrubbed.
         log: silentKnexLog,
       })
-      const database = databaseOver(knex, true)
+      const database = databaseOver(knex, true, options.log)
       try {
-        await database.executor.query({text: 'select 1'})
+        // The first round trip opens the first connection: logged as the connect, never with the password.
+        const probe = () => databaseOver(knex, false).executor.query({text: 'select 1'})
+        const where = () =>
+          `${fromUrl.user ? `${fromUrl.user}@` : ''}${fromUrl.host ?? 'localhost'}:${fromUrl.port ?? 5432}/${fromUrl.database ?? ''}`
+        await (options.log ? logRoundTrip(options.log, `connect ${where()} (sslmode ${tls.mode}, ${encrypted ? 'TLS' : 'no TLS'})`, probe) : probe())
         return database
       } catch (error) {
         await knex.destroy().catch(() => undefined)

@@ -1,0 +1,57 @@
+import {performance} from 'node:perf_hooks'
+
+import type {Statement} from './engine.js'
+
+/**
+ * Where an engine reports what it did on the server (`--verbose`): one line per statement, per
+ * connect, BEGIN, COMMIT and ROLLBACK, with how long it took. A line never holds a bound value, a
+ * password or a server's error message (which can quote a value): only labels, timeouts, row
+ * counts and error codes. Absent, the engine builds no line and reads no clock.
+ */
+export type StatementLog = (line: string) => void
+
+/**
+ * What a statement is called in the log: its prepared name (`airlock_lock_ti_3f2a…`), else the
+ * start of its text in quotes, whitespace collapsed, quoted literals blanked, cut at 60
+ * characters. The text holds `$n` placeholders, never values; blanking literals also keeps out a
+ * constant that a statement might one day spell inline.
+ */
+export function statementLabel(statement: Statement): string {
+  if (statement.name) return statement.name
+  const text = statement.text
+    .replace(/'(?:[^']|'')*'/g, "'…'")
+    .replace(/\s+/g, ' ')
+    .trim()
+  return `"${text.length > maxLabelLength ? `${text.slice(0, maxLabelLength - 1)}…` : text}"`
+}
+
+const maxLabelLength = 60
+
+/**
+ * Runs one round trip and logs `<event> <ms> [<detail>]` when it returns, or `<event> <ms>
+ * failed (<code>)` when it throws (the error is rethrown untouched).
+ */
+export async function logRoundTrip<T>(log: StatementLog, event: string, run: () => Promise<T>, detail?: (result: T) => string): Promise<T> {
+  const started = performance.now()
+  try {
+    const result = await run()
+    log(`${event} ${elapsed(started)}${detail ? ` ${detail(result)}` : ''}`)
+    return result
+  } catch (error) {
+    const code = errorCode(error)
+    log(`${event} ${elapsed(started)} failed${code ? ` (${code})` : ''}`)
+    throw error
+  }
+}
+
+/** `(1 row)`, `(3 rows)`: rows returned, or affected by an INSERT, UPDATE or DELETE without RETURNING. */
+export const rowCount = (rows: number) => `(${rows} ${rows === 1 ? 'row' : 'rows'})`
+
+const elapsed = (started: number) => `${(performance.now() - started).toFixed(1)} ms`
+
+/** The driver's code for a failure: a SQLSTATE (55P03) or a socket error (ECONNREFUSED); never its message. */
+function errorCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined
+  const {code} = error
+  return typeof code === 'string' && /^[A-Z0-9_]{1,32}$/.test(code) ? code : undefined
+}
