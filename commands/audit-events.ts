@@ -79,13 +79,15 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     let fix: EventAuditReport['fix'] = null
     if (flags.fix && groups.length > 0) {
       const extras = groups.reduce((n, g) => n + g.extras.length, 0)
+      // A delete is asked about whatever its size, naming what it removes.
       await confirmBulkWrite({
-        count: flags['dry-run'] ? 0 : extras,
+        count: extras,
         action: 'delete',
-        noun: 'duplicate events',
+        noun: `duplicate event${extras === 1 ? '' : 's'} in ${groups.length} group${groups.length === 1 ? '' : 's'} (unconsumed extras only; each group keeps its first event)`,
         yes: flags.yes,
         dryRun: flags['dry-run'],
         machineOutput: this.outputMode !== 'human',
+        always: true,
       })
       const fixes = await fixDuplicateGroups(airflow, groups, {
         dryRun: flags['dry-run'],
@@ -115,6 +117,6 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
 
   protected render(report: EventAuditReport): string {
     if (this.format === 'csv') return ''
-    return renderEventAudit(report)
+    return renderEventAudit(report, this.terminalWidth)
   }
 }

@@ -4,7 +4,7 @@ import {auditLocks, defaultThresholds, severityRank, type LockAudit} from '../sr
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {parseDuration} from '../src/cli/parseInput.js'
-import {lockAuditCsv, renderLockAudit} from '../src/cli/renderLockAudit.js'
+import {lockAuditCsv, lockAuditKillLines, lockAuditLines, renderLockAudit} from '../src/cli/renderLockAudit.js'
 import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
 import {prose} from '../src/cli/prose.js'
@@ -23,7 +23,8 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
 
   static override examples = [
     '<%= config.bin %> audit-locks --database-url postgresql://monitor@db/airflow',
-    '<%= config.bin %> audit-locks --samples 20 --interval 500 --fail-on critical',
+    '<%= config.bin %> audit-locks --samples 20 --interval 500ms --fail-on critical',
+    '<%= config.bin %> audit-locks --kill > end-blockers.sql   # review, then: psql -f end-blockers.sql',
     '<%= config.bin %> audit-locks --watch',
     '<%= config.bin %> audit-locks --format csv > waits.csv',
   ]
@@ -31,21 +32,37 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
   static override flags = {
     ...connectionFlags,
     samples: Flags.integer({description: 'Snapshots to take.', default: 5, min: 1, max: 10_000}),
-    interval: Flags.integer({description: 'Milliseconds between snapshots.', default: 200, min: 10}),
+    interval: Flags.string({description: 'Time between snapshots (500ms, 2s; a bare number is milliseconds).', default: '200ms'}),
     'warn-wait': Flags.string({description: 'A wait longer than this is a warning.', default: '1s'}),
     'crit-wait': Flags.string({description: 'A wait longer than this is critical.', default: '30s'}),
     'warn-blocked': Flags.integer({description: 'A root blocking this many sessions is a warning.', default: 3, min: 1}),
     'crit-idle': Flags.string({description: 'An idle-in-transaction holder of task_instance locks older than this is critical.', default: '10s'}),
     'fail-on': Flags.string({description: 'Exit 6 when a finding is at or above this severity.', options: ['warning', 'critical']}),
     format: Flags.string({description: 'Output format.', options: ['table', 'csv'], default: 'table', helpGroup: 'OUTPUT'}),
-    watch: Flags.boolean({description: 'Refresh in place on a terminal until interrupted.', default: false, helpGroup: 'OUTPUT'}),
+    ndjson: Flags.boolean({
+      description: 'One JSON line per session in the trees ({"type":"session","root_pid",…}), then {"type":"summary",…}.',
+      exclusive: ['json', 'watch', 'format', 'kill'],
+      helpGroup: 'OUTPUT',
+    }),
+    watch: Flags.boolean({description: 'Refresh in place on a terminal until interrupted (Ctrl-C: exit 130).', default: false, helpGroup: 'OUTPUT'}),
+    kill: Flags.boolean({
+      description:
+        'Print the pg_terminate_backend statement for each root blocker, to review and run yourself (for example with psql); airlock never ends a session.',
+      default: false,
+      exclusive: ['watch', 'format'],
+      helpGroup: 'OUTPUT',
+    }),
   }
 
   private format = 'table'
+  private kill = false
 
   protected async execute(): Promise<CommandOutcome<LockAudit>> {
     const {flags} = await this.parse(AuditLocks)
     this.format = flags.format
+    this.kill = flags.kill
+    const intervalMs = parseDuration(flags.interval, '--interval')
+    if (intervalMs < 10) throw usageError('--interval must be at least 10ms: each snapshot reads every session and lock.')
     const thresholds = {
       ...defaultThresholds,
       warnWaitMs: parseDuration(flags['warn-wait'], '--warn-wait'),
@@ -56,22 +73,26 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
     if (flags.watch && (!this.interactiveStdout || this.outputMode !== 'human'))
       throw usageError('--watch needs a terminal; use --samples and --interval for a report.')
     const {db} = await this.openDatabase(flags, {verb: 'audit-locks', poolSize: 1, idleInTransactionTimeoutMs: null})
-    const options = {samples: flags.samples, intervalMs: flags.interval, thresholds}
+    const options = {samples: flags.samples, intervalMs, thresholds}
     let audit = await auditLocks(db, options)
     if (flags.watch) {
       const stopped = this.untilInterrupted()
       while (!stopped()) {
-        this.redraw(`${renderLockAudit(audit)}\n\n(refreshing every ${flags.interval} ms; Ctrl-C to stop)`)
+        this.redraw(`${renderLockAudit(audit, this.terminalWidth)}\n\n(refreshing every ${flags.interval}; Ctrl-C to stop)`)
         audit = await auditLocks(db, {...options, samples: 1})
       }
+      // Stopped by a signal, as a watch always is: the conventional exit for it.
+      return {result: audit, exit: ExitCode.interrupted}
     }
 
+    if (this.outputMode === 'ndjson') for (const line of lockAuditLines(audit)) this.emit(JSON.stringify(line))
     const failOn = flags['fail-on'] as 'warning' | 'critical' | undefined
     const failed = failOn && audit.max_severity && severityRank[audit.max_severity] >= severityRank[failOn]
     return {result: audit, exit: failed ? ExitCode.auditFindings : ExitCode.ok}
   }
 
   protected render(audit: LockAudit): string {
-    return this.format === 'csv' ? lockAuditCsv(audit) : renderLockAudit(audit)
+    if (this.kill) return lockAuditKillLines(audit)
+    return this.format === 'csv' ? lockAuditCsv(audit) : renderLockAudit(audit, this.terminalWidth)
   }
 }

@@ -119,15 +119,18 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     for (const warning of source.warnings ?? []) this.note(warning)
     const batch = {
       count: source.count,
+      breakdown: source.breakdown,
       action: 'mark',
       noun: 'task instances as success',
       label: 'complete',
       doneOutcomes: ['completed', 'would_complete', 'already_success'],
       yes: flags.yes,
       dryRun: flags['dry-run'],
+      outputFile: flags.output,
+      holderOf: (tiId: string) => airflow.store.readRowHolder(airflow.db.executor, tiId),
       explicit: source.explicit,
     }
-    return this.runBatch<ItemJson, CompleteOutcomeName>(batch, ({shouldStop, onItem}) =>
+    return this.runBatch<ItemJson, CompleteOutcomeName>(batch, ({shouldStop, onItem, lockWaits}) =>
       runComplete(airflow, {
         ...settings,
         items: source.items,
@@ -136,12 +139,13 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
         airlockVersion: this.config.version,
         actor: flags.actor,
         shouldStop,
+        lockWaits,
         onItem: (item, tally) => onItem(toItemJson(item), tally),
       }),
     )
   }
 
   protected render(report: BatchReport): string {
-    return renderBatch(report)
+    return renderBatch(report, undefined, this.terminalWidth)
   }
 }

@@ -36,6 +36,6 @@ writer needs (the verdict says which commands still work).`)
   }
 
   protected render(report: DoctorReport): string {
-    return renderDoctor(report)
+    return renderDoctor(report, this.terminalWidth)
   }
 }

@@ -91,19 +91,22 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     const defaultExtra = flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}'
     const checkpoint = await Checkpoint.open(flags.checkpoint, fingerprintOf({mode, defaultExtra}))
     const airflow = await this.openAirflow(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1, lockTimeoutMs, writes: 'replay-events'})
-    const count = await countReplay(airflow, mode, checkpoint)
+    const {count, breakdown} = await countReplay(airflow, mode, checkpoint)
     if (checkpoint.resumeFrom !== null) this.progress(`resuming from ${flags.checkpoint}: ${checkpoint.resumedDone} items already done`)
     const batch = {
       count,
+      breakdown,
       action: mode.kind === 'missing' ? 'replay the missing events of' : 're-emit',
       noun: mode.kind === 'missing' ? 'task instances' : 'events',
       label: 'replay-events',
       doneOutcomes: ['replayed', 'would_replay', 'nothing_missing', 'not_emitted', 'skipped_existing'],
       yes: flags.yes,
       dryRun: flags['dry-run'],
+      outputFile: flags.output,
+      holderOf: (tiId: string) => airflow.store.readRowHolder(airflow.db.executor, tiId),
       explicit: mode.kind !== 'missing' || mode.selection.tiIds.length > 0,
     }
-    return this.runBatch<ItemJson | EventItemJson, ReplayOutcomeName>(batch, ({shouldStop, onItem}) =>
+    return this.runBatch<ItemJson | EventItemJson, ReplayOutcomeName>(batch, ({shouldStop, onItem, lockWaits}) =>
       runReplay(airflow, {
         mode,
         defaultExtra,
@@ -116,6 +119,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
         includeMarkedSuccess: flags['include-marked-success'],
         checkpoint,
         shouldStop,
+        lockWaits,
         onItem,
       }),
     )
@@ -124,8 +128,8 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
   protected render(report: BatchReport<ItemJson | EventItemJson>): string {
     const events = report.items.filter((item): item is EventItemJson => 'source' in item)
     const tis = report.items.filter((item): item is ItemJson => !('source' in item))
-    if (events.length === 0) return renderBatch({...report, items: tis})
-    return `${renderEventItems(events)}\n\n${renderBatch({...report, items: []}, 'item')}`
+    if (events.length === 0) return renderBatch({...report, items: tis}, undefined, this.terminalWidth)
+    return `${renderEventItems(events, this.terminalWidth)}\n\n${renderBatch({...report, items: []}, 'item', this.terminalWidth)}`
   }
 }
 

@@ -77,6 +77,7 @@ export async function auditLocks(db: Database, options: {samples: number; interv
     if (index > 0) await sleep(options.intervalMs)
     const sessions = await catalog.readLockSnapshot(pool, server)
     const forest = buildForest(sessions, await lookupTuples(catalog, pool, sessions))
+    await nameTaggedTaskInstances(catalog, pool, forest)
     last = sessions
     let blocked = 0
     for (const tree of forest) {
@@ -152,6 +153,22 @@ async function lookupTuples(catalog: CatalogStore, pool: Executor, sessions: rea
   }
 
   return lookup
+}
+
+/**
+ * airlock's application_name tag carries a task instance's id only (a tag is at most 63 bytes):
+ * name those task instances dag/run/task[map] as the rest of the report does. One query per
+ * sample; a task instance gone since (a new try) keeps its id.
+ */
+async function nameTaggedTaskInstances(catalog: CatalogStore, pool: Executor, forest: readonly LockNode[]): Promise<void> {
+  const tagged = forest.flatMap((tree) => [...walk(tree)]).filter((node) => node.task_instance?.id && !node.task_instance.dag_id)
+  if (tagged.length === 0) return
+  const found = await catalog.findTaskInstancesById(pool, [...new Set(tagged.map((node) => node.task_instance!.id!))]).catch(() => [])
+  const byId = new Map(found.map((row) => [row.id, row]))
+  for (const node of tagged) {
+    const row = byId.get(node.task_instance!.id!)
+    if (row) Object.assign(node.task_instance!, {dag_id: row.dagId, run_id: row.runId, task_id: row.taskId, map_index: row.mapIndex})
+  }
 }
 
 /** Sessions idle in a transaction that hold row locks on task_instance (FOR UPDATE or a write). */

@@ -30,6 +30,10 @@ export interface LockNode {
   transaction_age_ms: number | null
   since_state_change_ms: number | null
   query: string | null
+  client_addr: string | null
+  backend_start: string | null
+  /** For a root blocker: the statement that ends its session, for the operator to run (airlock never runs it). */
+  terminate: string | null
   depth: number
   blocked_below: number
   category: WaitCategory | null
@@ -101,6 +105,9 @@ export function buildForest(sessions: readonly SessionRow[], tuples: TupleLookup
       transaction_age_ms: session ? ms(now, session.xact_start) : null,
       since_state_change_ms: session ? ms(now, session.state_change) : null,
       query: session?.query ? session.query.replace(/\s+/g, ' ').slice(0, 200) : null,
+      client_addr: session?.client_addr ?? null,
+      backend_start: session?.backend_start?.toISOString() ?? null,
+      terminate: depth === 0 ? `select pg_terminate_backend(${pid})` : null,
       depth,
       blocked_below: kids.reduce((sum, kid) => sum + 1 + kid.blocked_below, 0),
       category: session ? categorise(session) : null,

@@ -6,7 +6,8 @@ import {redact} from '../connection/url.js'
 import type {Database, OpenOptions} from '../engine/engine.js'
 import {classifyDatabaseError} from '../engine/engines.js'
 import type {StatementLog} from '../engine/statementLog.js'
-import {AirlockError} from '../errors.js'
+import {AirlockError, usageError} from '../errors.js'
+import {createLineFile, whyNotWritable} from '../output/lineFile.js'
 import {ExitCode} from '../exitCodes.js'
 import type {Tally} from '../report/tally.js'
 import {privilegesFor, readOnlyCommands} from '../doctor/writePrivileges.js'
@@ -16,7 +17,10 @@ import {BatchOutput, type OutputMode} from './batchOutput.js'
 import {confirmBulkWrite} from './confirm.js'
 import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
 import {Interrupts} from './interrupt.js'
-import type {BatchReport} from './renderItems.js'
+import {LockWaits, watchLockWaits} from '../protocol/lockWaits.js'
+import type {RowHolder} from '../store/airflowStore.js'
+import {describeLockWait, renderBreakdown, type BatchReport} from './renderItems.js'
+import type {SelectionBreakdown} from '../selection/selection.js'
 
 /** What a command hands back: the result that becomes `--json`'s `result`, and its exit code. */
 export interface CommandOutcome<R> {
@@ -86,6 +90,12 @@ export abstract class AirlockCommand<R> extends Command {
     process.stdout.write(`\u001B[2J\u001B[H${text}\n`)
   }
 
+  /** The width human tables fit: the terminal's when stdout or stderr is one, else unbounded. */
+  protected get terminalWidth(): number | undefined {
+    const columns = process.stdout.isTTY ? process.stdout.columns : process.stderr.isTTY ? process.stderr.columns : undefined
+    return columns && columns > 0 ? columns : undefined
+  }
+
   /** Whether stdout is a terminal a person watches. */
   protected get interactiveStdout(): boolean {
     return process.stdout.isTTY
@@ -151,9 +161,27 @@ export abstract class AirlockCommand<R> extends Command {
       dryRun: boolean
       /** Items named one by one: a missing one is exit 4. */
       explicit: boolean
+      /** A filter selection's runs: shown before the question and kept in a dry run's report. */
+      breakdown?: SelectionBreakdown | undefined
+      /** --output: every item to this new file as a JSON line. */
+      outputFile?: string | undefined
+      /** Who holds a task instance's row: an item waiting for it longer than a second says so. */
+      holderOf?: ((tiId: string) => Promise<RowHolder | undefined>) | undefined
     },
-    run: (hooks: {shouldStop: () => boolean; onItem: (json: J, tally: Tally<Name>) => void}) => Promise<{tally: Tally<Name>; interrupted: boolean}>,
+    run: (hooks: {
+      shouldStop: () => boolean
+      onItem: (json: J, tally: Tally<Name>) => void
+      lockWaits: LockWaits
+    }) => Promise<{tally: Tally<Name>; interrupted: boolean}>,
   ): Promise<CommandOutcome<BatchReport<J>>> {
+    // What a filter reaches, before anyone is asked to confirm it or a dry run lists its items.
+    const asking = !batch.yes && !batch.dryRun && batch.count > 1
+    if (batch.breakdown && this.outputMode === 'human' && (asking || batch.dryRun) && batch.count > 0) {
+      process.stderr.write(`${this.scrub(renderBreakdown(batch.breakdown, batch.count, this.terminalWidth))}\n\n`)
+    }
+    // A file that cannot be created is said before anyone is asked, and before anything is written.
+    const unwritable = batch.outputFile ? await whyNotWritable(batch.outputFile) : undefined
+    if (unwritable) throw usageError(`--output: ${unwritable}. Nothing was written.`)
     await confirmBulkWrite({
       count: batch.count,
       action: batch.action,
@@ -162,12 +190,15 @@ export abstract class AirlockCommand<R> extends Command {
       dryRun: batch.dryRun,
       machineOutput: this.outputMode !== 'human',
     })
+    const file = batch.outputFile ? await createLineFile(batch.outputFile) : undefined
+    if (file) this.onCleanup(() => file.close())
     const output = new BatchOutput<J>(
       this.outputMode,
       batch.dryRun ? `${batch.label} (dry run)` : batch.label,
       batch.count,
       batch.doneOutcomes,
       (line) => this.emit(line),
+      file,
     )
     // What has finished, for a second signal that exits at once.
     let latest: Tally<Name> | undefined
@@ -181,16 +212,25 @@ export abstract class AirlockCommand<R> extends Command {
         )
       }
     })
+    const lockWaits = new LockWaits()
+    const stopWatching = batch.holderOf
+      ? watchLockWaits(lockWaits, batch.holderOf, (wait) =>
+          output.status(wait && this.scrub(describeLockWait(wait)), wait && `${wait.label} ${wait.holder?.pid ?? ''}`),
+        )
+      : () => undefined
     const {tally, interrupted} = await run({
       shouldStop: this.interrupts.requested,
       onItem: (json, tally) => {
         latest = tally
         output.add(json, tally)
       },
-    })
+      lockWaits,
+    }).finally(stopWatching)
     for (const warning of tally.warnings()) this.note(warning)
+    const report = output.finish(tally, batch.dryRun, interrupted)
+    await file?.close()
     return {
-      result: output.finish(tally, batch.dryRun, interrupted),
+      result: batch.dryRun && batch.breakdown ? {...report, breakdown: batch.breakdown} : report,
       exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit}),
     }
   }

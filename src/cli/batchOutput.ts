@@ -2,6 +2,12 @@ import type {Tally} from '../report/tally.js'
 import {createProgress, type Progress} from '../output/progress.js'
 import type {BatchReport} from './renderItems.js'
 
+/** A file every item goes to as a JSON line (--output). */
+export interface ItemSink {
+  path: string
+  write(line: string): void
+}
+
 export type OutputMode = 'human' | 'json' | 'ndjson'
 
 const humanFirstRows = 50
@@ -27,11 +33,14 @@ export class BatchOutput<J extends ItemLike> {
     total: number | null,
     private readonly doneOutcomes: readonly string[],
     private readonly emit: (line: string) => void,
+    /** Every item, whatever the mode keeps: the --output file. */
+    private readonly sink?: ItemSink,
   ) {
     this.progress = createProgress({label, total, enabled: mode !== 'json' || !process.stderr.isTTY})
   }
 
   add<Name extends string>(json: J, tally: Tally<Name>): void {
+    this.sink?.write(JSON.stringify({type: 'item', ...json}))
     if (this.mode === 'ndjson') this.emit(JSON.stringify({type: 'item', ...json}))
     else if (this.mode === 'json') this.kept.push(json)
     else if (this.kept.length < humanFirstRows || (!this.doneOutcomes.includes(json.outcome) && this.kept.length < humanProblemRows))
@@ -44,10 +53,22 @@ export class BatchOutput<J extends ItemLike> {
     this.progress.update(tally.selected, detail)
   }
 
+  /** A line about the run as a whole (who holds a row lock an item waits for), or undefined to clear it; see Progress.status. */
+  status(text: string | undefined, key?: string): void {
+    this.progress.status(text, key)
+  }
+
   finish<Name extends string>(tally: Tally<Name>, dryRun: boolean, interrupted: boolean): BatchReport<J> {
     this.progress.stop()
     const summary = tally.summary(dryRun)
     if (this.mode === 'ndjson') this.emit(JSON.stringify({type: 'summary', ...summary, interrupted}))
-    return {summary, items: this.kept, ...(this.omitted ? {omitted: this.omitted} : {}), ...(interrupted ? {interrupted} : {})}
+    this.sink?.write(JSON.stringify({type: 'summary', ...summary, interrupted}))
+    return {
+      summary,
+      items: this.kept,
+      ...(this.omitted ? {omitted: this.omitted} : {}),
+      ...(interrupted ? {interrupted} : {}),
+      ...(this.sink ? {output_file: this.sink.path} : {}),
+    }
   }
 }

@@ -14,11 +14,13 @@ export async function confirmBulkWrite(options: {
   yes: boolean
   dryRun: boolean
   machineOutput: boolean
+  /** Ask even for one item: a delete is asked about however small it is. */
+  always?: boolean
 }): Promise<void> {
-  if (options.yes || options.dryRun || options.count <= 1) return
+  if (options.yes || options.dryRun || options.count === 0 || (options.count === 1 && !options.always)) return
   if (options.machineOutput || !process.stdin.isTTY) {
     throw usageError(`Refusing to ${options.action} ${options.count} ${options.noun} without confirmation.`, [
-      'Pass --yes to confirm (or --dry-run to see what would happen).',
+      options.always ? 'Pass --yes to confirm.' : 'Pass --yes to confirm (or --dry-run to see what would happen).',
     ])
   }
 
@@ -27,7 +29,11 @@ export async function confirmBulkWrite(options: {
   let answer: boolean
   try {
     answer = await confirm(
-      {message: `${capitalise(options.action)} ${options.count} ${options.noun}?`, default: false, theme: promptTheme()},
+      {
+        message: `${capitalise(options.action)} ${options.count} ${options.noun}?`,
+        default: false,
+        theme: promptTheme(),
+      },
       {output: process.stderr},
     )
   } catch (error) {

@@ -2,7 +2,7 @@ import {multiTeamSetting} from '../airflow/schema.js'
 import type {DoctorReport} from '../doctor/runDoctor.js'
 import {renderKeyValues, renderTable} from '../output/table.js'
 
-export function renderDoctor(report: DoctorReport): string {
+export function renderDoctor(report: DoctorReport, width?: number): string {
   const {airflow, server, connection} = report
   const capabilities = airflow.capabilities
   const sections = [
@@ -49,6 +49,7 @@ export function renderDoctor(report: DoctorReport): string {
             renderTable(
               ['object', 'privilege', 'needed by'],
               denied.map((p) => [p.object, p.privilege, p.neededBy]),
+              {width},
             ),
     )
   }
@@ -57,6 +58,7 @@ export function renderDoctor(report: DoctorReport): string {
     renderTable(
       ['setting', 'value', 'source', 'status'],
       report.settings.map((s) => [s.name, s.value, s.source, s.level]),
+      {width},
     ),
   )
   const advice = report.settings.filter((s) => s.advice)

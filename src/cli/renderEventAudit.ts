@@ -10,11 +10,12 @@ export interface EventAuditReport {
   fix: {dry_run: boolean; groups: GroupFix[]; removed: number; refused_consumed: number; refused_pending: number; skipped_busy: number} | null
 }
 
-export function renderEventAudit(report: EventAuditReport): string {
+export function renderEventAudit(report: EventAuditReport, width?: number): string {
   const parts = [
     renderTable(
       ['class', 'count'],
       Object.entries(report.counts).map(([k, v]) => [k, v]),
+      {width},
     ),
   ]
   if (report.findings.length > 0) {
@@ -29,6 +30,7 @@ export function renderEventAudit(report: EventAuditReport): string {
           f.evidence,
           f.suggestion ?? '',
         ]),
+        {width},
       ),
     )
   }

@@ -1,9 +1,60 @@
 import {dryRunOutcomeNames, type ItemJson} from '../report/itemJson.js'
 import {renderTable} from '../output/table.js'
+import {describeHolder, type LockWaitReport} from '../protocol/lockWaits.js'
+import type {SelectionBreakdown} from '../selection/selection.js'
+
+/** Runs listed before a bulk write; the rest are summed up in one line. */
+const breakdownRows = 20
+
+/** "Selected 120 task instances in 3 runs of 2 DAGs:" and a table of runs with their states. */
+export function renderBreakdown(breakdown: SelectionBreakdown, count: number, width?: number): string {
+  const runs = breakdown.runs.length
+  const head = breakdown.truncated
+    ? `Selected ${count} task instances in more than ${runs} runs (the first ${runs} counted below):`
+    : `Selected ${plural(count, 'task instance')} in ${plural(runs, 'run')} of ${plural(breakdown.dags, 'DAG')}:`
+  const shown = breakdown.runs.slice(0, breakdownRows)
+  const table = renderTable(
+    ['dag', 'run', 'task instances', 'states'],
+    shown.map((run) => [
+      run.dag_id,
+      run.run_id,
+      run.task_instances,
+      Object.entries(run.states)
+        .sort(([, a], [, b]) => b - a)
+        .map(([state, n]) => `${n} ${state}`)
+        .join(', '),
+    ]),
+    {width},
+  )
+  const rest = breakdown.runs.slice(breakdownRows)
+  const more =
+    rest.length > 0
+      ? `\n… and ${plural(
+          rest.reduce((sum, run) => sum + run.task_instances, 0),
+          'task instance',
+        )} in ${breakdown.truncated ? 'more than ' : ''}${plural(rest.length, 'more run')}`
+      : ''
+  return `${head}\n${table}${more}`
+}
+
+/** "waiting 2.4 s for the row lock of etl/r1/load: held by pid 4242 "airflow scheduler" (…) → airlock audit-locks". */
+export function describeLockWait(wait: LockWaitReport): string {
+  const waited = `waiting ${(wait.waitedMs / 1000).toFixed(1)} s for the row lock of ${wait.label}`
+  return wait.holder
+    ? `${waited}: held by ${describeHolder(wait.holder)}; airlock audit-locks shows what it waits for`
+    : `${waited}; airlock audit-locks shows who holds it`
+}
+
+/** "1 run", "3 runs". */
+export const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`
 
 export interface BatchReport<J = ItemJson> {
   summary: {dry_run: boolean} & Record<string, number | boolean>
   items: J[]
+  /** --output: every item was written to this file as a JSON line. */
+  output_file?: string
+  /** A dry run of a filter selection: its runs and their task instances per state. */
+  breakdown?: SelectionBreakdown
   /** Items not kept for the human table (large runs keep the first rows and every problem). */
   omitted?: number
   interrupted?: boolean
@@ -20,6 +71,7 @@ export function renderEventItems(
     queued: number
     error?: {message: string}
   }>,
+  width?: number,
 ): string {
   return renderTable(
     ['from', 'asset', 'outcome', 'new event', 'queued'],
@@ -30,11 +82,12 @@ export function renderEventItems(
       item.new_event_id ?? (item.existing_event_id ? `exists: ${item.existing_event_id}` : null),
       item.queued,
     ]),
+    {width},
   )
 }
 
 /** The table of items and the run's summary line (`N task instances selected: 6 completed, 1 conflict; …`). */
-export function renderBatch(report: BatchReport, noun = 'task instance'): string {
+export function renderBatch(report: BatchReport, noun = 'task instance', width?: number): string {
   // Finish order is noise for a reader: list by task instance.
   const rows = report.items
     .map((item) => [
@@ -49,8 +102,12 @@ export function renderBatch(report: BatchReport, noun = 'task instance'): string
     ])
     .sort((a, b) => String(a[0]).localeCompare(String(b[0])))
   const parts: string[] = []
-  if (rows.length > 0) parts.push(renderTable(['task instance', 'outcome', 'events', 'queued', 'lock hold ms', 'total ms'], rows))
-  if (report.omitted) parts.push(`… ${report.omitted} more items (--json or --ndjson lists them all)`)
+  if (rows.length > 0) parts.push(renderTable(['task instance', 'outcome', 'events', 'queued', 'lock hold ms', 'total ms'], rows, {width}))
+  if (report.omitted)
+    parts.push(
+      `… ${report.omitted} more items ${report.output_file ? `in ${report.output_file}` : '(--output FILE, --json or --ndjson list them all)'}`,
+    )
+  else if (report.output_file) parts.push(`Every item is in ${report.output_file}.`)
   const s = report.summary
   const counts = Object.entries(s)
     .filter(([key, value]) => typeof value === 'number' && !['selected', 'events_created', 'runs_queued'].includes(key) && value > 0)

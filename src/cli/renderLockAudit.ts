@@ -14,7 +14,9 @@ function tiLabel(node: LockNode): string {
 }
 
 function line(node: LockNode, prefix: string): string {
-  const who = `pid ${node.pid}${node.application_name ? ` ${node.application_name}` : ''}${node.user ? ` (${node.user})` : ''}`
+  const client = node.client_addr ?? (node.backend_start ? 'local socket' : null)
+  const connected = client ? ` from ${client}${node.backend_start ? ` since ${node.backend_start}` : ''}` : ''
+  const who = `pid ${node.pid}${node.application_name ? ` ${node.application_name}` : ''}${node.user ? ` (${node.user}${connected})` : connected}`
   const what =
     node.wait_ms !== null
       ? `waits ${node.wait_event_type ?? ''}/${node.wait_event ?? ''} ${seconds(node.wait_ms)}${node.category ? ` [${node.category}]` : ''}`
@@ -26,11 +28,12 @@ function line(node: LockNode, prefix: string): string {
 
 function renderTree(node: LockNode, indent = ''): string[] {
   const lines = [line(node, indent ? `${indent}└─ ` : '● ')]
+  if (node.terminate && node.blocked_below > 0) lines.push(`    to end this session (airlock never does): ${node.terminate};`)
   for (const child of node.children) lines.push(...renderTree(child, indent + '   '))
   return lines
 }
 
-export function renderLockAudit(audit: LockAudit): string {
+export function renderLockAudit(audit: LockAudit, width?: number): string {
   const parts: string[] = []
   const s = audit.sampling
   parts.push(`airlock audit-locks: ${s.samples} sample(s) ${s.interval_ms} ms apart; trees from sample ${s.shown_sample}.`)
@@ -49,6 +52,7 @@ export function renderLockAudit(audit: LockAudit): string {
             h.blocking,
             (h.last_query ?? '').slice(0, 60),
           ]),
+          {width},
         ),
     )
   }
@@ -59,6 +63,7 @@ export function renderLockAudit(audit: LockAudit): string {
         renderTable(
           ['pid', 'wait', 'query'],
           audit.queue_contention.map((q) => [q.pid, seconds(q.wait_ms), (q.query ?? '').slice(0, 80)]),
+          {width},
         ),
     )
   }
@@ -69,6 +74,7 @@ export function renderLockAudit(audit: LockAudit): string {
         renderTable(
           ['task instance', 'samples', 'max', 'p95'],
           audit.aggregates.by_task_instance.slice(0, 10).map((a) => [a.key, a.samples, seconds(a.max_wait_ms), seconds(a.p95_wait_ms)]),
+          {width},
         ),
     )
   }
@@ -82,6 +88,27 @@ export function renderLockAudit(audit: LockAudit): string {
       : 'Findings:\n' + audit.findings.map((f) => `  ${f.severity.toUpperCase().padEnd(8)} ${f.message}`).join('\n'),
   )
   return parts.join('\n\n')
+}
+
+/** --ndjson: each session of the trees without its children (root_pid ties it to its tree), then the rest of the report. */
+export function lockAuditLines(audit: LockAudit): Array<Record<string, unknown>> {
+  const sessions = audit.trees.flatMap((tree) =>
+    [...walk(tree)].map(({children, ...node}) => ({type: 'session', root_pid: tree.pid, children: children.map((child) => child.pid), ...node})),
+  )
+  const {trees, ...rest} = audit
+  return [...sessions, {type: 'summary', trees: trees.length, ...rest}]
+}
+
+/** --kill: the statements that end each root blocker's session, one per line, for the operator to review and run. */
+export function lockAuditKillLines(audit: LockAudit): string {
+  const roots = audit.trees.filter((tree) => tree.terminate)
+  if (roots.length === 0) return '-- no session blocks another: nothing to end'
+  return roots
+    .map(
+      (tree) =>
+        `-- pid ${tree.pid}${tree.application_name ? ` ${tree.application_name}` : ''}${tree.user ? ` (${tree.user})` : ''}: blocks ${tree.blocked_below}, ${tree.state ?? '?'}\n${tree.terminate};`,
+    )
+    .join('\n')
 }
 
 export function lockAuditCsv(audit: LockAudit): string {
@@ -105,6 +132,9 @@ export function lockAuditCsv(audit: LockAudit): string {
     'map_index',
     'ti_source',
     'query',
+    'client_addr',
+    'backend_start',
+    'terminate',
   ]
   const rows = audit.trees.flatMap((tree) =>
     [...walk(tree)].map((n) => [
@@ -127,6 +157,9 @@ export function lockAuditCsv(audit: LockAudit): string {
       n.task_instance?.map_index,
       n.task_instance?.source,
       n.query,
+      n.client_addr,
+      n.backend_start,
+      n.terminate,
     ]),
   )
   return [header, ...rows].map((row) => row.map(csvCell).join(',')).join('\n')

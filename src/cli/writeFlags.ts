@@ -21,6 +21,13 @@ export const writeFlags = {
     description: "Who is acting, recorded as the owner of the rows airlock writes to Airflow's audit log (default: the OS user).",
     helpGroup: 'WRITING',
   }),
+  output: Flags.string({
+    char: 'o',
+    description:
+      'Also write every item as one JSON line to this new file (the table on the terminal shows the first 50 and every problem). Never overwrites.',
+    helpValue: 'FILE',
+    helpGroup: 'OUTPUT',
+  }),
   ndjson: Flags.boolean({
     description: 'Stream one JSON line per item ({"type":"item",…}), then {"type":"summary",…}.',
     exclusive: ['json'],

@@ -1,6 +1,7 @@
 import type {StoredState} from '../airflow/taskInstance.js'
 import type {ItemResult} from '../protocol/outcomes.js'
 import {runBatch} from '../protocol/batch.js'
+import type {LockWaits} from '../protocol/lockWaits.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
 import {Tally} from '../report/tally.js'
 import type {WorkItem} from '../selection/workItem.js'
@@ -27,6 +28,8 @@ export interface CompleteRun {
   order?: ProtocolOptions['order']
   shouldStop: () => boolean
   onItem: (item: ItemResult<CompleteOutcome>, tally: Tally<CompleteOutcomeName>) => void
+  /** Items waiting for their task instance's row lock, for the batch's "who holds it" line. */
+  lockWaits?: LockWaits | undefined
 }
 
 /** `airlock complete` as a library call: every selected item through the protocol, counted. */
@@ -47,6 +50,7 @@ export async function runComplete(airflow: AirflowDatabase, run: CompleteRun): P
     statementTimeoutMs: run.statementTimeoutMs,
     dryRun: run.dryRun,
     order: run.order,
+    lockWaits: run.lockWaits,
   }
   const tally = new Tally(completeOutcomes)
   const {interrupted} = await runBatch(

@@ -8,6 +8,11 @@ import {colorAllowed} from './color.js'
  */
 export interface Progress {
   update(done: number, detail: string): void
+  /**
+   * A line about the whole run (an item waiting on a lock): kept under the spinner, or printed
+   * once per `key` (the text changes every second, the news only when the key does).
+   */
+  status(text: string | undefined, key?: string): void
   stop(): void
 }
 
@@ -19,7 +24,14 @@ export function createProgress(options: {
   enabled: boolean
 }): Progress {
   const stream = options.stream ?? process.stderr
-  if (!options.enabled || options.total === 1) return {update() {}, stop() {}}
+  // A status is news even for one item (the common "why is it hanging?" case): a plain line.
+  let lastKey: string | undefined
+  const printStatus = (text: string | undefined, key = text) => {
+    if (text !== undefined && key !== lastKey) stream.write(`${text}\n`)
+    lastKey = text === undefined ? undefined : key
+  }
+  if (!options.enabled) return {update() {}, status() {}, stop() {}}
+  if (options.total === 1) return {update() {}, status: printStatus, stop() {}}
   const started = Date.now()
   const line = (done: number, detail: string) => {
     const seconds = (Date.now() - started) / 1000
@@ -34,13 +46,21 @@ export function createProgress(options: {
     // ora (and its dependencies, ~10 MB) is loaded only when there is a terminal to spin on.
     let spinner: Ora | undefined
     let stopped = false
+    let status: string | undefined
+    let last = line(0, '')
+    const text = () => (status ? `${last}\n  ${status}` : last)
     void import('ora').then(({default: ora}) => {
       // ora colours the frame cyan through chalk, which ignores NO_COLOR: colour is decided here.
-      if (!stopped) spinner = ora({text: line(0, ''), stream, discardStdin: false, ...(colorAllowed() ? {} : {color: false})}).start()
+      if (!stopped) spinner = ora({text: text(), stream, discardStdin: false, ...(colorAllowed() ? {} : {color: false})}).start()
     })
     return {
       update: (done, detail) => {
-        if (spinner) spinner.text = line(done, detail)
+        last = line(done, detail)
+        if (spinner) spinner.text = text()
+      },
+      status: (next) => {
+        status = next
+        if (spinner) spinner.text = text()
       },
       stop: () => {
         stopped = true
@@ -57,6 +77,7 @@ export function createProgress(options: {
       lastPrinted = Date.now()
       stream.write(line(done, detail) + '\n')
     },
+    status: printStatus,
     stop() {},
   }
 }

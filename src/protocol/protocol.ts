@@ -1,10 +1,11 @@
 import {performance} from 'node:perf_hooks'
 
-import {describeRef, type StoredState, type TaskInstanceContext, type TaskInstanceRef} from '../airflow/taskInstance.js'
+import {describeRef, formatKey, type StoredState, type TaskInstanceContext, type TaskInstanceRef} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import type {RetryPolicy} from '../engine/retry.js'
 import {runTransaction, type Decision, type Failed} from '../engine/transaction.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
+import {describeHolder, type LockWaits} from './lockWaits.js'
 import type {ItemResult, ProtocolOutcome} from './outcomes.js'
 
 /**
@@ -54,6 +55,8 @@ export interface ProtocolOptions {
   order?: 'register_first' | 'lock_first' | undefined
   /** The lock-wait slice (default lockWaitSliceMs); null waits for the whole --lock-timeout at once (the benchmark's comparison). */
   lockSliceMs?: number | null | undefined
+  /** Where the batch sees which items wait for their row lock (the "who holds it" line). */
+  lockWaits?: LockWaits | undefined
 }
 
 /**
@@ -102,6 +105,8 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   // The task instance as the last attempt that read it saw it: each attempt starts from nothing.
   let known: TaskInstanceContext | undefined
   let commitIssued = false
+  // Row locks this item waited for, to clear from lockWaits however it ends.
+  const waitedOn = new Set<string>()
 
   const register = async (tx: Executor, context: TaskInstanceContext) => {
     const begin = performance.now()
@@ -112,9 +117,12 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
 
   const lock = async (tx: Executor, context: TaskInstanceContext) => {
     const begin = performance.now()
+    options.lockWaits?.waiting(context.id, formatKey(context))
+    waitedOn.add(context.id)
     try {
       const locked = await store.lockTaskInstance(tx, context.id)
       lockedAt = performance.now()
+      options.lockWaits?.done(context.id)
       return locked
     } finally {
       // Also when the wait ended in a lock timeout: a failed item says where its time went.
@@ -122,7 +130,7 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     }
   }
 
-  const {result, attempts, totalMs} = await runTransaction<ProtocolOutcome<O>>(db, {
+  const transaction = runTransaction<ProtocolOutcome<O>>(db, {
     locals: {
       lockTimeoutMs: options.lockTimeoutMs,
       statementTimeoutMs: options.statementTimeoutMs,
@@ -185,16 +193,15 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     },
     wasCommitted: (ex) => writer.wasCommitted(ex, ti!, registration as Registration, receipt as Receipt),
   })
+  const {result, attempts, totalMs} = await transaction.finally(() => {
+    for (const id of waitedOn) options.lockWaits?.done(id)
+  })
 
   // A lock timeout names who held the row (best effort: it may have let go since).
   const failed = result.outcome === 'failed' ? (result as Failed) : undefined
   if (failed?.kind === 'lock_timeout' && ti) {
     const holder = await store.readRowHolder(db.executor, ti.id).catch(() => undefined)
-    if (holder) {
-      const name = holder.applicationName ? ` "${holder.applicationName}"` : ''
-      const since = holder.since ? ` in a transaction since ${holder.since.toISOString()}` : ''
-      failed.message += `; the row is held by pid ${holder.pid}${name} (user ${holder.user}, ${holder.state ?? 'unknown state'}${since}); airlock audit-locks shows what it waits for`
-    }
+    if (holder) failed.message += `; the row is held by ${describeHolder(holder)}; airlock audit-locks shows what it waits for`
   }
 
   const written = result.outcome === writer.committed.outcome

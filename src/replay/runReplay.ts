@@ -5,7 +5,9 @@ import {runBatch} from '../protocol/batch.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {Tally} from '../report/tally.js'
+import type {LockWaits} from '../protocol/lockWaits.js'
 import {openItemSource, type SelectionRequest} from '../selection/itemSource.js'
+import type {SelectionBreakdown} from '../selection/selection.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import type {Checkpoint} from './checkpoint.js'
 import {eventsById, eventsFromFile, validateEventFile, type EventWork} from './eventSources.js'
@@ -60,6 +62,8 @@ export interface ReplayRun {
   checkpoint: Checkpoint
   shouldStop: () => boolean
   onItem: (item: ItemJson | EventItemJson, tally: Tally<ReplayOutcomeName>) => void
+  /** Items waiting for their task instance's row lock, for the batch's "who holds it" line. */
+  lockWaits?: LockWaits | undefined
 }
 
 /**
@@ -75,13 +79,18 @@ function missingSelection(selection: SelectionRequest, resumeAfter: string | und
   }
 }
 
-/** How many items a replay will touch, for the confirmation prompt (checked input, nothing written). */
-export async function countReplay(airflow: AirflowDatabase, mode: ReplayMode, checkpoint: Checkpoint): Promise<number> {
-  if (mode.kind === 'event-id') return new Set(mode.ids).size
-  if (mode.kind === 'file') return validateEventFile(mode.path)
+/** How many items a replay will touch, and a selection's runs, for the confirmation prompt (checked input, nothing written). */
+export async function countReplay(
+  airflow: AirflowDatabase,
+  mode: ReplayMode,
+  checkpoint: Checkpoint,
+): Promise<{count: number; breakdown?: SelectionBreakdown | undefined}> {
+  if (mode.kind === 'event-id') return {count: new Set(mode.ids).size}
+  if (mode.kind === 'file') return {count: await validateEventFile(mode.path)}
   const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
-  if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return 0
-  return (await openItemSource(airflow, selection)).count
+  if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return {count: 0}
+  const {count, breakdown} = await openItemSource(airflow, selection)
+  return {count, breakdown}
 }
 
 export async function runReplay(airflow: AirflowDatabase, run: ReplayRun): Promise<{tally: Tally<ReplayOutcomeName>; interrupted: boolean}> {
@@ -110,6 +119,7 @@ export async function runReplay(airflow: AirflowDatabase, run: ReplayRun): Promi
           lockTimeoutMs: run.lockTimeoutMs,
           statementTimeoutMs: run.statementTimeoutMs,
           dryRun: run.dryRun,
+          lockWaits: run.lockWaits,
         })
         await checkpoint.finish(sequence, result.result.outcome !== 'failed')
         return result

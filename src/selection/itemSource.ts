@@ -3,7 +3,7 @@ import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
 import {openInputFile} from './inputFile.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
-import {countSelection, selectTaskInstances, type SelectionFilter} from './selection.js'
+import {selectTaskInstances, summarizeSelection, type SelectionBreakdown, type SelectionFilter} from './selection.js'
 import type {WorkItem} from './workItem.js'
 
 export interface SelectionRequest {
@@ -21,6 +21,8 @@ export interface ItemSource {
   warnings?: string[]
   /** Items named one by one (--ti-id, --from-file): a missing one is `not_found`, exit 4. */
   explicit: boolean
+  /** A filter selection's runs and states, for the operator to check before it is written. */
+  breakdown?: SelectionBreakdown
 }
 
 /** Whether any filter flag narrows the selection (as opposed to naming task instances one by one). */
@@ -64,7 +66,7 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
   }
 
   const {db, store} = airflow
-  const count = await countSelection(store, db.executor, filter)
+  const {count, breakdown} = await summarizeSelection(store, db.executor, filter)
   const warnings: string[] = []
   if (count === 0 && filter.dagId) {
     const dagIds = await store.readDagIds(db.executor)
@@ -82,7 +84,7 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
     }
   }
 
-  return {count, explicit: false, items: mapItems(selectTaskInstances(store, db.executor, filter)), warnings}
+  return {count, breakdown, explicit: false, items: mapItems(selectTaskInstances(store, db.executor, filter)), warnings}
 }
 
 /** An array as the async stream the batch runner pulls from. */

@@ -28,6 +28,40 @@ export async function* selectTaskInstances(store: AirflowStore, ex: Executor, fi
   }
 }
 
+/** What a filter selection holds, run by run, shown before a bulk write is confirmed and in a dry run. */
+export interface SelectionBreakdown {
+  /** Runs in (dag_id, run_id) order with their task instances per state ("none": no state yet). */
+  runs: Array<{dag_id: string; run_id: string; task_instances: number; states: Record<string, number>}>
+  dags: number
+  /** The selection has more (run, state) groups than were read: `runs` is its first part, `dags` a lower bound. */
+  truncated: boolean
+}
+
+/** Groups read for a breakdown: beyond this many the count is taken separately and the list is cut. */
+const breakdownGroups = 1000
+
+/** The selection's size and its breakdown by run; one grouped query unless the selection spans very many runs. */
+export async function summarizeSelection(
+  store: AirflowStore,
+  ex: Executor,
+  filter: SelectionFilter,
+): Promise<{count: number; breakdown: SelectionBreakdown}> {
+  const groups = await store.summarizeTaskInstances(ex, filter, breakdownGroups + 1)
+  const truncated = groups.length > breakdownGroups
+  const runs: SelectionBreakdown['runs'] = []
+  for (const group of groups.slice(0, breakdownGroups)) {
+    let run = runs.at(-1)
+    if (!run || run.dag_id !== group.dagId || run.run_id !== group.runId) {
+      run = {dag_id: group.dagId, run_id: group.runId, task_instances: 0, states: {}}
+      runs.push(run)
+    }
+    run.task_instances += group.count
+    run.states[group.state ?? 'none'] = group.count
+  }
+  const count = truncated ? await countSelection(store, ex, filter) : runs.reduce((sum, run) => sum + run.task_instances, 0)
+  return {count, breakdown: {runs, dags: new Set(runs.map((run) => run.dag_id)).size, truncated}}
+}
+
 export async function countSelection(store: AirflowStore, ex: Executor, filter: SelectionFilter): Promise<number> {
   const n = await store.countTaskInstances(ex, filter)
   return filter.limit === undefined ? n : Math.min(n, filter.limit)

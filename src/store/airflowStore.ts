@@ -52,6 +52,8 @@ export interface AirflowStore extends CatalogStore {
   /** One keyset page of task instance ids (id > after, ORDER BY id). */
   selectTaskInstanceIds(ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<string[]>
   countTaskInstances(ex: Executor, filter: TaskInstanceFilter): Promise<number>
+  /** The selection grouped by DAG, run and state (at most `maxGroups` groups, in key order). */
+  summarizeTaskInstances(ex: Executor, filter: TaskInstanceFilter & {limit?: number | undefined}, maxGroups: number): Promise<SelectionGroup[]>
   /** Every dag_id of the dag table (for "did you mean"). */
   readDagIds(ex: Executor): Promise<string[]>
 
@@ -96,6 +98,7 @@ export interface CatalogStore {
   /** `server` says what the server can report (the wait start exists from PostgreSQL 14). */
   readLockSnapshot(ex: Executor, server: Pick<ServerInfo, 'versionNum'>): Promise<SessionRow[]>
   findTaskInstanceByTuple(ex: Executor, page: number, tuple: number): Promise<(TaskInstanceKey & {id: string}) | undefined>
+  findTaskInstancesById(ex: Executor, ids: readonly string[]): Promise<Array<TaskInstanceKey & {id: string}>>
 }
 
 export interface LockedTaskInstance {
@@ -160,6 +163,14 @@ export interface LogSubject {
 export const noLogSubject: LogSubject = {dagId: null, taskId: null, runId: null, mapIndex: null, tryNumber: null, logicalDate: null, owners: null}
 
 /** Which task instances a command works on. */
+/** How many selected task instances one run holds in one state (NULL: no state yet). */
+export interface SelectionGroup {
+  dagId: string
+  runId: string
+  state: string | null
+  count: number
+}
+
 export interface TaskInstanceFilter {
   dagId?: string | undefined
   runIds: readonly string[]
@@ -294,6 +305,9 @@ export interface SessionRow {
   xact_start: Date | null
   state_change: Date | null
   query: string | null
+  /** The client's address; null for a Unix-socket connection. */
+  client_addr: string | null
+  backend_start: Date | null
   blocked_by: number[]
   sampled_at: Date
   /** When the current lock wait began, where the server reports it, else null. */

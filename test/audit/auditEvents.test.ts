@@ -213,6 +213,8 @@ describe('airlock audit-events', () => {
     const result = await runCli(['audit-events', '--database-url', db.url, '--fix', '--no-dry-run'])
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('--yes')
+    // The refusal names what would go: how many events, in how many groups.
+    expect(result.stderr).toMatch(/Refusing to delete \d+ duplicate events? in \d+ groups? \(unconsumed extras only/)
     expect(await db.knex('asset_event').where({id: ids.dup_late})).toHaveLength(1)
   })
 

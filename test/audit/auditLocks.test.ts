@@ -1,4 +1,7 @@
+import {spawn} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
+import {existsSync} from 'node:fs'
+import path from 'node:path'
 
 import type {Knex} from 'knex'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
@@ -173,7 +176,49 @@ describe('airlock audit-locks', () => {
     void tagged.conn.query('select 1 from task_instance where id = $1 for update', [target.id]).catch(() => undefined)
     await waitUntilBlocked(db.knex, tagged.pid)
     const {out} = await audit()
-    expect(out.result.trees[0]!.children[0]!.task_instance).toMatchObject({id: target.id, source: 'application_name', guess: false})
+    const root = out.result.trees[0]!
+    // Named dag/run/task, not just by id; the holder inherits the name from its waiter.
+    const named = {id: target.id, dag_id: 'etl', run_id: world.run('etl').run_id, task_id: 'task_1', map_index: -1}
+    expect(root.children[0]!.task_instance).toMatchObject({...named, source: 'application_name', guess: false})
+    expect(root.task_instance).toMatchObject({...named, source: 'inferred_from_waiter'})
+    // Where the holder connects from and since when; the statement that would end it, never run.
+    expect(root.client_addr).toBe('127.0.0.1')
+    expect(Date.parse(root.backend_start!)).toBeLessThanOrEqual(Date.now())
+    expect(root.terminate).toBe(`select pg_terminate_backend(${holder.pid})`)
+    expect(root.children[0]!.terminate).toBeNull()
+
+    const table = await runCli(['audit-locks', '--database-url', db.url, '--samples', '1'])
+    expect(table.stdout).toContain(`TI etl/${world.run('etl').run_id}/task_1`)
+    expect(table.stdout).toContain(`to end this session (airlock never does): select pg_terminate_backend(${holder.pid});`)
+    const kill = await runCli(['audit-locks', '--database-url', db.url, '--samples', '2', '--interval', '50ms', '--kill'])
+    expect(kill.code).toBe(0)
+    expect(
+      kill.stdout
+        .trim()
+        .split('\n')
+        .filter((line) => !line.startsWith('--')),
+    ).toEqual([`select pg_terminate_backend(${holder.pid});`])
+    const lines = (await runCli(['audit-locks', '--database-url', db.url, '--samples', '1', '--ndjson'])).stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as {type: string; pid?: number; root_pid?: number; children?: number[]})
+    expect(lines.map((line) => line.type)).toEqual(['session', 'session', 'summary'])
+    expect(lines[0]).toMatchObject({pid: holder.pid, root_pid: holder.pid, children: [tagged.pid]})
+    // Printed, not run: the waiter still waits behind its holder.
+    await waitUntilBlocked(db.knex, tagged.pid)
+  })
+
+  // script(1) (util-linux) makes the pseudo-terminal --watch needs.
+  it.skipIf(!existsSync('/usr/bin/script'))('--watch stops on Ctrl-C with exit 130 (run on a pseudo-terminal)', async () => {
+    const command = `node ${JSON.stringify(path.resolve('bin/run.js'))} audit-locks --database-url ${JSON.stringify(db.url)} --watch --interval 100ms`
+    // script(1) gives the command a terminal; a Ctrl-C typed into it reaches airlock as SIGINT from the terminal.
+    const child = spawn('script', ['-qec', command, '/dev/null'], {stdio: ['pipe', 'pipe', 'pipe']})
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    await expect.poll(() => output, {timeout: 15_000}).toContain('Ctrl-C to stop')
+    child.stdin.write('\u0003')
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (exit) => resolve(exit)))
+    expect(code).toBe(130)
   })
 
   it('without pg_monitor: the report says what it cannot see', async () => {
@@ -242,15 +287,18 @@ describe('audit-locks JSON shape (documented in the README)', () => {
     expect(Object.keys(node).sort()).toEqual([
       'also_blocked_by',
       'application_name',
+      'backend_start',
       'blocked_below',
       'category',
       'children',
+      'client_addr',
       'depth',
       'pid',
       'query',
       'since_state_change_ms',
       'state',
       'task_instance',
+      'terminate',
       'transaction_age_ms',
       'user',
       'wait_event',

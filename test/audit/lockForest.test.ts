@@ -14,6 +14,8 @@ const session = (pid: number, blockedBy: number[], extra: Partial<SessionRow> = 
   xact_start: new Date('2026-12-02T03:00:00Z'),
   state_change: new Date('2026-12-02T03:00:05Z'),
   query: 'select 1',
+  client_addr: '10.0.0.7',
+  backend_start: new Date('2026-12-02T02:00:00Z'),
   blocked_by: blockedBy,
   sampled_at: at,
   wait_start: blockedBy.length ? new Date('2026-12-02T03:00:07Z') : null,
@@ -31,7 +33,10 @@ describe('buildForest', () => {
       [4, 1],
     ])
     const three = forest[0]!.children[0]!.children[0]!
-    expect(three).toMatchObject({pid: 3, depth: 2, also_blocked_by: [1], wait_ms: 3000})
+    expect(three).toMatchObject({pid: 3, depth: 2, also_blocked_by: [1], wait_ms: 3000, terminate: null})
+    // Only a root gets the statement that would end it; where each session connects from is kept.
+    expect(forest.map((t) => t.terminate)).toEqual(['select pg_terminate_backend(1)', 'select pg_terminate_backend(4)'])
+    expect(forest[0]).toMatchObject({client_addr: '10.0.0.7', backend_start: '2026-12-02T02:00:00.000Z'})
   })
 
   it('a cycle (a deadlock before the detector breaks it) still becomes a tree', () => {

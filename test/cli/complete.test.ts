@@ -403,6 +403,90 @@ describe('airlock complete', () => {
     expect((envelope(narrowed) as {warnings: string[]}).warnings.join(' ')).toContain('did you mean etl?')
   })
 
+  it('a filter selection shows its runs and states before asking and in a dry run (stderr for people, breakdown in --json)', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {tasks: 3, outlets: 1, runs: 2, state: {task_3: 'failed'}})
+      .build()
+    const runs = [world.run('etl', 1).run_id, world.run('etl', 2).run_id].sort()
+    const footprint = await writeFootprint(db.knex)
+
+    // No terminal to answer: refused, but the operator still sees what was refused.
+    const refused = await complete('--dag-id', 'etl')
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain('Selected 6 task instances in 2 runs of 1 DAG:')
+    expect(refused.stderr).toMatch(new RegExp(`etl\\s+${escape(runs[0]!)}\\s+3\\s+2 running, 1 failed`))
+
+    const dry = await complete('--dag-id', 'etl', '--dry-run')
+    expect(dry.code).toBe(3)
+    expect(dry.stderr).toContain('Selected 6 task instances in 2 runs of 1 DAG:')
+    const json = envelope(await complete('--dag-id', 'etl', '--dry-run', '--json')) as {
+      result: {breakdown: {dags: number; truncated: boolean; runs: Array<{run_id: string; task_instances: number; states: Record<string, number>}>}}
+    }
+    expect(json.result.breakdown).toEqual({
+      dags: 1,
+      truncated: false,
+      runs: runs.map((run_id) => ({dag_id: 'etl', run_id, task_instances: 3, states: {running: 2, failed: 1}})),
+    })
+    // --limit: the breakdown counts what the pages will take, not the whole filter.
+    const limited = envelope(await complete('--dag-id', 'etl', '--limit', '2', '--dry-run', '--json')) as {
+      result: {breakdown: {runs: Array<{task_instances: number}>}}
+    }
+    expect(limited.result.breakdown.runs.reduce((sum, run) => sum + run.task_instances, 0)).toBe(2)
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+  })
+
+  it('--output FILE gets every item as a JSON line and a summary; an existing file or a missing directory is exit 2 with nothing written', async () => {
+    await threeRunningTasks()
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-output-'))
+    const file = path.join(dir, 'items.ndjson')
+    const footprint = await writeFootprint(db.knex)
+    for (const taken of [dir, path.join(dir, 'missing', 'items.ndjson')]) {
+      const refused = await complete('--dag-id', 'etl', '--yes', '--output', taken)
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain('--output')
+      expect(await writeFootprint(db.knex)).toEqual(footprint)
+    }
+
+    const result = await complete('--dag-id', 'etl', '--yes', '-o', file)
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain(`Every item is in ${file}`)
+    const lines = (await fs.readFile(file, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as {type: string; outcome?: string})
+    expect(lines.map((line) => line.type)).toEqual(['item', 'item', 'item', 'summary'])
+    expect(lines.filter((line) => line.outcome === 'completed')).toHaveLength(3)
+
+    const again = await complete('--dag-id', 'etl', '--yes', '-o', file)
+    expect(again.code).toBe(2)
+    expect(again.stderr).toContain('already exists')
+    expect((await fs.readFile(file, 'utf8')).trim().split('\n')).toHaveLength(4)
+    await fs.rm(dir, {recursive: true})
+  })
+
+  it('waiting longer than a second for a row lock says who holds it (pid, application name, audit-locks), then completes', async () => {
+    const world = await threeRunningTasks()
+    const target = world.ti('etl', 'task_1')
+    const result = await whileRowLocked(db.knex, target.id, async (holder) => {
+      await holder.raw(`set local application_name = 'scheduler-under-test'`)
+      const running = startCli(['complete', '--database-url', db.url, '--ti-id', target.id, '--lock-timeout', '20s'])
+      await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
+      // Past the one-second threshold and a watcher tick.
+      await new Promise((resolve) => setTimeout(resolve, 1800))
+      const {pid} = (await holder.raw<{rows: Array<{pid: number}>}>('select pg_backend_pid() as pid')).rows[0]!
+      await holder.commit()
+      return {...(await running.finished), holderPid: pid}
+    })
+    expect(result.code).toBe(0)
+    const line = result.stderr.split('\n').find((l) => l.includes('for the row lock of'))
+    expect(line).toBeDefined()
+    expect(line).toContain(`etl/${world.run('etl').run_id}/task_1`)
+    expect(line).toContain(`held by pid ${result.holderPid} "scheduler-under-test"`)
+    expect(line).toContain('airlock audit-locks')
+    // Said once per holder, not every tick.
+    expect(result.stderr.split('\n').filter((l) => l.includes('for the row lock of'))).toHaveLength(1)
+  })
+
   it('-h, --help, help, -v, --version and version all work (exit 0)', async () => {
     for (const args of [['-h'], ['--help'], ['help'], ['help', 'complete']]) {
       const result = await runCli(args)
@@ -416,3 +500,5 @@ describe('airlock complete', () => {
     }
   })
 })
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')

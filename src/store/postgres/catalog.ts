@@ -17,7 +17,7 @@ import type {CatalogStore, PrivilegeCheck, PrivilegeResult, ServerInfo, ServerSe
 const lockSnapshotText = (
   waitStart: string,
 ) => `select a.pid, coalesce(a.application_name, '') as application_name, a.usename::text, a.state, a.wait_event_type, a.wait_event,
-            a.xact_start, a.state_change, left(a.query, 1000) as query, pg_blocking_pids(a.pid) as blocked_by, clock_timestamp() as sampled_at,
+            a.xact_start, a.state_change, left(a.query, 1000) as query, host(a.client_addr) as client_addr, a.backend_start, pg_blocking_pids(a.pid) as blocked_by, clock_timestamp() as sampled_at,
             ${waitStart} as wait_start,
             (select json_build_object('locktype', l.locktype, 'relation', l.relation::regclass::text, 'page', l.page, 'tuple', l.tuple, 'mode', l.mode)
                from pg_locks l where l.pid = a.pid and not l.granted limit 1) as waiting_on,
@@ -154,6 +154,15 @@ export const postgresCatalog: CatalogStore = {
    * The task_instance row at a physical position (page, tuple): how a waiter's tuple lock names
    * the row it queues for. Best effort: an update since may have moved the row (the caller says so).
    */
+  /** Task instances by id (the ids airlock's application_name tags carry), for naming them dag/run/task. */
+  async findTaskInstancesById(ex, ids): Promise<Array<TaskInstanceKey & {id: string}>> {
+    if (ids.length === 0) return []
+    const rows = await ex.query<{id: string; dag_id: string; run_id: string; task_id: string; map_index: number}>(
+      statement(`select id::text, dag_id, run_id, task_id, map_index from task_instance where id = any($1::uuid[])`, [[...ids]]),
+    )
+    return rows.map((row) => ({id: row.id, dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index}))
+  },
+
   async findTaskInstanceByTuple(ex, page, tuple): Promise<(TaskInstanceKey & {id: string}) | undefined> {
     const [row] = await ex.query<{id: string; dag_id: string; run_id: string; task_id: string; map_index: number}>(
       statement(`select id, dag_id, run_id, task_id, map_index from task_instance where ctid = format('(%s,%s)', $1::int, $2::int)::tid`, [

@@ -13,7 +13,7 @@ import {
   resolveAssetsAndAliases,
 } from './events.js'
 import {ensureAliasAssets, findAssetsByNameOrUri, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
-import {countTaskInstances, isDeliberatelySilent, readDagIds, readMissingOutlets, selectTaskInstanceIds} from './selection.js'
+import {countTaskInstances, isDeliberatelySilent, readDagIds, readMissingOutlets, selectTaskInstanceIds, summarizeTaskInstances} from './selection.js'
 import {lockTaskInstance, markTaskInstanceSuccess, readArchivedTaskInstanceKey, readRowHolder, readTaskInstance} from './taskInstance.js'
 
 /**
@@ -39,6 +39,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     isDeliberatelySilent: isDeliberatelySilent(),
     selectTaskInstanceIds: selectTaskInstanceIds(),
     countTaskInstances: countTaskInstances(),
+    summarizeTaskInstances: summarizeTaskInstances(),
     readDagIds: readDagIds(),
     readEventPage: readEventPage(capabilities),
     readEventsById: readEventsById(capabilities),

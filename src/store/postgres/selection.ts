@@ -1,7 +1,7 @@
 import type {TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
-import type {TaskInstanceFilter} from '../airflowStore.js'
+import type {SelectionGroup, TaskInstanceFilter} from '../airflowStore.js'
 import {deliberatelySilent, noEventOfThisTry, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
@@ -56,6 +56,33 @@ export function selectTaskInstanceIds() {
     const from = filtered(filter, params, after === undefined ? undefined : (p) => `ti.id > ${p.add(after)}::uuid`)
     const rows = await ex.query<{id: string}>(statement(`select ti.id ${from} order by ti.id limit ${params.add(limit)}::int`, params.values))
     return rows.map((row) => row.id)
+  }
+}
+
+/**
+ * What a selection holds, by DAG, run and state, for the operator to see before a bulk write:
+ * at most `maxGroups` groups in key order. With --limit, the groups are of the first `limit`
+ * task instances in the order the pages take them (by id), so they describe what will be touched.
+ */
+export function summarizeTaskInstances() {
+  return async (ex: Executor, filter: TaskInstanceFilter & {limit?: number | undefined}, maxGroups: number): Promise<SelectionGroup[]> => {
+    const params = new Params()
+    const from = filtered(filter, params)
+    const source =
+      filter.limit === undefined
+        ? `select ti.dag_id, ti.run_id, ti.state ${from}`
+        : `select ti.dag_id, ti.run_id, ti.state ${from} order by ti.id limit ${params.add(filter.limit)}::int`
+    const rows = await ex.query<{dag_id: string; run_id: string; state: string | null; n: number}>(
+      statement(
+        `select s.dag_id, s.run_id, s.state, count(*)::int as n
+           from (${source}) s
+          group by s.dag_id, s.run_id, s.state
+          order by s.dag_id, s.run_id, s.state
+          limit ${params.add(maxGroups)}::int`,
+        params.values,
+      ),
+    )
+    return rows.map((row) => ({dagId: row.dag_id, runId: row.run_id, state: row.state, count: row.n}))
   }
 }
 
