@@ -9,7 +9,10 @@ import {runBench, type BenchReport} from '../src/bench/runBench.js'
 import {openScratchServer} from '../src/bench/scratch.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {parseIntegerList} from '../src/cli/parseInput.js'
-import {passwordOf, toDatabaseUrl} from '../src/connection/url.js'
+import {connectionFlags} from '../src/cli/connectionFlags.js'
+import {environments} from '../src/connection/environments.js'
+import {resolveConnection} from '../src/connection/resolve.js'
+import {passwordOf} from '../src/connection/url.js'
 import {sandboxHome, sandboxUrl} from '../src/sandbox/sandbox.js'
 import {prose} from '../src/cli/prose.js'
 
@@ -26,10 +29,21 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
     '<%= config.bin %> bench',
     '<%= config.bin %> bench --quick',
     '<%= config.bin %> bench --database-url postgresql://postgres@127.0.0.1:5432/postgres --outlets 0,600',
+    '<%= config.bin %> bench --profile perf-lab --quick',
   ]
 
   static override flags = {
-    'database-url': Flags.string({description: 'A server database where scratch databases may be created (default: the sandbox).'}),
+    'database-url': Flags.string({
+      description: 'A database of the server where scratch databases may be created (default: the sandbox).',
+      helpGroup: 'CONNECTION',
+    }),
+    profile: connectionFlags.profile,
+    env: connectionFlags.env,
+    embedded: Flags.boolean({
+      description: 'Run on the embedded sandbox, starting it if needed (the default when no other connection is named).',
+      helpGroup: 'CONNECTION',
+      exclusive: ['database-url', 'profile', 'env'],
+    }),
     outlets: Flags.string({description: 'Outlet counts for the lock-hold table.', default: '0,10,100,300,600,1000'}),
     runs: Flags.integer({description: 'Measured runs per point.', default: 14, min: 1}),
     warmup: Flags.integer({description: 'Warm-up runs per point (discarded).', default: 3, min: 0}),
@@ -42,8 +56,14 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
     'memory-events': Flags.integer({description: 'Events in the memory run of export-events (0 skips).', default: 100_000, min: 0}),
     'stamp-runs': Flags.integer({description: 'Completions per variant of the event-to-commit window (0 skips).', default: 30, min: 0}),
     'stamp-hold': Flags.integer({description: 'Milliseconds the concurrent holder keeps the row locked there.', default: 1000, min: 1}),
-    out: Flags.string({description: 'Where to write results.md, results.json and lock-hold.svg.', default: 'bench/results'}),
-    quick: Flags.boolean({description: 'A smoke run: tiny sizes, nothing written unless --out is given.', default: false}),
+    output: Flags.string({
+      char: 'o',
+      aliases: ['out'],
+      description: 'The directory for results.md, results.json and lock-hold.svg (--out is the old name).',
+      default: 'bench/results',
+      helpValue: 'DIR',
+    }),
+    quick: Flags.boolean({description: 'A smoke run: tiny sizes, nothing written unless --output is given.', default: false}),
   }
 
   protected async execute(): Promise<CommandOutcome<BenchReport & {written: string[]}>> {
@@ -63,8 +83,18 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
       stampRuns: quick ? 2 : flags['stamp-runs'],
       stampHoldMs: quick ? 300 : flags['stamp-hold'],
     }
-    const adminUrl = flags['database-url']
-      ? toDatabaseUrl(flags['database-url'], '--database-url')
+    // Only a server named here: never AIRLOCK_DATABASE_URL, DATABASE_URL or Airflow's own
+    // connection from the environment, which may well be production.
+    const named = flags['database-url'] || flags.profile || flags.env
+    const adminUrl = named
+      ? (
+          await resolveConnection(
+            {databaseUrl: flags['database-url'], profile: flags.profile, env: flags.env},
+            {...process.env, AIRLOCK_DATABASE_URL: undefined},
+            environments,
+            (message) => this.note(message),
+          )
+        ).url
       : (await sandboxUrl(sandboxHome())).url.replace(/\/airflow$/, '/postgres')
     const password = passwordOf(adminUrl)
     if (password) this.secrets.add(password)
@@ -72,8 +102,8 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
     this.onCleanup(() => server.dropAll())
     const report = await runBench(server, plan, (line) => this.progress(line))
     const written: string[] = []
-    if (!quick || this.argv.includes('--out')) {
-      await fs.mkdir(flags.out, {recursive: true})
+    if (!quick || this.argv.some((arg) => /^(--out|--output|-o)(=|$)/.test(arg))) {
+      await fs.mkdir(flags.output, {recursive: true})
       const caption = `${report.machine.cpus} × ${report.machine.cpuModel}, PostgreSQL ${report.machine.postgres}, ${report.machine.date}`
       const files: Array<[string, string]> = [
         ['results.md', benchMarkdown(report)],
@@ -81,8 +111,8 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
         ['lock-hold.svg', lockHoldChart(report.lockHold, caption)],
       ]
       for (const [name, text] of files) {
-        await fs.writeFile(path.join(flags.out, name), text)
-        written.push(path.join(flags.out, name))
+        await fs.writeFile(path.join(flags.output, name), text)
+        written.push(path.join(flags.output, name))
       }
     }
 

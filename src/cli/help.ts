@@ -1,0 +1,49 @@
+import {Help, type Command} from '@oclif/core'
+
+import {ExitCode} from '../exitCodes.js'
+
+/** What each exit code means, in one line (the full table is in the exit codes page of the docs). */
+const meaning: Record<ExitCode, string> = {
+  [ExitCode.ok]: 'done (a writer: every item completed, was already done, or there was nothing to do)',
+  [ExitCode.internal]: 'a bug in airlock (AIRLOCK_DEBUG=1 prints the stack)',
+  [ExitCode.usage]: 'bad flag or input, refused (no --yes without a terminal), or a missing privilege; nothing written',
+  [ExitCode.conflict]: 'some task instance was in another state or refused (see previous_state, detail)',
+  [ExitCode.notFound]: 'something named explicitly does not exist',
+  [ExitCode.partialFailure]: 'some items failed (lock or statement timeout, conflict); running again is safe',
+  [ExitCode.auditFindings]: 'findings at or above --fail-on',
+  [ExitCode.unreachable]: 'database unreachable, login refused, TLS failed, or the session was lost',
+  [ExitCode.unsupportedSchema]: 'not an Airflow 3 schema airlock supports (doctor names the head)',
+  [ExitCode.readOnly]: 'the user can read but lacks privileges a writer needs (the read-only commands still work)',
+  [ExitCode.interrupted]: 'interrupted (Ctrl-C, SIGTERM): transactions in flight finished or rolled back',
+}
+
+const connected: ExitCode[] = [ExitCode.ok, ExitCode.internal, ExitCode.usage, ExitCode.unreachable, ExitCode.interrupted]
+const onAirflow: ExitCode[] = [...connected, ExitCode.unsupportedSchema]
+const writer: ExitCode[] = [...onAirflow, ExitCode.conflict, ExitCode.notFound, ExitCode.partialFailure]
+
+/** The exit codes each command can end with; the sandbox's commands add 7 (the server did not start or answer); others not listed have 0, 1 and 2. */
+export const commandExitCodes: Record<string, ExitCode[]> = {
+  complete: writer,
+  'replay-events': writer,
+  'audit-events': [...onAirflow, ExitCode.partialFailure, ExitCode.auditFindings],
+  'audit-locks': [...connected, ExitCode.partialFailure, ExitCode.auditFindings],
+  'export-events': [...onAirflow, ExitCode.partialFailure],
+  doctor: [...onAirflow, ExitCode.readOnly],
+  bench: connected,
+}
+
+/** oclif's help, with every command's page ending in the exit codes that command can return. */
+export default class AirlockHelp extends Help {
+  override formatCommand(command: Command.Loadable): string {
+    const codes = exitCodesOf(command.id)
+    return `${super.formatCommand(command)}\n\n${this.section(
+      'EXIT CODES',
+      codes.map((code): [string, string] => [String(code), meaning[code]]),
+    )}`
+  }
+}
+
+export function exitCodesOf(id: string): ExitCode[] {
+  const codes = commandExitCodes[id] ?? (id.startsWith('sandbox:') ? connected : [ExitCode.ok, ExitCode.internal, ExitCode.usage])
+  return [...new Set(codes)].sort((a, b) => a - b)
+}
