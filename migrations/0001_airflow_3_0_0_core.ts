@@ -244,6 +244,27 @@ export async function up(knex: Knex): Promise<void> {
       .onDelete('CASCADE')
   })
 
+  // What Airflow's clear touches besides the task instance (complete --continue-run): reschedules
+  // are deleted (their foreign key does not follow a new id), a note follows by ON UPDATE CASCADE.
+  await knex.schema.createTable('task_reschedule', (t) => {
+    t.increments('id', {primaryKey: true})
+    t.uuid('ti_id').notNullable()
+    t.timestamp('start_date', tz).notNullable()
+    t.timestamp('end_date', tz).notNullable()
+    t.integer('duration').notNullable()
+    t.timestamp('reschedule_date', tz).notNullable()
+    t.foreign(['ti_id'], 'task_reschedule_ti_fkey').references(['id']).inTable('task_instance').onDelete('CASCADE')
+  })
+
+  await knex.schema.createTable('task_instance_note', (t) => {
+    t.uuid('ti_id').notNullable().primary({constraintName: 'task_instance_note_pkey'})
+    t.string('user_id', 128)
+    t.string('content', 1000)
+    t.timestamp('created_at', tz).notNullable()
+    t.timestamp('updated_at', tz).notNullable()
+    t.foreign(['ti_id'], 'task_instance_note_ti_fkey').references(['id']).inTable('task_instance').onUpdate('CASCADE').onDelete('CASCADE')
+  })
+
   await knex.schema.createTable('log', (t) => {
     t.increments('id', {primaryKey: true})
     t.timestamp('dttm', tz)
@@ -266,6 +287,8 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   for (const table of [
     'log',
+    'task_instance_note',
+    'task_reschedule',
     'task_instance_history',
     'task_instance',
     'dag_run',
