@@ -23,7 +23,8 @@ Outcomes per task instance: completed; already_success (nothing written); confli
 another state: nothing written, previous_state says which); inactive_outlet (--strict-outlets
 only: an outlet asset is not active, as Airflow would fail the task); unsupported_consumer (a
 consumer DAG has a partitioned timetable, which only Airflow can queue; nothing written unless
---allow-unqueued-consumers); not_found; failed (after
+--allow-unqueued-consumers); downstream_changed and unsupported_downstream (--continue-run: the
+clear could not be done exactly; nothing written); not_found; failed (after
 retries on deadlock, serialization failure or lock timeout). A task instance retried since it was
 named (Airflow 3 gives each try a new id) is found by its key: the current try is reported.
 
@@ -47,6 +48,11 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     {
       description: 'A backfill from cron, split across 4 hosts, streamed',
       command: '<%= config.bin %> complete --dag-id etl_daily --since 2026-11-01 --until 2026-12-01 --shard 2/4 --yes --ndjson',
+    },
+    {
+      description: 'A failed task whose work is done: mark it success and let the run carry on downstream',
+      command:
+        '<%= config.bin %> complete --dag-id etl_daily --run-id scheduled__2026-12-01T00:00:00+00:00 --task-id load --from-state failed --continue-run',
     },
     {description: 'From a file (or - for stdin)', command: '<%= config.bin %> complete --from-file tis.ndjson --yes --json'},
   ]
@@ -72,6 +78,12 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       default: false,
       description:
         'Complete a task instance even when a consumer DAG has a partitioned timetable (Airflow 3.2+): that DAG is not queued (airlock cannot run its partition mapper) and a warning says so. By default such a task instance is rolled back (outcome unsupported_consumer).',
+      helpGroup: 'WRITING',
+    }),
+    'continue-run': Flags.boolean({
+      default: false,
+      description:
+        "Continue the run as Airflow's mark-success does: in the same transaction, clear the failed and upstream_failed task instances downstream of it in its run (they run again) and put a finished run back to queued. Nothing is cleared unless all of it can be (outcome downstream_changed).",
       helpGroup: 'WRITING',
     }),
     'no-events': Flags.boolean({
@@ -107,6 +119,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
       endDate: flags['end-date'] ? parseEndDate(flags['end-date'], flags['force-end-date']) : null,
       forceEndDate: flags['force-end-date'],
+      continueRun: flags['continue-run'],
       ...timeoutsFromFlags(flags),
     }
     const airflow = await this.openAirflow(flags, {

@@ -58,3 +58,88 @@ function declaredOutlet(encoded: unknown): DeclaredOutlet[] {
 function field(value: unknown, key: string): unknown {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined
 }
+
+/**
+ * A DAG's task graph as the DAG processor serialized it: per task, `downstream_task_ids` (a plain
+ * sorted array; absent when empty), `is_setup` / `is_teardown` and `retries` in
+ * `dag.tasks[].__var` (`SerializedBaseOperator`, airflow-core/src/airflow/serialization/serialized_objects.py).
+ * Task-level edges already list the members of a downstream task group, so the closure over them
+ * is Airflow's `get_flat_relatives`. A value equal to its default is left out: format 3 (3.1+)
+ * keeps the defaults once, in `client_defaults.tasks` (for example `{"retries": 2}`); format 2
+ * (3.0) leaves out a value equal to the operator schema's default, 0 for `retries`.
+ */
+export interface TaskGraph {
+  tasks: Map<string, {downstream: string[]; isSetup: boolean; isTeardown: boolean; retries: number}>
+}
+
+export function taskGraph(serialized: unknown): TaskGraph | undefined {
+  const dagTasks = field(field(serialized, 'dag'), 'tasks')
+  if (!Array.isArray(dagTasks)) return undefined
+  const defaultRetries = field(field(field(serialized, 'client_defaults'), 'tasks'), 'retries')
+  const tasks: TaskGraph['tasks'] = new Map()
+  for (const task of dagTasks as unknown[]) {
+    const op = field(task, '__var') ?? task
+    const taskId = field(op, 'task_id')
+    if (typeof taskId !== 'string') continue
+    const downstream = field(op, 'downstream_task_ids') ?? field(op, '_downstream_task_ids')
+    const retries = field(op, 'retries') ?? field(field(op, 'partial_kwargs'), 'retries') ?? defaultRetries
+    tasks.set(taskId, {
+      downstream: Array.isArray(downstream) ? downstream.filter((id): id is string => typeof id === 'string') : [],
+      isSetup: field(op, 'is_setup') === true,
+      isTeardown: field(op, 'is_teardown') === true,
+      retries: typeof retries === 'number' ? retries : 0,
+    })
+  }
+
+  return {tasks}
+}
+
+/**
+ * The tasks Airflow clears after marking `taskId` success: `partial_subset(task_ids={taskId},
+ * include_downstream=True, include_upstream=False)` of `set_task_instance_state`
+ * (airflow-core/src/airflow/models/dag.py in 3.0; `SerializedDAG` from 3.1). That is the task, its
+ * transitive downstream, and for the task and each downstream task that is neither a setup nor a
+ * teardown its relevant upstream setups with their teardowns (`get_upstreams_only_setups_and_teardowns`).
+ * `partial` is false when that reaches every task: Airflow's clear then filters by run only,
+ * so task instances of tasks no longer in the DAG are cleared too.
+ */
+export function clearSubset(graph: TaskGraph, taskId: string): {taskIds: Set<string>; partial: boolean} {
+  const downstreamOf = (id: string) => closure(id, (x) => graph.tasks.get(x)?.downstream ?? [])
+  const upstreams = new Map<string, string[]>()
+  for (const [id, task] of graph.tasks) for (const down of task.downstream) upstreams.set(down, [...(upstreams.get(down) ?? []), id])
+  const upstreamOf = (id: string) => closure(id, (x) => upstreams.get(x) ?? [])
+
+  const relevantSetupsAndTeardowns = (id: string): string[] => {
+    const downstreamTeardowns = new Set([...downstreamOf(id)].filter((x) => graph.tasks.get(x)?.isTeardown))
+    const found: string[] = []
+    for (const setup of upstreamOf(id)) {
+      const task = graph.tasks.get(setup)
+      if (!task?.isSetup) continue
+      const teardowns = task.downstream.filter((x) => graph.tasks.get(x)?.isTeardown)
+      if (teardowns.length === 0 || task.downstream.some((x) => downstreamTeardowns.has(x))) found.push(setup, ...teardowns.filter((x) => x !== id))
+    }
+    return found
+  }
+
+  const downstream = downstreamOf(taskId)
+  const taskIds = new Set([taskId, ...downstream])
+  for (const id of [taskId, ...downstream]) {
+    const task = graph.tasks.get(id)
+    if (task && !task.isSetup && !task.isTeardown) for (const related of relevantSetupsAndTeardowns(id)) taskIds.add(related)
+  }
+
+  return {taskIds, partial: taskIds.size < graph.tasks.size}
+}
+
+/** Every node reachable from `start` along `next`, `start` excluded. */
+function closure(start: string, next: (id: string) => readonly string[]): Set<string> {
+  const seen = new Set<string>()
+  const stack = [...next(start)]
+  while (stack.length > 0) {
+    const id = stack.pop()!
+    if (seen.has(id) || id === start) continue
+    seen.add(id)
+    stack.push(...next(id))
+  }
+  return seen
+}

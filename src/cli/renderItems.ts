@@ -94,6 +94,9 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
       `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${item.map_index !== null && item.map_index >= 0 ? `[${item.map_index}]` : ''}`,
       item.outcome +
         (item.previous_state && item.previous_state !== 'success' ? ` (was ${item.previous_state})` : '') +
+        (item.continue_run
+          ? `, cleared ${item.continue_run.cleared.length}${item.continue_run.dag_run.state !== item.continue_run.dag_run.previous_state ? `, run ${item.continue_run.dag_run.state ?? 'none'}` : ''}`
+          : '') +
         (item.error ? `: ${item.error.sqlstate ?? ''} ${item.error.message}`.trimEnd() : ''),
       item.events,
       item.queued,

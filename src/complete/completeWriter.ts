@@ -5,6 +5,7 @@ import {consumerDags, emitOutletEvents, emptyRegistration, queueEventConsumers, 
 import type {Writer} from '../protocol/protocol.js'
 import type {OutletEventInput} from '../selection/workItem.js'
 import type {AirflowStore} from '../store/airflowStore.js'
+import {applyClear, planClear, recheckClear, type ClearPlan, type ClearReport} from './continueRun.js'
 
 /** What `complete` reports per task instance (besides the protocol's not_found and failed). */
 export type CompleteOutcome =
@@ -17,6 +18,10 @@ export type CompleteOutcome =
   | {outcome: 'unsupported_consumer'; detail: string}
   /** --end-date is before the task instance's start_date (a negative duration); --force-end-date records it anyway. */
   | {outcome: 'invalid_end_date'; detail: string}
+  /** --continue-run: a task instance to clear, or the run, changed between the read and the locks; nothing written. */
+  | {outcome: 'downstream_changed'; detail: string}
+  /** --continue-run: a clear airlock does not reproduce (human-in-the-loop records, cross-DAG markers, …); nothing written. */
+  | {outcome: 'unsupported_downstream'; detail: string}
 
 /** Every outcome of a complete item and the exit code it maps to (the worst of a run wins). */
 export const completeOutcomes = {
@@ -26,6 +31,8 @@ export const completeOutcomes = {
   inactive_outlet: ExitCode.conflict,
   unsupported_consumer: ExitCode.conflict,
   invalid_end_date: ExitCode.conflict,
+  downstream_changed: ExitCode.conflict,
+  unsupported_downstream: ExitCode.conflict,
   not_found: ExitCode.notFound,
   failed: ExitCode.partialFailure,
 } as const
@@ -53,9 +60,11 @@ export interface CompleteSettings {
   airlockVersion: string
   /** Who marks it success, for the audit row's `owner` (--actor; default: the OS user). */
   actor?: string | undefined
+  /** --continue-run: clear the failed downstream and re-queue the run, as Airflow's mark-success does; the release whose clear to follow. */
+  continueRun?: {behaviourVersion: string} | undefined
 }
 
-type CompleteRegistration = Registration & {logId: number}
+type CompleteRegistration = Registration & {logId: number; clear?: ClearPlan; cleared?: ClearReport}
 
 /**
  * `airlock complete` as a protocol writer: what Airflow's success path writes, in the same terms.
@@ -83,16 +92,27 @@ export function completeWriter(
   const owner = settings.actor ?? os_user
   // Airflow's audit log shows this row: say who did it, from where, and how. event_ids names this
   // try's events without relying on clocks (replay-events and audit-events read it).
-  const auditExtra = (previousState: StoredState, eventIds: readonly number[]) =>
+  // With --continue-run it names what the clear takes: the plan is checked under the locks, so
+  // a committed row names exactly what was cleared.
+  const auditExtra = (previousState: StoredState, eventIds: readonly number[], clear?: ClearPlan) =>
     JSON.stringify({
       host_name,
       airlock: {
         version: settings.airlockVersion,
-        command: 'complete',
+        command: clear ? 'complete --continue-run' : 'complete',
         os_user,
         previous_state: previousState,
         events: eventIds.length,
         event_ids: eventIds,
+        ...(clear
+          ? {
+              continue_run: {
+                dag_run_id: clear.run.id,
+                dag_run_state: clear.run.state,
+                cleared: clear.targets.map((t) => ({ti_id: t.id, task_id: t.taskId, map_index: t.mapIndex, state: t.state})),
+              },
+            }
+          : {}),
       },
     })
 
@@ -114,8 +134,9 @@ export function completeWriter(
       return {outcome: 'inactive_outlet', detail: `outlet assets not active: ${inactive.map(describeOutlet).join(', ')}`}
     },
     async register(tx, ti, input) {
+      const clear = settings.continueRun ? await planClear(store, tx, ti, settings.continueRun.behaviourVersion) : undefined
       if (!settings.emitEvents)
-        return {...emptyRegistration(), ...(await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, [])))}
+        return {...emptyRegistration(), ...(await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, [], clear))), clear}
       const emitted = await emitOutletEvents(store, tx, ti, {outletEvents: input.outletEvents, defaultExtra: settings.defaultExtra})
       const {logId} = await store.insertLogRow(
         tx,
@@ -124,11 +145,13 @@ export function completeWriter(
         auditExtra(
           ti.state,
           emitted.events.map((e) => e.eventId),
+          clear,
         ),
       )
-      return {...(await queueEventConsumers(store, tx, ti, emitted)), logId}
+      return {...(await queueEventConsumers(store, tx, ti, emitted)), logId, clear}
     },
     decideAfterRegistering(registration) {
+      if (registration.clear?.refusal) return {outcome: 'unsupported_downstream', detail: registration.clear.refusal}
       if (settings.allowUnqueuedConsumers) return undefined
       const partitioned = consumerDags(registration.consumers, 'partition_mapper')
       if (partitioned.length === 0) return undefined
@@ -137,9 +160,16 @@ export function completeWriter(
         detail: `consumer DAGs with a partitioned timetable, fed an event with a partition key: ${partitioned.join(', ')}; Airflow queues them through their partition mapper (asset_partition_dag_run, partitioned_asset_key_log), which airlock cannot run; --allow-unqueued-consumers completes without queueing them`,
       }
     },
-    decideUnderLock: (_tx, lockedState) => Promise.resolve(decide(lockedState)),
+    async decideUnderLock(tx, lockedState, ti, registration) {
+      const decision = decide(lockedState)
+      if (decision !== 'commit' || !registration.clear) return decision
+      // Then the task instances to clear in key order and the run: the protocol's lock order.
+      const changed = await recheckClear(store, tx, ti, registration.clear)
+      return changed ? {outcome: 'downstream_changed', detail: changed} : 'commit'
+    },
     async apply(tx, ti, registration) {
       await store.markTaskInstanceSuccess(tx, ti.id, settings.endDate)
+      if (registration.clear) registration.cleared = await applyClear(store, tx, registration.clear)
       return {logId: registration.logId}
     },
     counts(registration) {
@@ -147,6 +177,7 @@ export function completeWriter(
         events: registration.events.length,
         queued: registration.consumers.filter((c) => c.kind === 'queued').length,
         warnings: registration.warnings,
+        report: registration.cleared ? {continue_run: registration.cleared} : undefined,
       }
     },
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),

@@ -19,6 +19,8 @@ export interface CompleteRun {
   defaultExtra: string
   endDate: Date | null
   forceEndDate?: boolean | undefined
+  /** Clear the failed downstream and re-queue the run, as Airflow's mark-success does. */
+  continueRun?: boolean | undefined
   concurrency: number
   lockTimeoutMs: number
   statementTimeoutMs: number
@@ -44,6 +46,7 @@ export async function runComplete(airflow: AirflowDatabase, run: CompleteRun): P
     forceEndDate: run.forceEndDate,
     airlockVersion: run.airlockVersion,
     actor: run.actor,
+    continueRun: run.continueRun ? {behaviourVersion: airflow.schema.behaviourVersion} : undefined,
   })
   const options: ProtocolOptions = {
     lockTimeoutMs: run.lockTimeoutMs,

@@ -39,4 +39,6 @@ export interface ItemResult<O extends {outcome: string}> {
   dryRun: boolean
   /** Operator-facing notes about this item (inactive assets, unqueued consumers, …). */
   warnings: string[]
+  /** What a committed (or dry-run) item did beyond its events, in its JSON shape (complete --continue-run: continue_run). */
+  report?: Record<string, unknown>
 }

@@ -41,7 +41,8 @@ export interface Writer<O extends {outcome: string}, Input, Registration, Receip
   /** Step 4, commit branch: the state change; returns what proves it committed. */
   apply(tx: Executor, ti: TaskInstanceContext, registration: Registration): Promise<Receipt>
   committed: O
-  counts(registration: Registration): {events: number; queued: number; warnings: string[]}
+  /** What the item reports: counts, notes, and anything else the writer did (`report`, merged into the item's JSON). */
+  counts(registration: Registration): {events: number; queued: number; warnings: string[]; report?: Record<string, unknown> | undefined}
   /** After a connection lost during COMMIT: did it commit? Asked on a fresh pooled connection. */
   wasCommitted(ex: Executor, ti: TaskInstanceContext, registration: Registration, receipt: Receipt): Promise<boolean>
 }
@@ -209,7 +210,8 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   // that was rolled back; its timings stay (they say where the time went). A COMMIT lost in
   // flight keeps what the attempt measured.
   const failedBeforeCommit = result.outcome === 'failed' && !commitIssued
-  const counts = registration === undefined || failedBeforeCommit ? {events: 0, queued: 0, warnings: []} : writer.counts(registration)
+  const counts: ReturnType<typeof writer.counts> =
+    registration === undefined || failedBeforeCommit ? {events: 0, queued: 0, warnings: []} : writer.counts(registration)
   // A failed item names its task instance: from any attempt's read, or read now on a fresh
   // connection when every attempt failed before reading it (best effort: the server may be gone).
   let named = ti ?? known
@@ -223,6 +225,7 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     result,
     events: written ? counts.events : 0,
     queued: written ? counts.queued : 0,
+    ...(written && counts.report ? {report: counts.report} : {}),
     timings: {
       registerMs,
       lockWaitMs,

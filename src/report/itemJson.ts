@@ -14,6 +14,11 @@ export interface ItemJson {
   error?: {sqlstate: string | null; message: string}
   /** Why an item was refused (inactive_outlet: which assets). */
   detail?: string
+  /** complete --continue-run: the downstream task instances cleared and the run's state. */
+  continue_run?: {
+    cleared: Array<{ti_id: string; new_ti_id: string | null; task_id: string; map_index: number; previous_state: string | null}>
+    dag_run: {id: number; previous_state: string | null; state: string | null}
+  }
 }
 
 const ms = (value: number) => Math.round(value * 100) / 100
@@ -45,5 +50,6 @@ export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
     },
     ...(result.outcome === 'failed' ? {error: {sqlstate: result.sqlstate ?? null, message: result.message ?? ''}} : {}),
     ...(result.detail ? {detail: result.detail} : {}),
+    ...item.report,
   }
 }

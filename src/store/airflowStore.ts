@@ -48,6 +48,21 @@ export interface AirflowStore extends CatalogStore {
   /** Whether this try succeeded without events on purpose: marked success through the REST API or UI, or `complete --no-events`. */
   isDeliberatelySilent(ex: Executor, ti: TaskInstanceContext): Promise<boolean>
 
+  // --- complete --continue-run: Airflow's clear of the failed downstream ------------------------
+  /** The DAG's newest serialized DAG (parsed JSON), from which Airflow's REST handler takes the downstream set. */
+  readLatestSerializedDag(ex: Executor, dagId: string): Promise<unknown>
+  readVersionSerializedDag(ex: Executor, dagVersionId: string): Promise<unknown>
+  /** The task instance's run; `lock` takes its row (FOR UPDATE). */
+  readClearRun(ex: Executor, dagRunId: number, options: {lock: boolean}): Promise<ClearRun | undefined>
+  /** The run's failed / upstream_failed task instances of these tasks (null: every task), the marked task excluded; `lock` takes them in key order. */
+  readClearTargets(ex: Executor, ti: TaskInstanceContext, taskIds: readonly string[] | null, options: {lock: boolean}): Promise<ClearTarget[]>
+  /** Which of these task instances have a human-in-the-loop record (hitl_detail). */
+  readHitlTaskInstances(ex: Executor, tiIds: readonly string[]): Promise<string[]>
+  /** Archive, delete reschedules, new id and state NULL, as `clear_task_instances`. */
+  clearTaskInstances(ex: Executor, targets: ReadonlyArray<{id: string; retries: number | null}>): Promise<ClearedTaskInstance[]>
+  /** A finished run back to queued; false when the run was not finished (left as it is). */
+  requeueDagRun(ex: Executor, dagRunId: number): Promise<boolean>
+
   // --- selection ------------------------------------------------------------------------------
   /** One keyset page of task instance ids (id > after, ORDER BY id). */
   selectTaskInstanceIds(ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<string[]>
@@ -163,6 +178,30 @@ export interface LogSubject {
 export const noLogSubject: LogSubject = {dagId: null, taskId: null, runId: null, mapIndex: null, tryNumber: null, logicalDate: null, owners: null}
 
 /** Which task instances a command works on. */
+/** A dag run as `--continue-run` decides on it. */
+export interface ClearRun {
+  id: number
+  state: string | null
+  bundleVersion: string | null
+  createdDagVersionId: string | null
+}
+
+/** A task instance Airflow's clear would select (failed or upstream_failed). */
+export interface ClearTarget {
+  id: string
+  taskId: string
+  mapIndex: number
+  state: StoredState
+  tryNumber: number | null
+  operator: string | null
+  dagVersionId: string | null
+}
+
+export interface ClearedTaskInstance {
+  oldId: string
+  newId: string
+}
+
 /** How many selected task instances one run holds in one state (NULL: no state yet). */
 export interface SelectionGroup {
   dagId: string

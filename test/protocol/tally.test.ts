@@ -30,6 +30,8 @@ describe('Tally', () => {
       inactive_outlet: 0,
       unsupported_consumer: 0,
       invalid_end_date: 0,
+      downstream_changed: 0,
+      unsupported_downstream: 0,
       not_found: 0,
       failed: 0,
       events_created: 2,

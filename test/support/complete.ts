@@ -36,6 +36,7 @@ export async function completeOne(
     endDate: options.endDate ?? null,
     airlockVersion: 'test',
     actor: options.actor,
+    continueRun: options.continueRun,
   })
   return runProtocol(airflow, typeof ref === 'string' ? {tiId: ref} : ref, {outletEvents: options.outletEvents ?? []}, writer, {
     lockTimeoutMs: options.lockTimeoutMs ?? 5000,

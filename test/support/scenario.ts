@@ -142,6 +142,17 @@ export interface ProducerOptions {
    * (no serialized_dag row: outlets only in task_outlet_asset_reference).
    */
   serialized?: 'json' | 'compressed' | 'none'
+  /** Task dependencies as the serialized DAG lists them: task → its direct downstream tasks (`downstream_task_ids`). */
+  downstream?: Record<string, string[]>
+  /** `retries` of each task in the serialized DAG (left out when 0, as Airflow leaves out a default); per task or for all. */
+  retries?: number | Record<string, number>
+  /** Tasks that are setups or teardowns (`is_setup` / `is_teardown` in the serialized DAG). */
+  setups?: string[]
+  teardowns?: string[]
+  /** Map indexes of these tasks only (the others keep `mapIndexes`). */
+  mappedTasks?: Record<string, number[]>
+  /** dag_run.state of every run. Default `running`. */
+  runState?: 'queued' | 'running' | 'success' | 'failed'
 }
 
 export type ScheduleReference = 'id' | 'name' | 'uri'
@@ -207,6 +218,12 @@ interface Producer {
   refs: Array<{name: string} | {uri: string}>
   aliases: string[]
   serialized: 'json' | 'compressed' | 'none'
+  downstream: Record<string, string[]>
+  mappedTasks: Record<string, number[]>
+  retriesOf: (taskId: string) => number
+  setups: string[]
+  teardowns: string[]
+  runState: 'queued' | 'running' | 'success' | 'failed'
 }
 
 interface Consumer {
@@ -229,6 +246,10 @@ function serializedDag(p: Producer, assets: readonly AssetRow[]): unknown {
         __type: 'operator',
         __var: {
           task_id: taskId,
+          ...(p.downstream[taskId]?.length ? {downstream_task_ids: [...p.downstream[taskId]].sort()} : {}),
+          ...(p.retriesOf(taskId) ? {retries: p.retriesOf(taskId)} : {}),
+          ...(p.setups.includes(taskId) ? {is_setup: true} : {}),
+          ...(p.teardowns.includes(taskId) ? {is_teardown: true} : {}),
           outlets: [
             ...assets
               .filter((a) => a.dag_id === p.dagId && a.task_id === taskId)
@@ -274,6 +295,12 @@ export class ScenarioBuilder {
       refs: options.refs ?? [],
       aliases: options.aliases ?? [],
       serialized: options.serialized ?? 'json',
+      downstream: options.downstream ?? {},
+      mappedTasks: options.mappedTasks ?? {},
+      retriesOf: (taskId) => (typeof options.retries === 'object' ? (options.retries[taskId] ?? 0) : (options.retries ?? 0)),
+      setups: options.setups ?? [],
+      teardowns: options.teardowns ?? [],
+      runState: options.runState ?? 'running',
     })
     return this
   }
@@ -448,7 +475,9 @@ export class ScenarioBuilder {
               queued_at: ago(6),
               logical_date: day,
               start_date: ago(6),
-              state: 'running',
+              state: p.runState,
+              end_date: p.runState === 'success' || p.runState === 'failed' ? ago(1) : null,
+              last_scheduling_decision: p.runState === 'running' ? null : ago(1),
               run_id: runId,
               run_type: 'scheduled',
               triggered_by: 'timetable',
@@ -468,7 +497,7 @@ export class ScenarioBuilder {
           .filter((run) => run.dag_id === p.dagId)
           .flatMap((run) =>
             p.tasks.flatMap((taskId) =>
-              p.mapIndexes.map((mapIndex) => {
+              (p.mappedTasks[taskId] ?? p.mapIndexes).map((mapIndex) => {
                 const state = p.stateOf(taskId)
                 const finished = finishedStates.has(state)
                 return {
@@ -565,7 +594,7 @@ function worldOf(producers: Producer[], runs: RunRow[], tis: Map<string, TiRow[]
   const ordered = (dagId: string): TiRow[] => {
     const p = producerOf(dagId)
     const runIds = runs.filter((x) => x.dag_id === dagId).map((x) => x.run_id)
-    const rank = (t: TiRow) => [runIds.indexOf(t.run_id), p.tasks.indexOf(t.task_id), p.mapIndexes.indexOf(t.map_index)]
+    const rank = (t: TiRow) => [runIds.indexOf(t.run_id), p.tasks.indexOf(t.task_id), t.map_index]
     return [...(tis.get(dagId) ?? [])].sort((a, b) => {
       const [x, y] = [rank(a), rank(b)]
       return x[0]! - y[0]! || x[1]! - y[1]! || x[2]! - y[2]!
@@ -577,7 +606,7 @@ function worldOf(producers: Producer[], runs: RunRow[], tis: Map<string, TiRow[]
       const p = producerOf(dagId)
       const task = taskId ?? p.tasks[0]!
       const runId = runOf(dagId, at.run).run_id
-      const mapIndex = at.mapIndex ?? p.mapIndexes[0]!
+      const mapIndex = at.mapIndex ?? (p.mappedTasks[task] ?? p.mapIndexes)[0]!
       const row = tis.get(dagId)?.find((t) => t.task_id === task && t.run_id === runId && t.map_index === mapIndex)
       if (!row) throw new Error(`scenario: no task instance ${dagId}.${task} in ${runId} [${mapIndex}]`)
       return row

@@ -1,6 +1,15 @@
 import type {Capabilities} from '../../airflow/schema.js'
 import type {AirflowStore} from '../airflowStore.js'
 import {insertLogRow, logRowExists} from './auditLog.js'
+import {
+  clearTaskInstances,
+  readClearRun,
+  readClearTargets,
+  readHitlTaskInstances,
+  readLatestSerializedDag,
+  readVersionSerializedDag,
+  requeueDagRun,
+} from './clear.js'
 import {postgresCatalog} from './catalog.js'
 import {classifyEventsForKeys, countExternalEvents, readEventSourceKeys, readQueueOrphans} from './eventAudit.js'
 import {
@@ -37,6 +46,13 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     logRowExists: logRowExists(),
     readMissingOutlets: readMissingOutlets(),
     isDeliberatelySilent: isDeliberatelySilent(),
+    readLatestSerializedDag: readLatestSerializedDag(),
+    readVersionSerializedDag: readVersionSerializedDag(),
+    readClearRun: readClearRun(),
+    readClearTargets: readClearTargets(),
+    readHitlTaskInstances: readHitlTaskInstances(),
+    clearTaskInstances: clearTaskInstances(),
+    requeueDagRun: requeueDagRun(),
     selectTaskInstanceIds: selectTaskInstanceIds(),
     countTaskInstances: countTaskInstances(),
     summarizeTaskInstances: summarizeTaskInstances(),

@@ -1,0 +1,200 @@
+import {serializedDagJson} from '../../airflow/serializedDag.js'
+import type {StoredState, TaskInstanceContext} from '../../airflow/taskInstance.js'
+import type {Executor} from '../../engine/engine.js'
+import {prepared, statement} from '../../engine/prepared.js'
+import type {ClearedTaskInstance, ClearRun, ClearTarget} from '../airflowStore.js'
+
+/**
+ * What `complete --continue-run` writes after the marked task instance, mirroring what Airflow's
+ * REST `PATCH …/taskInstances/{task_id}` with `new_state=success` does after `set_state`:
+ * `set_task_instance_state` clears the failed downstream with `clear(only_failed=True,
+ * run_id=…, exclude_task_ids={task_id})`, which ends in `clear_task_instances`
+ * (airflow-core/src/airflow/models/taskinstance.py, 3.0 through 3.3) and re-queues the run.
+ */
+
+/**
+ * The latest serialized DAG of a DAG: `SerializedDagModel.latest_item_select_object`
+ * (airflow-core/src/airflow/models/serialized_dag.py) orders by created_at. The REST handler
+ * builds the downstream set from it (`dag_bag.get_dag` in 3.0, `get_latest_version_of_dag` from
+ * 3.1), not from the run's version.
+ */
+export function readLatestSerializedDag() {
+  const latest = prepared(
+    'latest_serialized_dag',
+    `select data, data_compressed from serialized_dag where dag_id = $1 order by created_at desc limit 1`,
+  )
+  return async (ex: Executor, dagId: string): Promise<unknown> => {
+    const [row] = await ex.query<{data: unknown; data_compressed: Buffer | null}>(latest([dagId]))
+    return row ? serializedDagJson(row.data, row.data_compressed) : undefined
+  }
+}
+
+/** The serialized DAG of one DAG version (the run's, for the retries `clear_task_instances` reads). */
+export function readVersionSerializedDag() {
+  const version = prepared('version_serialized_dag', `select data, data_compressed from serialized_dag where dag_version_id = $1::uuid limit 1`)
+  return async (ex: Executor, dagVersionId: string): Promise<unknown> => {
+    const [row] = await ex.query<{data: unknown; data_compressed: Buffer | null}>(version([dagVersionId]))
+    return row ? serializedDagJson(row.data, row.data_compressed) : undefined
+  }
+}
+
+/** The run of a task instance, as the clear decides on it; `lock` takes its row (FOR UPDATE). */
+export function readClearRun() {
+  const text = `select dr.id, dr.state, dr.bundle_version, dr.created_dag_version_id::text as created_dag_version_id
+                  from dag_run dr where dr.id = $1`
+  const read = prepared('clear_run', text)
+  const lock = prepared('clear_run_lock', `${text} for update of dr`)
+  return async (ex: Executor, dagRunId: number, options: {lock: boolean}): Promise<ClearRun | undefined> => {
+    const [row] = await ex.query<{id: number; state: string | null; bundle_version: string | null; created_dag_version_id: string | null}>(
+      (options.lock ? lock : read)([dagRunId]),
+    )
+    return row && {id: row.id, state: row.state, bundleVersion: row.bundle_version, createdDagVersionId: row.created_dag_version_id}
+  }
+}
+
+/**
+ * The task instances `clear(only_failed=True)` selects in the run: `failed` or `upstream_failed`
+ * only (never skipped, removed or up_for_retry), every map index, the marked task excluded at
+ * every map index, and limited to the subset's tasks only when the subset is partial
+ * (`SerializedDAG._get_task_instances`). With `lock`, FOR UPDATE in (task_id, map_index) order:
+ * a row a concurrent writer moved out of those states is not returned once its lock is granted,
+ * which the caller sees as a changed set.
+ */
+export function readClearTargets() {
+  const text = `select ti.id::text as id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.operator,
+                       ti.dag_version_id::text as dag_version_id
+                  from task_instance ti
+                 where ti.dag_id = $1 and ti.run_id = $2 and ti.state in ('failed', 'upstream_failed')
+                   and ti.task_id <> $3 and ($4::text[] is null or ti.task_id = any($4::text[]))
+                 order by ti.task_id, ti.map_index`
+  const read = prepared('clear_targets', text)
+  const lock = prepared('clear_targets_lock', `${text} for update of ti`)
+  return async (ex: Executor, ti: TaskInstanceContext, taskIds: readonly string[] | null, options: {lock: boolean}): Promise<ClearTarget[]> => {
+    const rows = await ex.query<{
+      id: string
+      task_id: string
+      map_index: number
+      state: StoredState
+      try_number: number | null
+      operator: string | null
+      dag_version_id: string | null
+    }>((options.lock ? lock : read)([ti.dagId, ti.runId, ti.taskId, taskIds === null ? null : [...taskIds]]))
+    return rows.map((row) => ({
+      id: row.id,
+      taskId: row.task_id,
+      mapIndex: row.map_index,
+      state: row.state,
+      tryNumber: row.try_number,
+      operator: row.operator,
+      dagVersionId: row.dag_version_id,
+    }))
+  }
+}
+
+/**
+ * Which of these task instances a human-in-the-loop task left a `hitl_detail` row for (3.1+;
+ * none where the table does not exist). From 3.2 `TaskInstanceHistory.record_ti` copies it to
+ * `hitl_detail_history`, which airlock does not write: the caller refuses such a clear.
+ */
+export function readHitlTaskInstances() {
+  return async (ex: Executor, tiIds: readonly string[]): Promise<string[]> => {
+    if (tiIds.length === 0 || !(await tableExists(ex, 'hitl_detail'))) return []
+    const rows = await ex.query<{ti_id: string}>(
+      statement(`select ti_id::text as ti_id from hitl_detail where ti_id = any($1::uuid[])`, [[...tiIds]]),
+    )
+    return rows.map((row) => row.ti_id)
+  }
+}
+
+/**
+ * `clear_task_instances` for task instances that are not running, in three statements:
+ *
+ * 1. `prepare_db_for_next_try` → `TaskInstanceHistory.record_ti`: the try is archived in
+ *    task_instance_history under the old id, every column the two tables share copied as it is
+ *    (its state stays failed / upstream_failed, both finished), unless that try is archived
+ *    already;
+ * 2. its `task_reschedule` rows are deleted (their foreign key does not follow an id change);
+ * 3. the row gets a new UUIDv7 id (`self.id = uuid7()`), state NULL, `max_tries = try_number +
+ *    task.retries` (or `max(max_tries, try_number)` when the DAG version no longer has the task),
+ *    external_executor_id, next_method and next_kwargs NULL. try_number stays: the scheduler
+ *    raises it when it schedules the task again. The `refresh_from_task` columns (pool, queue,
+ *    priority_weight, …) are left as they are: airlock cannot run the DAG's cluster policy.
+ *
+ * task_instance_note and hitl_detail follow the new id by their ON UPDATE CASCADE.
+ */
+export function clearTaskInstances() {
+  let archive: Promise<string> | undefined
+  const update = prepared(
+    'clear_ti',
+    `update task_instance ti
+        set id = ${uuidV7},
+            state = null,
+            max_tries = case when t.retries is null then greatest(ti.max_tries, ti.try_number) else ti.try_number + t.retries end,
+            external_executor_id = null, next_method = null, next_kwargs = null, updated_at = clock_timestamp()
+       from unnest($1::uuid[], $2::int[]) as t(id, retries)
+      where ti.id = t.id
+  returning t.id::text as old_id, ti.id::text as new_id`,
+  )
+  return async (ex: Executor, targets: ReadonlyArray<{id: string; retries: number | null}>): Promise<ClearedTaskInstance[]> => {
+    if (targets.length === 0) return []
+    const ids = targets.map((t) => t.id)
+    archive ??= archiveStatement(ex)
+    await ex.query(statement(await archive, [ids]))
+    if (await tableExists(ex, 'task_reschedule')) await ex.query(statement(`delete from task_reschedule where ti_id = any($1::uuid[])`, [ids]))
+    const rows = await ex.query<{old_id: string; new_id: string}>(update([ids, targets.map((t) => t.retries)]))
+    return rows.map((row) => ({oldId: row.old_id, newId: row.new_id}))
+  }
+}
+
+/**
+ * The run after a clear that cleared something: a finished run (success / failed) goes back to
+ * queued for the scheduler, as `clear_task_instances` does with `dag_run_state=QUEUED` and
+ * `DagRun.set_state`: queued_at now, start_date, end_date and last_scheduling_decision NULL,
+ * clear_number + 1. A queued or running run is left as it is (3.0 and 3.1; see the docs for 3.2+).
+ */
+export function requeueDagRun() {
+  const requeue = prepared(
+    'requeue_dag_run',
+    `update dag_run
+        set state = 'queued', queued_at = clock_timestamp(), start_date = null, end_date = null,
+            last_scheduling_decision = null, clear_number = clear_number + 1, updated_at = clock_timestamp()
+      where id = $1 and state in ('success', 'failed')
+  returning state`,
+  )
+  return async (ex: Executor, dagRunId: number): Promise<boolean> => (await ex.query(requeue([dagRunId]))).length > 0
+}
+
+/**
+ * A time-ordered UUID (version 7) as Airflow's `uuid7()` makes them, in SQL that PostgreSQL 13+
+ * runs (uuidv7() itself is PostgreSQL 18): the first 48 bits are the Unix time in milliseconds,
+ * the version nibble is 7, the rest random.
+ */
+const uuidV7 = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+                  placing substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6),
+                  52, 1), 53, 1), 'hex')::uuid`
+
+/** INSERT … SELECT of every column task_instance_history shares with task_instance, read from this database's catalog. */
+async function archiveStatement(ex: Executor): Promise<string> {
+  const rows = await ex.query<{column_name: string}>(
+    statement(
+      `select h.column_name::text as column_name
+         from information_schema.columns h
+         join information_schema.columns t on t.table_schema = h.table_schema and t.table_name = 'task_instance' and t.column_name = h.column_name
+        where h.table_schema = 'public' and h.table_name = 'task_instance_history' and h.column_name <> 'task_instance_id'
+        order by h.ordinal_position`,
+    ),
+  )
+  const columns = rows.map((row) => `"${row.column_name}"`)
+  return `insert into task_instance_history (task_instance_id, ${columns.join(', ')})
+          select ti.id, ${columns.map((c) => `ti.${c}`).join(', ')}
+            from task_instance ti
+           where ti.id = any($1::uuid[])
+             and not exists (select 1 from task_instance_history h
+                              where h.dag_id = ti.dag_id and h.task_id = ti.task_id and h.run_id = ti.run_id
+                                and h.map_index = ti.map_index and h.try_number = ti.try_number)`
+}
+
+async function tableExists(ex: Executor, table: string): Promise<boolean> {
+  const [row] = await ex.query<{present: string | null}>(statement(`select to_regclass($1)::text as present`, [`public.${table}`]))
+  return Boolean(row?.present)
+}
