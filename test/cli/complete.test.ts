@@ -238,6 +238,49 @@ describe('airlock complete', () => {
     expect(seen.size).toBe(3)
   })
 
+  it('N shards as N processes at once (a Kubernetes Indexed Job): their union is exactly the selection, each task instance completed once', async () => {
+    const world = await scenario(db.knex).producer('etl', {tasks: 10, outlets: 1, runs: 4}).build()
+    const shards = 4
+    const results = await Promise.all(
+      Array.from({length: shards}, (_, k) =>
+        runCli([
+          'complete',
+          '--database-url',
+          db.url,
+          '--dag-id',
+          'etl',
+          '--since',
+          '2026-12-01',
+          '--shard',
+          `${k + 1}/${shards}`,
+          '--yes',
+          '--ndjson',
+        ]),
+      ),
+    )
+    const byShard = results.map((result) => {
+      expect(result.code).toBe(0)
+      return result.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as {type: string; ti_id?: string; outcome?: string})
+        .filter((line) => line.type === 'item')
+    })
+    const completed = byShard.flat().map((item) => item.ti_id!)
+    expect(byShard.flat().every((item) => item.outcome === 'completed')).toBe(true)
+    expect(new Set(completed).size).toBe(completed.length)
+    expect([...completed].sort()).toEqual(
+      world
+        .tis('etl')
+        .map((t) => t.id)
+        .sort(),
+    )
+    // Every shard got some of the work, and the database holds exactly one event per task instance.
+    expect(byShard.every((items) => items.length > 0)).toBe(true)
+    const {rows} = await db.knex.raw<{rows: Array<{n: number}>}>(`select count(*)::int as n from asset_event`)
+    expect(rows[0]!.n).toBe(40)
+  })
+
   it('SIGINT: in-flight transactions finish, the summary is printed, exit 130', async () => {
     const world = await threeRunningTasks()
     const blocked = world.ti('etl', 'task_1')
