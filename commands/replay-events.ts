@@ -91,7 +91,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     const defaultExtra = flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}'
     const checkpoint = await Checkpoint.open(flags.checkpoint, fingerprintOf({mode, defaultExtra}))
     const airflow = await this.openAirflow(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1, lockTimeoutMs, writes: 'replay-events'})
-    const {count, breakdown} = await countReplay(airflow, mode, checkpoint)
+    const {count, breakdown, source} = await countReplay(airflow, mode, checkpoint)
     if (checkpoint.resumeFrom !== null) this.progress(`resuming from ${flags.checkpoint}: ${checkpoint.resumedDone} items already done`)
     const batch = {
       count,
@@ -118,6 +118,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
         actor: flags.actor,
         includeMarkedSuccess: flags['include-marked-success'],
         checkpoint,
+        source,
         shouldStop,
         lockWaits,
         onItem,

@@ -6,7 +6,7 @@ import {runProtocol} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {Tally} from '../report/tally.js'
 import type {LockWaits} from '../protocol/lockWaits.js'
-import {openItemSource, type SelectionRequest} from '../selection/itemSource.js'
+import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
 import type {SelectionBreakdown} from '../selection/selection.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import type {Checkpoint} from './checkpoint.js'
@@ -64,6 +64,8 @@ export interface ReplayRun {
   onItem: (item: ItemJson | EventItemJson, tally: Tally<ReplayOutcomeName>) => void
   /** Items waiting for their task instance's row lock, for the batch's "who holds it" line. */
   lockWaits?: LockWaits | undefined
+  /** Missing mode: the selection countReplay opened (and counted), so it is not counted twice. */
+  source?: ItemSource | undefined
 }
 
 /**
@@ -84,13 +86,15 @@ export async function countReplay(
   airflow: AirflowDatabase,
   mode: ReplayMode,
   checkpoint: Checkpoint,
-): Promise<{count: number; breakdown?: SelectionBreakdown | undefined}> {
+): Promise<{count: number; breakdown?: SelectionBreakdown | undefined; source?: ItemSource | undefined}> {
   if (mode.kind === 'event-id') return {count: new Set(mode.ids).size}
   if (mode.kind === 'file') return {count: await validateEventFile(mode.path)}
   const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
   if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return {count: 0}
-  const {count, breakdown} = await openItemSource(airflow, selection)
-  return {count, breakdown}
+  // The opened source goes to runReplay: the missing-events selection is counted once, not again
+  // before its first page.
+  const source = await openItemSource(airflow, selection)
+  return {count: source.count, breakdown: source.breakdown, source}
 }
 
 export async function runReplay(airflow: AirflowDatabase, run: ReplayRun): Promise<{tally: Tally<ReplayOutcomeName>; interrupted: boolean}> {
@@ -110,7 +114,7 @@ export async function runReplay(airflow: AirflowDatabase, run: ReplayRun): Promi
     })
     const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
     if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return {tally, interrupted: false}
-    const source = await openItemSource(airflow, selection)
+    const source = run.source ?? (await openItemSource(airflow, selection))
     const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
     const {interrupted} = await runBatch(
       numbered,

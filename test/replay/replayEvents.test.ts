@@ -43,6 +43,17 @@ async function replayOne(tiId: string) {
 }
 
 describe('replay-events, missing mode', () => {
+  it('the missing-events selection is read once before its first page (counted and listed from one query, not counted again)', async () => {
+    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true}).build()
+    await loseEvents(['etl.task_1.out_1'])
+    const result = await cli('replay-events', '--dag-id', 'etl', '--dry-run', '--verbose')
+    expect(result.code).toBe(0)
+    // --verbose names each statement: the selection's grouped count, then its keyset pages.
+    const counts = result.stderr.split('\n').filter((line) => line.startsWith('sql "select s.dag_id, s.run_id, s.state, count(*)'))
+    expect(counts).toHaveLength(1)
+    expect(result.stdout).toContain('1 would replay')
+  })
+
   it('restores exactly the missing events and queue rows, writes provenance to the log, and a second run does nothing', async () => {
     const world = await scenario(db.knex)
       .producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true})
