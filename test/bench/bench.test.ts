@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 
 import {inject} from 'vitest'
-import {afterAll, describe, expect, it} from 'vitest'
+import {afterAll, describe, expect, it, onTestFinished} from 'vitest'
 
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
@@ -24,7 +24,9 @@ describe('airlock bench --quick', () => {
     const before = await benchDatabases()
     // Named by a profile of a configuration file, as an operator's perf lab would be; a
     // DATABASE_URL in the environment is never a benchmark's server.
-    const config = path.join(await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-bench-')), 'config.toml')
+    const configDir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-bench-'))
+    onTestFinished(() => fs.rm(configDir, {recursive: true, force: true}))
+    const config = path.join(configDir, 'config.toml')
     await fs.writeFile(config, `[profiles.lab]\nurl = ${JSON.stringify(adminUrl)}\n`)
     const result = await runCli(['bench', '--quick', '--profile', 'lab', '--json'], {
       env: {AIRLOCK_CONFIG: config, DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/none'},

@@ -1,13 +1,14 @@
-import {chmodSync, mkdtempSync, writeFileSync} from 'node:fs'
+import {chmodSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
-import {describe, expect, it} from 'vitest'
+import {afterAll, describe, expect, it} from 'vitest'
 
 import {configLocation, readConfigFile} from '../../src/connection/configFile.js'
 import {AirlockError} from '../../src/errors.js'
 
 const directory = mkdtempSync(path.join(os.tmpdir(), 'airlock-config-'))
+afterAll(() => rmSync(directory, {recursive: true, force: true}))
 let files = 0
 
 /** A configuration file with `text`, mode 600 unless told. */

@@ -1,8 +1,8 @@
-import {chmodSync, mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
+import {chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
-import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {afterAll, beforeAll, describe, expect, it, onTestFinished} from 'vitest'
 
 import {displayPath} from '../../src/connection/configFile.js'
 import type {BuiltInProfiles} from '../../src/connection/profiles.js'
@@ -12,6 +12,7 @@ import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 
 const directory = mkdtempSync(path.join(os.tmpdir(), 'airlock-profiles-'))
+afterAll(() => rmSync(directory, {recursive: true, force: true}))
 let files = 0
 
 function configWith(text: string): string {
@@ -115,6 +116,7 @@ describe('profiles of the configuration file', () => {
 
   it('no configuration file: exit 2 saying where it looked, with a minimal example; built-in names still work', async () => {
     const empty = mkdtempSync(path.join(os.tmpdir(), 'airlock-xdg-'))
+    onTestFinished(() => rmSync(empty, {recursive: true, force: true}))
     const error = await refusal({profile: 'prod'}, {XDG_CONFIG_HOME: empty})
     expect(error.message).toContain(`no configuration file at ${path.join(empty, 'airlock', 'config.toml')} (from XDG_CONFIG_HOME)`)
     expect(error.actions[0]).toContain('[profiles.prod]\n    url = "postgresql://')
@@ -157,7 +159,10 @@ describe('airlock doctor --profile', () => {
       ].join('\n'),
     )
   })
-  afterAll(async () => database?.drop())
+  afterAll(async () => {
+    await database?.drop()
+    if (home) rmSync(home, {recursive: true, force: true})
+  })
 
   it("connects with the profile's settings and names it as the source", async () => {
     const env = {HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), X_PASSWORD: decodeURIComponent(new URL(database.url).password) || 'unused'}

@@ -1,8 +1,8 @@
-import {mkdtempSync} from 'node:fs'
+import {mkdtempSync, rmSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
-import {describe, expect, it} from 'vitest'
+import {afterAll, describe, expect, it} from 'vitest'
 
 import {AirlockError} from '../../src/errors.js'
 import type {BuiltInProfiles} from '../../src/connection/profiles.js'
@@ -16,6 +16,7 @@ const knexfile: BuiltInProfiles = {
 
 // An empty configuration directory: the developer's own ~/.config/airlock must not take part.
 const noConfig = {XDG_CONFIG_HOME: mkdtempSync(path.join(os.tmpdir(), 'airlock-noconfig-'))}
+afterAll(() => rmSync(noConfig.XDG_CONFIG_HOME, {recursive: true, force: true}))
 const everything = {
   ...noConfig,
   AIRLOCK_DATABASE_URL: 'postgresql://a@airlock-env/airflow',
