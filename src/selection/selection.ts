@@ -14,17 +14,27 @@ export interface SelectionFilter extends TaskInstanceFilter {
 
 export const pageSize = 1000
 
-/** Streams the selection in keyset pages, so memory stays flat however many task instances match. */
+/**
+ * Streams the selection in keyset pages, so memory stays flat however many task instances match
+ * (two pages at most). The next page is read while the workers take the current one's items, so
+ * they do not wait for a page query between pages.
+ */
 export async function* selectTaskInstances(store: AirflowStore, ex: Executor, filter: SelectionFilter): AsyncGenerator<{tiId: string}> {
-  let last = filter.afterId
   let remaining = filter.limit ?? Number.POSITIVE_INFINITY
-  while (remaining > 0) {
-    const ids = await store.selectTaskInstanceIds(ex, filter, last, Math.min(pageSize, remaining))
-    for (const id of ids) yield {tiId: id}
-    if (ids.length === 0) return
-    remaining -= ids.length
-    last = ids.at(-1)
-    if (ids.length < pageSize) return
+  const read = (after: string | undefined) => store.selectTaskInstanceIds(ex, filter, after, Math.min(pageSize, remaining))
+  let next: Promise<string[]> | undefined = remaining > 0 ? read(filter.afterId) : undefined
+  try {
+    while (next) {
+      const ids = await next
+      remaining -= ids.length
+      next = ids.length === pageSize && remaining > 0 ? read(ids.at(-1)) : undefined
+      // A failed read ahead surfaces when its page is awaited, not as an unhandled rejection now.
+      next?.catch(() => undefined)
+      for (const id of ids) yield {tiId: id}
+    }
+  } finally {
+    // Stopped early (an interrupt, a failure): the page read ahead is awaited, never left running.
+    await next?.catch(() => undefined)
   }
 }
 
