@@ -66,32 +66,39 @@ function field(value: unknown, key: string): unknown {
  * Task-level edges already list the members of a downstream task group, so the closure over them
  * is Airflow's `get_flat_relatives`. A value equal to its default is left out: format 3 (3.1+)
  * keeps the defaults once, in `client_defaults.tasks` (for example `{"retries": 2}`); format 2
- * (3.0) leaves out a value equal to the operator schema's default, 0 for `retries`.
+ * (3.0) leaves out a value equal to the operator's default, which for `retries` is `[core]
+default_task_retries` (0 unless configured), a setting airlock cannot read: `retriesStated` says
+whether the document gave the value.
  */
 export interface TaskGraph {
-  tasks: Map<string, {downstream: string[]; isSetup: boolean; isTeardown: boolean; retries: number}>
+  tasks: Map<string, {downstream: string[]; isSetup: boolean; isTeardown: boolean; retries: number; retriesStated: boolean}>
+  /** Format 3 (3.1+): the defaults are in the document (`client_defaults`), so a left-out retries is known. */
+  statesDefaults: boolean
 }
 
 export function taskGraph(serialized: unknown): TaskGraph | undefined {
   const dagTasks = field(field(serialized, 'dag'), 'tasks')
   if (!Array.isArray(dagTasks)) return undefined
-  const defaultRetries = field(field(field(serialized, 'client_defaults'), 'tasks'), 'retries')
+  const clientDefaults = field(serialized, 'client_defaults')
+  const defaultRetries = field(field(clientDefaults, 'tasks'), 'retries')
   const tasks: TaskGraph['tasks'] = new Map()
   for (const task of dagTasks as unknown[]) {
     const op = field(task, '__var') ?? task
     const taskId = field(op, 'task_id')
     if (typeof taskId !== 'string') continue
     const downstream = field(op, 'downstream_task_ids') ?? field(op, '_downstream_task_ids')
-    const retries = field(op, 'retries') ?? field(field(op, 'partial_kwargs'), 'retries') ?? defaultRetries
+    const own = field(op, 'retries') ?? field(field(op, 'partial_kwargs'), 'retries')
+    const retries = own ?? defaultRetries
     tasks.set(taskId, {
       downstream: Array.isArray(downstream) ? downstream.filter((id): id is string => typeof id === 'string') : [],
       isSetup: field(op, 'is_setup') === true,
       isTeardown: field(op, 'is_teardown') === true,
       retries: typeof retries === 'number' ? retries : 0,
+      retriesStated: typeof own === 'number',
     })
   }
 
-  return {tasks}
+  return {tasks, statesDefaults: clientDefaults !== undefined}
 }
 
 /**

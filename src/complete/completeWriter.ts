@@ -2,7 +2,7 @@ import {describeOutlet, type StoredState} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {consumerDags, emitOutletEvents, emptyRegistration, queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
-import type {Writer} from '../protocol/protocol.js'
+import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {OutletEventInput} from '../selection/workItem.js'
 import type {AirflowStore} from '../store/airflowStore.js'
 import {applyClear, planClear, recheckClear, type ClearPlan, type ClearReport} from './continueRun.js'
@@ -136,7 +136,12 @@ export function completeWriter(
     async register(tx, ti, input) {
       const clear = settings.continueRun ? await planClear(store, tx, ti, settings.continueRun.behaviourVersion) : undefined
       if (!settings.emitEvents)
-        return {...emptyRegistration(), ...(await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, [], clear))), clear}
+        return {
+          ...emptyRegistration(),
+          ...(await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, [], clear))),
+          warnings: clear?.warnings ?? [],
+          clear,
+        }
       const emitted = await emitOutletEvents(store, tx, ti, {outletEvents: input.outletEvents, defaultExtra: settings.defaultExtra})
       const {logId} = await store.insertLogRow(
         tx,
@@ -148,7 +153,8 @@ export function completeWriter(
           clear,
         ),
       )
-      return {...(await queueEventConsumers(store, tx, ti, emitted)), logId, clear}
+      const queued = await queueEventConsumers(store, tx, ti, emitted)
+      return {...queued, warnings: [...queued.warnings, ...(clear?.warnings ?? [])], logId, clear}
     },
     decideAfterRegistering(registration) {
       if (registration.clear?.refusal) return {outcome: 'unsupported_downstream', detail: registration.clear.refusal}
@@ -163,9 +169,13 @@ export function completeWriter(
     async decideUnderLock(tx, lockedState, ti, registration) {
       const decision = decide(lockedState)
       if (decision !== 'commit' || !registration.clear) return decision
-      // Then the task instances to clear in key order and the run: the protocol's lock order.
+      // Then the task instances to clear in key order and the run: the protocol's lock order. A
+      // change since the read (the scheduler, or another item of this run that cleared them
+      // first) means a fresh plan: the item starts again, and ends downstream_changed only when
+      // every attempt found a change.
       const changed = await recheckClear(store, tx, ti, registration.clear)
-      return changed ? {outcome: 'downstream_changed', detail: changed} : 'commit'
+      if (changed) throw new RetryFromStart(changed, {outcome: 'downstream_changed', detail: changed})
+      return 'commit'
     },
     async apply(tx, ti, registration) {
       await store.markTaskInstanceSuccess(tx, ti.id, settings.endDate)

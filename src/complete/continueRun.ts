@@ -1,3 +1,4 @@
+import {compareVersions} from '../airflow/revisions.js'
 import {clearSubset, taskGraph} from '../airflow/serializedDag.js'
 import type {StoredState, TaskInstanceContext} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
@@ -26,6 +27,10 @@ export interface ClearPlan {
   retries: Map<string, number>
   /** Why airlock will not do this clear (the item is rolled back with unsupported_downstream). */
   refusal?: string
+  /** 3.2+ (apache/airflow #60848): a queued or running run's queued_at and clear_number move too. */
+  touchActiveRun: boolean
+  /** What the operator should know about the clear (a retries value airlock had to assume). */
+  warnings: string[]
 }
 
 /** What the item reports and the audit row records. */
@@ -38,7 +43,8 @@ export async function planClear(store: AirflowStore, ex: Executor, ti: TaskInsta
   const latest = taskGraph(await store.readLatestSerializedDag(ex, ti.dagId))
   const run = await store.readClearRun(ex, ti.dagRunId, {lock: false})
   if (!run) throw new Error(`the dag run ${ti.dagRunId} of task instance ${ti.id} is gone`)
-  const refused = (refusal: string): ClearPlan => ({run, taskIds: [], targets: [], retries: new Map(), refusal})
+  const touchActiveRun = compareVersions(behaviourVersion, '3.2.0') >= 0
+  const refused = (refusal: string): ClearPlan => ({run, taskIds: [], targets: [], retries: new Map(), refusal, touchActiveRun, warnings: []})
   if (!latest) return refused(`DAG ${ti.dagId} has no serialized DAG to read its downstream tasks from`)
   // Airflow's `get_task` raises for a task the latest DAG no longer has: the REST call fails.
   if (!latest.tasks.has(ti.taskId)) return refused(`the latest version of DAG ${ti.dagId} has no task ${ti.taskId}`)
@@ -49,9 +55,14 @@ export async function planClear(store: AirflowStore, ex: Executor, ti: TaskInsta
 
   // `clear_task_instances` refreshes each task instance from the run's DAG version when the run
   // records a bundle version (`DBDagBag.get_dag_for_run`, 3.1+), else from the latest version.
-  const versioned =
-    run.bundleVersion && run.createdDagVersionId ? taskGraph(await store.readVersionSerializedDag(ex, run.createdDagVersionId)) : latest
-  const retries = new Map([...(versioned ?? latest).tasks].map(([id, task]) => [id, task.retries]))
+  // A run with a bundle version whose DAG version cannot be read: Airflow finds no DAG and keeps
+  // max(max_tries, try_number) for every task instance (no retries known).
+  const versioned = run.bundleVersion
+    ? run.createdDagVersionId
+      ? taskGraph(await store.readVersionSerializedDag(ex, run.createdDagVersionId))
+      : undefined
+    : latest
+  const retries = new Map([...(versioned?.tasks ?? [])].map(([id, task]) => [id, task.retries]))
 
   const hitl = await store.readHitlTaskInstances(
     ex,
@@ -61,18 +72,34 @@ export async function planClear(store: AirflowStore, ex: Executor, ti: TaskInsta
     return refused(
       `human-in-the-loop task instances would be cleared (${hitl.length}); Airflow also archives their hitl_detail rows, which airlock does not: clear them in Airflow`,
     )
+  if (touchActiveRun && targets.length > 0 && (await store.countRunDeadlines(ex, run.id)) > 0)
+    return refused(
+      "the run has deadline alerts; from 3.2 Airflow's clear re-anchors those measured from the run's queued_at, which airlock does not: clear it in Airflow",
+    )
   const markers = targets.filter((t) => t.operator === 'ExternalTaskMarker')
   if (behaviourVersion.startsWith('3.0') && markers.length > 0)
     return refused(
       `ExternalTaskMarker task instances would be cleared (${markers.map((t) => t.taskId).join(', ')}); Airflow 3.0 then clears the DAGs they point to as well, which airlock does not: clear them in Airflow`,
     )
-  const unversioned = run.createdDagVersionId === null || targets.some((t) => t.dagVersionId === null)
+  // Only when there is something to clear: with nothing, Airflow's `clear` returns before it.
+  const unversioned = targets.length > 0 && (run.createdDagVersionId === null || targets.some((t) => t.dagVersionId === null))
   if (behaviourVersion.startsWith('3.4') && unversioned)
     return refused(
       'the run or a task instance to clear has no DAG version; Airflow 3.4 moves them onto the latest version when it clears, which airlock does not',
     )
 
-  return {run, taskIds, targets, retries}
+  // Format 2 (3.0) leaves out retries equal to [core] default_task_retries: 0 is assumed, and said.
+  const assumed =
+    versioned && !versioned.statesDefaults
+      ? [...new Set(targets.map((t) => t.taskId))].filter((id) => versioned.tasks.get(id)?.retriesStated === false)
+      : []
+  const warnings =
+    assumed.length > 0
+      ? [
+          `max_tries of the cleared ${assumed.join(', ')} counts 0 retries: the serialized DAG leaves out a value equal to [core] default_task_retries, which airlock cannot read (set it on the task to be exact)`,
+        ]
+      : []
+  return {run, taskIds, targets, retries, touchActiveRun, warnings}
 }
 
 /** Under the marked task instance's lock: the clear set and the run, locked in key order, must be as planned. */
@@ -96,7 +123,7 @@ export async function applyClear(store: AirflowStore, tx: Executor, plan: ClearP
   )
   const newIds = new Map(cleared.map((c) => [c.oldId, c.newId]))
   // `clear` returns before `clear_task_instances` when nothing matched: the run is not touched.
-  const requeued = plan.targets.length > 0 && (await store.requeueDagRun(tx, plan.run.id))
+  const requeued = plan.targets.length > 0 && (await store.requeueDagRun(tx, plan.run.id, {touchActive: plan.touchActiveRun}))
   return {
     cleared: plan.targets.map((t) => ({
       ti_id: t.id,
@@ -105,6 +132,10 @@ export async function applyClear(store: AirflowStore, tx: Executor, plan: ClearP
       map_index: t.mapIndex,
       previous_state: t.state,
     })),
-    dag_run: {id: plan.run.id, previous_state: plan.run.state, state: requeued ? 'queued' : plan.run.state},
+    dag_run: {
+      id: plan.run.id,
+      previous_state: plan.run.state,
+      state: requeued && (plan.run.state === 'success' || plan.run.state === 'failed') ? 'queued' : plan.run.state,
+    },
   }
 }

@@ -30,19 +30,28 @@ export const neededPrivileges: readonly NeededPrivilege[] = [
   table('asset_dag_run_queue', 'INSERT', 'complete, replay-events'),
   table('asset_dag_run_queue', 'UPDATE', 'complete, replay-events (queue upsert before 3.4)'),
   table('log', 'INSERT', 'complete, replay-events, audit-events --fix'),
+  // complete --continue-run: Airflow's clear of the failed downstream.
+  table('task_instance_history', 'INSERT', 'complete --continue-run (archives the cleared tries)'),
+  table('task_reschedule', 'SELECT', 'complete --continue-run (the cleared task instances)'),
+  table('task_reschedule', 'DELETE', 'complete --continue-run (the cleared task instances)'),
+  table('dag_run', 'UPDATE', 'complete --continue-run (re-queues the run)'),
   sequence('asset_event_id_seq', 'complete, replay-events'),
   sequence('log_id_seq', 'complete, replay-events, audit-events --fix'),
 ]
 
-/** The privileges `command` ('complete', 'replay-events', 'audit-events --fix') needs, from the table above. */
+/**
+ * The privileges `command` ('complete', 'complete --continue-run', 'replay-events', 'audit-events
+ * --fix') needs, from the table above; 'complete --continue-run' needs complete's too.
+ */
 export function privilegesFor(command: string): NeededPrivilege[] {
+  const wanted = command === 'complete --continue-run' ? ['complete', command] : [command]
   return neededPrivileges.filter((needed) => {
     if (needed.neededBy === 'every command') return true
     const commands = needed.neededBy
       .split('(')[0]!
       .split(',')
       .map((name) => name.trim())
-    return commands.includes(command)
+    return commands.some((name) => wanted.includes(name))
   })
 }
 

@@ -77,7 +77,11 @@ export const lockWaitSliceMs = 200
  * from decideUnderLock.
  */
 export class RetryFromStart extends Error {
-  constructor(reason = 'the task instance changed try between the unlocked read and the lock, on every attempt') {
+  constructor(
+    reason = 'the task instance changed try between the unlocked read and the lock, on every attempt',
+    /** The item's outcome when every retry ended the same way (else `failed` with the reason). */
+    readonly outcomeWhenExhausted?: {outcome: string; detail?: string},
+  ) {
     super(reason)
   }
 }
@@ -106,6 +110,8 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   // The task instance as the last attempt that read it saw it: each attempt starts from nothing.
   let known: TaskInstanceContext | undefined
   let commitIssued = false
+  // The writer's last "start again" under the lock: its outcome ends the item if retries run out.
+  let lastRetry: RetryFromStart | undefined
   // Row locks this item waited for, to clear from lockWaits however it ends.
   const waitedOn = new Set<string>()
 
@@ -183,7 +189,10 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
         throw new RetryFromStart('the task instance got a new try (a new id) between the unlocked read and the lock, on every attempt')
       }
       if (locked.tryNumber !== ti.tryNumber) throw new RetryFromStart()
-      const decision = await writer.decideUnderLock(tx, locked.state, ti, registration as Registration)
+      const decision = await writer.decideUnderLock(tx, locked.state, ti, registration as Registration).catch((error: unknown) => {
+        if (error instanceof RetryFromStart) lastRetry = error
+        throw error
+      })
       if (decision !== 'commit') return {rollback: decision}
       receipt = await writer.apply(tx, ti, registration as Registration)
       // COMMIT here rather than after returning, so the hold clock stops when the server answers.
@@ -194,10 +203,14 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     },
     wasCommitted: (ex) => writer.wasCommitted(ex, ti!, registration as Registration, receipt as Receipt),
   })
-  const {result, attempts, totalMs} = await transaction.finally(() => {
+  const transacted = await transaction.finally(() => {
     for (const id of waitedOn) options.lockWaits?.done(id)
   })
 
+  const {attempts, totalMs} = transacted
+  let result: ProtocolOutcome<O> = transacted.result
+  if (result.outcome === 'failed' && lastRetry?.outcomeWhenExhausted && (result as Failed).message === lastRetry.message)
+    result = lastRetry.outcomeWhenExhausted as O
   // A lock timeout names who held the row (best effort: it may have let go since).
   const failed = result.outcome === 'failed' ? (result as Failed) : undefined
   if (failed?.kind === 'lock_timeout' && ti) {

@@ -60,8 +60,10 @@ export interface AirflowStore extends CatalogStore {
   readHitlTaskInstances(ex: Executor, tiIds: readonly string[]): Promise<string[]>
   /** Archive, delete reschedules, new id and state NULL, as `clear_task_instances`. */
   clearTaskInstances(ex: Executor, targets: ReadonlyArray<{id: string; retries: number | null}>): Promise<ClearedTaskInstance[]>
-  /** A finished run back to queued; false when the run was not finished (left as it is). */
-  requeueDagRun(ex: Executor, dagRunId: number): Promise<boolean>
+  /** A finished run back to queued; an active one's queued_at and clear_number moved when `touchActive` (3.2+); false when nothing changed. */
+  requeueDagRun(ex: Executor, dagRunId: number, options: {touchActive: boolean}): Promise<boolean>
+  /** How many deadline alerts the run has (refused from 3.2, whose clear re-anchors them). */
+  countRunDeadlines(ex: Executor, dagRunId: number): Promise<number>
 
   // --- selection ------------------------------------------------------------------------------
   /** One keyset page of task instance ids (id > after, ORDER BY id). */

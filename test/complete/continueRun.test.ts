@@ -165,22 +165,41 @@ describe('complete --continue-run, as an operator runs it', () => {
     expect(await db.knex('task_instance_history').count({n: '*'}).first()).toEqual({n: '0'})
   })
 
-  it('race: a scheduler-like writer moves a downstream row while airlock waits for it: downstream_changed, nothing written', async () => {
-    const w = await world(db.knex)
-    const before = await states()
+  /** A scheduler-like writer holds `notify`'s row, and sets it scheduled while airlock waits for it after locking `load`. */
+  async function raceOnNotify(w: World, retry?: {maxAttempts: number; baseDelayMs: number; maxDelayMs: number}) {
     const notify = w.ti('etl', 'notify')
-    const result = await whileRowLocked(db.knex, notify.id, async (holder) => {
-      const completion = completeOne(db.knex, w.ti('etl', 'load').id, {fromStates: ['failed'], continueRun: {behaviourVersion: '3.0'}})
+    return whileRowLocked(db.knex, notify.id, async (holder) => {
+      const completion = completeOne(db.knex, w.ti('etl', 'load').id, {fromStates: ['failed'], continueRun: {behaviourVersion: '3.0'}, retry})
       // airlock holds load's row and queues on notify's, in key order after it.
       await waitUntilAppBlocked(db.knex, `airlock:complete:${w.ti('etl', 'load').id}`)
       await holder.raw(`update task_instance set state = 'scheduled' where id = ?`, [notify.id])
       await holder.commit()
       return completion
     })
+  }
+
+  it('race: a scheduler-like writer moves a downstream row while airlock waits for it: the item starts again on a fresh plan and never clears what the scheduler took', async () => {
+    const w = await world(db.knex)
+    const result = await raceOnNotify(w)
+    expect(result.result).toEqual({outcome: 'completed'})
+    expect(result.attempts).toBe(2)
+    const after = await states()
+    expect(after).toContain('notify[-1]=scheduled')
+    expect(after).toContain('report[0]=none')
+    const archived = await db.knex('task_instance_history').orderBy(['task_id', 'map_index']).select('task_id', 'map_index', 'state')
+    expect(archived).toEqual([
+      {task_id: 'report', map_index: 0, state: 'upstream_failed'},
+      {task_id: 'report', map_index: 1, state: 'upstream_failed'},
+    ])
+  })
+
+  it('race, on every attempt: downstream_changed (exit 3), and nothing at all written: no success, no clear, no audit row', async () => {
+    const w = await world(db.knex)
+    const before = await states()
+    const result = await raceOnNotify(w, {maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1})
     expect(result.result).toMatchObject({outcome: 'downstream_changed'})
     expect((result.result as {detail: string}).detail).toContain('notify[-1]=failed')
-    const after = await states()
-    expect(after).toEqual(before.map((s) => (s === 'notify[-1]=failed' ? 'notify[-1]=scheduled' : s)))
+    expect(await states()).toEqual(before.map((s) => (s === 'notify[-1]=failed' ? 'notify[-1]=scheduled' : s)))
     expect(await db.knex('task_instance_history').count({n: '*'}).first()).toEqual({n: '0'})
     expect((await db.knex('dag_run').where({dag_id: 'etl'}).first()).state).toBe('failed')
     expect(await db.knex('log').where({event: 'success'})).toEqual([])
@@ -205,6 +224,80 @@ describe('complete --continue-run, as an operator runs it', () => {
     expect(await states()).toEqual(before)
     expect(await db.knex('task_instance_history').count({n: '*'}).first()).toEqual({n: '0'})
   })
+})
+
+describe('complete --continue-run, several items and several releases', () => {
+  let dbs: Record<string, TestDatabase>
+  beforeAll(async () => {
+    const [v30, v32] = await Promise.all([createTestDatabase('3.0', 6), createTestDatabase('3.2', 2)])
+    dbs = {'3.0': v30, '3.2': v32}
+  })
+  afterAll(async () => {
+    for (const db of Object.values(dbs ?? {})) await db.drop()
+  })
+
+  it('every failed index of a mapped task at once (concurrency 4): each completed, the downstream cleared once, the run queued once', async () => {
+    const db = dbs['3.0']!
+    await scenario(db.knex)
+      .producer('etl', {
+        tasks: ['load', 'report'],
+        outlets: 1,
+        state: {load: 'failed', report: 'upstream_failed'},
+        downstream: {load: ['report']},
+        mappedTasks: {load: [0, 1, 2, 3]},
+        runState: 'failed',
+      })
+      .build()
+    const result = await runCli([
+      'complete',
+      '--database-url',
+      db.url,
+      '--dag-id',
+      'etl',
+      '--task-id',
+      'load',
+      '--from-state',
+      'failed',
+      '--continue-run',
+      '--yes',
+      '--json',
+    ])
+    expect(result.code).toBe(0)
+    const out = envelope(result) as {result: {items: Array<{outcome: string; continue_run: {cleared: unknown[]}}>}; warnings: string[]}
+    expect(out.result.items.map((i) => i.outcome)).toEqual(['completed', 'completed', 'completed', 'completed'])
+    // Whichever item came first cleared report; the others found nothing left to clear.
+    expect(out.result.items.map((i) => i.continue_run.cleared.length).sort()).toEqual([0, 0, 0, 1])
+    expect(await db.knex('task_instance_history').count({n: '*'}).first()).toEqual({n: '1'})
+    expect(await db.knex('dag_run').where({dag_id: 'etl'}).first('state', 'clear_number')).toEqual({state: 'queued', clear_number: 1})
+    // 3.0's serialized DAG leaves out retries equal to [core] default_task_retries: said, not guessed silently.
+    expect(out.warnings.join(' ')).toContain('max_tries of the cleared report counts 0 retries')
+  })
+
+  it.each(['3.0', '3.2'] as const)(
+    'a run still running on %s: 3.0 leaves it as it is; from 3.2 its queued_at and clear_number move (apache/airflow #60848)',
+    async (version) => {
+      const db = dbs[version]!
+      const w = await scenario(db.knex)
+        .producer('etl', {
+          tasks: ['load', 'report', 'other'],
+          outlets: 1,
+          state: {load: 'failed', report: 'upstream_failed'},
+          downstream: {load: ['report']},
+        })
+        .build()
+      const before = await db.knex('dag_run').where({dag_id: 'etl'}).first('queued_at', 'clear_number', 'start_date')
+      const result = await completeOne(db.knex, w.ti('etl', 'load').id, {fromStates: ['failed'], continueRun: {behaviourVersion: version}})
+      expect(result.result).toEqual({outcome: 'completed'})
+      const after = await db.knex('dag_run').where({dag_id: 'etl'}).first('state', 'queued_at', 'clear_number', 'start_date')
+      expect(after.state).toBe('running')
+      expect(after.start_date).toEqual(before.start_date)
+      if (version === '3.0') expect(after).toMatchObject({clear_number: 0, queued_at: before.queued_at})
+      else {
+        expect(after.clear_number).toBe(1)
+        expect(after.queued_at.getTime()).toBeGreaterThan(before.queued_at.getTime())
+      }
+    },
+  )
 })
 
 describe('the clear set (partial_subset with include_downstream, setups and teardowns)', () => {

@@ -1,3 +1,5 @@
+import {inflateSync} from 'node:zlib'
+
 import type {Knex} from 'knex'
 
 /**
@@ -38,12 +40,14 @@ export async function airflowMarksSuccess(knex: Knex, tiId: string): Promise<voi
       [tiId],
     )
 
-    const {rows: serialized} = await trx.raw<{rows: Array<{data: unknown}>}>(
-      `select data from serialized_dag where dag_id = ? order by created_at desc limit 1`,
+    // SerializedDagModel.latest_item_select_object; `data` NULL when [core] compress_serialized_dags.
+    const {rows: serialized} = await trx.raw<{rows: Array<{data: unknown; data_compressed: Buffer | null}>}>(
+      `select data, data_compressed from serialized_dag where dag_id = ? order by created_at desc limit 1`,
       [ti.dag_id],
     )
-    const data = serialized[0]!.data
-    const dag = (typeof data === 'string' ? JSON.parse(data) : data) as {
+    const {data, data_compressed: compressed} = serialized[0]!
+    const text = data ?? (compressed ? inflateSync(compressed).toString('utf8') : null)
+    const dag = (typeof text === 'string' ? JSON.parse(text) : text) as {
       dag: {tasks: Array<{__var: {task_id: string; downstream_task_ids?: string[]; retries?: number; is_setup?: boolean; is_teardown?: boolean}}>}
     }
     const tasks = new Map(dag.dag.tasks.map((t) => [t.__var.task_id, t.__var]))

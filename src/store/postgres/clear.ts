@@ -21,7 +21,11 @@ import type {ClearedTaskInstance, ClearRun, ClearTarget} from '../airflowStore.j
 export function readLatestSerializedDag() {
   const latest = prepared(
     'latest_serialized_dag',
-    `select data, data_compressed from serialized_dag where dag_id = $1 order by created_at desc limit 1`,
+    `select sd.data, sd.data_compressed
+       from serialized_dag sd left join dag_version dv on dv.id = sd.dag_version_id
+      where sd.dag_id = $1
+      order by sd.created_at desc, dv.version_number desc nulls last
+      limit 1`,
   )
   return async (ex: Executor, dagId: string): Promise<unknown> => {
     const [row] = await ex.query<{data: unknown; data_compressed: Buffer | null}>(latest([dagId]))
@@ -92,13 +96,14 @@ export function readClearTargets() {
 }
 
 /**
- * Which of these task instances a human-in-the-loop task left a `hitl_detail` row for (3.1+;
- * none where the table does not exist). From 3.2 `TaskInstanceHistory.record_ti` copies it to
- * `hitl_detail_history`, which airlock does not write: the caller refuses such a clear.
+ * Which of these task instances a human-in-the-loop task left a `hitl_detail` row for. From 3.2
+ * `TaskInstanceHistory.record_ti` copies it to `hitl_detail_history`, which airlock does not
+ * write: the caller refuses such a clear. On 3.1 (no history table) the row follows the new id by
+ * its ON UPDATE CASCADE, as in Airflow, so nothing is reported.
  */
 export function readHitlTaskInstances() {
   return async (ex: Executor, tiIds: readonly string[]): Promise<string[]> => {
-    if (tiIds.length === 0 || !(await tableExists(ex, 'hitl_detail'))) return []
+    if (tiIds.length === 0 || !(await tableExists(ex, 'hitl_detail_history')) || !(await tableExists(ex, 'hitl_detail'))) return []
     const rows = await ex.query<{ti_id: string}>(
       statement(`select ti_id::text as ti_id from hitl_detail where ti_id = any($1::uuid[])`, [[...tiIds]]),
     )
@@ -138,7 +143,11 @@ export function clearTaskInstances() {
   return async (ex: Executor, targets: ReadonlyArray<{id: string; retries: number | null}>): Promise<ClearedTaskInstance[]> => {
     if (targets.length === 0) return []
     const ids = targets.map((t) => t.id)
-    archive ??= archiveStatement(ex)
+    // A failed catalog read is not kept: the next item reads it again.
+    archive ??= archiveStatement(ex).catch((error: unknown) => {
+      archive = undefined
+      throw error
+    })
     await ex.query(statement(await archive, [ids]))
     if (await tableExists(ex, 'task_reschedule')) await ex.query(statement(`delete from task_reschedule where ti_id = any($1::uuid[])`, [ids]))
     const rows = await ex.query<{old_id: string; new_id: string}>(update([ids, targets.map((t) => t.retries)]))
@@ -150,7 +159,9 @@ export function clearTaskInstances() {
  * The run after a clear that cleared something: a finished run (success / failed) goes back to
  * queued for the scheduler, as `clear_task_instances` does with `dag_run_state=QUEUED` and
  * `DagRun.set_state`: queued_at now, start_date, end_date and last_scheduling_decision NULL,
- * clear_number + 1. A queued or running run is left as it is (3.0 and 3.1; see the docs for 3.2+).
+ * clear_number + 1. A queued or running run keeps its state: 3.0 and 3.1 leave it as it is; from
+ * apache/airflow #60848 (3.2) its queued_at and clear_number move too (`touchActive`), its
+ * start_date kept.
  */
 export function requeueDagRun() {
   const requeue = prepared(
@@ -161,7 +172,35 @@ export function requeueDagRun() {
       where id = $1 and state in ('success', 'failed')
   returning state`,
   )
-  return async (ex: Executor, dagRunId: number): Promise<boolean> => (await ex.query(requeue([dagRunId]))).length > 0
+  const touch = prepared(
+    'touch_active_dag_run',
+    `update dag_run set queued_at = clock_timestamp(), clear_number = clear_number + 1, updated_at = clock_timestamp()
+      where id = $1 and state in ('queued', 'running')
+  returning state`,
+  )
+  return async (ex: Executor, dagRunId: number, options: {touchActive: boolean}): Promise<boolean> => {
+    if ((await ex.query(requeue([dagRunId]))).length > 0) return true
+    return options.touchActive && (await ex.query(touch([dagRunId]))).length > 0
+  }
+}
+
+/**
+ * Deadline alerts of a run (the `deadline` table's rows for it). From 3.2 `clear_task_instances`
+ * re-anchors those measured from the run's queued_at (`_recalculate_dagrun_queued_at_deadlines`,
+ * apache/airflow #61372), which airlock does not reproduce: the caller refuses such a clear.
+ */
+export function countRunDeadlines() {
+  return async (ex: Executor, dagRunId: number): Promise<number> => {
+    const [column] = await ex.query<{column_name: string}>(
+      statement(
+        `select column_name::text as column_name from information_schema.columns
+          where table_schema = 'public' and table_name = 'deadline' and column_name in ('dagrun_id', 'dag_run_id')`,
+      ),
+    )
+    if (!column) return 0
+    const [row] = await ex.query<{n: number}>(statement(`select count(*)::int as n from deadline where "${column.column_name}" = $1`, [dagRunId]))
+    return row?.n ?? 0
+  }
 }
 
 /**
@@ -180,7 +219,7 @@ async function archiveStatement(ex: Executor): Promise<string> {
       `select h.column_name::text as column_name
          from information_schema.columns h
          join information_schema.columns t on t.table_schema = h.table_schema and t.table_name = 'task_instance' and t.column_name = h.column_name
-        where h.table_schema = 'public' and h.table_name = 'task_instance_history' and h.column_name <> 'task_instance_id'
+        where h.table_schema = 'public' and h.table_name = 'task_instance_history' and h.column_name not in ('task_instance_id', 'id')
         order by h.ordinal_position`,
     ),
   )

@@ -3,6 +3,7 @@ import type {AirflowStore} from '../airflowStore.js'
 import {insertLogRow, logRowExists} from './auditLog.js'
 import {
   clearTaskInstances,
+  countRunDeadlines,
   readClearRun,
   readClearTargets,
   readHitlTaskInstances,
@@ -53,6 +54,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     readHitlTaskInstances: readHitlTaskInstances(),
     clearTaskInstances: clearTaskInstances(),
     requeueDagRun: requeueDagRun(),
+    countRunDeadlines: countRunDeadlines(),
     selectTaskInstanceIds: selectTaskInstanceIds(),
     countTaskInstances: countTaskInstances(),
     summarizeTaskInstances: summarizeTaskInstances(),
