@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // Production entry: runs the compiled commands in dist/ (built by `npm run build`, which `npm ci`
-// runs through the prepare script).
-//
+// runs through the prepare script). oclif finds them through oclif.manifest.json, which the same
+// build writes, so it imports only the module of the command it runs.
+import {existsSync, readdirSync, statSync} from 'node:fs'
+import {join} from 'node:path'
+
 // A signal that comes while oclif is still loading is remembered here, not obeyed: the command
 // reports it as an interruption (exit 130, an envelope under --json) as soon as it starts.
 const early = (signal) => {
@@ -14,9 +17,28 @@ globalThis.airlockReleaseEarlySignals = () => {
   process.off('SIGTERM', early)
 }
 
-const {execute} = await import('@oclif/core')
+// In a source checkout (the package ships no tsconfig.json), a manifest older than the compiled
+// commands means tsc ran without `npm run build`: oclif would list commands and flags from it.
+if (existsSync(join(import.meta.dirname, '..', 'tsconfig.json'))) warnIfManifestStale()
+
+// @oclif/core/execute, not the package index: the index also loads the parser, the flag builders
+// and semver for its Node version check (about 10 ms), which `--version` and `--help` never use.
+const {execute} = await import('@oclif/core/execute')
 
 await execute({dir: import.meta.url})
 // Every command closes its pools; this only guards a cron job against a stray handle keeping the
 // process alive after the result was printed. unref(): it never delays a clean exit.
 setTimeout(() => process.exit(), 2000).unref()
+
+function warnIfManifestStale() {
+  const manifest = join(import.meta.dirname, '..', 'oclif.manifest.json')
+  const commands = join(import.meta.dirname, '..', 'dist', 'commands')
+  if (!existsSync(manifest) || !existsSync(commands)) return
+  const builtAt = statSync(manifest).mtimeMs
+  const newer = readdirSync(commands, {recursive: true}).some((file) => statSync(join(commands, file)).mtimeMs > builtAt)
+  if (newer) {
+    process.stderr.write(
+      'airlock: oclif.manifest.json is older than dist/commands/, so commands or flags compiled since may be missing. Run npm run build (tsc, then the manifest).\n',
+    )
+  }
+}

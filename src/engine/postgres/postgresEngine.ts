@@ -1,7 +1,6 @@
 import os from 'node:os'
 
-import knexFactory, {type Knex} from 'knex'
-import connectionString from 'pg-connection-string'
+import type {Knex} from 'knex'
 
 import {
   readLimits,
@@ -18,6 +17,16 @@ import {logRoundTrip, rowCount, statementLabel, type StatementLog} from '../stat
 import {classifyPostgresError, isMissingPassword, isTlsVerificationError, refusesTls, SqlState, sqlStateOf} from './sqlstate.js'
 import {passwordFromFile} from './pgpass.js'
 import {attemptsFor, splitTls, sslOption} from './tls.js'
+
+/**
+ * knex (with lodash and its dialect registry, about 70 ms to import) and node-postgres load when a
+ * connection is first opened, not when a command module is imported: `airlock --help`, `--version`
+ * and every command's `--help` never connect, and each command imports this module through the
+ * base command. test/cli/startup.test.ts checks they stay out.
+ */
+async function loadKnex(): Promise<typeof import('knex').knex> {
+  return (await import('knex')).default
+}
 
 /** The node-postgres client knex hands out; statements run on it directly (see executorOn). */
 interface PgClient {
@@ -176,7 +185,8 @@ export const postgresEngine: Engine = {
     const password = passwordSource(plainUrl, options.warn)
     // Parsed here rather than given as connectionString: node-postgres lets the string's fields
     // override the object's, which would drop the password source and the session settings.
-    const fromUrl = connectionString.parse(plainUrl)
+    const fromUrl = (await import('pg-connection-string')).default.parse(plainUrl)
+    const knexFactory = await loadKnex()
     for (const [index, encrypted] of attempts.entries()) {
       const knex = knexFactory({
         client: 'pg',
@@ -233,6 +243,7 @@ export const postgresEngine: Engine = {
  * build, a seed), destroyed when the work ends, whatever happens.
  */
 export async function withKnex<T>(url: string, work: (knex: Knex) => Promise<T>): Promise<T> {
+  const knexFactory = await loadKnex()
   const knex = knexFactory({client: 'pg', connection: url, pool: {min: 0, max: 1}, log: silentKnexLog})
   try {
     return await work(knex)

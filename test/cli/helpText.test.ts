@@ -1,0 +1,51 @@
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {Config, type Command} from '@oclif/core'
+import {Help} from '@oclif/core/help'
+import {describe, expect, it} from 'vitest'
+
+import AirlockHelp from '../../src/cli/help.js'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+
+// AirlockHelp skips EJS for strings without a tag and wraps plain ASCII itself (both for start-up
+// time, see src/cli/help.ts): every page must read exactly as oclif's own help prints it.
+class StockPages extends Help {
+  page(command: Command.Loadable): string {
+    return this.formatCommand(command)
+  }
+
+  rootPage(): string {
+    return [this.formatRoot(), this.formatTopics(this.sortedTopics), this.formatCommands(this.sortedCommands)].join('\n')
+  }
+}
+
+class AirlockPages extends AirlockHelp {
+  page(command: Command.Loadable): string {
+    return this.formatCommand(command)
+  }
+
+  rootPage(): string {
+    return [this.formatRoot(), this.formatTopics(this.sortedTopics), this.formatCommands(this.sortedCommands)].join('\n')
+  }
+}
+
+describe('help text', () => {
+  // From 30 columns: below that oclif's own help fails (it wraps an example before rendering its tag).
+  it("every command's page is oclif's own, then the exit codes, at widths 30 to 200", async () => {
+    const config = await Config.load(root)
+    const commands = config.commands.filter((command) => command.pluginName === config.name)
+    expect(commands.length).toBeGreaterThan(10)
+    for (const maxWidth of [30, 50, 80, 120, 200]) {
+      const stock = new StockPages(config, {maxWidth})
+      const airlock = new AirlockPages(config, {maxWidth})
+      for (const command of commands) {
+        const page = airlock.page(command)
+        expect(page.slice(0, page.lastIndexOf('\n\n')), `${command.id} at ${maxWidth}`).toBe(stock.page(command))
+        expect(page.slice(page.lastIndexOf('\n\n')), `${command.id} at ${maxWidth}`).toContain('EXIT CODES')
+      }
+      expect(airlock.rootPage(), `the root page at ${maxWidth}`).toBe(stock.rootPage())
+    }
+  })
+})
