@@ -83,7 +83,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     'continue-run': Flags.boolean({
       default: false,
       description:
-        "Continue the run as Airflow's mark-success does: in the same transaction, clear the failed and upstream_failed task instances downstream of it in its run (they run again) and put a finished run back to queued. If the scheduler changes them between the read and the locks the item is redone, and after the retries rolled back whole (downstream_changed): never a partial clear.",
+        "Continue the run as Airflow's mark-success does: in the same transaction, clear the failed and upstream_failed task instances downstream of it in its run (they run again) and put a finished run back to queued. If the scheduler changes them between the read and the locks the item is redone, and after the retries rolled back whole (downstream_changed): never a partial clear. A failed task also needs --from-state failed.",
       helpGroup: 'WRITING',
     }),
     'no-events': Flags.boolean({

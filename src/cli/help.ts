@@ -13,7 +13,8 @@ const meaning: Record<ExitCode, string> = {
   [ExitCode.usage]: 'bad flag or input, refused (no --yes without a terminal), or a missing privilege; nothing written',
   [ExitCode.conflict]: 'some task instance was in another state or refused (see previous_state, detail)',
   [ExitCode.notFound]: 'something named explicitly does not exist',
-  [ExitCode.partialFailure]: 'some items failed (lock or statement timeout, conflict); running again is safe',
+  [ExitCode.partialFailure]:
+    'some items failed (lock or statement timeout, a serialization conflict, the scheduler kept changing them); running again is safe',
   [ExitCode.auditFindings]: 'findings at or above --fail-on',
   [ExitCode.unreachable]: 'database unreachable, login refused, TLS failed, or the session was lost',
   [ExitCode.unsupportedSchema]: 'not an Airflow 3 schema airlock supports (doctor names the head)',

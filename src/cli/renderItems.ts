@@ -3,6 +3,13 @@ import {renderTable} from '../output/table.js'
 import {describeHolder, type LockWaitReport} from '../protocol/lockWaits.js'
 import type {SelectionBreakdown} from '../selection/selection.js'
 
+/** Refusal reasons listed under the table. */
+const detailRows = 20
+
+/** `dag/run/task[map]`, as far as the item names it. */
+const itemLabel = (item: ItemJson) =>
+  `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${item.map_index !== null && item.map_index >= 0 ? `[${item.map_index}]` : ''}`
+
 /** Runs listed before a bulk write; the rest are summed up in one line. */
 const breakdownRows = 20
 
@@ -91,9 +98,13 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
   // Finish order is noise for a reader: list by task instance.
   const rows = report.items
     .map((item) => [
-      `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${item.map_index !== null && item.map_index >= 0 ? `[${item.map_index}]` : ''}`,
+      itemLabel(item),
       item.outcome +
-        (item.previous_state && item.previous_state !== 'success' ? ` (was ${item.previous_state})` : '') +
+        (item.previous_state && item.previous_state !== 'success' && item.outcome !== 'failed'
+          ? ` (was ${item.previous_state})`
+          : item.previous_state === null && item.outcome === 'conflict'
+            ? ' (was none)'
+            : '') +
         (item.continue_run
           ? `, cleared ${item.continue_run.cleared.length}${item.continue_run.dag_run.state !== item.continue_run.dag_run.previous_state ? `, run ${item.continue_run.dag_run.state ?? 'none'}` : ''}`
           : '') +
@@ -106,6 +117,16 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
     .sort((a, b) => String(a[0]).localeCompare(String(b[0])))
   const parts: string[] = []
   if (rows.length > 0) parts.push(renderTable(['task instance', 'outcome', 'events', 'queued', 'lock hold ms', 'total ms'], rows, {width}))
+  // Why refused items were refused: the table has no room for it, and it is what to act on.
+  const explained = report.items.filter((item) => item.detail)
+  if (explained.length > 0)
+    parts.push(
+      [
+        'Why:',
+        ...explained.slice(0, detailRows).map((item) => `  ${itemLabel(item)}: ${item.outcome}: ${item.detail}`),
+        ...(explained.length > detailRows ? [`  … and ${explained.length - detailRows} more (--json lists them all)`] : []),
+      ].join('\n'),
+    )
   if (report.omitted)
     parts.push(
       `… ${report.omitted} more items ${report.output_file ? `in ${report.output_file}` : '(--output FILE, --json or --ndjson list them all)'}`,

@@ -31,7 +31,8 @@ export const completeOutcomes = {
   inactive_outlet: ExitCode.conflict,
   unsupported_consumer: ExitCode.conflict,
   invalid_end_date: ExitCode.conflict,
-  downstream_changed: ExitCode.conflict,
+  // Transient: the scheduler kept changing what to clear; running again is safe.
+  downstream_changed: ExitCode.partialFailure,
   unsupported_downstream: ExitCode.conflict,
   not_found: ExitCode.notFound,
   failed: ExitCode.partialFailure,
@@ -108,7 +109,7 @@ export function completeWriter(
           ? {
               continue_run: {
                 dag_run_id: clear.run.id,
-                dag_run_state: clear.run.state,
+                dag_run_previous_state: clear.run.state,
                 cleared: clear.targets.map((t) => ({ti_id: t.id, task_id: t.taskId, map_index: t.mapIndex, state: t.state})),
               },
             }

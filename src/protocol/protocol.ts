@@ -215,7 +215,9 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   const failed = result.outcome === 'failed' ? (result as Failed) : undefined
   if (failed?.kind === 'lock_timeout' && ti) {
     const holder = await store.readRowHolder(db.executor, ti.id).catch(() => undefined)
-    if (holder) failed.message += `; the row is held by ${describeHolder(holder)}; airlock audit-locks shows what it waits for`
+    failed.message += holder
+      ? `; the row is held by ${describeHolder(holder)}; airlock audit-locks shows what it waits for`
+      : '; airlock audit-locks shows which session holds what'
   }
 
   const written = result.outcome === writer.committed.outcome
@@ -244,11 +246,13 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
       lockWaitMs,
       lockHoldMs: lockedAt === undefined ? 0 : (settledAt ?? performance.now()) - lockedAt,
       // From the first registration statement (the events' clock_timestamp) to COMMIT returning.
-      stampToCommitMs: written && stampedAt !== undefined && settledAt !== undefined ? settledAt - stampedAt : null,
+      // Null in a dry run too: nothing was committed, so no event existed uncommitted for anyone.
+      stampToCommitMs: written && !options.dryRun && stampedAt !== undefined && settledAt !== undefined ? settledAt - stampedAt : null,
       totalMs,
     },
     attempts,
     dryRun: options.dryRun,
-    warnings: counts.warnings,
+    // Notes about what was written (or would be, in a dry run); a refused item wrote nothing to note.
+    warnings: written ? counts.warnings : [],
   }
 }

@@ -84,6 +84,10 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
     }
   }
 
+  // Nothing matched but the DAG exists: say which filters were given, since a typo in a run or
+  // task id looks exactly like "nothing to do".
+  if (count === 0 && warnings.length === 0 && !filter.states && !filter.missingEventsOnly)
+    warnings.push(`no task instance matches ${describeFilter(filter)}; check the run and task ids`)
   return {count, breakdown, explicit: false, items: mapItems(selectTaskInstances(store, db.executor, filter)), warnings}
 }
 
@@ -107,4 +111,17 @@ async function* take<T>(items: AsyncIterable<T>, limit: number): AsyncGenerator<
 
 async function* mapItems(refs: AsyncIterable<WorkItem['ref']>): AsyncGenerator<WorkItem> {
   for await (const ref of refs) yield {ref, outletEvents: []}
+}
+
+/** The filter flags as the operator wrote them, for a message. */
+function describeFilter(filter: SelectionFilter): string {
+  const parts = [
+    filter.dagId === undefined ? '' : `--dag-id ${filter.dagId}`,
+    ...filter.runIds.map((id) => `--run-id ${id}`),
+    ...filter.taskIds.map((id) => `--task-id ${id}`),
+    filter.mapIndex === undefined ? '' : `--map-index ${filter.mapIndex}`,
+    filter.since ? `--since ${filter.since.toISOString()}` : '',
+    filter.until ? `--until ${filter.until.toISOString()}` : '',
+  ]
+  return parts.filter(Boolean).join(' ') || 'the selection'
 }

@@ -434,6 +434,8 @@ describe('airlock complete', () => {
       result: {items: Array<{outcome: string; previous_state: string | null}>}
     }
     expect(refused.result.items[0]).toMatchObject({outcome: 'conflict', previous_state: null})
+    // A person reads the missing state as "none", the value --from-state takes for it.
+    expect((await complete('--ti-id', target.id)).stdout).toContain('conflict (was none)')
     const done = envelope(await complete('--ti-id', target.id, '--from-state', 'none', '--json')) as {result: {items: Array<{outcome: string}>}}
     expect(done.result.items[0]!.outcome).toBe('completed')
   })
@@ -443,6 +445,10 @@ describe('airlock complete', () => {
     const typo = await complete('--dag-id', 'elt', '--yes')
     expect(typo.code).toBe(4)
     expect(typo.stderr).toContain('no DAG is named "elt"; did you mean etl?')
+    // The DAG exists but a run or task id is mistyped: still exit 0 (nothing matched), with a warning naming the filters.
+    const mistyped = await complete('--dag-id', 'etl', '--task-id', 'taks_1', '--yes')
+    expect(mistyped.code).toBe(0)
+    expect(mistyped.stderr).toContain('no task instance matches --dag-id etl --task-id taks_1')
     const narrowed = await complete('--dag-id', 'elt', '--task-id', 'task_1', '--yes', '--json')
     expect(narrowed.code).toBe(0)
     expect((envelope(narrowed) as {warnings: string[]}).warnings.join(' ')).toContain('did you mean etl?')

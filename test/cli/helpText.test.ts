@@ -42,8 +42,10 @@ describe('help text', () => {
       const airlock = new AirlockPages(config, {maxWidth})
       for (const command of commands) {
         const page = airlock.page(command)
-        expect(page.slice(0, page.lastIndexOf('\n\n')), `${command.id} at ${maxWidth}`).toBe(stock.page(command))
-        expect(page.slice(page.lastIndexOf('\n\n')), `${command.id} at ${maxWidth}`).toContain('EXIT CODES')
+        // The exit codes section is the page's last; its entries may wrap over several lines.
+        const codes = page.lastIndexOf('\n\nEXIT CODES')
+        expect(codes, `${command.id} at ${maxWidth}`).toBeGreaterThan(0)
+        expect(page.slice(0, codes), `${command.id} at ${maxWidth}`).toBe(stock.page(command))
       }
       expect(airlock.rootPage(), `the root page at ${maxWidth}`).toBe(stock.rootPage())
     }

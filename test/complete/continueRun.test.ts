@@ -109,10 +109,10 @@ describe.each(versions)('complete --continue-run on %s', (version) => {
     ])
     expect(report.dag_run).toMatchObject({previous_state: 'failed', state: 'queued'})
     const [log] = await airlock.knex('log').where({dag_id: 'etl', task_id: 'load', event: 'success'})
-    const extra = JSON.parse(log.extra as string) as {airlock: {command: string; continue_run: {cleared: unknown[]; dag_run_state: string}}}
+    const extra = JSON.parse(log.extra as string) as {airlock: {command: string; continue_run: {cleared: unknown[]; dag_run_previous_state: string}}}
     expect(extra.airlock.command).toBe('complete --continue-run')
     expect(extra.airlock.continue_run.cleared).toHaveLength(3)
-    expect(extra.airlock.continue_run.dag_run_state).toBe('failed')
+    expect(extra.airlock.continue_run.dag_run_previous_state).toBe('failed')
   })
 })
 
@@ -155,6 +155,30 @@ describe('complete --continue-run, as an operator runs it', () => {
     expect(human.code).toBe(0)
     expect(human.stdout).toContain('completed (was failed), cleared 3, run queued')
     expect((await db.knex('dag_run').where({dag_id: 'etl'}).first()).state).toBe('queued')
+  })
+
+  it('a clear airlock cannot reproduce is refused (exit 3, nothing written) and the table says why under it', async () => {
+    const w = await scenario(db.knex)
+      .producer('etl', {
+        tasks: ['load', 'report'],
+        outlets: 1,
+        state: {load: 'failed', report: 'upstream_failed'},
+        serialized: 'none',
+        runState: 'failed',
+      })
+      .build()
+    const result = await runCli(['complete', '--database-url', db.url, '--ti-id', w.ti('etl', 'load').id, '--from-state', 'failed', '--continue-run'])
+    expect(result.code).toBe(3)
+    expect(result.stdout).toContain('unsupported_downstream (was failed)')
+    expect(result.stdout).toMatch(/Why:\n {2}etl\/.+\/load: unsupported_downstream: DAG etl has no serialized DAG/)
+    expect(
+      (
+        await db
+          .knex('task_instance')
+          .where({id: w.ti('etl', 'load').id})
+          .first()
+      ).state,
+    ).toBe('failed')
   })
 
   it('a task with nothing failed downstream: marked success, the run left as it is (Airflow clears nothing, so it does not re-queue)', async () => {
