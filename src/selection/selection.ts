@@ -1,5 +1,5 @@
 import type {Executor} from '../engine/engine.js'
-import type {AirflowStore, TaskInstanceFilter} from '../store/airflowStore.js'
+import {rangeOfRuns, type AirflowStore, type TaskInstanceFilter} from '../store/airflowStore.js'
 
 /**
  * Which task instances a command works on, from the selection flags. Filters select task
@@ -14,23 +14,58 @@ export interface SelectionFilter extends TaskInstanceFilter {
 
 export const pageSize = 1000
 
+/** Runs per page of a run_after range (their task instances are then paged by pageSize). */
+export const runPageSize = 200
+
 /**
- * Streams the selection in keyset pages, so memory stays flat however many task instances match
- * (two pages at most). The next page is read while the workers take the current one's items, so
- * they do not wait for a page query between pages.
+ * Streams the selection in keyset pages, so memory stays flat however many task instances match.
+ * A run_after range (`--since/--until`, not resumed from a checkpoint) is paged run by run in
+ * (run_after, run, id) order, so it costs what it selects; any other selection by task instance id.
  */
 export async function* selectTaskInstances(store: AirflowStore, ex: Executor, filter: SelectionFilter): AsyncGenerator<{tiId: string}> {
-  let remaining = filter.limit ?? Number.POSITIVE_INFINITY
-  const read = (after: string | undefined) => store.selectTaskInstanceIds(ex, filter, after, Math.min(pageSize, remaining))
-  let next: Promise<string[]> | undefined = remaining > 0 ? read(filter.afterId) : undefined
+  const budget = {remaining: filter.limit ?? Number.POSITIVE_INFINITY}
+  if (!rangeOfRuns(filter) || filter.afterId !== undefined) {
+    yield* readAhead(
+      budget,
+      (after: string | undefined, limit) => store.selectTaskInstanceIds(ex, filter, after ?? filter.afterId, limit),
+      (id) => id,
+    )
+    return
+  }
+
+  let afterRun: {runAfter: Date; id: number} | undefined
+  while (budget.remaining > 0) {
+    const runs = await store.selectRunPage(ex, filter, afterRun, runPageSize)
+    if (runs.length === 0) return
+    yield* readAhead(
+      budget,
+      (after: {n: number; id: string} | undefined, limit) => store.selectTaskInstanceIdsOfRuns(ex, filter, runs, after, limit),
+      (row) => row.id,
+    )
+    if (runs.length < runPageSize) return
+    afterRun = runs.at(-1)
+  }
+}
+
+/**
+ * Keyset pages of `read`, the next one read while the workers take the current one's items (two
+ * pages in memory at most), until a short page or the budget is spent.
+ */
+async function* readAhead<Row>(
+  budget: {remaining: number},
+  read: (after: Row | undefined, limit: number) => Promise<Row[]>,
+  idOf: (row: Row) => string,
+): AsyncGenerator<{tiId: string}> {
+  const page = (after: Row | undefined) => read(after, Math.min(pageSize, budget.remaining))
+  let next: Promise<Row[]> | undefined = budget.remaining > 0 ? page(undefined) : undefined
   try {
     while (next) {
-      const ids = await next
-      remaining -= ids.length
-      next = ids.length === pageSize && remaining > 0 ? read(ids.at(-1)) : undefined
+      const rows = await next
+      budget.remaining -= rows.length
+      next = rows.length === pageSize && budget.remaining > 0 ? page(rows.at(-1)) : undefined
       // A failed read ahead surfaces when its page is awaited, not as an unhandled rejection now.
       next?.catch(() => undefined)
-      for (const id of ids) yield {tiId: id}
+      for (const row of rows) yield {tiId: idOf(row)}
     }
   } finally {
     // Stopped early (an interrupt, a failure): the page read ahead is awaited, never left running.

@@ -68,6 +68,21 @@ export interface AirflowStore extends CatalogStore {
   // --- selection ------------------------------------------------------------------------------
   /** One keyset page of task instance ids (id > after, ORDER BY id). */
   selectTaskInstanceIds(ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<string[]>
+  /** One keyset page of the runs of a run_after range, in (run_after, id) order. */
+  selectRunPage(
+    ex: Executor,
+    filter: TaskInstanceFilter,
+    after: {runAfter: Date; id: number} | undefined,
+    limit: number,
+  ): Promise<Array<{id: number; dagId: string; runId: string; runAfter: Date}>>
+  /** One keyset page of the task instances of those runs, in (their order, id) order; `n` is the run's place in the page (1-based). */
+  selectTaskInstanceIdsOfRuns(
+    ex: Executor,
+    filter: TaskInstanceFilter,
+    runs: ReadonlyArray<{dagId: string; runId: string}>,
+    after: {n: number; id: string} | undefined,
+    limit: number,
+  ): Promise<Array<{n: number; id: string}>>
   countTaskInstances(ex: Executor, filter: TaskInstanceFilter): Promise<number>
   /** The selection grouped by DAG, run and state (at most `maxGroups` groups, in key order). */
   summarizeTaskInstances(ex: Executor, filter: TaskInstanceFilter & {limit?: number | undefined}, maxGroups: number): Promise<SelectionGroup[]>
@@ -180,6 +195,9 @@ export interface LogSubject {
 export const noLogSubject: LogSubject = {dagId: null, taskId: null, runId: null, mapIndex: null, tryNumber: null, logicalDate: null, owners: null}
 
 /** Which task instances a command works on. */
+/** Whether a selection is a range of runs by run_after: it is then paged run by run (selectRunPage), in (run_after, run, id) order. */
+export const rangeOfRuns = (filter: TaskInstanceFilter): boolean => filter.timeColumn !== 'end_date' && Boolean(filter.since || filter.until)
+
 /** A dag run as `--continue-run` decides on it. */
 export interface ClearRun {
   id: number

@@ -238,6 +238,36 @@ describe('airlock complete', () => {
     expect(seen.size).toBe(3)
   })
 
+  it('a run_after range is read run page by run page, oldest run first: every task instance once, --limit takes the oldest runs', async () => {
+    // 250 runs: more than one page of runs (200), with two task instances each.
+    const world = await scenario(db.knex).producer('etl', {tasks: 2, outlets: 0, runs: 250}).build()
+    const all = envelope(await complete('--dag-id', 'etl', '--since', '2026-12-01', '--dry-run', '--json')) as {
+      result: {items: Array<{ti_id: string; run_id: string}>}
+    }
+    const ids = all.result.items.map((i) => i.ti_id)
+    expect(new Set(ids).size).toBe(500)
+    expect([...ids].sort()).toEqual(
+      world
+        .tis('etl')
+        .map((t) => t.id)
+        .sort(),
+    )
+
+    const limited = envelope(
+      await complete('--dag-id', 'etl', '--since', '2026-12-01', '--limit', '5', '--concurrency', '1', '--dry-run', '--json'),
+    ) as {
+      result: {items: Array<{run_id: string}>; breakdown: {runs: Array<{run_id: string; task_instances: number}>}}
+    }
+    const oldest = [1, 2, 3].map((r) => world.run('etl', r).run_id)
+    expect([...new Set(limited.result.items.map((i) => i.run_id))].sort()).toEqual(oldest)
+    // The breakdown counts what the pages take.
+    expect(limited.result.breakdown.runs.map((r) => [r.run_id, r.task_instances])).toEqual([
+      [oldest[0], 2],
+      [oldest[1], 2],
+      [oldest[2], 1],
+    ])
+  })
+
   it('N shards as N processes at once (a Kubernetes Indexed Job): their union is exactly the selection, each task instance completed once', async () => {
     const world = await scenario(db.knex).producer('etl', {tasks: 10, outlets: 1, runs: 4}).build()
     const shards = 4

@@ -23,7 +23,16 @@ import {
   resolveAssetsAndAliases,
 } from './events.js'
 import {ensureAliasAssets, findAssetsByNameOrUri, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
-import {countTaskInstances, isDeliberatelySilent, readDagIds, readMissingOutlets, selectTaskInstanceIds, summarizeTaskInstances} from './selection.js'
+import {
+  countTaskInstances,
+  isDeliberatelySilent,
+  readDagIds,
+  readMissingOutlets,
+  selectRunPage,
+  selectTaskInstanceIds,
+  selectTaskInstanceIdsOfRuns,
+  summarizeTaskInstances,
+} from './selection.js'
 import {lockTaskInstance, markTaskInstanceSuccess, readArchivedTaskInstanceKey, readRowHolder, readTaskInstance} from './taskInstance.js'
 
 /**
@@ -57,6 +66,8 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     countRunDeadlines: countRunDeadlines(),
     selectTaskInstanceIds: selectTaskInstanceIds(),
     countTaskInstances: countTaskInstances(),
+    selectRunPage: selectRunPage(),
+    selectTaskInstanceIdsOfRuns: selectTaskInstanceIdsOfRuns(),
     summarizeTaskInstances: summarizeTaskInstances(),
     readDagIds: readDagIds(),
     readEventPage: readEventPage(capabilities),

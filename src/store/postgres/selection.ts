@@ -1,15 +1,29 @@
 import type {TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
-import type {SelectionGroup, TaskInstanceFilter} from '../airflowStore.js'
+import {rangeOfRuns, type SelectionGroup, type TaskInstanceFilter} from '../airflowStore.js'
 import {deliberatelySilent, noEventOfThisTry, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
-/** The FROM and WHERE of a task-instance selection, with its bound values. */
-function filtered(filter: TaskInstanceFilter, params: Params, keyset?: (params: Params) => string): string {
+/**
+ * The FROM and WHERE of a task-instance selection, with its bound values. `runs`: only the task
+ * instances of these runs (a page of a run_after range), instead of the range itself.
+ */
+function filtered(
+  filter: TaskInstanceFilter,
+  params: Params,
+  keyset?: (params: Params) => string,
+  runs?: ReadonlyArray<{dagId: string; runId: string}>,
+): string {
   const joins: string[] = []
   const where: string[] = []
-  if (filter.timeColumn === 'end_date') {
+  if (runs) {
+    // In the page's order (its ordinality), each run's task instances through ti_dag_run.
+    joins.push(
+      `join unnest(${params.add(runs.map((r) => r.dagId))}::text[], ${params.add(runs.map((r) => r.runId))}::text[]) with ordinality as page(dag_id, run_id, n)
+         on page.dag_id = ti.dag_id and page.run_id = ti.run_id`,
+    )
+  } else if (filter.timeColumn === 'end_date') {
     if (filter.since) where.push(`ti.end_date >= ${params.add(filter.since)}::timestamptz`)
     if (filter.until) where.push(`ti.end_date < ${params.add(filter.until)}::timestamptz`)
   } else if (filter.since || filter.until) {
@@ -68,10 +82,12 @@ export function summarizeTaskInstances() {
   return async (ex: Executor, filter: TaskInstanceFilter & {limit?: number | undefined}, maxGroups: number): Promise<SelectionGroup[]> => {
     const params = new Params()
     const from = filtered(filter, params)
+    // With --limit, the first task instances in the order the pages take them.
+    const order = rangeOfRuns(filter) ? 'dr.run_after, dr.id, ti.id' : 'ti.id'
     const source =
       filter.limit === undefined
         ? `select ti.dag_id, ti.run_id, ti.state ${from}`
-        : `select ti.dag_id, ti.run_id, ti.state ${from} order by ti.id limit ${params.add(filter.limit)}::int`
+        : `select ti.dag_id, ti.run_id, ti.state ${from} order by ${order} limit ${params.add(filter.limit)}::int`
     const rows = await ex.query<{dag_id: string; run_id: string; state: string | null; n: number}>(
       statement(
         `select s.dag_id, s.run_id, s.state, count(*)::int as n
@@ -83,6 +99,57 @@ export function summarizeTaskInstances() {
       ),
     )
     return rows.map((row) => ({dagId: row.dag_id, runId: row.run_id, state: row.state, count: row.n}))
+  }
+}
+
+/**
+ * One keyset page of the runs of a run_after range, in (run_after, id) order: an index range scan
+ * of Airflow's idx_dag_run_run_after, however large task_instance is. Their task instances are then
+ * read run page by run page (selectTaskInstanceIdsOfRuns), so a range costs what it selects: a
+ * single query ordered by task instance id instead walks task_instance_pkey, reading tens of
+ * thousands of rows per page of a narrow range.
+ */
+export function selectRunPage() {
+  return async (
+    ex: Executor,
+    filter: TaskInstanceFilter,
+    after: {runAfter: Date; id: number} | undefined,
+    limit: number,
+  ): Promise<Array<{id: number; dagId: string; runId: string; runAfter: Date}>> => {
+    const params = new Params()
+    const where: string[] = []
+    if (filter.since) where.push(`dr.run_after >= ${params.add(filter.since)}::timestamptz`)
+    if (filter.until) where.push(`dr.run_after < ${params.add(filter.until)}::timestamptz`)
+    if (filter.dagId) where.push(`dr.dag_id = ${params.add(filter.dagId)}`)
+    if (filter.runIds.length > 0) where.push(`dr.run_id = any(${params.add([...filter.runIds])}::text[])`)
+    if (after) where.push(`(dr.run_after, dr.id) > (${params.add(after.runAfter)}::timestamptz, ${params.add(after.id)}::int)`)
+    const rows = await ex.query<{id: number; dag_id: string; run_id: string; run_after: Date}>(
+      statement(
+        `select dr.id, dr.dag_id, dr.run_id, dr.run_after from dag_run dr ${whereAll(where)}
+          order by dr.run_after, dr.id limit ${params.add(limit)}::int`,
+        params.values,
+      ),
+    )
+    return rows.map((row) => ({id: row.id, dagId: row.dag_id, runId: row.run_id, runAfter: row.run_after}))
+  }
+}
+
+/** One keyset page of the task instances of a run page, in (run page order, id) order. */
+export function selectTaskInstanceIdsOfRuns() {
+  return async (
+    ex: Executor,
+    filter: TaskInstanceFilter,
+    runs: ReadonlyArray<{dagId: string; runId: string}>,
+    after: {n: number; id: string} | undefined,
+    limit: number,
+  ): Promise<Array<{n: number; id: string}>> => {
+    const params = new Params()
+    const keyset = after === undefined ? undefined : (p: Params) => `(page.n, ti.id) > (${p.add(after.n)}::bigint, ${p.add(after.id)}::uuid)`
+    const from = filtered(filter, params, keyset, runs)
+    const rows = await ex.query<{n: string; id: string}>(
+      statement(`select page.n, ti.id ${from} order by page.n, ti.id limit ${params.add(limit)}::int`, params.values),
+    )
+    return rows.map((row) => ({n: Number(row.n), id: row.id}))
   }
 }
 
