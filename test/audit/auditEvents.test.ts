@@ -1,7 +1,8 @@
 import type {Knex} from 'knex'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import type {Finding} from '../../src/audit/auditEvents.js'
+import {auditEvents, nextKeyPage, type Finding} from '../../src/audit/auditEvents.js'
+import {airflowOf} from '../support/complete.js'
 import type {EventAuditReport} from '../../src/cli/renderEventAudit.js'
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
@@ -216,6 +217,27 @@ describe('airlock audit-events', () => {
     // The refusal names what would go: how many events, in how many groups.
     expect(result.stderr).toMatch(/Refusing to delete \d+ duplicate events? in \d+ groups? \(unconsumed extras only/)
     expect(await db.knex('asset_event').where({id: ids.dup_late})).toHaveLength(1)
+  })
+
+  it('pages of one source key classify every event exactly as one page of all keys does (groups never split across pages)', async () => {
+    const airflow = await airflowOf(db.knex)
+    const run = async (firstKeyPage?: number) => {
+      const findings: Finding[] = []
+      const {counts} = await auditEvents(airflow, {filter: {assets: []}, windowSeconds: 600, collectGroups: false, firstKeyPage}, (f) =>
+        findings.push(f),
+      )
+      return {counts, findings: findings.map((f) => `${f.class} ${f.event_id ?? f.ti_id ?? ''}`).sort()}
+    }
+    const whole = await run()
+    expect(whole.counts.duplicate).toBeGreaterThan(0)
+    expect(await run(1)).toEqual(whole)
+  })
+
+  it('the next page takes as many keys as keep its events near the target, within bounds', () => {
+    expect(nextKeyPage(1000, 5000)).toBe(10_000)
+    expect(nextKeyPage(1000, 1000)).toBe(20_000)
+    expect(nextKeyPage(10, 1_000_000)).toBe(10)
+    expect(nextKeyPage(1000, 100_000)).toBe(500)
   })
 
   it('events whose source_map_index is NULL are classified like -1, once', async () => {
