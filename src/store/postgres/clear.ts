@@ -101,9 +101,9 @@ export function readClearTargets() {
  * write: the caller refuses such a clear. On 3.1 (no history table) the row follows the new id by
  * its ON UPDATE CASCADE, as in Airflow, so nothing is reported.
  */
-export function readHitlTaskInstances() {
+export function readHitlTaskInstances(catalog: ClearCatalog) {
   return async (ex: Executor, tiIds: readonly string[]): Promise<string[]> => {
-    if (tiIds.length === 0 || !(await tableExists(ex, 'hitl_detail_history')) || !(await tableExists(ex, 'hitl_detail'))) return []
+    if (tiIds.length === 0 || !(await catalog(ex)).hitlArchived) return []
     const rows = await ex.query<{ti_id: string}>(
       statement(`select ti_id::text as ti_id from hitl_detail where ti_id = any($1::uuid[])`, [[...tiIds]]),
     )
@@ -127,8 +127,7 @@ export function readHitlTaskInstances() {
  *
  * task_instance_note and hitl_detail follow the new id by their ON UPDATE CASCADE.
  */
-export function clearTaskInstances() {
-  let archive: Promise<string> | undefined
+export function clearTaskInstances(catalog: ClearCatalog) {
   const update = prepared(
     'clear_ti',
     `update task_instance ti
@@ -143,13 +142,9 @@ export function clearTaskInstances() {
   return async (ex: Executor, targets: ReadonlyArray<{id: string; retries: number | null}>): Promise<ClearedTaskInstance[]> => {
     if (targets.length === 0) return []
     const ids = targets.map((t) => t.id)
-    // A failed catalog read is not kept: the next item reads it again.
-    archive ??= archiveStatement(ex).catch((error: unknown) => {
-      archive = undefined
-      throw error
-    })
-    await ex.query(statement(await archive, [ids]))
-    if (await tableExists(ex, 'task_reschedule')) await ex.query(statement(`delete from task_reschedule where ti_id = any($1::uuid[])`, [ids]))
+    const {historyColumns, taskReschedule} = await catalog(ex)
+    await ex.query(statement(archiveText(historyColumns), [ids]))
+    if (taskReschedule) await ex.query(statement(`delete from task_reschedule where ti_id = any($1::uuid[])`, [ids]))
     const rows = await ex.query<{old_id: string; new_id: string}>(update([ids, targets.map((t) => t.retries)]))
     return rows.map((row) => ({oldId: row.old_id, newId: row.new_id}))
   }
@@ -189,16 +184,11 @@ export function requeueDagRun() {
  * re-anchors those measured from the run's queued_at (`_recalculate_dagrun_queued_at_deadlines`,
  * apache/airflow #61372), which airlock does not reproduce: the caller refuses such a clear.
  */
-export function countRunDeadlines() {
+export function countRunDeadlines(catalog: ClearCatalog) {
   return async (ex: Executor, dagRunId: number): Promise<number> => {
-    const [column] = await ex.query<{column_name: string}>(
-      statement(
-        `select column_name::text as column_name from information_schema.columns
-          where table_schema = 'public' and table_name = 'deadline' and column_name in ('dagrun_id', 'dag_run_id')`,
-      ),
-    )
-    if (!column) return 0
-    const [row] = await ex.query<{n: number}>(statement(`select count(*)::int as n from deadline where "${column.column_name}" = $1`, [dagRunId]))
+    const {deadlineRunColumn} = await catalog(ex)
+    if (!deadlineRunColumn) return 0
+    const [row] = await ex.query<{n: number}>(statement(`select count(*)::int as n from deadline where "${deadlineRunColumn}" = $1`, [dagRunId]))
     return row?.n ?? 0
   }
 }
@@ -212,18 +202,55 @@ const uuidV7 = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
                   placing substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6),
                   52, 1), 53, 1), 'hex')::uuid`
 
-/** INSERT … SELECT of every column task_instance_history shares with task_instance, read from this database's catalog. */
-async function archiveStatement(ex: Executor): Promise<string> {
-  const rows = await ex.query<{column_name: string}>(
-    statement(
-      `select h.column_name::text as column_name
-         from information_schema.columns h
-         join information_schema.columns t on t.table_schema = h.table_schema and t.table_name = 'task_instance' and t.column_name = h.column_name
-        where h.table_schema = 'public' and h.table_name = 'task_instance_history' and h.column_name not in ('task_instance_id', 'id')
-        order by h.ordinal_position`,
-    ),
-  )
-  const columns = rows.map((row) => `"${row.column_name}"`)
+/**
+ * What the clear needs from this database's catalog, read once per store (a failed read is not
+ * kept): whether task_reschedule exists, whether HITL records are archived (hitl_detail_history,
+ * 3.2+), the deadline table's run column if any, and the columns task_instance_history shares
+ * with task_instance (what `TaskInstanceHistory(ti)` copies).
+ */
+export type ClearCatalog = (ex: Executor) => Promise<{
+  taskReschedule: boolean
+  hitlArchived: boolean
+  deadlineRunColumn: string | null
+  historyColumns: string[]
+}>
+
+export function clearCatalog(): ClearCatalog {
+  let facts: ReturnType<ClearCatalog> | undefined
+  const read = async (ex: Executor) => {
+    const [row] = await ex.query<{task_reschedule: boolean; hitl_archived: boolean; deadline_run_column: string | null; history_columns: string[]}>(
+      statement(
+        `select to_regclass('public.task_reschedule') is not null as task_reschedule,
+                to_regclass('public.hitl_detail') is not null and to_regclass('public.hitl_detail_history') is not null as hitl_archived,
+                (select column_name::text from information_schema.columns
+                  where table_schema = 'public' and table_name = 'deadline' and column_name in ('dagrun_id', 'dag_run_id')
+                  order by column_name limit 1) as deadline_run_column,
+                array(select h.column_name::text
+                        from information_schema.columns h
+                        join information_schema.columns t
+                          on t.table_schema = h.table_schema and t.table_name = 'task_instance' and t.column_name = h.column_name
+                       where h.table_schema = 'public' and h.table_name = 'task_instance_history'
+                         and h.column_name not in ('task_instance_id', 'id')
+                       order by h.ordinal_position) as history_columns`,
+      ),
+    )
+    return {
+      taskReschedule: row!.task_reschedule,
+      hitlArchived: row!.hitl_archived,
+      deadlineRunColumn: row!.deadline_run_column,
+      historyColumns: row!.history_columns,
+    }
+  }
+  return (ex) =>
+    (facts ??= read(ex).catch((error: unknown) => {
+      facts = undefined
+      throw error
+    }))
+}
+
+/** INSERT … SELECT of every column task_instance_history shares with task_instance, under the old id. */
+function archiveText(historyColumns: readonly string[]): string {
+  const columns = historyColumns.map((column) => `"${column}"`)
   return `insert into task_instance_history (task_instance_id, ${columns.join(', ')})
           select ti.id, ${columns.map((c) => `ti.${c}`).join(', ')}
             from task_instance ti
@@ -231,9 +258,4 @@ async function archiveStatement(ex: Executor): Promise<string> {
              and not exists (select 1 from task_instance_history h
                               where h.dag_id = ti.dag_id and h.task_id = ti.task_id and h.run_id = ti.run_id
                                 and h.map_index = ti.map_index and h.try_number = ti.try_number)`
-}
-
-async function tableExists(ex: Executor, table: string): Promise<boolean> {
-  const [row] = await ex.query<{present: string | null}>(statement(`select to_regclass($1)::text as present`, [`public.${table}`]))
-  return Boolean(row?.present)
 }

@@ -2,6 +2,7 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {AirflowStore} from '../airflowStore.js'
 import {insertLogRow, logRowExists} from './auditLog.js'
 import {
+  clearCatalog,
   clearTaskInstances,
   countRunDeadlines,
   readClearRun,
@@ -40,6 +41,8 @@ import {lockTaskInstance, markTaskInstanceSuccess, readArchivedTaskInstanceKey, 
  * version is chosen here, once, and prepared statements get names that follow their text.
  */
 export function postgresStore(capabilities: Capabilities): AirflowStore {
+  // What --continue-run's clear reads from the catalog, once per store.
+  const clearFacts = clearCatalog()
   return {
     ...postgresCatalog,
     readTaskInstance: readTaskInstance(capabilities),
@@ -60,10 +63,10 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     readVersionSerializedDag: readVersionSerializedDag(),
     readClearRun: readClearRun(),
     readClearTargets: readClearTargets(),
-    readHitlTaskInstances: readHitlTaskInstances(),
-    clearTaskInstances: clearTaskInstances(),
+    readHitlTaskInstances: readHitlTaskInstances(clearFacts),
+    clearTaskInstances: clearTaskInstances(clearFacts),
     requeueDagRun: requeueDagRun(),
-    countRunDeadlines: countRunDeadlines(),
+    countRunDeadlines: countRunDeadlines(clearFacts),
     selectTaskInstanceIds: selectTaskInstanceIds(),
     countTaskInstances: countTaskInstances(),
     selectRunPage: selectRunPage(),
