@@ -190,7 +190,12 @@ export abstract class AirlockCommand<R> extends Command {
       dryRun: batch.dryRun,
       machineOutput: this.outputMode !== 'human',
     })
-    const file = batch.outputFile ? await createLineFile(batch.outputFile) : undefined
+    const file = batch.outputFile
+      ? await createLineFile(batch.outputFile).catch((error: unknown) => {
+          // Created between the check and now, or not writable by this user: the operator's to fix.
+          throw usageError(`--output: ${batch.outputFile}: ${error instanceof Error ? error.message : String(error)}. Nothing was written.`)
+        })
+      : undefined
     if (file) this.onCleanup(() => file.close())
     const output = new BatchOutput<J>(
       this.outputMode,
@@ -228,7 +233,14 @@ export abstract class AirlockCommand<R> extends Command {
     }).finally(stopWatching)
     for (const warning of tally.warnings()) this.note(warning)
     const report = output.finish(tally, batch.dryRun, interrupted)
-    await file?.close()
+    // The items are in the database whatever became of their copy (a full disk): said, not a failure.
+    await file
+      ?.close()
+      .catch((error: unknown) =>
+        this.note(
+          `--output ${file.path}: writing failed (${error instanceof Error ? error.message : String(error)}); the file is incomplete, the run's items are above`,
+        ),
+      )
     return {
       result: batch.dryRun && batch.breakdown ? {...report, breakdown: batch.breakdown} : report,
       exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit}),

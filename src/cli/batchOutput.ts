@@ -40,8 +40,9 @@ export class BatchOutput<J extends ItemLike> {
   }
 
   add<Name extends string>(json: J, tally: Tally<Name>): void {
-    this.sink?.write(JSON.stringify({type: 'item', ...json}))
-    if (this.mode === 'ndjson') this.emit(JSON.stringify({type: 'item', ...json}))
+    const line = this.sink || this.mode === 'ndjson' ? JSON.stringify({type: 'item', ...json}) : ''
+    this.sink?.write(line)
+    if (this.mode === 'ndjson') this.emit(line)
     else if (this.mode === 'json') this.kept.push(json)
     else if (this.kept.length < humanFirstRows || (!this.doneOutcomes.includes(json.outcome) && this.kept.length < humanProblemRows))
       this.kept.push(json)
@@ -61,8 +62,9 @@ export class BatchOutput<J extends ItemLike> {
   finish<Name extends string>(tally: Tally<Name>, dryRun: boolean, interrupted: boolean): BatchReport<J> {
     this.progress.stop()
     const summary = tally.summary(dryRun)
-    if (this.mode === 'ndjson') this.emit(JSON.stringify({type: 'summary', ...summary, interrupted}))
-    this.sink?.write(JSON.stringify({type: 'summary', ...summary, interrupted}))
+    const line = JSON.stringify({type: 'summary', ...summary, interrupted})
+    if (this.mode === 'ndjson') this.emit(line)
+    this.sink?.write(line)
     return {
       summary,
       items: this.kept,

@@ -521,7 +521,8 @@ describe('airlock complete', () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-output-'))
     const file = path.join(dir, 'items.ndjson')
     const footprint = await writeFootprint(db.knex)
-    for (const taken of [dir, path.join(dir, 'missing', 'items.ndjson')]) {
+    // A directory, a missing directory, and one that refuses new files (/proc: passes the check, fails the open).
+    for (const taken of [dir, path.join(dir, 'missing', 'items.ndjson'), '/proc/airlock-items.ndjson']) {
       const refused = await complete('--dag-id', 'etl', '--yes', '--output', taken)
       expect(refused.code).toBe(2)
       expect(refused.stderr).toContain('--output')
