@@ -137,7 +137,7 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
     .filter(([key, value]) => typeof value === 'number' && !['selected', 'events_created', 'runs_queued'].includes(key) && value > 0)
     .map(([key, value]) => `${value} ${((s.dry_run && dryRunOutcomeNames[key]) || key).replaceAll('_', ' ')}`)
   parts.push(
-    `${s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${s.selected} ${noun}${s.selected === 1 ? '' : 's'} selected: ` +
+    `${s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${plural(s.selected as number, noun)} selected: ` +
       `${counts.join(', ') || 'nothing to do'}; ${s.events_created} events, ${s.runs_queued} queue rows.` +
       (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
   )
