@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {auditEvents, defaultFailOn, findingClasses, type AuditClass, type Finding} from '../src/audit/auditEvents.js'
+import {auditEvents, defaultFailOn, findingClasses, type AuditClass, type AuditProgress, type Finding} from '../src/audit/auditEvents.js'
 import {fixDuplicateGroups} from '../src/audit/fixDuplicates.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {confirmBulkWrite} from '../src/cli/confirm.js'
@@ -11,6 +11,7 @@ import {findingCsvHeader, findingCsvRow, renderEventAudit, type EventAuditReport
 import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
 import {prose} from '../src/cli/prose.js'
+import {createProgress, type Progress} from '../src/output/progress.js'
 
 export default class AuditEvents extends AirlockCommand<EventAuditReport> {
   static override summary =
@@ -75,7 +76,21 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       else omitted++
     }
 
-    const {counts, groups} = await auditEvents(airflow, {filter, windowSeconds, collectGroups: flags.fix}, onFinding)
+    // Progress on stderr: the count, then events/s and an ETA once the sorted stream flows.
+    let progress: Progress | undefined
+    const onProgress = ({total, done}: AuditProgress) => {
+      progress ??= createProgress({label: 'audit-events: classified', total, enabled: !this.jsonMode || !process.stderr.isTTY})
+      if (done === 0)
+        progress.status(`reading and sorting ${total.toLocaleString('en-US')} events in one pass; the first findings arrive when the sort is done…`)
+      else progress.update(done, '')
+    }
+    this.onCleanup(() => Promise.resolve(progress?.stop()))
+    const {counts, groups} = await auditEvents(
+      airflow,
+      {filter, windowSeconds, collectGroups: flags.fix, onProgress, onStage: (text) => progress?.status(text)},
+      onFinding,
+    )
+    progress?.stop()
     let fix: EventAuditReport['fix'] = null
     if (flags.fix && groups.length > 0) {
       const extras = groups.reduce((n, g) => n + g.extras.length, 0)

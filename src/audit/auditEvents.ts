@@ -1,4 +1,4 @@
-import type {TaskInstanceKey} from '../airflow/taskInstance.js'
+import {readLimits} from '../engine/engine.js'
 import {selectTaskInstances} from '../selection/selection.js'
 import type {ClassifiedEvent, EventFilter} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
@@ -41,55 +41,70 @@ export interface DuplicateGroup {
 
 export type EventAuditFilter = EventFilter
 
-/**
- * How many source keys the next page takes: each page costs a scan of asset_event (Airflow has no
- * index on the source columns) plus the classification, so few large pages beat many small ones
- * (on 1M events: 100 keys a page, about 1,000 events/s; 10,000 keys, about 8,000 events/s), while
- * a page's events stay about `targetEvents` in memory whatever a key holds: the page grows while
- * keys are light and shrinks when they are heavy.
- */
-export function nextKeyPage(keys: number, events: number, bounds = {targetEvents: 50_000, min: 10, max: 20_000}): number {
-  const perKey = Math.max(1, events / Math.max(1, keys))
-  return Math.max(bounds.min, Math.min(bounds.max, Math.floor(bounds.targetEvents / perKey)))
-}
+/** Rows per FETCH of the classification cursor: one batch in memory at a time. */
+export const classifyBatch = 5000
 
-const firstKeyPage = 1000
+/**
+ * How the classification pass reads: one transaction holding one cursor. Its first FETCH waits for
+ * the whole sort (about 45 s for 10 million events on two cores), so the statement timeout is an
+ * hour, not the five minutes of other reads; between FETCHes airlock only writes findings, so
+ * five idle minutes mean a reader that stopped (a paused pager), and the server ends the session.
+ */
+export const classifyPassLimits = {lockTimeoutMs: readLimits.lockTimeoutMs, statementTimeoutMs: 3_600_000, idleInTransactionTimeoutMs: 300_000}
+
+export interface AuditProgress {
+  /** Events with a source task instance in the selection: what the pass classifies. */
+  total: number
+  /** Classified so far; 0 while the server reads and sorts. */
+  done: number
+}
 
 /**
  * Classifies every event in the selection (each exactly one class, with its evidence), finds
- * successful task instances missing their events and orphaned queue rows. Pages over source task
- * instance keys so every duplicate group is seen whole and memory stays flat; findings are handed
- * to `onFinding` as they are found.
+ * successful task instances missing their events and orphaned queue rows. The events are classified
+ * in one streamed pass (a server-side cursor over one statement: Airflow has no index on the source
+ * columns, so anything paged by source key would scan the table once per page); findings are
+ * handed to `onFinding` as they arrive and memory holds one batch.
  */
 export async function auditEvents(
   airflow: Pick<AirflowDatabase, 'db' | 'store'>,
-  options: {filter: EventAuditFilter; windowSeconds: number; collectGroups: boolean; firstKeyPage?: number},
+  options: {
+    filter: EventAuditFilter
+    windowSeconds: number
+    collectGroups: boolean
+    batch?: number
+    onProgress?: (progress: AuditProgress) => void
+    /** What the audit does next, after the classification pass (for the progress line). */
+    onStage?: (text: string) => void
+  },
   onFinding: (finding: Finding) => void,
 ): Promise<{counts: Record<AuditClass, number>; groups: DuplicateGroup[]}> {
   const counts = Object.fromEntries(eventClasses.map((c) => [c, 0])) as Record<AuditClass, number>
   const groups = new Map<number, number[]>()
   const {filter} = options
-  const {store} = airflow
-  const pool = airflow.db.executor
-  counts.external = await store.countExternalEvents(pool, filter)
+  const {store, db} = airflow
+  const pool = db.executor
+  const sources = await store.countEventSources(pool, filter)
+  counts.external = sources.external
+  const progress = options.onProgress ?? (() => undefined)
+  progress({total: sources.sourced, done: 0})
 
-  let after: TaskInstanceKey | null = null
-  let keyPage = options.firstKeyPage ?? firstKeyPage
-  for (;;) {
-    const keys = await store.readEventSourceKeys(pool, after, keyPage, filter)
-    if (keys.length === 0) break
-    const classified = await store.classifyEventsForKeys(pool, keys, filter, options.windowSeconds)
-    for (const event of classified) {
-      counts[event.class]++
-      if (event.class === 'ok' || event.class === 'superseded_by_rerun') continue
-      onFinding(eventFinding(event))
-      if (event.class === 'duplicate' && options.collectGroups && event.keptId !== null)
-        groups.set(event.keptId, [...(groups.get(event.keptId) ?? []), event.id])
-    }
+  if (sources.sourced > 0) {
+    let done = 0
+    await db.transaction({...classifyPassLimits, applicationName: 'airlock:audit-events'}, async (tx) => {
+      for await (const batch of store.streamClassifiedEvents(tx, filter, options.windowSeconds, options.batch ?? classifyBatch)) {
+        for (const event of batch) {
+          counts[event.class]++
+          if (event.class === 'ok' || event.class === 'superseded_by_rerun') continue
+          onFinding(eventFinding(event))
+          if (event.class === 'duplicate' && options.collectGroups && event.keptId !== null)
+            groups.set(event.keptId, [...(groups.get(event.keptId) ?? []), event.id])
+        }
 
-    after = keys.at(-1)!
-    if (keys.length < keyPage) break
-    keyPage = nextKeyPage(keys.length, classified.length)
+        done += batch.length
+        progress({total: sources.sourced, done})
+      }
+    })
   }
 
   const selection = {
@@ -105,6 +120,7 @@ export async function auditEvents(
     excludeDeliberatelySilent: true,
   }
   if (filter.assets.length === 0) {
+    options.onStage?.('looking for successful task instances missing their events…')
     for await (const ref of selectTaskInstances(store, pool, selection)) {
       counts.missing_events++
       const {tiId} = ref

@@ -33,11 +33,19 @@ export function createProgress(options: {
   if (!options.enabled) return {update() {}, status() {}, stop() {}}
   if (options.total === 1) return {update() {}, status: printStatus, stop() {}}
   const started = Date.now()
+  // The rate and ETA count from the first item done, not from the start: a pass whose first
+  // batch waits for a server-side sort would otherwise show a rate that only ever climbs.
+  let firstDone: {at: number; done: number} | undefined
   const line = (done: number, detail: string) => {
-    const seconds = (Date.now() - started) / 1000
-    const rate = seconds > 0 ? ` · ${(done / seconds).toFixed(1)}/s` : ''
+    if (done > 0 && !firstDone) firstDone = {at: Date.now(), done}
+    const since = firstDone ?? {at: started, done: 0}
+    const seconds = (Date.now() - since.at) / 1000
+    const perSecond = seconds > 0 ? (done - since.done) / seconds : 0
+    const rate =
+      seconds > 0 && done > since.done ? ` · ${perSecond >= 100 ? Math.round(perSecond).toLocaleString('en-US') : perSecond.toFixed(1)}/s` : ''
+    const eta = options.total !== null && perSecond > 0 && done < options.total ? ` · ETA ${formatSeconds((options.total - done) / perSecond)}` : ''
     const of = options.total === null ? '' : `/${options.total}`
-    return `${options.label}: ${done}${of}${detail ? ` · ${detail}` : ''}${rate}`
+    return `${options.label}: ${done}${of}${detail ? ` · ${detail}` : ''}${rate}${eta}`
   }
 
   // A spinner needs a terminal that reports its width: ora computes how many lines to clear from
@@ -80,4 +88,13 @@ export function createProgress(options: {
     status: printStatus,
     stop() {},
   }
+}
+
+/** 42s, 3m05s, 1h02m: an ETA to the second, without a date library. */
+export function formatSeconds(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds))
+  if (s < 60) return `${s}s`
+  const pad = (n: number) => String(n).padStart(2, '0')
+  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`
+  return `${Math.floor(s / 3600)}h${pad(Math.floor((s % 3600) / 60))}m`
 }

@@ -108,9 +108,10 @@ export interface AirflowStore extends CatalogStore {
   removeDuplicateEvents(ex: Executor, eventIds: readonly number[]): Promise<RemovedDuplicates>
 
   // --- audit-events ---------------------------------------------------------------------------
-  readEventSourceKeys(ex: Executor, after: TaskInstanceKey | null, limit: number, filter: EventFilter): Promise<TaskInstanceKey[]>
-  countExternalEvents(ex: Executor, filter: EventFilter): Promise<number>
-  classifyEventsForKeys(ex: Executor, keys: readonly TaskInstanceKey[], filter: EventFilter, windowSeconds: number): Promise<ClassifiedEvent[]>
+  /** Filtered events with a source task instance, and without (external). */
+  countEventSources(ex: Executor, filter: EventFilter): Promise<{sourced: number; external: number}>
+  /** Every sourced filtered event with its class, `batch` at a time through a cursor: inside a transaction. */
+  streamClassifiedEvents(tx: Executor, filter: EventFilter, windowSeconds: number, batch: number): AsyncGenerator<ClassifiedEvent[]>
   readQueueOrphans(ex: Executor, limit?: number): Promise<QueueOrphan[]>
 }
 

@@ -1,7 +1,7 @@
 import type {Knex} from 'knex'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {auditEvents, nextKeyPage, type Finding} from '../../src/audit/auditEvents.js'
+import {auditEvents, type AuditProgress, type Finding} from '../../src/audit/auditEvents.js'
 import {airflowOf} from '../support/complete.js'
 import type {EventAuditReport} from '../../src/cli/renderEventAudit.js'
 import {envelope, runCli} from '../support/cli.js'
@@ -219,25 +219,38 @@ describe('airlock audit-events', () => {
     expect(await db.knex('asset_event').where({id: ids.dup_late})).toHaveLength(1)
   })
 
-  it('pages of one source key classify every event exactly as one page of all keys does (groups never split across pages)', async () => {
+  it('a cursor read one row at a time classifies every event exactly as one batch of all does, and reports its progress', async () => {
     const airflow = await airflowOf(db.knex)
-    const run = async (firstKeyPage?: number) => {
+    const run = async (batch?: number) => {
       const findings: Finding[] = []
-      const {counts} = await auditEvents(airflow, {filter: {assets: []}, windowSeconds: 600, collectGroups: false, firstKeyPage}, (f) =>
-        findings.push(f),
+      const progress: AuditProgress[] = []
+      const {counts} = await auditEvents(
+        airflow,
+        {filter: {assets: []}, windowSeconds: 600, collectGroups: true, batch, onProgress: (p) => progress.push(p)},
+        (f) => findings.push(f),
       )
-      return {counts, findings: findings.map((f) => `${f.class} ${f.event_id ?? f.ti_id ?? ''}`).sort()}
+      return {counts, findings: findings.map((f) => `${f.class} ${f.event_id ?? f.ti_id ?? ''} ${f.kept_id ?? ''}`).sort(), progress}
     }
     const whole = await run()
     expect(whole.counts.duplicate).toBeGreaterThan(0)
-    expect(await run(1)).toEqual(whole)
+    const oneByOne = await run(1)
+    expect({counts: oneByOne.counts, findings: oneByOne.findings}).toEqual({counts: whole.counts, findings: whole.findings})
+    // Progress counts toward every sourced event (all but the external ones), once per batch.
+    const sourced = Object.entries(whole.counts)
+      .filter(([cls]) => !['external', 'missing_events', 'queue_orphan'].includes(cls))
+      .reduce((n, [, count]) => n + count, 0)
+    expect(oneByOne.progress[0]).toEqual({total: sourced, done: 0})
+    expect(oneByOne.progress.at(-1)).toEqual({total: sourced, done: sourced})
+    expect(oneByOne.progress).toHaveLength(sourced + 1)
   })
 
-  it('the next page takes as many keys as keep its events near the target, within bounds', () => {
-    expect(nextKeyPage(1000, 5000)).toBe(10_000)
-    expect(nextKeyPage(1000, 1000)).toBe(20_000)
-    expect(nextKeyPage(10, 1_000_000)).toBe(10)
-    expect(nextKeyPage(1000, 100_000)).toBe(500)
+  it('classifies in one pass: a --verbose run declares one cursor and pages nothing by source key', async () => {
+    const result = await runCli(['audit-events', '--database-url', db.url, '--json', '--verbose'])
+    expect(result.code).toBe(6)
+    const statements = result.stderr.split('\n').filter((line) => line.startsWith('sql '))
+    expect(statements.filter((line) => line.includes('declare airlock_classified_events'))).toHaveLength(1)
+    expect(statements.filter((line) => line.includes('select distinct e.source_dag_id'))).toHaveLength(0)
+    expect(statements.filter((line) => line.includes('fetch forward')).length).toBeGreaterThan(0)
   })
 
   it('events whose source_map_index is NULL are classified like -1, once', async () => {

@@ -1,5 +1,4 @@
 import type {Capabilities} from '../../airflow/schema.js'
-import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {statement} from '../../engine/prepared.js'
 import type {ClassifiedEvent, EventClass, EventFilter, QueueOrphan} from '../airflowStore.js'
@@ -7,154 +6,157 @@ import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js
 import {Params} from './params.js'
 
 /**
- * One keyset page of distinct source task instance keys among the filtered events, ordered by the
- * key: the unit audit-events pages over (every group of a key is classified together).
+ * How many filtered events have a source task instance and how many do not (REST- or
+ * trigger-created, counted as external, never a finding): one scan for both, the total the
+ * audit's progress line counts towards.
  */
-export function readEventSourceKeys() {
-  return async (ex: Executor, after: TaskInstanceKey | null, limit: number, filter: EventFilter): Promise<TaskInstanceKey[]> => {
-    // source_map_index is nullable (default -1): NULL is read as -1 everywhere, in the key, the
-    // order and the keyset comparison, so paging neither repeats nor skips those events.
+export function countEventSources() {
+  return async (ex: Executor, filter: EventFilter): Promise<{sourced: number; external: number}> => {
     const params = new Params()
-    const where = [
-      'e.source_dag_id is not null',
-      'e.source_run_id is not null',
-      'e.source_task_id is not null',
-      ...eventFilterConditions(params, filter),
-    ]
-    if (after) {
-      where.push(
-        `(e.source_dag_id, e.source_run_id, e.source_task_id, coalesce(e.source_map_index, -1)) > (${params.add(after.dagId)}, ${params.add(after.runId)}, ${params.add(after.taskId)}, ${params.add(after.mapIndex)}::int)`,
-      )
-    }
-
-    const rows = await ex.query<{dag_id: string; run_id: string; task_id: string; map_index: number}>(
+    const [row] = await ex.query<{sourced: string; external: string}>(
       statement(
-        `select distinct e.source_dag_id as dag_id, e.source_run_id as run_id, e.source_task_id as task_id, coalesce(e.source_map_index, -1) as map_index
-           from asset_event e ${whereAll(where)}
-          order by 1, 2, 3, 4 limit ${params.add(limit)}::int`,
+        `select count(*) filter (where ${sourced}) as sourced, count(*) filter (where not (${sourced})) as external
+           from asset_event e ${whereAll(eventFilterConditions(params, filter))}`,
         params.values,
       ),
     )
-    return rows.map((r) => ({dagId: r.dag_id, runId: r.run_id, taskId: r.task_id, mapIndex: r.map_index}))
+    // A source DAG filter selects sourced events only: none of them is external.
+    return {sourced: Number(row?.sourced ?? 0), external: filter.sourceDagId ? 0 : Number(row?.external ?? 0)}
   }
 }
 
-/** Events without a source task (REST- or trigger-created): counted as external, never a finding. */
-export function countExternalEvents() {
-  return async (ex: Executor, filter: EventFilter): Promise<number> => {
-    if (filter.sourceDagId) return 0
-    const params = new Params()
-    const where = ['(e.source_dag_id is null or e.source_run_id is null or e.source_task_id is null)', ...eventFilterConditions(params, filter)]
-    const [row] = await ex.query<{n: string}>(statement(`select count(*) as n from asset_event e ${whereAll(where)}`, params.values))
-    return Number(row?.n ?? 0)
-  }
-}
+const sourced = 'e.source_dag_id is not null and e.source_run_id is not null and e.source_task_id is not null'
 
 /**
- * Classifies every event attributed to the given task instance keys, in one statement:
+ * Classifies every filtered event that names a source task instance, in ONE statement read
+ * through a server-side cursor (`batch` rows at a time, so memory stays flat whatever the table
+ * holds). Airflow has no index on asset_event's source columns, so any plan that pages by source
+ * key scans the table once per page; this one scans it a fixed number of times, joins by hash and
+ * sorts once for the duplicate window. Each event gets one class:
  *   orphan_missing_ti   the key exists neither in task_instance nor in task_instance_history;
  *   orphan_not_success  it exists, but no try of it (current or archived) succeeded;
  *   superseded_by_rerun emitted before the LAST successful try began (the last write of the try
- *                       before it, from task_instance_history; never the try's own start_date, which clocks
- *                       and airlock's never-started completions make unreliable) and not named by
- *                       airlock's audit row of that try: an earlier try's events, legitimate;
- *   duplicate           beyond the first of a group with the same asset, extra, partition key and aliases
- *                       within `windowSeconds` of it, or at any distance when replay-events wrote it
- *                       (window function over the group);
+ *                       before it, from task_instance_history; never the try's own start_date,
+ *                       which clocks and airlock's never-started completions make unreliable) and
+ *                       not named by airlock's audit row of that try: an earlier try's events;
+ *   duplicate           beyond the first of a group with the same source, asset, extra, partition
+ *                       key and aliases within `windowSeconds` of it, or at any distance when
+ *                       replay-events wrote it (a window over the group, ordered by id);
  *   ok                  everything else.
- * Anti-joins (NOT EXISTS) throughout; the caller pages over keys so memory stays flat.
+ * The per-key facts (has a try, last successful try, when it began) are aggregated once per key,
+ * never probed per event; evidence that only findings need (consumed, the asset's name, airlock's
+ * replay rows) is looked up for those rows alone. Runs inside the caller's transaction (a cursor
+ * lives in one); rows come in source key order.
  */
-export function classifyEventsForKeys(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+export function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
-  return async (ex: Executor, keys: readonly TaskInstanceKey[], filter: EventFilter, windowSeconds: number): Promise<ClassifiedEvent[]> => {
-    if (keys.length === 0) return []
+  return async function* (tx: Executor, filter: EventFilter, windowSeconds: number, batch: number): AsyncGenerator<ClassifiedEvent[]> {
     const params = new Params()
-    const k = `unnest(${params.add(keys.map((key) => key.dagId))}::text[], ${params.add(keys.map((key) => key.runId))}::text[], ${params.add(keys.map((key) => key.taskId))}::text[], ${params.add(keys.map((key) => key.mapIndex))}::int[])`
-    const filterWhere = eventFilterConditions(params, filter)
+    const filterWhere = [sourced, ...eventFilterConditions(params, filter)]
     const window = `make_interval(secs => ${params.add(windowSeconds)}::float8)`
     // Taken by a dag run, or (3.2+) by the partitioned path.
-    const consumedBy = (id: string) =>
-      `(exists (select 1 from dagrun_asset_event c where c.event_id = ${id})${
-        capabilities.eventPartitionKey ? ` or exists (select 1 from partitioned_asset_key_log p where p.asset_event_id = ${id})` : ''
-      })`
-    const lastTry = {dagId: 'k.dag_id', runId: 'k.run_id', taskId: 'k.task_id', mapIndex: 'k.map_index', tryNumber: 'ls.try_number'}
-    const rows = await ex.query<{
-      id: number
-      asset_id: number
-      asset_name: string
-      source_dag_id: string
-      source_run_id: string
-      source_task_id: string
-      source_map_index: number | null
-      timestamp: Date
-      class: EventClass
-      kept_id: number | null
-      consumed: boolean
-    }>(
-      statement(
-        `with k as (
-           select * from ${k} as k(dag_id, run_id, task_id, map_index)
-         ), tries as (
-           select k.*, h.try_number, h.start_date, h.end_date, h.updated_at, h.state from k
-             join task_instance_history h on h.dag_id = k.dag_id and h.run_id = k.run_id and h.task_id = k.task_id and h.map_index = k.map_index
-           union all
-           select k.*, t.try_number, t.start_date, t.end_date, t.updated_at, t.state from k
-             join task_instance t on t.dag_id = k.dag_id and t.run_id = k.run_id and t.task_id = k.task_id and t.map_index = k.map_index
-         ), last_success as (
-           -- The last successful try, and when it began as events can tell: the last write of the try before it (see tryBegan).
-           select distinct on (s.dag_id, s.run_id, s.task_id, s.map_index) s.dag_id, s.run_id, s.task_id, s.map_index, s.try_number,
-                  coalesce((select max(coalesce(p.updated_at, p.end_date, p.start_date)) from tries p
-                             where p.dag_id = s.dag_id and p.run_id = s.run_id and p.task_id = s.task_id and p.map_index = s.map_index
-                               and p.try_number < s.try_number), '-infinity') as began
-             from tries s where s.state = 'success' order by s.dag_id, s.run_id, s.task_id, s.map_index, s.try_number desc
-         ), ev as (
-           select e.id, e.asset_id, a.name as asset_name, e.source_dag_id, e.source_run_id, e.source_task_id, e.source_map_index, e."timestamp",
-                  e.extra::jsonb::text as extra_text, ${partition} as partition_text,
-                  -- The aliases the event went through: a direct event and an alias event of the same
-                  -- asset and extra are both legitimate (each wakes its own consumers).
-                  (select coalesce(string_agg(l.alias_id::text, ',' order by l.alias_id), '') from asset_alias_asset_event l where l.event_id = e.id) as alias_text,
-                  case
-                    when not exists (select 1 from tries t where t.dag_id = k.dag_id and t.run_id = k.run_id and t.task_id = k.task_id and t.map_index = k.map_index) then 'orphan_missing_ti'
-                    when ls.dag_id is null then 'orphan_not_success'
-                    when e."timestamp" <= ls.began and not ${namedByAirlockRow('e.id', lastTry)} then 'superseded_by_rerun'
-                    else 'candidate'
-                  end as pre_class,
-                  -- Written by replay-events' missing mode: it only writes an event it found missing,
-                  -- so a second event of the group in the same try is a duplicate at any distance.
-                  ${namedByAirlockRow('e.id', {dagId: 'k.dag_id', runId: 'k.run_id', taskId: 'k.task_id', mapIndex: 'k.map_index'}, ['airlock.replay-events'])} as replayed
-             from k
-             join asset_event e on e.source_dag_id = k.dag_id and e.source_run_id = k.run_id and e.source_task_id = k.task_id and coalesce(e.source_map_index, -1) = k.map_index
-             join asset a on a.id = e.asset_id
-             left join last_success ls on ls.dag_id = k.dag_id and ls.run_id = k.run_id and ls.task_id = k.task_id and ls.map_index = k.map_index
-            ${whereAll(filterWhere)}
-         ), grouped as (
-           select ev.*, first_value(id) over g as first_id, first_value("timestamp") over g as first_ts, row_number() over g as n
-             from ev where pre_class = 'candidate'
-           window g as (partition by source_dag_id, source_run_id, source_task_id, coalesce(source_map_index, -1), asset_id, extra_text, partition_text, alias_text order by id)
-         )
-         select id, asset_id, asset_name, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp",
-                case when n > 1 and ("timestamp" - first_ts <= ${window} or replayed) then 'duplicate' else 'ok' end as class,
-                case when n > 1 and ("timestamp" - first_ts <= ${window} or replayed) then first_id end as kept_id,
-                ${consumedBy('grouped.id')} as consumed
-           from grouped
+    const consumed = `(exists (select 1 from dagrun_asset_event c where c.event_id = g.id)${
+      capabilities.eventPartitionKey ? ' or exists (select 1 from partitioned_asset_key_log p where p.asset_event_id = g.id)' : ''
+    })`
+    const key = {dagId: 'g.dag_id', runId: 'g.run_id', taskId: 'g.task_id', mapIndex: 'g.map_index'}
+    const text = `with k as (
+         select distinct e.source_dag_id as dag_id, e.source_run_id as run_id, e.source_task_id as task_id, coalesce(e.source_map_index, -1) as map_index
+           from asset_event e ${whereAll(filterWhere)}
+       ), tries as (
+         select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number, h.state, coalesce(h.updated_at, h.end_date, h.start_date) as last_write
+           from task_instance_history h join k on h.dag_id = k.dag_id and h.run_id = k.run_id and h.task_id = k.task_id and h.map_index = k.map_index
          union all
-         select id, asset_id, asset_name, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp", pre_class, null,
-                ${consumedBy('ev.id')}
-           from ev where pre_class <> 'candidate'
-         order by id`,
-        params.values,
-      ),
-    )
-    return rows.map((row) => ({
-      id: row.id,
-      assetId: row.asset_id,
-      assetName: row.asset_name,
-      source: {dagId: row.source_dag_id, runId: row.source_run_id, taskId: row.source_task_id, mapIndex: row.source_map_index},
-      timestamp: row.timestamp,
-      class: row.class,
-      keptId: row.kept_id,
-      consumed: row.consumed,
-    }))
+         select t.dag_id, t.run_id, t.task_id, t.map_index, t.try_number, t.state, coalesce(t.updated_at, t.end_date, t.start_date)
+           from task_instance t join k on t.dag_id = k.dag_id and t.run_id = k.run_id and t.task_id = k.task_id and t.map_index = k.map_index
+       ), success as (
+         select dag_id, run_id, task_id, map_index, max(try_number) as try_number from tries where state = 'success' group by 1, 2, 3, 4
+       ), facts as (
+         -- Per key: the last successful try, and when it began as events can tell (the last write
+         -- of any try before it; see tryBegan).
+         select t.dag_id, t.run_id, t.task_id, t.map_index, s.try_number as success_try,
+                coalesce(max(t.last_write) filter (where t.try_number < s.try_number), '-infinity') as began
+           from tries t left join success s on s.dag_id = t.dag_id and s.run_id = t.run_id and s.task_id = t.task_id and s.map_index = t.map_index
+          group by t.dag_id, t.run_id, t.task_id, t.map_index, s.try_number
+       ), ev as (
+         select e.id, e.asset_id, e.source_dag_id as dag_id, e.source_run_id as run_id, e.source_task_id as task_id,
+                coalesce(e.source_map_index, -1) as map_index, e.source_map_index, e."timestamp",
+                e.extra::jsonb::text as extra_text, ${partition} as partition_text,
+                -- The aliases the event went through: a direct event and an alias event of the same
+                -- asset and extra are both legitimate (each wakes its own consumers).
+                coalesce(al.alias_text, '') as alias_text,
+                case
+                  when f.dag_id is null then 'orphan_missing_ti'
+                  when f.success_try is null then 'orphan_not_success'
+                  when e."timestamp" <= f.began and not ${namedByAirlockRow('e.id', {dagId: 'f.dag_id', runId: 'f.run_id', taskId: 'f.task_id', mapIndex: 'f.map_index', tryNumber: 'f.success_try'})} then 'superseded_by_rerun'
+                  else 'candidate'
+                end as pre_class
+           from asset_event e
+           left join facts f on f.dag_id = e.source_dag_id and f.run_id = e.source_run_id and f.task_id = e.source_task_id and f.map_index = coalesce(e.source_map_index, -1)
+           left join (select l.event_id, string_agg(l.alias_id::text, ',' order by l.alias_id) as alias_text from asset_alias_asset_event l group by l.event_id) al
+             on al.event_id = e.id
+          ${whereAll(filterWhere)}
+       ), g as (
+         -- Non-candidates sit in partitions of their own (pre_class leads the key), so one window
+         -- serves every event and the duplicate groups hold candidates only.
+         select ev.*, first_value(id) over w as first_id, first_value("timestamp") over w as first_ts, row_number() over w as n
+           from ev
+         window w as (partition by pre_class, dag_id, run_id, task_id, map_index, asset_id, extra_text, partition_text, alias_text order by id)
+       ), c as (
+         select g.*,
+                case
+                  when pre_class <> 'candidate' then pre_class
+                  when n > 1 and "timestamp" - first_ts <= ${window} then 'duplicate'
+                  -- Written by replay-events' missing mode: it only writes an event it found
+                  -- missing, so a second event of the group in the same try is a duplicate at any distance.
+                  when n > 1 and ${namedByAirlockRow('g.id', key, ['airlock.replay-events'])} then 'duplicate'
+                  else 'ok'
+                end as class
+           from g
+         -- offset 0 keeps this a subquery of its own: the class is computed once per event, not
+         -- once for every column below that reads it.
+         offset 0
+       )
+       select g.id, g.asset_id, g.source_map_index, g."timestamp", g.class,
+              case when g.class = 'duplicate' then g.first_id end as kept_id,
+              case when g.class <> 'ok' then (select a.name from asset a where a.id = g.asset_id) end as asset_name,
+              case when g.class <> 'ok' then g.dag_id end as source_dag_id,
+              case when g.class <> 'ok' then g.run_id end as source_run_id,
+              case when g.class <> 'ok' then g.task_id end as source_task_id,
+              case when g.class <> 'ok' then ${consumed} end as consumed
+         from c as g`
+    const cursor = `airlock_classified_events`
+    // A cursor is planned for its first 10 % by default (fast-start plans: nested loops over
+    // asset_event); this one is read to the end, so plan it as a whole query.
+    await tx.query(statement('set local cursor_tuple_fraction = 1'))
+    await tx.query(statement(`declare ${cursor} no scroll cursor for ${text}`, params.values))
+    for (;;) {
+      const rows = await tx.query<{
+        id: number
+        asset_id: number
+        asset_name: string | null
+        source_dag_id: string | null
+        source_run_id: string | null
+        source_task_id: string | null
+        source_map_index: number | null
+        timestamp: Date
+        class: EventClass
+        kept_id: number | null
+        consumed: boolean | null
+      }>(statement(`fetch forward ${batch} from ${cursor}`))
+      if (rows.length === 0) break
+      yield rows.map((row) => ({
+        id: row.id,
+        assetId: row.asset_id,
+        assetName: row.asset_name ?? '',
+        source: {dagId: row.source_dag_id ?? '', runId: row.source_run_id ?? '', taskId: row.source_task_id ?? '', mapIndex: row.source_map_index},
+        timestamp: row.timestamp,
+        class: row.class,
+        keptId: row.kept_id,
+        consumed: row.consumed ?? false,
+      }))
+      if (rows.length < batch) break
+    }
+    await tx.query(statement(`close ${cursor}`))
   }
 }
 

@@ -13,7 +13,7 @@ import {
   requeueDagRun,
 } from './clear.js'
 import {postgresCatalog} from './catalog.js'
-import {classifyEventsForKeys, countExternalEvents, readEventSourceKeys, readQueueOrphans} from './eventAudit.js'
+import {countEventSources, readQueueOrphans, streamClassifiedEvents} from './eventAudit.js'
 import {
   countEvents,
   findMatchingEvent,
@@ -80,9 +80,8 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     insertEventCopy: insertEventCopy(capabilities),
     countEvents: countEvents(),
     removeDuplicateEvents: removeDuplicateEvents(capabilities),
-    readEventSourceKeys: readEventSourceKeys(),
-    countExternalEvents: countExternalEvents(),
-    classifyEventsForKeys: classifyEventsForKeys(capabilities),
+    countEventSources: countEventSources(),
+    streamClassifiedEvents: streamClassifiedEvents(capabilities),
     readQueueOrphans: readQueueOrphans(capabilities),
   }
 }
