@@ -169,6 +169,27 @@ describe('replay-events, missing mode: the events of this try, whatever the cloc
     expect(await eventsOf(db.knex, target)).toHaveLength(3)
   })
 
+  it('a worker clock hours ahead: the selection and the item still find the events of the try (the bound is a day before it was queued)', async () => {
+    await scenario(db.knex).producer('skewed', {tasks: 2, outlets: 2, state: 'success', emitted: true}).build()
+    await db.knex.raw(
+      `update task_instance set queued_dttm = now() + interval '20 hours', start_date = now() + interval '20 hours' where dag_id = 'skewed'`,
+    )
+    const replay = await cli('replay-events', '--dag-id', 'skewed', '--yes', '--json')
+    expect(replay.code).toBe(0)
+    expect(envelope(replay)).toMatchObject({result: {summary: {selected: 0, events_created: 0}}})
+  })
+
+  it('an event stamped more than a day before its try was queued is not that try’s: both the selection and the item see it missing', async () => {
+    const world = await scenario(db.knex).producer('stale', {tasks: 2, outlets: 1, state: 'success', emitted: true}).build()
+    const target = world.ti('stale', 'task_1')
+    await db.knex.raw(`update task_instance set queued_dttm = now(), start_date = now() where dag_id = 'stale'`)
+    await db.knex.raw(`update asset_event set "timestamp" = now() - interval '2 days' where source_dag_id = 'stale' and source_task_id = 'task_1'`)
+    const replay = await cli('replay-events', '--dag-id', 'stale', '--yes', '--json')
+    expect(replay.code).toBe(0)
+    expect(envelope(replay)).toMatchObject({result: {summary: {selected: 1, events_created: 1}}})
+    expect(await eventsOf(db.knex, target)).toHaveLength(2)
+  })
+
   it("events of an earlier try do not count for this one: they end where task_instance_history's try ends", async () => {
     const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true}).build()
     const first = world.ti('etl')

@@ -90,17 +90,47 @@ export function deliberatelySilent(on: TryKey): string {
 }
 
 /**
- * "This asset has no event of this try": no event attributed to the task instance's key since the
- * previous try ended, and none that airlock's audit row of this try names. The anti-join behind
- * replay-events' missing mode and the audit's missing_events, in one place.
+ * The earliest an event of this try can be stamped, as a bound the asset's (asset_id, timestamp)
+ * index can use: after the previous try's last write (tryBegan), and no more than a day before the
+ * try's own first timestamp (`earliest`: queued, scheduled or started, whichever is first). Without
+ * the second bound a first try, which has no previous one, reads every event its asset ever had:
+ * the missing-events check then costs task instances × history (82 s on a 10M-event table). The
+ * day is margin for the clocks involved (the worker's start_date, the API server's event time),
+ * not a belief that they agree; a task instance with none of those timestamps (completed by
+ * airlock without ever being queued) keeps no bound. Events replayed after the task ended are
+ * later still, so no upper bound is ever applied.
  */
-export function noEventOfThisTry(on: TryKey & {assetId: string; extra?: string}): string {
+export function tryEventsFrom(on: TryKey & {earliest: string}): string {
+  return `greatest(${tryBegan(on)}, coalesce(${on.earliest} - interval '1 day', '-infinity'))`
+}
+
+/** `earliest` for tryEventsFrom, on a task_instance row. */
+export const tryEarliest = (ti: string) => `least(${ti}.queued_dttm, ${ti}.scheduled_dttm, ${ti}.start_date)`
+
+/**
+ * "This asset has no event of this try": no event attributed to the task instance's key stamped
+ * since the try could have begun (tryEventsFrom), and none that airlock's audit row of this try
+ * names (a completion of a task that never started stamps its events before the start_date it
+ * sets). The anti-join behind replay-events' missing mode and the audit's missing_events, in one
+ * place; the two halves are separate so each reads an index (idx_asset_id_timestamp by range,
+ * idx_log_task_instance by try) instead of every event of the asset.
+ */
+export function noEventOfThisTry(on: TryKey & {assetId: string; earliest: string; extra?: string}): string {
+  const eventOfKey = `e.asset_id = ${on.assetId}
+       and e.source_dag_id = ${on.dagId} and e.source_run_id = ${on.runId} and e.source_task_id = ${on.taskId}
+       and e.source_map_index = ${on.mapIndex}${on.extra ? `\n       and ${on.extra}` : ''}`
   return `not exists (
     select 1 from asset_event e
-     where e.asset_id = ${on.assetId}
-       and e.source_dag_id = ${on.dagId} and e.source_run_id = ${on.runId} and e.source_task_id = ${on.taskId}
-       and e.source_map_index = ${on.mapIndex}
-       and (e."timestamp" > ${tryBegan(on)} or ${namedByAirlockRow('e.id', on)})${on.extra ? `\n       and ${on.extra}` : ''})`
+     where ${eventOfKey}
+       and e."timestamp" > ${tryEventsFrom(on)})
+   and not exists (
+    select 1 from log l
+     cross join lateral jsonb_array_elements_text(case when l.extra like '{%"airlock"%' then l.extra::jsonb -> 'airlock' -> 'event_ids' end) as named(id)
+      join asset_event e on e.id = named.id::int
+     where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId} and l.map_index = ${on.mapIndex}
+       and l.try_number = ${on.tryNumber} and l.event in ('success', 'airlock.replay-events')
+       and jsonb_typeof(case when l.extra like '{%"airlock"%' then l.extra::jsonb -> 'airlock' -> 'event_ids' end) = 'array'
+       and ${eventOfKey})`
 }
 
 export const whereAll = (conditions: readonly string[]) => (conditions.length > 0 ? `where ${conditions.join(' and ')}` : '')

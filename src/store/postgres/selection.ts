@@ -2,7 +2,7 @@ import type {TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
 import {rangeOfRuns, type SelectionGroup, type TaskInstanceFilter} from '../airflowStore.js'
-import {deliberatelySilent, noEventOfThisTry, whereAll} from './fragments.js'
+import {deliberatelySilent, noEventOfThisTry, tryEarliest, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
 /**
@@ -50,7 +50,7 @@ function filtered(
         join asset a on a.id = r.asset_id
         join asset_active aa on aa.name = a.name and aa.uri = a.uri
        where r.dag_id = ti.dag_id and r.task_id = ti.task_id
-         and ${noEventOfThisTry({assetId: 'a.id', dagId: 'ti.dag_id', runId: 'ti.run_id', taskId: 'ti.task_id', mapIndex: 'ti.map_index', tryNumber: 'ti.try_number'})})`)
+         and ${noEventOfThisTry({assetId: 'a.id', dagId: 'ti.dag_id', runId: 'ti.run_id', taskId: 'ti.task_id', mapIndex: 'ti.map_index', tryNumber: 'ti.try_number', earliest: tryEarliest('ti')})})`)
   }
 
   // A stable hash of the id: N hosts with --shard 1/N … N/N split one backfill without overlap.
@@ -162,8 +162,8 @@ export function countTaskInstances() {
 }
 
 /**
- * Which of the given (active, declared outlet) assets have NO event attributed to this task
- * instance at or after its start_date: the events its last successful try should have emitted.
+ * Which of the given (active, declared outlet) assets have NO event of this task instance's try
+ * (noEventOfThisTry): the events its last successful try should have emitted.
  * `ignoreEventIds` leaves out events this very transaction wrote (for the recheck under the lock).
  */
 export function readMissingOutlets() {
@@ -171,7 +171,9 @@ export function readMissingOutlets() {
     'missing_outlets',
     `select a.asset_id
        from unnest($1::int[]) as a(asset_id)
-      where ${noEventOfThisTry({assetId: 'a.asset_id', dagId: '$2', runId: '$3', taskId: '$4', mapIndex: '$5::int', tryNumber: '$6::int', extra: 'e.id <> all($7::int[])'})}
+      left join lateral (select ${tryEarliest('t')} as earliest from task_instance t
+                          where t.dag_id = $2 and t.run_id = $3 and t.task_id = $4 and t.map_index = $5::int) as ti on true
+      where ${noEventOfThisTry({assetId: 'a.asset_id', dagId: '$2', runId: '$3', taskId: '$4', mapIndex: '$5::int', tryNumber: '$6::int', earliest: 'ti.earliest', extra: 'e.id <> all($7::int[])'})}
       order by a.asset_id`,
   )
   return async (ex: Executor, ti: TaskInstanceContext, assetIds: readonly number[], ignoreEventIds: readonly number[] = []): Promise<number[]> => {
