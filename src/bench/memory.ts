@@ -16,12 +16,15 @@ export interface MemoryRun {
   exitCode: number | null
 }
 
-export async function peakRssOf(args: string[], acceptedExitCodes: readonly number[] = [0]): Promise<MemoryRun> {
+/** `stdoutFile`: where the command's stdout goes (discarded otherwise), for a summary to read back. */
+export async function peakRssOf(args: string[], acceptedExitCodes: readonly number[] = [0], stdoutFile?: string): Promise<MemoryRun> {
+  const stdout = stdoutFile ? fs.openSync(stdoutFile, 'w') : 'ignore'
   const started = Date.now()
-  const child = spawn(process.execPath, [cliPath, ...args], {stdio: ['ignore', 'ignore', 'pipe']})
+  const child = spawn(process.execPath, [cliPath, ...args], {stdio: ['ignore', stdout, 'pipe']})
+  if (typeof stdout === 'number') fs.closeSync(stdout)
   let peakKb = 0
   let stderr = ''
-  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)))
+  child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)))
   const timer = setInterval(() => {
     try {
       const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8')

@@ -1,5 +1,6 @@
 import {renderTable} from '../output/table.js'
 import type {BenchReport} from './runBench.js'
+import type {ScaleReport} from './scale.js'
 
 const f = (v: number, digits = 2) => (Number.isFinite(v) ? v.toFixed(digits) : '-')
 
@@ -95,7 +96,7 @@ export function benchMarkdown(report: BenchReport): string {
   return lines.join('\n') + '\n'
 }
 
-function markdownTable(headers: string[], rows: string[][]): string {
+export function markdownTable(headers: string[], rows: string[][]): string {
   return [`| ${headers.join(' | ')} |`, `|${headers.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n')
 }
 
@@ -112,4 +113,51 @@ export function benchTerminal(report: BenchReport): string {
       f(row.register.register_first.p50),
     ]),
   )
+}
+
+/** `bench --scale` as markdown: the world, each command over it, what the audit found, the plans. */
+export function scaleMarkdown(report: ScaleReport, machine: BenchReport['machine']): string {
+  const w = report.world
+  const n = (v: number) => Math.round(v).toLocaleString('en-US')
+  const lines = [
+    `Measured ${machine.date} on ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GiB, Node ${machine.node}, PostgreSQL ${machine.postgres} on loopback.`,
+    `World: ${n(w.taskInstances)} task instances in ${n(w.dags)} DAGs (20 runs of 10 tasks each), ${n(w.events)} asset events, Airflow's own indexes only; seeded set-based in ${f(w.seedSeconds, 0)} s.`,
+    '',
+    '### Commands over it (each a child process, as an operator runs it)',
+    '',
+    markdownTable(
+      ['command', 'time', 'rows/s', 'peak RSS', 'exit'],
+      report.commands.map((c) => [c.what, `${f(c.seconds, 1)} s`, n(c.rowsPerSecond), `${f(c.peakRssMb, 0)} MB`, String(c.exitCode)]),
+    ),
+    '',
+    '### What the audit found against what was planted',
+    '',
+    markdownTable(
+      ['class', 'found', 'planted'],
+      (
+        [
+          ['duplicate', report.audit.planted.duplicates],
+          ['missing_events', report.audit.planted.missing],
+          ['orphan_missing_ti', report.audit.planted.orphans],
+          ['superseded_by_rerun', report.audit.planted.superseded],
+        ] as const
+      ).map(([cls, planted]) => [cls, n(report.audit.counts[cls] ?? 0), n(planted)]),
+    ),
+    '',
+    '### EXPLAIN (ANALYZE) of the statements behind them',
+    '',
+    markdownTable(
+      ['statement', 'time', 'sequential scans (rows)', 'indexes (loops)', 'why'],
+      report.explain.map((e) => [
+        e.what,
+        `${f(e.ms, 1)} ms`,
+        e.seqScans.map((scan) => `${scan.table} (${n(scan.rows)})`).join(', ') || 'none',
+        [...e.indexes.reduce((m, i) => m.set(i.index, (m.get(i.index) ?? 0) + i.loops), new Map<string, number>())]
+          .map(([index, loops]) => `${index} (${n(loops)})`)
+          .join(', ') || 'none',
+        e.why,
+      ]),
+    ),
+  ]
+  return lines.join('\n') + '\n'
 }

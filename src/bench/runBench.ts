@@ -103,7 +103,7 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
   return {machine, plan, lockHold, throughput, race, stampToCommit, memory}
 }
 
-async function describeMachine(adminUrl: string): Promise<BenchReport['machine']> {
+export async function describeMachine(adminUrl: string): Promise<BenchReport['machine']> {
   const server = await serverFacts(adminUrl)
   return {
     cpus: os.cpus().length,

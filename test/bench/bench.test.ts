@@ -54,6 +54,47 @@ describe('airlock bench --quick', () => {
     expect(await benchDatabases()).toBe(before)
   })
 
+  it('--scale --quick: seeds a world, runs each reading command over it, finds exactly what was planted, explains the plans, writes scale.md', async () => {
+    const adminUrl = inject('adminUrl')
+    const out = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-bench-scale-'))
+    onTestFinished(() => fs.rm(out, {recursive: true, force: true}))
+    const result = await runCli(['bench', '--scale', '--quick', '--database-url', adminUrl, '--output', out, '--json'])
+    expect(result.code).toBe(0)
+    const {scale} = (
+      envelope(result) as {
+        result: {
+          scale: {
+            world: {taskInstances: number; running: number; events: number}
+            audit: {counts: Record<string, number>; planted: {duplicates: number; missing: number; orphans: number; superseded: number}}
+            commands: Array<{args: string[]; rows: number; seconds: number; peakRssMb: number}>
+            explain: Array<{what: string; seqScans: Array<{table: string; rows: number}>}>
+          }
+        }
+      }
+    ).result
+    expect(scale.world.taskInstances).toBe(2000)
+    expect(scale.world.running).toBe(100)
+    const {counts, planted} = scale.audit
+    expect(planted.duplicates).toBeGreaterThan(0)
+    expect(planted.missing).toBeGreaterThan(0)
+    expect(planted.superseded).toBeGreaterThan(0)
+    expect([counts.duplicate, counts.missing_events, counts.orphan_missing_ti, counts.superseded_by_rerun]).toEqual([
+      planted.duplicates,
+      planted.missing,
+      planted.orphans,
+      planted.superseded,
+    ])
+    expect(scale.commands.map((c) => c.args[0])).toEqual(['audit-events', 'export-events', 'replay-events', 'replay-events', 'complete'])
+    for (const command of scale.commands) {
+      expect(command.rows).toBeGreaterThan(0)
+      expect(command.peakRssMb).toBeGreaterThan(0)
+    }
+    // The classification pass reads asset_event in full, and says so.
+    const pass = scale.explain.find((e) => e.what.includes('classification'))!
+    expect(pass.seqScans.filter((s) => s.table === 'asset_event').map((s) => s.rows)).toEqual([scale.world.events, scale.world.events])
+    expect(await fs.readFile(path.join(out, 'scale.md'), 'utf8')).toContain('What the audit found against what was planted')
+  })
+
   it('refuses to run next to a database that holds a real Airflow schema (exit 2)', async () => {
     const airflow = await createTestDatabase('empty', 1)
     databases.push(airflow)

@@ -1,0 +1,281 @@
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
+import type {Executor, Statement} from '../engine/engine.js'
+import {analyzeDatabase} from '../fixtures/admin.js'
+import {fillScaleWorld, scaleSeed, type ScaleWorldFacts} from '../fixtures/scaleWorld.js'
+import type {TaskInstanceFilter} from '../store/airflowStore.js'
+import {peakRssOf} from './memory.js'
+import type {ScratchServer} from './scratch.js'
+
+/**
+ * `bench --scale`: a production-sized world (a million task instances and ten million events by
+ * default, seeded set-based), each reading command run over it as an operator runs it (a child
+ * process: wall time, rows/s, peak RSS), and EXPLAIN (ANALYZE) of the statements behind them,
+ * naming every sequential scan of a large table that is left.
+ */
+export interface ScalePlan {
+  taskInstances: number
+  eventsPerTi: number
+}
+
+export interface ScaleCommandRow {
+  what: string
+  args: string[]
+  seconds: number
+  rows: number
+  rowsPerSecond: number
+  peakRssMb: number
+  exitCode: number | null
+}
+
+export interface ScaleExplainRow {
+  what: string
+  ms: number
+  /** Sequential scans in the plan reading 1,000 rows or more: table and rows read. */
+  seqScans: Array<{table: string; rows: number}>
+  /** Index scans in the plan: index and the times it was entered. */
+  indexes: Array<{index: string; loops: number}>
+  why: string
+}
+
+export interface ScaleReport {
+  world: ScaleWorldFacts & {dags: number; seedSeconds: number}
+  /** What the audit found against what the world planted. */
+  audit: {counts: Record<string, number>; planted: ScaleWorldFacts['planted']}
+  commands: ScaleCommandRow[]
+  explain: ScaleExplainRow[]
+}
+
+export async function runScale(server: ScratchServer, plan: ScalePlan, progress: (line: string) => void): Promise<ScaleReport> {
+  const seed = scaleSeed(plan.taskInstances)
+  progress(`scale: seeding ${seed.dags * seed.runs * seed.tasks} task instances in ${seed.dags} DAGs, ${plan.eventsPerTi} events each…`)
+  const started = Date.now()
+  const scratch = await server.create({seed, poolSize: 2})
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-bench-scale-'))
+  try {
+    const facts = await fillScaleWorld(scratch.db.knex, {
+      eventsPerTi: plan.eventsPerTi,
+      retryEvery: 100,
+      duplicateEvery: 1000,
+      missingEvery: 2000,
+      orphans: 1000,
+    })
+    await analyzeDatabase(scratch.db.knex)
+    const world = {...facts, dags: seed.dags, seedSeconds: (Date.now() - started) / 1000}
+    const url = scratch.url
+    const commands: ScaleCommandRow[] = []
+    const run = async (what: string, args: string[], rows: number, accepted: number[] = [0], stdoutFile?: string) => {
+      progress(`scale: ${what}…`)
+      const result = await peakRssOf(args, accepted, stdoutFile)
+      commands.push({
+        what,
+        args: result.args,
+        seconds: result.seconds,
+        rows,
+        rowsPerSecond: rows / result.seconds,
+        peakRssMb: result.peakRssMb,
+        exitCode: result.exitCode,
+      })
+    }
+
+    // Exit 6: the planted findings.
+    const auditOut = path.join(dir, 'audit.ndjson')
+    await run(`audit-events over ${facts.events} events (--ndjson)`, ['audit-events', '--database-url', url, '--ndjson'], facts.events, [6], auditOut)
+    const summary = JSON.parse((await fs.readFile(auditOut, 'utf8')).trimEnd().split('\n').at(-1)!) as {counts: Record<string, number>}
+    await fs.rm(auditOut)
+    await run(
+      `export-events of ${facts.events} events`,
+      ['export-events', '--database-url', url, '--output', path.join(dir, 'export.ndjson')],
+      facts.events,
+    )
+    await fs.rm(path.join(dir, 'export.ndjson'), {force: true})
+    await run(
+      `replay-events missing mode over all ${facts.taskInstances} task instances (--dry-run)`,
+      // --all-dags needs a filter to mean it: a window that holds every end date.
+      ['replay-events', '--database-url', url, '--all-dags', '--since', '1970-01-01T00:00:00Z', '--dry-run', '--yes', '--ndjson'],
+      facts.taskInstances,
+    )
+    // One day of end dates: a twentieth of the world.
+    const day = await oneDay(scratch.db.executor)
+    await run(
+      `replay-events missing mode, one day of end dates (${day.tis} task instances, --dry-run)`,
+      [
+        'replay-events',
+        '--database-url',
+        url,
+        '--all-dags',
+        '--since',
+        day.since.toISOString(),
+        '--until',
+        day.until.toISOString(),
+        '--dry-run',
+        '--yes',
+        '--ndjson',
+      ],
+      day.tis,
+    )
+    await run(
+      `complete, the newest day of runs by run_after (${day.runTis} running task instances, --dry-run)`,
+      [
+        'complete',
+        '--database-url',
+        url,
+        '--all-dags',
+        '--since',
+        day.runSince.toISOString(),
+        '--until',
+        day.runUntil.toISOString(),
+        '--dry-run',
+        '--yes',
+        '--ndjson',
+      ],
+      day.runTis,
+    )
+
+    progress('scale: EXPLAIN (ANALYZE) of the statements behind them…')
+    const explain = await explainStatements(scratch, day)
+    return {world, audit: {counts: summary.counts, planted: facts.planted}, commands, explain}
+  } finally {
+    await fs.rm(dir, {recursive: true, force: true})
+    await scratch.drop()
+  }
+}
+
+interface Day {
+  since: Date
+  until: Date
+  tis: number
+  runSince: Date
+  runUntil: Date
+  runTis: number
+}
+
+async function oneDay(ex: Executor): Promise<Day> {
+  const [row] = await ex.query<{end_day: Date; run_day: Date; tis: string; run_tis: string}>({
+    text: `with d as (select date_trunc('day', max(end_date)) as end_day, date_trunc('day', max(r.run_after)) as run_day
+                        from task_instance, (select max(run_after) as run_after from dag_run) r)
+           select d.end_day, d.run_day,
+                  (select count(*) from task_instance where end_date >= d.end_day and end_date < d.end_day + interval '1 day') as tis,
+                  (select count(*) from task_instance ti join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
+                    where dr.run_after >= d.run_day and dr.run_after < d.run_day + interval '1 day') as run_tis
+             from d`,
+  })
+  const day = 86_400_000
+  return {
+    since: row!.end_day,
+    until: new Date(row!.end_day.getTime() + day),
+    tis: Number(row!.tis),
+    runSince: row!.run_day,
+    runUntil: new Date(row!.run_day.getTime() + day),
+    runTis: Number(row!.run_tis),
+  }
+}
+
+/**
+ * Runs the store's own statements under EXPLAIN (ANALYZE, FORMAT JSON) through an executor that
+ * rewrites each one: what is measured is exactly the text the commands send.
+ */
+async function explainStatements(scratch: Awaited<ReturnType<ScratchServer['create']>>, day: Day): Promise<ScaleExplainRow[]> {
+  const {store} = scratch.airflow
+  const rows: ScaleExplainRow[] = []
+  const explainOf = async (what: string, why: string, work: (ex: Executor) => Promise<unknown>) => {
+    const plans: PlanNode[] = []
+    let ms = 0
+    const ex: Executor = {
+      async query<Row>(statement: Statement): Promise<Row[]> {
+        const text = statement.text.replace(/^declare \w+ no scroll cursor for /, '')
+        if (/^(set local|fetch|close)\b/.test(text)) return []
+        const [result] = await scratch.db.executor.query<{'QUERY PLAN': Array<{Plan: PlanNode; 'Execution Time': number}>}>({
+          text: `explain (analyze, format json) ${text}`,
+          values: statement.values,
+        })
+        const explained = result!['QUERY PLAN'][0]!
+        plans.push(explained.Plan)
+        ms += explained['Execution Time']
+        return []
+      },
+    }
+    await work(ex)
+    const nodes = plans.flatMap(flatten)
+    rows.push({
+      what,
+      ms,
+      seqScans: nodes
+        .filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] !== undefined)
+        // Rows read: those returned and those the scan's filter dropped, over every loop.
+        .map((n) => ({
+          table: n['Relation Name']!,
+          rows: Math.round(((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1)),
+        }))
+        .filter((scan) => scan.rows >= 1000),
+      indexes: nodes.filter((n) => n['Index Name'] !== undefined).map((n) => ({index: n['Index Name']!, loops: n['Actual Loops'] ?? 1})),
+      why,
+    })
+  }
+
+  const all = {assets: []}
+  const missing: TaskInstanceFilter = {
+    runIds: [],
+    taskIds: [],
+    timeColumn: 'end_date',
+    states: ['success'],
+    missingEventsOnly: true,
+    excludeDeliberatelySilent: true,
+  }
+  await explainOf('audit-events: count of sourced and external events', 'one scan for the total the progress line counts toward', (ex) =>
+    store.countEventSources(ex, all),
+  )
+  await explainOf(
+    'audit-events: the classification pass (one statement)',
+    'Airflow has no index on the source columns: the pass reads asset_event in full, once for the keys and once for the events, and sorts once',
+    // The explaining executor answers the DECLARE with its plan and every FETCH with no rows.
+    (ex) => store.streamClassifiedEvents(ex, all, 600, 5000).next(),
+  )
+  await explainOf('export-events: one page of 1,000 events', 'keyset on asset_event_pkey', (ex) =>
+    store.readEventPage(ex, {assets: [], afterId: 0, limit: 1000}),
+  )
+  await explainOf(
+    'missing events: the first page over every task instance',
+    'no index on end_date: task_instance is read whole by its primary key; each task instance then probes idx_asset_id_timestamp for its own events',
+    (ex) => store.selectTaskInstanceIds(ex, missing, undefined, 1000),
+  )
+  await explainOf(
+    'missing events: one day of end dates',
+    'task_instance has no index on end_date: still read whole, the probes only for the day',
+    (ex) => store.selectTaskInstanceIds(ex, {...missing, since: day.since, until: day.until}, undefined, 1000),
+  )
+  await explainOf(
+    'complete --since/--until: one page of runs, then their task instances',
+    'idx_dag_run_run_after, then ti_dag_run per run',
+    async (ex) => {
+      const filter: TaskInstanceFilter = {runIds: [], taskIds: [], since: day.runSince, until: day.runUntil, timeColumn: 'run_after'}
+      await store.selectRunPage(ex, filter, undefined, 200)
+      const runs = await scratch.db.executor.query<{dag_id: string; run_id: string}>({
+        text: 'select dag_id, run_id from dag_run where run_after >= $1 and run_after < $2 order by run_after, id limit 200',
+        values: [day.runSince, day.runUntil],
+      })
+      await store.selectTaskInstanceIdsOfRuns(
+        ex,
+        filter,
+        runs.map((r) => ({dagId: r.dag_id, runId: r.run_id})),
+        undefined,
+        1000,
+      )
+    },
+  )
+  return rows
+}
+
+interface PlanNode {
+  'Node Type': string
+  'Relation Name'?: string
+  'Index Name'?: string
+  'Actual Rows'?: number
+  'Actual Loops'?: number
+  'Rows Removed by Filter'?: number
+  Plans?: PlanNode[]
+}
+
+const flatten = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(flatten)]
