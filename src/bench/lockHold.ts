@@ -31,7 +31,7 @@ export async function measureLockHold(
   try {
     const writer = benchWriter(scratch)
     const base: ProtocolOptions = {lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}
-    const {tis, activeAssetIds: active, queue} = await readBenchWorld(scratch.db.knex)
+    const {tis, activeAssetIds: active} = await readBenchWorld(scratch.db.knex)
 
     const samples = {
       hold: {register_first: [] as number[], lock_first: [] as number[], floor: [] as number[]},
@@ -51,7 +51,6 @@ export async function measureLockHold(
             tiId: target.id,
             source: {dagId: target.dag_id, runId: target.run_id, taskId: target.task_id},
             assetIds: active,
-            queue: queue.map((q) => [q.asset_id, q.dag_id]),
           }
           const floor = await floorCompletion(client, plan)
           if (keep) {

@@ -205,12 +205,14 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
     `with ev as (
        select * from unnest($1::int[], $2::int[], $3::int[]) as e(event_id, asset_id, alias_id)
      ), reference as (
+       -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
+       -- asset, alias, name or uri), and consumer takes the distinct (event, asset, DAG) anyway.
        select ev.event_id, ev.asset_id, r.dag_id, 'id' as kind from ev join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
-       union
+       union all
        select ev.event_id, ev.asset_id, r.dag_id, 'alias' from ev join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
-       union
+       union all
        select ev.event_id, ev.asset_id, r.dag_id, 'name' from ev join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
-       union
+       union all
        select ev.event_id, ev.asset_id, r.dag_id, 'uri' from ev join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
      ), consumer as (
        select distinct reference.event_id, reference.asset_id, reference.dag_id,
