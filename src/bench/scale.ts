@@ -91,46 +91,34 @@ export async function runScale(server: ScratchServer, plan: ScalePlan, progress:
       facts.events,
     )
     await fs.rm(path.join(dir, 'export.ndjson'), {force: true})
+    // A dry run over a window, across every DAG (--all-dags needs a filter to mean it).
+    const overWindow = (command: string, since: Date, until?: Date) => [
+      command,
+      '--database-url',
+      url,
+      '--all-dags',
+      '--since',
+      since.toISOString(),
+      ...(until ? ['--until', until.toISOString()] : []),
+      '--dry-run',
+      '--yes',
+      '--ndjson',
+    ]
     await run(
       `replay-events missing mode over all ${facts.taskInstances} task instances (--dry-run)`,
-      // --all-dags needs a filter to mean it: a window that holds every end date.
-      ['replay-events', '--database-url', url, '--all-dags', '--since', '1970-01-01T00:00:00Z', '--dry-run', '--yes', '--ndjson'],
+      overWindow('replay-events', new Date(0)),
       facts.taskInstances,
     )
     // One day of end dates: a twentieth of the world.
     const day = await oneDay(scratch.db.executor)
     await run(
       `replay-events missing mode, one day of end dates (${day.tis} task instances, --dry-run)`,
-      [
-        'replay-events',
-        '--database-url',
-        url,
-        '--all-dags',
-        '--since',
-        day.since.toISOString(),
-        '--until',
-        day.until.toISOString(),
-        '--dry-run',
-        '--yes',
-        '--ndjson',
-      ],
+      overWindow('replay-events', day.since, day.until),
       day.tis,
     )
     await run(
       `complete, the newest day of runs by run_after (${day.runTis} running task instances, --dry-run)`,
-      [
-        'complete',
-        '--database-url',
-        url,
-        '--all-dags',
-        '--since',
-        day.runSince.toISOString(),
-        '--until',
-        day.runUntil.toISOString(),
-        '--dry-run',
-        '--yes',
-        '--ndjson',
-      ],
+      overWindow('complete', day.runSince, day.runUntil),
       day.runTis,
     )
 
