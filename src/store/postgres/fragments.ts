@@ -125,11 +125,13 @@ export function noEventOfThisTry(on: TryKey & {assetId: string; earliest: string
        and e."timestamp" > ${tryEventsFrom(on)})
    and not exists (
     select 1 from log l
-     cross join lateral jsonb_array_elements_text(case when l.extra like '{%"airlock"%' then l.extra::jsonb -> 'airlock' -> 'event_ids' end) as named(id)
+     -- log.extra is free text: read as JSON only on airlock's rows, and only the numbers its
+     -- event_ids holds (a path query never fails on a missing key or a scalar, as expanding would).
+     cross join lateral jsonb_path_query(case when l.extra like '{%"airlock"%' then l.extra::jsonb end,
+                                         '$.airlock.event_ids[*] ? (@.type() == "number")') as named(id)
       join asset_event e on e.id = named.id::int
      where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId} and l.map_index = ${on.mapIndex}
        and l.try_number = ${on.tryNumber} and l.event in ('success', 'airlock.replay-events')
-       and jsonb_typeof(case when l.extra like '{%"airlock"%' then l.extra::jsonb -> 'airlock' -> 'event_ids' end) = 'array'
        and ${eventOfKey})`
 }
 
