@@ -129,42 +129,37 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
     const server = await openScratchServer(adminUrl)
     this.onCleanup(() => server.dropAll())
     const wantsFiles = !quick || this.argv.some((arg) => /^(--out|--output|-o)(=|$)/.test(arg))
+    // The results go to --output (created if needed); nothing is written by a --quick run without it.
+    const writeResults = async (files: ReadonlyArray<readonly [string, string]>): Promise<string[]> => {
+      if (!wantsFiles) return []
+      await fs.mkdir(flags.output, {recursive: true})
+      const written: string[] = []
+      for (const [name, text] of files) {
+        await fs.writeFile(path.join(flags.output, name), text)
+        written.push(path.join(flags.output, name))
+      }
+      return written
+    }
+
     if (flags.scale) {
       const machine = await describeMachine(adminUrl)
       const scale = await runScale(server, {taskInstances: quick ? 2000 : flags['scale-tis'], eventsPerTi: flags['scale-events']}, (line) =>
         this.progress(line),
       )
-      const written: string[] = []
-      if (wantsFiles) {
-        await fs.mkdir(flags.output, {recursive: true})
-        for (const [name, text] of [
-          ['scale.md', scaleMarkdown(scale, machine)],
-          ['scale.json', JSON.stringify({machine, ...scale}, null, 2) + '\n'],
-        ] as const) {
-          await fs.writeFile(path.join(flags.output, name), text)
-          written.push(path.join(flags.output, name))
-        }
-      }
-
+      const written = await writeResults([
+        ['scale.md', scaleMarkdown(scale, machine)],
+        ['scale.json', JSON.stringify({machine, ...scale}, null, 2) + '\n'],
+      ])
       return {result: {machine, scale, written}}
     }
 
     const report = await runBench(server, plan, (line) => this.progress(line))
-    const written: string[] = []
-    if (wantsFiles) {
-      await fs.mkdir(flags.output, {recursive: true})
-      const caption = `${report.machine.cpus} × ${report.machine.cpuModel}, PostgreSQL ${report.machine.postgres}, ${report.machine.date}`
-      const files: Array<[string, string]> = [
-        ['results.md', benchMarkdown(report)],
-        ['results.json', JSON.stringify(report, null, 2) + '\n'],
-        ['lock-hold.svg', lockHoldChart(report.lockHold, caption)],
-      ]
-      for (const [name, text] of files) {
-        await fs.writeFile(path.join(flags.output, name), text)
-        written.push(path.join(flags.output, name))
-      }
-    }
-
+    const caption = `${report.machine.cpus} × ${report.machine.cpuModel}, PostgreSQL ${report.machine.postgres}, ${report.machine.date}`
+    const written = await writeResults([
+      ['results.md', benchMarkdown(report)],
+      ['results.json', JSON.stringify(report, null, 2) + '\n'],
+      ['lock-hold.svg', lockHoldChart(report.lockHold, caption)],
+    ])
     return {result: {...report, written}}
   }
 

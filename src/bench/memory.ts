@@ -3,6 +3,9 @@ import fs from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
+import {AirlockError} from '../errors.js'
+import {ExitCode} from '../exitCodes.js'
+
 /**
  * Peak resident memory of an airlock command run as an operator runs it (a child process of the
  * built CLI), read from /proc/<pid>/status VmHWM, the kernel's high-water mark, until it exits.
@@ -36,7 +39,12 @@ export async function peakRssOf(args: string[], acceptedExitCodes: readonly numb
   }, 50)
   const exitCode = await new Promise<number | null>((resolve) => child.on('close', resolve))
   clearInterval(timer)
-  if (exitCode === null || !acceptedExitCodes.includes(exitCode))
-    throw new Error(`airlock ${args[0]} exited ${exitCode} during the memory benchmark: ${stderr.trim()}`)
+  if (exitCode === null || !acceptedExitCodes.includes(exitCode)) {
+    const what = `airlock ${args[0]} exited ${exitCode ?? 'on a signal'} during the benchmark: ${stderr.trim()}`
+    // Its own documented exit (the server went away: 7; the schema: 8; …) is the benchmark's too;
+    // only a crash or its exit 1 is a bug.
+    if (exitCode === null || exitCode === ExitCode.internal) throw new Error(what)
+    throw new AirlockError('BENCH_COMMAND_FAILED', exitCode as ExitCode, what)
+  }
   return {args, peakRssMb: peakKb / 1024, seconds: (Date.now() - started) / 1000, exitCode}
 }

@@ -95,6 +95,14 @@ describe('airlock bench --quick', () => {
     expect(await fs.readFile(path.join(out, 'scale.md'), 'utf8')).toContain('What the audit found against what was planted')
   })
 
+  it('a command the benchmark runs that ends with its own documented exit passes that exit on, not exit 1 (a bug)', async () => {
+    // The built module: it finds the CLI next to dist/, as `airlock bench` runs it.
+    const {peakRssOf} = (await import(path.resolve('dist/src/bench/memory.js'))) as typeof import('../../src/bench/memory.js')
+    const failure = await peakRssOf(['complete', '--no-such-flag']).catch((error: unknown) => error)
+    expect(failure).toMatchObject({name: 'AirlockError', code: 'BENCH_COMMAND_FAILED', exit: 2})
+    expect((failure as Error).message).toContain('airlock complete exited 2')
+  })
+
   it('refuses to run next to a database that holds a real Airflow schema (exit 2)', async () => {
     const airflow = await createTestDatabase('empty', 1)
     databases.push(airflow)
