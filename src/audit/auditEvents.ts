@@ -46,7 +46,7 @@ export const classifyBatch = 5000
 
 /**
  * How the classification pass reads: one transaction holding one cursor. Its first FETCH waits for
- * the whole sort (about 45 s for 10 million events on two cores), so the statement timeout is an
+ * the whole sort (about 35 s for 10 million events on two cores), so the statement timeout is an
  * hour, not the five minutes of other reads; between FETCHes airlock only writes findings, so
  * five idle minutes mean a reader that stopped (a paused pager), and the server ends the session.
  */
