@@ -141,7 +141,7 @@ export interface LockedTaskInstance {
 
 export interface NewAssetEvent {
   assetId: number
-  /** JSON text of the event's extra ({} when none). */
+  /** JSON text of the event's extra ({} when none): one JSON value, as JSON.stringify writes it. */
   extra: string
 }
 

@@ -6,7 +6,9 @@ import type {AliasEmission, ConsumerDecision, InsertedEvent, NewAssetEvent, Regi
 
 /**
  * One multi-row INSERT … RETURNING for all of a task instance's events, whatever their number:
- * the arrays travel as two parameters and unnest server-side. Mirrors the asset_event row of
+ * the asset ids travel as one array and the extras as one JSON array (each extra is one JSON
+ * value, so the two zip by position in ROWS FROM; a text[] of extras cost a quoted array element
+ * and a cast per event), unnested server-side. Mirrors the asset_event row of
  * `AssetManager.register_asset_change` (airflow-core/src/airflow/assets/manager.py, Airflow 3.0): asset_id,
  * extra, the source task instance's key, and the timestamp, taken from the clock at insert time
  * (UTC, never backdated: before 3.4 the scheduler ignores events older than the last
@@ -17,15 +19,22 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
   const insert = prepared(
     'insert_events',
     `insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp"${partition ? ', partition_key' : ''})
-     select e.asset_id, e.extra::json, $1, $2, $3, $4::int, now.ts${partition ? ', $7::varchar' : ''}
-       from unnest($5::int[], $6::text[]) with ordinality as e(asset_id, extra, n)
+     select e.asset_id, e.extra, $1, $2, $3, $4::int, now.ts${partition ? ', $7::varchar' : ''}
+       from rows from (unnest($5::int[]), json_array_elements($6::json)) with ordinality as e(asset_id, extra, n)
       cross join (select clock_timestamp() as ts) as now
       order by e.n
      returning id, asset_id`,
   )
   return async (ex: Executor, source: TaskInstanceKey, events: readonly NewAssetEvent[], partitionKey: string | null): Promise<InsertedEvent[]> => {
     if (events.length === 0) return []
-    const values: unknown[] = [source.dagId, source.runId, source.taskId, source.mapIndex, events.map((e) => e.assetId), events.map((e) => e.extra)]
+    const values: unknown[] = [
+      source.dagId,
+      source.runId,
+      source.taskId,
+      source.mapIndex,
+      events.map((e) => e.assetId),
+      `[${events.map((e) => e.extra).join(',')}]`,
+    ]
     if (partition) values.push(partitionKey)
     const rows = await ex.query<{id: number; asset_id: number}>(insert(values))
     return rows.map((row) => ({eventId: row.id, assetId: row.asset_id}))
@@ -161,17 +170,31 @@ export function insertAliasEventLinks() {
  * key locks in different orders and deadlock. The text is chosen once per capability set.
  */
 export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>) {
+  const perEvent = capabilities.queueShape === 'per_event'
+  // Parameters are numbered as the text first names them; the caller fills them by slot.
+  const slots: QueueSlot[] = []
+  const param = (slot: QueueSlot, type: string) => `$${(slots.includes(slot) ? slots.indexOf(slot) : slots.push(slot) - 1) + 1}::${type}`
+  // Each branch unnests only the arrays it reads: a one-array unnest is PostgreSQL's fast path,
+  // where several arrays zip through ROWS FROM, and one CTE shared by four branches is
+  // materialised. The alias branch reads only the events emitted through an alias (usually
+  // none), so it costs nothing when there are none.
+  const byAsset = perEvent
+    ? `unnest(${param('eventIds', 'int[]')}, ${param('assetIds', 'int[]')}) as ev(event_id, asset_id)`
+    : `unnest(${param('assetIds', 'int[]')}) as ev(asset_id)`
+  const byAlias = perEvent
+    ? `unnest(${param('aliasEventIds', 'int[]')}, ${param('aliasAssetIds', 'int[]')}, ${param('aliasIds', 'int[]')}) as ev(event_id, asset_id, alias_id)`
+    : `unnest(${param('aliasAssetIds', 'int[]')}, ${param('aliasIds', 'int[]')}) as ev(asset_id, alias_id)`
+  const noPartitionKey = param('noPartitionKey', 'boolean')
+  const event = perEvent ? 'ev.event_id, ' : ''
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
-  const insert =
-    capabilities.queueShape === 'per_event'
-      ? `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at, asset_event_id)
-       select asset_id, dag_id, clock_timestamp(), event_id
-         from (select distinct event_id, asset_id, dag_id from consumer where kind = 'queued') as q
+  // consumer is distinct already on the queue row's key, and holds no other kind of row for it.
+  const insert = perEvent
+    ? `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at, asset_event_id)
+       select asset_id, dag_id, clock_timestamp(), event_id from consumer where kind = 'queued'
         order by dag_id, event_id
        returning asset_id, target_dag_id`
-      : `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
-       select asset_id, dag_id, clock_timestamp()
-         from (select distinct asset_id, dag_id from consumer where kind = 'queued') as q
+    : `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
+       select asset_id, dag_id, clock_timestamp() from consumer where kind = 'queued'
         order by asset_id, dag_id
        on conflict (asset_id, target_dag_id) do nothing
        returning asset_id, target_dag_id`
@@ -180,10 +203,10 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
       ? `reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false))`
       : `coalesce(d.is_paused, false)`
   const teams = capabilities.teamFilter
-    ? `left join lateral (select t.team_name from dag pd join dag_bundle_team t on t.dag_bundle_name = pd.bundle_name where pd.dag_id = $5) as source_team on true
+    ? `left join lateral (select t.team_name from dag pd join dag_bundle_team t on t.dag_bundle_name = pd.bundle_name where pd.dag_id = ${param('producerDag', 'text')}) as source_team on true
          left join lateral (select t.team_name from dag_bundle_team t where t.dag_bundle_name = d.bundle_name) as consumer_team on true
          left join dag_schedule_asset_reference sref on sref.asset_id = reference.asset_id and sref.dag_id = reference.dag_id
-         left join task_outlet_asset_reference oref on oref.dag_id = $5 and oref.task_id = $6 and oref.asset_id = reference.asset_id`
+         left join task_outlet_asset_reference oref on oref.dag_id = ${param('producerDag', 'text')} and oref.task_id = ${param('producerTask', 'text')} and oref.asset_id = reference.asset_id`
     : ''
   // _filter_dags_by_team: producer_pass, then the consumer-team filter when the outlet sets one.
   // The allow-lists are SQLAlchemy JSON columns: Python's None may be stored as JSON null, which
@@ -202,22 +225,20 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
     : ''
   const queue = prepared(
     `queue_${capabilities.queueShape}_${capabilities.consumerFilter}${capabilities.teamFilter ? '_teams' : ''}`,
-    `with ev as (
-       select * from unnest($1::int[], $2::int[], $3::int[]) as e(event_id, asset_id, alias_id)
-     ), reference as (
+    `with reference as (
        -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
-       -- asset, alias, name or uri), and consumer takes the distinct (event, asset, DAG) anyway.
-       select ev.event_id, ev.asset_id, r.dag_id, 'id' as kind from ev join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+       -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
+       select ${event}ev.asset_id, r.dag_id, 'id' as kind from ${byAsset} join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
        union all
-       select ev.event_id, ev.asset_id, r.dag_id, 'alias' from ev join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+       select ${event}ev.asset_id, r.dag_id, 'alias' from ${byAlias} join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
        union all
-       select ev.event_id, ev.asset_id, r.dag_id, 'name' from ev join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+       select ${event}ev.asset_id, r.dag_id, 'name' from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
        union all
-       select ev.event_id, ev.asset_id, r.dag_id, 'uri' from ev join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+       select ${event}ev.asset_id, r.dag_id, 'uri' from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
      ), consumer as (
-       select distinct reference.event_id, reference.asset_id, reference.dag_id,
-              case when ${partitioned} then (case when $4::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
-                   when $4::boolean then 'queued'
+       select distinct ${perEvent ? 'reference.event_id, ' : ''}reference.asset_id, reference.dag_id,
+              case when ${partitioned} then (case when ${noPartitionKey} then 'not_queued_by_airflow' else 'partition_mapper' end)
+                   when ${noPartitionKey} then 'queued'
                    else 'not_queued_by_airflow' end as kind
          from reference
          join dag d on d.dag_id = reference.dag_id
@@ -226,10 +247,10 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
      ), queued as (
        ${insert}
      )
+     -- Unsorted: callers count the rows and sort the DAG names they report.
      select 'queued' as kind, asset_id, target_dag_id as dag_id from queued
      union all
-     select distinct kind, asset_id, dag_id from consumer where kind <> 'queued'
-     order by 1, 2, 3`,
+     select distinct kind, asset_id, dag_id from consumer where kind <> 'queued'`,
   )
   return async (
     ex: Executor,
@@ -238,9 +259,21 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
     producer: {dagId: string; taskId: string} | null,
   ): Promise<ConsumerDecision[]> => {
     if (events.length === 0) return []
-    const values: unknown[] = [events.map((e) => e.eventId), events.map((e) => e.assetId), events.map((e) => e.aliasId), eventPartitionKey === null]
-    if (capabilities.teamFilter) values.push(producer?.dagId ?? null, producer?.taskId ?? null)
+    const throughAlias = events.filter((e) => e.aliasId !== null)
+    const bySlot: Record<QueueSlot, unknown> = {
+      assetIds: events.map((e) => e.assetId),
+      eventIds: events.map((e) => e.eventId),
+      aliasAssetIds: throughAlias.map((e) => e.assetId),
+      aliasEventIds: throughAlias.map((e) => e.eventId),
+      aliasIds: throughAlias.map((e) => e.aliasId),
+      noPartitionKey: eventPartitionKey === null,
+      producerDag: producer?.dagId ?? null,
+      producerTask: producer?.taskId ?? null,
+    }
+    const values = slots.map((slot) => bySlot[slot])
     const rows = await ex.query<{kind: ConsumerDecision['kind']; asset_id: number; dag_id: string}>(queue(values))
     return rows.map((row) => ({kind: row.kind, assetId: row.asset_id, dagId: row.dag_id}))
   }
 }
+
+type QueueSlot = 'assetIds' | 'eventIds' | 'aliasAssetIds' | 'aliasEventIds' | 'aliasIds' | 'noPartitionKey' | 'producerDag' | 'producerTask'
