@@ -58,6 +58,20 @@ describe('write transaction limits', () => {
   })
 })
 
+describe('sessions airlock opens', () => {
+  it('read limits on every statement outside a write transaction, and no JIT compiling', async () => {
+    const opened = await postgresEngine.open(test.url, {verb: 'test'})
+    try {
+      const [row] = await opened.executor.query<{lock: string; stmt: string; jit: string; app: string}>({
+        text: `select current_setting('lock_timeout') as lock, current_setting('statement_timeout') as stmt, current_setting('jit') as jit, current_setting('application_name') as app`,
+      })
+      expect(row).toEqual({lock: '10s', stmt: '5min', jit: 'off', app: 'airlock:test'})
+    } finally {
+      await opened.close()
+    }
+  })
+})
+
 describe('runTransaction', () => {
   it('a commit decision keeps what the work wrote; a rollback decision leaves nothing and is returned as data', async () => {
     const kept = await runTransaction(db, {

@@ -208,6 +208,11 @@ export const postgresEngine: Engine = {
             `-c lock_timeout=${Math.trunc(options.lockTimeoutMs ?? readLimits.lockTimeoutMs)}`,
             `-c statement_timeout=${Math.trunc(options.statementTimeoutMs ?? readLimits.statementTimeoutMs)}`,
             ...(idleMs === null ? [] : [`-c idle_in_transaction_session_timeout=${idleMs}`]),
+            // No JIT: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost,
+            // and airlock's scans of task_instance (a missing-events page, a selection's
+            // breakdown) pass it on a large database: 0.6-1.6 s of compiling for every page,
+            // more than the page's own work. See docs/bench.md.
+            '-c jit=off',
           ].join(' '),
           connectionTimeoutMillis: connectTimeoutMs,
         },
