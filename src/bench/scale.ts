@@ -227,12 +227,12 @@ async function explainStatements(scratch: Awaited<ReturnType<ScratchServer['crea
   await explainOf(
     'missing events: the first page over every task instance',
     'no index on end_date: task_instance is read whole by its primary key; each task instance then probes idx_asset_id_timestamp for its own events',
-    (ex) => store.selectTaskInstanceIds(ex, missing, undefined, 1000),
+    (ex) => store.selectTaskInstancePage(ex, missing, undefined, 1000),
   )
   await explainOf(
     'missing events: one day of end dates',
     'task_instance has no index on end_date: still read whole, the probes only for the day',
-    (ex) => store.selectTaskInstanceIds(ex, {...missing, since: day.since, until: day.until}, undefined, 1000),
+    (ex) => store.selectTaskInstancePage(ex, {...missing, since: day.since, until: day.until}, undefined, 1000),
   )
   await explainOf(
     'complete --since/--until: one page of runs, then their task instances',

@@ -3,7 +3,14 @@ import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
 import {openInputFile} from './inputFile.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
-import {selectTaskInstances, summarizeSelection, type SelectionBreakdown, type SelectionFilter} from './selection.js'
+import {
+  readWholeSelection,
+  selectTaskInstances,
+  summarizeRows,
+  summarizeSelection,
+  type SelectionBreakdown,
+  type SelectionFilter,
+} from './selection.js'
 import type {WorkItem} from './workItem.js'
 
 export interface SelectionRequest {
@@ -66,7 +73,8 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
   }
 
   const {db, store} = airflow
-  const {count, breakdown} = await summarizeSelection(store, db.executor, filter)
+  const whole = filter.missingEventsOnly ? await readWholeSelection(store, db.executor, filter) : undefined
+  const {count, breakdown} = whole ? summarizeRows(whole) : await summarizeSelection(store, db.executor, filter)
   const warnings: string[] = []
   if (count === 0 && filter.dagId) {
     const dagIds = await store.readDagIds(db.executor)
@@ -88,7 +96,10 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
   // task id looks exactly like "nothing to do".
   if (count === 0 && warnings.length === 0 && !filter.states && !filter.missingEventsOnly)
     warnings.push(`no task instance matches ${describeFilter(filter)}; check the run and task ids`)
-  return {count, breakdown, explicit: false, items: mapItems(selectTaskInstances(store, db.executor, filter)), warnings}
+  const items = whole
+    ? fromArray(whole.map((row) => ({ref: {tiId: row.id}, outletEvents: []})))
+    : mapItems(selectTaskInstances(store, db.executor, filter))
+  return {count, breakdown, explicit: false, items, warnings}
 }
 
 /** An array as the async stream the batch runner pulls from. */

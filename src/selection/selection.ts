@@ -1,5 +1,5 @@
 import type {Executor} from '../engine/engine.js'
-import {rangeOfRuns, type AirflowStore, type TaskInstanceFilter} from '../store/airflowStore.js'
+import {rangeOfRuns, type AirflowStore, type SelectedTaskInstance, type SelectionGroup, type TaskInstanceFilter} from '../store/airflowStore.js'
 
 /**
  * Which task instances a command works on, from the selection flags. Filters select task
@@ -14,6 +14,12 @@ export interface SelectionFilter extends TaskInstanceFilter {
 
 export const pageSize = 1000
 
+/**
+ * Task instances per page of a missing-events selection: each of its pages scans task_instance
+ * (see selectTaskInstancePage), so fewer, larger pages (ids, runs and states: about 2 MB).
+ */
+export const scanPageSize = 10_000
+
 /** Runs per page of a run_after range (their task instances are then paged by pageSize). */
 export const runPageSize = 200
 
@@ -27,8 +33,9 @@ export async function* selectTaskInstances(store: AirflowStore, ex: Executor, fi
   if (!rangeOfRuns(filter) || filter.afterId !== undefined) {
     yield* readAhead(
       budget,
-      (after: string | undefined, limit) => store.selectTaskInstanceIds(ex, filter, after ?? filter.afterId, limit),
-      (id) => id,
+      filter.missingEventsOnly ? scanPageSize : pageSize,
+      (after: SelectedTaskInstance | undefined, limit) => store.selectTaskInstancePage(ex, filter, after?.id ?? filter.afterId, limit),
+      (row) => row.id,
     )
     return
   }
@@ -39,6 +46,7 @@ export async function* selectTaskInstances(store: AirflowStore, ex: Executor, fi
     if (runs.length === 0) return
     yield* readAhead(
       budget,
+      pageSize,
       (after: {n: number; id: string} | undefined, limit) => store.selectTaskInstanceIdsOfRuns(ex, filter, runs, after, limit),
       (row) => row.id,
     )
@@ -53,16 +61,17 @@ export async function* selectTaskInstances(store: AirflowStore, ex: Executor, fi
  */
 async function* readAhead<Row>(
   budget: {remaining: number},
+  size: number,
   read: (after: Row | undefined, limit: number) => Promise<Row[]>,
   idOf: (row: Row) => string,
 ): AsyncGenerator<{tiId: string}> {
-  const page = (after: Row | undefined) => read(after, Math.min(pageSize, budget.remaining))
+  const page = (after: Row | undefined) => read(after, Math.min(size, budget.remaining))
   let next: Promise<Row[]> | undefined = budget.remaining > 0 ? page(undefined) : undefined
   try {
     while (next) {
       const rows = await next
       budget.remaining -= rows.length
-      next = rows.length === pageSize && budget.remaining > 0 ? page(rows.at(-1)) : undefined
+      next = rows.length === size && budget.remaining > 0 ? page(rows.at(-1)) : undefined
       // A failed read ahead surfaces when its page is awaited, not as an unhandled rejection now.
       next?.catch(() => undefined)
       for (const row of rows) yield {tiId: idOf(row)}
@@ -92,7 +101,44 @@ export async function summarizeSelection(
   filter: SelectionFilter,
 ): Promise<{count: number; breakdown: SelectionBreakdown}> {
   const groups = await store.summarizeTaskInstances(ex, filter, breakdownGroups + 1)
-  const truncated = groups.length > breakdownGroups
+  const {breakdown, listed} = breakdownOf(groups)
+  const count = breakdown.truncated ? await countSelection(store, ex, filter) : listed
+  return {count, breakdown}
+}
+
+/**
+ * A missing-events selection read whole, when it fits one page (undefined when it does not).
+ * Each of its pages scans task_instance and probes each task instance's events, and its
+ * breakdown would be one more such scan: the usual selection (a few missing task instances) is
+ * summarised from the page instead (summarizeRows), one scan where it took two.
+ */
+export async function readWholeSelection(store: AirflowStore, ex: Executor, filter: SelectionFilter): Promise<SelectedTaskInstance[] | undefined> {
+  const size = Math.min(scanPageSize, filter.limit ?? Number.POSITIVE_INFINITY)
+  const rows = await store.selectTaskInstancePage(ex, filter, filter.afterId, size)
+  return rows.length < size || size === filter.limit ? rows : undefined
+}
+
+/** The size and breakdown of a selection read whole (readWholeSelection). */
+export function summarizeRows(rows: readonly SelectedTaskInstance[]): {count: number; breakdown: SelectionBreakdown} {
+  const counts = new Map<string, SelectionGroup>()
+  for (const row of rows) {
+    const key = JSON.stringify([row.dagId, row.runId, row.state])
+    const group = counts.get(key) ?? {dagId: row.dagId, runId: row.runId, state: row.state, count: 0}
+    group.count++
+    counts.set(key, group)
+  }
+  // The grouped query's order: DAG, run, then state with no state last.
+  const byKey = (a: SelectionGroup, b: SelectionGroup) =>
+    compare(a.dagId, b.dagId) ||
+    compare(a.runId, b.runId) ||
+    (a.state === b.state ? 0 : a.state === null ? 1 : b.state === null ? -1 : compare(a.state, b.state))
+  return {count: rows.length, breakdown: breakdownOf([...counts.values()].sort(byKey)).breakdown}
+}
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+/** The breakdown of (DAG, run, state) groups in key order: the first breakdownGroups of them. */
+function breakdownOf(groups: readonly SelectionGroup[]): {breakdown: SelectionBreakdown; listed: number} {
   const runs: SelectionBreakdown['runs'] = []
   for (const group of groups.slice(0, breakdownGroups)) {
     let run = runs.at(-1)
@@ -103,8 +149,8 @@ export async function summarizeSelection(
     run.task_instances += group.count
     run.states[group.state ?? 'none'] = group.count
   }
-  const count = truncated ? await countSelection(store, ex, filter) : runs.reduce((sum, run) => sum + run.task_instances, 0)
-  return {count, breakdown: {runs, dags: new Set(runs.map((run) => run.dag_id)).size, truncated}}
+  const listed = runs.reduce((sum, run) => sum + run.task_instances, 0)
+  return {breakdown: {runs, dags: new Set(runs.map((run) => run.dag_id)).size, truncated: groups.length > breakdownGroups}, listed}
 }
 
 export async function countSelection(store: AirflowStore, ex: Executor, filter: SelectionFilter): Promise<number> {

@@ -66,8 +66,8 @@ export interface AirflowStore extends CatalogStore {
   countRunDeadlines(ex: Executor, dagRunId: number): Promise<number>
 
   // --- selection ------------------------------------------------------------------------------
-  /** One keyset page of task instance ids (id > after, ORDER BY id). */
-  selectTaskInstanceIds(ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<string[]>
+  /** One keyset page of the selection's task instances (id > after, ORDER BY id), with their run and state. */
+  selectTaskInstancePage(ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<SelectedTaskInstance[]>
   /** One keyset page of the runs of a run_after range, in (run_after, id) order. */
   selectRunPage(
     ex: Executor,
@@ -224,6 +224,14 @@ export interface ClearedTaskInstance {
 }
 
 /** How many selected task instances one run holds in one state (NULL: no state yet). */
+/** A task instance of a selection page: enough to list it in the selection's breakdown. */
+export interface SelectedTaskInstance {
+  id: string
+  dagId: string
+  runId: string
+  state: string | null
+}
+
 export interface SelectionGroup {
   dagId: string
   runId: string

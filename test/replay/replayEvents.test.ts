@@ -5,6 +5,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {replayMissingWriter} from '../../src/replay/replayMissingWriter.js'
+import {readWholeSelection, summarizeRows, summarizeSelection} from '../../src/selection/selection.js'
 import {runProtocol} from '../../src/protocol/protocol.js'
 import {envelope, runCli, startCli} from '../support/cli.js'
 import {airflowOf} from '../support/complete.js'
@@ -43,15 +44,29 @@ async function replayOne(tiId: string) {
 }
 
 describe('replay-events, missing mode', () => {
-  it('the missing-events selection is read once before its first page (counted and listed from one query, not counted again)', async () => {
+  it('a missing-events selection that fits one page is read once: counted, listed and worked from that page', async () => {
     await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true}).build()
     await loseEvents(['etl.task_1.out_1'])
     const result = await cli('replay-events', '--dag-id', 'etl', '--dry-run', '--verbose')
     expect(result.code).toBe(0)
-    // --verbose names each statement: the selection's grouped count, then its keyset pages.
-    const counts = result.stderr.split('\n').filter((line) => line.startsWith('sql "select s.dag_id, s.run_id, s.state, count(*)'))
-    expect(counts).toHaveLength(1)
+    // --verbose names each statement: one page of the selection, no grouped count, no second page.
+    const statements = result.stderr.split('\n')
+    expect(statements.filter((line) => line.startsWith('sql "select s.* from (select ti.id'))).toHaveLength(1)
+    expect(statements.filter((line) => line.startsWith('sql "select s.dag_id, s.run_id, s.state, count(*)'))).toHaveLength(0)
+    expect(result.stderr).toContain('Selected 1 task instance in 1 run of 1 DAG')
     expect(result.stdout).toContain('1 would replay')
+  })
+
+  it('the breakdown of a selection read whole is the grouped query’s, run by run and state by state', async () => {
+    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, runs: 3, state: 'success', emitted: true}).build()
+    await loseEvents(['etl.task_1.out_1', 'etl.task_3.out_2'])
+    const {db: database, store} = await airflowOf(db.knex)
+    const filter = {dagId: 'etl', runIds: [], taskIds: [], states: ['success'], timeColumn: 'end_date' as const, missingEventsOnly: true}
+    const whole = await readWholeSelection(store, database.executor, filter)
+    expect(whole).toHaveLength(6)
+    const fromPage = summarizeRows(whole!)
+    expect(fromPage).toEqual(await summarizeSelection(store, database.executor, filter))
+    expect(fromPage.breakdown.runs.map((run) => run.task_instances)).toEqual([2, 2, 2])
   })
 
   it('restores exactly the missing events and queue rows, writes provenance to the log, and a second run does nothing', async () => {

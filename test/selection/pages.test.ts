@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
 import type {Executor} from '../../src/engine/engine.js'
-import {pageSize, selectTaskInstances} from '../../src/selection/selection.js'
+import {pageSize, readWholeSelection, scanPageSize, selectTaskInstances} from '../../src/selection/selection.js'
 import type {AirflowStore} from '../../src/store/airflowStore.js'
 
 /** A store whose keyset pages come from an array of ids, recording each page query. */
@@ -9,10 +9,10 @@ function pagedStore(total: number): {store: AirflowStore; calls: Array<{after: s
   const ids = Array.from({length: total}, (_, i) => `id-${String(i).padStart(8, '0')}`)
   const calls: Array<{after: string | undefined; limit: number}> = []
   const store = {
-    selectTaskInstanceIds(_ex: Executor, _filter: unknown, after: string | undefined, limit: number) {
+    selectTaskInstancePage(_ex: Executor, _filter: unknown, after: string | undefined, limit: number) {
       calls.push({after, limit})
       const from = after === undefined ? 0 : ids.indexOf(after) + 1
-      return Promise.resolve(ids.slice(from, from + limit))
+      return Promise.resolve(ids.slice(from, from + limit).map((id) => ({id, dagId: 'etl', runId: 'r', state: 'success'})))
     },
   } as unknown as AirflowStore
   return {store, calls}
@@ -45,5 +45,21 @@ describe('selection pages', () => {
     for await (const _ of selectTaskInstances(store, {} as Executor, {...filter, limit: pageSize + 10})) n++
     expect(n).toBe(pageSize + 10)
     expect(calls.map((c) => c.limit)).toEqual([pageSize, 10])
+  })
+
+  it('a missing-events selection takes larger pages, each a scan of task_instance', async () => {
+    const {store, calls} = pagedStore(scanPageSize + 5)
+    let n = 0
+    for await (const _ of selectTaskInstances(store, {} as Executor, {...filter, missingEventsOnly: true})) n++
+    expect(n).toBe(scanPageSize + 5)
+    expect(calls.map((c) => c.limit)).toEqual([scanPageSize, scanPageSize])
+  })
+
+  it('a missing-events selection is read whole when it fits one page (or its --limit), not when it fills the page', async () => {
+    const missing = {...filter, missingEventsOnly: true}
+    expect(await readWholeSelection(pagedStore(scanPageSize - 1).store, {} as Executor, missing)).toHaveLength(scanPageSize - 1)
+    expect(await readWholeSelection(pagedStore(scanPageSize).store, {} as Executor, missing)).toBeUndefined()
+    expect(await readWholeSelection(pagedStore(scanPageSize * 2).store, {} as Executor, {...missing, limit: 7})).toHaveLength(7)
+    expect(await readWholeSelection(pagedStore(scanPageSize * 2).store, {} as Executor, {...missing, limit: scanPageSize + 1})).toBeUndefined()
   })
 })

@@ -30,7 +30,7 @@ import {
   readDagIds,
   readMissingOutlets,
   selectRunPage,
-  selectTaskInstanceIds,
+  selectTaskInstancePage,
   selectTaskInstanceIdsOfRuns,
   summarizeTaskInstances,
 } from './selection.js'
@@ -67,7 +67,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     clearTaskInstances: clearTaskInstances(clearFacts),
     requeueDagRun: requeueDagRun(),
     countRunDeadlines: countRunDeadlines(clearFacts),
-    selectTaskInstanceIds: selectTaskInstanceIds(),
+    selectTaskInstancePage: selectTaskInstancePage(),
     countTaskInstances: countTaskInstances(),
     selectRunPage: selectRunPage(),
     selectTaskInstanceIdsOfRuns: selectTaskInstanceIdsOfRuns(),
