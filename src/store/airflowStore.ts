@@ -195,7 +195,6 @@ export interface LogSubject {
 /** A log row about nothing in particular (a repair across task instances). */
 export const noLogSubject: LogSubject = {dagId: null, taskId: null, runId: null, mapIndex: null, tryNumber: null, logicalDate: null, owners: null}
 
-/** Which task instances a command works on. */
 /** Whether a selection is a range of runs by run_after: it is then paged run by run (selectRunPage), in (run_after, run, id) order. */
 export const rangeOfRuns = (filter: TaskInstanceFilter): boolean => filter.timeColumn !== 'end_date' && Boolean(filter.since || filter.until)
 
