@@ -5,6 +5,7 @@ import path from 'node:path'
 import type {Executor, Statement} from '../engine/engine.js'
 import {analyzeDatabase} from '../fixtures/admin.js'
 import {fillScaleWorld, scaleSeed, type ScaleWorldFacts} from '../fixtures/scaleWorld.js'
+import {scanPageSize} from '../selection/selection.js'
 import type {TaskInstanceFilter} from '../store/airflowStore.js'
 import {peakRssOf} from './memory.js'
 import type {ScratchServer} from './scratch.js'
@@ -226,13 +227,13 @@ async function explainStatements(scratch: Awaited<ReturnType<ScratchServer['crea
   )
   await explainOf(
     'missing events: the first page over every task instance',
-    'no index on end_date: task_instance is read whole by its primary key; each task instance then probes idx_asset_id_timestamp for its own events',
-    (ex) => store.selectTaskInstancePage(ex, missing, undefined, 1000),
+    'no index on end_date: task_instance is read in one sequential scan, its outlets joined by hash; each task instance then probes idx_asset_id_timestamp for its own events',
+    (ex) => store.selectTaskInstancePage(ex, missing, undefined, scanPageSize),
   )
   await explainOf(
     'missing events: one day of end dates',
-    'task_instance has no index on end_date: still read whole, the probes only for the day',
-    (ex) => store.selectTaskInstancePage(ex, {...missing, since: day.since, until: day.until}, undefined, 1000),
+    'task_instance has no index on end_date: one sequential scan still, the probes only for the day',
+    (ex) => store.selectTaskInstancePage(ex, {...missing, since: day.since, until: day.until}, undefined, scanPageSize),
   )
   await explainOf(
     'complete --since/--until: one page of runs, then their task instances',
