@@ -4,7 +4,8 @@ import {closeMatches} from '../input/closeMatches.js'
 import {openInputFile} from './inputFile.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {
-  readWholeSelection,
+  pagesFrom,
+  readFirstScanPage,
   selectTaskInstances,
   summarizeRows,
   summarizeSelection,
@@ -73,8 +74,8 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
   }
 
   const {db, store} = airflow
-  const whole = filter.missingEventsOnly ? await readWholeSelection(store, db.executor, filter) : undefined
-  const {count, breakdown} = whole ? summarizeRows(whole) : await summarizeSelection(store, db.executor, filter)
+  const first = filter.missingEventsOnly ? await readFirstScanPage(store, db.executor, filter) : undefined
+  const {count, breakdown} = first?.whole ? summarizeRows(first.rows) : await summarizeSelection(store, db.executor, filter)
   const warnings: string[] = []
   if (count === 0 && filter.dagId) {
     const dagIds = await store.readDagIds(db.executor)
@@ -96,9 +97,7 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
   // task id looks exactly like "nothing to do".
   if (count === 0 && warnings.length === 0 && !filter.states && !filter.missingEventsOnly)
     warnings.push(`no task instance matches ${describeFilter(filter)}; check the run and task ids`)
-  const items = whole
-    ? fromArray(whole.map((row) => ({ref: {tiId: row.id}, outletEvents: []})))
-    : mapItems(selectTaskInstances(store, db.executor, filter))
+  const items = mapItems(first ? pagesFrom(store, db.executor, filter, first) : selectTaskInstances(store, db.executor, filter))
   return {count, breakdown, explicit: false, items, warnings}
 }
 

@@ -107,18 +107,37 @@ export async function summarizeSelection(
 }
 
 /**
- * A missing-events selection read whole, when it fits one page (undefined when it does not).
- * Each of its pages scans task_instance and probes each task instance's events, and its
- * breakdown would be one more such scan: the usual selection (a few missing task instances) is
- * summarised from the page instead (summarizeRows), one scan where it took two.
+ * The first page of a missing-events selection, and whether it is the whole selection (shorter
+ * than a page, or all its --limit). Each page scans task_instance and probes each task instance's
+ * events, and a breakdown would be one more such scan: the usual selection (a few missing task
+ * instances) is summarised from this page instead (summarizeRows), one scan where it took two.
+ * The page is worked either way (pagesFrom), never read again.
  */
-export async function readWholeSelection(store: AirflowStore, ex: Executor, filter: SelectionFilter): Promise<SelectedTaskInstance[] | undefined> {
+export async function readFirstScanPage(
+  store: AirflowStore,
+  ex: Executor,
+  filter: SelectionFilter,
+): Promise<{rows: SelectedTaskInstance[]; whole: boolean}> {
   const size = Math.min(scanPageSize, filter.limit ?? Number.POSITIVE_INFINITY)
   const rows = await store.selectTaskInstancePage(ex, filter, filter.afterId, size)
-  return rows.length < size || size === filter.limit ? rows : undefined
+  return {rows, whole: rows.length < size || size === filter.limit}
 }
 
-/** The size and breakdown of a selection read whole (readWholeSelection). */
+/** The selection from a first page already read (readFirstScanPage): its rows, then the pages after its last id. */
+export async function* pagesFrom(
+  store: AirflowStore,
+  ex: Executor,
+  filter: SelectionFilter,
+  first: {rows: readonly SelectedTaskInstance[]; whole: boolean},
+): AsyncGenerator<{tiId: string}> {
+  for (const row of first.rows) yield {tiId: row.id}
+  const last = first.rows.at(-1)
+  if (first.whole || !last) return
+  const limit = filter.limit === undefined ? undefined : filter.limit - first.rows.length
+  yield* selectTaskInstances(store, ex, {...filter, afterId: last.id, limit})
+}
+
+/** The size and breakdown of a selection read whole (readFirstScanPage). */
 export function summarizeRows(rows: readonly SelectedTaskInstance[]): {count: number; breakdown: SelectionBreakdown} {
   const counts = new Map<string, SelectionGroup>()
   for (const row of rows) {

@@ -222,7 +222,6 @@ export interface ClearedTaskInstance {
   newId: string
 }
 
-/** How many selected task instances one run holds in one state (NULL: no state yet). */
 /** A task instance of a selection page: enough to list it in the selection's breakdown. */
 export interface SelectedTaskInstance {
   id: string
@@ -231,6 +230,7 @@ export interface SelectedTaskInstance {
   state: string | null
 }
 
+/** How many selected task instances one run holds in one state (NULL: no state yet). */
 export interface SelectionGroup {
   dagId: string
   runId: string

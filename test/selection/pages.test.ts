@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
 import type {Executor} from '../../src/engine/engine.js'
-import {pageSize, readWholeSelection, runPageSize, scanPageSize, selectTaskInstances} from '../../src/selection/selection.js'
+import {pagesFrom, pageSize, readFirstScanPage, runPageSize, scanPageSize, selectTaskInstances} from '../../src/selection/selection.js'
 import type {AirflowStore} from '../../src/store/airflowStore.js'
 
 const pad = (n: number) => String(n).padStart(8, '0')
@@ -101,9 +101,27 @@ describe('selection pages', () => {
   })
 
   it('a missing-events selection is read whole when it fits one page (or its --limit), not when it fills the page', async () => {
-    expect(await readWholeSelection(pagedStore(scanPageSize - 1).store, {} as Executor, missing)).toHaveLength(scanPageSize - 1)
-    expect(await readWholeSelection(pagedStore(scanPageSize).store, {} as Executor, missing)).toBeUndefined()
-    expect(await readWholeSelection(pagedStore(scanPageSize * 2).store, {} as Executor, {...missing, limit: 7})).toHaveLength(7)
-    expect(await readWholeSelection(pagedStore(scanPageSize * 2).store, {} as Executor, {...missing, limit: scanPageSize + 1})).toBeUndefined()
+    const first = async (total: number, limit?: number) => {
+      const page = await readFirstScanPage(pagedStore(total).store, {} as Executor, {...missing, limit})
+      return [page.rows.length, page.whole]
+    }
+    expect(await first(scanPageSize - 1)).toEqual([scanPageSize - 1, true])
+    expect(await first(scanPageSize)).toEqual([scanPageSize, false])
+    expect(await first(scanPageSize * 2, 7)).toEqual([7, true])
+    expect(await first(scanPageSize * 2, scanPageSize + 1)).toEqual([scanPageSize, false])
+  })
+
+  it('a first page that is not the whole selection is worked, then the pages after it: every id once, the first page never read again', async () => {
+    const {store, calls} = pagedStore(scanPageSize * 2 + 5)
+    const first = await readFirstScanPage(store, {} as Executor, {...missing, limit: scanPageSize * 2})
+    const seen: string[] = []
+    for await (const {tiId} of pagesFrom(store, {} as Executor, {...missing, limit: scanPageSize * 2}, first)) seen.push(tiId)
+    expect(seen).toHaveLength(scanPageSize * 2)
+    expect(new Set(seen).size).toBe(seen.length)
+    expect([...seen].sort()).toEqual(seen)
+    expect(calls.byId).toEqual([
+      {after: undefined, limit: scanPageSize},
+      {after: seen[scanPageSize - 1], limit: scanPageSize},
+    ])
   })
 })
