@@ -20,12 +20,17 @@ export default class ReplayEvents extends AirlockCommand<BatchReport<ItemJson | 
   static override description = prose(`Three modes.
 
 Missing (the default): successful task instances (selection flags; --since/--until on end_date)
-whose active declared outlets have no event attributed to them since they started. Each goes
-through the same protocol as complete: register the missing events and queue their consumers,
-lock the row, recheck that it is still success and the events still missing (another replayer may
-have won), commit or roll back. Outcomes: replayed, nothing_missing, not_emitted, changed.
-A try marked success without events on purpose (through Airflow's REST API or UI, which emit
-none, or complete --no-events) is not_emitted and left alone unless --include-marked-success.
+whose active declared outlets have no event of their last try. Each goes through the same
+protocol as complete: register the missing events and queue their consumers, lock the row,
+recheck that it is still success, the events still missing and the evidence unchanged, commit or
+roll back. Outcomes: replayed, nothing_missing, not_emitted, unknown, changed.
+
+Only tries whose events were written and then lost are replayed: Airflow's worker logged the
+success (Airflow 3.2+), or airlock wrote the events. A try marked success without events on
+purpose (Airflow's REST API or UI, a dags test, complete --no-events) is not_emitted, left alone
+unless --include-marked-success. A try nothing can tell about (a bulk mark in the UI leaves no
+log row; Airflow 3.0 and 3.1 log no worker success) is unknown, replayed only with
+--include-unknown. Either flag starts the consumer DAGs of what it replays.
 
 --event-id N: re-emit existing events as new ones (same asset, extra, partition key, source,
 aliases) and queue their consumers again, so downstream DAGs run again.
@@ -78,7 +83,13 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     extra: Flags.string({description: 'Missing mode: JSON object for the extra of replayed events (default {}).', helpGroup: 'WRITING'}),
     'include-marked-success': Flags.boolean({
       description:
-        'Missing mode: also replay for tries marked success without events on purpose (REST API or UI mark-success, complete --no-events); by default they are reported not_emitted.',
+        'Missing mode: also replay for tries marked success without events on purpose (REST API or UI mark-success, dags test, complete --no-events); by default they are reported not_emitted.',
+      default: false,
+      helpGroup: 'MODE',
+    }),
+    'include-unknown': Flags.boolean({
+      description:
+        'Missing mode: also replay for tries the database cannot tell lost from marked success (a bulk mark, or Airflow 3.0/3.1 without a worker log row); by default they are reported unknown.',
       default: false,
       helpGroup: 'MODE',
     }),
@@ -89,7 +100,12 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     const mode = modeFrom(flags)
     const {lockTimeoutMs, statementTimeoutMs} = timeoutsFromFlags(flags)
     const defaultExtra = flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}'
-    const checkpoint = await Checkpoint.open(flags.checkpoint, fingerprintOf({mode, defaultExtra}))
+    // What a replay writes depends on which evidence it accepts: a resumed run must accept the same.
+    const accepts = {
+      ...(flags['include-marked-success'] ? {includeMarkedSuccess: true} : {}),
+      ...(flags['include-unknown'] ? {includeUnknown: true} : {}),
+    }
+    const checkpoint = await Checkpoint.open(flags.checkpoint, fingerprintOf({mode, defaultExtra, ...accepts}))
     const airflow = await this.openAirflow(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1, lockTimeoutMs, writes: 'replay-events'})
     const {count, breakdown, source} = await countReplay(airflow, mode, checkpoint)
     if (checkpoint.resumeFrom !== null) this.progress(`resuming from ${flags.checkpoint}: ${checkpoint.resumedDone} items already done`)
@@ -99,7 +115,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       action: mode.kind === 'missing' ? 'replay the missing events of' : 're-emit',
       noun: mode.kind === 'missing' ? 'task instances' : 'events',
       label: 'replay-events',
-      doneOutcomes: ['replayed', 'would_replay', 'nothing_missing', 'not_emitted', 'skipped_existing'],
+      doneOutcomes: ['replayed', 'would_replay', 'nothing_missing', 'not_emitted', 'unknown', 'skipped_existing'],
       yes: flags.yes,
       dryRun: flags['dry-run'],
       outputFile: flags.output,
@@ -117,6 +133,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
         airlockVersion: this.config.version,
         actor: flags.actor,
         includeMarkedSuccess: flags['include-marked-success'],
+        includeUnknown: flags['include-unknown'],
         checkpoint,
         source,
         shouldStop,

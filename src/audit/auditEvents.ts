@@ -1,3 +1,4 @@
+import {describeEvidence, verdictOf, type TryVerdict} from '../airflow/tryEvidence.js'
 import {readLimits} from '../engine/engine.js'
 import {selectTaskInstances} from '../selection/selection.js'
 import type {ClassifiedEvent, EventFilter} from '../store/airflowStore.js'
@@ -11,12 +12,24 @@ export const eventClasses = [
   'superseded_by_rerun',
   'duplicate',
   'missing_events',
+  'missing_unknown',
+  'not_emitted',
   'queue_orphan',
 ] as const
 export type AuditClass = (typeof eventClasses)[number]
-/** Classes that are findings; ok, external and superseded_by_rerun are legitimate. */
-export const findingClasses: readonly AuditClass[] = ['orphan_missing_ti', 'orphan_not_success', 'duplicate', 'missing_events', 'queue_orphan']
+/** Classes that are findings; ok, external, superseded_by_rerun and not_emitted are legitimate. */
+export const findingClasses: readonly AuditClass[] = [
+  'orphan_missing_ti',
+  'orphan_not_success',
+  'duplicate',
+  'missing_events',
+  'missing_unknown',
+  'queue_orphan',
+]
 export const defaultFailOn: readonly AuditClass[] = ['duplicate', 'orphan_missing_ti', 'orphan_not_success', 'missing_events']
+
+/** The audit class of a successful try missing its events, by what its evidence says. */
+const missingClassOf: Record<TryVerdict, AuditClass> = {lost: 'missing_events', unknown: 'missing_unknown', deliberate: 'not_emitted'}
 
 export interface Finding {
   class: AuditClass
@@ -107,6 +120,9 @@ export async function auditEvents(
     })
   }
 
+  // The same selection as replay-events' missing mode, each try with its evidence: missing_events
+  // is exactly what a replay writes by default (the events were written, then lost), missing_unknown
+  // what it writes only with --include-unknown, and a try marked success on purpose is not_emitted.
   const selection = {
     dagId: filter.sourceDagId,
     runIds: [],
@@ -116,20 +132,23 @@ export async function auditEvents(
     timeColumn: 'end_date' as const,
     states: ['success'],
     missingEventsOnly: true,
-    // A try marked success without events on purpose is not missing anything.
-    excludeDeliberatelySilent: true,
   }
   if (filter.assets.length === 0) {
     options.onStage?.('looking for successful task instances missing their events…')
-    for await (const ref of selectTaskInstances(store, pool, selection)) {
-      counts.missing_events++
-      const {tiId} = ref
+    for await (const {tiId, row} of selectTaskInstances(store, pool, selection)) {
+      const kind = row?.evidence ?? 'unknown'
+      const cls = missingClassOf[verdictOf[kind]]
+      counts[cls]++
+      if (cls === 'not_emitted') continue
       onFinding({
-        ...blank('missing_events'),
+        ...blank(cls),
         ti_id: tiId,
-        evidence:
-          'successful task instance: an active declared outlet has no event of its last try, and nothing says it succeeded without events on purpose',
-        suggestion: `airlock replay-events --ti-id ${tiId}`,
+        source_dag_id: row?.dagId ?? null,
+        source_run_id: row?.runId ?? null,
+        source_task_id: row?.taskId ?? null,
+        source_map_index: row?.mapIndex ?? null,
+        evidence: `an active declared outlet has no event of its last try; ${describeEvidence({kind, log: null})}`,
+        suggestion: cls === 'missing_events' ? `airlock replay-events --ti-id ${tiId}` : `airlock replay-events --include-unknown --ti-id ${tiId}`,
       })
     }
   }

@@ -1,3 +1,4 @@
+import {replayableKinds} from '../airflow/tryEvidence.js'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -211,7 +212,7 @@ async function explainStatements(scratch: Awaited<ReturnType<ScratchServer['crea
     timeColumn: 'end_date',
     states: ['success'],
     missingEventsOnly: true,
-    excludeDeliberatelySilent: true,
+    evidence: replayableKinds({}),
   }
   await explainOf('audit-events: count of sourced and external events', 'one scan for the total the progress line counts toward', (ex) =>
     store.countEventSources(ex, all),

@@ -1,4 +1,5 @@
 import {activeOutlets, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
+import {describeEvidence, replayableKinds, verdictOf, type TryEvidence} from '../airflow/tryEvidence.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
@@ -7,8 +8,10 @@ import type {AirflowStore} from '../store/airflowStore.js'
 export type ReplayOutcome =
   | {outcome: 'replayed'}
   | {outcome: 'nothing_missing'}
-  /** The try succeeded without events on purpose (marked success through the REST API or UI, or complete --no-events): nothing replayed. */
+  /** The try succeeded without events on purpose (marked success through the REST API or UI, a dags test, complete --no-events): nothing replayed. */
   | {outcome: 'not_emitted'; detail: string}
+  /** Nothing says whether the events were lost or never meant to be (a bulk mark; Airflow before 3.2): nothing replayed. */
+  | {outcome: 'unknown'; detail: string}
   /** The task instance is not (or no longer) success: nothing replayed. */
   | {outcome: 'changed'; previousState: StoredState}
 
@@ -20,19 +23,24 @@ export interface ReplaySettings {
   actor?: string | undefined
   /** Replay for tries that succeeded without events on purpose too (--include-marked-success). */
   includeMarkedSuccess?: boolean | undefined
+  /** Replay for tries the database cannot tell lost from deliberate (--include-unknown). */
+  includeUnknown?: boolean | undefined
 }
 
-type ReplayRegistration = Registration & {missing: number[]; logId: number | null; silent: boolean}
+type ReplayRegistration = Registration & {missing: number[]; logId: number | null; refused: ReplayOutcome | null}
 
 /** log.event of a replay; varchar(60) in Airflow. */
 export const replayLogEvent = 'airlock.replay-events'
 
 /**
  * replay-events, missing mode, as a protocol writer: expected state `success`; registers an event
- * for each active declared outlet that has none attributed to the task instance since its
- * start_date (fresh UTC timestamps, never backdated), queues their consumers, and writes the
- * provenance into the audit log. Under the lock it rechecks that the task instance is still
- * success AND the events are still missing (another replayer may have committed them first).
+ * for each active declared outlet that has none of this try, when the database says the events
+ * were lost (fresh UTC timestamps, never backdated), queues their consumers, and writes the
+ * provenance into the audit log. A try marked success without events on purpose is
+ * `not_emitted`, one the database cannot tell about `unknown`: replaying either would start
+ * downstream DAGs nobody asked for, so each is written only when the operator asks
+ * (--include-marked-success, --include-unknown). Under the lock it rechecks that the task
+ * instance is still success, the events still missing and the evidence unchanged.
  */
 export function replayMissingWriter(
   store: AirflowStore,
@@ -40,6 +48,15 @@ export function replayMissingWriter(
 ): Writer<ReplayOutcome, unknown, ReplayRegistration, {logId: number}> {
   const identity = auditIdentity()
   const changed = (state: StoredState): ReplayOutcome => ({outcome: 'changed', previousState: state})
+  const replayable = new Set(replayableKinds(settings))
+  // What the evidence decides, when it does not allow the replay.
+  const refusal = (evidence: TryEvidence): ReplayOutcome | null => {
+    if (replayable.has(evidence.kind)) return null
+    const why = describeEvidence(evidence)
+    return verdictOf[evidence.kind] === 'deliberate'
+      ? {outcome: 'not_emitted', detail: `${why}; --include-marked-success replays them anyway (their consumers will run)`}
+      : {outcome: 'unknown', detail: `${why}; --include-unknown replays them (their consumers will run)`}
+  }
   return {
     verb: 'replay',
     readsOutlets: true,
@@ -47,13 +64,11 @@ export function replayMissingWriter(
     decideBeforeRegistering: (ti) => (ti.state === 'success' ? undefined : changed(ti.state)),
     async register(tx, ti) {
       const active = activeOutlets(ti)
-      const missing = await store.readMissingOutlets(tx, ti, [...new Set(active.map((o) => o.assetId))])
-      if (missing.length === 0) return {events: [], consumers: [], warnings: [], missing, logId: null, silent: false}
-      // Lost, or never emitted? An operator's mark-success emits nothing on purpose; replaying it
-      // would trigger downstream DAGs nobody asked for.
-      if (!settings.includeMarkedSuccess && (await store.isDeliberatelySilent(tx, ti))) {
-        return {events: [], consumers: [], warnings: [], missing: [], logId: null, silent: true}
-      }
+      const {assetIds: missing, evidence} = await store.readMissingOutlets(tx, ti, [...new Set(active.map((o) => o.assetId))])
+      const nothing = {events: [], consumers: [], warnings: [], missing, logId: null}
+      if (missing.length === 0) return {...nothing, refused: null}
+      const refused = refusal(evidence)
+      if (refused) return {...nothing, refused}
       const events = await store.insertAssetEvents(
         tx,
         ti,
@@ -71,30 +86,26 @@ export function replayMissingWriter(
           ti: tiKey(ti),
           assets: names,
           event_ids: events.map((e) => e.eventId),
+          evidence: evidence.kind,
         },
       }
       const {logId} = await store.insertLogRow(tx, {...ti, owners: settings.actor ?? identity.os_user}, replayLogEvent, JSON.stringify(extra))
       const registration = await queueEventConsumers(store, tx, ti, {events, aliasesOfEvent: new Map(), warnings: []})
-      return {...registration, missing, logId, silent: false}
+      return {...registration, missing, logId, refused: null}
     },
     decideAfterRegistering(registration) {
-      if (registration.silent) {
-        return {
-          outcome: 'not_emitted',
-          detail:
-            'this try was marked success without events (through the REST API or UI, or complete --no-events); --include-marked-success replays them anyway',
-        }
-      }
+      if (registration.refused) return registration.refused
       return registration.missing.length === 0 ? {outcome: 'nothing_missing'} : undefined
     },
     async decideUnderLock(tx, lockedState, ti, registration) {
       if (lockedState !== 'success') return changed(lockedState)
-      const stillMissing = await store.readMissingOutlets(
-        tx,
-        ti,
-        registration.missing,
-        registration.events.map((e) => e.eventId),
-      )
+      const {assetIds: stillMissing, evidence} = await store.readMissingOutlets(tx, ti, registration.missing, {
+        eventIds: registration.events.map((e) => e.eventId),
+        logId: registration.logId,
+      })
+      // A mark-success logged since the unlocked read (its row commits before the state change).
+      const refused = refusal(evidence)
+      if (refused) return refused
       if (stillMissing.length === registration.missing.length) return 'commit'
       if (stillMissing.length === 0) return {outcome: 'nothing_missing'}
       // Another replayer committed part of the set: start over from a fresh read.

@@ -22,6 +22,7 @@ export const replayOutcomes = {
   replayed: ExitCode.ok,
   nothing_missing: ExitCode.ok,
   not_emitted: ExitCode.ok,
+  unknown: ExitCode.ok,
   changed: ExitCode.conflict,
   skipped_existing: ExitCode.ok,
   not_found: ExitCode.notFound,
@@ -59,6 +60,7 @@ export interface ReplayRun {
   airlockVersion: string
   actor?: string | undefined
   includeMarkedSuccess?: boolean | undefined
+  includeUnknown?: boolean | undefined
   checkpoint: Checkpoint
   shouldStop: () => boolean
   onItem: (item: ItemJson | EventItemJson, tally: Tally<ReplayOutcomeName>) => void
@@ -111,6 +113,7 @@ export async function runReplay(airflow: AirflowDatabase, run: ReplayRun): Promi
       airlockVersion: run.airlockVersion,
       actor: run.actor,
       includeMarkedSuccess: run.includeMarkedSuccess,
+      includeUnknown: run.includeUnknown,
     })
     const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
     if (mode.selection.tiIds.length > 0 && selection.tiIds.length === 0) return {tally, interrupted: false}

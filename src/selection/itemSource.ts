@@ -7,6 +7,7 @@ import {
   pagesFrom,
   readFirstScanPage,
   selectTaskInstances,
+  type SelectedRef,
   summarizeRows,
   summarizeSelection,
   type SelectionBreakdown,
@@ -119,8 +120,8 @@ async function* take<T>(items: AsyncIterable<T>, limit: number): AsyncGenerator<
   }
 }
 
-async function* mapItems(refs: AsyncIterable<WorkItem['ref']>): AsyncGenerator<WorkItem> {
-  for await (const ref of refs) yield {ref, outletEvents: []}
+async function* mapItems(refs: AsyncIterable<SelectedRef>): AsyncGenerator<WorkItem> {
+  for await (const {tiId} of refs) yield {ref: {tiId}, outletEvents: []}
 }
 
 /** The filter flags as the operator wrote them, for a message. */

@@ -12,6 +12,12 @@ export interface SelectionFilter extends TaskInstanceFilter {
   afterId?: string | undefined
 }
 
+/** A selected task instance: its id, and its row where the page read one (paged by id). */
+export interface SelectedRef {
+  tiId: string
+  row?: SelectedTaskInstance
+}
+
 export const pageSize = 1000
 
 /**
@@ -28,14 +34,14 @@ export const runPageSize = 200
  * A run_after range (`--since/--until`, not resumed from a checkpoint) is paged run by run in
  * (run_after, run, id) order, so it costs what it selects; any other selection by task instance id.
  */
-export async function* selectTaskInstances(store: AirflowStore, ex: Executor, filter: SelectionFilter): AsyncGenerator<{tiId: string}> {
+export async function* selectTaskInstances(store: AirflowStore, ex: Executor, filter: SelectionFilter): AsyncGenerator<SelectedRef> {
   const budget = {remaining: filter.limit ?? Number.POSITIVE_INFINITY}
   if (!rangeOfRuns(filter) || filter.afterId !== undefined) {
     yield* readAhead(
       budget,
       filter.missingEventsOnly ? scanPageSize : pageSize,
       (after: SelectedTaskInstance | undefined, limit) => store.selectTaskInstancePage(ex, filter, after?.id ?? filter.afterId, limit),
-      (row) => row.id,
+      (row) => ({tiId: row.id, row}),
     )
     return
   }
@@ -48,7 +54,7 @@ export async function* selectTaskInstances(store: AirflowStore, ex: Executor, fi
       budget,
       pageSize,
       (after: {n: number; id: string} | undefined, limit) => store.selectTaskInstanceIdsOfRuns(ex, filter, runs, after, limit),
-      (row) => row.id,
+      (row) => ({tiId: row.id}),
     )
     if (runs.length < runPageSize) return
     afterRun = runs.at(-1)
@@ -63,8 +69,8 @@ async function* readAhead<Row>(
   budget: {remaining: number},
   size: number,
   read: (after: Row | undefined, limit: number) => Promise<Row[]>,
-  idOf: (row: Row) => string,
-): AsyncGenerator<{tiId: string}> {
+  refOf: (row: Row) => SelectedRef,
+): AsyncGenerator<SelectedRef> {
   const page = (after: Row | undefined) => read(after, Math.min(size, budget.remaining))
   let next: Promise<Row[]> | undefined = budget.remaining > 0 ? page(undefined) : undefined
   try {
@@ -74,7 +80,7 @@ async function* readAhead<Row>(
       next = rows.length === size && budget.remaining > 0 ? page(rows.at(-1)) : undefined
       // A failed read ahead surfaces when its page is awaited, not as an unhandled rejection now.
       next?.catch(() => undefined)
-      for (const row of rows) yield {tiId: idOf(row)}
+      for (const row of rows) yield refOf(row)
     }
   } finally {
     // Stopped early (an interrupt, a failure): the page read ahead is awaited, never left running.
@@ -129,8 +135,8 @@ export async function* pagesFrom(
   ex: Executor,
   filter: SelectionFilter,
   first: {rows: readonly SelectedTaskInstance[]; whole: boolean},
-): AsyncGenerator<{tiId: string}> {
-  for (const row of first.rows) yield {tiId: row.id}
+): AsyncGenerator<SelectedRef> {
+  for (const row of first.rows) yield {tiId: row.id, row}
   const last = first.rows.at(-1)
   if (first.whole || !last) return
   const limit = filter.limit === undefined ? undefined : filter.limit - first.rows.length

@@ -1,6 +1,7 @@
 import type {EventLine} from '../airflow/eventLine.js'
 import type {PrimaryKeys, SchemaShape} from '../airflow/schema.js'
 import type {StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
+import type {TryEvidence, TryEvidenceKind} from '../airflow/tryEvidence.js'
 import type {Executor} from '../engine/engine.js'
 
 /**
@@ -43,10 +44,17 @@ export interface AirflowStore extends CatalogStore {
   insertLogRow(ex: Executor, subject: LogSubject, event: string, extra: string): Promise<{logId: number}>
   /** How a writer learns, after a lost COMMIT, whether its transaction landed. */
   logRowExists(ex: Executor, logId: number): Promise<boolean>
-  /** Which of the given assets have no event attributed to this task instance since it started. */
-  readMissingOutlets(ex: Executor, ti: TaskInstanceContext, assetIds: readonly number[], ignoreEventIds?: readonly number[]): Promise<number[]>
-  /** Whether this try succeeded without events on purpose: marked success through the REST API or UI, or `complete --no-events`. */
-  isDeliberatelySilent(ex: Executor, ti: TaskInstanceContext): Promise<boolean>
+  /**
+   * Which of the given assets have no event of this task instance's try, and the strongest
+   * evidence of how the try came to be success (lost events, or marked success without them).
+   * `ignore`: the events and log row the calling transaction wrote itself (a recheck).
+   */
+  readMissingOutlets(
+    ex: Executor,
+    ti: TaskInstanceContext,
+    assetIds: readonly number[],
+    ignore?: {eventIds: readonly number[]; logId: number | null},
+  ): Promise<MissingOutlets>
 
   // --- complete --continue-run: Airflow's clear of the failed downstream ------------------------
   /** The DAG's newest serialized DAG (parsed JSON), from which Airflow's REST handler takes the downstream set. */
@@ -222,12 +230,22 @@ export interface ClearedTaskInstance {
   newId: string
 }
 
-/** A task instance of a selection page: enough to list it in the selection's breakdown. */
+/** A task instance of a selection page: enough to name it and list it in the selection's breakdown. */
 export interface SelectedTaskInstance {
   id: string
   dagId: string
   runId: string
+  taskId: string
+  mapIndex: number
   state: string | null
+  /** A missing-events page: the strongest evidence of how its try came to be success. */
+  evidence?: TryEvidenceKind
+}
+
+/** The outlets of a try that have no event, and what the database says about why. */
+export interface MissingOutlets {
+  assetIds: number[]
+  evidence: TryEvidence
 }
 
 /** How many selected task instances one run holds in one state (NULL: no state yet). */
@@ -251,8 +269,8 @@ export interface TaskInstanceFilter {
   states?: readonly string[] | undefined
   /** Only task instances with an active declared outlet lacking an event since their start_date. */
   missingEventsOnly?: boolean | undefined
-  /** Leave out task instances whose try succeeded without events on purpose (the audit's missing_events). */
-  excludeDeliberatelySilent?: boolean | undefined
+  /** With missingEventsOnly: only tries whose strongest evidence is one of these kinds (see TryEvidence). */
+  evidence?: readonly TryEvidenceKind[] | undefined
   /** --shard K/N: a stable hash partition of the ids. */
   shard?: {index: number; count: number} | undefined
 }

@@ -11,7 +11,7 @@ import {envelope, runCli, startCli} from '../support/cli.js'
 import {airflowOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
-import {countRows, eventsOf, retryAsAirflowDoes, scenario, writeFootprint} from '../support/scenario.js'
+import {countRows, eventsOf, logWorkerSuccess, retryAsAirflowDoes, scenario, writeFootprint} from '../support/scenario.js'
 
 /**
  * replay-events and export-events on real PostgreSQL. Each test builds its world (see
@@ -21,7 +21,7 @@ import {countRows, eventsOf, retryAsAirflowDoes, scenario, writeFootprint} from 
 let db: TestDatabase
 let dir: string
 beforeAll(async () => {
-  db = await createTestDatabase('3.0', 12)
+  db = await createTestDatabase('3.2', 12)
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-replay-'))
 })
 afterAll(async () => {
@@ -45,7 +45,7 @@ async function replayOne(tiId: string) {
 
 describe('replay-events, missing mode', () => {
   it('a missing-events selection that fits one page is read once: counted, listed and worked from that page', async () => {
-    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true}).build()
+    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
     await loseEvents(['etl.task_1.out_1'])
     const result = await cli('replay-events', '--dag-id', 'etl', '--dry-run', '--verbose')
     expect(result.code).toBe(0)
@@ -58,7 +58,7 @@ describe('replay-events, missing mode', () => {
   })
 
   it('the breakdown of a selection read whole is the grouped query’s, run by run and state by state', async () => {
-    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, runs: 3, state: 'success', emitted: true}).build()
+    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, runs: 3, state: 'success', emitted: true, workerLog: true}).build()
     await loseEvents(['etl.task_1.out_1', 'etl.task_3.out_2'])
     const {db: database, store} = await airflowOf(db.knex)
     const filter = {dagId: 'etl', runIds: [], taskIds: [], states: ['success'], timeColumn: 'end_date' as const, missingEventsOnly: true}
@@ -72,7 +72,7 @@ describe('replay-events, missing mode', () => {
 
   it('restores exactly the missing events and queue rows, writes provenance to the log, and a second run does nothing', async () => {
     const world = await scenario(db.knex)
-      .producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true})
+      .producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true})
       .consumer('report', {on: ['etl']})
       .build()
     await loseEvents(['etl.task_1.out_1', 'etl.task_3.out_2'])
@@ -111,7 +111,7 @@ describe('replay-events, missing mode', () => {
   })
 
   it('two replayers racing on one task instance produce one set of events', async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true}).build()
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
     await loseEvents(['etl.produce.out_1', 'etl.produce.out_2'])
     const target = world.ti('etl')
     let racing: Promise<Array<Awaited<ReturnType<typeof replayOne>>>> | undefined
@@ -139,7 +139,7 @@ describe('replay-events, missing mode', () => {
   })
 
   it('a task instance cleared between the read and the lock: changed, nothing written', async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true}).build()
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
     await loseEvents(['etl.produce.out_1'])
     const target = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
@@ -186,7 +186,7 @@ describe('replay-events, missing mode: the events of this try, whatever the cloc
   })
 
   it('a worker clock hours ahead: the selection and the item still find the events of the try (the bound is a day before it was queued)', async () => {
-    await scenario(db.knex).producer('skewed', {tasks: 2, outlets: 2, state: 'success', emitted: true}).build()
+    await scenario(db.knex).producer('skewed', {tasks: 2, outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
     await db.knex.raw(
       `update task_instance set queued_dttm = now() + interval '20 hours', start_date = now() + interval '20 hours' where dag_id = 'skewed'`,
     )
@@ -196,7 +196,7 @@ describe('replay-events, missing mode: the events of this try, whatever the cloc
   })
 
   it('an event stamped more than a day before its try was queued is not that try’s: both the selection and the item see it missing', async () => {
-    const world = await scenario(db.knex).producer('stale', {tasks: 2, outlets: 1, state: 'success', emitted: true}).build()
+    const world = await scenario(db.knex).producer('stale', {tasks: 2, outlets: 1, state: 'success', emitted: true, workerLog: true}).build()
     const target = world.ti('stale', 'task_1')
     await db.knex.raw(`update task_instance set queued_dttm = now(), start_date = now() where dag_id = 'stale'`)
     await db.knex.raw(`update asset_event set "timestamp" = now() - interval '2 days' where source_dag_id = 'stale' and source_task_id = 'task_1'`)
@@ -207,11 +207,12 @@ describe('replay-events, missing mode: the events of this try, whatever the cloc
   })
 
   it("events of an earlier try do not count for this one: they end where task_instance_history's try ends", async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true}).build()
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
     const first = world.ti('etl')
     // Airflow archives the successful try and runs it again; the new try succeeds without events.
     await db.knex.raw(`update task_instance set end_date = now() - interval '1 second' where id = ?`, [first.id])
     const second = await retryAsAirflowDoes(db.knex, first.id, 'success')
+    await logWorkerSuccess(db.knex, second)
     const replay = await cli('replay-events', '--ti-id', second, '--yes', '--json')
     expect(replay.code).toBe(0)
     expect(envelope(replay)).toMatchObject({result: {summary: {events_created: 2}}})
@@ -257,6 +258,7 @@ describe('replay-events, missing mode: lost, or never emitted?', () => {
     })
     await db.knex.raw(`update task_instance set updated_at = now() - interval '30 minutes' where id = ?`, [first.id])
     const second = await retryAsAirflowDoes(db.knex, first.id, 'success')
+    await logWorkerSuccess(db.knex, second)
     const replay = await cli('replay-events', '--ti-id', second, '--yes', '--json')
     expect(envelope(replay)).toMatchObject({result: {items: [{outcome: 'replayed', events: 1}]}})
   })
@@ -271,10 +273,184 @@ describe('replay-events, missing mode: lost, or never emitted?', () => {
   })
 })
 
+describe('replay-events, missing mode: only what the database says was lost', () => {
+  /** What Airflow's action_logging writes before a REST or UI request changes anything. */
+  const restLog = (row: {event: string; run_id: string; task_id?: string | null; extra: Record<string, unknown>}) =>
+    db.knex('log').insert({
+      dttm: db.knex.raw('now()'),
+      dag_id: 'etl',
+      task_id: row.task_id ?? null,
+      run_id: row.run_id,
+      event: row.event,
+      owner: 'admin',
+      // Python's json.dumps spacing, the body's keys, then "method".
+      extra: JSON.stringify(row.extra).replaceAll('":', '": ').replaceAll(',"', ', "'),
+    })
+  type Audit = {result: {counts: Record<string, number>; findings: Array<{class: string; ti_id: string | null}>}}
+  const audit = async () => envelope(await cli('audit-events', '--dag-id', 'etl', '--json')) as Audit
+
+  it('a whole run marked success from the UI or REST (patch_dag_run) is not_emitted on every task, and queues nobody', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {tasks: 3, outlets: 1, state: 'success'})
+      .consumer('report', {on: ['etl']})
+      .build()
+    await restLog({event: 'patch_dag_run', run_id: world.ti('etl', 'task_1').run_id, extra: {note: null, state: 'success', method: 'PATCH'}})
+    const footprint = await writeFootprint(db.knex)
+    const replay = await cli('replay-events', '--dag-id', 'etl', '--yes', '--json')
+    expect(replay.code).toBe(0)
+    const out = envelope(replay) as {result: {summary: Record<string, number>; items: Array<{outcome: string; detail: string}>}}
+    expect(out.result.summary).toMatchObject({selected: 3, not_emitted: 3, replayed: 0, events_created: 0})
+    expect(out.result.items.every((i) => i.outcome === 'not_emitted' && i.detail.includes('patch_dag_run'))).toBe(true)
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+    expect((await audit()).result.counts).toMatchObject({missing_events: 0, missing_unknown: 0, not_emitted: 3})
+  })
+
+  it('a bulk mark leaves no log row: unknown, nothing written, and only --include-unknown replays it', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2, state: 'success'})
+      .consumer('report', {on: ['etl']})
+      .build()
+    const target = world.ti('etl')
+    const footprint = await writeFootprint(db.knex)
+    const left = await cli('replay-events', '--ti-id', target.id, '--yes', '--json')
+    expect(left.code).toBe(0)
+    expect(envelope(left)).toMatchObject({result: {items: [{outcome: 'unknown', detail: expect.stringContaining('--include-unknown') as string}]}})
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+    const found = await audit()
+    expect(found.result.counts).toMatchObject({missing_events: 0, missing_unknown: 1})
+    expect(found.result.findings).toContainEqual(expect.objectContaining({class: 'missing_unknown', ti_id: target.id}))
+
+    const forced = await cli('replay-events', '--ti-id', target.id, '--include-unknown', '--yes', '--json')
+    expect(envelope(forced)).toMatchObject({result: {items: [{outcome: 'replayed', events: 2}]}})
+    expect(await db.knex('asset_dag_run_queue').pluck('target_dag_id')).toEqual(['report', 'report'])
+  })
+
+  it("the worker's success row of an earlier try does not make this try's events lost", async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 1, state: 'success', emitted: true, workerLog: true}).build()
+    const second = await retryAsAirflowDoes(db.knex, world.ti('etl').id, 'success')
+    const replay = await cli('replay-events', '--ti-id', second, '--yes', '--json')
+    expect(envelope(replay)).toMatchObject({result: {items: [{outcome: 'unknown'}]}})
+    expect(await eventsOf(db.knex, world.ti('etl'))).toHaveLength(1)
+  })
+
+  it("a task group marked success (patch_task_group_instances): its tasks are not_emitted, the others' cause unknown", async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {tasks: ['load.a', 'load.b', 'loader'], outlets: 1, state: 'success'})
+      .build()
+    await restLog({
+      event: 'patch_task_group_instances',
+      run_id: world.ti('etl', 'load.a').run_id,
+      extra: {group_id: 'load', new_state: 'success', note: null, method: 'PATCH'},
+    })
+    const replay = envelope(await cli('replay-events', '--dag-id', 'etl', '--yes', '--json')) as {
+      result: {items: Array<{task_id: string; outcome: string}>}
+    }
+    expect(Object.fromEntries(replay.result.items.map((i) => [i.task_id, i.outcome]))).toEqual({
+      'load.a': 'not_emitted',
+      'load.b': 'not_emitted',
+      loader: 'unknown',
+    })
+  })
+
+  it('a run of `airflow dags test` is not_emitted: its --mark-success-pattern tasks never ran', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 1, state: 'success'}).build()
+    await db.knex('dag_run').update({triggered_by: 'test'})
+    const replay = await cli('replay-events', '--ti-id', world.ti('etl').id, '--yes', '--json')
+    expect(envelope(replay)).toMatchObject({result: {items: [{outcome: 'not_emitted', detail: expect.stringContaining('dags test') as string}]}})
+  })
+
+  it('a mark-success logged while the replay waits for the row lock: rechecked under the lock, not_emitted, nothing written', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success'}).build()
+    const target = world.ti('etl')
+    const footprint = await writeFootprint(db.knex)
+    const airflow = await airflowOf(db.knex)
+    const writer = replayMissingWriter(airflow.store, {defaultExtra: '{}', airlockVersion: 'test', includeUnknown: true})
+    let replay: ReturnType<typeof runProtocol> | undefined
+    await whileRowLocked(db.knex, target.id, async () => {
+      replay = runProtocol(airflow, {tiId: target.id}, undefined, writer, {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, dryRun: false})
+      await waitUntilAppBlocked(db.knex, `airlock:replay:${target.id}`)
+      // The UI's PATCH logs first, then waits for the same row lock to set the state.
+      await restLog({event: 'patch_task_instance', run_id: target.run_id, task_id: 'produce', extra: {new_state: 'success', method: 'PATCH'}})
+    })
+    expect((await replay!).result).toMatchObject({outcome: 'not_emitted', detail: expect.stringContaining('patch_task_instance') as string})
+    expect({...(await writeFootprint(db.knex)), log: footprint.log}).toEqual(footprint)
+  })
+
+  it('the audit reports as missing_events exactly what a replay writes, and as missing_unknown exactly what --include-unknown adds', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {tasks: 6, outlets: 1, state: 'success', emitted: true})
+      .consumer('report', {on: ['etl']})
+      .build()
+    await db.knex('asset_event').delete()
+    // Two are left without any evidence (task_3 and task_5): unknown.
+    const [lost, airlockWrote, , markedTask, , noEvents] = world.tis('etl')
+    await logWorkerSuccess(db.knex, lost!.id)
+    // airlock's own complete wrote events for this try (named in its row), then they were lost.
+    await db.knex('task_instance').where({id: airlockWrote!.id}).update({state: 'running'})
+    await db.knex('task_instance').where({id: noEvents!.id}).update({state: 'running'})
+    expect((await cli('complete', '--ti-id', airlockWrote!.id, '--yes')).code).toBe(0)
+    expect((await cli('complete', '--ti-id', noEvents!.id, '--no-events', '--yes')).code).toBe(0)
+    await db.knex('asset_event').delete()
+    await restLog({
+      event: 'patch_task_instance',
+      run_id: markedTask!.run_id,
+      task_id: markedTask!.task_id,
+      extra: {new_state: 'success', method: 'PATCH'},
+    })
+    // A run-level mark of another run: it says nothing about this run's task instances.
+    await restLog({event: 'patch_dag_run', run_id: 'manual__other', extra: {state: 'success', method: 'PATCH'}})
+
+    type Replay = {result: {items: Array<{ti_id: string; outcome: string}>}}
+    const wouldReplay = async (...flags: string[]) =>
+      (envelope(await cli('replay-events', '--dag-id', 'etl', '--dry-run', '--yes', '--json', ...flags)) as Replay).result.items
+        .filter((i) => i.outcome === 'would_replay')
+        .map((i) => i.ti_id)
+        .sort()
+    const found = await audit()
+    const of = (cls: string) =>
+      found.result.findings
+        .filter((f) => f.class === cls)
+        .map((f) => f.ti_id)
+        .sort()
+    expect(of('missing_events')).toEqual([lost!.id, airlockWrote!.id].sort())
+    expect(of('missing_events')).toEqual(await wouldReplay())
+    expect([...of('missing_events'), ...of('missing_unknown')].sort()).toEqual(await wouldReplay('--include-unknown'))
+    expect(found.result.counts).toMatchObject({missing_events: 2, missing_unknown: 2, not_emitted: 2})
+  })
+})
+
+describe('replay-events, missing mode on Airflow 3.0: no worker log row exists', () => {
+  let old: TestDatabase
+  beforeAll(async () => {
+    old = await createTestDatabase('3.0', 4)
+  })
+  afterAll(async () => {
+    await old?.drop()
+  })
+  const oldCli = (command: string, ...args: string[]) => runCli([command, '--database-url', old.url, ...args])
+
+  it('events a worker wrote and the incident deleted are unknown: 3.0 logs no success, so nothing proves they were lost', async () => {
+    const world = await scenario(old.knex).producer('etl', {outlets: 2, state: 'success', emitted: true}).build()
+    await old.knex('asset_event').delete()
+    const replay = await oldCli('replay-events', '--dag-id', 'etl', '--yes', '--json')
+    expect(replay.code).toBe(0)
+    expect(envelope(replay)).toMatchObject({result: {summary: {unknown: 1, replayed: 0, events_created: 0}}})
+    expect(await eventsOf(old.knex, world.ti('etl'))).toHaveLength(0)
+  })
+
+  it('events airlock complete wrote and the incident deleted are replayed: its audit row names them', async () => {
+    const world = await scenario(old.knex).producer('etl', {outlets: 2}).build()
+    expect((await oldCli('complete', '--ti-id', world.ti('etl').id, '--yes')).code).toBe(0)
+    await old.knex('asset_event').delete()
+    const replay = await oldCli('replay-events', '--dag-id', 'etl', '--yes', '--json')
+    expect(envelope(replay)).toMatchObject({result: {summary: {replayed: 1, events_created: 2}}})
+  })
+})
+
 describe('replay-events by id and from a file; export-events', () => {
   it('--event-id re-emits an event with the same content and queues its consumers again', async () => {
     const world = await scenario(db.knex)
-      .producer('etl', {outlets: 2, state: 'success', emitted: true})
+      .producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true})
       .consumer('report', {on: ['etl']})
       .consumer('paused', {on: ['etl'], paused: true})
       .build()
@@ -300,7 +476,7 @@ describe('replay-events by id and from a file; export-events', () => {
   })
 
   it('export → wipe → replay reproduces the events (new ids, same content); --skip-existing makes a second replay a no-op', async () => {
-    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true}).build()
+    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
     const file = path.join(dir, `export-${Date.now()}.ndjson`)
     const exported = await cli('export-events', '--dag-id', 'etl', '--output', file, '--json')
     expect(envelope(exported)).toMatchObject({status: 0, result: {exported: 6}})
@@ -421,7 +597,7 @@ describe('replay-events by id and from a file; export-events', () => {
 
   it('a killed replay resumed from its checkpoint ends with exactly one set of events', async () => {
     // etl's three task instances lost every event; the middle one (by id) is held so the replay stops there.
-    const world = await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true}).build()
+    const world = await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
     await loseEvents(world.assets('etl').map((a) => a.name))
     const ids = world
       .tis('etl')

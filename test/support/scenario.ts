@@ -130,6 +130,13 @@ export interface ProducerOptions {
   /** Task instances in state success already have one event per active outlet (extra `{}`, at their end_date), as their completion wrote. */
   emitted?: boolean
   /**
+   * Task instances in state success have the log row Airflow's worker path writes for the success
+   * from 3.2 (`ti_update_state`, apache/airflow #61932: event `success`, the try's key and number,
+   * the DAG's owners, `{"host_name": "worker-1"}` in Python's json.dumps spacing): the evidence
+   * that a worker finished the try, so events it lacks were lost.
+   */
+  workerLog?: boolean
+  /**
    * Further outlets each task declares as `Asset.ref(name=…)` / `Asset.ref(uri=…)`, after its
    * assets: they resolve to whichever asset has that name or uri (serialized DAG only).
    */
@@ -215,6 +222,7 @@ interface Producer {
   tryNumber: number
   owner: string
   emitted: boolean
+  workerLog: boolean
   refs: Array<{name: string} | {uri: string}>
   aliases: string[]
   serialized: 'json' | 'compressed' | 'none'
@@ -292,6 +300,7 @@ export class ScenarioBuilder {
       tryNumber: options.tryNumber ?? 1,
       owner: options.owner ?? 'airflow',
       emitted: options.emitted ?? false,
+      workerLog: options.workerLog ?? false,
       refs: options.refs ?? [],
       aliases: options.aliases ?? [],
       serialized: options.serialized ?? 'json',
@@ -551,6 +560,25 @@ export class ScenarioBuilder {
             )
           if (events.length > 0) await trx('asset_event').insert(events)
         }
+        if (p.workerLog) {
+          const logical = new Map(runs.map((run) => [run.run_id, run.logical_date]))
+          const succeeded = inserted.filter((t) => t.state === 'success')
+          if (succeeded.length > 0)
+            await trx('log').insert(
+              succeeded.map((t) => ({
+                dttm: t.end_date,
+                dag_id: t.dag_id,
+                task_id: t.task_id,
+                run_id: t.run_id,
+                map_index: t.map_index,
+                try_number: t.try_number,
+                event: 'success',
+                logical_date: logical.get(t.run_id),
+                owner: p.owner,
+                extra: '{"host_name": "worker-1"}',
+              })),
+            )
+        }
       }
 
       return worldOf(this.producers, runs, tis, assets)
@@ -643,4 +671,20 @@ export async function retryAsAirflowDoes(knex: Knex, tiId: string, state: string
     [state, tiId],
   )
   return rows[0]!.id
+}
+
+/**
+ * The log row Airflow's worker path writes when the task instance's current try succeeds, from 3.2
+ * (`ti_update_state`, apache/airflow #61932): evidence that this try really finished, so events it
+ * lacks were lost.
+ */
+export async function logWorkerSuccess(knex: Knex, tiId: string): Promise<void> {
+  await knex.raw(
+    `insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
+     select coalesce(ti.end_date, now()), ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, 'success', dr.logical_date, d.owners,
+            '{"host_name": "worker-1"}'
+       from task_instance ti join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id join dag d on d.dag_id = ti.dag_id
+      where ti.id = ?`,
+    [tiId],
+  )
 }

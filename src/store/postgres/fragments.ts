@@ -62,31 +62,88 @@ export function namedByAirlockRow(
 }
 
 /**
- * Evidence that this try succeeded without events on purpose, as a log row says it:
- * - an operator set it to success through the REST API or the UI (which calls the same API):
- *   `PATCH …/taskInstances/{task_id}[/{map_index}]` is logged by `action_logging`
- *   (airflow-core/src/airflow/api_fastapi/logging/decorators.py) as event `patch_task_instance`
- *   (the endpoint's function name, for both routes) with dag_id, task_id, run_id and the request
- *   body in extra (`new_state`), the map index only when the route names it; no try number, so a
- *   row after the try began counts. That path sets the state and emits no events;
- * - airlock's own `complete --no-events` (its success row names no events).
- * log.extra is free text: read as JSON only on those rows.
+ * What the database says about how this try of a task instance came to be success, when its
+ * events are missing: the rows of every kind of evidence there is, best first (`rank`). Each row
+ * names the `log` row it rests on (null for the run's own columns). Airflow writes these rows:
+ *
+ * - `worker_success` (lost): the execution API's own success row for this exact try
+ *   (`ti_update_state`, airflow-core/src/airflow/api_fastapi/execution_api/routes/task_instances.py,
+ *   apache/airflow #61932: `Log(event=updated_state.value, …)` with dag_id, task_id, run_id,
+ *   map_index, try_number and `extra` `{"host_name": …}`, in the same transaction as the state
+ *   and `register_asset_changes_in_db`). A worker's success always emits its outlets' events, so
+ *   missing ones were lost. Releases without #61932 never write it (3.0, 3.1).
+ * - `airlock_events` (lost): airlock's own row of this try names events it wrote (complete's
+ *   `success` row with events, or replay-events' row): they existed, so missing ones were lost.
+ * - deliberate, `not_emitted`: a path that sets SUCCESS and emits no events on purpose, through
+ *   `mark_tasks.set_state` (airflow-core/src/airflow/api/common/mark_tasks.py), logged by the REST
+ *   API's `action_logging` (airflow-core/src/airflow/api_fastapi/logging/decorators.py: event = the
+ *   endpoint's function name, map_index and try_number NULL, `extra` the query and path values
+ *   as strings, then the JSON body, then `"method"`), committed before the state changes, so
+ *   counted only when written after the try began (tryBegan):
+ *   - `marked_task`: `patch_task_instance` (PATCH …/taskInstances/{task_id}[/{map_index}]) with
+ *     `new_state` success; a row that names another map index does not count;
+ *   - `marked_group`: `patch_task_group_instances` (PATCH …/taskGroupInstances/{group_id}) with
+ *     `new_state` success, for a task whose id carries the group's prefix (`group_id.`, Airflow's
+ *     default `prefix_group_id`);
+ *   - `marked_run`: `patch_dag_run` (PATCH …/dagRuns/{dag_run_id}) with `state` success, task_id
+ *     NULL: `set_dag_run_state_to_success` sets every task instance of the run that is not
+ *     success yet;
+ *   - `airlock_no_events`: airlock's `complete --no-events` (its success row names no events);
+ *   - `dags_test`: a run of `airflow dags test` (`triggered_by` 'test'), whose
+ *     `--mark-success-pattern` tasks are set success without running.
+ * Nothing is evidence of a bulk mark (PATCH …/taskInstances with `actions`, the UI's multi-select
+ * "Mark as success"): `bulk_task_instances` has no `action_logging`, so such a try has no row here
+ * and is `unknown`, as is every try on 3.0 and 3.1 that airlock did not write.
+ *
+ * log.extra is free text: read as JSON only on rows whose event says who wrote them. airlock's
+ * rows carry `"airlock":{` (JSON.stringify's spacing, which Python's json.dumps never writes).
  */
-export function deliberatelySilent(on: TryKey): string {
-  return `exists (
-    select 1 from log l
-     where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId}
-       and case
-             when l.event = 'patch_task_instance' and l.extra like '{%'
-               then l.dttm > ${tryBegan(on)}
-                    and (l.extra::jsonb ->> 'new_state') = 'success'
-                    and coalesce(l.extra::jsonb ->> 'map_index', ${on.mapIndex}::text) = ${on.mapIndex}::text
-             when l.event = 'success' and l.extra like '{%"airlock"%'
-               then l.map_index = ${on.mapIndex} and l.try_number = ${on.tryNumber}
-                    and (l.extra::jsonb -> 'airlock' ->> 'command') = 'complete'
-                    and coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1) = 0
-             else false
-           end)`
+function tryEvidenceRows(on: TryKey & {exceptLogId?: string}): string {
+  // A writer's recheck leaves out the log row its own transaction wrote.
+  const key = `l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId}${on.exceptLogId ? ` and l.id is distinct from ${on.exceptLogId}` : ''}`
+  const thisTry = `${key} and l.map_index = ${on.mapIndex} and l.try_number = ${on.tryNumber}`
+  const airlockRow = `l.extra like '{%"airlock":{%'`
+  const airlockEvents = "coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1)"
+  const sinceTryBegan = `l.dttm > ${tryBegan(on)}`
+  return `select 1 as rank, 'worker_success' as kind, l.id as log_id from log l
+          where ${thisTry} and l.event = 'success' and not (coalesce(l.extra, '') like '{%"airlock":{%')
+         union all
+         select 2, 'airlock_events', l.id from log l
+          where ${thisTry} and l.event in ('success', 'airlock.replay-events') and ${airlockRow}
+            and ((l.extra::jsonb -> 'airlock' ->> 'command') = 'replay-events' or ${airlockEvents} > 0)
+         union all
+         select 3, 'airlock_no_events', l.id from log l
+          where ${thisTry} and l.event = 'success' and ${airlockRow}
+            and (l.extra::jsonb -> 'airlock' ->> 'command') like 'complete%' and ${airlockEvents} = 0
+         union all
+         select 4, 'marked_task', l.id from log l
+          where ${key} and l.event = 'patch_task_instance' and l.extra like '{%' and ${sinceTryBegan}
+            and (l.extra::jsonb ->> 'new_state') = 'success'
+            and coalesce(l.extra::jsonb ->> 'map_index', ${on.mapIndex}::text) = ${on.mapIndex}::text
+         union all
+         select 5, 'marked_group', l.id from log l
+          where l.dag_id = ${on.dagId} and l.task_id is null and l.run_id = ${on.runId} and l.event = 'patch_task_group_instances'
+            and l.extra like '{%' and ${sinceTryBegan} and (l.extra::jsonb ->> 'new_state') = 'success'
+            and starts_with(${on.taskId}, (l.extra::jsonb ->> 'group_id') || '.')
+         union all
+         select 6, 'marked_run', l.id from log l
+          where l.dag_id = ${on.dagId} and l.task_id is null and l.run_id = ${on.runId} and l.event = 'patch_dag_run'
+            and l.extra like '{%' and ${sinceTryBegan} and (l.extra::jsonb ->> 'state') = 'success'
+         union all
+         select 7, 'dags_test', null from dag_run r
+          where r.dag_id = ${on.dagId} and r.run_id = ${on.runId} and r.triggered_by = 'test'`
+}
+
+/** The strongest evidence of this try (tryEvidenceRows), as its kind: 'unknown' when there is none. */
+export function tryEvidenceKind(on: TryKey): string {
+  return `coalesce((select v.kind from (${tryEvidenceRows(on)}) as v order by v.rank limit 1), 'unknown')`
+}
+
+/** The strongest evidence of this try with the log row it rests on (no row: unknown); `exceptLogId` is never counted. */
+export function tryEvidence(on: TryKey & {exceptLogId?: string}): string {
+  return `select v.kind, l.id as log_id, l.event, l.owner, l.dttm
+            from (${tryEvidenceRows(on)}) as v left join log l on l.id = v.log_id
+           order by v.rank limit 1`
 }
 
 /**

@@ -26,7 +26,6 @@ import {
 import {ensureAliasAssets, findAssetsByNameOrUri, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
 import {
   countTaskInstances,
-  isDeliberatelySilent,
   readDagIds,
   readMissingOutlets,
   selectRunPage,
@@ -58,7 +57,6 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     insertLogRow: insertLogRow(),
     logRowExists: logRowExists(),
     readMissingOutlets: readMissingOutlets(),
-    isDeliberatelySilent: isDeliberatelySilent(),
     readLatestSerializedDag: readLatestSerializedDag(),
     readVersionSerializedDag: readVersionSerializedDag(),
     readClearRun: readClearRun(),

@@ -1,8 +1,9 @@
 import type {TaskInstanceContext} from '../../airflow/taskInstance.js'
+import type {TryEvidenceKind} from '../../airflow/tryEvidence.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
-import {rangeOfRuns, type SelectedTaskInstance, type SelectionGroup, type TaskInstanceFilter} from '../airflowStore.js'
-import {deliberatelySilent, noEventOfThisTry, tryEarliest, whereAll} from './fragments.js'
+import {rangeOfRuns, type MissingOutlets, type SelectedTaskInstance, type SelectionGroup, type TaskInstanceFilter} from '../airflowStore.js'
+import {noEventOfThisTry, tryEarliest, tryEvidence, tryEvidenceKind, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
 /**
@@ -37,11 +38,7 @@ function filtered(
   if (filter.taskIds.length > 0) where.push(`ti.task_id = any(${params.add([...filter.taskIds])}::text[])`)
   if (filter.mapIndex !== undefined) where.push(`ti.map_index = ${params.add(filter.mapIndex)}::int`)
   if (filter.states) where.push(`ti.state = any(${params.add([...filter.states])}::text[])`)
-  if (filter.excludeDeliberatelySilent) {
-    where.push(
-      `not ${deliberatelySilent({dagId: 'ti.dag_id', runId: 'ti.run_id', taskId: 'ti.task_id', mapIndex: 'ti.map_index', tryNumber: 'ti.try_number'})}`,
-    )
-  }
+  if (filter.evidence) where.push(`${evidenceOf('ti')} = any(${params.add([...filter.evidence])}::text[])`)
 
   if (filter.missingEventsOnly) {
     // An active declared outlet with no event of this try.
@@ -60,6 +57,10 @@ function filtered(
   return `from task_instance ti ${joins.join(' ')} ${whereAll(where)}`
 }
 
+/** The strongest evidence of the try of task instance `ti` (a row alias), as its kind. */
+const evidenceOf = (ti: string) =>
+  tryEvidenceKind({dagId: `${ti}.dag_id`, runId: `${ti}.run_id`, taskId: `${ti}.task_id`, mapIndex: `${ti}.map_index`, tryNumber: `${ti}.try_number`})
+
 /**
  * One keyset page of the selection (WHERE id > last ORDER BY id LIMIT n): memory stays flat and
  * each page is an index range scan, however many task instances match.
@@ -75,12 +76,29 @@ export function selectTaskInstancePage() {
   return async (ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<SelectedTaskInstance[]> => {
     const params = new Params()
     const from = filtered(filter, params, after === undefined ? undefined : (p) => `ti.id > ${p.add(after)}::uuid`)
-    const columns = 'ti.id, ti.dag_id, ti.run_id, ti.state'
+    // A missing-events page says, per task instance, how its try came to be success.
+    const columns = `ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state${filter.missingEventsOnly ? `, ${evidenceOf('ti')} as evidence` : ''}`
     const page = filter.missingEventsOnly
       ? `select s.* from (select ${columns} ${from} offset 0) as s order by s.id limit ${params.add(limit)}::int`
       : `select ${columns} ${from} order by ti.id limit ${params.add(limit)}::int`
-    const rows = await ex.query<{id: string; dag_id: string; run_id: string; state: string | null}>(statement(page, params.values))
-    return rows.map((row) => ({id: row.id, dagId: row.dag_id, runId: row.run_id, state: row.state}))
+    const rows = await ex.query<{
+      id: string
+      dag_id: string
+      run_id: string
+      task_id: string
+      map_index: number
+      state: string | null
+      evidence?: TryEvidenceKind
+    }>(statement(page, params.values))
+    return rows.map((row) => ({
+      id: row.id,
+      dagId: row.dag_id,
+      runId: row.run_id,
+      taskId: row.task_id,
+      mapIndex: row.map_index,
+      state: row.state,
+      ...(row.evidence ? {evidence: row.evidence} : {}),
+    }))
   }
 }
 
@@ -174,37 +192,45 @@ export function countTaskInstances() {
 
 /**
  * Which of the given (active, declared outlet) assets have NO event of this task instance's try
- * (noEventOfThisTry): the events its last successful try should have emitted.
- * `ignoreEventIds` leaves out events this very transaction wrote (for the recheck under the lock).
+ * (noEventOfThisTry): the events its last successful try should have emitted; and the strongest
+ * evidence of how the try came to be success (tryEvidence), which decides whether they were lost.
+ * One statement, so the recheck under the row lock costs one round trip. `ignore` leaves out the
+ * events and the log row this very transaction wrote (for that recheck).
  */
 export function readMissingOutlets() {
+  const on = {dagId: '$2', runId: '$3', taskId: '$4', mapIndex: '$5::int', tryNumber: '$6::int'}
   const missing = prepared(
     'missing_outlets',
-    `select a.asset_id
-       from unnest($1::int[]) as a(asset_id)
-      left join lateral (select ${tryEarliest('t')} as earliest from task_instance t
-                          where t.dag_id = $2 and t.run_id = $3 and t.task_id = $4 and t.map_index = $5::int) as ti on true
-      where ${noEventOfThisTry({assetId: 'a.asset_id', dagId: '$2', runId: '$3', taskId: '$4', mapIndex: '$5::int', tryNumber: '$6::int', earliest: 'ti.earliest', extra: 'e.id <> all($7::int[])'})}
-      order by a.asset_id`,
+    `with ti as (
+       select ${tryEarliest('t')} as earliest from task_instance t
+        where t.dag_id = $2 and t.run_id = $3 and t.task_id = $4 and t.map_index = $5::int
+     ), missing as (
+       select a.asset_id
+         from unnest($1::int[]) as a(asset_id)
+         left join ti on true
+        where ${noEventOfThisTry({...on, assetId: 'a.asset_id', earliest: 'ti.earliest', extra: 'e.id <> all($7::int[])'})}
+     )
+     select (select coalesce(array_agg(m.asset_id order by m.asset_id), '{}') from missing m) as missing,
+            coalesce(ev.kind, 'unknown') as kind, ev.log_id, ev.event, ev.owner, ev.dttm
+       from (select 1) as one left join lateral (${tryEvidence({...on, exceptLogId: '$8::int'})}) as ev on true`,
   )
-  return async (ex: Executor, ti: TaskInstanceContext, assetIds: readonly number[], ignoreEventIds: readonly number[] = []): Promise<number[]> => {
-    if (assetIds.length === 0) return []
-    const rows = await ex.query<{asset_id: number}>(
-      missing([[...assetIds], ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.tryNumber, [...ignoreEventIds]]),
-    )
-    return rows.map((row) => row.asset_id)
-  }
-}
-
-/** Whether this try of the task instance succeeded without events on purpose (see deliberatelySilent). */
-export function isDeliberatelySilent() {
-  const silent = prepared(
-    'deliberately_silent',
-    `select ${deliberatelySilent({dagId: '$1', runId: '$2', taskId: '$3', mapIndex: '$4::int', tryNumber: '$5::int'})} as silent`,
-  )
-  return async (ex: Executor, ti: TaskInstanceContext): Promise<boolean> => {
-    const [row] = await ex.query<{silent: boolean}>(silent([ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.tryNumber]))
-    return row?.silent ?? false
+  return async (
+    ex: Executor,
+    ti: TaskInstanceContext,
+    assetIds: readonly number[],
+    ignore: {eventIds: readonly number[]; logId: number | null} = {eventIds: [], logId: null},
+  ): Promise<MissingOutlets> => {
+    const [row] = await ex.query<{
+      missing: number[]
+      kind: TryEvidenceKind
+      log_id: number | null
+      event: string | null
+      owner: string | null
+      dttm: Date | null
+    }>(missing([[...assetIds], ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.tryNumber, [...ignore.eventIds], ignore.logId]))
+    if (!row) throw new Error('missing_outlets returned no row')
+    const log = row.log_id === null ? null : {id: row.log_id, event: row.event ?? '', owner: row.owner, dttm: row.dttm}
+    return {assetIds: row.missing, evidence: {kind: row.kind, log}}
   }
 }
 
