@@ -21,7 +21,7 @@ everything back. The row lock is held only for the state update.
 
 Outcomes per task instance: completed; already_success (nothing written); conflict (it was in
 another state: nothing written, previous_state says which); inactive_outlet (--strict-outlets
-only: an outlet asset is not active, as Airflow would fail the task); unsupported_consumer (a
+only: an outlet asset is not active, as a worker would fail the task before running it); unsupported_consumer (a
 consumer DAG has a partitioned timetable, which only Airflow can queue; nothing written unless
 --allow-unqueued-consumers); downstream_changed and unsupported_downstream (--continue-run: the
 clear could not be done exactly; nothing written); not_found; failed (after
@@ -71,7 +71,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     'strict-outlets': Flags.boolean({
       default: false,
       description:
-        'Refuse a task instance whose declared outlet asset is not active (outcome inactive_outlet, nothing written), as Airflow would fail it; by default that event is skipped with a warning.',
+        'Refuse a task instance whose declared outlet asset is not active (outcome inactive_outlet, nothing written), as a worker starting it would fail it (Airflow 3.0.2+); by default that event is skipped with a warning, as Airflow 3.2+ does at success.',
       helpGroup: 'WRITING',
     }),
     'allow-unqueued-consumers': Flags.boolean({

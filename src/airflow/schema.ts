@@ -29,6 +29,24 @@ export interface Capabilities {
    */
   consumerFilter: 'id_and_alias_skip_paused_and_stale' | 'all_skip_paused'
   /**
+   * Partition keys a task chooses per event (3.3+: `outlet_events[asset].add_partitions(...)`,
+   * apache/airflow #65447, one event per key server-side #66782, a key-less emission inheriting the
+   * run's key #67718). Before 3.3 every event carries the run's partition key.
+   */
+  eventPartitionKeys: boolean
+  /**
+   * 3.3+: a key-less event that partition-aware consumers listen to is logged
+   * (`Log(event="missing partition key")` in `AssetManager._queue_partitioned_dags`).
+   */
+  missingPartitionKeyLog: boolean
+  /**
+   * The asset an alias emission creates when its target does not exist. 'bare' (3.0, 3.1.0–3.1.4):
+   * `AssetModel(name=…, uri=…)`, group '' and extra {} by the model's defaults. 'declared' (from
+   * apache/airflow #58038, 3.1.5 as #58712; 3.2+): `SerializedAsset(name, uri, group="asset",
+   * extra=dest_asset_extra)`, the asset's own extra as the task declared it.
+   */
+  aliasAssetShape: 'bare' | 'declared'
+  /**
    * Whether consumers are filtered by team (3.3+ `AssetManager._filter_dags_by_team`): the
    * multi-team columns exist and `[core] multi_team` is on. airlock cannot read Airflow's
    * configuration file: it takes `AIRFLOW__CORE__MULTI_TEAM` when set, else counts teams as on
@@ -129,14 +147,27 @@ export const optionalTables = ['task_inlet_asset_reference', 'asset_partition_da
  *   apache/airflow #62501 (keep the newest, stamped with the event's time) reached main only and
  *   was replaced by the per-event queue of 3.4 (#70972) before any release carried it;
  * - consumer filters changed with #60022, released in 3.1.7 and 3.2.0. Head `cc92b33c6709` is
- *   shared by 3.1.0 to 3.1.7, so airlock cannot tell 3.1.7 apart and follows 3.1.0–3.1.6.
+ *   shared by 3.1.0 to 3.1.7, so airlock cannot tell 3.1.7 apart and follows 3.1.0–3.1.6;
+ * - alias-created assets take the declared group and extra from #58038 (3.1.5, backported as
+ *   #58712: in the 3.1.5 release notes); on the shared 3.1.0–3.1.7 head airlock follows 3.1.0;
+ * - 3.3.0 lets a task choose partition keys per event (#65447, #66782, #67718: `add_partitions`
+ *   is documented from the 3.3.0 docs on) and logs key-less events partition-aware consumers
+ *   listen to (read in a main copy between 3.3.0 and 3.4.0; the 3.3.0 tag itself unverified).
  */
-export function releaseBehaviour(version: string): Pick<Capabilities, 'consumerFilter'> {
+export function releaseBehaviour(
+  version: string,
+): Pick<Capabilities, 'consumerFilter' | 'eventPartitionKeys' | 'missingPartitionKeyLog' | 'aliasAssetShape'> {
   const before60022 = compareVersions(version, '3.1.7') < 0
-  return {consumerFilter: before60022 ? 'id_and_alias_skip_paused_and_stale' : 'all_skip_paused'}
+  const from33 = compareVersions(version, '3.3.0') >= 0
+  return {
+    consumerFilter: before60022 ? 'id_and_alias_skip_paused_and_stale' : 'all_skip_paused',
+    eventPartitionKeys: from33,
+    missingPartitionKeyLog: from33,
+    aliasAssetShape: compareVersions(version, '3.1.5') < 0 ? 'bare' : 'declared',
+  }
 }
 
-export function detectCapabilities(shape: SchemaShape): Omit<Capabilities, 'consumerFilter' | 'teamFilter'> {
+export function detectCapabilities(shape: SchemaShape): Omit<Capabilities, keyof ReturnType<typeof releaseBehaviour> | 'teamFilter'> {
   const has = (table: string, column: string) => shape.get(table)?.has(column) ?? false
   return {
     eventPartitionKey: has('asset_event', 'partition_key'),

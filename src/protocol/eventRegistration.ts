@@ -1,7 +1,7 @@
 import {activeOutlets, describeOutlet, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import type {OutletEventInput} from '../selection/workItem.js'
-import type {AirflowStore, ConsumerDecision, InsertedEvent, NewAssetEvent, RegisteredEvent} from '../store/airflowStore.js'
+import type {AirflowStore, ConsumerDecision, InsertedEvent, LogSubject, NewAssetEvent, RegisteredEvent} from '../store/airflowStore.js'
 
 export interface Registration {
   events: InsertedEvent[]
@@ -27,17 +27,21 @@ export class OutletEventRefused extends Error {}
 
 /**
  * Protocol step 2, first half, as Airflow's success path does it
- * (`TaskInstance.register_asset_changes_in_db`, airflow-core/src/airflow/models/taskinstance.py,
- * Airflow 3.x as read at main; not yet checked tag by tag):
+ * (`TaskInstance.register_asset_changes_in_db`, airflow-core/src/airflow/models/taskinstance.py):
  *
  * - one event per declared outlet that resolves to an ACTIVE asset: an asset by (name, uri), each
  *   `Asset.ref` by name or uri, so an asset declared both ways gets two events, as there (inactive
- *   or unresolved ones are skipped with a warning; the outlets come with the unlocked read);
+ *   or unresolved ones are skipped with a warning; the outlets come with the unlocked read). Before
+ *   3.3 each carries the extra of the last `outlet_events` entry naming it and the run's partition
+ *   key (`asset_event_extras = {key: event["extra"] …}`, `partition_key = ti.dag_run.partition_key`);
+ *   from 3.3 (apache/airflow #66782, #67718) each entry is one event per partition key it gives
+ *   (`payloads_by_asset`), with the run's key where it gives none, and an outlet no entry names
+ *   gets one event with the run's key;
  * - for the emissions through aliases (`outlet_events` entries with `alias`; only aliases the task
- *   declares count), one event per (asset, extra), separate from any direct event of that asset,
- *   linked to every alias that emitted that (asset, extra); a target asset that does not exist is
- *   created with its `asset` row only, as `AssetModel(name=…, uri=…)` there, and linked to its
- *   aliases as `AssetManager._add_asset_alias_association` does.
+ *   declares count), one event per (asset, asset extra, extra), separate from any direct event of
+ *   that asset, with the run's partition key, linked to every alias that emitted it; a target
+ *   asset that does not exist is created with its `asset` row only (store.ensureAliasAssets) and
+ *   linked to its aliases as `AssetManager._add_asset_alias_association` does.
  *
  * One statement without aliases, five with, whatever the number of outlets.
  */
@@ -57,13 +61,13 @@ export async function emitOutletEvents(
   }
 
   for (const outlet of outlets.filter((o) => !o.active || o.assetId === null)) {
-    warnings.push(
-      `asset ${describeOutlet(outlet)} of ${where} is not active: no event (Airflow would fail the task instance; --strict-outlets refuses it instead)`,
-    )
+    warnings.push(`asset ${describeOutlet(outlet)} of ${where} is not active: no event (${inactiveOutletRule})`)
   }
 
+  const perEventKeys = store.capabilities.eventPartitionKeys
+  refusePartitionKeys(perEventKeys, input.outletEvents, where)
   const active = activeOutlets(ti)
-  const extraByAsset = new Map<number, string>()
+  const payloads = new Map<number, Array<{extra: string; partitionKeys: Array<string | null>}>>()
   const aliasEntries: Array<OutletEventInput & {alias: string}> = []
   for (const entry of input.outletEvents) {
     if (entry.alias) {
@@ -77,18 +81,29 @@ export async function emitOutletEvents(
         ? typeof entry.asset !== 'string' && o.name === entry.asset.name && o.uri === entry.asset.uri
         : o.name === named || o.uri === named
     const outlet = active.find(matches)
-    if (!outlet) warnings.push(`outlet_events names ${describeTarget(entry.asset)}, which is not an active outlet of ${where}: ignored`)
-    else if (entry.extra) extraByAsset.set(outlet.assetId, JSON.stringify(entry.extra))
+    if (!outlet) {
+      warnings.push(`outlet_events names ${describeTarget(entry.asset)}, which is not an active outlet of ${where}: ignored`)
+      continue
+    }
+
+    const payload = {extra: entry.extra ? JSON.stringify(entry.extra) : input.defaultExtra, partitionKeys: entry.partitionKeys ?? [null]}
+    // Before 3.3 the last entry for an asset gives its extra; from 3.3 every entry is an event.
+    payloads.set(outlet.assetId, perEventKeys ? [...(payloads.get(outlet.assetId) ?? []), payload] : [payload])
   }
 
-  const events: NewAssetEvent[] = active.map((o) => ({assetId: o.assetId, extra: extraByAsset.get(o.assetId) ?? input.defaultExtra}))
+  const silent = [{extra: input.defaultExtra, partitionKeys: [null]}]
+  const events: NewAssetEvent[] = active.flatMap((o) =>
+    (payloads.get(o.assetId) ?? silent).flatMap((payload) =>
+      payload.partitionKeys.map((key) => ({assetId: o.assetId, extra: payload.extra, partitionKey: key ?? ti.partitionKey})),
+    ),
+  )
   const groups = await aliasEmissions(store, tx, ti, aliasEntries, input.defaultExtra)
   // A declared alias with no asset_alias row yet is created, as Airflow does; without a
   // serialized DAG airlock cannot tell which aliases the task declares, so it creates none.
   const declaredInUse = ti.outletsFrom === 'serialized_dag' ? [...new Set(groups.flatMap((g) => g.aliases))].sort() : []
   const resolved = await store.ensureAliasAssets(
     tx,
-    groups.flatMap((g) => g.aliases.map((aliasName) => ({aliasName, assetName: g.name, assetUri: g.uri}))),
+    groups.flatMap((g) => g.aliases.map((aliasName) => ({aliasName, assetName: g.name, assetUri: g.uri, assetExtra: g.assetExtra}))),
     declaredInUse,
   )
   const aliasIds = new Map(resolved.map((r) => [`${r.aliasName}\u0000${r.assetName}\u0000${r.assetUri}`, r]))
@@ -99,10 +114,10 @@ export async function emitOutletEvents(
       return []
     }
 
-    return [{assetId: ids[0]!.assetId, extra: g.extra, aliasIds: ids.map((r) => r.aliasId)}]
+    return [{assetId: ids[0]!.assetId, extra: g.extra, partitionKey: ti.partitionKey, aliasIds: ids.map((r) => r.aliasId)}]
   })
 
-  const inserted = await store.insertAssetEvents(tx, ti, [...events, ...groupEvents], ti.partitionKey)
+  const inserted = await store.insertAssetEvents(tx, ti, [...events, ...groupEvents])
   // RETURNING gives the rows in the order they were inserted (ORDER BY the input's ordinality).
   const aliasesOfEvent = new Map(groupEvents.map((g, index) => [inserted[events.length + index]!.eventId, g.aliasIds]))
   await store.insertAliasEventLinks(
@@ -111,6 +126,38 @@ export async function emitOutletEvents(
   )
 
   return {events: inserted, aliasesOfEvent, warnings}
+}
+
+/**
+ * What an inactive outlet means in Airflow, for the warning: from 3.0.2 (apache/airflow #50773, in
+ * its release notes) a worker fails a task whose outlet is inactive before running it; at success,
+ * `register_asset_changes_in_db` raises at its end in the 3.0 and early 3.1 copies (the task
+ * instance ends FAILED) and logs "Task has inactive assets" and carries on in the 3.2 and 3.3
+ * copies (apache/airflow #55714; its release unverified).
+ */
+const inactiveOutletRule =
+  'a worker would have failed this task before running it; at success Airflow 3.2+ skips it with a warning, as airlock does, and earlier releases fail the task; --strict-outlets refuses instead'
+
+/**
+ * Partition keys per event are written from 3.3 only, and never on alias emissions (3.3.1 raises:
+ * apache/airflow #69312, backported as #69515; 3.3.0 drops them): a line asking for either is
+ * refused whole, nothing written, rather than writing events its release never would.
+ */
+function refusePartitionKeys(perEvent: boolean, entries: readonly OutletEventInput[], where: string): void {
+  const keyed = entries.filter((e) => e.partitionKeys)
+  if (keyed.length === 0) return
+  if (!perEvent) {
+    throw new OutletEventRefused(
+      `outlet_events give partition keys for ${where}, which Airflow writes per event from 3.3 only (add_partitions); on this release every event carries the run's partition key; nothing written`,
+    )
+  }
+
+  const throughAlias = keyed.find((e) => e.alias)
+  if (throughAlias) {
+    throw new OutletEventRefused(
+      `outlet_events attach partition keys to an emission through alias ${throughAlias.alias}: Airflow refuses that (3.3.1+) and alias events carry the run's partition key; nothing written`,
+    )
+  }
 }
 
 /** An alias emission's target, as the entry names it. */
@@ -129,7 +176,7 @@ async function aliasEmissions(
   ti: TaskInstanceContext,
   entries: ReadonlyArray<OutletEventInput & {alias: string}>,
   defaultExtra: string,
-): Promise<Array<{name: string; uri: string; extra: string; aliases: string[]}>> {
+): Promise<Array<{name: string; uri: string; assetExtra: string; extra: string; aliases: string[]}>> {
   if (entries.length === 0) return []
   const where = `${ti.dagId}.${ti.taskId}`
   if (ti.outletsFrom === 'serialized_dag') {
@@ -143,9 +190,9 @@ async function aliasEmissions(
 
   const strings = [...new Set(entries.flatMap((e) => (typeof e.asset === 'string' ? [e.asset] : [])))]
   const candidates = await store.findAssetsByNameOrUri(tx, strings)
-  const groups = new Map<string, {name: string; uri: string; extra: string; aliases: string[]}>()
+  const groups = new Map<string, {name: string; uri: string; assetExtra: string; extra: string; aliases: string[]}>()
   for (const entry of entries) {
-    let target: {name: string; uri: string}
+    let target: {name: string; uri: string; extra?: Record<string, unknown>}
     if (typeof entry.asset === 'string') {
       const found = candidates.get(entry.asset) ?? []
       if (found.length !== 1) {
@@ -159,9 +206,13 @@ async function aliasEmissions(
       target = entry.asset
     }
 
-    const extra = entry.extra ? canonicalExtra(entry.extra) : defaultExtra
-    const key = JSON.stringify([target.name, target.uri, extra])
-    const group = groups.get(key) ?? {name: target.name, uri: target.uri, extra, aliases: []}
+    // Airflow groups by (asset, json.dumps(dest_asset_extra, sort_keys=True), json.dumps(extra,
+    // sort_keys=True)) and writes the event's extra as json.loads of that dump (from 3.1.3,
+    // apache/airflow #57352; 3.1.5 added the asset's extra, #58038): keys sorted at every level.
+    const extra = sortedJson(entry.extra ?? JSON.parse(defaultExtra))
+    const assetExtra = sortedJson(target.extra ?? {})
+    const key = JSON.stringify([target.name, target.uri, assetExtra, extra])
+    const group = groups.get(key) ?? {name: target.name, uri: target.uri, assetExtra, extra, aliases: []}
     if (!group.aliases.includes(entry.alias)) group.aliases.push(entry.alias)
     groups.set(key, group)
   }
@@ -169,9 +220,19 @@ async function aliasEmissions(
   return [...groups.values()]
 }
 
-/** The extra's JSON with its top-level keys sorted: Airflow groups alias emissions by the extra's items, whatever their order. */
-function canonicalExtra(extra: Record<string, unknown>): string {
-  return JSON.stringify(Object.fromEntries(Object.entries(extra).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))))
+/** JSON text with object keys sorted at every level, as Python's json.dumps(…, sort_keys=True) orders them. */
+export function sortedJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value))
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys)
+  if (typeof value !== 'object' || value === null) return value
+  return Object.fromEntries(
+    Object.entries(value)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => [k, sortKeys(v)]),
+  )
 }
 
 /** The consumer DAGs that ended as `kind`, each once, sorted. */
@@ -183,38 +244,96 @@ export function consumerDags(consumers: readonly ConsumerDecision[], kind: Consu
  * Protocol step 2, last: the consumers' queue rows. Last on purpose: their key locks are the
  * contended ones (every completion feeding the same DAG upserts the same keys), so they are held
  * for the shortest time before the task_instance lock and COMMIT.
+ *
+ * What a release queues depends on the event's partition key (`AssetManager._queue_dagruns`), so
+ * the events are queued by key: one statement for the usual single key, one more per other key
+ * (3.3 fan-out). From 3.3 a key-less event that partition-aware DAGs listen to is logged as
+ * `_queue_partitioned_dags` logs it (missingPartitionKeyRows).
  */
 export async function queueEventConsumers(store: AirflowStore, tx: Executor, ti: TaskInstanceContext, emitted: EmittedEvents): Promise<Registration> {
   const {events: inserted, aliasesOfEvent} = emitted
   const warnings = [...emitted.warnings]
-  // An event emitted through several aliases queues the consumers of each.
-  const consumers = await store.queueConsumers(
-    tx,
-    inserted.flatMap((e): RegisteredEvent[] => {
-      const aliases = aliasesOfEvent.get(e.eventId) ?? []
-      return aliases.length === 0
-        ? [{eventId: e.eventId, assetId: e.assetId, aliasId: null}]
-        : aliases.map((aliasId) => ({eventId: e.eventId, assetId: e.assetId, aliasId}))
-    }),
-    ti.partitionKey,
-    {dagId: ti.dagId, taskId: ti.taskId},
-  )
-  const dagsOf = (kind: ConsumerDecision['kind']) => consumerDags(consumers, kind).join(', ')
+  const byKey = new Map<string | null, InsertedEvent[]>()
+  for (const event of inserted) byKey.set(event.partitionKey, [...(byKey.get(event.partitionKey) ?? []), event])
+  const consumers: ConsumerDecision[] = []
+  for (const [partitionKey, events] of byKey) {
+    // An event emitted through several aliases queues the consumers of each.
+    const decisions = await store.queueConsumers(
+      tx,
+      events.flatMap((e): RegisteredEvent[] => {
+        const aliases = aliasesOfEvent.get(e.eventId) ?? []
+        return aliases.length === 0
+          ? [{eventId: e.eventId, assetId: e.assetId, aliasId: null}]
+          : aliases.map((aliasId) => ({eventId: e.eventId, assetId: e.assetId, aliasId}))
+      }),
+      partitionKey,
+      {dagId: ti.dagId, taskId: ti.taskId},
+    )
+    consumers.push(...decisions)
+    warnings.push(...consumerWarnings(decisions, partitionKey))
+    if (partitionKey === null && store.capabilities.missingPartitionKeyLog) {
+      for (const row of missingPartitionKeyRows(ti, events, aliasesOfEvent, decisions))
+        await store.insertLogRow(tx, row.subject, row.event, row.extra)
+    }
+  }
+
+  return {events: inserted, consumers, warnings}
+}
+
+function consumerWarnings(decisions: readonly ConsumerDecision[], partitionKey: string | null): string[] {
+  const dagsOf = (kind: ConsumerDecision['kind']) => consumerDags(decisions, kind).join(', ')
+  const warnings: string[] = []
   const mapped = dagsOf('partition_mapper')
   if (mapped) {
     warnings.push(
-      `events carry partition key ${ti.partitionKey ?? ''}: Airflow queues ${mapped} through their partition mappers, which airlock cannot run; not queued`,
+      `events carry partition key ${partitionKey ?? ''}: Airflow queues ${mapped} through their partition mappers, which airlock cannot run; not queued`,
     )
   }
 
   const skipped = dagsOf('not_queued_by_airflow')
   if (skipped) {
     warnings.push(
-      ti.partitionKey === null
+      partitionKey === null
         ? `not queued, as Airflow does not queue a DAG with a partitioned timetable for an event without a partition key: ${skipped}`
-        : `not queued, as Airflow does not queue a DAG without a partitioned timetable for an event with partition key ${ti.partitionKey}: ${skipped}`,
+        : `not queued, as Airflow does not queue a DAG without a partitioned timetable for an event with partition key ${partitionKey}: ${skipped}`,
     )
   }
 
-  return {events: inserted, consumers, warnings}
+  return warnings
+}
+
+/**
+ * The `log` rows Airflow 3.3 writes for key-less events that partition-aware DAGs listen to, one
+ * per event (`AssetManager._queue_partitioned_dags`, airflow-core/src/airflow/assets/manager.py, read
+ * in a main copy between 3.3.0 and 3.4.0: `Log(event="missing partition key", extra=msg,
+ * task_instance=ti)`, the message an f-string of the listening DAG ids as a Python list, the asset
+ * id and the event's source). The listening DAGs are those scheduled on the event's asset, or on
+ * an alias it went through, that the release does not queue; Airflow lists them in set order,
+ * airlock sorted. `Log(task_instance=ti)` takes the key, map index, try number and logical date
+ * from the task instance, and no owner (the API server's task instance has no task).
+ */
+function missingPartitionKeyRows(
+  ti: TaskInstanceContext,
+  events: readonly InsertedEvent[],
+  aliasesOfEvent: ReadonlyMap<number, number[]>,
+  decisions: readonly ConsumerDecision[],
+): Array<{subject: LogSubject; event: string; extra: string}> {
+  const listening = decisions.filter((d) => d.kind === 'not_queued_by_airflow')
+  return events.flatMap((event) => {
+    const aliases = aliasesOfEvent.get(event.eventId) ?? []
+    const dags = [
+      ...new Set(listening.filter((d) => d.assetId === event.assetId && (d.aliasId === null || aliases.includes(d.aliasId))).map((d) => d.dagId)),
+    ].sort()
+    if (dags.length === 0) return []
+    const list = `[${dags.map((dag) => `'${dag}'`).join(', ')}]`
+    return [
+      {
+        subject: {...ti, owners: null},
+        event: 'missing partition key',
+        extra:
+          `Listening Dags are partition-aware but the run has no partition key (listening_dags=${list}, ` +
+          `asset_id=${event.assetId}, run_id=${ti.runId}, dag_id=${ti.dagId}, task_id=${ti.taskId})`,
+      },
+    ]
+  })
 }

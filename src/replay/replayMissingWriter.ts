@@ -69,11 +69,11 @@ export function replayMissingWriter(
       if (missing.length === 0) return {...nothing, refused: null}
       const refused = refusal(evidence)
       if (refused) return {...nothing, refused}
+      // A silent outlet's event carries the run's partition key, as Airflow's would have.
       const events = await store.insertAssetEvents(
         tx,
         ti,
-        missing.map((assetId) => ({assetId, extra: settings.defaultExtra})),
-        ti.partitionKey,
+        missing.map((assetId) => ({assetId, extra: settings.defaultExtra, partitionKey: ti.partitionKey})),
       )
       const names = [...new Set(active.filter((o) => missing.includes(o.assetId)).map((o) => o.name))]
       const extra = {

@@ -7,7 +7,8 @@ import type {OutletEventInput, WorkItem} from './workItem.js'
 /**
  * `--from-file PATH|-`: NDJSON, one task instance per line, `{"ti_id": …}` or
  * `{"dag_id", "run_id", "task_id", "map_index"?}`, optionally with
- * `"outlet_events": [{"asset": "<name or uri>" or {"name", "uri"}, "extra": {…}, "alias"?: "<alias name>"}]`.
+ * `"outlet_events": [{"asset": "<name or uri>" or {"name", "uri", "extra"?}, "extra": {…}, "alias"?: "<alias name>",
+ * "partition_key"?: "<key>" or "partition_keys"?: ["<key>", …]}]`.
  * Blank lines are skipped. Every line is checked before anything is written, so one bad line
  * means exit 2 and an untouched database.
  */
@@ -49,12 +50,42 @@ export function parseInputLine(text: string, line: number, source: string): Work
   }
 }
 
-/** An outlet_events entry's asset: a non-empty string, or an object with a non-empty name and uri. */
-function outletAsset(value: unknown): OutletEventInput['asset'] | undefined {
+/** An outlet_events entry's asset: a non-empty string, or an object with a non-empty name and uri (and its own extra). */
+function outletAsset(value: unknown, at: string): OutletEventInput['asset'] | undefined {
   if (typeof value === 'string') return value === '' ? undefined : value
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
-  const {name, uri} = value as Record<string, unknown>
-  return typeof name === 'string' && name !== '' && typeof uri === 'string' && uri !== '' ? {name, uri} : undefined
+  const {name, uri, extra, ...rest} = value as Record<string, unknown>
+  refuseUnknownKeys(rest, `${at}.asset`, '"name", "uri" and, for an alias emission, "extra" (the asset\'s own)')
+  if (typeof name !== 'string' || name === '' || typeof uri !== 'string' || uri === '') return undefined
+  if (extra !== undefined && !isJsonObject(extra)) throw usageError(`${at}.asset.extra must be a JSON object.`)
+  return {name, uri, ...(extra ? {extra: extra as Record<string, unknown>} : {})}
+}
+
+const isJsonObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** asset_event.partition_key is varchar(250) (Airflow's StringID); Airflow refuses an empty key. */
+const maxPartitionKeyLength = 250
+
+function partitionKeysOf(entry: Record<string, unknown>, at: string): string[] | undefined {
+  const {partition_key: one, partition_keys: many} = entry
+  if (one !== undefined && many !== undefined) throw usageError(`${at}: give "partition_key" or "partition_keys", not both.`)
+  const keys = many ?? (one === undefined || one === null ? undefined : [one])
+  if (keys === undefined) return undefined
+  if (!Array.isArray(keys) || keys.length === 0) throw usageError(`${at}.partition_keys must be a non-empty array of partition keys.`)
+  for (const key of keys) {
+    if (typeof key !== 'string' || key === '' || key.length > maxPartitionKeyLength)
+      throw usageError(`${at}: a partition key is a non-empty string of at most ${maxPartitionKeyLength} characters.`)
+  }
+  // Airflow's accessor keeps a set: a key added twice is one event.
+  return [...new Set(keys as string[])]
+}
+
+function refuseUnknownKeys(rest: Record<string, unknown>, at: string, allowed: string): void {
+  const unknown = Object.keys(rest)
+  if (unknown.length === 0) return
+  throw usageError(`${at}: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}.`, [
+    `Its keys are ${allowed}.`,
+  ])
 }
 
 function parseOutletEvents(value: unknown, where: string): OutletEventInput[] {
@@ -62,14 +93,22 @@ function parseOutletEvents(value: unknown, where: string): OutletEventInput[] {
   if (!Array.isArray(value)) throw usageError(`${where}: outlet_events must be an array.`)
   return value.map((entry: unknown, index) => {
     const at = `${where}: outlet_events[${index}]`
-    if (typeof entry !== 'object' || entry === null) throw usageError(`${at} must be an object with "asset".`)
-    const {asset: given, extra, alias} = entry as Record<string, unknown>
-    const asset = outletAsset(given)
+    if (!isJsonObject(entry)) throw usageError(`${at} must be an object with "asset".`)
+    const {asset: given, extra, alias, partition_key: _one, partition_keys: _many, ...rest} = entry as Record<string, unknown>
+    refuseUnknownKeys(rest, at, '"asset", "extra", "alias", "partition_key" and "partition_keys"')
+    const asset = outletAsset(given, at)
     if (!asset) throw usageError(`${at}.asset must be the asset's name or uri, or {"name": …, "uri": …}.`)
-    if (extra !== undefined && (typeof extra !== 'object' || extra === null || Array.isArray(extra)))
-      throw usageError(`${at}.extra must be a JSON object.`)
+    if (extra !== undefined && !isJsonObject(extra)) throw usageError(`${at}.extra must be a JSON object.`)
     if (alias !== undefined && (typeof alias !== 'string' || alias === '')) throw usageError(`${at}.alias must be the alias name.`)
-    return {asset, ...(extra ? {extra: extra as Record<string, unknown>} : {}), ...(alias ? {alias} : {})}
+    if (typeof asset !== 'string' && asset.extra && !alias)
+      throw usageError(`${at}.asset.extra is the extra of an asset an alias emission creates; give "alias" too, or drop it.`)
+    const partitionKeys = partitionKeysOf(entry as Record<string, unknown>, at)
+    return {
+      asset,
+      ...(extra ? {extra: extra as Record<string, unknown>} : {}),
+      ...(alias ? {alias} : {}),
+      ...(partitionKeys ? {partitionKeys} : {}),
+    }
   })
 }
 

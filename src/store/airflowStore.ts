@@ -1,5 +1,5 @@
 import type {EventLine} from '../airflow/eventLine.js'
-import type {PrimaryKeys, SchemaShape} from '../airflow/schema.js'
+import type {Capabilities, PrimaryKeys, SchemaShape} from '../airflow/schema.js'
 import type {StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
 import type {TryEvidence, TryEvidenceKind} from '../airflow/tryEvidence.js'
 import type {Executor} from '../engine/engine.js'
@@ -12,6 +12,11 @@ import type {Executor} from '../engine/engine.js'
  * caller passes a version flag. Every SQL statement of the product lives behind this interface.
  */
 export interface AirflowStore extends CatalogStore {
+  /**
+   * What the database's release does, for the registration rules that decide which rows to write
+   * (partition keys per event, the missing-key log row); the SQL itself is chosen here, once.
+   */
+  readonly capabilities: Capabilities
   // --- the task-instance protocol -------------------------------------------------------------
   /** Step 1: the task instance with its run, DAG and (optionally) declared outlets, WITHOUT a lock. */
   readTaskInstance(ex: Executor, ref: TaskInstanceRef, options: {withOutlets: boolean}): Promise<TaskInstanceContext | undefined>
@@ -27,7 +32,7 @@ export interface AirflowStore extends CatalogStore {
   /** Step 4 of complete: the state change Airflow's success path makes. */
   markTaskInstanceSuccess(ex: Executor, tiId: string, endDate: Date | null): Promise<void>
   /** One multi-row INSERT … RETURNING for a task instance's events. */
-  insertAssetEvents(ex: Executor, source: TaskInstanceKey, events: readonly NewAssetEvent[], partitionKey: string | null): Promise<InsertedEvent[]>
+  insertAssetEvents(ex: Executor, source: TaskInstanceKey, events: readonly NewAssetEvent[]): Promise<InsertedEvent[]>
   /** Existing assets whose name or uri is one of these strings, by string (an alias target named by one string). */
   findAssetsByNameOrUri(ex: Executor, strings: readonly string[]): Promise<Map<string, Array<{name: string; uri: string}>>>
   /** Assets named by alias emissions, created when missing and linked to their alias. */
@@ -151,20 +156,25 @@ export interface NewAssetEvent {
   assetId: number
   /** JSON text of the event's extra ({} when none): one JSON value, as JSON.stringify writes it. */
   extra: string
+  /** asset_event.partition_key (3.2+; ignored before): the run's, or one the task chose (3.3+). */
+  partitionKey: string | null
 }
 
 export interface InsertedEvent {
   eventId: number
   assetId: number
+  partitionKey: string | null
 }
 
 export interface AliasEmission {
   aliasName: string
   assetName: string
   assetUri: string
+  /** The target asset's own extra as the task declared it (JSON text): a created asset gets it from 3.1.5. */
+  assetExtra: string
 }
 
-export interface ResolvedAliasEmission extends AliasEmission {
+export interface ResolvedAliasEmission extends Omit<AliasEmission, 'assetExtra'> {
   aliasId: number
   assetId: number
 }
@@ -187,6 +197,8 @@ export interface ConsumerDecision {
   kind: 'queued' | 'partition_mapper' | 'not_queued_by_airflow'
   assetId: number
   dagId: string
+  /** For a DAG not queued: the alias it is scheduled on that the event went through (null: by the asset). */
+  aliasId: number | null
 }
 
 /** What a `log` row is about: a task instance, or (for events without a source task) nothing. */

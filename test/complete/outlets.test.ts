@@ -132,3 +132,60 @@ describe('outlets from the serialized DAG', () => {
     expect(events.map((e: {source_map_index: number}) => e.source_map_index)).toEqual([0, 0, 1, 1])
   })
 })
+
+describe('partition keys the task chose per event (Airflow 3.3+)', () => {
+  const keyed = (keys: string[]) => [{asset: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {rows: 3}, partitionKeys: keys}]
+
+  it('before 3.3 a line giving them is refused whole: failed, nothing written', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1})
+      .consumer('report', {on: ['etl']})
+      .build()
+    const footprint = await writeFootprint(db.knex)
+    const result = await completeOne(db.knex, world.ti('etl').id, {outletEvents: keyed(['us'])})
+    expect(result.result).toMatchObject({outcome: 'failed', message: expect.stringContaining('from 3.3 only') as string})
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+  })
+
+  describe('on 3.3', () => {
+    let v33: TestDatabase
+    beforeAll(async () => {
+      v33 = await createTestDatabase('3.3', 2)
+    })
+    afterAll(async () => v33?.drop())
+
+    it('one event per key with the entry’s extra, the other outlet with the run’s key; keyed events queue no plain consumer', async () => {
+      const world = await scenario(v33.knex)
+        .producer('etl', {outlets: 2})
+        .consumer('report', {on: ['etl']})
+        .build()
+      await v33.knex('dag_run').update({partition_key: 'run-key'})
+      const target = world.ti('etl')
+      const result = await completeOne(v33.knex, target.id, {outletEvents: keyed(['us', 'eu'])})
+      expect(result.result).toEqual({outcome: 'completed'})
+      const events = await eventsOf(v33.knex, target)
+      expect(events.map((e) => [e.asset_name, e.partition_key, e.extra])).toEqual([
+        ['etl.produce.out_1', 'us', {rows: 3}],
+        ['etl.produce.out_1', 'eu', {rows: 3}],
+        ['etl.produce.out_2', 'run-key', {}],
+      ])
+      expect(await countQueue(v33)).toBe(0)
+    })
+
+    it('partition keys on an alias emission are refused (Airflow 3.3.1 raises): failed, nothing written', async () => {
+      const world = await scenario(v33.knex)
+        .producer('etl', {outlets: 1, aliases: ['lake']})
+        .build()
+      const footprint = await writeFootprint(v33.knex)
+      const result = await completeOne(v33.knex, world.ti('etl').id, {
+        outletEvents: [{asset: {name: 'x', uri: 's3://x'}, alias: 'lake', partitionKeys: ['us']}],
+      })
+      expect(result.result).toMatchObject({outcome: 'failed', message: expect.stringContaining('alias lake') as string})
+      expect(await writeFootprint(v33.knex)).toEqual(footprint)
+    })
+  })
+})
+
+async function countQueue(database: TestDatabase): Promise<number> {
+  return Number(((await database.knex('asset_dag_run_queue').count({n: '*'}).first()) as {n: string}).n)
+}

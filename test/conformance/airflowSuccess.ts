@@ -1,5 +1,6 @@
 import type {Knex} from 'knex'
 
+import {compareVersions} from '../../src/airflow/revisions.js'
 import type {AirflowSchema} from '../../src/airflow/schema.js'
 
 /**
@@ -21,11 +22,17 @@ export interface AssetProfile {
   uri?: string
 }
 
-/** An entry of the worker's `outlet_events` (task-sdk `_serialize_outlet_events`). */
+/**
+ * An entry of the worker's `outlet_events` (task-sdk `_serialize_outlet_events`): a direct one
+ * (with, from 3.3, one entry per partition key added: apache/airflow #65447), or an alias
+ * emission (with the target asset's own extra from 3.1.5: #58038).
+ */
 export interface OutletEvent {
   dest_asset_key: {name: string; uri: string}
   extra: Record<string, unknown>
   source_alias_name?: string
+  dest_asset_extra?: Record<string, unknown>
+  partition_key?: string
 }
 
 export type AirflowOutcome = 'success' | 'failed'
@@ -75,16 +82,17 @@ export async function taskOutletsOf(knex: Knex, tiId: string): Promise<AssetProf
 }
 
 /**
- * Runs the transcribed success path. When an outlet resolves to no active asset,
- * `register_asset_changes_in_db` raises at its very end, after every valid outlet was registered,
- * and what survives depends on the release:
+ * Runs the transcribed success path. When an outlet resolves to no active asset, what happens
+ * depends on the release's `register_asset_changes_in_db`:
  *
- * - 3.0.0 (before apache/airflow #51295): the exception ends the request (HTTP 500), its
- *   transaction rolls back, nothing is written and the task instance stays as it was;
- * - from #51295 (3.0.2+; 3.1, 3.2, 3.3 here): `ti_update_state` catches it and sets the task
- *   instance FAILED with end_date now, in the same session, so the valid outlets' events, alias
- *   links and queue rows commit with it;
- * - from #71076 (main, 3.4 here): the session is rolled back first, so only the FAILED state commits.
+ * - 3.0.0–3.0.1 (the 3.0 fixture and dump): it raises at its very end, after every valid outlet
+ *   was registered; the exception ends the request (HTTP 500, issue #48737), the transaction rolls
+ *   back, nothing is written and the task instance stays as it was;
+ * - from apache/airflow #50773 (3.0.2, in its release notes) `ti_update_state` catches it and sets
+ *   the task instance FAILED in the same session, so the valid outlets' events and queue rows
+ *   commit with it (the 3.1 fixture: the stored 3.1-era copy still raises);
+ * - after #55714 (the stored 3.2- and 3.3-era copies; its release unverified) it logs "Task has
+ *   inactive assets" and carries on: the task instance succeeds with the active outlets' events.
  */
 export async function airflowSucceeds(
   knex: Knex,
@@ -93,7 +101,7 @@ export async function airflowSucceeds(
   taskOutlets: readonly AssetProfile[],
   outletEvents: readonly OutletEvent[],
 ): Promise<AirflowOutcome> {
-  const version = schema.airflowVersion
+  const from = (release: string) => compareVersions(schema.behaviourVersion, release) >= 0
   let outcome: AirflowOutcome = 'success'
   try {
     await knex.transaction(async (trx) => {
@@ -111,18 +119,16 @@ export async function airflowSucceeds(
       const ti = rows[0]
       if (!ti) throw new Error(`no task instance ${tiId}`)
       try {
-        await trx.raw('savepoint before_registration')
         await registerAssetChangesInDb(trx, schema, ti, taskOutlets, outletEvents)
       } catch (error) {
-        if (!(error instanceof InactiveOutlets) || version.startsWith('3.0')) throw error
-        if (version.startsWith('3.4')) await trx.raw('rollback to savepoint before_registration')
+        if (!(error instanceof InactiveOutlets) || !from('3.0.2')) throw error
         outcome = 'failed'
       }
 
       // TI.duration_expression_update on PostgreSQL: duration = EPOCH(end_date - start_date). The
       // fix for apache/airflow #56704 clears next_method/next_kwargs on every terminal state (not
       // placed in a release yet; transcribed from 3.2), 3.0's success branch leaves them.
-      const clearsNext = version >= '3.2'
+      const clearsNext = from('3.2.0')
       await trx.raw(
         `update task_instance
             set state = ?, end_date = clock_timestamp(), duration = extract(epoch from clock_timestamp() - start_date),
@@ -130,7 +136,7 @@ export async function airflowSucceeds(
           where id = ?`,
         [outcome, tiId],
       )
-      if (version >= '3.2') {
+      if (from('3.2.0')) {
         // 3.2+ (apache/airflow #61932): a Log row per state change.
         await trx.raw(
           `insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
@@ -181,41 +187,62 @@ async function registerAssetChangesInDb(
   )
   const byKey = new Map(models.map((m) => [key(m.name, m.uri), m]))
   const direct = outletEvents.filter((e) => e.source_alias_name === undefined)
-  const extras = new Map(direct.map((e) => [key(e.dest_asset_key.name, e.dest_asset_key.uri), e.extra]))
+  const from = (release: string) => compareVersions(schema.behaviourVersion, release) >= 0
   const bad: string[] = []
+  // Up to 3.2: asset_event_extras = {key: event["extra"]}, every event with the run's partition
+  // key. From 3.3 (apache/airflow #66782, #67718): payloads_by_asset, one register_asset_change per
+  // payload, its key or the run's; an outlet with no payload gets one event with the run's key.
+  const perEventKeys = from('3.3.0')
+  const payloadsOf = (match: (e: OutletEvent) => boolean): Array<{extra: Record<string, unknown> | undefined; partitionKey: string | null}> => {
+    const mine = direct.filter(match)
+    if (!perEventKeys) return [{extra: mine.at(-1)?.extra, partitionKey: ti.partition_key}]
+    if (mine.length === 0) return [{extra: undefined, partitionKey: ti.partition_key}]
+    return mine.map((e) => ({extra: e.extra, partitionKey: e.partition_key ?? ti.partition_key}))
+  }
+  const register = async (model: AssetModel, match: (e: OutletEvent) => boolean) => {
+    for (const payload of payloadsOf(match)) await registerAssetChange(trx, schema, ti, model, payload)
+  }
+  // Up to 3.2 a ref's extra is looked up by the name or uri the entry names; from 3.3 by the
+  // resolved model's key.
+  const sameAsset = (m: AssetModel) => (e: OutletEvent) => e.dest_asset_key.name === m.name && e.dest_asset_key.uri === m.uri
 
   for (const [k, assetKey] of assetKeys) {
     const model = byKey.get(k)
     if (!model) bad.push(assetKey.name)
-    else await registerAssetChange(trx, schema, ti, model, {extra: extras.get(k)})
+    else await register(model, sameAsset(model))
   }
 
   // Name refs: the last model of a name wins (a dict comprehension over asset_models).
   const byName = new Map(models.map((m) => [m.name, m]))
-  const extrasByName = new Map(direct.map((e) => [e.dest_asset_key.name, e.extra]))
   for (const name of nameRefs) {
     const model = byName.get(name)
     if (!model) bad.push(`name=${name}`)
-    else await registerAssetChange(trx, schema, ti, model, {extra: extrasByName.get(name)})
+    else await register(model, perEventKeys ? sameAsset(model) : (e) => e.dest_asset_key.name === name)
   }
 
   const byUri = new Map(models.map((m) => [m.uri, m]))
-  const extrasByUri = new Map(direct.map((e) => [e.dest_asset_key.uri, e.extra]))
   for (const uri of uriRefs) {
     const model = byUri.get(uri)
     if (!model) bad.push(`uri=${uri}`)
-    else await registerAssetChange(trx, schema, ti, model, {extra: extrasByUri.get(uri)})
+    else await register(model, perEventKeys ? sameAsset(model) : (e) => e.dest_asset_key.uri === uri)
   }
 
-  // _asset_event_extras_from_aliases: (asset key, frozenset(extra.items())) → alias names, for
-  // the aliases the task declares.
+  // _asset_event_extras_from_aliases, for the aliases the task declares: 3.0 groups by (asset key,
+  // frozenset(extra.items())); from 3.1.3 (apache/airflow #57352) by json.dumps(extra,
+  // sort_keys=True), the event's extra then json.loads of it (keys sorted at every level); from
+  // 3.1.5 (#58038) by (asset key, dumps(dest_asset_extra), dumps(extra)).
   const outletAliasNames = new Set(taskOutlets.flatMap((o) => (o.type === 'AssetAlias' && o.name ? [o.name] : [])))
-  const groups = new Map<string, {asset: {name: string; uri: string}; extra: Record<string, unknown>; aliases: Set<string>}>()
+  const groups = new Map<
+    string,
+    {asset: {name: string; uri: string}; assetExtra: Record<string, unknown>; extra: Record<string, unknown>; aliases: Set<string>}
+  >()
   for (const event of outletEvents) {
     if (event.source_alias_name === undefined || !outletAliasNames.has(event.source_alias_name)) continue
-    const extraKey = JSON.stringify(Object.entries(event.extra).sort(([a], [b]) => (a < b ? -1 : 1)))
-    const groupKey = JSON.stringify([event.dest_asset_key.name, event.dest_asset_key.uri, extraKey])
-    const group = groups.get(groupKey) ?? {asset: event.dest_asset_key, extra: event.extra, aliases: new Set<string>()}
+    const extraKey = from('3.1.3') ? pythonSortedDumps(event.extra) : JSON.stringify(Object.entries(event.extra).sort(([a], [b]) => (a < b ? -1 : 1)))
+    const assetExtra = from('3.1.5') ? (event.dest_asset_extra ?? {}) : {}
+    const groupKey = JSON.stringify([event.dest_asset_key.name, event.dest_asset_key.uri, pythonSortedDumps(assetExtra), extraKey])
+    const extra = from('3.1.3') ? (JSON.parse(pythonSortedDumps(event.extra)) as Record<string, unknown>) : event.extra
+    const group = groups.get(groupKey) ?? {asset: event.dest_asset_key, assetExtra, extra, aliases: new Set<string>()}
     group.aliases.add(event.source_alias_name)
     groups.set(groupKey, group)
   }
@@ -223,18 +250,38 @@ async function registerAssetChangesInDb(
   for (const group of groups.values()) {
     let model = await findAsset(trx, group.asset)
     if (!model) {
-      // "Dynamically creating AssetModel": AssetModel(name=…, uri=…), defaults group '' and extra {}.
+      // Up to 3.1.4: AssetModel(name=…, uri=…), its defaults group '' and extra {}. From 3.1.5:
+      // AssetModel.from_serialized(SerializedAsset(name, uri, group="asset", extra=dest_asset_extra)).
+      const shape = from('3.1.5') ? {group: 'asset', extra: JSON.stringify(group.assetExtra)} : {group: '', extra: '{}'}
       await trx.raw(
-        `insert into asset (name, uri, "group", extra, created_at, updated_at) values (?, ?, '', '{}', clock_timestamp(), clock_timestamp())`,
-        [group.asset.name, group.asset.uri],
+        `insert into asset (name, uri, "group", extra, created_at, updated_at) values (?, ?, ?, ?, clock_timestamp(), clock_timestamp())`,
+        [group.asset.name, group.asset.uri, shape.group, shape.extra],
       )
       model = await findAsset(trx, group.asset)
     }
 
-    await registerAssetChange(trx, schema, ti, model!, {extra: group.extra, aliases: [...group.aliases]})
+    // Alias events carry the run's partition key on every release (#71999: "alias-resolved events
+    // keep the producing Dag run's key").
+    await registerAssetChange(trx, schema, ti, model!, {extra: group.extra, aliases: [...group.aliases], partitionKey: ti.partition_key})
   }
 
-  if (bad.length > 0) throw new InactiveOutlets(bad.join(', '))
+  // After #55714 (the 3.2- and 3.3-era copies): logged, not raised.
+  if (bad.length > 0 && !from('3.2.0')) throw new InactiveOutlets(bad.join(', '))
+}
+
+/** Python's json.dumps(value, sort_keys=True): keys sorted at every level (the spacing does not matter to a key). */
+function pythonSortedDumps(value: unknown): string {
+  const sort = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(sort)
+      : v !== null && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.entries(v)
+              .sort(([a], [b]) => (a < b ? -1 : 1))
+              .map(([k, x]) => [k, sort(x)]),
+          )
+        : v
+  return JSON.stringify(sort(value))
 }
 
 async function findAsset(trx: Knex.Transaction, asset: {name: string; uri: string}): Promise<AssetModel | undefined> {
@@ -248,7 +295,7 @@ async function registerAssetChange(
   schema: AirflowSchema,
   ti: LockedTi,
   asset: AssetModel,
-  options: {extra: Record<string, unknown> | undefined; aliases?: string[]},
+  options: {extra: Record<string, unknown> | undefined; aliases?: string[]; partitionKey: string | null},
 ): Promise<void> {
   const aliases = options.aliases ?? []
   if (aliases.length > 0) {
@@ -267,13 +314,13 @@ async function registerAssetChange(
   const {rows} = await trx.raw<{rows: Array<{id: number}>}>(
     `insert into asset_event (asset_id, extra, source_task_id, source_dag_id, source_run_id, source_map_index, "timestamp"${partition ? ', partition_key' : ''})
      values (?, ?, ?, ?, ?, ?, clock_timestamp()${partition ? ', ?' : ''}) returning id`,
-    [asset.id, JSON.stringify(options.extra ?? {}), ti.task_id, ti.dag_id, ti.run_id, ti.map_index, ...(partition ? [ti.partition_key] : [])],
+    [asset.id, JSON.stringify(options.extra ?? {}), ti.task_id, ti.dag_id, ti.run_id, ti.map_index, ...(partition ? [options.partitionKey] : [])],
   )
   const eventId = rows[0]!.id
 
   // Which consumers: before #60022 (3.0.x, 3.1.0–3.1.6) id and alias consumers skip paused and
   // stale DAGs, name/uri consumers are unfiltered; after it every kind skips paused DAGs only.
-  const legacy = schema.airflowVersion.startsWith('3.0') || schema.airflowVersion.startsWith('3.1.0')
+  const legacy = compareVersions(schema.behaviourVersion, '3.1.7') < 0
   const idAliasFilter = legacy ? 'not d.is_paused and not d.is_stale' : 'not d.is_paused'
   const refFilter = legacy ? 'true' : 'not d.is_paused'
   const consumers = new Set<string>()
@@ -304,7 +351,7 @@ async function registerAssetChange(
   )
   for (const row of byRef) consumers.add(row.dag_id)
   const allowed = await filterDagsByTeam(trx, schema, ti, asset, [...consumers].sort())
-  await queueDagruns(trx, schema, asset.id, eventId, allowed, ti.partition_key)
+  await queueDagruns(trx, schema, ti, asset.id, eventId, allowed, options.partitionKey)
 }
 
 /** `AssetManager._filter_dags_by_team` (3.3+), for an event a task produced (`source_is_api` false). */
@@ -358,6 +405,7 @@ async function filterDagsByTeam(trx: Knex.Transaction, schema: AirflowSchema, ti
 async function queueDagruns(
   trx: Knex.Transaction,
   schema: AirflowSchema,
+  ti: LockedTi,
   assetId: number,
   eventId: number,
   dagIds: string[],
@@ -367,8 +415,22 @@ async function queueDagruns(
   if (schema.capabilities.partitionedTimetables && targets.length > 0) {
     const {rows} = await trx.raw<{rows: Array<{dag_id: string}>}>(`select dag_id from dag where dag_id = any(?) and timetable_partitioned`, [targets])
     const partitioned = new Set(rows.map((r) => r.dag_id))
-    // Partitioned DAGs go through their partition mapper (not transcribed: conformance scenarios
-    // have none); an event with a partition key queues no other DAG.
+    // _queue_partitioned_dags: with a key, through the partition mapper (not transcribed: airlock
+    // refuses those); without one, from 3.3, one Log row per event naming the listening DAGs (in
+    // set order there; sorted here).
+    const listening = targets.filter((d) => partitioned.has(d)).sort()
+    if (listening.length > 0 && partitionKey === null && compareVersions(schema.behaviourVersion, '3.3.0') >= 0) {
+      const msg =
+        `Listening Dags are partition-aware but the run has no partition key (listening_dags=[${listening.map((d) => `'${d}'`).join(', ')}], ` +
+        `asset_id=${assetId}, run_id=${ti.run_id}, dag_id=${ti.dag_id}, task_id=${ti.task_id})`
+      // Log(event=…, extra=msg, task_instance=ti): the key, map index, try number, logical date; no owner.
+      await trx.raw(
+        `insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
+         values (clock_timestamp(), ?, ?, ?, ?, ?, 'missing partition key', ?, null, ?)`,
+        [ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.logical_date, msg],
+      )
+    }
+    // An event with a partition key queues no other DAG (#63848: `or partition_key is not None`).
     targets = partitionKey === null ? targets.filter((d) => !partitioned.has(d)) : []
   }
 

@@ -1,6 +1,7 @@
 import type {Knex} from 'knex'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
+import {compareVersions} from '../../src/airflow/revisions.js'
 import type {AirflowSchema} from '../../src/airflow/schema.js'
 import {fixtureVersions, type FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import type {OutletEventInput} from '../../src/selection/workItem.js'
@@ -35,11 +36,13 @@ interface Case {
   /** Rows written before the success, at a time before it (a queue row already there, an older event). */
   setup?(knex: Knex, world: World, schema: AirflowSchema): Promise<void>
   /** airlock's flags for this world. */
-  airlock?: (schema: AirflowSchema) => {strictOutlets?: boolean}
+  airlock?: (schema: AirflowSchema) => {strictOutlets?: boolean; allowUnqueuedConsumers?: boolean}
   /** Where the task instance's state departs from Airflow's on purpose (compared without it). */
   taskInstanceDeparts?: (schema: AirflowSchema) => boolean
   /** What the mirrored Airflow test asserts, checked on both sides. */
   expect(side: Snapshot, schema: AirflowSchema): void
+  /** The releases the world exists on (default: every one). */
+  appliesTo?: (schema: AirflowSchema) => boolean
 }
 
 const cases: Record<string, Case> = {
@@ -124,9 +127,21 @@ const cases: Record<string, Case> = {
     mirrors: 'tests/unit/models/test_taskinstance.py::test_outlet_asset_alias_asset_not_exists',
     world: (s) => s.producer('etl', {outlets: 1, aliases: ['lake']}).consumer('by_alias', {alias: 'lake'}),
     task: {dag: 'etl'},
-    outletEvents: [{dest_asset_key: {name: 'does_not_exist', uri: 's3://lake/does_not_exist'}, extra: {key: 'value'}, source_alias_name: 'lake'}],
-    expect(side) {
-      expect(side.assets).toContain('does_not_exist uri=s3://lake/does_not_exist group= extra={} active=false')
+    outletEvents: [
+      {
+        dest_asset_key: {name: 'does_not_exist', uri: 's3://lake/does_not_exist'},
+        dest_asset_extra: {owner: 'lake'},
+        extra: {key: 'value'},
+        source_alias_name: 'lake',
+      },
+    ],
+    expect(side, schema) {
+      // From 3.1.5 (apache/airflow #58038) the created asset takes group "asset" and its declared extra.
+      expect(side.assets).toContain(
+        from(schema, '3.1.5')
+          ? 'does_not_exist uri=s3://lake/does_not_exist group=asset extra={"owner":"lake"} active=false'
+          : 'does_not_exist uri=s3://lake/does_not_exist group= extra={} active=false',
+      )
       expect(side.events.filter((e) => e.startsWith('does_not_exist'))).toEqual([expect.stringContaining('extra={"key":"value"}') as string])
       expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['does_not_exist -> by_alias'])
     },
@@ -144,16 +159,17 @@ const cases: Record<string, Case> = {
       expect(side.aliasAssets).toEqual(['fresh -> etl.produce.out_1'])
     },
   },
-  'an inactive outlet: what Airflow keeps when it fails the task instance, per release': {
-    mirrors: 'models/taskinstance.py register_asset_changes_in_db (AirflowInactiveAssetInInletOrOutletException); ti_update_state',
+  'an inactive outlet: what Airflow keeps, per release': {
+    mirrors:
+      'models/taskinstance.py register_asset_changes_in_db (AirflowInactiveAssetInInletOrOutletException, then "Task has inactive assets"); ti_update_state',
     world: (s) => s.producer('etl', {outlets: 1, inactive: 1}).consumer('report', {on: ['etl']}),
     task: {dag: 'etl'},
-    // 3.0.0 and 3.4 keep nothing of the registration, which --strict-outlets matches; 3.1-3.3
-    // commit the active outlet's event and queue row with the FAILED state, which airlock's
-    // default writes too. Airflow's task instance ends FAILED (3.0.0: unchanged), airlock's is
-    // refused (--strict-outlets) or SUCCESS (the default): the documented departure.
+    // 3.0.0 keeps nothing of the registration, which --strict-outlets matches; 3.1 commits the
+    // active outlet's event and queue row with the FAILED state (airlock's default writes the
+    // same rows, its task instance SUCCESS: the documented departure); 3.2+ skips the inactive
+    // outlet and succeeds, exactly as airlock's default does.
     airlock: (schema) => ({strictOutlets: keepsNothingOnInactive(schema)}),
-    taskInstanceDeparts: (schema) => !schema.airflowVersion.startsWith('3.0'),
+    taskInstanceDeparts: (schema) => from(schema, '3.0.2') && !from(schema, '3.2.0'),
     expect(side, schema) {
       if (keepsNothingOnInactive(schema)) {
         expect(side.events).toEqual([])
@@ -236,6 +252,57 @@ const cases: Record<string, Case> = {
         expect(side.queue).toEqual([expect.stringMatching(/^etl\.produce\.out_1 -> report created=\d{4}-/) as string])
         expect(side.runs).toEqual([expect.stringMatching(/^report run_after=\d{4}-.* consumes=\[[^;]*manual__earlier[^;]*\]$/) as string])
       }
+    },
+  },
+  'partition keys per event (3.3+): one event per key with its extra, a silent outlet takes the run key, keyed events queue no plain DAG': {
+    mirrors:
+      'models/taskinstance.py register_asset_changes_in_db (payloads_by_asset, apache/airflow #66782, #67718); assets/manager.py _queue_dagruns (#63848)',
+    world: (s) => s.producer('etl', {outlets: 2}).consumer('report', {on: ['etl']}),
+    task: {dag: 'etl'},
+    appliesTo: (schema) => from(schema, '3.3.0'),
+    outletEvents: [
+      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {rows: 3}, partition_key: 'us'},
+      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {rows: 3}, partition_key: 'eu'},
+    ],
+    expect(side) {
+      expect(side.events.map((e) => e.replace(/ from=.* at=new/, ''))).toEqual([
+        'etl.produce.out_1 extra={"rows":3} partition=eu',
+        'etl.produce.out_1 extra={"rows":3} partition=us',
+        'etl.produce.out_2 extra={}',
+      ])
+      // Only the key-less event queues the plain consumer.
+      expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['etl.produce.out_2 -> report'])
+    },
+  },
+  'a key-less event partition-aware DAGs listen to: not queued; from 3.3 a "missing partition key" log row per event': {
+    mirrors: 'assets/manager.py AssetManager._queue_partitioned_dags (Log(event="missing partition key"))',
+    world: (s) =>
+      s
+        .producer('etl', {outlets: 1})
+        .consumer('parts', {on: ['etl']})
+        .consumer('plain', {on: ['etl']}),
+    task: {dag: 'etl'},
+    appliesTo: (schema) => schema.capabilities.partitionedTimetables,
+    async setup(knex) {
+      await knex('dag').where({dag_id: 'parts'}).update({timetable_partitioned: true})
+    },
+    expect(side, schema) {
+      expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['etl.produce.out_1 -> plain'])
+      const missing = side.logs.filter((row) => row.event === 'missing partition key')
+      if (!from(schema, '3.3.0')) expect(missing).toEqual([])
+      else
+        expect(missing).toEqual([
+          expect.objectContaining({
+            dag_id: 'etl',
+            task_id: 'produce',
+            map_index: -1,
+            try_number: 1,
+            owner: null,
+            extra: expect.stringMatching(
+              /^Listening Dags are partition-aware but the run has no partition key \(listening_dags=\['parts'\], asset_id=\d+, run_id=scheduled__2026-12-01T00:00:00\+00:00, dag_id=etl, task_id=produce\)$/,
+            ) as string,
+          }),
+        ])
     },
   },
   'a mapped task instance: the one task entry, its map index on the event': {
@@ -370,9 +437,14 @@ describe.each(['3.3', '3.4'] as const)('multi-team conformance on %s, AIRFLOW__C
   })
 })
 
-/** Whether the release keeps nothing of a registration that hit an inactive outlet (before #51295, and from #71076). */
+/** Whether the release keeps nothing of a registration that hit an inactive outlet (3.0.0–3.0.1, before #50773). */
 function keepsNothingOnInactive(schema: AirflowSchema): boolean {
-  return schema.airflowVersion.startsWith('3.0') || schema.airflowVersion.startsWith('3.4')
+  return !from(schema, '3.0.2')
+}
+
+/** Whether the release airlock follows on this database is `release` or later (compared as numbers). */
+function from(schema: AirflowSchema, release: string): boolean {
+  return compareVersions(schema.behaviourVersion, release) >= 0
 }
 
 function queuedDags(side: Snapshot): string[] {
@@ -404,9 +476,15 @@ function conformance(table: Record<string, Case>, open: () => Promise<TestDataba
   }
 
   it.each(Object.entries(table))('%s', async (_, c) => {
+    // A world its release cannot hold (partition keys per event before 3.3) passes as nothing to compare.
+    if (c.appliesTo && !c.appliesTo(schema)) return
     const airflow = await side(c, async (tiId) => airflowSucceeds(db.knex, schema, tiId, await taskOutletsOf(db.knex, tiId), c.outletEvents ?? []))
     const airlock = await side(c, async (tiId) =>
-      completeOne(db.knex, tiId, {outletEvents: (c.outletEvents ?? []).map(toAirlockInput), strictOutlets: c.airlock?.(schema).strictOutlets}),
+      completeOne(db.knex, tiId, {
+        outletEvents: toAirlockInputs(c.outletEvents ?? []),
+        strictOutlets: c.airlock?.(schema).strictOutlets,
+        allowUnqueuedConsumers: c.airlock?.(schema).allowUnqueuedConsumers,
+      }),
     )
 
     c.expect(airflow, schema)
@@ -422,19 +500,50 @@ function conformance(table: Record<string, Case>, open: () => Promise<TestDataba
 
     // The audit row: Airflow writes one from 3.2 (apache/airflow #61932); airlock writes one on every
     // release, with the operator as owner and its provenance as extra (a documented departure).
-    const comparable = (row: Record<string, unknown>) => ({...row, owner: undefined, extra: undefined})
+    // Every other row (the 3.3 "missing partition key" row) is compared whole.
+    const comparable = (row: Record<string, unknown>) => (row.event === 'success' ? {...row, owner: undefined, extra: undefined} : row)
+    const others = (logs: Array<Record<string, unknown>>) => logs.filter((row) => row.event !== 'success')
     if (airflow.taskInstance.state !== 'success') {
       expect(airlockLogs).toEqual([])
-    } else if (schema.airflowVersion >= '3.2') {
-      expect(airlockLogs.map(comparable)).toEqual(airflowLogs.map(comparable))
+    } else if (from(schema, '3.2.0')) {
+      // airlock writes its success row with the registration, Airflow after the state: order aside.
+      const byEvent = (rows: Array<Record<string, unknown>>) => rows.map(comparable).sort((a, b) => String(a.event).localeCompare(String(b.event)))
+      expect(byEvent(airlockLogs)).toEqual(byEvent(airflowLogs))
     } else {
-      expect(airflowLogs).toEqual([])
-      expect(airlockLogs.map((row) => row.event)).toEqual(['success'])
+      expect(others(airlockLogs)).toEqual(others(airflowLogs))
+      expect(airflowLogs.filter((row) => row.event === 'success')).toEqual([])
+      expect(airlockLogs.filter((row) => row.event === 'success').map((row) => row.event)).toEqual(['success'])
     }
   })
 }
 
-/** A worker's outlet_events entry as an airlock input line gives it. */
-function toAirlockInput(event: OutletEvent): OutletEventInput {
-  return {asset: event.dest_asset_key, extra: event.extra, ...(event.source_alias_name === undefined ? {} : {alias: event.source_alias_name})}
+/**
+ * A worker's outlet_events entries as an airlock input line gives them: the worker's one entry
+ * per partition key of an asset's accessor is one entry with those keys.
+ */
+function toAirlockInputs(events: readonly OutletEvent[]): OutletEventInput[] {
+  const inputs: OutletEventInput[] = []
+  for (const event of events) {
+    const asset = event.dest_asset_extra ? {...event.dest_asset_key, extra: event.dest_asset_extra} : event.dest_asset_key
+    const same = inputs.find(
+      (i) =>
+        event.partition_key !== undefined &&
+        i.partitionKeys &&
+        typeof i.asset !== 'string' &&
+        i.asset.name === event.dest_asset_key.name &&
+        i.asset.uri === event.dest_asset_key.uri &&
+        JSON.stringify(i.extra) === JSON.stringify(event.extra),
+    )
+    if (same) {
+      same.partitionKeys!.push(event.partition_key!)
+      continue
+    }
+    inputs.push({
+      asset,
+      extra: event.extra,
+      ...(event.source_alias_name === undefined ? {} : {alias: event.source_alias_name}),
+      ...(event.partition_key === undefined ? {} : {partitionKeys: [event.partition_key]}),
+    })
+  }
+  return inputs
 }

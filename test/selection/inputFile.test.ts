@@ -33,6 +33,19 @@ describe('NDJSON input lines', () => {
     })
   })
 
+  it('partition keys per event: one, or a list for fan-out (a key given twice is one event); the asset extra of an alias emission', () => {
+    const line =
+      '{"ti_id":"0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a","outlet_events":[{"asset":"a","partition_key":"us"},' +
+      '{"asset":"b","partition_keys":["eu","us","eu"]},{"asset":"c","partition_key":null},' +
+      '{"asset":{"name":"n","uri":"u","extra":{"owner":"x"}},"alias":"al"}]}'
+    expect(parseInputLine(line, 1, 'f').outletEvents).toEqual([
+      {asset: 'a', partitionKeys: ['us']},
+      {asset: 'b', partitionKeys: ['eu', 'us']},
+      {asset: 'c'},
+      {asset: {name: 'n', uri: 'u', extra: {owner: 'x'}}, alias: 'al'},
+    ])
+  })
+
   it.each([
     ['{oops', 'not valid JSON'],
     ['[1]', 'JSON object'],
@@ -45,6 +58,15 @@ describe('NDJSON input lines', () => {
     ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "dag_id": "other"}', 'not both'],
     ['{"dag_id": "d", "run_id": "r", "task_id": "t", "mapindex": 3}', 'unknown key "mapindex"'],
     ['{"dag_id": "a\\u0000b", "run_id": "r", "task_id": "t"}', 'NUL character'],
+    ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "extras": {}}]}', 'outlet_events[0]: unknown key "extras"'],
+    ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_key": ""}]}', 'non-empty string'],
+    ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_keys": []}]}', 'non-empty array'],
+    [
+      '{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_key": "x", "partition_keys": ["y"]}]}',
+      'not both',
+    ],
+    [`{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_key": "${'k'.repeat(251)}"}]}`, 'at most 250'],
+    ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": {"name": "n", "uri": "u", "extra": {}}}]}', 'give "alias" too'],
   ])('rejects %s naming the file, the line and the problem', (text, problem) => {
     const message = fails(text)
     expect(message).toContain('tis.ndjson line 7')

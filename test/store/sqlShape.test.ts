@@ -29,6 +29,9 @@ const before34 = {
   multiTeam: false,
   inletReferences: false,
   consumerFilter: 'id_and_alias_skip_paused_and_stale',
+  eventPartitionKeys: false,
+  missingPartitionKeyLog: false,
+  aliasAssetShape: 'bare',
   teamFilter: false,
 } as const
 const from34 = {
@@ -38,6 +41,9 @@ const from34 = {
   multiTeam: false,
   inletReferences: true,
   consumerFilter: 'all_skip_paused',
+  eventPartitionKeys: true,
+  missingPartitionKeyLog: true,
+  aliasAssetShape: 'declared',
   teamFilter: false,
 } as const
 

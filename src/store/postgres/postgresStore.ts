@@ -43,6 +43,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
   // What --continue-run's clear reads from the catalog, once per store.
   const clearFacts = clearCatalog()
   return {
+    capabilities,
     ...postgresCatalog,
     readTaskInstance: readTaskInstance(capabilities),
     readArchivedTaskInstanceKey: readArchivedTaskInstanceKey(),
@@ -51,7 +52,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     markTaskInstanceSuccess: markTaskInstanceSuccess(),
     insertAssetEvents: insertAssetEvents(capabilities),
     findAssetsByNameOrUri: findAssetsByNameOrUri(),
-    ensureAliasAssets: ensureAliasAssets(),
+    ensureAliasAssets: ensureAliasAssets(capabilities),
     insertAliasEventLinks: insertAliasEventLinks(),
     queueConsumers: queueConsumers(capabilities),
     insertLogRow: insertLogRow(),

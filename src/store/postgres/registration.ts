@@ -12,20 +12,22 @@ import type {AliasEmission, ConsumerDecision, InsertedEvent, NewAssetEvent, Regi
  * `AssetManager.register_asset_change` (airflow-core/src/airflow/assets/manager.py, Airflow 3.0): asset_id,
  * extra, the source task instance's key, and the timestamp, taken from the clock at insert time
  * (UTC, never backdated: before 3.4 the scheduler ignores events older than the last
- * asset-triggered run). From 3.2 the event carries the run's partition_key.
+ * asset-triggered run). From 3.2 the event carries a partition_key: the run's, or from 3.3 one the
+ * task chose for it (one event per key: `register_asset_changes_in_db` after apache/airflow #66782).
  */
 export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partition = capabilities.eventPartitionKey
   const insert = prepared(
     'insert_events',
     `insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp"${partition ? ', partition_key' : ''})
-     select e.asset_id, e.extra, $1, $2, $3, $4::int, now.ts${partition ? ', $7::varchar' : ''}
-       from rows from (unnest($5::int[]), json_array_elements($6::json)) with ordinality as e(asset_id, extra, n)
+     select e.asset_id, e.extra, $1, $2, $3, $4::int, now.ts${partition ? ', e.partition_key' : ''}
+       from rows from (unnest($5::int[]), json_array_elements($6::json)${partition ? ', unnest($7::varchar[])' : ''})
+            with ordinality as e(asset_id, extra, ${partition ? 'partition_key, ' : ''}n)
       cross join (select clock_timestamp() as ts) as now
       order by e.n
      returning id, asset_id`,
   )
-  return async (ex: Executor, source: TaskInstanceKey, events: readonly NewAssetEvent[], partitionKey: string | null): Promise<InsertedEvent[]> => {
+  return async (ex: Executor, source: TaskInstanceKey, events: readonly NewAssetEvent[]): Promise<InsertedEvent[]> => {
     if (events.length === 0) return []
     const values: unknown[] = [
       source.dagId,
@@ -35,9 +37,10 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
       events.map((e) => e.assetId),
       `[${events.map((e) => e.extra).join(',')}]`,
     ]
-    if (partition) values.push(partitionKey)
+    if (partition) values.push(events.map((e) => e.partitionKey))
     const rows = await ex.query<{id: number; asset_id: number}>(insert(values))
-    return rows.map((row) => ({eventId: row.id, assetId: row.asset_id}))
+    // RETURNING follows the ORDER BY of the input's ordinality.
+    return rows.map((row, index) => ({eventId: row.id, assetId: row.asset_id, partitionKey: partition ? events[index]!.partitionKey : null}))
   }
 }
 
@@ -68,17 +71,22 @@ export function findAssetsByNameOrUri() {
 /**
  * Events emitted through an asset alias name their asset at run time, so the asset may not exist
  * yet. As `TaskInstance.register_asset_changes_in_db` does (airflow-core/src/airflow/models/
- * taskinstance.py, Airflow 3.x as read at main: `session.add(AssetModel(name=…, uri=…))` when `register_asset_change` finds no
- * asset), a missing asset gets its `asset` row only: `group` '' (the column's default) and no
- * `asset_active` row, which only the DAG processor writes. It is linked to the alias
- * (asset_alias_asset), as `AssetManager._add_asset_alias_association` does; that function also
- * creates an alias row that does not exist yet (`AssetAliasModel(name=name)`, group '' by the
- * model's `default=str`), which airlock does for the aliases it is told the task declares
- * (`createAliases`). Three statements whatever the number of emissions; emissions whose alias
- * does not exist (and was not created) are not returned.
+ * taskinstance.py), a missing asset gets its `asset` row only, no `asset_active` row (only the DAG
+ * processor writes those), in the release's shape (`aliasAssetShape`):
+ * - 'bare' (3.0, 3.1.0–3.1.4): `session.add(AssetModel(name=…, uri=…))` when
+ *   `register_asset_change` finds no asset: `group` '' and `extra` {} by the model's defaults;
+ * - 'declared' (apache/airflow #58038, 3.1.5 as #58712, and 3.2+):
+ *   `AssetModel.from_serialized(SerializedAsset(name, uri, group="asset", extra=dest_asset_extra))`,
+ *   the asset's extra as the task declared it (the first emission's, when several name it).
+ * It is linked to the alias (asset_alias_asset), as `AssetManager._add_asset_alias_association`
+ * does; that function also creates an alias row that does not exist yet
+ * (`AssetAliasModel(name=name)`, group '' by the model's `default=str`), which airlock does for the
+ * aliases it is told the task declares (`createAliases`). Three statements whatever the number of
+ * emissions; emissions whose alias does not exist (and was not created) are not returned.
  */
-export function ensureAliasAssets() {
+export function ensureAliasAssets(capabilities: Pick<Capabilities, 'aliasAssetShape'>) {
   const input = 'unnest($1::text[], $2::text[], $3::text[]) as i(alias_name, asset_name, asset_uri)'
+  const declared = capabilities.aliasAssetShape === 'declared'
   const createAliases = prepared(
     'alias_create_aliases',
     `insert into asset_alias (name, "group")
@@ -86,10 +94,14 @@ export function ensureAliasAssets() {
      on conflict do nothing`,
   )
   const createAssets = prepared(
-    'alias_create_assets',
+    `alias_create_assets_${capabilities.aliasAssetShape}`,
     `insert into asset (name, uri, "group", extra, created_at, updated_at)
-     select wanted.asset_name, wanted.asset_uri, '', '{}'::json, clock_timestamp(), clock_timestamp()
-       from (select distinct i.asset_name, i.asset_uri from ${input} join asset_alias al on al.name = i.alias_name) as wanted
+     select wanted.asset_name, wanted.asset_uri, ${declared ? "'asset', wanted.asset_extra" : "'', '{}'::json"}, clock_timestamp(), clock_timestamp()
+       from (select distinct on (i.asset_name, i.asset_uri) i.asset_name, i.asset_uri, i.asset_extra
+               from rows from (unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), json_array_elements($4::json))
+                    with ordinality as i(alias_name, asset_name, asset_uri, asset_extra, n)
+               join asset_alias al on al.name = i.alias_name
+              order by i.asset_name, i.asset_uri, i.n) as wanted
       order by 1, 2
      on conflict (name, uri) do nothing`,
   )
@@ -111,7 +123,7 @@ export function ensureAliasAssets() {
     if (emissions.length === 0) return []
     if (createAliasesNamed.length > 0) await ex.query(createAliases([[...createAliasesNamed]]))
     const arrays = [emissions.map((e) => e.aliasName), emissions.map((e) => e.assetName), emissions.map((e) => e.assetUri)]
-    await ex.query(createAssets(arrays))
+    await ex.query(createAssets([...arrays, `[${emissions.map((e) => e.assetExtra).join(',')}]`]))
     const rows = await ex.query<{alias_id: number; alias_name: string; asset_id: number; asset_name: string; asset_uri: string}>(link(arrays))
     return rows.map((row) => ({
       aliasId: row.alias_id,
@@ -187,14 +199,14 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
   const noPartitionKey = param('noPartitionKey', 'boolean')
   const event = perEvent ? 'ev.event_id, ' : ''
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
-  // consumer is distinct already on the queue row's key, and holds no other kind of row for it.
+  // One row per queue key: a consumer reached through several aliases is one row of consumer each.
   const insert = perEvent
     ? `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at, asset_event_id)
-       select asset_id, dag_id, clock_timestamp(), event_id from consumer where kind = 'queued'
+       select asset_id, dag_id, clock_timestamp(), event_id from (select distinct event_id, asset_id, dag_id from consumer where kind = 'queued') as k
         order by dag_id, event_id
        returning asset_id, target_dag_id`
     : `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
-       select asset_id, dag_id, clock_timestamp() from consumer where kind = 'queued'
+       select asset_id, dag_id, clock_timestamp() from (select distinct asset_id, dag_id from consumer where kind = 'queued') as k
         order by asset_id, dag_id
        on conflict (asset_id, target_dag_id) do nothing
        returning asset_id, target_dag_id`
@@ -228,15 +240,17 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
     `with reference as (
        -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
        -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
-       select ${event}ev.asset_id, r.dag_id, 'id' as kind from ${byAsset} join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+       select ${event}ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from ${byAsset} join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
        union all
-       select ${event}ev.asset_id, r.dag_id, 'alias' from ${byAlias} join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+       select ${event}ev.asset_id, r.dag_id, 'alias', ev.alias_id from ${byAlias} join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
        union all
-       select ${event}ev.asset_id, r.dag_id, 'name' from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+       select ${event}ev.asset_id, r.dag_id, 'name', null from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
        union all
-       select ${event}ev.asset_id, r.dag_id, 'uri' from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+       select ${event}ev.asset_id, r.dag_id, 'uri', null from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
      ), consumer as (
-       select distinct ${perEvent ? 'reference.event_id, ' : ''}reference.asset_id, reference.dag_id,
+       -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
+       -- tell which events reach a DAG the release does not queue.
+       select distinct ${perEvent ? 'reference.event_id, ' : ''}reference.asset_id, reference.dag_id, reference.alias_id,
               case when ${partitioned} then (case when ${noPartitionKey} then 'not_queued_by_airflow' else 'partition_mapper' end)
                    when ${noPartitionKey} then 'queued'
                    else 'not_queued_by_airflow' end as kind
@@ -248,9 +262,9 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
        ${insert}
      )
      -- Unsorted: callers count the rows and sort the DAG names they report.
-     select 'queued' as kind, asset_id, target_dag_id as dag_id from queued
+     select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id from queued
      union all
-     select distinct kind, asset_id, dag_id from consumer where kind <> 'queued'`,
+     select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued'`,
   )
   return async (
     ex: Executor,
@@ -271,8 +285,8 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
       producerTask: producer?.taskId ?? null,
     }
     const values = slots.map((slot) => bySlot[slot])
-    const rows = await ex.query<{kind: ConsumerDecision['kind']; asset_id: number; dag_id: string}>(queue(values))
-    return rows.map((row) => ({kind: row.kind, assetId: row.asset_id, dagId: row.dag_id}))
+    const rows = await ex.query<{kind: ConsumerDecision['kind']; asset_id: number; dag_id: string; alias_id: number | null}>(queue(values))
+    return rows.map((row) => ({kind: row.kind, assetId: row.asset_id, dagId: row.dag_id, aliasId: row.alias_id}))
   }
 }
 
