@@ -23,8 +23,10 @@ Outcomes per task instance: completed; already_success (nothing written); confli
 another state: nothing written, previous_state says which); inactive_outlet (--strict-outlets
 only: an outlet asset is not active, as a worker would fail the task before running it); unsupported_consumer (a
 consumer DAG has a partitioned timetable, which only Airflow can queue; nothing written unless
---allow-unqueued-consumers); downstream_changed and unsupported_downstream (--continue-run: the
-clear could not be done exactly; nothing written); not_found; failed (after
+--allow-unqueued-consumers); mapped_downstream (a mapped task downstream expands over this
+task's return value, which only a worker writes: nothing written unless --allow-mapped-downstream);
+downstream_changed and unsupported_downstream (--continue-run: the clear could not be done exactly;
+nothing written); not_found; failed (after
 retries on deadlock, serialization failure or lock timeout). A task instance retried since it was
 named (Airflow 3 gives each try a new id) is found by its key: the current try is reported.
 
@@ -80,6 +82,12 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
         'Complete a task instance even when a consumer DAG has a partitioned timetable (Airflow 3.2+): that DAG is not queued (airlock cannot run its partition mapper) and a warning says so. By default such a task instance is rolled back (outcome unsupported_consumer).',
       helpGroup: 'WRITING',
     }),
+    'allow-mapped-downstream': Flags.boolean({
+      default: false,
+      description:
+        "Complete a task instance even when a mapped task downstream expands over its return value. airlock writes no XCom and no task_map row, so that mapped task cannot expand and the scheduler sets it upstream_failed. By default such a task instance is refused (outcome mapped_downstream).",
+      helpGroup: 'WRITING',
+    }),
     'continue-run': Flags.boolean({
       default: false,
       description:
@@ -116,6 +124,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       emitEvents: !flags['no-events'],
       strictOutlets: flags['strict-outlets'],
       allowUnqueuedConsumers: flags['allow-unqueued-consumers'],
+      allowMappedDownstream: flags['allow-mapped-downstream'],
       defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
       endDate: flags['end-date'] ? parseEndDate(flags['end-date'], flags['force-end-date']) : null,
       forceEndDate: flags['force-end-date'],

@@ -11,8 +11,10 @@ import type {Knex} from 'knex'
  * - 9ff64e1c35d3: indexes on dag_run.created_dag_version_id and task_instance.dag_version_id;
  * - dd5f3a8e2b91: asset_partition_dag_run.rollup_fingerprint JSON NULL, and index idx_pakl_apdr_id on
  *   partitioned_asset_key_log.asset_partition_dag_run_id;
- * - d2f4e1b3c5a7: asset_partition_dag_run.partition_date (UtcDateTime NULL).
- * Migrations of tables airlock never touches (task state stores, deadlines, dag.partition_mapper_info,
+ * - d2f4e1b3c5a7: asset_partition_dag_run.partition_date (UtcDateTime NULL);
+ * - fde9ed84d07b "Add task_state and asset_state tables": task_state only (a success clears it when
+ *   `[state_store] clear_on_success` is on), as the stored copy of the migration creates it.
+ * Migrations of tables airlock never touches (asset_state, deadlines, dag.partition_mapper_info,
  * …) are left out, as in the other fixtures.
  */
 export const alembicHead = 'd2f4e1b3c5a7'
@@ -32,12 +34,26 @@ export async function up(knex: Knex): Promise<void> {
     create index idx_pakl_apdr_id on partitioned_asset_key_log (asset_partition_dag_run_id);
     create index ti_dag_version_id on task_instance (dag_version_id);
     create index idx_dag_run_created_dag_version_id on dag_run (created_dag_version_id);
+    create table task_state (
+      dag_run_id integer not null references dag_run (id) on delete cascade,
+      task_id varchar(250) not null,
+      map_index integer not null default -1,
+      key varchar(512) not null,
+      dag_id varchar(250) not null,
+      run_id varchar(250) not null,
+      value text not null,
+      updated_at timestamptz not null,
+      constraint task_state_pkey primary key (dag_run_id, task_id, map_index, key)
+    );
+    alter table task_state rename constraint task_state_dag_run_id_fkey to task_state_dag_run_fkey;
+    create index idx_task_state_lookup on task_state (dag_id, run_id, task_id, map_index);
   `)
   await knex('alembic_version').update({version_num: alembicHead})
 }
 
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(`
+    drop table task_state;
     drop index idx_dag_run_created_dag_version_id;
     drop index ti_dag_version_id;
     drop index idx_pakl_apdr_id;

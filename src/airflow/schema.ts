@@ -1,3 +1,4 @@
+import type {AirflowSetting} from './config.js'
 import {compareVersions} from './revisions.js'
 
 /** table name → its column names, for the public schema's tables airlock cares about. */
@@ -48,11 +49,23 @@ export interface Capabilities {
   aliasAssetShape: 'bare' | 'declared'
   /**
    * Whether consumers are filtered by team (3.3+ `AssetManager._filter_dags_by_team`): the
-   * multi-team columns exist and `[core] multi_team` is on. airlock cannot read Airflow's
-   * configuration file: it takes `AIRFLOW__CORE__MULTI_TEAM` when set, else counts teams as on
-   * when any DAG bundle is assigned to a team (`dag_bundle_team`).
+   * multi-team columns exist and Airflow's `[core] multi_team` is true (read as Airflow reads it:
+   * src/airflow/config.ts).
    */
   teamFilter: boolean
+  /**
+   * The task state store table (3.3+, migration fde9ed84d07b): `task_state` in the stored copy of
+   * that migration, `task_state_store` in a later description of it; whichever the database has.
+   */
+  taskStateTable: 'task_state' | 'task_state_store' | null
+  /** A success clears the task's state store: the table exists and `[state_store] clear_on_success` is true. */
+  clearTaskStateOnSuccess: boolean
+}
+
+/** Airflow settings airlock read, where it found each (null: not read, the release has no use for it). */
+export interface AirflowSettings {
+  multiTeam: AirflowSetting | null
+  clearStateOnSuccess: AirflowSetting | null
 }
 
 export interface AirflowSchema {
@@ -63,6 +76,7 @@ export interface AirflowSchema {
   behaviourVersion: string
   placement: 'release' | 'partly_migrated' | 'assumed'
   capabilities: Capabilities
+  settings: AirflowSettings
 }
 
 export type SchemaCheck =
@@ -136,7 +150,15 @@ export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
   log: ['id', 'dttm', 'dag_id', 'task_id', 'run_id', 'map_index', 'try_number', 'event', 'logical_date', 'owner', 'extra'],
 }
 
-export const optionalTables = ['task_inlet_asset_reference', 'asset_partition_dag_run', 'partitioned_asset_key_log', 'team', 'dag_bundle_team']
+export const optionalTables = [
+  'task_inlet_asset_reference',
+  'asset_partition_dag_run',
+  'partitioned_asset_key_log',
+  'team',
+  'dag_bundle_team',
+  'task_state',
+  'task_state_store',
+]
 
 /**
  * What a release does that its tables do not show, read from its
@@ -167,7 +189,9 @@ export function releaseBehaviour(
   }
 }
 
-export function detectCapabilities(shape: SchemaShape): Omit<Capabilities, keyof ReturnType<typeof releaseBehaviour> | 'teamFilter'> {
+export function detectCapabilities(
+  shape: SchemaShape,
+): Omit<Capabilities, keyof ReturnType<typeof releaseBehaviour> | 'teamFilter' | 'clearTaskStateOnSuccess'> {
   const has = (table: string, column: string) => shape.get(table)?.has(column) ?? false
   return {
     eventPartitionKey: has('asset_event', 'partition_key'),
@@ -180,6 +204,7 @@ export function detectCapabilities(shape: SchemaShape): Omit<Capabilities, keyof
       has('task_outlet_asset_reference', 'allow_global_consumers') &&
       has('dag_bundle_team', 'team_name'),
     inletReferences: shape.has('task_inlet_asset_reference'),
+    taskStateTable: (['task_state', 'task_state_store'] as const).find((t) => ['dag_run_id', 'task_id', 'map_index'].every((c) => has(t, c))) ?? null,
   }
 }
 
@@ -267,16 +292,4 @@ export function shapeMismatches(
   }
 
   return mismatches
-}
-
-/**
- * `[core] multi_team` as Airflow reads it from its environment (`AIRFLOW__CORE__MULTI_TEAM`,
- * `conf.getboolean`: true/t/1 and false/f/0, any case); undefined when not set.
- */
-export function multiTeamSetting(env: NodeJS.ProcessEnv = process.env): boolean | undefined {
-  const value = env.AIRFLOW__CORE__MULTI_TEAM?.trim().toLowerCase()
-  if (value === undefined || value === '') return undefined
-  if (['true', 't', '1'].includes(value)) return true
-  if (['false', 'f', '0'].includes(value)) return false
-  return undefined
 }

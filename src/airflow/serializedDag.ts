@@ -21,19 +21,53 @@ export function serializedDagJson(data: unknown, compressed: Buffer | null): unk
   return undefined
 }
 
-export function declaredOutletsByTask(serialized: unknown): Map<string, DeclaredOutlet[]> {
-  const byTask = new Map<string, DeclaredOutlet[]>()
+/** What the protocol's read needs of a task in its serialized DAG. */
+export interface SerializedTask {
+  outlets: DeclaredOutlet[]
+  /**
+   * The mapped tasks (and tasks of mapped task groups) directly downstream of this task, when the
+   * task is not mapped itself: a worker pushes the length of its return value for them (task_map),
+   * without which they cannot expand.
+   */
+  mappedDependants: string[]
+}
+
+export function tasksOf(serialized: unknown): Map<string, SerializedTask> {
+  const byTask = new Map<string, SerializedTask>()
   const tasks = field(field(serialized, 'dag'), 'tasks')
   if (!Array.isArray(tasks)) return byTask
-  for (const task of tasks as unknown[]) {
-    const op = field(task, '__var') ?? task
+  const ops = (tasks as unknown[]).map((task) => field(task, '__var') ?? task)
+  const mapped = new Set([
+    ...ops.flatMap((op) => (field(op, '_is_mapped') === true && typeof field(op, 'task_id') === 'string' ? [field(op, 'task_id') as string] : [])),
+    ...tasksOfMappedGroups(field(field(serialized, 'dag'), 'task_group'), false),
+  ])
+  for (const op of ops) {
     const taskId = field(op, 'task_id')
     if (typeof taskId !== 'string') continue
     const outlets = field(op, 'outlets') ?? field(field(op, 'partial_kwargs'), 'outlets')
-    byTask.set(taskId, Array.isArray(outlets) ? outlets.flatMap(declaredOutlet) : [])
+    const downstream = field(op, 'downstream_task_ids') ?? field(op, '_downstream_task_ids')
+    const dependants = field(op, '_is_mapped') === true || !Array.isArray(downstream) ? [] : downstream.filter((id) => mapped.has(id as string))
+    byTask.set(taskId, {outlets: Array.isArray(outlets) ? outlets.flatMap(declaredOutlet) : [], mappedDependants: dependants as string[]})
   }
 
   return byTask
+}
+
+/**
+ * The task ids inside mapped task groups of a serialized task group tree (`serialize_task_group`:
+ * `children` maps each child to `["operator", task_id]` or `["taskgroup", {…}]`, and a mapped group
+ * carries `is_mapped`), as `iter_mapped_dependants` counts a mapped task group downstream.
+ */
+function tasksOfMappedGroups(group: unknown, insideMapped: boolean): string[] {
+  const mappedHere = insideMapped || field(group, 'is_mapped') === true
+  const children = field(group, 'children')
+  if (typeof children !== 'object' || children === null) return []
+  return Object.values(children as Record<string, unknown>).flatMap((child) => {
+    if (!Array.isArray(child) || child.length !== 2) return []
+    const [kind, value] = child as [unknown, unknown]
+    if (kind === 'taskgroup') return tasksOfMappedGroups(value, mappedHere)
+    return mappedHere && typeof value === 'string' ? [value] : []
+  })
 }
 
 function declaredOutlet(encoded: unknown): DeclaredOutlet[] {

@@ -53,6 +53,11 @@ export interface TaskInstanceContext extends TaskInstanceKey {
   outletsFrom: 'serialized_dag' | 'task_outlet_asset_reference'
   /** Asset aliases declared as outlets of the task (serialized DAG only). */
   declaredAliases: string[]
+  /**
+   * Mapped tasks directly downstream (serialized DAG only, read with the outlets): a worker's
+   * success writes the task_map row they expand over, which airlock cannot.
+   */
+  mappedDependants: string[]
   dagVersionId: string | null
 }
 

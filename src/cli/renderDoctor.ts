@@ -1,4 +1,3 @@
-import {multiTeamSetting} from '../airflow/schema.js'
 import type {DoctorReport} from '../doctor/runDoctor.js'
 import {renderKeyValues, renderTable} from '../output/table.js'
 
@@ -32,8 +31,14 @@ export function renderDoctor(report: DoctorReport, width?: number): string {
       ['multi-team columns', capabilities ? yesNo(capabilities.multiTeam) : null],
       [
         'team filter',
-        capabilities?.multiTeam
-          ? `${capabilities.teamFilter ? 'on' : 'off'} (${multiTeamSetting() === undefined ? 'no AIRFLOW__CORE__MULTI_TEAM: on when a DAG bundle has a team' : 'AIRFLOW__CORE__MULTI_TEAM'})`
+        airflow.airflowSettings?.multiTeam
+          ? `${capabilities?.teamFilter ? 'on' : 'off'} ([core] multi_team from ${airflow.airflowSettings.multiTeam.source})`
+          : null,
+      ],
+      [
+        'task state cleared on success',
+        airflow.airflowSettings?.clearStateOnSuccess
+          ? `${capabilities?.clearTaskStateOnSuccess ? `yes (${capabilities.taskStateTable ?? ''})` : 'no'} ([state_store] clear_on_success from ${airflow.airflowSettings.clearStateOnSuccess.source})`
           : null,
       ],
       ['lock monitoring (pg_monitor)', server.canMonitor ? 'yes' : "no: audit-locks sees only this user's sessions"],

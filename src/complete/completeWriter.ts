@@ -22,6 +22,8 @@ export type CompleteOutcome =
   | {outcome: 'downstream_changed'; detail: string}
   /** --continue-run: a clear airlock does not reproduce (human-in-the-loop records, cross-DAG markers, …); nothing written. */
   | {outcome: 'unsupported_downstream'; detail: string}
+  /** A mapped task downstream expands over this task's return value, which only a worker writes (task_map); nothing written. */
+  | {outcome: 'mapped_downstream'; detail: string}
 
 /** Every outcome of a complete item and the exit code it maps to (the worst of a run wins). */
 export const completeOutcomes = {
@@ -34,6 +36,7 @@ export const completeOutcomes = {
   // Transient: the scheduler kept changing what to clear; running again is safe.
   downstream_changed: ExitCode.partialFailure,
   unsupported_downstream: ExitCode.conflict,
+  mapped_downstream: ExitCode.conflict,
   not_found: ExitCode.notFound,
   failed: ExitCode.partialFailure,
 } as const
@@ -53,6 +56,8 @@ export interface CompleteSettings {
    * warning); by default such a task instance is rolled back (unsupported_consumer).
    */
   allowUnqueuedConsumers?: boolean
+  /** Complete even when a mapped task downstream cannot expand without this task's return value (it will end upstream_failed). */
+  allowMappedDownstream?: boolean
   /** JSON text of the extra for events without one of their own. */
   defaultExtra: string
   endDate: Date | null
@@ -65,7 +70,23 @@ export interface CompleteSettings {
   continueRun?: {behaviourVersion: string} | undefined
 }
 
-type CompleteRegistration = Registration & {logId: number; clear?: ClearPlan; cleared?: ClearReport}
+/**
+ * A worker's success pushes the task's return value as an XCom and, for a task whose output a
+ * mapped task downstream expands over, its length as a `task_map` row, in the XCom route of the
+ * execution API (`set_xcom`, api_fastapi/execution_api/routes/xcoms.py: `TaskMap(length=…, keys=None)`
+ * when the worker sends `mapped_length`, which task-sdk's `_push_xcom_if_needed` does when
+ * `iter_mapped_dependants()` finds one). airlock has no return value to write: without the row, the
+ * scheduler cannot expand the mapped task ("Cannot expand … missing upstream values") and sets it
+ * UPSTREAM_FAILED. So such a task instance is refused unless the operator accepts that.
+ */
+function mappedDownstream(dependants: readonly string[]): CompleteOutcome {
+  return {
+    outcome: 'mapped_downstream',
+    detail: `mapped task${dependants.length === 1 ? '' : 's'} ${dependants.join(', ')} expand${dependants.length === 1 ? 's' : ''} over this task's return value, which only a worker writes (task_map and its XCom); completed by airlock, ${dependants.length === 1 ? 'it' : 'they'} would end upstream_failed. --allow-mapped-downstream completes it anyway`,
+  }
+}
+
+type CompleteRegistration = Registration & {logId: number; clear?: ClearPlan; cleared?: ClearReport; stateCleared: number}
 
 /**
  * `airlock complete` as a protocol writer: what Airflow's success path writes, in the same terms.
@@ -119,7 +140,8 @@ export function completeWriter(
 
   return {
     verb: 'complete',
-    readsOutlets: settings.emitEvents,
+    // The serialized DAG also says which mapped tasks wait for this one's return value.
+    readsOutlets: true,
     committed: {outcome: 'completed'},
     decideBeforeRegistering(ti) {
       const decision = decide(ti.state)
@@ -130,18 +152,23 @@ export function completeWriter(
           detail: `--end-date ${settings.endDate.toISOString()} is before this task instance's start_date ${ti.startDate.toISOString()}; --force-end-date records it anyway (duration 0)`,
         }
       }
+      if (ti.mappedDependants.length > 0 && !settings.allowMappedDownstream) return mappedDownstream(ti.mappedDependants)
       const inactive = settings.strictOutlets && settings.emitEvents ? ti.outlets.filter((o) => !o.active) : []
       if (inactive.length === 0) return undefined
       return {outcome: 'inactive_outlet', detail: `outlet assets not active: ${inactive.map(describeOutlet).join(', ')}`}
     },
     async register(tx, ti, input) {
       const clear = settings.continueRun ? await planClear(store, tx, ti, settings.continueRun.behaviourVersion) : undefined
+      // [state_store] clear_on_success (3.3+): the success clears the task's stored state; before
+      // the lock, like every other write of the registration, so it commits or vanishes with it.
+      const stateCleared = store.capabilities.clearTaskStateOnSuccess ? await store.clearTaskState(tx, ti) : 0
       if (!settings.emitEvents)
         return {
           ...emptyRegistration(),
           ...(await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, [], clear))),
           warnings: clear?.warnings ?? [],
           clear,
+          stateCleared,
         }
       const emitted = await emitOutletEvents(store, tx, ti, {outletEvents: input.outletEvents, defaultExtra: settings.defaultExtra})
       const {logId} = await store.insertLogRow(
@@ -155,7 +182,7 @@ export function completeWriter(
         ),
       )
       const queued = await queueEventConsumers(store, tx, ti, emitted)
-      return {...queued, warnings: [...queued.warnings, ...(clear?.warnings ?? [])], logId, clear}
+      return {...queued, warnings: [...queued.warnings, ...(clear?.warnings ?? [])], logId, clear, stateCleared}
     },
     decideAfterRegistering(registration) {
       if (registration.clear?.refusal) return {outcome: 'unsupported_downstream', detail: registration.clear.refusal}
@@ -188,7 +215,13 @@ export function completeWriter(
         events: registration.events.length,
         queued: registration.consumers.filter((c) => c.kind === 'queued').length,
         warnings: registration.warnings,
-        report: registration.cleared ? {continue_run: registration.cleared} : undefined,
+        report:
+          registration.cleared || registration.stateCleared > 0
+            ? {
+                ...(registration.cleared ? {continue_run: registration.cleared} : {}),
+                ...(registration.stateCleared > 0 ? {task_state_cleared: registration.stateCleared} : {}),
+              }
+            : undefined,
       }
     },
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),

@@ -16,6 +16,7 @@ export interface CompleteRun {
   emitEvents: boolean
   strictOutlets?: boolean
   allowUnqueuedConsumers?: boolean
+  allowMappedDownstream?: boolean
   defaultExtra: string
   endDate: Date | null
   forceEndDate?: boolean | undefined
@@ -41,6 +42,7 @@ export async function runComplete(airflow: AirflowDatabase, run: CompleteRun): P
     emitEvents: run.emitEvents,
     strictOutlets: run.strictOutlets,
     allowUnqueuedConsumers: run.allowUnqueuedConsumers,
+    allowMappedDownstream: run.allowMappedDownstream,
     defaultExtra: run.defaultExtra,
     endDate: run.endDate,
     forceEndDate: run.forceEndDate,

@@ -1,4 +1,4 @@
-import type {Capabilities} from '../airflow/schema.js'
+import type {AirflowSettings, Capabilities} from '../airflow/schema.js'
 import type {Database} from '../engine/engine.js'
 import {ExitCode} from '../exitCodes.js'
 import {adviseOn, lockSettingNames, type SettingReport} from '../report/settingsAdvice.js'
@@ -21,6 +21,8 @@ export interface DoctorReport {
     reason: string | null
     missing: string[]
     capabilities: Capabilities | null
+    /** Airflow's own settings that change what a success writes, and where each was found. */
+    airflowSettings: AirflowSettings | null
   }
   privileges: Array<{object: string; privilege: string; granted: boolean; neededBy: string}>
   settings: SettingReport[]
@@ -59,6 +61,7 @@ export async function runDoctor(
         reason: null,
         missing: [],
         capabilities: check.schema.capabilities,
+        airflowSettings: check.schema.settings,
       }
     : {
         supported: false,
@@ -68,6 +71,7 @@ export async function runDoctor(
         behaviourVersion: null,
         reason: check.reason,
         missing: check.missing,
+        airflowSettings: null,
         capabilities: null,
       }
 

@@ -45,6 +45,12 @@ export interface AirflowStore extends CatalogStore {
     eventPartitionKey: string | null,
     producer: {dagId: string; taskId: string} | null,
   ): Promise<ConsumerDecision[]>
+  /**
+   * Deletes the task state store's keys of this task instance, as a success does when Airflow's
+   * `[state_store] clear_on_success` is on (3.3+); how many were deleted. Call only when the
+   * capability says so.
+   */
+  clearTaskState(ex: Executor, ti: TaskInstanceContext): Promise<number>
   /** A row of Airflow's audit `log`. */
   insertLogRow(ex: Executor, subject: LogSubject, event: string, extra: string): Promise<{logId: number}>
   /** How a writer learns, after a lost COMMIT, whether its transaction landed. */
@@ -139,8 +145,6 @@ export interface CatalogStore {
   readTablePrivileges(ex: Executor, checks: readonly PrivilegeCheck[]): Promise<PrivilegeResult[]>
   readSettings(ex: Executor, names: readonly string[]): Promise<ServerSetting[]>
   readDeadlockCount(ex: Executor): Promise<number>
-  /** Whether any DAG bundle is assigned to a team (dag_bundle_team has a row); call only when that table exists. */
-  readTeamsAssigned(ex: Executor): Promise<boolean>
   /** `server` says what the server can report (the wait start exists from PostgreSQL 14). */
   readLockSnapshot(ex: Executor, server: Pick<ServerInfo, 'versionNum'>): Promise<SessionRow[]>
   findTaskInstanceByTuple(ex: Executor, page: number, tuple: number): Promise<(TaskInstanceKey & {id: string}) | undefined>

@@ -1,7 +1,6 @@
 import {
   detectCapabilities,
   missingColumns,
-  multiTeamSetting,
   optionalTables,
   releaseBehaviour,
   requiredColumns,
@@ -21,8 +20,16 @@ import {
   versionOfRevision,
   type Placement,
 } from '../airflow/revisions.js'
+import {
+  AirflowConfigError,
+  clearStateOnSuccessOption,
+  multiTeamOption,
+  readAirflowSetting,
+  type AirflowOption,
+  type AirflowSetting,
+} from '../airflow/config.js'
 import type {Database} from '../engine/engine.js'
-import {unsupportedSchemaError} from '../errors.js'
+import {unsupportedSchemaError, usageError} from '../errors.js'
 import type {AirflowStore} from './airflowStore.js'
 import {catalogFor, storeFor} from './openStore.js'
 
@@ -96,11 +103,37 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
 
   const {placement} = placed
   const detected = detectCapabilities(shape)
-  const teamFilter = detected.multiTeam && (multiTeamSetting() ?? (await catalog.readTeamsAssigned(db.executor)))
-  const capabilities: Capabilities = {...detected, ...releaseBehaviour(placement.version), teamFilter}
+  // Airflow's own settings decide these, read only where the release has them.
+  const settings = {
+    multiTeam: detected.multiTeam ? airflowSetting(multiTeamOption) : null,
+    clearStateOnSuccess: detected.taskStateTable ? airflowSetting(clearStateOnSuccessOption) : null,
+  }
+  const capabilities: Capabilities = {
+    ...detected,
+    ...releaseBehaviour(placement.version),
+    teamFilter: settings.multiTeam?.value ?? false,
+    clearTaskStateOnSuccess: settings.clearStateOnSuccess?.value ?? false,
+  }
   return {
     supported: true,
-    schema: {alembicHead, airflowVersion: placement.release, behaviourVersion: placement.version, placement: placement.kind, capabilities},
+    schema: {
+      alembicHead,
+      airflowVersion: placement.release,
+      behaviourVersion: placement.version,
+      placement: placement.kind,
+      capabilities,
+      settings,
+    },
+  }
+}
+
+/** An Airflow setting, or exit 2 naming the value Airflow itself would refuse. */
+function airflowSetting(option: AirflowOption): AirflowSetting {
+  try {
+    return readAirflowSetting(option)
+  } catch (error) {
+    if (error instanceof AirflowConfigError) throw usageError(`Airflow's configuration: ${error.message}.`)
+    throw error
   }
 }
 

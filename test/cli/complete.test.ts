@@ -50,6 +50,7 @@ describe('airlock complete', () => {
       inactive_outlet: 0,
       unsupported_consumer: 0,
       invalid_end_date: 0,
+      mapped_downstream: 0,
       downstream_changed: 0,
       unsupported_downstream: 0,
       not_found: 0,

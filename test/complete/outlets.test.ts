@@ -189,3 +189,60 @@ describe('partition keys the task chose per event (Airflow 3.3+)', () => {
 async function countQueue(database: TestDatabase): Promise<number> {
   return Number(((await database.knex('asset_dag_run_queue').count({n: '*'}).first()) as {n: string}).n)
 }
+
+describe('a mapped task downstream expands over the return value', () => {
+  it('is refused (mapped_downstream, nothing written) unless --allow-mapped-downstream: airlock writes no task_map row', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {tasks: ['extract', 'load', 'report'], outlets: 1, expandsOver: {load: 'extract'}, downstream: {extract: ['report']}})
+      .build()
+    const target = world.ti('etl', 'extract')
+    const footprint = await writeFootprint(db.knex)
+    const refused = await completeOne(db.knex, target.id)
+    expect(refused.result).toMatchObject({outcome: 'mapped_downstream', detail: expect.stringContaining('mapped task load') as string})
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+
+    // The mapped task itself, and a task whose downstream is not mapped, complete as usual.
+    expect((await completeOne(db.knex, world.ti('etl', 'report').id)).result).toEqual({outcome: 'completed'})
+    expect((await completeOne(db.knex, world.ti('etl', 'load').id)).result).toEqual({outcome: 'completed'})
+    const allowed = await completeOne(db.knex, target.id, {allowMappedDownstream: true})
+    expect(allowed.result).toEqual({outcome: 'completed'})
+  })
+})
+
+describe('[state_store] clear_on_success (Airflow 3.3+)', () => {
+  let v33: TestDatabase
+  beforeAll(async () => {
+    v33 = await createTestDatabase('3.3', 2)
+  })
+  afterAll(async () => v33?.drop())
+
+  it("on: the success deletes the task instance's stored state, and only its own; off (the default): kept", async () => {
+    const world = await scenario(v33.knex).producer('etl', {tasks: 2, outlets: 1}).build()
+    const [mine, other] = [world.ti('etl', 'task_1'), world.ti('etl', 'task_2')]
+    const run = world.run('etl')
+    const state = (t: {task_id: string}, key: string) => ({
+      dag_run_id: run.id,
+      task_id: t.task_id,
+      map_index: -1,
+      key,
+      dag_id: 'etl',
+      run_id: world.ti('etl').run_id,
+      value: '"x"',
+      updated_at: new Date(),
+    })
+    await v33.knex('task_state').insert([state(mine, 'cursor'), state(mine, 'offset'), state(other, 'cursor')])
+    const keys = async () => (await v33.knex('task_state').orderBy(['task_id', 'key']).select('task_id', 'key')).map((r) => `${r.task_id}.${r.key}`)
+
+    expect((await completeOne(v33.knex, other.id)).result).toEqual({outcome: 'completed'})
+    expect(await keys()).toEqual(['task_1.cursor', 'task_1.offset', 'task_2.cursor'])
+
+    process.env.AIRFLOW__STATE_STORE__CLEAR_ON_SUCCESS = 'True'
+    try {
+      const result = await completeOne(v33.knex, mine.id)
+      expect(result).toMatchObject({result: {outcome: 'completed'}, report: {task_state_cleared: 2}})
+    } finally {
+      delete process.env.AIRFLOW__STATE_STORE__CLEAR_ON_SUCCESS
+    }
+    expect(await keys()).toEqual(['task_2.cursor'])
+  })
+})

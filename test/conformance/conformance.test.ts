@@ -417,7 +417,7 @@ describe.each(['3.3', '3.4'] as const)('multi-team conformance on %s, AIRFLOW__C
   })
   conformance(teamCases, () => createTestDatabase(version, 2))
 
-  it('with AIRFLOW__CORE__MULTI_TEAM=false, every consumer is queued whatever the teams', async () => {
+  it('with AIRFLOW__CORE__MULTI_TEAM=false or unset, every consumer is queued whatever the teams', async () => {
     const db = await createTestDatabase(version, 2)
     try {
       const c = teamCases["a consumer of the producer's team and a teamless one are queued, another team's is not"]!
@@ -428,8 +428,9 @@ describe.each(['3.3', '3.4'] as const)('multi-team conformance on %s, AIRFLOW__C
       await completeOne(db.knex, world.ti('etl').id)
       const queued = await db.knex('asset_dag_run_queue').orderBy('target_dag_id').pluck('target_dag_id')
       expect(queued).toEqual(['other_team', 'same_team', 'teamless'])
+      // Unset, Airflow's default (False) decides, whatever teams the bundles have.
       delete process.env.AIRFLOW__CORE__MULTI_TEAM
-      expect((await schemaOf(db.knex)).capabilities.teamFilter).toBe(true)
+      expect((await schemaOf(db.knex)).capabilities.teamFilter).toBe(false)
     } finally {
       process.env.AIRFLOW__CORE__MULTI_TEAM = 'true'
       await db.drop()

@@ -32,6 +32,8 @@ const before34 = {
   eventPartitionKeys: false,
   missingPartitionKeyLog: false,
   aliasAssetShape: 'bare',
+  taskStateTable: null,
+  clearTaskStateOnSuccess: false,
   teamFilter: false,
 } as const
 const from34 = {
@@ -44,6 +46,8 @@ const from34 = {
   eventPartitionKeys: true,
   missingPartitionKeyLog: true,
   aliasAssetShape: 'declared',
+  taskStateTable: null,
+  clearTaskStateOnSuccess: false,
   teamFilter: false,
 } as const
 

@@ -32,6 +32,7 @@ export async function completeOne(
     emitEvents: options.emitEvents ?? true,
     strictOutlets: options.strictOutlets ?? false,
     allowUnqueuedConsumers: options.allowUnqueuedConsumers ?? false,
+    allowMappedDownstream: options.allowMappedDownstream ?? false,
     defaultExtra: options.defaultExtra ?? '{}',
     endDate: options.endDate ?? null,
     airlockVersion: 'test',

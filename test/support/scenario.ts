@@ -149,6 +149,12 @@ export interface ProducerOptions {
    * (no serialized_dag row: outlets only in task_outlet_asset_reference).
    */
   serialized?: 'json' | 'compressed' | 'none'
+  /**
+   * Mapped tasks that expand over another task's return value: mapped task → the task it expands
+   * over (`.expand(x=upstream.output)`). The serialized DAG marks it `_is_mapped` with that xcomref
+   * in its `expand_input`, and lists it downstream of the upstream task.
+   */
+  expandsOver?: Record<string, string>
   /** Task dependencies as the serialized DAG lists them: task → its direct downstream tasks (`downstream_task_ids`). */
   downstream?: Record<string, string[]>
   /** `retries` of each task in the serialized DAG (left out when 0, as Airflow leaves out a default); per task or for all. */
@@ -227,6 +233,7 @@ interface Producer {
   aliases: string[]
   serialized: 'json' | 'compressed' | 'none'
   downstream: Record<string, string[]>
+  expandsOver: Record<string, string>
   mappedTasks: Record<string, number[]>
   retriesOf: (taskId: string) => number
   setups: string[]
@@ -258,6 +265,15 @@ function serializedDag(p: Producer, assets: readonly AssetRow[]): unknown {
           ...(p.retriesOf(taskId) ? {retries: p.retriesOf(taskId)} : {}),
           ...(p.setups.includes(taskId) ? {is_setup: true} : {}),
           ...(p.teardowns.includes(taskId) ? {is_teardown: true} : {}),
+          ...(p.expandsOver[taskId]
+            ? {
+                _is_mapped: true,
+                expand_input: {
+                  type: 'dict-of-lists',
+                  value: {__type: 'dict', __var: {x: {__type: 'xcomref', __var: {task_id: p.expandsOver[taskId], key: 'return_value'}}}},
+                },
+              }
+            : {}),
           outlets: [
             ...assets
               .filter((a) => a.dag_id === p.dagId && a.task_id === taskId)
@@ -304,7 +320,20 @@ export class ScenarioBuilder {
       refs: options.refs ?? [],
       aliases: options.aliases ?? [],
       serialized: options.serialized ?? 'json',
-      downstream: options.downstream ?? {},
+      downstream: Object.fromEntries(
+        [...new Set([...Object.keys(options.downstream ?? {}), ...Object.values(options.expandsOver ?? {})])].map((task) => [
+          task,
+          [
+            ...new Set([
+              ...(options.downstream?.[task] ?? []),
+              ...Object.entries(options.expandsOver ?? {})
+                .filter(([, upstream]) => upstream === task)
+                .map(([mapped]) => mapped),
+            ]),
+          ],
+        ]),
+      ),
+      expandsOver: options.expandsOver ?? {},
       mappedTasks: options.mappedTasks ?? {},
       retriesOf: (taskId) => (typeof options.retries === 'object' ? (options.retries[taskId] ?? 0) : (options.retries ?? 0)),
       setups: options.setups ?? [],

@@ -136,11 +136,6 @@ export const postgresCatalog: CatalogStore = {
     return Number(row?.deadlocks ?? 0)
   },
 
-  async readTeamsAssigned(ex) {
-    const [row] = await ex.query<{assigned: boolean}>(statement('select exists (select 1 from dag_bundle_team) as assigned'))
-    return row?.assigned ?? false
-  },
-
   /**
    * One look at every client session of this database: what it runs, what it waits for, who
    * blocks it (pg_blocking_pids: the sessions directly in its way, not the root of the chain),

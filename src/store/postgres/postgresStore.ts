@@ -33,7 +33,14 @@ import {
   selectTaskInstanceIdsOfRuns,
   summarizeTaskInstances,
 } from './selection.js'
-import {lockTaskInstance, markTaskInstanceSuccess, readArchivedTaskInstanceKey, readRowHolder, readTaskInstance} from './taskInstance.js'
+import {
+  clearTaskState,
+  lockTaskInstance,
+  markTaskInstanceSuccess,
+  readArchivedTaskInstanceKey,
+  readRowHolder,
+  readTaskInstance,
+} from './taskInstance.js'
 
 /**
  * The PostgreSQL store for one capability set: every statement whose text depends on the Airflow
@@ -50,6 +57,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     lockTaskInstance: lockTaskInstance(),
     readRowHolder: readRowHolder(),
     markTaskInstanceSuccess: markTaskInstanceSuccess(),
+    clearTaskState: clearTaskState(capabilities),
     insertAssetEvents: insertAssetEvents(capabilities),
     findAssetsByNameOrUri: findAssetsByNameOrUri(),
     ensureAliasAssets: ensureAliasAssets(capabilities),

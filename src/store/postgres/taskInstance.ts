@@ -1,5 +1,5 @@
 import type {Capabilities} from '../../airflow/schema.js'
-import {declaredOutletsByTask, serializedDagJson, type DeclaredOutlet} from '../../airflow/serializedDag.js'
+import {serializedDagJson, tasksOf, type SerializedTask} from '../../airflow/serializedDag.js'
 import type {OutletAsset, StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
@@ -95,19 +95,19 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
        from d left join best b on b.n = d.n
       order by d.n`,
   )
-  const versions = new Map<string, Map<string, DeclaredOutlet[]>>()
+  const versions = new Map<string, Map<string, SerializedTask>>()
 
-  const declaredOutlets = async (ex: Executor, versionId: string, hash: string, taskId: string): Promise<DeclaredOutlet[]> => {
+  const serializedTask = async (ex: Executor, versionId: string, hash: string, taskId: string): Promise<SerializedTask> => {
     const cacheKey = `${versionId}:${hash}`
     let byTask = versions.get(cacheKey)
     if (!byTask) {
       const [row] = await ex.query<{data: string | null; data_compressed: Buffer | null}>(serializedDag([versionId]))
-      byTask = declaredOutletsByTask(row ? serializedDagJson(row.data, row.data_compressed) : undefined)
+      byTask = tasksOf(row ? serializedDagJson(row.data, row.data_compressed) : undefined)
       if (versions.size >= cachedVersions) versions.delete(versions.keys().next().value!)
       versions.set(cacheKey, byTask)
     }
 
-    return byTask.get(taskId) ?? []
+    return byTask.get(taskId) ?? {outlets: [], mappedDependants: []}
   }
 
   return async (ex: Executor, ref: TaskInstanceRef, options: {withOutlets: boolean}): Promise<TaskInstanceContext | undefined> => {
@@ -140,6 +140,7 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
       outlets: [],
       outletsFrom: 'serialized_dag',
       declaredAliases: [],
+      mappedDependants: [],
     }
     if (!options.withOutlets) return context
     if (row.dag_hash === null || row.dag_version_id === null) {
@@ -154,7 +155,9 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
       return context
     }
 
-    const declared = await declaredOutlets(ex, row.dag_version_id, row.dag_hash, row.task_id)
+    const task = await serializedTask(ex, row.dag_version_id, row.dag_hash, row.task_id)
+    const declared = task.outlets
+    context.mappedDependants = task.mappedDependants
     context.declaredAliases = declared.flatMap((o) => (o.kind === 'alias' ? [o.name] : []))
     const assets = declared.filter((o) => o.kind !== 'alias')
     if (assets.length === 0) return context
@@ -248,5 +251,23 @@ export function markTaskInstanceSuccess() {
   )
   return async (ex: Executor, tiId: string, endDate: Date | null): Promise<void> => {
     await ex.query(update([endDate, tiId]))
+  }
+}
+
+/**
+ * A success clears the task's state store when `[state_store] clear_on_success` is on
+ * (apache/airflow #66586, `_clear_task_state_store_on_success` beside `ti_update_state` and the REST
+ * mark-success: `backend.clear(scope)` for the task instance's dag run, task and map index). The
+ * table is the one migration fde9ed84d07b creates (`task_state`, primary key dag_run_id, task_id,
+ * map_index, key), or `task_state_store`, whichever this database has.
+ */
+export function clearTaskState(capabilities: Pick<Capabilities, 'taskStateTable'>) {
+  const table = capabilities.taskStateTable
+  const clear = table
+    ? prepared(`clear_${table}`, `delete from ${table} where dag_run_id = $1::int and task_id = $2 and map_index = $3::int returning 1`)
+    : undefined
+  return async (ex: Executor, ti: TaskInstanceContext): Promise<number> => {
+    if (!clear) return 0
+    return (await ex.query(clear([ti.dagRunId, ti.taskId, ti.mapIndex]))).length
   }
 }

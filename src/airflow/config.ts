@@ -1,0 +1,90 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+
+/**
+ * Airflow's own configuration, read the way Airflow reads it for the options that change what a
+ * success writes (`AirflowConfigParser.get` and `getboolean`,
+ * airflow-core/src/airflow/configuration.py): the environment variable `AIRFLOW__{SECTION}__{KEY}`
+ * first, then `airflow.cfg` (`AIRFLOW_CONFIG`, else `$AIRFLOW_HOME/airflow.cfg`, `AIRFLOW_HOME`
+ * defaulting to `~/airflow`), then the option's default. airlock runs where the operator runs it,
+ * so the environment and file it sees are the operator's: export the deployment's settings (or
+ * point AIRFLOW_CONFIG at its airflow.cfg) when they differ. `_CMD` and `_SECRET` variants apply
+ * to sensitive options only in Airflow, and none of these is one.
+ */
+export interface AirflowSetting {
+  value: boolean
+  /** Where the value came from, for doctor: the variable, the file, or the default. */
+  source: string
+}
+
+/** An Airflow option airlock reads, with its default in Airflow's config.yml. */
+export interface AirflowOption {
+  section: string
+  key: string
+  default: boolean
+}
+
+/** `[core] multi_team` (default False): `AssetManager._filter_dags_by_team` runs only when it is true. */
+export const multiTeamOption: AirflowOption = {section: 'core', key: 'multi_team', default: false}
+
+/** `[state_store] clear_on_success` (3.3+, apache/airflow #66586, default False). */
+export const clearStateOnSuccessOption: AirflowOption = {section: 'state_store', key: 'clear_on_success', default: false}
+
+export class AirflowConfigError extends Error {}
+
+export function readAirflowSetting(option: AirflowOption, env: NodeJS.ProcessEnv = process.env): AirflowSetting {
+  const variable = `AIRFLOW__${option.section.toUpperCase().replaceAll('.', '_')}__${option.key.toUpperCase()}`
+  const fromEnv = env[variable]
+  if (fromEnv !== undefined) return {value: parseBoolean(fromEnv, variable), source: variable}
+  const file = configFile(env)
+  const fromFile = readOption(file, option)
+  if (fromFile !== undefined) return {value: parseBoolean(fromFile, `[${option.section}] ${option.key} in ${file}`), source: file}
+  return {value: option.default, source: `Airflow's default (not in ${variable} or ${file})`}
+}
+
+function configFile(env: NodeJS.ProcessEnv): string {
+  if (env.AIRFLOW_CONFIG) return expandHome(env.AIRFLOW_CONFIG)
+  return path.join(expandHome(env.AIRFLOW_HOME ?? '~/airflow'), 'airflow.cfg')
+}
+
+const expandHome = (p: string) => (p === '~' || p.startsWith('~/') ? path.join(os.homedir(), p.slice(1)) : p)
+
+/** `getboolean`: lower-cased, stripped, an inline `#` comment dropped; t/true/1 or f/false/0, anything else refused. */
+function parseBoolean(raw: string, where: string): boolean {
+  let value = raw.toLowerCase().trim()
+  if (value.includes('#')) value = value.split('#')[0]!.trim()
+  if (['t', 'true', '1'].includes(value)) return true
+  if (['f', 'false', '0'].includes(value)) return false
+  throw new AirflowConfigError(
+    `${where} is ${JSON.stringify(raw)}, which Airflow does not read as a boolean (true/t/1 or false/f/0); Airflow itself refuses to start with it`,
+  )
+}
+
+/** The option's raw value in an INI file as configparser reads it (keys case-insensitive, `=` or `:`), or undefined. */
+function readOption(file: string, option: AirflowOption): string | undefined {
+  let text: string
+  try {
+    text = fs.readFileSync(file, 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw new AirflowConfigError(`${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+  }
+
+  let section: string | undefined
+  let found: string | undefined
+  for (const line of text.split(/\r?\n/)) {
+    const trimmed = line.trim()
+    if (trimmed === '' || trimmed.startsWith('#') || trimmed.startsWith(';')) continue
+    const header = /^\[(.+)\]$/.exec(trimmed)
+    if (header) {
+      section = header[1]!.trim()
+      continue
+    }
+    if (section !== option.section || /^\s/.test(line)) continue
+    const match = /^([^=:]+)[=:](.*)$/.exec(trimmed)
+    if (match && match[1]!.trim().toLowerCase() === option.key) found = match[2]!.trim()
+  }
+
+  return found
+}
