@@ -85,7 +85,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     'allow-mapped-downstream': Flags.boolean({
       default: false,
       description:
-        "Complete a task instance even when a mapped task downstream expands over its return value. airlock writes no XCom and no task_map row, so that mapped task cannot expand and the scheduler sets it upstream_failed. By default such a task instance is refused (outcome mapped_downstream).",
+        'Complete a task instance even when a mapped task downstream expands over its return value. airlock writes no XCom and no task_map row, so that mapped task cannot expand and the scheduler sets it upstream_failed. By default such a task instance is refused (outcome mapped_downstream).',
       helpGroup: 'WRITING',
     }),
     'continue-run': Flags.boolean({
