@@ -166,8 +166,11 @@ export const optionalTables = [
  *
  * - every release before 3.4 inserts queue rows with `ON CONFLICT DO NOTHING` (3.0 and 3.1
  *   `_postgres_queue_dagruns`, 3.2 and 3.3 `_queue_dagruns_nonpartitioned_postgres`);
- *   apache/airflow #62501 (keep the newest, stamped with the event's time) reached main only and
- *   was replaced by the per-event queue of 3.4 (#70972) before any release carried it;
+ *   apache/airflow #62501 (keep the newest, stamped with the event's time: `ON CONFLICT DO UPDATE
+ *   … WHERE created_at < excluded.created_at`) was merged to main between 2026-06-17 and
+ *   2026-08-03, no 3.2 or 3.3 backport of it was found, and 3.4 replaced it with one row per event
+ *   (#70972); whether a 3.3 patch release carries it is unverified (its release notes were not
+ *   readable), so airlock follows the code every copy of 3.2 and 3.3 read shows;
  * - consumer filters changed with #60022, released in 3.1.7 and 3.2.0. Head `cc92b33c6709` is
  *   shared by 3.1.0 to 3.1.7, so airlock cannot tell 3.1.7 apart and follows 3.1.0–3.1.6;
  * - alias-created assets take the declared group and extra from #58038 (3.1.5, backported as

@@ -14,6 +14,7 @@ import {
   lineOf,
   olderRevisionVersion,
   placementsOf,
+  releases,
   releasedLines,
   releasePlacements,
   supportedVersionsText,
@@ -28,6 +29,7 @@ import {
   type AirflowOption,
   type AirflowSetting,
 } from '../airflow/config.js'
+import {unplacedRevisions} from '../airflow/unplacedRevisions.js'
 import type {Database} from '../engine/engine.js'
 import {unsupportedSchemaError, usageError} from '../errors.js'
 import type {AirflowStore} from './airflowStore.js'
@@ -176,6 +178,17 @@ function placeOnGraph(head: string, assumeVersion: string | undefined, mismatche
     return {placement: assumed}
   }
 
+  const unplaced = unplacedRevisions[head]
+  if (unplaced !== undefined) {
+    return {
+      reason:
+        `alembic head ${head} is an Airflow 3.4.0 development migration newer than the last one airlock places (${newestRevision()}): ` +
+        `it ${unplaced}, and the order of the migrations after ${newestRevision()} is not established, so airlock cannot tell what the tables hold; ` +
+        `airlock supports Airflow main up to ${newestRevision()}`,
+      missing: [],
+    }
+  }
+
   const nearest = nearestRelease(mismatchesAt)
   const unknown = `alembic head ${head} is not a migration of any Airflow release airlock knows (supported: ${supportedVersionsText})`
   const nearestLine = lineOf(nearest.placement.version)
@@ -193,6 +206,9 @@ function placeOnGraph(head: string, assumeVersion: string | undefined, mismatche
     missing: nearest.differences,
   }
 }
+
+/** The head of the newest release on airlock's graph (main's, when it is unreleased). */
+const newestRevision = () => releases.at(-1)!.head
 
 /** The newest release whose tables match, else the one with the fewest differences. */
 function nearestRelease(mismatchesAt: (placement: Placement) => string[]): {placement: Placement; differences: string[]} {

@@ -145,6 +145,20 @@ describe('airlock doctor', () => {
     expect(result.stdout).toContain('--assume-version 3.2')
   })
 
+  it('a 3.4.0 development migration newer than the graph is refused by name, saying what it changes (exit 8)', async () => {
+    const database = await createTestDatabase('3.4', 1)
+    databases.push(database)
+    await database.knex('alembic_version').update({version_num: '7f8c9a2d410e'})
+    const result = await runCli(['doctor', '--database-url', database.url])
+    expect(result.code).toBe(8)
+    expect(result.stdout).toContain(
+      'alembic head 7f8c9a2d410e is an Airflow 3.4.0 development migration newer than the last one airlock places (ee86eed19e24)',
+    )
+    expect(result.stdout).toContain('renames task_instance.map_index to region_index')
+    // A writer stops the same way, before any read.
+    expect((await runCli(['complete', '--database-url', database.url, '--dag-id', 'x', '--yes'])).code).toBe(8)
+  })
+
   it('an unknown head whose tables match no release: the differences named, no --assume-version offered', async () => {
     const database = await createTestDatabase('3.3', 1)
     databases.push(database)
