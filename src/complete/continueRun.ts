@@ -77,13 +77,13 @@ export async function planClear(store: AirflowStore, ex: Executor, ti: TaskInsta
       "the run has deadline alerts; from 3.2 Airflow's clear re-anchors those measured from the run's queued_at, which airlock does not: clear it in Airflow",
     )
   const markers = targets.filter((t) => t.operator === 'ExternalTaskMarker')
-  if (behaviourVersion.startsWith('3.0') && markers.length > 0)
+  if (compareVersions(behaviourVersion, '3.1.0') < 0 && markers.length > 0)
     return refused(
       `ExternalTaskMarker task instances would be cleared (${markers.map((t) => t.taskId).join(', ')}); Airflow 3.0 then clears the DAGs they point to as well, which airlock does not: clear them in Airflow`,
     )
   // Only when there is something to clear: with nothing, Airflow's `clear` returns before it.
   const unversioned = targets.length > 0 && (run.createdDagVersionId === null || targets.some((t) => t.dagVersionId === null))
-  if (behaviourVersion.startsWith('3.4') && unversioned)
+  if (compareVersions(behaviourVersion, '3.4.0') >= 0 && unversioned)
     return refused(
       'the run or a task instance to clear has no DAG version; Airflow 3.4 moves them onto the latest version when it clears, which airlock does not',
     )

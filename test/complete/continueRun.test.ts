@@ -2,14 +2,15 @@ import type {Knex} from 'knex'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {clearSubset, taskGraph} from '../../src/airflow/serializedDag.js'
+import {compareVersions} from '../../src/airflow/revisions.js'
 import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
 import {airflowMarksSuccess, runSnapshot} from '../conformance/airflowMarkSuccess.js'
 import {envelope, runCli} from '../support/cli.js'
-import {completeOne} from '../support/complete.js'
+import {completeOne, schemaOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
 import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
-import {scenario, type World} from '../support/scenario.js'
+import {addDagVersion, scenario, type ProducerOptions, type World} from '../support/scenario.js'
 
 /**
  * `complete --continue-run`: a failed task whose work is done is marked success and its run
@@ -20,7 +21,7 @@ import {scenario, type World} from '../support/scenario.js'
  * (success: stays), `audit` (skipped: stays); `side` failed but not downstream (stays); the run
  * failed.
  */
-const world = (knex: Knex) =>
+const world = (knex: Knex, options: Partial<ProducerOptions> = {}) =>
   scenario(knex)
     .producer('etl', {
       tasks: ['extract', 'load', 'report', 'notify', 'archive', 'audit', 'side'],
@@ -30,6 +31,7 @@ const world = (knex: Knex) =>
       mappedTasks: {report: [0, 1]},
       retries: {notify: 2, report: 1},
       runState: 'failed',
+      ...options,
     })
     .build()
 
@@ -72,7 +74,7 @@ describe.each(versions)('complete --continue-run on %s', (version) => {
     const since = new Date(Date.now() - 1000)
 
     const result = await completeOne(airlock.knex, ours.ti('etl', 'load').id, {fromStates: ['failed'], continueRun: {behaviourVersion}})
-    await airflowMarksSuccess(airflow.knex, theirs.ti('etl', 'load').id)
+    await airflowMarksSuccess(airflow.knex, await schemaOf(airflow.knex), theirs.ti('etl', 'load').id)
 
     expect(result.result).toEqual({outcome: 'completed'})
     const mine = await runSnapshot(airlock.knex, ours.run('etl').run_id, originalIds(ours), since)
@@ -113,6 +115,45 @@ describe.each(versions)('complete --continue-run on %s', (version) => {
     expect(extra.airlock.command).toBe('complete --continue-run')
     expect(extra.airlock.continue_run.cleared).toHaveLength(3)
     expect(extra.airlock.continue_run.dag_run_previous_state).toBe('failed')
+  })
+
+  /** Both sides on the same world: airlock's --continue-run and the transcription of Airflow's mark-success. */
+  async function bothSides(options: Partial<ProducerOptions>, setup?: (knex: Knex, w: World) => Promise<void>) {
+    const [ours, theirs] = await Promise.all([world(airlock.knex, options), world(airflow.knex, options)])
+    await setup?.(airlock.knex, ours)
+    await setup?.(airflow.knex, theirs)
+    const since = new Date(Date.now() - 1000)
+    const result = await completeOne(airlock.knex, ours.ti('etl', 'load').id, {fromStates: ['failed'], continueRun: {behaviourVersion}})
+    await airflowMarksSuccess(airflow.knex, await schemaOf(airflow.knex), theirs.ti('etl', 'load').id)
+    expect(result.result).toEqual({outcome: 'completed'})
+    const mine = await runSnapshot(airlock.knex, ours.run('etl').run_id, originalIds(ours), since)
+    expect(mine).toEqual(await runSnapshot(airflow.knex, theirs.run('etl').run_id, originalIds(theirs), since))
+    return mine
+  }
+
+  it('a run still running: from 3.2 (apache/airflow #60848) its queued_at and clear_number move, its state kept', async () => {
+    const mine = await bothSides({runState: 'running'})
+    const reanchored = compareVersions(behaviourVersion, '3.2.0') >= 0 && version !== 'dump'
+    expect(mine.run).toEqual([
+      reanchored
+        ? 'running clear_number=1 queued_at=now start=kept end=null decided=null'
+        : 'running clear_number=0 queued_at=kept start=kept end=null decided=null',
+    ])
+  })
+
+  it("retries from the run's own DAG version when the run has a bundle version, not the newer one", async () => {
+    const mine = await bothSides({}, async (knex) => {
+      await addDagVersion(knex, 'etl', (data) => {
+        for (const task of data.dag.tasks) if (task.__var.task_id === 'notify') task.__var.retries = 7
+      })
+      await knex('dag_run').update({bundle_version: 'abc123'})
+    })
+    expect(mine.taskInstances).toContain('notify[-1] none try=1 max_tries=3 executor_id=- next=- id=new')
+  })
+
+  it("a task that leaves retries out takes the document's client_defaults (format 3, 3.1+)", async () => {
+    const mine = await bothSides({retries: {report: 1}, clientDefaults: {retries: 4}})
+    expect(mine.taskInstances).toContain('notify[-1] none try=1 max_tries=5 executor_id=- next=- id=new')
   })
 })
 

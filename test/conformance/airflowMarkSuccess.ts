@@ -2,6 +2,9 @@ import {inflateSync} from 'node:zlib'
 
 import type {Knex} from 'knex'
 
+import {compareVersions} from '../../src/airflow/revisions.js'
+import type {AirflowSchema} from '../../src/airflow/schema.js'
+
 /**
  * Airflow's REST mark-success of a task instance, `PATCH …/taskInstances/{task_id}` with
  * `new_state=success` and every include_* flag false, transcribed statement by statement from
@@ -15,7 +18,11 @@ import type {Knex} from 'knex'
  * 3. `clear_task_instances`, per task instance in the order `_get_task_instances` returns them:
  *    `prepare_db_for_next_try` (`TaskInstanceHistory.record_ti`, the task_reschedule delete, a new
  *    id), then `max_tries`, state NULL, external_executor_id NULL, `clear_next_method_args`;
- *    then each finished run of them: `dag_run_state=QUEUED` through `DagRun.set_state`.
+ *    then each finished run of them: `dag_run_state=QUEUED` through `DagRun.set_state`; from 3.2
+ *    (apache/airflow #60848) a queued or running one gets a new `queued_at` and `clear_number`.
+ *    A task's `retries` come from the run's DAG version when the run records a bundle version
+ *    (`DBDagBag.get_dag_for_run`), else from the latest; a value the task leaves out is the
+ *    document's `client_defaults.tasks` (format 3, 3.1+), else 0.
  *
  * Sources: airflow-core/src/airflow/api_fastapi/core_api/routes/public/task_instances.py
  * (`patch_task_instance`), models/dag.py (3.0) and SerializedDAG (3.1+) `set_task_instance_state`
@@ -23,7 +30,7 @@ import type {Knex} from 'knex'
  * `clear_task_instances` and `prepare_db_for_next_try`, models/taskinstancehistory.py `record_ti`,
  * models/dagrun.py `set_state`.
  */
-export async function airflowMarksSuccess(knex: Knex, tiId: string): Promise<void> {
+export async function airflowMarksSuccess(knex: Knex, schema: AirflowSchema, tiId: string): Promise<void> {
   await knex.transaction(async (trx) => {
     const ti = (
       await trx.raw<{rows: Array<{dag_id: string; run_id: string; task_id: string}>}>(
@@ -45,11 +52,7 @@ export async function airflowMarksSuccess(knex: Knex, tiId: string): Promise<voi
       `select data, data_compressed from serialized_dag where dag_id = ? order by created_at desc limit 1`,
       [ti.dag_id],
     )
-    const {data, data_compressed: compressed} = serialized[0]!
-    const text = data ?? (compressed ? inflateSync(compressed).toString('utf8') : null)
-    const dag = (typeof text === 'string' ? JSON.parse(text) : text) as {
-      dag: {tasks: Array<{__var: {task_id: string; downstream_task_ids?: string[]; retries?: number; is_setup?: boolean; is_teardown?: boolean}}>}
-    }
+    const dag = documentOf(serialized[0]!)
     const tasks = new Map(dag.dag.tasks.map((t) => [t.__var.task_id, t.__var]))
     const downstreamList = (id: string) => tasks.get(id)?.downstream_task_ids ?? []
     const upstreamList = (id: string) => [...tasks.values()].filter((t) => (t.downstream_task_ids ?? []).includes(id)).map((t) => t.task_id)
@@ -107,6 +110,22 @@ export async function airflowMarksSuccess(knex: Knex, tiId: string): Promise<voi
           and column_name in (select column_name from information_schema.columns where table_schema = 'public' and table_name = 'task_instance')`,
     )
     const shared = columns.map((c) => `"${c.column_name}"`).join(', ')
+    // clear_task_instances: the run's DAG (get_dag_for_run) when it has a bundle version.
+    const {rows: runs} = await trx.raw<{rows: Array<{bundle_version: string | null; created_dag_version_id: string | null}>}>(
+      `select bundle_version, created_dag_version_id from dag_run where dag_id = ? and run_id = ?`,
+      [ti.dag_id, ti.run_id],
+    )
+    const run = runs[0]!
+    let runDag: Document | undefined = dag
+    if (run.bundle_version !== null) {
+      const {rows: own} = await trx.raw<{rows: Array<{data: unknown; data_compressed: Buffer | null}>}>(
+        `select data, data_compressed from serialized_dag where dag_version_id = ?`,
+        [run.created_dag_version_id],
+      )
+      runDag = own[0] ? documentOf(own[0]) : undefined
+    }
+    const runTasks = new Map((runDag?.dag.tasks ?? []).map((t) => [t.__var.task_id, t.__var]))
+    const defaultRetries = runDag?.client_defaults?.tasks?.retries ?? 0
     for (const row of tis) {
       // prepare_db_for_next_try → record_ti: unless this try is archived already.
       const {rows: archived} = await trx.raw<{rows: Array<{n: number}>}>(
@@ -121,8 +140,8 @@ export async function airflowMarksSuccess(knex: Knex, tiId: string): Promise<voi
         ])
       await trx.raw(`delete from task_reschedule where ti_id = ?`, [row.id])
       // self.id = uuid7(); the run's DAG has the task: max_tries = try_number + task.retries.
-      const task = tasks.get(row.task_id)
-      const maxTries = task ? row.try_number + (task.retries ?? 0) : Math.max(row.max_tries, row.try_number)
+      const task = runTasks.get(row.task_id)
+      const maxTries = runDag && task ? row.try_number + (task.retries ?? defaultRetries) : Math.max(row.max_tries, row.try_number)
       await trx.raw(
         `update task_instance
             set id = gen_random_uuid(), max_tries = ?, state = null, external_executor_id = null,
@@ -133,14 +152,33 @@ export async function airflowMarksSuccess(knex: Knex, tiId: string): Promise<voi
     }
 
     // The runs of the cleared task instances that are finished: QUEUED, through DagRun.set_state.
+    const runIds = [...new Set(tis.map((t) => t.dag_run_id))]
+    // #60848 (3.2+): a run still queued or running is re-anchored, its state and start kept
+    // (first, so the runs queued just below are not counted twice).
+    if (compareVersions(schema.behaviourVersion, '3.2.0') >= 0)
+      await trx.raw(
+        `update dag_run set queued_at = now(), clear_number = clear_number + 1, updated_at = now() where id = any(?) and state in ('queued', 'running')`,
+        [runIds],
+      )
     await trx.raw(
       `update dag_run
           set state = 'queued', queued_at = now(), start_date = null, end_date = null,
               last_scheduling_decision = null, clear_number = clear_number + 1, updated_at = now()
         where id = any(?) and state in ('success', 'failed')`,
-      [[...new Set(tis.map((t) => t.dag_run_id))]],
+      [runIds],
     )
   })
+}
+
+interface Document {
+  client_defaults?: {tasks?: {retries?: number}}
+  dag: {tasks: Array<{__var: {task_id: string; downstream_task_ids?: string[]; retries?: number; is_setup?: boolean; is_teardown?: boolean}}>}
+}
+
+/** A serialized_dag row's document; `data` is NULL when [core] compress_serialized_dags is on. */
+function documentOf(row: {data: unknown; data_compressed: Buffer | null}): Document {
+  const text = row.data ?? (row.data_compressed ? inflateSync(row.data_compressed).toString('utf8') : null)
+  return (typeof text === 'string' ? JSON.parse(text) : text) as Document
 }
 
 /**

@@ -217,6 +217,51 @@ const cases: Record<string, Case> = {
       ])
     },
   },
+  'an OR condition (asset_any): one of its two assets is enough for a run': {
+    mirrors: 'tests/unit/assets/test_evaluation.py (AssetAny); dags_needing_dagruns',
+    world: (s) =>
+      s
+        .producer('other', {tasks: ['make'], outlets: 1, state: 'success'})
+        .producer('etl', {outlets: 1})
+        .consumer('either', {on: ['etl.produce.out_1', 'other.make.out_1'], condition: 'any'})
+        .consumer('both', {on: ['etl.produce.out_1', 'other.make.out_1']}),
+    task: {dag: 'etl'},
+    expect(side) {
+      // Both are queued; only the OR gets a run (the AND waits for other.make.out_1).
+      expect(queuedDags(side)).toEqual(['both', 'either'])
+      expect(side.runs).toEqual([expect.stringMatching(/^either run_after=new consumes=\[etl\.produce\.out_1 /) as string])
+    },
+  },
+  'a consumer scheduled on an alias the event went through: queued and run': {
+    mirrors: 'tests/unit/jobs/test_scheduler_job.py::test_create_dag_runs_asset_alias_with_asset_event_attached',
+    world: (s) => s.producer('etl', {outlets: 1, aliases: ['lake']}).consumer('by_alias', {alias: 'lake'}),
+    task: {dag: 'etl'},
+    outletEvents: [{dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {}, source_alias_name: 'lake'}],
+    expect(side) {
+      expect(side.runs).toEqual([expect.stringMatching(/^by_alias run_after=new consumes=\[/) as string])
+    },
+  },
+  'a consumer scheduled on Asset.ref by name: queued and run': {
+    mirrors: 'tests/unit/assets/test_evaluation.py (AssetRef resolved to its asset); dags_needing_dagruns',
+    world: (s) => s.producer('etl', {outlets: 1}).consumer('by_name', {on: ['etl'], by: 'name'}),
+    task: {dag: 'etl'},
+    expect(side) {
+      expect(queuedDags(side)).toEqual(['by_name'])
+      expect(side.runs).toEqual([expect.stringMatching(/^by_name run_after=new/) as string])
+    },
+  },
+  'a consumer at max_active_runs: queued, no run': {
+    mirrors: 'tests/unit/models/test_dag.py::test_dags_needing_dagruns_asset_triggered_dag_max_active_runs',
+    world: (s) => s.producer('etl', {outlets: 1}).consumer('busy', {on: ['etl'], maxActiveRuns: 1}),
+    task: {dag: 'etl'},
+    async setup(knex) {
+      await knex('dag_run').insert({dag_id: 'busy', run_id: 'manual__busy', run_type: 'manual', run_after: '2026-01-01T00:00:00Z', state: 'running'})
+    },
+    expect(side) {
+      expect(queuedDags(side)).toEqual(['busy'])
+      expect(side.runs).toEqual([])
+    },
+  },
   'a queue row already there: created_at is kept before 3.4, and the run is computed from it': {
     mirrors: 'assets/manager.py AssetManager._postgres_queue_dagruns (ON CONFLICT DO NOTHING); scheduler window',
     world: (s) => s.producer('etl', {outlets: 1}).consumer('report', {on: ['etl']}),

@@ -1,5 +1,6 @@
 import type {Knex} from 'knex'
 
+import {compareVersions} from '../../src/airflow/revisions.js'
 import type {AirflowSchema} from '../../src/airflow/schema.js'
 
 /**
@@ -10,9 +11,14 @@ import type {AirflowSchema} from '../../src/airflow/schema.js'
  * the queue rows and events a success left behind: which run it gets and which events that run
  * consumes.
  *
- * The consumer's schedule condition is taken as the AND of everything it references (what
- * `schedule=[a, b, alias]` means): an asset by id, an `Asset.ref` by name or uri (resolved to the
- * active asset), and an alias (any asset linked to it, `AssetEvaluator` on `AssetAlias`).
+ * Readiness is the consumer's own condition from its latest serialized DAG
+ * (`ser_dag.dag.timetable.asset_condition.evaluate(statuses)`, `AssetEvaluator` in
+ * airflow-core/src/airflow/assets/evaluation.py): statuses are the queued assets by (name, uri);
+ * an asset is true when queued, an `asset_ref` resolves by name or uri to an active asset, an
+ * alias is true when any asset linked to it is, `asset_all` / `asset_any` take all / any of their
+ * objects. A DAG excluded (paused, stale, import errors, max_active_runs reached by queued and
+ * running runs) gets no run; the DAG rows are read `FOR UPDATE SKIP LOCKED` (`with_row_locks(…,
+ * of=DagModel, skip_locked=True)`), so a DAG row another session holds is passed over this loop.
  */
 
 export interface CreatedRun {
@@ -32,12 +38,6 @@ interface QueueRow {
   uri: string
 }
 
-interface Requirement {
-  kind: 'asset' | 'alias'
-  /** (name, uri) keys that satisfy it: one for an asset, the linked assets for an alias. */
-  keys: string[]
-}
-
 const key = (name: string, uri: string) => JSON.stringify([name, uri])
 
 export async function createAssetTriggeredRuns(knex: Knex, schema: AirflowSchema): Promise<CreatedRun[]> {
@@ -52,15 +52,14 @@ export async function createAssetTriggeredRuns(knex: Knex, schema: AirflowSchema
     const runs: CreatedRun[] = []
     for (const [dagId, rows] of byDag) {
       const statuses = new Set(rows.map((r) => key(r.name, r.uri)))
-      const requirements = await requirementsOf(trx, dagId)
-      const ready = requirements.length > 0 && requirements.every((r) => r.keys.some((k) => statuses.has(k)))
-      if (!ready) continue
+      const condition = await conditionOf(trx, dagId)
+      if (condition === undefined || !(await evaluate(trx, condition, statuses))) continue
       // The exclusion list and the final DagModel query: a paused or stale DAG, one with import
       // errors, or one already at max_active_runs (queued + running) gets no run; its rows stay.
       const {rows: dags} = await trx.raw<{rows: Array<{eligible: boolean}>}>(
         `select not d.is_paused and not d.is_stale and not coalesce(d.has_import_errors, false)
                 and (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) < d.max_active_runs as eligible
-           from dag d where d.dag_id = ?`,
+           from dag d where d.dag_id = ? for update of d skip locked`,
         [dagId],
       )
       if (!dags[0]?.eligible) continue
@@ -73,28 +72,50 @@ export async function createAssetTriggeredRuns(knex: Knex, schema: AirflowSchema
   })
 }
 
-async function requirementsOf(trx: Knex.Transaction, dagId: string): Promise<Requirement[]> {
-  const {rows} = await trx.raw<{rows: Array<{kind: 'asset' | 'alias'; ref: string; name: string | null; uri: string | null}>}>(
-    `select 'asset' as kind, 'id:' || a.id as ref, a.name, a.uri from dag_schedule_asset_reference r join asset a on a.id = r.asset_id where r.dag_id = ?
-     union all
-     select 'asset', 'name:' || r.name, a.name, a.uri from dag_schedule_asset_name_reference r
-       left join asset a on a.name = r.name and exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri) where r.dag_id = ?
-     union all
-     select 'asset', 'uri:' || r.uri, a.name, a.uri from dag_schedule_asset_uri_reference r
-       left join asset a on a.uri = r.uri and exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri) where r.dag_id = ?
-     union all
-     select 'alias', 'alias:' || al.id, a.name, a.uri from dag_schedule_asset_alias_reference r join asset_alias al on al.id = r.alias_id
-       left join asset_alias_asset l on l.alias_id = al.id left join asset a on a.id = l.asset_id where r.dag_id = ?`,
-    [dagId, dagId, dagId, dagId],
+/** `dag.timetable.__var.asset_condition` of the DAG's latest serialized DAG (undefined: none, or not asset-scheduled). */
+async function conditionOf(trx: Knex.Transaction, dagId: string): Promise<unknown> {
+  const {rows} = await trx.raw<{rows: Array<{data: unknown}>}>(
+    `select sd.data from serialized_dag sd where sd.dag_id = ? order by sd.created_at desc limit 1`,
+    [dagId],
   )
-  const requirements = new Map<string, Requirement>()
-  for (const row of rows) {
-    const requirement = requirements.get(row.ref) ?? {kind: row.kind, keys: []}
-    if (row.name !== null && row.uri !== null) requirement.keys.push(key(row.name, row.uri))
-    requirements.set(row.ref, requirement)
-  }
+  const data = rows[0]?.data
+  const document = (typeof data === 'string' ? JSON.parse(data) : data) as {dag?: {timetable?: {__var?: {asset_condition?: unknown}}}} | undefined
+  return document?.dag?.timetable?.__var?.asset_condition
+}
 
-  return [...requirements.values()]
+/** AssetEvaluator.run on an encoded condition (flat, or with its fields under `__var`). */
+async function evaluate(trx: Knex.Transaction, encoded: unknown, statuses: ReadonlySet<string>): Promise<boolean> {
+  const node = encoded as {__type?: string; __var?: Record<string, unknown>} & Record<string, unknown>
+  const fields = node.__var ?? node
+  switch (node.__type) {
+    case 'asset':
+      return statuses.has(key(String(fields.name), String(fields.uri)))
+    case 'asset_ref': {
+      // resolve_ref_to_asset: the active asset of that name (or uri); unresolved is false.
+      const column = fields.name !== undefined ? 'name' : 'uri'
+      const {rows} = await trx.raw<{rows: Array<{name: string; uri: string}>}>(
+        `select a.name, a.uri from asset a join asset_active aa on aa.name = a.name and aa.uri = a.uri where a.${column} = ?`,
+        [String(fields[column])],
+      )
+      return rows.some((r) => statuses.has(key(r.name, r.uri)))
+    }
+    case 'asset_alias': {
+      // expand_alias_to_assets: the assets linked to the alias.
+      const {rows} = await trx.raw<{rows: Array<{name: string; uri: string}>}>(
+        `select a.name, a.uri from asset_alias al join asset_alias_asset l on l.alias_id = al.id join asset a on a.id = l.asset_id where al.name = ?`,
+        [String(fields.name)],
+      )
+      return rows.some((r) => statuses.has(key(r.name, r.uri)))
+    }
+    case 'asset_all':
+    case 'asset_any': {
+      const results: boolean[] = []
+      for (const child of (fields.objects as unknown[] | undefined) ?? []) results.push(await evaluate(trx, child, statuses))
+      return node.__type === 'asset_all' ? results.every(Boolean) : results.some(Boolean)
+    }
+    default:
+      return false
+  }
 }
 
 /**
@@ -105,9 +126,10 @@ async function requirementsOf(trx: Knex.Transaction, dagId: string): Promise<Req
  */
 async function windowRun(trx: Knex.Transaction, schema: AirflowSchema, dagId: string, rows: QueueRow[]): Promise<CreatedRun> {
   const triggered = new Date(Math.max(...rows.map((r) => r.created_at.getTime())))
-  const aliasBranch = schema.airflowVersion.startsWith('3.0')
-    ? ''
-    : `or e.id in (select l.event_id from asset_alias_asset_event l join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id where r.dag_id = :dag)`
+  const aliasBranch =
+    compareVersions(schema.behaviourVersion, '3.1.0') < 0
+      ? ''
+      : `or e.id in (select l.event_id from asset_alias_asset_event l join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id where r.dag_id = :dag)`
   const {rows: events} = await trx.raw<{rows: Array<{id: number}>}>(
     `with previous as (
        select max(run_after) as run_after from dag_run where dag_id = :dag and run_type = 'asset_triggered' and run_after < :triggered

@@ -2,6 +2,7 @@ import {randomBytes} from 'node:crypto'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
+import {compareVersions} from '../../src/airflow/revisions.js'
 import {fixtureVersions, type FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
@@ -53,8 +54,8 @@ describe('airlock doctor', () => {
       expect(out.status).toBe(0)
       expect(out.result.airflow.supported).toBe(true)
       expect(out.result.airflow.version).toBe(expectedVersion[version])
-      expect(out.result.airflow.capabilities.eventPartitionKey).toBe(version >= '3.2')
-      expect(out.result.airflow.capabilities.multiTeam).toBe(version >= '3.3')
+      expect(out.result.airflow.capabilities.eventPartitionKey).toBe(compareVersions(version, '3.2.0') >= 0)
+      expect(out.result.airflow.capabilities.multiTeam).toBe(compareVersions(version, '3.3.0') >= 0)
       expect(out.result.airflow.capabilities.queueShape).toBe(version === '3.4' ? 'per_event' : 'per_asset')
       expect(out.result.verdict).toMatch(/^ready: /)
     })

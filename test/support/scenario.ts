@@ -157,6 +157,11 @@ export interface ProducerOptions {
   expandsOver?: Record<string, string>
   /** Task dependencies as the serialized DAG lists them: task → its direct downstream tasks (`downstream_task_ids`). */
   downstream?: Record<string, string[]>
+  /**
+   * The serialized DAG's `client_defaults.tasks` (format 3, 3.1+: the defaults kept once, a task
+   * leaving out a value equal to them), e.g. `{retries: 2}`.
+   */
+  clientDefaults?: {retries?: number}
   /** `retries` of each task in the serialized DAG (left out when 0, as Airflow leaves out a default); per task or for all. */
   retries?: number | Record<string, number>
   /** Tasks that are setups or teardowns (`is_setup` / `is_teardown` in the serialized DAG). */
@@ -185,6 +190,14 @@ export interface ConsumerOptions {
   /** is_stale: the DAG's file is gone (which releases still queue it differs). */
   stale?: boolean
   owner?: string
+  /**
+   * How its schedule combines what it is scheduled on, in its serialized DAG's
+   * `timetable.__var.asset_condition`: `all` (`schedule=[a, b]`, AssetAll, the default) or `any`
+   * (`a | b`, AssetAny).
+   */
+  condition?: 'all' | 'any'
+  /** dag.max_active_runs (default 16). */
+  maxActiveRuns?: number
 }
 
 export interface AssetRow {
@@ -234,6 +247,7 @@ interface Producer {
   serialized: 'json' | 'compressed' | 'none'
   downstream: Record<string, string[]>
   expandsOver: Record<string, string>
+  clientDefaults: {retries?: number} | undefined
   mappedTasks: Record<string, number[]>
   retriesOf: (taskId: string) => number
   setups: string[]
@@ -249,12 +263,15 @@ interface Consumer {
   paused: boolean
   stale: boolean
   owner: string
+  condition: 'all' | 'any'
+  maxActiveRuns: number
 }
 
 /** A producer's serialized DAG in Airflow's encoding (`{"__type": "operator", "__var": {…}}` per task). */
 function serializedDag(p: Producer, assets: readonly AssetRow[]): unknown {
   return {
     __version: 1,
+    ...(p.clientDefaults ? {client_defaults: {tasks: p.clientDefaults}} : {}),
     dag: {
       dag_id: p.dagId,
       tasks: p.tasks.map((taskId) => ({
@@ -334,6 +351,7 @@ export class ScenarioBuilder {
         ]),
       ),
       expandsOver: options.expandsOver ?? {},
+      clientDefaults: options.clientDefaults,
       mappedTasks: options.mappedTasks ?? {},
       retriesOf: (taskId) => (typeof options.retries === 'object' ? (options.retries[taskId] ?? 0) : (options.retries ?? 0)),
       setups: options.setups ?? [],
@@ -355,6 +373,8 @@ export class ScenarioBuilder {
       paused: options.paused ?? false,
       stale: options.stale ?? false,
       owner: options.owner ?? 'airflow',
+      condition: options.condition ?? 'all',
+      maxActiveRuns: options.maxActiveRuns ?? 16,
     })
     return this
   }
@@ -382,8 +402,15 @@ export class ScenarioBuilder {
         .returning('id')
 
       const dags = [
-        ...this.producers.map((p) => ({dagId: p.dagId, paused: false, stale: false, owner: p.owner, summary: '@daily'})),
-        ...this.consumers.map((c) => ({dagId: c.dagId, paused: c.paused, stale: c.stale, owner: c.owner, summary: 'Asset'})),
+        ...this.producers.map((p) => ({dagId: p.dagId, paused: false, stale: false, owner: p.owner, summary: '@daily', maxActiveRuns: 16})),
+        ...this.consumers.map((c) => ({
+          dagId: c.dagId,
+          paused: c.paused,
+          stale: c.stale,
+          owner: c.owner,
+          summary: 'Asset',
+          maxActiveRuns: c.maxActiveRuns,
+        })),
       ]
       const versions = new Map<string, string>()
       if (dags.length > 0) {
@@ -399,7 +426,7 @@ export class ScenarioBuilder {
             owners: d.owner,
             timetable_summary: d.summary,
             max_active_tasks: 16,
-            max_active_runs: 16,
+            max_active_runs: d.maxActiveRuns,
             max_consecutive_failed_dag_runs: 0,
             has_task_concurrency_limits: false,
           })),
@@ -498,6 +525,42 @@ export class ScenarioBuilder {
             updated_at: now,
           })
         }
+
+        // Its schedule as the DAG processor serializes it (`encode_asset_condition`: flat
+        // `{"__type": "asset", name, uri, group, extra}`, `{"__type": "asset_ref", name | uri}`,
+        // `{"__type": "asset_alias", name, group}`, combined by `asset_all` / `asset_any` objects).
+        const objects = [
+          ...consumer.by.flatMap((kind) =>
+            targets.map((a) =>
+              kind === 'id'
+                ? {__type: 'asset', name: a.name, uri: a.uri, group: 'asset', extra: {}}
+                : kind === 'name'
+                  ? {__type: 'asset_ref', name: a.name}
+                  : {__type: 'asset_ref', uri: a.uri},
+            ),
+          ),
+          ...(consumer.alias === undefined ? [] : [{__type: 'asset_alias', name: consumer.alias, group: 'asset'}]),
+        ]
+        const data = {
+          __version: 1,
+          dag: {
+            dag_id: consumer.dagId,
+            tasks: [],
+            timetable: {
+              __type: 'airflow.timetables.simple.AssetTriggeredTimetable',
+              __var: {asset_condition: {__type: consumer.condition === 'any' ? 'asset_any' : 'asset_all', objects}},
+            },
+          },
+        }
+        await trx('serialized_dag').insert({
+          id: randomUUID(),
+          dag_id: consumer.dagId,
+          data: JSON.stringify(data),
+          created_at: now,
+          last_updated: now,
+          dag_hash: createHash('md5').update(JSON.stringify(data)).digest('hex'),
+          dag_version_id: versions.get(consumer.dagId),
+        })
       }
 
       // Runs, then their task instances.
@@ -716,4 +779,44 @@ export async function logWorkerSuccess(knex: Knex, tiId: string): Promise<void> 
       where ti.id = ?`,
     [tiId],
   )
+}
+
+/**
+ * A newer version of a DAG, as the DAG processor writes one when the file changes: a dag_version
+ * (the next version number, created after the others) with a serialized DAG edited from the
+ * latest one. Returns its id. Runs keep the version they were created with.
+ */
+export async function addDagVersion(
+  knex: Knex,
+  dagId: string,
+  edit: (data: {dag: {tasks: Array<{__var: Record<string, unknown>}>}}) => void,
+): Promise<string> {
+  const {rows} = await knex.raw<{rows: Array<{data: unknown; version_number: number}>}>(
+    `select sd.data, v.version_number from serialized_dag sd join dag_version v on v.id = sd.dag_version_id
+      where sd.dag_id = ? order by v.created_at desc limit 1`,
+    [dagId],
+  )
+  const latest = rows[0]!
+  const data = (typeof latest.data === 'string' ? JSON.parse(latest.data) : latest.data) as {dag: {tasks: Array<{__var: Record<string, unknown>}>}}
+  edit(data)
+  const id = randomUUID()
+  const later = knex.raw(`now() + interval '1 second'`)
+  await knex('dag_version').insert({
+    id,
+    version_number: latest.version_number + 1,
+    dag_id: dagId,
+    bundle_name: 'dags-folder',
+    created_at: later,
+    last_updated: later,
+  })
+  await knex('serialized_dag').insert({
+    id: randomUUID(),
+    dag_id: dagId,
+    data: JSON.stringify(data),
+    created_at: later,
+    last_updated: later,
+    dag_hash: createHash('md5').update(JSON.stringify(data)).digest('hex'),
+    dag_version_id: id,
+  })
+  return id
 }
