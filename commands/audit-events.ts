@@ -1,9 +1,8 @@
 import {Flags} from '@oclif/core'
 
 import {auditEvents, defaultFailOn, findingClasses, type AuditClass, type AuditProgress, type Finding} from '../src/audit/auditEvents.js'
-import {fixDuplicateGroups} from '../src/audit/fixDuplicates.js'
+import {prepareDuplicateFix} from '../src/audit/prepareDuplicateFix.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
-import {confirmBulkWrite} from '../src/cli/confirm.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
 import {parseDuration} from '../src/cli/parseInput.js'
@@ -96,23 +95,14 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     progress?.stop()
     let fix: EventAuditReport['fix'] = null
     if (flags.fix && groups.length > 0) {
-      const extras = groups.reduce((n, g) => n + g.extras.length, 0)
-      // A delete is asked about whatever its size, naming what it removes.
-      await confirmBulkWrite({
-        count: extras,
-        action: 'delete',
-        noun: `duplicate event${extras === 1 ? '' : 's'} in ${groups.length} group${groups.length === 1 ? '' : 's'} (unconsumed extras only; each group keeps its first event)`,
-        yes: flags.yes,
-        dryRun: flags['dry-run'],
-        machineOutput: this.outputMode !== 'human',
-        always: true,
-      })
-      const fixes = await fixDuplicateGroups(airflow, groups, {
+      const repair = prepareDuplicateFix(airflow, groups, {
         dryRun: flags['dry-run'],
         lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
         statementTimeoutMs: 30_000,
         airlockVersion: this.config.version,
       })
+      const {result} = await this.writeBatch(repair, {yes: flags.yes, quiet: true})
+      const fixes = result.items
       fix = {
         dry_run: flags['dry-run'],
         groups: fixes,

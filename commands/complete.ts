@@ -7,9 +7,7 @@ import {parseEndDate, parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
 import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
 import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
-import {runComplete, type CompleteOutcomeName} from '../src/complete/runComplete.js'
-import {toItemJson, type ItemJson} from '../src/report/itemJson.js'
-import {openItemSource} from '../src/selection/itemSource.js'
+import {prepareComplete} from '../src/complete/prepareComplete.js'
 import {prose} from '../src/cli/prose.js'
 
 export default class Complete extends AirlockCommand<BatchReport> {
@@ -118,53 +116,31 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
 
   protected async execute(): Promise<CommandOutcome<BatchReport>> {
     const {flags} = await this.parse(Complete)
-    const selection = selectionFromFlags(flags)
-    const settings = {
-      fromStates: flags['from-state'].map((state) => (state === 'none' ? null : (state as TaskInstanceState))),
-      emitEvents: !flags['no-events'],
-      strictOutlets: flags['strict-outlets'],
-      allowUnqueuedConsumers: flags['allow-unqueued-consumers'],
-      allowMappedDownstream: flags['allow-mapped-downstream'],
-      defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
-      endDate: flags['end-date'] ? parseEndDate(flags['end-date'], flags['force-end-date']) : null,
-      forceEndDate: flags['force-end-date'],
-      continueRun: flags['continue-run'],
-      ...timeoutsFromFlags(flags),
+    const write = {...timeoutsFromFlags(flags), concurrency: flags.concurrency, dryRun: flags['dry-run']}
+    const request = {
+      selection: selectionFromFlags(flags),
+      settings: {
+        fromStates: flags['from-state'].map((state) => (state === 'none' ? null : (state as TaskInstanceState))),
+        emitEvents: !flags['no-events'],
+        strictOutlets: flags['strict-outlets'],
+        allowUnqueuedConsumers: flags['allow-unqueued-consumers'],
+        allowMappedDownstream: flags['allow-mapped-downstream'],
+        defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
+        endDate: flags['end-date'] ? parseEndDate(flags['end-date'], flags['force-end-date']) : null,
+        forceEndDate: flags['force-end-date'],
+        continueRun: flags['continue-run'],
+        airlockVersion: this.config.version,
+        actor: flags.actor,
+      },
+      write,
     }
     const airflow = await this.openAirflow(flags, {
       verb: 'complete',
-      poolSize: flags.concurrency + 1,
-      lockTimeoutMs: settings.lockTimeoutMs,
+      poolSize: write.concurrency + 1,
+      lockTimeoutMs: write.lockTimeoutMs,
       writes: flags['continue-run'] ? 'complete --continue-run' : 'complete',
     })
-    const source = await openItemSource(airflow, selection)
-    for (const warning of source.warnings ?? []) this.note(warning)
-    const batch = {
-      count: source.count,
-      breakdown: source.breakdown,
-      action: 'mark',
-      noun: 'task instances as success',
-      label: 'complete',
-      doneOutcomes: ['completed', 'would_complete', 'already_success'],
-      yes: flags.yes,
-      dryRun: flags['dry-run'],
-      outputFile: flags.output,
-      holderOf: (tiId: string) => airflow.store.readRowHolder(airflow.db.executor, tiId),
-      explicit: source.explicit,
-    }
-    return this.runBatch<ItemJson, CompleteOutcomeName>(batch, ({shouldStop, onItem, lockWaits}) =>
-      runComplete(airflow, {
-        ...settings,
-        items: source.items,
-        concurrency: flags.concurrency,
-        dryRun: flags['dry-run'],
-        airlockVersion: this.config.version,
-        actor: flags.actor,
-        shouldStop,
-        lockWaits,
-        onItem: (item, tally) => onItem(toItemJson(item), tally),
-      }),
-    )
+    return this.writeBatch(await prepareComplete(airflow, request), {yes: flags.yes, outputFile: flags.output})
   }
 
   protected render(report: BatchReport): string {

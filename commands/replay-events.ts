@@ -7,8 +7,7 @@ import {renderBatch, renderEventItems, type BatchReport} from '../src/cli/render
 import {maxInt4, selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
 import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
 import {usageError} from '../src/errors.js'
-import {Checkpoint, fingerprintOf} from '../src/replay/checkpoint.js'
-import {countReplay, runReplay, type EventItemJson, type ReplayMode, type ReplayOutcomeName} from '../src/replay/runReplay.js'
+import {prepareReplay, type EventItemJson, type ReplayMode} from '../src/replay/prepareReplay.js'
 import type {ItemJson} from '../src/report/itemJson.js'
 import {hasFilter} from '../src/selection/itemSource.js'
 import {prose} from '../src/cli/prose.js'
@@ -97,50 +96,23 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
 
   protected async execute(): Promise<CommandOutcome<BatchReport<ItemJson | EventItemJson>>> {
     const {flags} = await this.parse(ReplayEvents)
-    const mode = modeFrom(flags)
-    const {lockTimeoutMs, statementTimeoutMs} = timeoutsFromFlags(flags)
-    const defaultExtra = flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}'
-    // What a replay writes depends on which evidence it accepts: a resumed run must accept the same.
-    const accepts = {
-      ...(flags['include-marked-success'] ? {includeMarkedSuccess: true} : {}),
-      ...(flags['include-unknown'] ? {includeUnknown: true} : {}),
+    const write = {...timeoutsFromFlags(flags), concurrency: flags.concurrency, dryRun: flags['dry-run']}
+    const request = {
+      mode: modeFrom(flags),
+      defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
+      accepts: {includeMarkedSuccess: flags['include-marked-success'], includeUnknown: flags['include-unknown']},
+      checkpointFile: flags.checkpoint,
+      write,
+      airlockVersion: this.config.version,
+      actor: flags.actor,
     }
-    const checkpoint = await Checkpoint.open(flags.checkpoint, fingerprintOf({mode, defaultExtra, ...accepts}))
-    const airflow = await this.openAirflow(flags, {verb: 'replay-events', poolSize: flags.concurrency + 1, lockTimeoutMs, writes: 'replay-events'})
-    const {count, breakdown, source} = await countReplay(airflow, mode, checkpoint)
-    if (checkpoint.resumeFrom !== null) this.progress(`resuming from ${flags.checkpoint}: ${checkpoint.resumedDone} items already done`)
-    const batch = {
-      count,
-      breakdown,
-      action: mode.kind === 'missing' ? 'replay the missing events of' : 're-emit',
-      noun: mode.kind === 'missing' ? 'task instances' : 'events',
-      label: 'replay-events',
-      doneOutcomes: ['replayed', 'would_replay', 'nothing_missing', 'not_emitted', 'unknown', 'skipped_existing'],
-      yes: flags.yes,
-      dryRun: flags['dry-run'],
-      outputFile: flags.output,
-      holderOf: (tiId: string) => airflow.store.readRowHolder(airflow.db.executor, tiId),
-      explicit: mode.kind !== 'missing' || mode.selection.tiIds.length > 0,
-    }
-    return this.runBatch<ItemJson | EventItemJson, ReplayOutcomeName>(batch, ({shouldStop, onItem, lockWaits}) =>
-      runReplay(airflow, {
-        mode,
-        defaultExtra,
-        concurrency: flags.concurrency,
-        lockTimeoutMs,
-        statementTimeoutMs,
-        dryRun: flags['dry-run'],
-        airlockVersion: this.config.version,
-        actor: flags.actor,
-        includeMarkedSuccess: flags['include-marked-success'],
-        includeUnknown: flags['include-unknown'],
-        checkpoint,
-        source,
-        shouldStop,
-        lockWaits,
-        onItem,
-      }),
-    )
+    const airflow = await this.openAirflow(flags, {
+      verb: 'replay-events',
+      poolSize: write.concurrency + 1,
+      lockTimeoutMs: write.lockTimeoutMs,
+      writes: 'replay-events',
+    })
+    return this.writeBatch(await prepareReplay(airflow, request), {yes: flags.yes, outputFile: flags.output})
   }
 
   protected render(report: BatchReport<ItemJson | EventItemJson>): string {

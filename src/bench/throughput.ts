@@ -1,6 +1,6 @@
 import {performance} from 'node:perf_hooks'
 
-import {runComplete} from '../complete/runComplete.js'
+import {prepareComplete} from '../complete/prepareComplete.js'
 import {countEventRows, readBenchWorld} from '../fixtures/benchWorld.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {selectTaskInstances} from '../selection/selection.js'
@@ -27,22 +27,16 @@ export async function measureThroughput(
   try {
     const {store, db} = scratch.airflow
     const started = performance.now()
-    const {tally} = await runComplete(scratch.airflow, {
-      items: (async function* () {
-        for await (const ref of selectTaskInstances(store, db.executor, {dagId: 'etl_001', runIds: [], taskIds: []})) yield {ref, outletEvents: []}
-      })(),
-      fromStates: ['running'],
-      emitEvents: true,
-      defaultExtra: '{}',
-      endDate: null,
-      concurrency: options.concurrency,
-      lockTimeoutMs: 30_000,
-      statementTimeoutMs: 60_000,
-      dryRun: false,
-      airlockVersion: 'bench',
-      shouldStop: () => false,
-      onItem: () => undefined,
+    const items = (async function* () {
+      for await (const {tiId} of selectTaskInstances(store, db.executor, {dagId: 'etl_001', runIds: [], taskIds: []}))
+        yield {ref: {tiId}, outletEvents: []}
+    })()
+    const batch = await prepareComplete(scratch.airflow, {
+      selection: {count: options.items, items, explicit: false},
+      settings: {fromStates: ['running'], emitEvents: true, defaultExtra: '{}', endDate: null, airlockVersion: 'bench'},
+      write: {concurrency: options.concurrency, lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false},
     })
+    const {tally} = await batch.run({shouldStop: () => false, onItem: () => undefined})
     const seconds = (performance.now() - started) / 1000
     return {
       outlets: options.outlets,

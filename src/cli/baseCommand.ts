@@ -9,7 +9,7 @@ import type {StatementLog} from '../engine/statementLog.js'
 import {AirlockError, usageError} from '../errors.js'
 import {createLineFile, whyNotWritable} from '../output/lineFile.js'
 import {ExitCode} from '../exitCodes.js'
-import type {Tally} from '../report/tally.js'
+import type {Tally} from '../batch/tally.js'
 import {privilegesFor, readOnlyCommands} from '../doctor/writePrivileges.js'
 import {catalogFor} from '../store/openStore.js'
 import {requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
@@ -18,9 +18,8 @@ import {confirmBulkWrite} from './confirm.js'
 import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
 import {Interrupts} from './interrupt.js'
 import {LockWaits, watchLockWaits} from '../protocol/lockWaits.js'
-import type {RowHolder} from '../store/airflowStore.js'
 import {describeLockWait, renderBreakdown, type BatchReport} from './renderItems.js'
-import type {SelectionBreakdown} from '../selection/selection.js'
+import type {PreparedBatch} from '../batch/prepared.js'
 
 /** What a command hands back: the result that becomes `--json`'s `result`, and its exit code. */
 export interface CommandOutcome<R> {
@@ -146,59 +145,44 @@ export abstract class AirlockCommand<R> extends Command {
   }
 
   /**
-   * A batch write: confirmation (what it acts on, how many), progress on stderr, items streamed or
-   * kept by output mode, SIGINT/SIGTERM finishing the transactions in flight, and the tally's exit.
+   * Runs a prepared write batch for the operator: what it acts on, then the question (or the
+   * refusal without --yes off a terminal), progress on stderr, items streamed or kept by output
+   * mode and copied to --output, SIGINT/SIGTERM finishing the transactions in flight, and the
+   * tally's exit. `quiet`: the batch is part of another report (audit-events --fix): its items are
+   * kept for it, nothing is streamed.
    */
-  protected async runBatch<J extends {outcome: string}, Name extends string>(
-    batch: {
-      count: number
-      /** The prompt: "Mark success 12 task instances?" → action 'mark success', noun 'task instances'. */
-      action: string
-      noun: string
-      label: string
-      doneOutcomes: readonly string[]
-      yes: boolean
-      dryRun: boolean
-      /** Items named one by one: a missing one is exit 4. */
-      explicit: boolean
-      /** A filter selection's runs: shown before the question and kept in a dry run's report. */
-      breakdown?: SelectionBreakdown | undefined
-      /** --output: every item to this new file as a JSON line. */
-      outputFile?: string | undefined
-      /** Who holds a task instance's row: an item waiting for it longer than a second says so. */
-      holderOf?: ((tiId: string) => Promise<RowHolder | undefined>) | undefined
-    },
-    run: (hooks: {
-      shouldStop: () => boolean
-      onItem: (json: J, tally: Tally<Name>) => void
-      lockWaits: LockWaits
-    }) => Promise<{tally: Tally<Name>; interrupted: boolean}>,
+  protected async writeBatch<J extends {outcome: string}, Name extends string>(
+    batch: PreparedBatch<J, Name>,
+    options: {yes: boolean; outputFile?: string | undefined; quiet?: boolean},
   ): Promise<CommandOutcome<BatchReport<J>>> {
+    for (const warning of batch.warnings) this.note(warning)
+    for (const note of batch.notes ?? []) this.progress(note)
     // What a filter reaches, before anyone is asked to confirm it or a dry run lists its items.
-    const asking = !batch.yes && !batch.dryRun && batch.count > 1
+    const asking = !options.yes && !batch.dryRun && (batch.count > 1 || Boolean(batch.prompt.always))
     if (batch.breakdown && this.outputMode === 'human' && (asking || batch.dryRun) && batch.count > 0) {
       process.stderr.write(`${this.scrub(renderBreakdown(batch.breakdown, batch.count, this.terminalWidth))}\n\n`)
     }
     // A file that cannot be created is said before anyone is asked, and before anything is written.
-    const unwritable = batch.outputFile ? await whyNotWritable(batch.outputFile) : undefined
+    const unwritable = options.outputFile ? await whyNotWritable(options.outputFile) : undefined
     if (unwritable) throw usageError(`--output: ${unwritable}. Nothing was written.`)
     await confirmBulkWrite({
       count: batch.count,
-      action: batch.action,
-      noun: batch.noun,
-      yes: batch.yes,
+      action: batch.prompt.action,
+      noun: batch.prompt.noun,
+      yes: options.yes,
       dryRun: batch.dryRun,
       machineOutput: this.outputMode !== 'human',
+      always: batch.prompt.always,
     })
-    const file = batch.outputFile
-      ? await createLineFile(batch.outputFile).catch((error: unknown) => {
+    const file = options.outputFile
+      ? await createLineFile(options.outputFile).catch((error: unknown) => {
           // Created between the check and now, or not writable by this user: the operator's to fix.
-          throw usageError(`--output: ${batch.outputFile}: ${error instanceof Error ? error.message : String(error)}. Nothing was written.`)
+          throw usageError(`--output: ${options.outputFile}: ${error instanceof Error ? error.message : String(error)}. Nothing was written.`)
         })
       : undefined
     if (file) this.onCleanup(() => file.close())
     const output = new BatchOutput<J>(
-      this.outputMode,
+      options.quiet ? 'json' : this.outputMode,
       batch.dryRun ? `${batch.label} (dry run)` : batch.label,
       batch.count,
       batch.doneOutcomes,
@@ -223,14 +207,16 @@ export abstract class AirlockCommand<R> extends Command {
           output.status(wait && this.scrub(describeLockWait(wait)), wait && `${wait.label} ${wait.holder?.pid ?? ''}`),
         )
       : () => undefined
-    const {tally, interrupted} = await run({
-      shouldStop: this.interrupts.requested,
-      onItem: (json, tally) => {
-        latest = tally
-        output.add(json, tally)
-      },
-      lockWaits,
-    }).finally(stopWatching)
+    const {tally, interrupted} = await batch
+      .run({
+        shouldStop: this.interrupts.requested,
+        onItem: (json, tally) => {
+          latest = tally
+          output.add(json, tally)
+        },
+        lockWaits,
+      })
+      .finally(stopWatching)
     for (const warning of tally.warnings()) this.note(warning)
     const report = output.finish(tally, batch.dryRun, interrupted)
     // The items are in the database whatever became of their copy (a full disk): said, not a failure.

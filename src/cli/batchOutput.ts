@@ -1,4 +1,4 @@
-import type {Tally} from '../report/tally.js'
+import type {Tally} from '../batch/tally.js'
 import {createProgress, type Progress} from '../output/progress.js'
 import type {BatchReport} from './renderItems.js'
 

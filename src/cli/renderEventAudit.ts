@@ -1,5 +1,5 @@
 import type {AuditClass, Finding} from '../audit/auditEvents.js'
-import type {GroupFix} from '../audit/fixDuplicates.js'
+import type {GroupFix} from '../audit/prepareDuplicateFix.js'
 import {csvCell} from '../output/csv.js'
 import {renderTable} from '../output/table.js'
 

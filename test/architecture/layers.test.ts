@@ -22,6 +22,7 @@ const rank: Record<string, number> = {
   selection: 4,
   connection: 4,
   protocol: 5,
+  batch: 6,
   report: 6,
   complete: 7,
   replay: 7,

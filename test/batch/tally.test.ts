@@ -3,7 +3,7 @@ import {describe, expect, it} from 'vitest'
 import {completeOutcomes, type CompleteOutcome} from '../../src/complete/completeWriter.js'
 import {backoffDelay, defaultRetryPolicy} from '../../src/engine/retry.js'
 import type {ItemResult, ProtocolOutcome} from '../../src/protocol/outcomes.js'
-import {Tally} from '../../src/report/tally.js'
+import {Tally} from '../../src/batch/tally.js'
 
 const item = (result: ProtocolOutcome<CompleteOutcome>, warnings: string[] = []): ItemResult<CompleteOutcome> => ({
   ref: {tiId: 'x'},

@@ -11,17 +11,17 @@ export interface BatchOptions<R> {
  * a million-item selection is never materialised: the stream pages, the workers consume.
  */
 export async function runBatch<Item, R>(
-  items: AsyncIterable<Item>,
+  items: AsyncIterable<Item> | Iterable<Item>,
   work: (item: Item) => Promise<R>,
   options: BatchOptions<R>,
 ): Promise<{interrupted: boolean}> {
-  const iterator = items[Symbol.asyncIterator]()
+  const iterator: AsyncIterator<Item> | Iterator<Item> = Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]()
   // Set by the workers, read after they all stopped.
   const run: {interrupted: boolean; failure?: {error: unknown}} = {interrupted: false}
   // Async generators queue concurrent next() calls, but a plain iterable may not: serialise them.
   let pulling: Promise<unknown> = Promise.resolve()
   const next = () => {
-    const pull = pulling.then(() => iterator.next())
+    const pull = pulling.then(async () => iterator.next())
     pulling = pull.catch(() => undefined)
     return pull
   }
@@ -47,7 +47,7 @@ export async function runBatch<Item, R>(
   }
 
   await Promise.all(Array.from({length: Math.max(1, options.concurrency)}, worker))
-  if (run.interrupted || run.failure) await iterator.return?.(undefined).catch(() => undefined)
+  if (run.interrupted || run.failure) await Promise.resolve(iterator.return?.(undefined)).catch(() => undefined)
   if (run.failure) throw run.failure.error
   return {interrupted: run.interrupted}
 }

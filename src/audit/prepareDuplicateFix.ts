@@ -1,0 +1,112 @@
+import {runBatch} from '../batch/pool.js'
+import type {PreparedBatch} from '../batch/prepared.js'
+import {Tally} from '../batch/tally.js'
+import {runTransaction} from '../engine/transaction.js'
+import {ExitCode} from '../exitCodes.js'
+import {auditIdentity} from '../protocol/auditIdentity.js'
+import {noLogSubject} from '../store/airflowStore.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {DuplicateGroup} from './auditEvents.js'
+
+export interface GroupFix {
+  kept: number
+  removed: number[]
+  refused_consumed: number[]
+  /** Left because a consumer could still take them. */
+  refused_pending: number[]
+  /** removed: some extras deleted; kept: none could be (consumed or pending); skipped_busy: another session (a scheduler) held one. */
+  outcome: 'removed' | 'kept' | 'skipped_busy' | 'failed'
+  error?: string
+}
+
+/** Every outcome of a group's repair and the exit code it maps to. */
+export const fixOutcomes = {removed: ExitCode.ok, kept: ExitCode.ok, skipped_busy: ExitCode.ok, failed: ExitCode.partialFailure} as const
+
+export type FixOutcomeName = keyof typeof fixOutcomes
+
+/**
+ * The guarded repair made ready: one transaction per duplicate group on the transaction engine
+ * (SET LOCAL timeouts, retries, dry run = rollback), removing only extras no consumer took or can
+ * still take, never waiting on a lock the scheduler holds (store.removeDuplicateEvents), and
+ * recording in Airflow's audit log exactly what was removed. A delete is asked about whatever its
+ * size.
+ */
+export function prepareDuplicateFix(
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  groups: readonly DuplicateGroup[],
+  options: {dryRun: boolean; lockTimeoutMs: number; statementTimeoutMs: number; airlockVersion: string},
+): PreparedBatch<GroupFix, FixOutcomeName> {
+  const extras = groups.reduce((n, g) => n + g.extras.length, 0)
+  return {
+    count: extras,
+    prompt: {
+      action: 'delete',
+      noun: `duplicate event${extras === 1 ? '' : 's'} in ${groups.length} group${groups.length === 1 ? '' : 's'} (unconsumed extras only; each group keeps its first event)`,
+      always: true,
+    },
+    label: 'audit-events --fix',
+    doneOutcomes: ['removed', 'kept', 'skipped_busy'],
+    explicit: false,
+    dryRun: options.dryRun,
+    warnings: [],
+    async run({shouldStop, onItem}) {
+      const tally = new Tally(fixOutcomes)
+      const {interrupted} = await runBatch(groups, (group) => fixGroup(airflow, group, options), {
+        concurrency: 1,
+        shouldStop,
+        onResult(fix) {
+          tally.add({result: {outcome: fix.outcome}, events: 0, queued: 0, warnings: []})
+          onItem(fix, tally)
+        },
+      })
+      return {tally, interrupted}
+    },
+  }
+}
+
+async function fixGroup(
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  group: DuplicateGroup,
+  options: {dryRun: boolean; lockTimeoutMs: number; statementTimeoutMs: number; airlockVersion: string},
+): Promise<GroupFix> {
+  const {db, store} = airflow
+  const identity = auditIdentity()
+  let seen = {consumed: [] as number[], pending: [] as number[]}
+  const {result} = await runTransaction<{outcome: 'removed'; removed: number[]} | {outcome: 'kept'} | {outcome: 'skipped_busy'}>(db, {
+    locals: {
+      lockTimeoutMs: options.lockTimeoutMs,
+      statementTimeoutMs: options.statementTimeoutMs,
+      applicationName: `airlock:audit-fix:${group.kept}`,
+    },
+    dryRun: options.dryRun,
+    unknownCommitAdvice: 'run audit-events again to see what is left',
+    async run(tx) {
+      const {removed, consumed, pending, busy} = await store.removeDuplicateEvents(tx, group.extras)
+      seen = {consumed, pending}
+      if (busy.length > 0) return {rollback: {outcome: 'skipped_busy'}}
+      if (removed.length === 0) return {rollback: {outcome: 'kept'}}
+      const extra = {
+        host_name: identity.host_name,
+        airlock: {
+          version: options.airlockVersion,
+          command: 'audit-events --fix',
+          os_user: identity.os_user,
+          kept_event_id: group.kept,
+          removed_event_ids: removed,
+          left_consumed: consumed,
+          left_pending: pending,
+        },
+      }
+      await store.insertLogRow(tx, {...noLogSubject, owners: identity.os_user}, 'airlock.audit-events.fix', JSON.stringify(extra))
+      return {commit: {outcome: 'removed', removed}}
+    },
+    async wasCommitted(ex, outcome) {
+      return outcome.outcome === 'removed' && (await store.countEvents(ex, outcome.removed)) === 0
+    },
+  })
+  const base = {kept: group.kept, removed: [] as number[], refused_consumed: seen.consumed, refused_pending: seen.pending}
+  if (result.outcome === 'failed') return {...base, refused_consumed: [], refused_pending: [], outcome: 'failed', error: result.message}
+  if (result.outcome === 'removed') return {...base, removed: result.removed, outcome: 'removed'}
+  if (result.outcome === 'skipped_busy') return {...base, refused_consumed: [], refused_pending: [], outcome: 'skipped_busy'}
+  return {...base, outcome: 'kept'}
+}

@@ -1,0 +1,69 @@
+import {runBatch} from '../batch/pool.js'
+import type {PreparedBatch, WriteOptions} from '../batch/prepared.js'
+import {Tally} from '../batch/tally.js'
+import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
+import {toItemJson, type ItemJson} from '../report/itemJson.js'
+import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
+import type {WorkItem} from '../selection/workItem.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
+import {completeOutcomes, completeWriter, type CompleteSettings} from './completeWriter.js'
+
+export type CompleteOutcomeName = keyof typeof completeOutcomes
+
+export interface CompleteRequest {
+  /** The selection flags, or a source already opened (the benchmark's). */
+  selection: SelectionRequest | ItemSource
+  /** What a completion writes; --continue-run follows the database's release. */
+  settings: Omit<CompleteSettings, 'continueRun'> & {continueRun?: boolean | undefined}
+  write: WriteOptions
+  /** Benchmark only: Airflow's lock-first order through this same code. */
+  order?: ProtocolOptions['order']
+}
+
+/**
+ * `airlock complete` made ready: the selection opened and counted, the writer built; running it
+ * takes every item through the protocol, `concurrency` at a time, and counts them.
+ */
+export async function prepareComplete(airflow: AirflowDatabase, request: CompleteRequest): Promise<PreparedBatch<ItemJson, CompleteOutcomeName>> {
+  const source = 'items' in request.selection ? request.selection : await openItemSource(airflow, request.selection)
+  const {continueRun, ...settings} = request.settings
+  const writer = completeWriter(airflow.store, {
+    ...settings,
+    continueRun: continueRun ? {behaviourVersion: airflow.schema.behaviourVersion} : undefined,
+  })
+  const {write} = request
+  return {
+    count: source.count,
+    breakdown: source.breakdown,
+    prompt: {action: 'mark', noun: 'task instances as success'},
+    label: 'complete',
+    doneOutcomes: ['completed', 'would_complete', 'already_success'],
+    explicit: source.explicit,
+    dryRun: write.dryRun,
+    warnings: source.warnings ?? [],
+    holderOf: (tiId) => airflow.store.readRowHolder(airflow.db.executor, tiId),
+    async run({shouldStop, onItem, lockWaits}) {
+      const options: ProtocolOptions = {
+        lockTimeoutMs: write.lockTimeoutMs,
+        statementTimeoutMs: write.statementTimeoutMs,
+        dryRun: write.dryRun,
+        order: request.order,
+        lockWaits,
+      }
+      const tally = new Tally(completeOutcomes)
+      const {interrupted} = await runBatch(
+        source.items,
+        (item: WorkItem) => runProtocol(airflow, item.ref, {outletEvents: item.outletEvents}, writer, options),
+        {
+          concurrency: write.concurrency,
+          shouldStop,
+          onResult(item) {
+            tally.add(item)
+            onItem(toItemJson(item), tally)
+          },
+        },
+      )
+      return {tally, interrupted}
+    },
+  }
+}

@@ -1,0 +1,246 @@
+import {performance} from 'node:perf_hooks'
+
+import {runBatch} from '../batch/pool.js'
+import type {BatchHooks, PreparedBatch, WriteOptions} from '../batch/prepared.js'
+import {Tally} from '../batch/tally.js'
+import {ExitCode} from '../exitCodes.js'
+import {runProtocol} from '../protocol/protocol.js'
+import {toItemJson, type ItemJson} from '../report/itemJson.js'
+import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
+import type {WorkItem} from '../selection/workItem.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
+import {Checkpoint, fingerprintOf} from './checkpoint.js'
+import {eventsById, eventsFromFile, validateEventFile, type EventWork} from './eventSources.js'
+import {reemitEvent, type EventItem} from './reemitEvent.js'
+import {replayMissingWriter} from './replayMissingWriter.js'
+
+export type ReplayMode =
+  {kind: 'missing'; selection: SelectionRequest} | {kind: 'event-id'; ids: number[]} | {kind: 'file'; path: string; skipExisting: boolean}
+
+/** Every outcome of a replay item (task instance or event) and the exit code it maps to. */
+export const replayOutcomes = {
+  replayed: ExitCode.ok,
+  nothing_missing: ExitCode.ok,
+  not_emitted: ExitCode.ok,
+  unknown: ExitCode.ok,
+  changed: ExitCode.conflict,
+  skipped_existing: ExitCode.ok,
+  not_found: ExitCode.notFound,
+  unknown_asset: ExitCode.partialFailure,
+  failed: ExitCode.partialFailure,
+} as const
+
+export type ReplayOutcomeName = keyof typeof replayOutcomes
+
+/** An item of an event-level replay (by id or from a file), as JSON. */
+export interface EventItemJson {
+  source: string
+  event_id: number | null
+  asset: string
+  source_dag_id: string | null
+  source_run_id: string | null
+  source_task_id: string | null
+  source_map_index: number | null
+  outcome: string
+  new_event_id: number | null
+  existing_event_id: number | null
+  events: number
+  queued: number
+  timings: {total_ms: number}
+  error?: {sqlstate: string | null; message: string}
+}
+
+export interface ReplayRequest {
+  mode: ReplayMode
+  /** JSON text of replayed events' extra (missing mode). */
+  defaultExtra: string
+  /** Which tries a missing-mode replay writes for besides lost ones. */
+  accepts: {includeMarkedSuccess?: boolean | undefined; includeUnknown?: boolean | undefined}
+  /** --checkpoint: where the run got to, tied to this request. */
+  checkpointFile?: string | undefined
+  write: WriteOptions
+  airlockVersion: string
+  actor?: string | undefined
+}
+
+/**
+ * Missing mode's real selection: successful task instances (--since/--until on end_date) with an
+ * active outlet lacking its event, after the checkpoint's cursor. The count for the confirmation
+ * and the run use this one definition.
+ */
+function missingSelection(selection: SelectionRequest, resumeAfter: string | undefined): SelectionRequest {
+  return {
+    ...selection,
+    tiIds: [...selection.tiIds].sort().filter((id) => !resumeAfter || id > resumeAfter),
+    filter: {...selection.filter, states: ['success'], timeColumn: 'end_date', missingEventsOnly: true, afterId: resumeAfter},
+  }
+}
+
+/**
+ * `airlock replay-events` made ready: the checkpoint opened (a resumed run skips what is done),
+ * the input checked and counted (the missing-events selection is opened once and kept for the
+ * run, never counted twice), nothing written.
+ */
+export async function prepareReplay(
+  airflow: AirflowDatabase,
+  request: ReplayRequest,
+): Promise<PreparedBatch<ItemJson | EventItemJson, ReplayOutcomeName>> {
+  const {mode, write} = request
+  // What a replay writes depends on which evidence it accepts: a resumed run must accept the same.
+  const accepts = {
+    ...(request.accepts.includeMarkedSuccess ? {includeMarkedSuccess: true} : {}),
+    ...(request.accepts.includeUnknown ? {includeUnknown: true} : {}),
+  }
+  const checkpoint = await Checkpoint.open(request.checkpointFile, fingerprintOf({mode, defaultExtra: request.defaultExtra, ...accepts}))
+  const notes = checkpoint.resumeFrom === null ? [] : [`resuming from ${request.checkpointFile ?? ''}: ${checkpoint.resumedDone} items already done`]
+  const base = {
+    label: 'replay-events',
+    doneOutcomes: ['replayed', 'would_replay', 'nothing_missing', 'not_emitted', 'unknown', 'skipped_existing'],
+    dryRun: write.dryRun,
+    notes,
+    holderOf: (tiId: string) => airflow.store.readRowHolder(airflow.db.executor, tiId),
+  }
+  if (mode.kind !== 'missing') {
+    const count = mode.kind === 'event-id' ? new Set(mode.ids).size : await validateEventFile(mode.path)
+    return {
+      ...base,
+      count,
+      prompt: {action: 're-emit', noun: 'events'},
+      explicit: true,
+      warnings: [],
+      run: (hooks) => replayEvents(airflow, request, checkpoint, hooks),
+    }
+  }
+
+  const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
+  // Every named task instance already done by the resumed run: nothing left to open.
+  const done = mode.selection.tiIds.length > 0 && selection.tiIds.length === 0
+  const source: ItemSource = done ? {count: 0, items: emptyItems(), explicit: true} : await openItemSource(airflow, selection)
+  const writer = replayMissingWriter(airflow.store, {
+    defaultExtra: request.defaultExtra,
+    airlockVersion: request.airlockVersion,
+    actor: request.actor,
+    ...request.accepts,
+  })
+  return {
+    ...base,
+    count: source.count,
+    breakdown: source.breakdown,
+    prompt: {action: 'replay the missing events of', noun: 'task instances'},
+    explicit: mode.selection.tiIds.length > 0,
+    warnings: source.warnings ?? [],
+    async run({shouldStop, onItem, lockWaits}) {
+      const tally = new Tally(replayOutcomes)
+      const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
+      const {interrupted} = await runBatch(
+        numbered,
+        async ({item, sequence}) => {
+          const result = await runProtocol(airflow, item.ref, undefined, writer, {
+            lockTimeoutMs: write.lockTimeoutMs,
+            statementTimeoutMs: write.statementTimeoutMs,
+            dryRun: write.dryRun,
+            lockWaits,
+          })
+          await checkpoint.finish(sequence, result.result.outcome !== 'failed')
+          return result
+        },
+        {
+          concurrency: write.concurrency,
+          shouldStop,
+          onResult: (item) => {
+            tally.add(item)
+            onItem(toItemJson(item), tally)
+          },
+        },
+      )
+      await checkpoint.save()
+      return {tally, interrupted}
+    },
+  }
+}
+
+/** Event mode (by id or from a file): each event emitted again through its own transaction. */
+async function replayEvents(
+  airflow: AirflowDatabase,
+  request: ReplayRequest,
+  checkpoint: Checkpoint,
+  {shouldStop, onItem}: BatchHooks<ItemJson | EventItemJson, ReplayOutcomeName>,
+): Promise<{tally: Tally<ReplayOutcomeName>; interrupted: boolean}> {
+  const {mode, write} = request
+  if (mode.kind === 'missing') throw new Error('replayEvents is for event mode')
+  const tally = new Tally(replayOutcomes)
+  const resume = checkpoint.resumeFrom === null ? null : Number(checkpoint.resumeFrom)
+  const works: AsyncIterable<EventWork> =
+    mode.kind === 'event-id'
+      ? eventsById(airflow, mode.ids, resume)
+      : eventsFromFile(airflow, mode.path, {skipExisting: mode.skipExisting, afterLine: resume})
+  const settings = {
+    mode: mode.kind,
+    lockTimeoutMs: write.lockTimeoutMs,
+    statementTimeoutMs: write.statementTimeoutMs,
+    dryRun: write.dryRun,
+    airlockVersion: request.airlockVersion,
+    actor: request.actor,
+  } as const
+  const numbered = withSequence(works, (work) => work.cursor, checkpoint)
+  const {interrupted} = await runBatch(
+    numbered,
+    async ({item: work, sequence}) => {
+      const started = performance.now()
+      const item: EventItem =
+        work.kind === 'emit'
+          ? await reemitEvent(airflow, work.spec, settings)
+          : {
+              label: work.label,
+              spec: null,
+              result: {outcome: work.outcome, message: work.message},
+              events: 0,
+              queued: 0,
+              warnings: [`${work.label}: ${work.message}`],
+              totalMs: performance.now() - started,
+            }
+      await checkpoint.finish(sequence, item.result.outcome !== 'failed')
+      return item
+    },
+    {
+      concurrency: write.concurrency,
+      shouldStop,
+      onResult: (item) => {
+        tally.add(item)
+        onItem(toEventItemJson(item), tally)
+      },
+    },
+  )
+  await checkpoint.save()
+  return {tally, interrupted}
+}
+
+async function* emptyItems(): AsyncGenerator<WorkItem> {}
+
+async function* withSequence<T>(
+  items: AsyncIterable<T>,
+  cursorOf: (item: T) => string,
+  checkpoint: Checkpoint,
+): AsyncGenerator<{item: T; sequence: number}> {
+  for await (const item of items) yield {item, sequence: checkpoint.take(cursorOf(item))}
+}
+
+function toEventItemJson(item: EventItem): EventItemJson {
+  const {spec, result} = item
+  return {
+    source: item.label,
+    event_id: spec?.originalEventId ?? null,
+    asset: spec?.assetName ?? '',
+    source_dag_id: spec?.source?.dagId ?? null,
+    source_run_id: spec?.source?.runId ?? null,
+    source_task_id: spec?.source?.taskId ?? null,
+    source_map_index: spec?.source?.mapIndex ?? null,
+    outcome: result.outcome,
+    new_event_id: result.outcome === 'replayed' ? result.newEventId : null,
+    existing_event_id: result.outcome === 'skipped_existing' ? result.existingEventId : null,
+    events: item.events,
+    queued: item.queued,
+    timings: {total_ms: Math.round(item.totalMs * 100) / 100},
+    ...('message' in result && result.message ? {error: {sqlstate: 'sqlstate' in result ? result.sqlstate : null, message: result.message}} : {}),
+  }
+}
