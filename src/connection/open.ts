@@ -1,7 +1,7 @@
 import type {Database, Engine, OpenOptions} from '../engine/engine.js'
 import {engineFor} from '../engine/engines.js'
 import {AirlockError, unreachableError} from '../errors.js'
-import type {ResolvedConnection} from './resolve.js'
+import type {ResolvedConnection} from './profiles.js'
 import {describeTarget, passwordOf, redact} from './url.js'
 
 export interface OpenedDatabase {

@@ -9,10 +9,23 @@ import {
   type ConfigLocation,
   type FileProfile,
 } from './configFile.js'
-import type {ResolvedConnection} from './resolve.js'
 import {toDatabaseUrl} from './url.js'
 
 /** A built-in profile's connection: a URL, or a function finding one when the profile is used (the sandbox's is only known then). */
+/** Where the connection came from, reported by doctor and in errors so the operator can fix the right place. */
+export type ConnectionSource =
+  | 'flag --database-url'
+  | 'AIRLOCK_DATABASE_URL'
+  | `profile "${string}" (${string})`
+  | 'DATABASE_URL'
+  | 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'
+  | 'embedded sandbox'
+
+export interface ResolvedConnection {
+  url: string
+  source: ConnectionSource
+}
+
 export type BuiltInConnection = string | undefined | (() => Promise<string | undefined> | string | undefined)
 /** `missing`: what to do when the profile finds no connection. */
 export type BuiltInProfiles = Record<string, {connection: BuiltInConnection; missing?: string}>

@@ -1,20 +1,6 @@
 import {usageError} from '../errors.js'
-import {resolveProfile, type BuiltInProfiles} from './profiles.js'
+import {resolveProfile, type BuiltInProfiles, type ResolvedConnection} from './profiles.js'
 import {toDatabaseUrl} from './url.js'
-
-/** Where the connection came from, reported by doctor and in errors so the operator can fix the right place. */
-export type ConnectionSource =
-  | 'flag --database-url'
-  | 'AIRLOCK_DATABASE_URL'
-  | `profile "${string}" (${string})`
-  | 'DATABASE_URL'
-  | 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'
-  | 'embedded sandbox'
-
-export interface ResolvedConnection {
-  url: string
-  source: ConnectionSource
-}
 
 export interface ConnectionRequest {
   databaseUrl?: string | undefined

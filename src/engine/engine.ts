@@ -1,13 +1,19 @@
 import type {Knex} from 'knex'
 
-import type {StatementLog} from './statementLog.js'
-
 /**
  * The seam between airlock and a database server. An engine owns what differs from one server
  * to another below the Airflow schema: the connection pool for its URL scheme, how a transaction
  * starts (isolation, timeouts, the session tag), how statements run, and what its error codes
  * mean. Everything above it (the store, the protocol, the features) speaks only these types.
  */
+
+/**
+ * Where an engine reports what it did on the server (`--verbose`): one line per statement, per
+ * connect, BEGIN, COMMIT and ROLLBACK, with how long it took. A line never holds a bound value, a
+ * password or a server's error message (which can quote a value): only labels, timeouts, row
+ * counts and error codes. Absent, the engine builds no line and reads no clock.
+ */
+export type StatementLog = (line: string) => void
 
 /** One SQL statement: `$1 … $n` placeholders only, values bound, never spliced into the text. */
 export interface Statement {

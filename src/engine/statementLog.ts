@@ -1,14 +1,6 @@
 import {performance} from 'node:perf_hooks'
 
-import type {Statement} from './engine.js'
-
-/**
- * Where an engine reports what it did on the server (`--verbose`): one line per statement, per
- * connect, BEGIN, COMMIT and ROLLBACK, with how long it took. A line never holds a bound value, a
- * password or a server's error message (which can quote a value): only labels, timeouts, row
- * counts and error codes. Absent, the engine builds no line and reads no clock.
- */
-export type StatementLog = (line: string) => void
+import type {Statement, StatementLog} from './engine.js'
 
 /**
  * What a statement is called in the log: its prepared name (`airlock_lock_ti_3f2a…`), else the

@@ -10,10 +10,11 @@ import {
   type Executor,
   type OpenOptions,
   type Statement,
+  type StatementLog,
   type Transaction,
   type TransactionLocals,
 } from '../engine.js'
-import {logRoundTrip, rowCount, statementLabel, type StatementLog} from '../statementLog.js'
+import {logRoundTrip, rowCount, statementLabel} from '../statementLog.js'
 import {classifyPostgresError, isMissingPassword, isTlsVerificationError, refusesTls, SqlState, sqlStateOf} from './sqlstate.js'
 import {passwordFromFile} from './pgpass.js'
 import {attemptsFor, splitTls, sslOption} from './tls.js'
