@@ -31,12 +31,10 @@ export async function openDatabase(connection: ResolvedConnection, options: Open
 function classifyConnectError(error: unknown, engine: Engine, target: string, source: string, scrub: (t: string) => string): Error {
   if (error instanceof AirlockError) return error
   const message = scrub(error instanceof Error ? error.message : String(error))
-  const {kind} = engine.classify(error)
-  // node-postgres reports its own connect timeout without an error code: only its text says so.
-  const timedOut = error instanceof Error && (error.name === 'KnexTimeoutError' || /timeout/i.test(error.message))
-  if (kind === 'login' || kind === 'unreachable' || timedOut) {
+  const {kind, connectTimeout} = engine.classify(error)
+  if (kind === 'login' || kind === 'unreachable') {
     const advice = engine.connectAdvice(error)
-    const why = error instanceof Error && error.name === 'KnexTimeoutError' ? 'no answer before the connect timeout' : scrub(advice?.why ?? message)
+    const why = connectTimeout ? 'no answer before the connect timeout' : scrub(advice?.why ?? message)
     return unreachableError(
       `Cannot connect to ${engine.displayName} at ${target} (from ${source}): ${why}`,
       [

@@ -75,6 +75,8 @@ export interface ClassifiedError {
   kind: ErrorClass
   /** The server's error code (a SQLSTATE on PostgreSQL), when it sent one. */
   code: string | null
+  /** `unreachable` because nothing answered before the connect timeout. */
+  connectTimeout?: boolean
 }
 
 export interface OpenOptions {

@@ -177,6 +177,27 @@ describe('runTransaction', () => {
     expect(result).toMatchObject({result: 'already_success', attempts: 1})
   })
 
+  it('a connection whose ROLLBACK failed is never handed out again: the next transaction gets a live one', async () => {
+    const owned = await postgresEngine.open(test.url, {verb: 'test', poolSize: 1})
+    try {
+      const pids: number[] = []
+      const killOwnBackend = async (tx: {query<Row>(s: {text: string}): Promise<Row[]>}) => {
+        const [own] = await tx.query<{pid: number}>({text: 'select pg_backend_pid() as pid'})
+        pids.push(own!.pid)
+        await test.knex.raw('select pg_terminate_backend(?)', [own!.pid])
+        return {rollback: 'already_success'}
+      }
+      const options = {locals, dryRun: false, unknownCommitAdvice: '', wasCommitted: never}
+      expect(await runTransaction(owned, {...options, run: killOwnBackend})).toMatchObject({result: 'already_success'})
+      // One connection in the pool: had the dead one come back, this would fail as unreachable.
+      expect(await runTransaction(owned, {...options, run: killOwnBackend})).toMatchObject({result: 'already_success'})
+      expect(pids).toHaveLength(2)
+      expect(pids[1]).not.toBe(pids[0])
+    } finally {
+      await owned.close()
+    }
+  })
+
   it('lock waits in slices: each slice that expires runs the work again at once, until the lock timeout is spent', async () => {
     const holder = await test.knex.transaction()
     try {

@@ -15,8 +15,8 @@ import {
   type TransactionLocals,
 } from '../engine.js'
 import {logRoundTrip, rowCount, statementLabel} from '../statementLog.js'
-import {classifyPostgresError, isMissingPassword, isTlsVerificationError, refusesTls, SqlState, sqlStateOf} from './sqlstate.js'
 import {passwordFromFile} from './pgpass.js'
+import {classifyPostgresError, isMissingPassword, isTlsVerificationError, noteKnexTimeoutError, refusesTls, SqlState, sqlStateOf} from './sqlstate.js'
 import {attemptsFor, splitTls, sslOption} from './tls.js'
 
 /**
@@ -26,15 +26,30 @@ import {attemptsFor, splitTls, sslOption} from './tls.js'
  * base command. test/cli/startup.test.ts checks they stay out.
  */
 async function loadKnex(): Promise<typeof import('knex').knex> {
-  return (await import('knex')).default
+  const knex = (await import('knex')).default
+  noteKnexTimeoutError(knex.KnexTimeoutError)
+  return knex
 }
 
 /** The node-postgres client knex hands out; statements run on it directly (see executorOn). */
 interface PgClient {
   query(query: string | {name?: string; text: string; values?: unknown[]}): Promise<{rows: unknown[]; rowCount: number | null}>
   escapeLiteral(value: string): string
-  /** Set by knex when the connection errored or ended: the pool discards it on the next acquire. */
-  __knex__disposed?: unknown
+  /** node-postgres's public end(): knex's pool discards a client that ended (its 'end' listener). */
+  end(): Promise<void>
+}
+
+/**
+ * Connections a transaction left in an unknown state (a ROLLBACK that failed, a COMMIT whose
+ * answer never came): never handed out again. A pool airlock owns checks this set through knex's
+ * public `pool.validate` option before every acquire; every broken client is also ended, which a
+ * pool someone else owns (tests, the sandbox) discards on its own.
+ */
+const brokenClients = new WeakSet<object>()
+
+function discard(client: PgClient): void {
+  brokenClients.add(client)
+  client.end().catch(() => undefined)
 }
 
 export const silentKnexLog = {warn() {}, error() {}, debug() {}, deprecate() {}}
@@ -153,11 +168,9 @@ function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database 
           // Also when BEGIN's round trip failed part-way (a SET LOCAL refused): the session may
           // sit in an aborted transaction block. A failed ROLLBACK means the connection is gone:
           // the pool must not hand it out again.
-          await control(client, 'rollback', 'rollback').catch((rollbackError: unknown) => {
-            client.__knex__disposed ??= rollbackError
-          })
+          await control(client, 'rollback', 'rollback').catch(() => discard(client))
         } else {
-          client.__knex__disposed ??= error
+          discard(client)
         }
 
         throw error
@@ -217,7 +230,7 @@ export const postgresEngine: Engine = {
           ].join(' '),
           connectionTimeoutMillis: connectTimeoutMs,
         },
-        pool: {min: 0, max: options.poolSize ?? 2},
+        pool: {min: 0, max: options.poolSize ?? 2, validate: (client: object) => !brokenClients.has(client)},
         acquireConnectionTimeout: connectTimeoutMs + 2000,
         // knex prints pool errors to the console itself; airlock reports them once, classified and scrubbed.
         log: silentKnexLog,
@@ -241,7 +254,11 @@ export const postgresEngine: Engine = {
     throw new Error('unreachable: every sslmode has at least one attempt')
   },
 
-  wrap: (knex) => databaseOver(knex, false),
+  wrap(knex) {
+    // The caller loaded knex already; this only records its timeout class for classify().
+    void loadKnex()
+    return databaseOver(knex, false)
+  },
 }
 
 /**

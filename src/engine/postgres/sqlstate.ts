@@ -65,11 +65,8 @@ const sessionLostClasses = ['08', '53']
 const driverConnectionMessages: readonly string[] = [
   'Connection terminated unexpectedly',
   'Connection terminated',
-  'Connection terminated due to connection timeout',
   'Client has encountered a connection error and is not queryable',
   'Client was closed and is not queryable',
-  'timeout expired',
-  'timeout exceeded when trying to connect',
   'Query read timeout',
   'The server does not support SSL connections',
   'There was an error establishing an SSL connection',
@@ -136,12 +133,38 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
   }
 
   const errno = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : ''
-  // knex's pool gives up acquiring when connecting takes longer than its timeout.
-  const poolTimeout = error instanceof Error && error.name === 'KnexTimeoutError'
   if (isMissingPassword(error)) return {kind: 'login', code: null}
+  if (isConnectTimeout(error)) return {kind: 'unreachable', code: null, connectTimeout: true}
   const driverMessage = error instanceof Error && driverConnectionMessages.includes(error.message)
-  if (networkErrnos.has(errno) || poolTimeout || driverMessage || isTlsVerificationError(error)) return {kind: 'unreachable', code: null}
+  if (networkErrnos.has(errno) || driverMessage || isTlsVerificationError(error)) return {kind: 'unreachable', code: null}
   return {kind: 'other', code: null}
+}
+
+/**
+ * knex's pool gives up acquiring a connection after acquireConnectionTimeout with its own error
+ * class, `KnexTimeoutError` (exported on knex's default export). knex loads lazily, so the
+ * engine records the class when it loads it; an error of that class can only exist after that.
+ */
+let knexTimeoutError: (abstract new (...args: never[]) => Error) | undefined
+
+export function noteKnexTimeoutError(errorClass: abstract new (...args: never[]) => Error): void {
+  knexTimeoutError = errorClass
+}
+
+/**
+ * node-postgres's own connect timeout (connectionTimeoutMillis) carries neither a code nor a class
+ * of its own: these exact messages are all it sends (client.js, and pg-pool's).
+ */
+const driverConnectTimeoutMessages: readonly string[] = [
+  'Connection terminated due to connection timeout',
+  'timeout expired',
+  'timeout exceeded when trying to connect',
+]
+
+/** No answer before the connect timeout, from knex's pool or from node-postgres. */
+function isConnectTimeout(error: unknown): boolean {
+  if (knexTimeoutError && error instanceof knexTimeoutError) return true
+  return error instanceof Error && driverConnectTimeoutMessages.includes(error.message)
 }
 
 /** The SQLSTATE of a driver error, if it carries one. */
