@@ -19,6 +19,25 @@ export function statementLabel(statement: Statement): string {
 
 const maxLabelLength = 60
 
+/** Prepared statements whose text this process has logged already. */
+const textsLogged = new Set<string>()
+
+/**
+ * The first time a prepared statement runs in this process, `text <name> <its whole text>` on one
+ * line (comments dropped, whitespace collapsed), so every `sql <name>` line after it can be read whole. The text
+ * holds `$n` placeholders and the constants written in airlock's code, never a bound value.
+ */
+export function logTextOnce(log: StatementLog, statement: Statement): void {
+  if (!statement.name || textsLogged.has(statement.name)) return
+  textsLogged.add(statement.name)
+  // Comments go: on one line, a `--` comment would swallow the rest of the statement.
+  const oneLine = statement.text
+    .replace(/--[^\n]*/g, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+  log(`text ${statement.name} ${oneLine}`)
+}
+
 /**
  * Runs one round trip and logs `<event> <ms> [<detail>]` when it returns, or `<event> <ms>
  * failed (<code>)` when it throws (the error is rethrown untouched).

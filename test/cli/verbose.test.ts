@@ -87,8 +87,13 @@ describe('--verbose', () => {
     }
     expect(logged.filter((line) => /^rollback \d+\.\d ms$/.test(line))).toHaveLength(3)
     expect(logged.filter((line) => line.startsWith('commit'))).toEqual([])
+    // Each prepared statement's whole text once, before its first use: the lock is readable by name.
+    const lockName = logged.find((line) => line.startsWith('sql airlock_lock_ti_'))!.split(' ')[1]!
+    const texts = logged.filter((line) => line.startsWith(`text ${lockName} `))
+    expect(texts).toEqual([`text ${lockName} select state, try_number from task_instance where id = $1 for update`])
+    expect(logged.indexOf(texts[0]!)).toBeLessThan(logged.indexOf(logged.find((line) => line.startsWith(`sql ${lockName} `))!))
     // Every line is one of the kinds above: nothing else reaches stderr under --json.
-    for (const line of logged) expect(line).toMatch(/^(connect|sql|begin|commit|rollback) /)
+    for (const line of logged) expect(line).toMatch(/^(connect|sql|text|begin|commit|rollback) /)
     expectNoPassword(result.stderr + result.stdout)
     // The DAG id is bound as $1 of the selection: under --json, stderr holds only the log, so it never appears.
     expect(result.stderr).not.toContain(dagId)

@@ -14,7 +14,7 @@ import {
   type Transaction,
   type TransactionLocals,
 } from '../engine.js'
-import {logRoundTrip, rowCount, statementLabel} from '../statementLog.js'
+import {logRoundTrip, logTextOnce, rowCount, statementLabel} from '../statementLog.js'
 import {passwordFromFile} from './pgpass.js'
 import {classifyPostgresError, isMissingPassword, isTlsVerificationError, noteKnexTimeoutError, refusesTls, SqlState, sqlStateOf} from './sqlstate.js'
 import {attemptsFor, splitTls, sslOption} from './tls.js'
@@ -70,6 +70,7 @@ function executorOn(client: PgClient, log: StatementLog | undefined): Executor {
     })
   return {
     async query<Row>(statement: Statement): Promise<Row[]> {
+      if (log) logTextOnce(log, statement)
       const {rows} = log
         ? await logRoundTrip(
             log,

@@ -1,0 +1,385 @@
+-- Every statement airlock prepares on an Airflow 3.1 database (Airflow defaults).
+-- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
+-- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
+
+-- airlock_read_ti_id_outlets_e289dfe9deba
+select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
+      dr.id as dag_run_id, dr.logical_date, null::varchar as partition_key, d.owners, ti.dag_version_id,
+      sd.dag_hash as dag_hash,
+      case when sd.id is null then (select json_agg(json_build_object('id', a.id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null) order by a.id)
+    from task_outlet_asset_reference r
+    join asset a on a.id = r.asset_id
+    left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+   where r.dag_id = ti.dag_id and r.task_id = ti.task_id) end as legacy_outlets
+ from task_instance ti
+ join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
+ left join dag d on d.dag_id = ti.dag_id
+ left join serialized_dag sd on sd.dag_version_id = ti.dag_version_id
+where ti.id = $1::uuid;
+
+-- airlock_read_ti_id_da6ede569cae
+select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
+      dr.id as dag_run_id, dr.logical_date, null::varchar as partition_key, d.owners, ti.dag_version_id,
+      null::varchar as dag_hash,
+      null::json as legacy_outlets
+ from task_instance ti
+ join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
+ left join dag d on d.dag_id = ti.dag_id
+
+where ti.id = $1::uuid;
+
+-- airlock_read_ti_key_outlets_ee7a16ac4f75
+select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
+      dr.id as dag_run_id, dr.logical_date, null::varchar as partition_key, d.owners, ti.dag_version_id,
+      sd.dag_hash as dag_hash,
+      case when sd.id is null then (select json_agg(json_build_object('id', a.id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null) order by a.id)
+    from task_outlet_asset_reference r
+    join asset a on a.id = r.asset_id
+    left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+   where r.dag_id = ti.dag_id and r.task_id = ti.task_id) end as legacy_outlets
+ from task_instance ti
+ join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
+ left join dag d on d.dag_id = ti.dag_id
+ left join serialized_dag sd on sd.dag_version_id = ti.dag_version_id
+where ti.dag_id = $1 and ti.run_id = $2 and ti.task_id = $3 and ti.map_index = $4;
+
+-- airlock_read_ti_key_7173c35e8234
+select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
+      dr.id as dag_run_id, dr.logical_date, null::varchar as partition_key, d.owners, ti.dag_version_id,
+      null::varchar as dag_hash,
+      null::json as legacy_outlets
+ from task_instance ti
+ join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
+ left join dag d on d.dag_id = ti.dag_id
+
+where ti.dag_id = $1 and ti.run_id = $2 and ti.task_id = $3 and ti.map_index = $4;
+
+-- airlock_serialized_dag_fce6befda08c
+select data::text as data, data_compressed from serialized_dag where dag_version_id = $1::uuid;
+
+-- airlock_resolve_outlets_5bb394bf08c4
+with d as (
+  select * from unnest($1::text[], $2::text[], $3::text[]) with ordinality as d(kind, name, uri, n)
+), matched as (
+  select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'asset' and a.name = d.name and a.uri = d.uri
+  union all
+  select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'name_ref' and a.name = d.name
+  union all
+  select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'uri_ref' and a.uri = d.uri
+), best as (
+  select distinct on (m.n) m.n, m.id, m.name, m.uri, aa.name is not null as active
+    from matched m
+    left join asset_active aa on aa.name = m.name and aa.uri = m.uri
+   order by m.n, aa.name is null, m.id
+)
+select d.n, b.id, coalesce(b.name, d.name) as name, coalesce(b.uri, d.uri) as uri, coalesce(b.active, false) as active
+  from d left join best b on b.n = d.n
+ order by d.n;
+
+-- airlock_archived_ti_key_90a65326e739
+select dag_id, run_id, task_id, map_index from task_instance_history where task_instance_id = $1::uuid order by try_number desc limit 1;
+
+-- airlock_lock_ti_d38f863b2564
+select state, try_number from task_instance where id = $1 for update;
+
+-- airlock_ti_row_holder_d83f067898e3
+select a.pid, a.application_name, a.xact_start, a.state, a.usename::text as usename
+ from task_instance t join pg_stat_activity a on a.backend_xid::text = t.xmax::text
+where t.id = $1 and t.xmax::text <> '0';
+
+-- airlock_mark_ti_success_08c53f8d7eb0
+update task_instance ti
+  set state = 'success', end_date = stamp.end_date,
+      start_date = coalesce(ti.start_date, stamp.end_date),
+      -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
+      duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
+      next_method = null, next_kwargs = null, updated_at = clock_timestamp()
+ from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
+where ti.id = $2::uuid;
+
+-- airlock_insert_events_1dc9895902c6
+insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp")
+select e.asset_id, e.extra, $1, $2, $3, $4::int, now.ts
+  from rows from (unnest($5::int[]), json_array_elements($6::json))
+       with ordinality as e(asset_id, extra, n)
+ cross join (select clock_timestamp() as ts) as now
+ order by e.n
+returning id, asset_id;
+
+-- airlock_assets_by_name_or_uri_5152f76de9ea
+select s.value, a.name, a.uri
+  from unnest($1::text[]) as s(value)
+  join asset a on a.name = s.value
+union
+select s.value, a.name, a.uri
+  from unnest($1::text[]) as s(value)
+  join asset a on a.uri = s.value
+order by 1, 2, 3;
+
+-- airlock_alias_create_aliases_b19a59e892f4
+insert into asset_alias (name, "group")
+select distinct n.name, '' from unnest($1::text[]) as n(name) order by 1
+on conflict do nothing;
+
+-- airlock_alias_create_assets_bare_971304abb8fc
+insert into asset (name, uri, "group", extra, created_at, updated_at)
+select wanted.asset_name, wanted.asset_uri, '', '{}'::json, clock_timestamp(), clock_timestamp()
+  from (select distinct on (i.asset_name, i.asset_uri) i.asset_name, i.asset_uri, i.asset_extra
+          from rows from (unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), json_array_elements($4::json))
+               with ordinality as i(alias_name, asset_name, asset_uri, asset_extra, n)
+          join asset_alias al on al.name = i.alias_name
+         order by i.asset_name, i.asset_uri, i.n) as wanted
+ order by 1, 2
+on conflict (name, uri) do nothing;
+
+-- airlock_alias_link_assets_cdd1d7b6124b
+with resolved as (
+  select al.id as alias_id, i.alias_name, a.id as asset_id, i.asset_name, i.asset_uri
+    from unnest($1::text[], $2::text[], $3::text[]) as i(alias_name, asset_name, asset_uri)
+    join asset_alias al on al.name = i.alias_name
+    join asset a on a.name = i.asset_name and a.uri = i.asset_uri
+), linked as (
+  insert into asset_alias_asset (alias_id, asset_id)
+  select distinct alias_id, asset_id from resolved order by 1, 2
+  on conflict do nothing
+)
+select * from resolved;
+
+-- airlock_alias_event_links_0d7d6307e4d0
+insert into asset_alias_asset_event (alias_id, event_id)
+select * from unnest($1::int[], $2::int[]) as l(alias_id, event_id) order by 1, 2
+on conflict do nothing;
+
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_1c694141189d
+with reference as (
+  -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
+  -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
+  select ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from unnest($1::int[]) as ev(asset_id) join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+  union all
+  select ev.asset_id, r.dag_id, 'alias', ev.alias_id from unnest($2::int[], $3::int[]) as ev(asset_id, alias_id) join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+  union all
+  select ev.asset_id, r.dag_id, 'name', null from unnest($1::int[]) as ev(asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+  union all
+  select ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[]) as ev(asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+), consumer as (
+  -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
+  -- tell which events reach a DAG the release does not queue.
+  select distinct reference.asset_id, reference.dag_id, reference.alias_id,
+         case when false then (case when $4::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
+              when $4::boolean then 'queued'
+              else 'not_queued_by_airflow' end as kind
+    from reference
+    join dag d on d.dag_id = reference.dag_id
+
+   where not (reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false)))
+), queued as (
+  insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
+  select asset_id, dag_id, clock_timestamp() from (select distinct asset_id, dag_id from consumer where kind = 'queued') as k
+   order by asset_id, dag_id
+  on conflict (asset_id, target_dag_id) do nothing
+  returning asset_id, target_dag_id
+)
+-- Unsorted: callers count the rows and sort the DAG names they report.
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id from queued
+union all
+select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued';
+
+-- airlock_insert_log_4d18242dc1d2
+insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
+values (clock_timestamp(), $1, $2, $3, $4::int, $5::int, $6, $7::timestamptz, $8, $9)
+returning id;
+
+-- airlock_log_exists_bf1d39573d1b
+select 1 from log where id = $1;
+
+-- airlock_missing_outlets_549b03ae79e2
+with ti as (
+    select least(t.queued_dttm, t.scheduled_dttm, t.start_date) as earliest from task_instance t
+     where t.dag_id = $2 and t.run_id = $3 and t.task_id = $4 and t.map_index = $5::int
+  ), missing as (
+    select a.asset_id
+      from unnest($1::int[]) as a(asset_id)
+      left join ti on true
+     where not exists (
+ select 1 from asset_event e
+  where e.asset_id = a.asset_id
+    and e.source_dag_id = $2 and e.source_run_id = $3 and e.source_task_id = $4
+    and e.source_map_index = $5::int
+    and e.id <> all($7::int[])
+    and e."timestamp" > greatest(coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
+  where h.dag_id = $2 and h.run_id = $3 and h.task_id = $4 and h.map_index = $5::int
+    and h.try_number < $6::int), '-infinity'), coalesce(ti.earliest - interval '1 day', '-infinity')))
+and not exists (
+ select 1 from log l
+  -- log.extra is free text: read as JSON only on airlock's rows, and only the numbers its
+  -- event_ids holds (a path query never fails on a missing key or a scalar, as expanding would).
+  cross join lateral jsonb_path_query(case when l.extra like '{%"airlock"%' then l.extra::jsonb end,
+                                      '$.airlock.event_ids[*] ? (@.type() == "number")') as named(id)
+   join asset_event e on e.id = named.id::int
+  where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.map_index = $5::int
+    and l.try_number = $6::int and l.event in ('success', 'airlock.replay-events')
+    and e.asset_id = a.asset_id
+    and e.source_dag_id = $2 and e.source_run_id = $3 and e.source_task_id = $4
+    and e.source_map_index = $5::int
+    and e.id <> all($7::int[]))
+  )
+  select (select coalesce(array_agg(m.asset_id order by m.asset_id), '{}') from missing m) as missing,
+         coalesce(ev.kind, 'unknown') as kind, ev.log_id, ev.event, ev.owner, ev.dttm
+    from (select 1) as one left join lateral (select v.kind, l.id as log_id, l.event, l.owner, l.dttm
+         from (select 1 as rank, 'worker_success' as kind, l.id as log_id from log l
+       where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.map_index = $5::int and l.try_number = $6::int and l.event = 'success' and not (coalesce(l.extra, '') like '{%"airlock":{%')
+      union all
+      select 2, 'airlock_events', l.id from log l
+       where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.map_index = $5::int and l.try_number = $6::int and l.event in ('success', 'airlock.replay-events') and l.extra like '{%"airlock":{%'
+         and ((l.extra::jsonb -> 'airlock' ->> 'command') = 'replay-events' or coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1) > 0)
+      union all
+      select 3, 'airlock_no_events', l.id from log l
+       where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.map_index = $5::int and l.try_number = $6::int and l.event = 'success' and l.extra like '{%"airlock":{%'
+         and (l.extra::jsonb -> 'airlock' ->> 'command') like 'complete%' and coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1) = 0
+      union all
+      select 4, 'marked_task', l.id from log l
+       where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.event = 'patch_task_instance' and l.extra like '{%' and l.dttm > coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
+  where h.dag_id = $2 and h.run_id = $3 and h.task_id = $4 and h.map_index = $5::int
+    and h.try_number < $6::int), '-infinity')
+         and (l.extra::jsonb ->> 'new_state') = 'success'
+         and coalesce(l.extra::jsonb ->> 'map_index', $5::int::text) = $5::int::text
+      union all
+      select 5, 'marked_group', l.id from log l
+       where l.dag_id = $2 and l.task_id is null and l.run_id = $3 and l.event = 'patch_task_group_instances'
+         and l.extra like '{%' and l.dttm > coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
+  where h.dag_id = $2 and h.run_id = $3 and h.task_id = $4 and h.map_index = $5::int
+    and h.try_number < $6::int), '-infinity') and (l.extra::jsonb ->> 'new_state') = 'success'
+         and starts_with($4, (l.extra::jsonb ->> 'group_id') || '.')
+      union all
+      select 6, 'marked_run', l.id from log l
+       where l.dag_id = $2 and l.task_id is null and l.run_id = $3 and l.event = 'patch_dag_run'
+         and l.extra like '{%' and l.dttm > coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
+  where h.dag_id = $2 and h.run_id = $3 and h.task_id = $4 and h.map_index = $5::int
+    and h.try_number < $6::int), '-infinity') and (l.extra::jsonb ->> 'state') = 'success'
+      union all
+      select 7, 'dags_test', null from dag_run r
+       where r.dag_id = $2 and r.run_id = $3 and r.triggered_by = 'test') as v left join log l on l.id = v.log_id
+        order by v.rank limit 1) as ev on true;
+
+-- airlock_latest_serialized_dag_78bbaee00563
+select sd.data, sd.data_compressed
+ from serialized_dag sd left join dag_version dv on dv.id = sd.dag_version_id
+where sd.dag_id = $1
+order by sd.created_at desc, dv.version_number desc nulls last
+limit 1;
+
+-- airlock_version_serialized_dag_0d71b9cb4f1a
+select data, data_compressed from serialized_dag where dag_version_id = $1::uuid limit 1;
+
+-- airlock_clear_run_0a3fcb9d44f2
+select dr.id, dr.state, dr.bundle_version, dr.created_dag_version_id::text as created_dag_version_id
+from dag_run dr where dr.id = $1;
+
+-- airlock_clear_run_lock_ec38cca25a76
+select dr.id, dr.state, dr.bundle_version, dr.created_dag_version_id::text as created_dag_version_id
+from dag_run dr where dr.id = $1 for update of dr;
+
+-- airlock_clear_targets_983d39ea2da1
+select ti.id::text as id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.operator,
+      ti.dag_version_id::text as dag_version_id
+ from task_instance ti
+where ti.dag_id = $1 and ti.run_id = $2 and ti.state in ('failed', 'upstream_failed')
+  and ti.task_id <> $3 and ($4::text[] is null or ti.task_id = any($4::text[]))
+order by ti.task_id, ti.map_index;
+
+-- airlock_clear_targets_lock_edff443fe7d6
+select ti.id::text as id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.operator,
+      ti.dag_version_id::text as dag_version_id
+ from task_instance ti
+where ti.dag_id = $1 and ti.run_id = $2 and ti.state in ('failed', 'upstream_failed')
+  and ti.task_id <> $3 and ($4::text[] is null or ti.task_id = any($4::text[]))
+order by ti.task_id, ti.map_index for update of ti;
+
+-- airlock_clear_ti_820e2dde15e2
+update task_instance ti
+      set id = encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+                placing substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6),
+                52, 1), 53, 1), 'hex')::uuid,
+          state = null,
+          max_tries = case when t.retries is null then greatest(ti.max_tries, ti.try_number) else ti.try_number + t.retries end,
+          external_executor_id = null, next_method = null, next_kwargs = null, updated_at = clock_timestamp()
+     from unnest($1::uuid[], $2::int[]) as t(id, retries)
+    where ti.id = t.id
+returning t.id::text as old_id, ti.id::text as new_id;
+
+-- airlock_requeue_dag_run_76b23a6b0ad0
+update dag_run
+      set state = 'queued', queued_at = clock_timestamp(), start_date = null, end_date = null,
+          last_scheduling_decision = null, clear_number = clear_number + 1, updated_at = clock_timestamp()
+    where id = $1 and state in ('success', 'failed')
+returning state;
+
+-- airlock_touch_active_dag_run_ebc40828113a
+update dag_run set queued_at = clock_timestamp(), clear_number = clear_number + 1, updated_at = clock_timestamp()
+    where id = $1 and state in ('queued', 'running')
+returning state;
+
+-- airlock_dag_ids_9b5ffd60c944
+select dag_id from dag order by dag_id;
+
+-- airlock_events_by_id_b002e8612961
+select e.id, e.asset_id, a.name as asset_name, a.uri as asset_uri, e.extra::text as extra,
+      e.source_dag_id, e.source_run_id, e.source_task_id, e.source_map_index,
+      null::varchar as partition_key, e."timestamp",
+      coalesce((select array_agg(l.alias_id order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '{}') as alias_ids,
+      dr.logical_date, d.owners
+ from asset_event e
+ join asset a on a.id = e.asset_id
+ left join dag_run dr on dr.dag_id = e.source_dag_id and dr.run_id = e.source_run_id
+ left join dag d on d.dag_id = e.source_dag_id
+where e.id = any($1::int[])
+order by e.id;
+
+-- airlock_resolve_assets_2594237a2511
+select a.id, a.name, a.uri from asset a join unnest($1::text[], $2::text[]) as k(name, uri) on a.name = k.name and a.uri = k.uri;
+
+-- airlock_resolve_aliases_021c1bdd67f0
+select id, name from asset_alias where name = any($1::text[]);
+
+-- airlock_event_content_lock_1cf7cff318ce
+select pg_advisory_xact_lock(hashtextextended($1, 0));
+
+-- airlock_find_matching_event_fd6f195aeede
+select id from asset_event
+where asset_id = $1 and extra::jsonb = $2::jsonb
+  and source_dag_id is not distinct from $3 and source_run_id is not distinct from $4
+  and source_task_id is not distinct from $5 and source_map_index is not distinct from $6::int
+  and "timestamp" >= $7::timestamptz
+
+order by id limit 1;
+
+-- airlock_insert_event_copy_b8f5e544bfb6
+insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp")
+values ($1, $2::json, $3, $4, $5, $6::int, clock_timestamp())
+returning id;
+
+-- airlock_count_events_5ca54fd6a235
+select count(*) as n from asset_event where id = any($1::int[]);
+
+-- airlock_lock_events_skip_locked_b8464b4a255d
+select id from asset_event where id = any($1::int[]) order by id for update skip locked;
+
+-- airlock_consumed_events_3e4df1267b13
+select event_id from dagrun_asset_event where event_id = any($1::int[]);
+
+-- airlock_pending_events_window_63e1733775ab
+select e.id from asset_event e
+where e.id = any($1::int[])
+  and exists (
+    select 1 from (
+      select r.dag_id from dag_schedule_asset_reference r where r.asset_id = e.asset_id
+      union select r.dag_id from dag_schedule_asset_alias_reference r
+              join asset_alias_asset_event l on l.alias_id = r.alias_id where l.event_id = e.id
+      union select r.dag_id from dag_schedule_asset_name_reference r join asset a on a.name = r.name where a.id = e.asset_id
+      union select r.dag_id from dag_schedule_asset_uri_reference r join asset a on a.uri = r.uri where a.id = e.asset_id
+    ) consumer
+    where e."timestamp" > coalesce(
+      (select max(d.run_after) from dag_run d where d.dag_id = consumer.dag_id and d.run_type = 'asset_triggered'), '-infinity'));
+
+-- airlock_delete_events_12ff729a7d17
+delete from asset_event where id = any($1::int[]) returning id;
