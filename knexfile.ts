@@ -8,4 +8,6 @@
 import {fixtureKnexConfig} from './src/fixtures/fixtureSchema.js'
 import {environments} from './src/connection/environments.js'
 
-export default Object.fromEntries(Object.entries(environments).map(([name, profile]) => [name, fixtureKnexConfig(profile.connection)]))
+export default Object.fromEntries(
+  Object.entries(environments).map(([name, profile]) => [name, fixtureKnexConfig(profile.connection)]),
+)

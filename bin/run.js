@@ -35,7 +35,9 @@ function warnIfManifestStale() {
   const commands = join(import.meta.dirname, '..', 'dist', 'commands')
   if (!existsSync(manifest) || !existsSync(commands)) return
   const builtAt = statSync(manifest).mtimeMs
-  const newer = readdirSync(commands, {recursive: true}).some((file) => statSync(join(commands, file)).mtimeMs > builtAt)
+  const newer = readdirSync(commands, {recursive: true}).some(
+    (file) => statSync(join(commands, file)).mtimeMs > builtAt,
+  )
   if (newer) {
     process.stderr.write(
       'airlock: oclif.manifest.json is older than dist/commands/, so commands or flags compiled since may be missing. Run npm run build (tsc, then the manifest).\n',

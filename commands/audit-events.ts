@@ -1,6 +1,13 @@
 import {Flags} from '@oclif/core'
 
-import {auditEvents, defaultFailOn, findingClasses, type AuditClass, type AuditProgress, type Finding} from '../src/audit/auditEvents.js'
+import {
+  auditEvents,
+  defaultFailOn,
+  findingClasses,
+  type AuditClass,
+  type AuditProgress,
+  type Finding,
+} from '../src/audit/auditEvents.js'
 import {prepareDuplicateFix} from '../src/audit/prepareDuplicateFix.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
@@ -15,7 +22,8 @@ import {createProgress, type Progress} from '../src/output/progress.js'
 export default class AuditEvents extends AirlockCommand<EventAuditReport> {
   static override summary =
     'Classify duplicate and orphaned asset events, and successful tasks missing theirs; optional guarded repair of duplicates.'
-  static override description = prose(`Every event gets exactly one class, with its evidence: external (no source task: never a finding),
+  static override description =
+    prose(`Every event gets exactly one class, with its evidence: external (no source task: never a finding),
 orphan_missing_ti, orphan_not_success, superseded_by_rerun (an earlier successful try's events:
 legitimate), duplicate (beyond the first of a group with the same asset, source, extra and
 partition key within --duplicate-window), ok. Per successful task instance whose active outlets
@@ -39,7 +47,8 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     ...connectionFlags,
     ...eventFilterFlags,
     'duplicate-window': Flags.string({
-      description: 'Identical events closer than this to the first of their group are duplicates (500ms, 5s, 10m, 2h; up to 168h).',
+      description:
+        'Identical events closer than this to the first of their group are duplicates (500ms, 5s, 10m, 2h; up to 168h).',
       default: '10m',
     }),
     'fail-on': Flags.string({
@@ -47,12 +56,28 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       multiple: true,
       options: [...findingClasses],
     }),
-    fix: Flags.boolean({description: 'Remove unconsumed duplicate extras (a dry run unless --no-dry-run).', default: false}),
-    'dry-run': Flags.boolean({description: 'With --fix: roll every repair back (the default); --no-dry-run writes.', default: true, allowNo: true}),
+    fix: Flags.boolean({
+      description: 'Remove unconsumed duplicate extras (a dry run unless --no-dry-run).',
+      default: false,
+    }),
+    'dry-run': Flags.boolean({
+      description: 'With --fix: roll every repair back (the default); --no-dry-run writes.',
+      default: true,
+      allowNo: true,
+    }),
     yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', default: false}),
     'lock-timeout': Flags.string({description: 'SET LOCAL lock_timeout per repair transaction.', default: '5s'}),
-    format: Flags.string({description: 'Output format.', options: ['table', 'csv'], default: 'table', helpGroup: 'OUTPUT'}),
-    ndjson: Flags.boolean({description: 'Stream findings as JSON lines, then a summary line.', exclusive: ['json'], helpGroup: 'OUTPUT'}),
+    format: Flags.string({
+      description: 'Output format.',
+      options: ['table', 'csv'],
+      default: 'table',
+      helpGroup: 'OUTPUT',
+    }),
+    ndjson: Flags.boolean({
+      description: 'Stream findings as JSON lines, then a summary line.',
+      exclusive: ['json'],
+      helpGroup: 'OUTPUT',
+    }),
   }
 
   private format = 'table'
@@ -60,12 +85,17 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
   protected async execute(): Promise<CommandOutcome<EventAuditReport>> {
     const {flags} = await this.parse(AuditEvents)
     this.format = flags.format
-    if (flags.format === 'csv' && this.outputMode !== 'human') throw usageError('--format csv cannot be combined with --json or --ndjson.')
+    if (flags.format === 'csv' && this.outputMode !== 'human')
+      throw usageError('--format csv cannot be combined with --json or --ndjson.')
     // For missing_events the window applies to the task instances' end_date.
     const filter = eventFilterFromFlags(flags)
     // Up to a week: a retried request can land long after the first on a stuck worker.
     const windowSeconds = parseDuration(flags['duplicate-window'], '--duplicate-window', 7 * 24 * 3_600_000) / 1000
-    const airflow = await this.openAirflow(flags, {verb: 'audit-events', poolSize: 2, ...(flags.fix ? {writes: 'audit-events --fix'} : {})})
+    const airflow = await this.openAirflow(flags, {
+      verb: 'audit-events',
+      poolSize: 2,
+      ...(flags.fix ? {writes: 'audit-events --fix'} : {}),
+    })
 
     const kept: Finding[] = []
     let omitted = 0
@@ -81,9 +111,15 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     // Progress on stderr: the count, then events/s and an ETA once the sorted stream flows.
     let progress: Progress | undefined
     const onProgress = ({total, done}: AuditProgress) => {
-      progress ??= createProgress({label: 'audit-events: classified', total, enabled: !this.jsonMode || !process.stderr.isTTY})
+      progress ??= createProgress({
+        label: 'audit-events: classified',
+        total,
+        enabled: !this.jsonMode || !process.stderr.isTTY,
+      })
       if (done === 0)
-        progress.status(`reading and sorting ${total.toLocaleString('en-US')} events in one pass; the first findings arrive when the sort is done…`)
+        progress.status(
+          `reading and sorting ${total.toLocaleString('en-US')} events in one pass; the first findings arrive when the sort is done…`,
+        )
       else progress.update(done, '')
     }
     this.onCleanup(() => Promise.resolve(progress?.stop()))
@@ -112,14 +148,25 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
         skipped_busy: fixes.filter((f) => f.outcome === 'skipped_busy').length,
       }
     } else if (flags.fix) {
-      fix = {dry_run: flags['dry-run'], groups: [], removed: 0, refused_consumed: 0, refused_pending: 0, skipped_busy: 0}
+      fix = {
+        dry_run: flags['dry-run'],
+        groups: [],
+        removed: 0,
+        refused_consumed: 0,
+        refused_pending: 0,
+        skipped_busy: 0,
+      }
     }
 
     const report: EventAuditReport = {counts, findings: kept, omitted, fix}
     if (flags.ndjson) this.emit(JSON.stringify({type: 'summary', counts, fix}))
     const failOn = (flags['fail-on'] as AuditClass[] | undefined) ?? defaultFailOn
     const failedFix = fix?.groups.some((g) => g.outcome === 'failed')
-    const exit = failedFix ? ExitCode.partialFailure : failOn.some((cls) => counts[cls] > 0) ? ExitCode.auditFindings : ExitCode.ok
+    const exit = failedFix
+      ? ExitCode.partialFailure
+      : failOn.some((cls) => counts[cls] > 0)
+        ? ExitCode.auditFindings
+        : ExitCode.ok
     return {result: report, exit}
   }
 

@@ -10,8 +10,10 @@ import {ExitCode} from '../src/exitCodes.js'
 import {prose} from '../src/cli/prose.js'
 
 export default class AuditLocks extends AirlockCommand<LockAudit> {
-  static override summary = 'Who holds, who waits, on which task instance: a live report of lock waits around task_instance and the asset tables.'
-  static override description = prose(`Samples pg_stat_activity, pg_locks and pg_blocking_pids and reports one tree per root blocker
+  static override summary =
+    'Who holds, who waits, on which task instance: a live report of lock waits around task_instance and the asset tables.'
+  static override description =
+    prose(`Samples pg_stat_activity, pg_locks and pg_blocking_pids and reports one tree per root blocker
 (wait times, transaction ages, queries, how many sessions each blocks), which task instance each
 wait is about (exact from airlock's application_name tag, else a best guess from the waiter's
 tuple lock), waits on queue and event inserts as their own category, sessions idle in a
@@ -32,19 +34,42 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
   static override flags = {
     ...connectionFlags,
     samples: Flags.integer({description: 'Snapshots to take.', default: 5, min: 1, max: 10_000}),
-    interval: Flags.string({description: 'Time between snapshots (500ms, 2s; a bare number is milliseconds).', default: '200ms'}),
+    interval: Flags.string({
+      description: 'Time between snapshots (500ms, 2s; a bare number is milliseconds).',
+      default: '200ms',
+    }),
     'warn-wait': Flags.string({description: 'A wait longer than this is a warning.', default: '1s'}),
     'crit-wait': Flags.string({description: 'A wait longer than this is critical.', default: '30s'}),
-    'warn-blocked': Flags.integer({description: 'A root blocking this many sessions is a warning.', default: 3, min: 1}),
-    'crit-idle': Flags.string({description: 'An idle-in-transaction holder of task_instance locks older than this is critical.', default: '10s'}),
-    'fail-on': Flags.string({description: 'Exit 6 when a finding is at or above this severity.', options: ['warning', 'critical']}),
-    format: Flags.string({description: 'Output format.', options: ['table', 'csv'], default: 'table', helpGroup: 'OUTPUT'}),
+    'warn-blocked': Flags.integer({
+      description: 'A root blocking this many sessions is a warning.',
+      default: 3,
+      min: 1,
+    }),
+    'crit-idle': Flags.string({
+      description: 'An idle-in-transaction holder of task_instance locks older than this is critical.',
+      default: '10s',
+    }),
+    'fail-on': Flags.string({
+      description: 'Exit 6 when a finding is at or above this severity.',
+      options: ['warning', 'critical'],
+    }),
+    format: Flags.string({
+      description: 'Output format.',
+      options: ['table', 'csv'],
+      default: 'table',
+      helpGroup: 'OUTPUT',
+    }),
     ndjson: Flags.boolean({
-      description: 'One JSON line per session in the trees ({"type":"session","root_pid",…}), then {"type":"summary",…}.',
+      description:
+        'One JSON line per session in the trees ({"type":"session","root_pid",…}), then {"type":"summary",…}.',
       exclusive: ['json', 'watch', 'format', 'kill'],
       helpGroup: 'OUTPUT',
     }),
-    watch: Flags.boolean({description: 'Refresh in place on a terminal until interrupted (Ctrl-C: exit 130).', default: false, helpGroup: 'OUTPUT'}),
+    watch: Flags.boolean({
+      description: 'Refresh in place on a terminal until interrupted (Ctrl-C: exit 130).',
+      default: false,
+      helpGroup: 'OUTPUT',
+    }),
     kill: Flags.boolean({
       description:
         'Print the pg_terminate_backend statement for each root blocker, to review and run yourself (for example with psql); airlock never ends a session.',
@@ -62,7 +87,8 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
     this.format = flags.format
     this.kill = flags.kill
     const intervalMs = parseDuration(flags.interval, '--interval')
-    if (intervalMs < 10) throw usageError('--interval must be at least 10ms: each snapshot reads every session and lock.')
+    if (intervalMs < 10)
+      throw usageError('--interval must be at least 10ms: each snapshot reads every session and lock.')
     const thresholds = {
       ...defaultThresholds,
       warnWaitMs: parseDuration(flags['warn-wait'], '--warn-wait'),
@@ -78,7 +104,9 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
     if (flags.watch) {
       const stopped = this.untilInterrupted()
       while (!stopped()) {
-        this.redraw(`${renderLockAudit(audit, this.terminalWidth)}\n\n(refreshing every ${flags.interval}; Ctrl-C to stop)`)
+        this.redraw(
+          `${renderLockAudit(audit, this.terminalWidth)}\n\n(refreshing every ${flags.interval}; Ctrl-C to stop)`,
+        )
         audit = await auditLocks(db, {...options, samples: 1})
       }
       // Stopped by a signal, as a watch always is: the conventional exit for it.

@@ -17,12 +17,14 @@ import {passwordOf} from '../src/connection/url.js'
 import {sandboxHome, sandboxUrl} from '../src/sandbox/sandbox.js'
 import {prose} from '../src/cli/prose.js'
 
-type BenchResult = (BenchReport & {written: string[]}) | {machine: BenchReport['machine']; scale: ScaleReport; written: string[]}
+type BenchResult =
+  (BenchReport & {written: string[]}) | {machine: BenchReport['machine']; scale: ScaleReport; written: string[]}
 
 export default class Bench extends AirlockCommand<BenchResult> {
   static override summary =
     'Measure how long a completion holds the task_instance row lock: register-first (airlock) against lock-first (the old order) and a raw floor.'
-  static override description = prose(`Runs on scratch databases it creates and drops (on the sandbox unless --database-url names a
+  static override description =
+    prose(`Runs on scratch databases it creates and drops (on the sandbox unless --database-url names a
 server where it may create databases; it refuses a database holding real Airflow data). Both
 orderings run through the same protocol code; the floor is a few lines of raw node-postgres doing
 the same inserts, then FOR UPDATE + UPDATE + COMMIT. Also: completions/s per concurrency, the
@@ -48,7 +50,8 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
     profile: connectionFlags.profile,
     env: connectionFlags.env,
     embedded: Flags.boolean({
-      description: 'Run on the embedded sandbox, starting it if needed (the default when no other connection is named).',
+      description:
+        'Run on the embedded sandbox, starting it if needed (the default when no other connection is named).',
       helpGroup: 'CONNECTION',
       exclusive: ['database-url', 'profile', 'env'],
     }),
@@ -60,10 +63,26 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
     'throughput-outlets': Flags.string({description: 'Outlet counts for the throughput table.', default: '10,300'}),
     'throughput-items': Flags.integer({description: 'Task instances per throughput point.', default: 400, min: 1}),
     race: Flags.integer({description: 'Concurrent completions of one task instance (0 skips).', default: 32, min: 0}),
-    'memory-tis': Flags.integer({description: 'Task instances in the memory run of complete (0 skips).', default: 100_000, min: 0}),
-    'memory-events': Flags.integer({description: 'Events in the memory run of export-events (0 skips).', default: 100_000, min: 0}),
-    'stamp-runs': Flags.integer({description: 'Completions per variant of the event-to-commit window (0 skips).', default: 30, min: 0}),
-    'stamp-hold': Flags.integer({description: 'Milliseconds the concurrent holder keeps the row locked there.', default: 1000, min: 1}),
+    'memory-tis': Flags.integer({
+      description: 'Task instances in the memory run of complete (0 skips).',
+      default: 100_000,
+      min: 0,
+    }),
+    'memory-events': Flags.integer({
+      description: 'Events in the memory run of export-events (0 skips).',
+      default: 100_000,
+      min: 0,
+    }),
+    'stamp-runs': Flags.integer({
+      description: 'Completions per variant of the event-to-commit window (0 skips).',
+      default: 30,
+      min: 0,
+    }),
+    'stamp-hold': Flags.integer({
+      description: 'Milliseconds the concurrent holder keeps the row locked there.',
+      default: 1000,
+      min: 1,
+    }),
     output: Flags.string({
       char: 'o',
       aliases: ['out'],
@@ -71,7 +90,10 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
       default: 'bench/results',
       helpValue: 'DIR',
     }),
-    quick: Flags.boolean({description: 'A smoke run: tiny sizes, nothing written unless --output is given.', default: false}),
+    quick: Flags.boolean({
+      description: 'A smoke run: tiny sizes, nothing written unless --output is given.',
+      default: false,
+    }),
     scale: Flags.boolean({
       description:
         'Only the production-scale run: seed --scale-tis task instances (10 events each), run audit-events, export-events, replay-events and complete over them, EXPLAIN what they send. Writes scale.md and scale.json.',
@@ -143,8 +165,10 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
 
     if (flags.scale) {
       const machine = await describeMachine(adminUrl)
-      const scale = await runScale(server, {taskInstances: quick ? 2000 : flags['scale-tis'], eventsPerTi: flags['scale-events']}, (line) =>
-        this.progress(line),
+      const scale = await runScale(
+        server,
+        {taskInstances: quick ? 2000 : flags['scale-tis'], eventsPerTi: flags['scale-events']},
+        (line) => this.progress(line),
       )
       const written = await writeResults([
         ['scale.md', scaleMarkdown(scale, machine)],

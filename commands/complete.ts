@@ -12,7 +12,8 @@ import {prose} from '../src/cli/prose.js'
 
 export default class Complete extends AirlockCommand<BatchReport> {
   static override summary = 'Mark task instances SUCCESS together with the asset events they emit.'
-  static override description = prose(`For each selected task instance, in one transaction: read it without a lock, register one asset
+  static override description =
+    prose(`For each selected task instance, in one transaction: read it without a lock, register one asset
 event per active outlet asset (alias events and consumer queue rows included), lock the
 task_instance row, recheck its state, then commit state + events + an audit log row, or roll
 everything back. The row lock is held only for the state update.
@@ -34,7 +35,8 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
   static override examples = [
     {
       description: 'Complete one task instance by id',
-      command: '<%= config.bin %> complete --ti-id 0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a --database-url postgresql://airflow@db/airflow',
+      command:
+        '<%= config.bin %> complete --ti-id 0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a --database-url postgresql://airflow@db/airflow',
     },
     {
       description: 'A whole dag run, previewed first',
@@ -47,14 +49,18 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     },
     {
       description: 'A backfill from cron, split across 4 hosts, streamed',
-      command: '<%= config.bin %> complete --dag-id etl_daily --since 2026-11-01 --until 2026-12-01 --shard 2/4 --yes --ndjson',
+      command:
+        '<%= config.bin %> complete --dag-id etl_daily --since 2026-11-01 --until 2026-12-01 --shard 2/4 --yes --ndjson',
     },
     {
       description: 'A failed task whose work is done: mark it success and let the run carry on downstream',
       command:
         '<%= config.bin %> complete --dag-id etl_daily --run-id scheduled__2026-12-01T00:00:00+00:00 --task-id load --from-state failed --continue-run',
     },
-    {description: 'From a file (or - for stdin)', command: '<%= config.bin %> complete --from-file tis.ndjson --yes --json'},
+    {
+      description: 'From a file (or - for stdin)',
+      command: '<%= config.bin %> complete --from-file tis.ndjson --yes --json',
+    },
   ]
 
   static override flags = {
@@ -99,7 +105,8 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     }),
     ...writeFlags,
     extra: Flags.string({
-      description: 'JSON object for the extra of every event (outlet_events in --from-file lines override it per asset).',
+      description:
+        'JSON object for the extra of every event (outlet_events in --from-file lines override it per asset).',
       helpGroup: 'WRITING',
     }),
     'end-date': Flags.string({
@@ -108,7 +115,8 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       helpGroup: 'WRITING',
     }),
     'force-end-date': Flags.boolean({
-      description: 'Record --end-date even in the future or before a start_date (the duration is then 0, never negative).',
+      description:
+        'Record --end-date even in the future or before a start_date (the duration is then 0, never negative).',
       default: false,
       helpGroup: 'WRITING',
     }),

@@ -6,7 +6,8 @@ import {prose} from '../src/cli/prose.js'
 
 export default class Doctor extends AirlockCommand<DoctorReport> {
   static override summary = 'Check the connection, the Airflow schema, privileges and lock-related settings.'
-  static override description = prose(`Connects (showing which setting supplied the URL, never the password), reads the server version,
+  static override description =
+    prose(`Connects (showing which setting supplied the URL, never the password), reads the server version,
 the Airflow release the alembic head places on Airflow's migration graph (checked against the
 tables: a column the release lacks or adds is named), the capabilities (partition columns,
 DAG-run queue shape, multi-team columns), checks the privileges airlock's writers need,
@@ -31,7 +32,8 @@ writer needs (the verdict says which commands still work).`)
     const {flags} = await this.parse(Doctor)
     const {db, target, source} = await this.openDatabase(flags, {verb: 'doctor', idleInTransactionTimeoutMs: null})
     const {report, exit} = await runDoctor(db, {target, source}, {assumeVersion: flags['assume-version']})
-    for (const setting of report.settings) if (setting.level === 'warning' && setting.advice) this.recordWarning(`${setting.name}: ${setting.advice}`)
+    for (const setting of report.settings)
+      if (setting.level === 'warning' && setting.advice) this.recordWarning(`${setting.name}: ${setting.advice}`)
     return {result: report, exit}
   }
 

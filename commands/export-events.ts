@@ -20,7 +20,8 @@ interface ExportResult {
 
 export default class ExportEvents extends AirlockCommand<ExportResult> {
   static override summary = 'Write asset events (with their attribution) as NDJSON, e.g. from a restored backup.'
-  static override description = prose(`One JSON object per line: id, asset {name, uri}, extra, source_dag_id / source_run_id /
+  static override description =
+    prose(`One JSON object per line: id, asset {name, uri}, extra, source_dag_id / source_run_id /
 source_task_id / source_map_index, partition_key, timestamp, the aliases it went through, the DAGs
 queued for it (queued_for) and the runs that consumed it (consumed_by). Streamed in keyset pages:
 an export of millions of events runs in flat memory. The usual recovery: restore last night's
@@ -35,12 +36,16 @@ airlock replay-events --from-file … --skip-existing against production.`)
   static override flags = {
     ...connectionFlags,
     ...eventFilterFlags,
-    output: Flags.string({char: 'o', description: 'Write to this file instead of stdout (required with --json, where stdout holds the envelope).'}),
+    output: Flags.string({
+      char: 'o',
+      description: 'Write to this file instead of stdout (required with --json, where stdout holds the envelope).',
+    }),
   }
 
   protected async execute(): Promise<CommandOutcome<ExportResult>> {
     const {flags} = await this.parse(ExportEvents)
-    if (this.jsonMode && !flags.output) throw usageError('--json needs --output FILE: stdout carries the events otherwise.')
+    if (this.jsonMode && !flags.output)
+      throw usageError('--json needs --output FILE: stdout carries the events otherwise.')
     const filter = eventFilterFromFlags(flags)
     const airflow = await this.openAirflow(flags, {verb: 'export-events', poolSize: 1})
     const file = flags.output ? fs.createWriteStream(flags.output, {flags: 'wx'}) : undefined
@@ -48,7 +53,9 @@ airlock replay-events --from-file … --skip-existing against production.`)
       await new Promise((resolve, reject) =>
         file
           .once('open', resolve)
-          .once('error', (error) => reject(usageError(`--output ${flags.output}: ${error.message} (airlock never overwrites an export).`))),
+          .once('error', (error) =>
+            reject(usageError(`--output ${flags.output}: ${error.message} (airlock never overwrites an export).`)),
+          ),
       )
     const out = file ?? this.stdoutStream
     const progress = createProgress({label: 'export-events', total: null, enabled: Boolean(flags.output)})
@@ -68,7 +75,14 @@ airlock replay-events --from-file … --skip-existing against production.`)
       )
     }
 
-    return {result: {exported: result.exported, output: flags.output ?? 'stdout', first_id: result.firstId, last_id: result.lastId}}
+    return {
+      result: {
+        exported: result.exported,
+        output: flags.output ?? 'stdout',
+        first_id: result.firstId,
+        last_id: result.lastId,
+      },
+    }
   }
 
   protected render(result: ExportResult): string {

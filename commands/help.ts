@@ -4,7 +4,9 @@ import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 
 export default class Help extends AirlockCommand<null> {
   static override summary = 'Show help for airlock or one of its commands (the same as --help).'
-  static override args = {command: Args.string({description: 'The command, e.g. complete or "sandbox start".', required: false})}
+  static override args = {
+    command: Args.string({description: 'The command, e.g. complete or "sandbox start".', required: false}),
+  }
   static override strict = false
   static override examples = ['<%= config.bin %> help', '<%= config.bin %> help complete']
 

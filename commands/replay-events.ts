@@ -15,7 +15,8 @@ import {prose} from '../src/cli/prose.js'
 const {'from-file': _tiFile, ...taskSelection} = selectionFlags
 
 export default class ReplayEvents extends AirlockCommand<BatchReport<ItemJson | EventItemJson>> {
-  static override summary = 'Re-register asset events lost in an incident: missing ones for successful tasks, by event id, or from an export.'
+  static override summary =
+    'Re-register asset events lost in an incident: missing ones for successful tasks, by event id, or from an export.'
   static override description = prose(`Three modes.
 
 Missing (the default): successful task instances (selection flags; --since/--until on end_date)
@@ -49,9 +50,13 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     },
     {
       description: 'Replay them, resumable',
-      command: '<%= config.bin %> replay-events --dag-id etl_daily --since 2026-12-01T00:00:00Z --yes --checkpoint replay.ckpt',
+      command:
+        '<%= config.bin %> replay-events --dag-id etl_daily --since 2026-12-01T00:00:00Z --yes --checkpoint replay.ckpt',
     },
-    {description: 'Run downstream DAGs again for two events', command: '<%= config.bin %> replay-events --event-id 1201 --event-id 1202 --yes'},
+    {
+      description: 'Run downstream DAGs again for two events',
+      command: '<%= config.bin %> replay-events --event-id 1201 --event-id 1202 --yes',
+    },
     {
       description: "From a restored backup's export",
       command: '<%= config.bin %> replay-events --from-file incident.ndjson --skip-existing --yes --json',
@@ -68,9 +73,13 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       max: maxInt4,
       helpGroup: 'MODE',
     }),
-    'from-file': Flags.string({description: 'NDJSON written by airlock export-events (or lines of the same shape).', helpGroup: 'MODE'}),
+    'from-file': Flags.string({
+      description: 'NDJSON written by airlock export-events (or lines of the same shape).',
+      helpGroup: 'MODE',
+    }),
     'skip-existing': Flags.boolean({
-      description: "With --from-file: skip lines whose event (same asset, source, extra, partition key) exists at or after the line's timestamp.",
+      description:
+        "With --from-file: skip lines whose event (same asset, source, extra, partition key) exists at or after the line's timestamp.",
       default: false,
       helpGroup: 'MODE',
     }),
@@ -79,7 +88,10 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       helpGroup: 'WRITING',
     }),
     ...writeFlags,
-    extra: Flags.string({description: 'Missing mode: JSON object for the extra of replayed events (default {}).', helpGroup: 'WRITING'}),
+    extra: Flags.string({
+      description: 'Missing mode: JSON object for the extra of replayed events (default {}).',
+      helpGroup: 'WRITING',
+    }),
     'include-marked-success': Flags.boolean({
       description:
         'Missing mode: also replay for tries marked success without events on purpose (REST API or UI mark-success, dags test, complete --no-events); by default they are reported not_emitted.',

@@ -6,7 +6,13 @@ export default class Version extends AirlockCommand<{version: string; node: stri
 
   protected async execute(): Promise<CommandOutcome<{version: string; node: string; platform: string}>> {
     await this.parse(Version)
-    return {result: {version: this.config.version, node: process.version, platform: `${this.config.platform}-${this.config.arch}`}}
+    return {
+      result: {
+        version: this.config.version,
+        node: process.version,
+        platform: `${this.config.platform}-${this.config.arch}`,
+      },
+    }
   }
 
   protected render(): string {

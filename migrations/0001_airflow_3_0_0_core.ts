@@ -76,7 +76,10 @@ export async function up(knex: Knex): Promise<void> {
     t.string('dag_hash', 32).notNullable()
     t.uuid('dag_version_id').notNullable()
     t.unique(['dag_version_id'], {indexName: 'serialized_dag_dag_version_id_uq', useConstraint: true})
-    t.foreign(['dag_version_id'], 'serialized_dag_dag_version_id_fkey').references(['id']).inTable('dag_version').onDelete('CASCADE')
+    t.foreign(['dag_version_id'], 'serialized_dag_dag_version_id_fkey')
+      .references(['id'])
+      .inTable('dag_version')
+      .onDelete('CASCADE')
   })
 
   await knex.schema.createTable('log_template', (t) => {
@@ -141,7 +144,10 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['state', 'dag_id'], 'idx_dag_run_queued_dags', {predicate: knex.whereRaw("state = 'queued'")})
     t.index(['run_after'], 'idx_dag_run_run_after')
     t.index(['state', 'dag_id'], 'idx_dag_run_running_dags', {predicate: knex.whereRaw("state = 'running'")})
-    t.foreign(['created_dag_version_id'], 'created_dag_version_id_fkey').references(['id']).inTable('dag_version').onDelete('SET NULL')
+    t.foreign(['created_dag_version_id'], 'created_dag_version_id_fkey')
+      .references(['id'])
+      .inTable('dag_version')
+      .onDelete('SET NULL')
     t.foreign(['backfill_id'], 'dag_run_backfill_id_fkey').references(['id']).inTable('backfill')
     t.foreign(['log_template_id'], 'task_instance_log_template_id_fkey').references(['id']).inTable('log_template')
   })
@@ -184,7 +190,10 @@ export async function up(knex: Knex): Promise<void> {
     t.jsonb('next_kwargs')
     t.string('task_display_name', 2000)
     t.uuid('dag_version_id')
-    t.unique(['dag_id', 'task_id', 'run_id', 'map_index'], {indexName: 'task_instance_composite_key', useConstraint: true})
+    t.unique(['dag_id', 'task_id', 'run_id', 'map_index'], {
+      indexName: 'task_instance_composite_key',
+      useConstraint: true,
+    })
     t.index(['dag_id', 'run_id'], 'ti_dag_run')
     t.index(['dag_id', 'state'], 'ti_dag_state')
     t.index(['last_heartbeat_at'], 'ti_heartbeat')
@@ -192,8 +201,14 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['state'], 'ti_state')
     t.index(['dag_id', 'task_id', 'run_id', 'state'], 'ti_state_lkp')
     t.index(['trigger_id'], 'ti_trigger_id')
-    t.foreign(['dag_id', 'run_id'], 'task_instance_dag_run_fkey').references(['dag_id', 'run_id']).inTable('dag_run').onDelete('CASCADE')
-    t.foreign(['dag_version_id'], 'task_instance_dag_version_id_fkey').references(['id']).inTable('dag_version').onDelete('CASCADE')
+    t.foreign(['dag_id', 'run_id'], 'task_instance_dag_run_fkey')
+      .references(['dag_id', 'run_id'])
+      .inTable('dag_run')
+      .onDelete('CASCADE')
+    t.foreign(['dag_version_id'], 'task_instance_dag_version_id_fkey')
+      .references(['id'])
+      .inTable('dag_version')
+      .onDelete('CASCADE')
     t.foreign(['trigger_id'], 'task_instance_trigger_id_fkey').references(['id']).inTable('trigger').onDelete('CASCADE')
   })
 
@@ -235,7 +250,10 @@ export async function up(knex: Knex): Promise<void> {
     t.jsonb('next_kwargs')
     t.string('task_display_name', 2000)
     t.uuid('dag_version_id')
-    t.unique(['dag_id', 'task_id', 'run_id', 'map_index', 'try_number'], {indexName: 'task_instance_history_dtrt_uq', useConstraint: true})
+    t.unique(['dag_id', 'task_id', 'run_id', 'map_index', 'try_number'], {
+      indexName: 'task_instance_history_dtrt_uq',
+      useConstraint: true,
+    })
     t.index(['dag_id', 'run_id'], 'idx_tih_dag_run')
     t.foreign(['dag_id', 'task_id', 'run_id', 'map_index'], 'task_instance_history_ti_fkey')
       .references(['dag_id', 'task_id', 'run_id', 'map_index'])
@@ -262,7 +280,11 @@ export async function up(knex: Knex): Promise<void> {
     t.string('content', 1000)
     t.timestamp('created_at', tz).notNullable()
     t.timestamp('updated_at', tz).notNullable()
-    t.foreign(['ti_id'], 'task_instance_note_ti_fkey').references(['id']).inTable('task_instance').onUpdate('CASCADE').onDelete('CASCADE')
+    t.foreign(['ti_id'], 'task_instance_note_ti_fkey')
+      .references(['id'])
+      .inTable('task_instance')
+      .onUpdate('CASCADE')
+      .onDelete('CASCADE')
   })
 
   await knex.schema.createTable('log', (t) => {

@@ -27,7 +27,10 @@ export async function up(knex: Knex): Promise<void> {
     t.primary(['name', 'uri'], {constraintName: 'asset_active_pkey'})
     t.unique(['name'], {indexName: 'idx_asset_active_name_unique', useConstraint: false})
     t.unique(['uri'], {indexName: 'idx_asset_active_uri_unique', useConstraint: false})
-    t.foreign(['name', 'uri'], 'asset_active_asset_name_uri_fkey').references(['name', 'uri']).inTable('asset').onDelete('CASCADE')
+    t.foreign(['name', 'uri'], 'asset_active_asset_name_uri_fkey')
+      .references(['name', 'uri'])
+      .inTable('asset')
+      .onDelete('CASCADE')
   })
 
   await knex.schema.createTable('asset_alias', (t) => {
@@ -43,7 +46,10 @@ export async function up(knex: Knex): Promise<void> {
     t.primary(['alias_id', 'asset_id'], {constraintName: 'asset_alias_asset_pkey'})
     t.index(['alias_id'], 'idx_asset_alias_asset_alias_id')
     t.index(['asset_id'], 'idx_asset_alias_asset_asset_id')
-    t.foreign(['alias_id'], 'asset_alias_asset_alias_id_fkey').references(['id']).inTable('asset_alias').onDelete('CASCADE')
+    t.foreign(['alias_id'], 'asset_alias_asset_alias_id_fkey')
+      .references(['id'])
+      .inTable('asset_alias')
+      .onDelete('CASCADE')
     t.foreign(['asset_id'], 'asset_alias_asset_asset_id_fkey').references(['id']).inTable('asset').onDelete('CASCADE')
   })
 
@@ -65,8 +71,14 @@ export async function up(knex: Knex): Promise<void> {
     t.primary(['alias_id', 'event_id'], {constraintName: 'asset_alias_asset_event_pkey'})
     t.index(['alias_id'], 'idx_asset_alias_asset_event_alias_id')
     t.index(['event_id'], 'idx_asset_alias_asset_event_event_id')
-    t.foreign(['alias_id'], 'asset_alias_asset_event_alias_id_fkey').references(['id']).inTable('asset_alias').onDelete('CASCADE')
-    t.foreign(['event_id'], 'asset_alias_asset_event_event_id_fkey').references(['id']).inTable('asset_event').onDelete('CASCADE')
+    t.foreign(['alias_id'], 'asset_alias_asset_event_alias_id_fkey')
+      .references(['id'])
+      .inTable('asset_alias')
+      .onDelete('CASCADE')
+    t.foreign(['event_id'], 'asset_alias_asset_event_event_id_fkey')
+      .references(['id'])
+      .inTable('asset_event')
+      .onDelete('CASCADE')
   })
 
   await knex.schema.createTable('asset_dag_run_queue', (t) => {
@@ -85,8 +97,14 @@ export async function up(knex: Knex): Promise<void> {
     t.primary(['dag_run_id', 'event_id'], {constraintName: 'dagrun_asset_event_pkey'})
     t.index(['dag_run_id'], 'idx_dagrun_asset_events_dag_run_id')
     t.index(['event_id'], 'idx_dagrun_asset_events_event_id')
-    t.foreign(['dag_run_id'], 'dagrun_asset_event_dag_run_id_fkey').references(['id']).inTable('dag_run').onDelete('CASCADE')
-    t.foreign(['event_id'], 'dagrun_asset_event_event_id_fkey').references(['id']).inTable('asset_event').onDelete('CASCADE')
+    t.foreign(['dag_run_id'], 'dagrun_asset_event_dag_run_id_fkey')
+      .references(['id'])
+      .inTable('dag_run')
+      .onDelete('CASCADE')
+    t.foreign(['event_id'], 'dagrun_asset_event_event_id_fkey')
+      .references(['id'])
+      .inTable('asset_event')
+      .onDelete('CASCADE')
   })
 
   await knex.schema.createTable('task_outlet_asset_reference', (t) => {

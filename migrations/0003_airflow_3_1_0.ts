@@ -44,7 +44,10 @@ export async function up(knex: Knex): Promise<void> {
 
   await knex.schema.alterTable('task_instance', (t) => {
     t.dropForeign(['dag_version_id'], 'task_instance_dag_version_id_fkey')
-    t.foreign(['dag_version_id'], 'task_instance_dag_version_id_fkey').references(['id']).inTable('dag_version').onDelete('RESTRICT')
+    t.foreign(['dag_version_id'], 'task_instance_dag_version_id_fkey')
+      .references(['id'])
+      .inTable('dag_version')
+      .onDelete('RESTRICT')
   })
 
   await knex('alembic_version').update({version_num: alembicHead})
@@ -53,7 +56,10 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.schema.alterTable('task_instance', (t) => {
     t.dropForeign(['dag_version_id'], 'task_instance_dag_version_id_fkey')
-    t.foreign(['dag_version_id'], 'task_instance_dag_version_id_fkey').references(['id']).inTable('dag_version').onDelete('CASCADE')
+    t.foreign(['dag_version_id'], 'task_instance_dag_version_id_fkey')
+      .references(['id'])
+      .inTable('dag_version')
+      .onDelete('CASCADE')
   })
   await knex.schema.alterTable('dag', (t) => {
     t.dropColumn('deadline')

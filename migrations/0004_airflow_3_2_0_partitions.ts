@@ -32,7 +32,10 @@ export async function up(knex: Knex): Promise<void> {
     t.string('partition_key', 250).notNullable()
     t.timestamp('created_at', tz).notNullable()
     t.timestamp('updated_at', tz).notNullable()
-    t.foreign(['created_dag_run_id'], 'apdr_created_dag_run_id_fkey').references(['id']).inTable('dag_run').onDelete('CASCADE')
+    t.foreign(['created_dag_run_id'], 'apdr_created_dag_run_id_fkey')
+      .references(['id'])
+      .inTable('dag_run')
+      .onDelete('CASCADE')
   })
 
   // Only used by Airflow on SQLite as a mutex, but created on every backend.

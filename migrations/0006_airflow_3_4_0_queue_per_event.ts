@@ -27,7 +27,10 @@ export async function up(knex: Knex): Promise<void> {
   })
   await knex.schema.alterTable('asset_partition_dag_run', (t) => {
     t.string('pending_partition_key', 250)
-    t.unique(['target_dag_id', 'pending_partition_key'], {indexName: 'apdr_target_dag_id_pending_partition_key_uq', useConstraint: true})
+    t.unique(['target_dag_id', 'pending_partition_key'], {
+      indexName: 'apdr_target_dag_id_pending_partition_key_uq',
+      useConstraint: true,
+    })
   })
   await knex('alembic_version').update({version_num: alembicHead})
 }

@@ -31,7 +31,14 @@ delete process.env.NODE_ENV
 
 // The options `oclif manifest` (oclif 4) passes: the root plugin, never an existing manifest, fail
 // on any command that does not load, and leave out defaults marked noCacheDefault.
-const plugin = new Plugin({root, type: 'core', isRoot: true, ignoreManifest: true, errorOnManifestCreate: true, respectNoCacheDefault: true})
+const plugin = new Plugin({
+  root,
+  type: 'core',
+  isRoot: true,
+  ignoreManifest: true,
+  errorOnManifestCreate: true,
+  respectNoCacheDefault: true,
+})
 await plugin.load()
 const count = Object.keys(plugin.manifest.commands).length
 if (count === 0) throw new Error(`no command found in ${plugin.pjson.oclif.commands}: run tsc first`)

@@ -79,7 +79,8 @@ function parseMigrations(text) {
 
 function parseReleases(text) {
   const releases = []
-  for (const match of text.matchAll(/^Airflow (3\.\d+\.\d+) \((\d{4}-\d\d-\d\d)\)\s*$/gm)) releases.push({version: match[1], date: match[2]})
+  for (const match of text.matchAll(/^Airflow (3\.\d+\.\d+) \((\d{4}-\d\d-\d\d)\)\s*$/gm))
+    releases.push({version: match[1], date: match[2]})
   return releases
 }
 
@@ -96,19 +97,23 @@ function chainOf(file) {
   // Airflow 3's graph has no merges: one head, one parent each.
   const parents = new Set(rows.map((row) => row.downRevision))
   const heads = rows.filter((row) => !parents.has(row.revision))
-  if (heads.length !== 1) throw new Error(`${file}: expected one head, found ${heads.map((h) => h.revision).join(', ')}`)
+  if (heads.length !== 1)
+    throw new Error(`${file}: expected one head, found ${heads.map((h) => h.revision).join(', ')}`)
   const chain = []
   let row = heads[0]
   for (; row; row = byRevision.get(row.downRevision)) {
     chain.unshift(row)
     if (row.revision === root) break
   }
-  if (chain[0].revision !== root) throw new Error(`${file}: the chain from ${heads[0].revision} does not reach 3.0.0's head ${root}`)
+  if (chain[0].revision !== root)
+    throw new Error(`${file}: the chain from ${heads[0].revision} does not reach 3.0.0's head ${root}`)
   // Versions never go down along the chain: a migration labelled with an older release than its
   // parent would move that release's head (upstream mislabelled b12d4f98a91e 3.1.0 once).
   for (let i = 1; i < chain.length; i++) {
     if (compare(chain[i].airflowVersion, chain[i - 1].airflowVersion) < 0) {
-      throw new Error(`${file}: ${chain[i].revision} (${chain[i].airflowVersion}) follows ${chain[i - 1].revision} (${chain[i - 1].airflowVersion})`)
+      throw new Error(
+        `${file}: ${chain[i].revision} (${chain[i].airflowVersion}) follows ${chain[i - 1].revision} (${chain[i - 1].airflowVersion})`,
+      )
     }
   }
   const older = []
@@ -119,7 +124,12 @@ function chainOf(file) {
 const headOf = (chain, version) => chain.filter((row) => compare(row.airflowVersion, version) <= 0).at(-1).revision
 
 const main = chainOf(join(checkout, 'airflow-core/docs/migrations-ref.rst'))
-const revisions = main.map(({revision, downRevision, airflowVersion, description}) => ({revision, downRevision, airflowVersion, description}))
+const revisions = main.map(({revision, downRevision, airflowVersion, description}) => ({
+  revision,
+  downRevision,
+  airflowVersion,
+  description,
+}))
 const branchChains = new Map()
 for (const [line, file] of branchFiles) {
   const chain = chainOf(file)
@@ -138,13 +148,20 @@ for (const [line, file] of branchFiles) {
 }
 
 const lineOf = (version) => version.split('.').slice(0, 2).join('.')
-const released = parseReleases(readFileSync(join(checkout, 'RELEASE_NOTES.rst'), 'utf8')).filter((r) => compare(r.version, '3.0.0') >= 0)
+const released = parseReleases(readFileSync(join(checkout, 'RELEASE_NOTES.rst'), 'utf8')).filter(
+  (r) => compare(r.version, '3.0.0') >= 0,
+)
 const releases = released
   .sort((a, b) => compare(a.version, b.version))
   .map(({version, date}) => ({version, date, head: headOf(branchChains.get(lineOf(version)) ?? main, version)}))
 const newest = releases.at(-1)?.version ?? '3.0.0'
 for (const version of [...new Set(main.map((row) => row.airflowVersion))].filter((v) => compare(v, newest) > 0)) {
-  releases.push({version, date: null, head: main.filter((row) => row.airflowVersion === version).at(-1).revision, unreleased: true})
+  releases.push({
+    version,
+    date: null,
+    head: main.filter((row) => row.airflowVersion === version).at(-1).revision,
+    unreleased: true,
+  })
 }
 
 const graph = {

@@ -19,7 +19,8 @@ export class AirlockError extends Error {
   }
 }
 
-export const usageError = (message: string, actions: string[] = []) => new AirlockError('USAGE', ExitCode.usage, message, actions)
+export const usageError = (message: string, actions: string[] = []) =>
+  new AirlockError('USAGE', ExitCode.usage, message, actions)
 
 export const unsupportedSchemaError = (message: string, actions: string[] = []) =>
   new AirlockError('UNSUPPORTED_SCHEMA', ExitCode.unsupportedSchema, message, actions)

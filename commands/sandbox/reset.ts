@@ -8,7 +8,8 @@ import {prose} from '../../src/cli/prose.js'
 
 export default class SandboxReset extends AirlockCommand<ResetResult> {
   static override summary = 'Empty the sandbox database and rebuild its Airflow schema.'
-  static override description = prose(`Drops the sandbox's "airflow" database (disconnecting its sessions) and recreates it with the
+  static override description =
+    prose(`Drops the sandbox's "airflow" database (disconnecting its sessions) and recreates it with the
 fixture schema of --airflow-version (default: the version it had). --hard deletes the whole
 PostgreSQL cluster first, for a data directory that no longer starts.`)
 

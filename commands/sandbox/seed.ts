@@ -7,8 +7,10 @@ import {defaultSeed} from '../../src/fixtures/seed.js'
 import {prose} from '../../src/cli/prose.js'
 
 export default class SandboxSeed extends AirlockCommand<SeedSandboxResult> {
-  static override summary = 'Fill the sandbox with an Airflow-shaped world: DAGs, runs, running task instances, assets, consumers.'
-  static override description = prose(`Producer DAGs etl_NNN (owners, --runs running dag runs each, --tasks task instances per run,
+  static override summary =
+    'Fill the sandbox with an Airflow-shaped world: DAGs, runs, running task instances, assets, consumers.'
+  static override description =
+    prose(`Producer DAGs etl_NNN (owners, --runs running dag runs each, --tasks task instances per run,
 --outlets active outlet assets per task, one of them inactive) and consumer DAGs report_NNN
 scheduled on those assets by id, name, uri and through the alias lake.daily_alias; the last
 consumer is paused. In etl_001's first run task_2 is already success and task_3 up_for_retry,
@@ -22,9 +24,24 @@ so airlock complete shows every outcome. Set-based inserts: 100 000 task instanc
 
   static override flags = {
     dags: Flags.integer({description: 'Producer DAGs.', default: defaultSeed.dags, min: 0, max: 1_000_000}),
-    runs: Flags.integer({description: 'Running dag runs per producer DAG.', default: defaultSeed.runs, min: 0, max: 1_000_000}),
-    tasks: Flags.integer({description: 'Tasks (task instances per run) per producer DAG.', default: defaultSeed.tasks, min: 0, max: 1_000_000}),
-    outlets: Flags.integer({description: 'Outlet assets per task (K).', default: defaultSeed.outlets, min: 0, max: 1_000_000}),
+    runs: Flags.integer({
+      description: 'Running dag runs per producer DAG.',
+      default: defaultSeed.runs,
+      min: 0,
+      max: 1_000_000,
+    }),
+    tasks: Flags.integer({
+      description: 'Tasks (task instances per run) per producer DAG.',
+      default: defaultSeed.tasks,
+      min: 0,
+      max: 1_000_000,
+    }),
+    outlets: Flags.integer({
+      description: 'Outlet assets per task (K).',
+      default: defaultSeed.outlets,
+      min: 0,
+      max: 1_000_000,
+    }),
     consumers: Flags.integer({
       description: 'Consumer DAGs scheduled on the assets (the last is paused).',
       default: defaultSeed.consumers,

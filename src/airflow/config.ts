@@ -29,7 +29,11 @@ export interface AirflowOption {
 export const multiTeamOption: AirflowOption = {section: 'core', key: 'multi_team', default: false}
 
 /** `[state_store] clear_on_success` (3.3+, apache/airflow #66586, default False). */
-export const clearStateOnSuccessOption: AirflowOption = {section: 'state_store', key: 'clear_on_success', default: false}
+export const clearStateOnSuccessOption: AirflowOption = {
+  section: 'state_store',
+  key: 'clear_on_success',
+  default: false,
+}
 
 export class AirflowConfigError extends Error {}
 
@@ -39,7 +43,8 @@ export function readAirflowSetting(option: AirflowOption, env: NodeJS.ProcessEnv
   if (fromEnv !== undefined) return {value: parseBoolean(fromEnv, variable), source: variable}
   const file = configFile(env)
   const fromFile = readOption(file, option)
-  if (fromFile !== undefined) return {value: parseBoolean(fromFile, `[${option.section}] ${option.key} in ${file}`), source: file}
+  if (fromFile !== undefined)
+    return {value: parseBoolean(fromFile, `[${option.section}] ${option.key} in ${file}`), source: file}
   return {value: option.default, source: `Airflow's default (not in ${variable} or ${file})`}
 }
 
@@ -68,7 +73,9 @@ function readOption(file: string, option: AirflowOption): string | undefined {
     text = fs.readFileSync(file, 'utf8')
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw new AirflowConfigError(`${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+    throw new AirflowConfigError(
+      `${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    )
   }
 
   let section: string | undefined

@@ -106,7 +106,8 @@ export function placementsOf(head: string): Placement[] {
 export function placementOf(entry: Revision): Placement {
   const head = entry.revision
   const headed = releasesHeadedBy(entry)
-  if (headed.length > 0) return {head, release: labelFor(headed), version: headed[0]!.version, kind: 'release', applied: appliedUpTo(entry)}
+  if (headed.length > 0)
+    return {head, release: labelFor(headed), version: headed[0]!.version, kind: 'release', applied: appliedUpTo(entry)}
   const unreleased = !releasedLines.includes(lineOf(entry.airflowVersion))
   return {
     head,
@@ -127,7 +128,13 @@ export function assumedPlacement(line: string, head: string): Placement | undefi
   const newest = releases.filter((release) => lineOf(release.version) === line && !release.unreleased).at(-1)
   if (!newest) return undefined
   const {applied} = releasePlacement(newest)
-  return {head, release: `${line}.x (assumed; newer than ${newest.version})`, version: newest.version, kind: 'assumed', applied}
+  return {
+    head,
+    release: `${line}.x (assumed; newer than ${newest.version})`,
+    version: newest.version,
+    kind: 'assumed',
+    applied,
+  }
 }
 
 /** One placement per distinct release head, newest first: what an unknown head is compared with. */
@@ -138,11 +145,16 @@ export function releasePlacements(): Placement[] {
 
 /** The Airflow version a migration belongs to (main's entry when a revision sits in two places). */
 export function versionOfRevision(revision: string): string | undefined {
-  return (revisions.find((r) => r.revision === revision && r.branch === undefined) ?? revisions.find((r) => r.revision === revision))?.airflowVersion
+  return (
+    revisions.find((r) => r.revision === revision && r.branch === undefined) ??
+    revisions.find((r) => r.revision === revision)
+  )?.airflowVersion
 }
 
 const newestReleased = releases.filter((release) => !release.unreleased).at(-1)!
-const unreleasedText = releases.filter((release) => release.unreleased).map((release) => ` and ${release.version} (unreleased)`)
+const unreleasedText = releases
+  .filter((release) => release.unreleased)
+  .map((release) => ` and ${release.version} (unreleased)`)
 
 /** For messages: '3.0.x, 3.1.x, 3.2.x, 3.3.x (through 3.3.2) and 3.4.0 (unreleased)'. */
 export const supportedVersionsText = `${releaseLines

@@ -80,7 +80,8 @@ export interface AirflowSchema {
 }
 
 export type SchemaCheck =
-  {supported: true; schema: AirflowSchema} | {supported: false; alembicHead: string | undefined; reason: string; missing: string[]}
+  | {supported: true; schema: AirflowSchema}
+  | {supported: false; alembicHead: string | undefined; reason: string; missing: string[]}
 
 /** Every table and column airlock reads or writes, in every supported version. */
 export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
@@ -139,7 +140,16 @@ export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
   asset_alias: ['id', 'name', 'group'],
   asset_alias_asset: ['alias_id', 'asset_id'],
   asset_alias_asset_event: ['alias_id', 'event_id'],
-  asset_event: ['id', 'asset_id', 'extra', 'source_dag_id', 'source_run_id', 'source_task_id', 'source_map_index', 'timestamp'],
+  asset_event: [
+    'id',
+    'asset_id',
+    'extra',
+    'source_dag_id',
+    'source_run_id',
+    'source_task_id',
+    'source_map_index',
+    'timestamp',
+  ],
   asset_dag_run_queue: ['asset_id', 'target_dag_id', 'created_at'],
   dagrun_asset_event: ['dag_run_id', 'event_id'],
   task_outlet_asset_reference: ['asset_id', 'dag_id', 'task_id'],
@@ -147,7 +157,19 @@ export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
   dag_schedule_asset_alias_reference: ['alias_id', 'dag_id'],
   dag_schedule_asset_name_reference: ['name', 'dag_id'],
   dag_schedule_asset_uri_reference: ['uri', 'dag_id'],
-  log: ['id', 'dttm', 'dag_id', 'task_id', 'run_id', 'map_index', 'try_number', 'event', 'logical_date', 'owner', 'extra'],
+  log: [
+    'id',
+    'dttm',
+    'dag_id',
+    'task_id',
+    'run_id',
+    'map_index',
+    'try_number',
+    'event',
+    'logical_date',
+    'owner',
+    'extra',
+  ],
 }
 
 export const optionalTables = [
@@ -207,7 +229,10 @@ export function detectCapabilities(
       has('task_outlet_asset_reference', 'allow_global_consumers') &&
       has('dag_bundle_team', 'team_name'),
     inletReferences: shape.has('task_inlet_asset_reference'),
-    taskStateTable: (['task_state', 'task_state_store'] as const).find((t) => ['dag_run_id', 'task_id', 'map_index'].every((c) => has(t, c))) ?? null,
+    taskStateTable:
+      (['task_state', 'task_state_store'] as const).find((t) =>
+        ['dag_run_id', 'task_id', 'map_index'].every((c) => has(t, c)),
+      ) ?? null,
   }
 }
 
@@ -260,7 +285,10 @@ export const adaptiveColumns: ReadonlyArray<{table: string; column?: string; add
  * (target_dag_id, asset_event_id).
  */
 export const queueKeyRevision = 'b2f1a9c7d4e0'
-export const queueKeys = {per_asset: ['asset_id', 'target_dag_id'], per_event: ['target_dag_id', 'asset_event_id']} as const
+export const queueKeys = {
+  per_asset: ['asset_id', 'target_dag_id'],
+  per_event: ['target_dag_id', 'asset_event_id'],
+} as const
 
 /** table name → its primary key's columns in key order. */
 export type PrimaryKeys = Map<string, string[]>
@@ -283,7 +311,11 @@ export function shapeMismatches(
     if (present === expected) continue
     const name = column === undefined ? `table ${table}` : `column ${table}.${column}`
     const origin = `${addedIn}, Airflow ${versionOf(addedIn) ?? '?'}`
-    mismatches.push(expected ? `missing ${name} (added by migration ${origin})` : `unexpected ${name} (added by a later migration, ${origin})`)
+    mismatches.push(
+      expected
+        ? `missing ${name} (added by migration ${origin})`
+        : `unexpected ${name} (added by a later migration, ${origin})`,
+    )
   }
 
   const expectedKey = queueKeys[applied.has(queueKeyRevision) ? 'per_event' : 'per_asset']

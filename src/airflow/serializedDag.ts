@@ -12,7 +12,10 @@ import {inflateSync} from 'node:zlib'
  * there too (or in `partial_kwargs`), and every map index uses that one entry.
  */
 export type DeclaredOutlet =
-  {kind: 'asset'; name: string; uri: string} | {kind: 'name_ref'; name: string} | {kind: 'uri_ref'; uri: string} | {kind: 'alias'; name: string}
+  | {kind: 'asset'; name: string; uri: string}
+  | {kind: 'name_ref'; name: string}
+  | {kind: 'uri_ref'; uri: string}
+  | {kind: 'alias'; name: string}
 
 /** `serialized_dag.data` (JSON) or, when it is NULL, `data_compressed` (zlib, [core] compress_serialized_dags). */
 export function serializedDagJson(data: unknown, compressed: Buffer | null): unknown {
@@ -38,7 +41,11 @@ export function tasksOf(serialized: unknown): Map<string, SerializedTask> {
   if (!Array.isArray(tasks)) return byTask
   const ops = (tasks as unknown[]).map((task) => field(task, '__var') ?? task)
   const mapped = new Set([
-    ...ops.flatMap((op) => (field(op, '_is_mapped') === true && typeof field(op, 'task_id') === 'string' ? [field(op, 'task_id') as string] : [])),
+    ...ops.flatMap((op) =>
+      field(op, '_is_mapped') === true && typeof field(op, 'task_id') === 'string'
+        ? [field(op, 'task_id') as string]
+        : [],
+    ),
     ...tasksOfMappedGroups(field(field(serialized, 'dag'), 'task_group'), false),
   ])
   for (const op of ops) {
@@ -46,8 +53,14 @@ export function tasksOf(serialized: unknown): Map<string, SerializedTask> {
     if (typeof taskId !== 'string') continue
     const outlets = field(op, 'outlets') ?? field(field(op, 'partial_kwargs'), 'outlets')
     const downstream = field(op, 'downstream_task_ids') ?? field(op, '_downstream_task_ids')
-    const dependants = field(op, '_is_mapped') === true || !Array.isArray(downstream) ? [] : downstream.filter((id) => mapped.has(id as string))
-    byTask.set(taskId, {outlets: Array.isArray(outlets) ? outlets.flatMap(declaredOutlet) : [], mappedDependants: dependants as string[]})
+    const dependants =
+      field(op, '_is_mapped') === true || !Array.isArray(downstream)
+        ? []
+        : downstream.filter((id) => mapped.has(id as string))
+    byTask.set(taskId, {
+      outlets: Array.isArray(outlets) ? outlets.flatMap(declaredOutlet) : [],
+      mappedDependants: dependants as string[],
+    })
   }
 
   return byTask
@@ -90,7 +103,9 @@ function declaredOutlet(encoded: unknown): DeclaredOutlet[] {
 }
 
 function field(value: unknown, key: string): unknown {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[key]
+    : undefined
 }
 
 /**
@@ -105,7 +120,10 @@ default_task_retries` (0 unless configured), a setting airlock cannot read: `ret
 whether the document gave the value.
  */
 export interface TaskGraph {
-  tasks: Map<string, {downstream: string[]; isSetup: boolean; isTeardown: boolean; retries: number; retriesStated: boolean}>
+  tasks: Map<
+    string,
+    {downstream: string[]; isSetup: boolean; isTeardown: boolean; retries: number; retriesStated: boolean}
+  >
   /** Format 3 (3.1+): the defaults are in the document (`client_defaults`), so a left-out retries is known. */
   statesDefaults: boolean
 }
@@ -147,7 +165,8 @@ export function taskGraph(serialized: unknown): TaskGraph | undefined {
 export function clearSubset(graph: TaskGraph, taskId: string): {taskIds: Set<string>; partial: boolean} {
   const downstreamOf = (id: string) => closure(id, (x) => graph.tasks.get(x)?.downstream ?? [])
   const upstreams = new Map<string, string[]>()
-  for (const [id, task] of graph.tasks) for (const down of task.downstream) upstreams.set(down, [...(upstreams.get(down) ?? []), id])
+  for (const [id, task] of graph.tasks)
+    for (const down of task.downstream) upstreams.set(down, [...(upstreams.get(down) ?? []), id])
   const upstreamOf = (id: string) => closure(id, (x) => upstreams.get(x) ?? [])
 
   const relevantSetupsAndTeardowns = (id: string): string[] => {
@@ -157,7 +176,8 @@ export function clearSubset(graph: TaskGraph, taskId: string): {taskIds: Set<str
       const task = graph.tasks.get(setup)
       if (!task?.isSetup) continue
       const teardowns = task.downstream.filter((x) => graph.tasks.get(x)?.isTeardown)
-      if (teardowns.length === 0 || task.downstream.some((x) => downstreamTeardowns.has(x))) found.push(setup, ...teardowns.filter((x) => x !== id))
+      if (teardowns.length === 0 || task.downstream.some((x) => downstreamTeardowns.has(x)))
+        found.push(setup, ...teardowns.filter((x) => x !== id))
     }
     return found
   }
@@ -166,7 +186,8 @@ export function clearSubset(graph: TaskGraph, taskId: string): {taskIds: Set<str
   const taskIds = new Set([taskId, ...downstream])
   for (const id of [taskId, ...downstream]) {
     const task = graph.tasks.get(id)
-    if (task && !task.isSetup && !task.isTeardown) for (const related of relevantSetupsAndTeardowns(id)) taskIds.add(related)
+    if (task && !task.isSetup && !task.isTeardown)
+      for (const related of relevantSetupsAndTeardowns(id)) taskIds.add(related)
   }
 
   return {taskIds, partial: taskIds.size < graph.tasks.size}

@@ -1,5 +1,13 @@
 import graph from './revisions.json' with {type: 'json'}
-import {compareVersions, placementOf, releasePlacement, releases, revisions, type Placement, type Release} from './revisions.js'
+import {
+  compareVersions,
+  placementOf,
+  releasePlacement,
+  releases,
+  revisions,
+  type Placement,
+  type Release,
+} from './revisions.js'
 import {adaptiveColumns, queueKeyRevision, releaseBehaviour} from './schema.js'
 
 /**
@@ -93,7 +101,9 @@ function releaseGroups(): Array<{placement: Placement; releases: Release[]}> {
 
 function features(placement: Placement): string[] {
   const has = (table: string, column?: string) =>
-    adaptiveColumns.filter((c) => c.table === table && (column === undefined || c.column === column)).every((c) => placement.applied.has(c.addedIn))
+    adaptiveColumns
+      .filter((c) => c.table === table && (column === undefined || c.column === column))
+      .every((c) => placement.applied.has(c.addedIn))
   const yesNo = (value: boolean) => (value ? 'yes' : 'no')
   const multiTeam = has('dag_schedule_asset_reference') && has('task_outlet_asset_reference') && has('dag_bundle_team')
   const filter = releaseBehaviour(placement.version).consumerFilter

@@ -38,7 +38,10 @@ export interface TryEvidence {
 }
 
 /** Which kinds a replay writes: lost ones always; the others only when the operator asks. */
-export function replayableKinds(options: {includeUnknown?: boolean | undefined; includeMarkedSuccess?: boolean | undefined}): TryEvidenceKind[] {
+export function replayableKinds(options: {
+  includeUnknown?: boolean | undefined
+  includeMarkedSuccess?: boolean | undefined
+}): TryEvidenceKind[] {
   return tryEvidenceKinds.filter((kind) => {
     const verdict = verdictOf[kind]
     return (
@@ -50,11 +53,14 @@ export function replayableKinds(options: {includeUnknown?: boolean | undefined; 
 }
 
 const surfaces: Record<TryEvidenceKind, string> = {
-  worker_success: "Airflow's worker reported this try success (its `success` log row): its events were written, then lost",
+  worker_success:
+    "Airflow's worker reported this try success (its `success` log row): its events were written, then lost",
   airlock_events: "airlock wrote this try's events (its audit row names them): they were written, then lost",
   airlock_no_events: 'this try was marked success with airlock complete --no-events',
-  marked_task: "this task instance was marked success through Airflow's REST API or UI (patch_task_instance), which emits no events",
-  marked_group: "its task group was marked success through Airflow's REST API or UI (patch_task_group_instances), which emits no events",
+  marked_task:
+    "this task instance was marked success through Airflow's REST API or UI (patch_task_instance), which emits no events",
+  marked_group:
+    "its task group was marked success through Airflow's REST API or UI (patch_task_group_instances), which emits no events",
   marked_run: "its dag run was marked success through Airflow's REST API or UI (patch_dag_run), which emits no events",
   dags_test: 'its run is an `airflow dags test` run, whose --mark-success-pattern tasks are set success without events',
   unknown:
@@ -64,6 +70,8 @@ const surfaces: Record<TryEvidenceKind, string> = {
 /** The evidence as an operator reads it: what it means, and who and when when a log row says. */
 export function describeEvidence(evidence: TryEvidence): string {
   const {log} = evidence
-  const row = log ? ` (log row ${log.id}${log.owner ? ` by ${log.owner}` : ''}${log.dttm ? ` at ${log.dttm.toISOString()}` : ''})` : ''
+  const row = log
+    ? ` (log row ${log.id}${log.owner ? ` by ${log.owner}` : ''}${log.dttm ? ` at ${log.dttm.toISOString()}` : ''})`
+    : ''
   return surfaces[evidence.kind] + row
 }

@@ -26,10 +26,19 @@ export const findingClasses: readonly AuditClass[] = [
   'missing_unknown',
   'queue_orphan',
 ]
-export const defaultFailOn: readonly AuditClass[] = ['duplicate', 'orphan_missing_ti', 'orphan_not_success', 'missing_events']
+export const defaultFailOn: readonly AuditClass[] = [
+  'duplicate',
+  'orphan_missing_ti',
+  'orphan_not_success',
+  'missing_events',
+]
 
 /** The audit class of a successful try missing its events, by what its evidence says. */
-const missingClassOf: Record<TryVerdict, AuditClass> = {lost: 'missing_events', unknown: 'missing_unknown', deliberate: 'not_emitted'}
+const missingClassOf: Record<TryVerdict, AuditClass> = {
+  lost: 'missing_events',
+  unknown: 'missing_unknown',
+  deliberate: 'not_emitted',
+}
 
 export interface Finding {
   class: AuditClass
@@ -63,7 +72,11 @@ export const classifyBatch = 5000
  * hour, not the five minutes of other reads; between FETCHes airlock only writes findings, so
  * five idle minutes mean a reader that stopped (a paused pager), and the server ends the session.
  */
-export const classifyPassLimits = {lockTimeoutMs: readLimits.lockTimeoutMs, statementTimeoutMs: 3_600_000, idleInTransactionTimeoutMs: 300_000}
+export const classifyPassLimits = {
+  lockTimeoutMs: readLimits.lockTimeoutMs,
+  statementTimeoutMs: 3_600_000,
+  idleInTransactionTimeoutMs: 300_000,
+}
 
 export interface AuditProgress {
   /** Events with a source task instance in the selection: what the pass classifies. */
@@ -105,7 +118,12 @@ export async function auditEvents(
   if (sources.sourced > 0) {
     let done = 0
     await db.transaction({...classifyPassLimits, applicationName: 'airlock:audit-events'}, async (tx) => {
-      for await (const batch of store.streamClassifiedEvents(tx, filter, options.windowSeconds, options.batch ?? classifyBatch)) {
+      for await (const batch of store.streamClassifiedEvents(
+        tx,
+        filter,
+        options.windowSeconds,
+        options.batch ?? classifyBatch,
+      )) {
         for (const event of batch) {
           counts[event.class]++
           if (event.class === 'ok' || event.class === 'superseded_by_rerun') continue
@@ -148,7 +166,10 @@ export async function auditEvents(
         source_task_id: row?.taskId ?? null,
         source_map_index: row?.mapIndex ?? null,
         evidence: `an active declared outlet has no event of its last try; ${describeEvidence({kind, log: null})}`,
-        suggestion: cls === 'missing_events' ? `airlock replay-events --ti-id ${tiId}` : `airlock replay-events --include-unknown --ti-id ${tiId}`,
+        suggestion:
+          cls === 'missing_events'
+            ? `airlock replay-events --ti-id ${tiId}`
+            : `airlock replay-events --include-unknown --ti-id ${tiId}`,
       })
     }
   }
@@ -199,6 +220,11 @@ function eventFinding(event: ClassifiedEvent): Finding {
     kept_id: event.keptId,
     consumed: event.consumed,
     evidence: evidence + (event.consumed ? '; consumed by a dag run' : ''),
-    suggestion: event.class === 'duplicate' ? (event.consumed ? 'consumed: left alone' : 'airlock audit-events --fix removes it') : null,
+    suggestion:
+      event.class === 'duplicate'
+        ? event.consumed
+          ? 'consumed: left alone'
+          : 'airlock audit-events --fix removes it'
+        : null,
   }
 }

@@ -17,7 +17,12 @@ export interface LockThresholds {
 }
 
 /** Defaults as the established tools set them: a wait over 1 s is worth a look, over 30 s an incident. */
-export const defaultThresholds: LockThresholds = {warnWaitMs: 1000, critWaitMs: 30_000, warnBlocked: 3, critIdleMs: 10_000}
+export const defaultThresholds: LockThresholds = {
+  warnWaitMs: 1000,
+  critWaitMs: 30_000,
+  warnBlocked: 3,
+  critIdleMs: 10_000,
+}
 
 export interface Finding {
   severity: Severity
@@ -62,7 +67,10 @@ export interface LockAudit {
  * queue contention, per-TI and per-query wait statistics across the window, and the settings
  * that decide how long any of it can last.
  */
-export async function auditLocks(db: Database, options: {samples: number; intervalMs: number; thresholds: LockThresholds}): Promise<LockAudit> {
+export async function auditLocks(
+  db: Database,
+  options: {samples: number; intervalMs: number; thresholds: LockThresholds},
+): Promise<LockAudit> {
   // Lock audits need no Airflow version: they read the server's catalog and sessions only.
   const catalog = catalogFor(db)
   const pool = db.executor
@@ -142,14 +150,24 @@ export async function auditLocks(db: Database, options: {samples: number; interv
   return audit
 }
 
-async function lookupTuples(catalog: CatalogStore, pool: Executor, sessions: readonly SessionRow[]): Promise<TupleLookup> {
+async function lookupTuples(
+  catalog: CatalogStore,
+  pool: Executor,
+  sessions: readonly SessionRow[],
+): Promise<TupleLookup> {
   const lookup: TupleLookup = new Map()
   for (const session of sessions) {
     const tuple = taskInstanceTuple(session)
     if (!tuple || lookup.has(tupleKey(tuple.page, tuple.tuple))) continue
     const row = await catalog.findTaskInstanceByTuple(pool, tuple.page, tuple.tuple).catch(() => undefined)
     if (row)
-      lookup.set(tupleKey(tuple.page, tuple.tuple), {id: row.id, dag_id: row.dagId, run_id: row.runId, task_id: row.taskId, map_index: row.mapIndex})
+      lookup.set(tupleKey(tuple.page, tuple.tuple), {
+        id: row.id,
+        dag_id: row.dagId,
+        run_id: row.runId,
+        task_id: row.taskId,
+        map_index: row.mapIndex,
+      })
   }
 
   return lookup
@@ -160,14 +178,28 @@ async function lookupTuples(catalog: CatalogStore, pool: Executor, sessions: rea
  * name those task instances dag/run/task[map] as the rest of the report does. One query per
  * sample; a task instance gone since (a new try) keeps its id.
  */
-async function nameTaggedTaskInstances(catalog: CatalogStore, pool: Executor, forest: readonly LockNode[]): Promise<void> {
-  const tagged = forest.flatMap((tree) => [...walk(tree)]).filter((node) => node.task_instance?.id && !node.task_instance.dag_id)
+async function nameTaggedTaskInstances(
+  catalog: CatalogStore,
+  pool: Executor,
+  forest: readonly LockNode[],
+): Promise<void> {
+  const tagged = forest
+    .flatMap((tree) => [...walk(tree)])
+    .filter((node) => node.task_instance?.id && !node.task_instance.dag_id)
   if (tagged.length === 0) return
-  const found = await catalog.findTaskInstancesById(pool, [...new Set(tagged.map((node) => node.task_instance!.id!))]).catch(() => [])
+  const found = await catalog
+    .findTaskInstancesById(pool, [...new Set(tagged.map((node) => node.task_instance!.id!))])
+    .catch(() => [])
   const byId = new Map(found.map((row) => [row.id, row]))
   for (const node of tagged) {
     const row = byId.get(node.task_instance!.id!)
-    if (row) Object.assign(node.task_instance!, {dag_id: row.dagId, run_id: row.runId, task_id: row.taskId, map_index: row.mapIndex})
+    if (row)
+      Object.assign(node.task_instance!, {
+        dag_id: row.dagId,
+        run_id: row.runId,
+        task_id: row.taskId,
+        map_index: row.mapIndex,
+      })
   }
 }
 
@@ -198,7 +230,12 @@ function judge(audit: LockAudit, t: LockThresholds): Finding[] {
         message: `pid ${tree.pid} is idle in a transaction and blocks ${tree.blocked_below} session(s)`,
       })
     } else if (tree.blocked_below >= t.warnBlocked) {
-      findings.push({severity: 'warning', code: 'wide_root', pid: tree.pid, message: `pid ${tree.pid} blocks ${tree.blocked_below} sessions`})
+      findings.push({
+        severity: 'warning',
+        code: 'wide_root',
+        pid: tree.pid,
+        message: `pid ${tree.pid} blocks ${tree.blocked_below} sessions`,
+      })
     }
 
     for (const node of walk(tree)) {
@@ -224,11 +261,22 @@ function judge(audit: LockAudit, t: LockThresholds): Finding[] {
   }
 
   if (audit.deadlocks.delta > 0)
-    findings.push({severity: 'warning', code: 'deadlocks', pid: null, message: `${audit.deadlocks.delta} deadlock(s) during the sampling window`})
+    findings.push({
+      severity: 'warning',
+      code: 'deadlocks',
+      pid: null,
+      message: `${audit.deadlocks.delta} deadlock(s) during the sampling window`,
+    })
   for (const setting of audit.settings)
     if (setting.level === 'warning')
-      findings.push({severity: 'info', code: `setting_${setting.name}`, pid: null, message: `${setting.name}: ${setting.advice}`})
-  if (!audit.visibility.can_monitor) findings.push({severity: 'info', code: 'no_pg_monitor', pid: null, message: audit.visibility.note!})
+      findings.push({
+        severity: 'info',
+        code: `setting_${setting.name}`,
+        pid: null,
+        message: `${setting.name}: ${setting.advice}`,
+      })
+  if (!audit.visibility.can_monitor)
+    findings.push({severity: 'info', code: 'no_pg_monitor', pid: null, message: audit.visibility.note!})
   return findings
 }
 
@@ -238,7 +286,12 @@ function push(map: Map<string, number[]>, key: string, value: number): void {
 
 function aggregate(map: Map<string, number[]>): Aggregate[] {
   return [...map]
-    .map(([key, values]) => ({key, samples: values.length, max_wait_ms: Math.max(...values), p95_wait_ms: percentile(values, 95)}))
+    .map(([key, values]) => ({
+      key,
+      samples: values.length,
+      max_wait_ms: Math.max(...values),
+      p95_wait_ms: percentile(values, 95),
+    }))
     .sort((a, b) => b.max_wait_ms - a.max_wait_ms)
 }
 

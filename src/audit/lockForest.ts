@@ -52,7 +52,12 @@ const queueWrite = /\b(insert|update|delete)\b[\s\S]*\b(asset_dag_run_queue|asse
 /** The task_instance tuple a session waits for or queues on, if any. */
 export function taskInstanceTuple(session: SessionRow): {page: number; tuple: number} | null {
   const waiting = session.waiting_on
-  if (waiting?.locktype === 'tuple' && waiting.relation === 'task_instance' && waiting.page !== null && waiting.tuple !== null)
+  if (
+    waiting?.locktype === 'tuple' &&
+    waiting.relation === 'task_instance' &&
+    waiting.page !== null &&
+    waiting.tuple !== null
+  )
     return {page: waiting.page, tuple: waiting.tuple}
   const held = session.held_tuples.find((t) => t.relation === 'task_instance')
   return held && session.waiting_on ? {page: held.page, tuple: held.tuple} : null
@@ -69,7 +74,15 @@ export function categorise(session: SessionRow): WaitCategory | null {
 export function identify(session: SessionRow, tuples: TupleLookup): TaskInstanceGuess | null {
   const tagged = taggedTi.exec(session.application_name)
   if (tagged)
-    return {id: tagged[1]!.toLowerCase(), dag_id: null, run_id: null, task_id: null, map_index: null, source: 'application_name', guess: false}
+    return {
+      id: tagged[1]!.toLowerCase(),
+      dag_id: null,
+      run_id: null,
+      task_id: null,
+      map_index: null,
+      source: 'application_name',
+      guess: false,
+    }
   const tuple = taskInstanceTuple(session)
   const row = tuple ? tuples.get(tupleKey(tuple.page, tuple.tuple)) : undefined
   return row ? {...row, source: 'tuple_lock', guess: true} : null

@@ -20,7 +20,12 @@ export interface GroupFix {
 }
 
 /** Every outcome of a group's repair and the exit code it maps to. */
-export const fixOutcomes = {removed: ExitCode.ok, kept: ExitCode.ok, skipped_busy: ExitCode.ok, failed: ExitCode.partialFailure} as const
+export const fixOutcomes = {
+  removed: ExitCode.ok,
+  kept: ExitCode.ok,
+  skipped_busy: ExitCode.ok,
+  failed: ExitCode.partialFailure,
+} as const
 
 export type FixOutcomeName = keyof typeof fixOutcomes
 
@@ -72,7 +77,9 @@ async function fixGroup(
   const {db, store} = airflow
   const identity = auditIdentity()
   let seen = {consumed: [] as number[], pending: [] as number[]}
-  const {result} = await runTransaction<{outcome: 'removed'; removed: number[]} | {outcome: 'kept'} | {outcome: 'skipped_busy'}>(db, {
+  const {result} = await runTransaction<
+    {outcome: 'removed'; removed: number[]} | {outcome: 'kept'} | {outcome: 'skipped_busy'}
+  >(db, {
     locals: {
       lockTimeoutMs: options.lockTimeoutMs,
       statementTimeoutMs: options.statementTimeoutMs,
@@ -97,16 +104,28 @@ async function fixGroup(
           left_pending: pending,
         },
       }
-      await store.insertLogRow(tx, {...noLogSubject, owners: identity.os_user}, 'airlock.audit-events.fix', JSON.stringify(extra))
+      await store.insertLogRow(
+        tx,
+        {...noLogSubject, owners: identity.os_user},
+        'airlock.audit-events.fix',
+        JSON.stringify(extra),
+      )
       return {commit: {outcome: 'removed', removed}}
     },
     async wasCommitted(ex, outcome) {
       return outcome.outcome === 'removed' && (await store.countEvents(ex, outcome.removed)) === 0
     },
   })
-  const base = {kept: group.kept, removed: [] as number[], refused_consumed: seen.consumed, refused_pending: seen.pending}
-  if (result.outcome === 'failed') return {...base, refused_consumed: [], refused_pending: [], outcome: 'failed', error: result.message}
+  const base = {
+    kept: group.kept,
+    removed: [] as number[],
+    refused_consumed: seen.consumed,
+    refused_pending: seen.pending,
+  }
+  if (result.outcome === 'failed')
+    return {...base, refused_consumed: [], refused_pending: [], outcome: 'failed', error: result.message}
   if (result.outcome === 'removed') return {...base, removed: result.removed, outcome: 'removed'}
-  if (result.outcome === 'skipped_busy') return {...base, refused_consumed: [], refused_pending: [], outcome: 'skipped_busy'}
+  if (result.outcome === 'skipped_busy')
+    return {...base, refused_consumed: [], refused_pending: [], outcome: 'skipped_busy'}
   return {...base, outcome: 'kept'}
 }

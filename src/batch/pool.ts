@@ -15,7 +15,8 @@ export async function runBatch<Item, R>(
   work: (item: Item) => Promise<R>,
   options: BatchOptions<R>,
 ): Promise<{interrupted: boolean}> {
-  const iterator: AsyncIterator<Item> | Iterator<Item> = Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]()
+  const iterator: AsyncIterator<Item> | Iterator<Item> =
+    Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]()
   // Set by the workers, read after they all stopped.
   const run: {interrupted: boolean; failure?: {error: unknown}} = {interrupted: false}
   // Async generators queue concurrent next() calls, but a plain iterable may not: serialise them.

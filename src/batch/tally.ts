@@ -12,7 +12,11 @@ export interface Countable<Name extends string = string> {
 export type OutcomeExits<Name extends string> = Readonly<Record<Name, ExitCode>>
 
 /** The summary of a run: selected, one count per outcome, events created, runs queued, dry_run. */
-export type Summary<Name extends string> = {selected: number} & Record<Name, number> & {events_created: number; runs_queued: number; dry_run: boolean}
+export type Summary<Name extends string> = {selected: number} & Record<Name, number> & {
+    events_created: number
+    runs_queued: number
+    dry_run: boolean
+  }
 
 /**
  * Counts per run: items per outcome, events created, runs queued, and warnings folded by text
@@ -41,7 +45,9 @@ export class Tally<Name extends string = string> {
   /** The worst exit code of the run. `not_found` is exit 4 only for task instances named explicitly. */
   exit(options: {explicit: boolean} = {explicit: true}): ExitCode {
     return worstItemExit(
-      [...this.counts].filter(([outcome, n]) => n > 0 && (options.explicit || outcome !== 'not_found')).map(([outcome]) => this.outcomes[outcome]),
+      [...this.counts]
+        .filter(([outcome, n]) => n > 0 && (options.explicit || outcome !== 'not_found'))
+        .map(([outcome]) => this.outcomes[outcome]),
     )
   }
 
@@ -50,8 +56,17 @@ export class Tally<Name extends string = string> {
   }
 
   summary(dryRun: boolean): Summary<Name> {
-    const counts = Object.fromEntries(this.names().map((name) => [name, this.counts.get(name) ?? 0])) as Record<Name, number>
-    return {selected: this.selected, ...counts, events_created: this.eventsCreated, runs_queued: this.runsQueued, dry_run: dryRun}
+    const counts = Object.fromEntries(this.names().map((name) => [name, this.counts.get(name) ?? 0])) as Record<
+      Name,
+      number
+    >
+    return {
+      selected: this.selected,
+      ...counts,
+      events_created: this.eventsCreated,
+      runs_queued: this.runsQueued,
+      dry_run: dryRun,
+    }
   }
 
   private names(): Name[] {

@@ -31,12 +31,18 @@ export function lockHoldChart(rows: readonly LockHoldRow[], caption: string): st
     parts.push(`<text x="${margin.left - 8}" y="${y(v) + 4}" text-anchor="end">${v >= 1 ? v : v.toFixed(-exp)}</text>`)
   }
 
-  rows.forEach((row, i) => parts.push(`<text x="${x(i)}" y="${margin.top + plotH + 20}" text-anchor="middle">${row.outlets}</text>`))
-  parts.push(`<text x="${margin.left + plotW / 2}" y="${height - 22}" text-anchor="middle">outlet assets per task</text>`)
+  rows.forEach((row, i) =>
+    parts.push(`<text x="${x(i)}" y="${margin.top + plotH + 20}" text-anchor="middle">${row.outlets}</text>`),
+  )
+  parts.push(
+    `<text x="${margin.left + plotW / 2}" y="${height - 22}" text-anchor="middle">outlet assets per task</text>`,
+  )
   series.forEach((s, k) => {
     const points = rows.map((row, i) => `${x(i)},${y(row.lockHold[s.key].p50)}`).join(' ')
     parts.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2.5" points="${points}"/>`)
-    rows.forEach((row, i) => parts.push(`<circle cx="${x(i)}" cy="${y(row.lockHold[s.key].p50)}" r="3.5" fill="${s.color}"/>`))
+    rows.forEach((row, i) =>
+      parts.push(`<circle cx="${x(i)}" cy="${y(row.lockHold[s.key].p50)}" r="3.5" fill="${s.color}"/>`),
+    )
     const ly = margin.top + 20 + k * 22
     parts.push(
       `<line x1="${width - margin.right + 15}" x2="${width - margin.right + 40}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2.5"/>`,
@@ -48,4 +54,5 @@ export function lockHoldChart(rows: readonly LockHoldRow[], caption: string): st
   return parts.join('\n') + '\n'
 }
 
-const escapeXml = (text: string) => text.replace(/[<>&"]/g, (c) => ({'<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;'})[c]!)
+const escapeXml = (text: string) =>
+  text.replace(/[<>&"]/g, (c) => ({'<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;'})[c]!)

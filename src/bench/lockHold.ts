@@ -43,7 +43,9 @@ export async function measureLockHold(
       const targets = {register_first: tis[round * 3]!, lock_first: tis[round * 3 + 1]!, floor: tis[round * 3 + 2]!}
       // Rotate which strategy goes first each round, so position effects (the WAL writer, the
       // checkpointer, a warm cache) fall on all three alike.
-      const orders = (['register_first', 'lock_first', 'floor'] as const).map((_, i, all) => all[(i + round) % all.length]!)
+      const orders = (['register_first', 'lock_first', 'floor'] as const).map(
+        (_, i, all) => all[(i + round) % all.length]!,
+      )
       for (const order of orders) {
         const target = targets[order]
         if (order === 'floor') {
@@ -61,8 +63,12 @@ export async function measureLockHold(
           continue
         }
 
-        const result = await runProtocol(scratch.airflow, {tiId: target.id}, {outletEvents: []}, writer, {...base, order})
-        if (result.result.outcome !== 'completed') throw new Error(`bench completion ${order} ended ${result.result.outcome}`)
+        const result = await runProtocol(scratch.airflow, {tiId: target.id}, {outletEvents: []}, writer, {
+          ...base,
+          order,
+        })
+        if (result.result.outcome !== 'completed')
+          throw new Error(`bench completion ${order} ended ${result.result.outcome}`)
         if (!keep) continue
         samples.hold[order].push(result.timings.lockHoldMs)
         samples.register[order].push(result.timings.registerMs)
@@ -71,8 +77,16 @@ export async function measureLockHold(
     }
 
     const map = <K extends string>(record: Record<K, number[]>) =>
-      Object.fromEntries(Object.entries(record).map(([k, v]) => [k, distribution(v as number[])])) as Record<K, Distribution>
-    return {outlets: options.outlets, lockHold: map(samples.hold), register: map(samples.register), total: map(samples.total)}
+      Object.fromEntries(Object.entries(record).map(([k, v]) => [k, distribution(v as number[])])) as Record<
+        K,
+        Distribution
+      >
+    return {
+      outlets: options.outlets,
+      lockHold: map(samples.hold),
+      register: map(samples.register),
+      total: map(samples.total),
+    }
   } finally {
     await client.end()
     await scratch.drop()

@@ -20,7 +20,11 @@ export interface MemoryRun {
 }
 
 /** `stdoutFile`: where the command's stdout goes (discarded otherwise), for a summary to read back. */
-export async function peakRssOf(args: string[], acceptedExitCodes: readonly number[] = [0], stdoutFile?: string): Promise<MemoryRun> {
+export async function peakRssOf(
+  args: string[],
+  acceptedExitCodes: readonly number[] = [0],
+  stdoutFile?: string,
+): Promise<MemoryRun> {
   const stdout = stdoutFile ? fs.openSync(stdoutFile, 'w') : 'ignore'
   const started = Date.now()
   const child = spawn(process.execPath, [cliPath, ...args], {stdio: ['ignore', stdout, 'pipe']})

@@ -14,7 +14,16 @@ export function benchMarkdown(report: BenchReport): string {
     '### task_instance row lock held during one completion (ms)',
     '',
     markdownTable(
-      ['outlets', 'lock-first p50', 'register-first p50', 'p95', 'p99', 'raw floor p50', 'register-first / floor', 'lock-first / register-first'],
+      [
+        'outlets',
+        'lock-first p50',
+        'register-first p50',
+        'p95',
+        'p99',
+        'raw floor p50',
+        'register-first / floor',
+        'lock-first / register-first',
+      ],
       report.lockHold.map((row) => [
         String(row.outlets),
         f(row.lockHold.lock_first.p50),
@@ -49,7 +58,9 @@ export function benchMarkdown(report: BenchReport): string {
         ['outlets', ...concurrency.map((c) => `concurrency ${c}`)],
         outlets.map((o) => [
           String(o),
-          ...concurrency.map((c) => f(report.throughput.find((t) => t.outlets === o && t.concurrency === c)?.perSecond ?? Number.NaN, 0)),
+          ...concurrency.map((c) =>
+            f(report.throughput.find((t) => t.outlets === o && t.concurrency === c)?.perSecond ?? Number.NaN, 0),
+          ),
         ]),
       ),
     )
@@ -97,7 +108,11 @@ export function benchMarkdown(report: BenchReport): string {
 }
 
 export function markdownTable(headers: string[], rows: string[][]): string {
-  return [`| ${headers.join(' | ')} |`, `|${headers.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n')
+  return [
+    `| ${headers.join(' | ')} |`,
+    `|${headers.map(() => '---').join('|')}|`,
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ].join('\n')
 }
 
 /** A short terminal rendering of the lock-hold table. */
@@ -127,7 +142,13 @@ export function scaleMarkdown(report: ScaleReport, machine: BenchReport['machine
     '',
     markdownTable(
       ['command', 'time', 'rows/s', 'peak RSS', 'exit'],
-      report.commands.map((c) => [c.what, `${f(c.seconds, 1)} s`, n(c.rowsPerSecond), `${f(c.peakRssMb, 0)} MB`, String(c.exitCode)]),
+      report.commands.map((c) => [
+        c.what,
+        `${f(c.seconds, 1)} s`,
+        n(c.rowsPerSecond),
+        `${f(c.peakRssMb, 0)} MB`,
+        String(c.exitCode),
+      ]),
     ),
     '',
     '### What the audit found against what was planted',

@@ -30,7 +30,15 @@ export interface BenchPlan {
 }
 
 export interface BenchReport {
-  machine: {cpus: number; cpuModel: string; memoryGb: number; node: string; postgres: string; synchronousCommit: string; date: string}
+  machine: {
+    cpus: number
+    cpuModel: string
+    memoryGb: number
+    node: string
+    postgres: string
+    synchronousCommit: string
+    date: string
+  }
   plan: BenchPlan
   lockHold: LockHoldRow[]
   throughput: ThroughputRow[]
@@ -39,12 +47,18 @@ export interface BenchReport {
   memory: Array<MemoryRun & {what: string}>
 }
 
-export async function runBench(server: ScratchServer, plan: BenchPlan, progress: (line: string) => void): Promise<BenchReport> {
+export async function runBench(
+  server: ScratchServer,
+  plan: BenchPlan,
+  progress: (line: string) => void,
+): Promise<BenchReport> {
   const machine = await describeMachine(server.adminUrl)
   const lockHold: LockHoldRow[] = []
   for (const outlets of plan.outlets) {
     progress(`lock hold: ${outlets} outlets × ${plan.runs} runs (+${plan.warmup} warm-up)…`)
-    lockHold.push(await measureLockHold(server, {outlets, runs: plan.runs, warmup: plan.warmup, consumers: plan.consumers}))
+    lockHold.push(
+      await measureLockHold(server, {outlets, runs: plan.runs, warmup: plan.warmup, consumers: plan.consumers}),
+    )
   }
 
   const throughput: ThroughputRow[] = []
@@ -61,7 +75,9 @@ export async function runBench(server: ScratchServer, plan: BenchPlan, progress:
   const stampToCommit: StampToCommitRow[] = []
   if (plan.stampRuns > 0) {
     progress(`event-to-commit window: ${plan.stampRuns} completions per variant, holder ${plan.stampHoldMs} ms…`)
-    stampToCommit.push(...(await measureStampToCommit(server, {runs: plan.stampRuns, holdMs: plan.stampHoldMs, outlets: 10})))
+    stampToCommit.push(
+      ...(await measureStampToCommit(server, {runs: plan.stampRuns, holdMs: plan.stampHoldMs, outlets: 10})),
+    )
   }
 
   const memory: BenchReport['memory'] = []

@@ -50,9 +50,15 @@ export interface ScaleReport {
   explain: ScaleExplainRow[]
 }
 
-export async function runScale(server: ScratchServer, plan: ScalePlan, progress: (line: string) => void): Promise<ScaleReport> {
+export async function runScale(
+  server: ScratchServer,
+  plan: ScalePlan,
+  progress: (line: string) => void,
+): Promise<ScaleReport> {
   const seed = scaleSeed(plan.taskInstances)
-  progress(`scale: seeding ${seed.dags * seed.runs * seed.tasks} task instances in ${seed.dags} DAGs, ${plan.eventsPerTi} events each…`)
+  progress(
+    `scale: seeding ${seed.dags * seed.runs * seed.tasks} task instances in ${seed.dags} DAGs, ${plan.eventsPerTi} events each…`,
+  )
   const started = Date.now()
   const scratch = await server.create({seed, poolSize: 2})
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-bench-scale-'))
@@ -84,8 +90,16 @@ export async function runScale(server: ScratchServer, plan: ScalePlan, progress:
 
     // Exit 6: the planted findings.
     const auditOut = path.join(dir, 'audit.ndjson')
-    await run(`audit-events over ${facts.events} events (--ndjson)`, ['audit-events', '--database-url', url, '--ndjson'], facts.events, [6], auditOut)
-    const summary = JSON.parse((await fs.readFile(auditOut, 'utf8')).trimEnd().split('\n').at(-1)!) as {counts: Record<string, number>}
+    await run(
+      `audit-events over ${facts.events} events (--ndjson)`,
+      ['audit-events', '--database-url', url, '--ndjson'],
+      facts.events,
+      [6],
+      auditOut,
+    )
+    const summary = JSON.parse((await fs.readFile(auditOut, 'utf8')).trimEnd().split('\n').at(-1)!) as {
+      counts: Record<string, number>
+    }
     await fs.rm(auditOut)
     await run(
       `export-events of ${facts.events} events`,
@@ -167,7 +181,10 @@ async function oneDay(ex: Executor): Promise<Day> {
  * Runs the store's own statements under EXPLAIN (ANALYZE, FORMAT JSON) through an executor that
  * rewrites each one: what is measured is exactly the text the commands send.
  */
-async function explainStatements(scratch: Awaited<ReturnType<ScratchServer['create']>>, day: Day): Promise<ScaleExplainRow[]> {
+async function explainStatements(
+  scratch: Awaited<ReturnType<ScratchServer['create']>>,
+  day: Day,
+): Promise<ScaleExplainRow[]> {
   const {store} = scratch.airflow
   const rows: ScaleExplainRow[] = []
   const explainOf = async (what: string, why: string, work: (ex: Executor) => Promise<unknown>) => {
@@ -177,7 +194,9 @@ async function explainStatements(scratch: Awaited<ReturnType<ScratchServer['crea
       async query<Row>(statement: Statement): Promise<Row[]> {
         const text = statement.text.replace(/^declare \w+ no scroll cursor for /, '')
         if (/^(set local|fetch|close)\b/.test(text)) return []
-        const [result] = await scratch.db.executor.query<{'QUERY PLAN': Array<{Plan: PlanNode; 'Execution Time': number}>}>({
+        const [result] = await scratch.db.executor.query<{
+          'QUERY PLAN': Array<{Plan: PlanNode; 'Execution Time': number}>
+        }>({
           text: `explain (analyze, format json) ${text}`,
           values: statement.values,
         })
@@ -200,7 +219,9 @@ async function explainStatements(scratch: Awaited<ReturnType<ScratchServer['crea
           rows: Math.round(((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1)),
         }))
         .filter((scan) => scan.rows >= 1000),
-      indexes: nodes.filter((n) => n['Index Name'] !== undefined).map((n) => ({index: n['Index Name']!, loops: n['Actual Loops'] ?? 1})),
+      indexes: nodes
+        .filter((n) => n['Index Name'] !== undefined)
+        .map((n) => ({index: n['Index Name']!, loops: n['Actual Loops'] ?? 1})),
       why,
     })
   }
@@ -214,8 +235,10 @@ async function explainStatements(scratch: Awaited<ReturnType<ScratchServer['crea
     missingEventsOnly: true,
     evidence: replayableKinds({}),
   }
-  await explainOf('audit-events: count of sourced and external events', 'one scan for the total the progress line counts toward', (ex) =>
-    store.countEventSources(ex, all),
+  await explainOf(
+    'audit-events: count of sourced and external events',
+    'one scan for the total the progress line counts toward',
+    (ex) => store.countEventSources(ex, all),
   )
   await explainOf(
     'audit-events: the classification pass (one statement)',
@@ -240,7 +263,13 @@ async function explainStatements(scratch: Awaited<ReturnType<ScratchServer['crea
     'complete --since/--until: one page of runs, then their task instances',
     'idx_dag_run_run_after, then ti_dag_run per run',
     async (ex) => {
-      const filter: TaskInstanceFilter = {runIds: [], taskIds: [], since: day.runSince, until: day.runUntil, timeColumn: 'run_after'}
+      const filter: TaskInstanceFilter = {
+        runIds: [],
+        taskIds: [],
+        since: day.runSince,
+        until: day.runUntil,
+        timeColumn: 'run_after',
+      }
       await store.selectRunPage(ex, filter, undefined, 200)
       const runs = await scratch.db.executor.query<{dag_id: string; run_id: string}>({
         text: 'select dag_id, run_id from dag_run where run_after >= $1 and run_after < $2 order by run_after, id limit 200',

@@ -35,7 +35,9 @@ export async function openScratchServer(adminUrl: string, allowAirflowData = fal
     if ((await holdsRealAirflowSchema(admin)) && !allowAirflowData) {
       throw usageError(
         'The bench database holds a real Airflow schema; airlock bench only creates scratch databases next to a database it may leave alone.',
-        ['Point --database-url at a maintenance database of a test server (for example …/postgres), or use the sandbox (the default).'],
+        [
+          'Point --database-url at a maintenance database of a test server (for example …/postgres), or use the sandbox (the default).',
+        ],
       )
     }
   })

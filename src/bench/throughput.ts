@@ -61,8 +61,14 @@ export interface RaceResult {
 }
 
 /** N concurrent completions of ONE task instance: wall time until all have an outcome. */
-export async function measureRace(server: ScratchServer, options: {racers: number; outlets: number}): Promise<RaceResult> {
-  const scratch = await server.create({seed: {dags: 1, runs: 1, tasks: 1, outlets: options.outlets, consumers: 2}, poolSize: options.racers + 1})
+export async function measureRace(
+  server: ScratchServer,
+  options: {racers: number; outlets: number},
+): Promise<RaceResult> {
+  const scratch = await server.create({
+    seed: {dags: 1, runs: 1, tasks: 1, outlets: options.outlets, consumers: 2},
+    poolSize: options.racers + 1,
+  })
   try {
     const writer = benchWriter(scratch)
     const target = (await readBenchWorld(scratch.db.knex)).tis[0]!

@@ -48,7 +48,8 @@ export interface SuccessEnvelope<R> {
 export abstract class AirlockCommand<R> extends Command {
   static override baseFlags = {
     json: Flags.boolean({
-      description: 'Print one JSON envelope on stdout ({"status","result","warnings"} or {"status","error"}); logs stay on stderr.',
+      description:
+        'Print one JSON envelope on stdout ({"status","result","warnings"} or {"status","error"}); logs stay on stderr.',
       helpGroup: 'OUTPUT',
     }),
     verbose: Flags.boolean({
@@ -58,7 +59,8 @@ export abstract class AirlockCommand<R> extends Command {
       helpGroup: 'OUTPUT',
     }),
     'no-color': Flags.boolean({
-      description: 'No colour in the progress spinner, the confirmation prompt or --help (as NO_COLOR does; both win over FORCE_COLOR).',
+      description:
+        'No colour in the progress spinner, the confirmation prompt or --help (as NO_COLOR does; both win over FORCE_COLOR).',
       helpGroup: 'OUTPUT',
     }),
   }
@@ -91,7 +93,11 @@ export abstract class AirlockCommand<R> extends Command {
 
   /** The width human tables fit: the terminal's when stdout or stderr is one, else unbounded. */
   protected get terminalWidth(): number | undefined {
-    const columns = process.stdout.isTTY ? process.stdout.columns : process.stderr.isTTY ? process.stderr.columns : undefined
+    const columns = process.stdout.isTTY
+      ? process.stdout.columns
+      : process.stderr.isTTY
+        ? process.stderr.columns
+        : undefined
     return columns && columns > 0 ? columns : undefined
   }
 
@@ -111,10 +117,15 @@ export abstract class AirlockCommand<R> extends Command {
   }
 
   /** Opens the database the connection flags name (closed when the command ends); for commands that need no Airflow schema. */
-  protected async openDatabase(flags: ConnectionFlagValues, options: OpenOptions): Promise<{db: Database; target: string; source: string}> {
+  protected async openDatabase(
+    flags: ConnectionFlagValues,
+    options: OpenOptions,
+  ): Promise<{db: Database; target: string; source: string}> {
     // Said at once, so a connection that then fails still shows it (an ignored password file).
-    const opened = await openFromFlags(flags, {...options, warn: (message) => this.note(message), log: this.statementLog}, (secret) =>
-      this.secrets.add(secret),
+    const opened = await openFromFlags(
+      flags,
+      {...options, warn: (message) => this.note(message), log: this.statementLog},
+      (secret) => this.secrets.add(secret),
     )
     this.onCleanup(() => opened.db.close())
     for (const note of opened.notes) this.progress(note)
@@ -126,7 +137,10 @@ export abstract class AirlockCommand<R> extends Command {
    * wrong. `writes`: the command whose privileges must all be granted before the first item
    * (exit 2, PERMISSION_DENIED, naming them), instead of every item failing on 42501.
    */
-  protected async openAirflow(flags: ConnectionFlagValues, options: OpenOptions & {writes?: string}): Promise<AirflowDatabase> {
+  protected async openAirflow(
+    flags: ConnectionFlagValues,
+    options: OpenOptions & {writes?: string},
+  ): Promise<AirflowDatabase> {
     const {db} = await this.openDatabase(flags, options)
     const airflow = await requireAirflow(db, {assumeVersion: flags['assume-version']})
     if (options.writes) await requirePrivileges(db, options.writes)
@@ -177,7 +191,9 @@ export abstract class AirlockCommand<R> extends Command {
     const file = options.outputFile
       ? await createLineFile(options.outputFile).catch((error: unknown) => {
           // Created between the check and now, or not writable by this user: the operator's to fix.
-          throw usageError(`--output: ${options.outputFile}: ${error instanceof Error ? error.message : String(error)}. Nothing was written.`)
+          throw usageError(
+            `--output: ${options.outputFile}: ${error instanceof Error ? error.message : String(error)}. Nothing was written.`,
+          )
         })
       : undefined
     if (file) this.onCleanup(() => file.close())
@@ -194,7 +210,9 @@ export abstract class AirlockCommand<R> extends Command {
     this.interrupts.startBatch(() => {
       const partial = latest ? output.finish(latest, batch.dryRun, true) : undefined
       if (this.jsonMode) {
-        this.writeStdout(JSON.stringify({status: ExitCode.interrupted, result: partial ?? null, warnings: this.collectedWarnings}))
+        this.writeStdout(
+          JSON.stringify({status: ExitCode.interrupted, result: partial ?? null, warnings: this.collectedWarnings}),
+        )
       } else if (this.outputMode === 'human') {
         process.stderr.write(
           `Stopped at once by a second signal: ${partial ? `${partial.summary.selected} item(s) had finished (above)` : 'no item had finished'}; transactions still open were rolled back by the server. Running the same command again is safe.\n`,
@@ -272,10 +290,11 @@ export abstract class AirlockCommand<R> extends Command {
    */
   // oclif's own signature; its flag and argument maps are typed `any` there.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  protected override async parse<F extends Interfaces.OutputFlags<any>, B extends Interfaces.OutputFlags<any>, A extends Interfaces.OutputArgs<any>>(
-    options?: Interfaces.Input<F, B, A>,
-    argv?: string[],
-  ): Promise<Interfaces.ParserOutput<F, B, A>> {
+  protected override async parse<
+    F extends Interfaces.OutputFlags<any>,
+    B extends Interfaces.OutputFlags<any>,
+    A extends Interfaces.OutputArgs<any>,
+  >(options?: Interfaces.Input<F, B, A>, argv?: string[]): Promise<Interfaces.ParserOutput<F, B, A>> {
     try {
       const parsed = await super.parse(options, argv)
       const flags = parsed.flags as {json?: boolean; ndjson?: boolean; verbose?: boolean}
@@ -292,7 +311,11 @@ export abstract class AirlockCommand<R> extends Command {
         .replace(/\s+/g, ' ')
         .replace(/See more help with --help/i, '')
         .trim()
-      throw new AirlockError('USAGE', ExitCode.usage, `${first} (see airlock ${this.id?.replaceAll(':', ' ') ?? ''} --help)`)
+      throw new AirlockError(
+        'USAGE',
+        ExitCode.usage,
+        `${first} (see airlock ${this.id?.replaceAll(':', ' ') ?? ''} --help)`,
+      )
     }
   }
 
@@ -300,7 +323,9 @@ export abstract class AirlockCommand<R> extends Command {
     let exit: ExitCode
     // Until the flags are parsed, the mode comes from the raw arguments (a signal can come first).
     this.outputMode = this.argv.includes('--json') ? 'json' : this.argv.includes('--ndjson') ? 'ndjson' : 'human'
-    this.interrupts = new Interrupts((signal) => this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`))
+    this.interrupts = new Interrupts((signal) =>
+      this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`),
+    )
     try {
       // A signal before the batch (loading, connecting, counting, the prompt) ends the command here.
       const outcome = await Promise.race([this.execute(), this.interrupts.beforeBatch])
@@ -323,7 +348,9 @@ export abstract class AirlockCommand<R> extends Command {
       // would wait that long too. Give the cleanups a second; the server ends the session when the
       // process exits.
       const interruptedEarly = this.interrupts.requested() && !this.interrupts.inBatch()
-      await (interruptedEarly ? Promise.race([cleanups, new Promise((resolve) => setTimeout(resolve, 1000).unref())]) : cleanups)
+      await (interruptedEarly
+        ? Promise.race([cleanups, new Promise((resolve) => setTimeout(resolve, 1000).unref())])
+        : cleanups)
     }
 
     process.exitCode = exit
@@ -350,13 +377,19 @@ export abstract class AirlockCommand<R> extends Command {
     if (error instanceof AirlockError) {
       return {
         status: error.exit,
-        error: {name: error.name, code: error.code, message: this.scrub(error.message), actions: error.actions.map((a) => this.scrub(a))},
+        error: {
+          name: error.name,
+          code: error.code,
+          message: this.scrub(error.message),
+          actions: error.actions.map((a) => this.scrub(a)),
+        },
       }
     }
 
     const message = error instanceof Error ? error.message : String(error)
     const {kind, code} = classifyDatabaseError(error)
-    const known: DatabaseFailure | undefined = kind in databaseFailures ? databaseFailures[kind as keyof typeof databaseFailures] : undefined
+    const known: DatabaseFailure | undefined =
+      kind in databaseFailures ? databaseFailures[kind as keyof typeof databaseFailures] : undefined
     if (known) {
       return {
         status: known.exit,
@@ -396,7 +429,10 @@ interface DatabaseFailure {
  * What the server or the network did to a whole command (a failure inside one item's transaction
  * is that item's outcome instead): never "a bug". Exit codes as in docs/exit-codes-and-json.md.
  */
-const databaseFailures: Record<'unreachable' | 'login' | 'timeout' | 'lock_timeout' | 'retryable' | 'permission', DatabaseFailure> = {
+const databaseFailures: Record<
+  'unreachable' | 'login' | 'timeout' | 'lock_timeout' | 'retryable' | 'permission',
+  DatabaseFailure
+> = {
   unreachable: {
     exit: ExitCode.unreachable,
     code: 'DATABASE_UNREACHABLE',
@@ -416,7 +452,10 @@ const databaseFailures: Record<'unreachable' | 'login' | 'timeout' | 'lock_timeo
     exit: ExitCode.partialFailure,
     code: 'STATEMENT_TIMEOUT',
     what: 'A statement ran longer than --statement-timeout and the server cancelled it',
-    actions: ['Narrow the selection (--dag-id, --since/--until) or raise --statement-timeout.', 'Nothing was written by the cancelled statement.'],
+    actions: [
+      'Narrow the selection (--dag-id, --since/--until) or raise --statement-timeout.',
+      'Nothing was written by the cancelled statement.',
+    ],
   },
   lock_timeout: {
     exit: ExitCode.partialFailure,
@@ -448,8 +487,13 @@ async function requirePrivileges(db: Database, command: string): Promise<void> {
     'PERMISSION_DENIED',
     ExitCode.usage,
     `${command} needs privileges this database user lacks: ${denied.map((p) => `${p.privilege} on ${p.object.replace(/^public\./, '')}`).join(', ')}. Nothing was written.`,
-    ['airlock doctor lists every privilege and the command that needs it.', `Commands that only read still work: ${readOnlyCommands.join(', ')}.`],
+    [
+      'airlock doctor lists every privilege and the command that needs it.',
+      `Commands that only read still work: ${readOnlyCommands.join(', ')}.`,
+    ],
   )
 }
 
-export type InferredFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof AirlockCommand)['baseFlags'] & T['flags']>
+export type InferredFlags<T extends typeof Command> = Interfaces.InferredFlags<
+  (typeof AirlockCommand)['baseFlags'] & T['flags']
+>

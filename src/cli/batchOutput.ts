@@ -44,7 +44,10 @@ export class BatchOutput<J extends ItemLike> {
     this.sink?.write(line)
     if (this.mode === 'ndjson') this.emit(line)
     else if (this.mode === 'json') this.kept.push(json)
-    else if (this.kept.length < humanFirstRows || (!this.doneOutcomes.includes(json.outcome) && this.kept.length < humanProblemRows))
+    else if (
+      this.kept.length < humanFirstRows ||
+      (!this.doneOutcomes.includes(json.outcome) && this.kept.length < humanProblemRows)
+    )
       this.kept.push(json)
     else this.omitted++
     const detail = [...tally.counts]

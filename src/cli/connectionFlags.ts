@@ -41,7 +41,11 @@ export const connectionFlags = {
     parse: (input) =>
       /^v?\d+\.\d+$/.test(input.trim())
         ? Promise.resolve(input.trim().replace(/^v/, ''))
-        : Promise.reject(new Error(`expected an Airflow release line such as 3.2 (from --assume-version or AIRLOCK_ASSUME_VERSION), got "${input}"`)),
+        : Promise.reject(
+            new Error(
+              `expected an Airflow release line such as 3.2 (from --assume-version or AIRLOCK_ASSUME_VERSION), got "${input}"`,
+            ),
+          ),
   }),
 }
 
@@ -77,5 +81,8 @@ export async function openFromFlags(
 
   const password = passwordOf(connection.url)
   if (password) remember(password)
-  return {...(await openDatabase(connection, {...options, warn: options.warn ?? ((message) => notes.push(message))})), notes}
+  return {
+    ...(await openDatabase(connection, {...options, warn: options.warn ?? ((message) => notes.push(message))})),
+    notes,
+  }
 }

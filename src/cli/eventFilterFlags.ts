@@ -7,7 +7,11 @@ export const eventFilterFlags = {
   since: Flags.string({description: 'Events at or after this ISO-8601 UTC time.', helpGroup: 'SELECTION'}),
   until: Flags.string({description: 'Events before this ISO-8601 UTC time.', helpGroup: 'SELECTION'}),
   'dag-id': Flags.string({description: 'Only events whose source DAG is this one.', helpGroup: 'SELECTION'}),
-  asset: Flags.string({description: 'Only events of this asset (name or uri). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
+  asset: Flags.string({
+    description: 'Only events of this asset (name or uri). Repeatable.',
+    multiple: true,
+    helpGroup: 'SELECTION',
+  }),
 }
 
 export function eventFilterFromFlags(flags: {

@@ -22,7 +22,13 @@ const meaning: Record<ExitCode, string> = {
   [ExitCode.interrupted]: 'interrupted (Ctrl-C, SIGTERM): transactions in flight finished or rolled back',
 }
 
-const connected: ExitCode[] = [ExitCode.ok, ExitCode.internal, ExitCode.usage, ExitCode.unreachable, ExitCode.interrupted]
+const connected: ExitCode[] = [
+  ExitCode.ok,
+  ExitCode.internal,
+  ExitCode.usage,
+  ExitCode.unreachable,
+  ExitCode.interrupted,
+]
 const onAirflow: ExitCode[] = [...connected, ExitCode.unsupportedSchema]
 const writer: ExitCode[] = [...onAirflow, ExitCode.conflict, ExitCode.notFound, ExitCode.partialFailure]
 
@@ -82,6 +88,7 @@ export default class AirlockHelp extends Help {
 }
 
 export function exitCodesOf(id: string): ExitCode[] {
-  const codes = commandExitCodes[id] ?? (id.startsWith('sandbox:') ? connected : [ExitCode.ok, ExitCode.internal, ExitCode.usage])
+  const codes =
+    commandExitCodes[id] ?? (id.startsWith('sandbox:') ? connected : [ExitCode.ok, ExitCode.internal, ExitCode.usage])
   return [...new Set(codes)].sort((a, b) => a - b)
 }

@@ -8,9 +8,12 @@ interface EarlySignals {
 }
 
 export const interruptedError = (signal: string) =>
-  new AirlockError('INTERRUPTED', ExitCode.interrupted, `Interrupted (${signal}) before any item was started: nothing was written.`, [
-    'Run the same command again when ready.',
-  ])
+  new AirlockError(
+    'INTERRUPTED',
+    ExitCode.interrupted,
+    `Interrupted (${signal}) before any item was started: nothing was written.`,
+    ['Run the same command again when ready.'],
+  )
 
 /**
  * SIGINT / SIGTERM at any moment of a command, from the first line of bin/run.js on:

@@ -10,7 +10,9 @@ export function parseTimestamp(value: string, flag: string): Date {
   const withZone = /[zZ]|[+-]\d\d:?\d\d$/.test(value) || /^\d{4}-\d\d-\d\d$/.test(value) ? value : `${value}Z`
   const date = new Date(/^\d{4}-\d\d-\d\d$/.test(withZone) ? `${withZone}T00:00:00Z` : withZone)
   if (!/^\d{4}-\d\d-\d\d/.test(value) || Number.isNaN(date.getTime())) {
-    throw usageError(`${flag} must be an ISO-8601 timestamp such as 2026-12-01 or 2026-12-01T03:00:00Z (got "${value}").`)
+    throw usageError(
+      `${flag} must be an ISO-8601 timestamp such as 2026-12-01 or 2026-12-01T03:00:00Z (got "${value}").`,
+    )
   }
 
   return date
@@ -34,9 +36,10 @@ export function parseEndDate(value: string, force: boolean): Date {
 /** --since before --until, or exit 2. */
 export function checkRange(since: Date | undefined, until: Date | undefined): void {
   if (since && until && since.getTime() >= until.getTime()) {
-    throw usageError(`--since ${since.toISOString()} is not before --until ${until.toISOString()}: the range is empty.`, [
-      'Swap them, or widen the range.',
-    ])
+    throw usageError(
+      `--since ${since.toISOString()} is not before --until ${until.toISOString()}: the range is empty.`,
+      ['Swap them, or widen the range.'],
+    )
   }
 }
 
@@ -44,7 +47,8 @@ export function parseShard(value: string): {index: number; count: number} {
   const match = /^(\d+)\/(\d+)$/.exec(value)
   const index = Number(match?.[1])
   const count = Number(match?.[2])
-  if (!match || count < 1 || index < 1 || index > count) throw usageError(`--shard must be K/N with 1 ≤ K ≤ N, e.g. 1/4 (got "${value}").`)
+  if (!match || count < 1 || index < 1 || index > count)
+    throw usageError(`--shard must be K/N with 1 ≤ K ≤ N, e.g. 1/4 (got "${value}").`)
   return {index, count}
 }
 
@@ -53,7 +57,9 @@ export function parseJsonObject(value: string, flag: string): string {
   try {
     parsed = JSON.parse(value)
   } catch (error) {
-    throw usageError(`${flag} is not valid JSON (${(error as Error).message}).`, [`Example: ${flag} '{"source": "backfill"}'`])
+    throw usageError(`${flag} is not valid JSON (${(error as Error).message}).`, [
+      `Example: ${flag} '{"source": "backfill"}'`,
+    ])
   }
 
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
@@ -72,20 +78,24 @@ export function parseDuration(value: string, flag: string, maxMs = 3_600_000): n
   const amount = Number(match[1])
   const factor = {ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000}[match[2] ?? 'ms'] ?? 1
   const ms = Math.round(amount * factor)
-  if (ms < 1 || ms > maxMs) throw usageError(`${flag} must be between 1ms and ${formatDuration(maxMs)} (got "${value}").`)
+  if (ms < 1 || ms > maxMs)
+    throw usageError(`${flag} must be between 1ms and ${formatDuration(maxMs)} (got "${value}").`)
   return ms
 }
 
-const formatDuration = (ms: number) => (ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms}ms`)
+const formatDuration = (ms: number) =>
+  ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms}ms`
 
 export function parseTaskInstanceId(value: string): string {
-  if (!taskInstanceIdPattern.test(value)) throw usageError(`--ti-id must be a task instance UUID (task_instance.id), got "${value}".`)
+  if (!taskInstanceIdPattern.test(value))
+    throw usageError(`--ti-id must be a task instance UUID (task_instance.id), got "${value}".`)
   return value.toLowerCase()
 }
 
 /** "0,10,100": a comma-separated list of whole numbers ≥ 0. */
 export function parseIntegerList(value: string, flag: string): number[] {
   const items = value.split(',').map((part) => part.trim())
-  if (items.some((item) => !/^\d+$/.test(item))) throw usageError(`${flag} must be comma-separated whole numbers, e.g. 0,10,100 (got "${value}").`)
+  if (items.some((item) => !/^\d+$/.test(item)))
+    throw usageError(`${flag} must be comma-separated whole numbers, e.g. 0,10,100 (got "${value}").`)
   return items.map(Number)
 }

@@ -9,7 +9,8 @@ export function prose(text: string): string {
   const out: string[] = []
   for (const line of lines) {
     const previous = out.at(-1)
-    const joinable = previous !== undefined && previous !== '' && line !== '' && !/^\s/.test(line) && !/^\s/.test(previous)
+    const joinable =
+      previous !== undefined && previous !== '' && line !== '' && !/^\s/.test(line) && !/^\s/.test(previous)
     if (joinable) out[out.length - 1] = `${previous} ${line}`
     else out.push(line)
   }

@@ -18,7 +18,11 @@ export function renderDoctor(report: DoctorReport, width?: number): string {
       ['partitioned timetables', capabilities ? yesNo(capabilities.partitionedTimetables) : null],
       [
         'queue shape',
-        capabilities ? (capabilities.queueShape === 'per_event' ? 'one row per event (3.4)' : 'one row per asset and DAG (upsert)') : null,
+        capabilities
+          ? capabilities.queueShape === 'per_event'
+            ? 'one row per event (3.4)'
+            : 'one row per asset and DAG (upsert)'
+          : null,
       ],
       [
         'consumers skipped',
@@ -67,7 +71,8 @@ export function renderDoctor(report: DoctorReport, width?: number): string {
     ),
   )
   const advice = report.settings.filter((s) => s.advice)
-  if (advice.length > 0) sections.push(advice.map((s) => `${s.level === 'warning' ? '!' : '-'} ${s.name}: ${s.advice}`).join('\n'))
+  if (advice.length > 0)
+    sections.push(advice.map((s) => `${s.level === 'warning' ? '!' : '-'} ${s.name}: ${s.advice}`).join('\n'))
   sections.push(`verdict: ${report.verdict}`)
   return sections.join('\n\n')
 }
@@ -76,8 +81,12 @@ const yesNo = (value: boolean) => (value ? 'yes' : 'no')
 
 function placementText(airflow: DoctorReport['airflow']): string {
   const behaviour =
-    airflow.behaviourVersion && !airflow.version?.startsWith(airflow.behaviourVersion) ? `; behaves as ${airflow.behaviourVersion}` : ''
-  if (airflow.placement === 'partly_migrated') return `${airflow.version}: an upgrade stopped between releases${behaviour}`
-  if (airflow.placement === 'assumed') return `${airflow.version}: head unknown to airlock, tables checked against --assume-version`
+    airflow.behaviourVersion && !airflow.version?.startsWith(airflow.behaviourVersion)
+      ? `; behaves as ${airflow.behaviourVersion}`
+      : ''
+  if (airflow.placement === 'partly_migrated')
+    return `${airflow.version}: an upgrade stopped between releases${behaviour}`
+  if (airflow.placement === 'assumed')
+    return `${airflow.version}: head unknown to airlock, tables checked against --assume-version`
   return `${airflow.version}${behaviour}`
 }

@@ -7,7 +7,14 @@ export interface EventAuditReport {
   counts: Record<AuditClass, number>
   findings: Finding[]
   omitted: number
-  fix: {dry_run: boolean; groups: GroupFix[]; removed: number; refused_consumed: number; refused_pending: number; skipped_busy: number} | null
+  fix: {
+    dry_run: boolean
+    groups: GroupFix[]
+    removed: number
+    refused_consumed: number
+    refused_pending: number
+    skipped_busy: number
+  } | null
 }
 
 export function renderEventAudit(report: EventAuditReport, width?: number): string {
@@ -37,7 +44,9 @@ export function renderEventAudit(report: EventAuditReport, width?: number): stri
 
   if (report.omitted) parts.push(`… ${report.omitted} more findings (--json, --ndjson or --format csv list them all)`)
   if (report.findings.some((f) => f.suggestion?.startsWith('airlock '))) {
-    parts.push('Run the commands under "next" with the same connection flags as this audit (--database-url, --env or --embedded).')
+    parts.push(
+      'Run the commands under "next" with the same connection flags as this audit (--database-url, --env or --embedded).',
+    )
   }
   if (report.fix) {
     const f = report.fix

@@ -116,7 +116,8 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
     ])
     .sort((a, b) => String(a[0]).localeCompare(String(b[0])))
   const parts: string[] = []
-  if (rows.length > 0) parts.push(renderTable(['task instance', 'outcome', 'events', 'queued', 'lock hold ms', 'total ms'], rows, {width}))
+  if (rows.length > 0)
+    parts.push(renderTable(['task instance', 'outcome', 'events', 'queued', 'lock hold ms', 'total ms'], rows, {width}))
   // Why refused items were refused: the table has no room for it, and it is what to act on.
   const explained = report.items.filter((item) => item.detail)
   if (explained.length > 0)
@@ -124,7 +125,9 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
       [
         'Why:',
         ...explained.slice(0, detailRows).map((item) => `  ${itemLabel(item)}: ${item.outcome}: ${item.detail}`),
-        ...(explained.length > detailRows ? [`  … and ${explained.length - detailRows} more (--json lists them all)`] : []),
+        ...(explained.length > detailRows
+          ? [`  … and ${explained.length - detailRows} more (--json lists them all)`]
+          : []),
       ].join('\n'),
     )
   if (report.omitted)
@@ -134,7 +137,10 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
   else if (report.output_file) parts.push(`Every item is in ${report.output_file}.`)
   const s = report.summary
   const counts = Object.entries(s)
-    .filter(([key, value]) => typeof value === 'number' && !['selected', 'events_created', 'runs_queued'].includes(key) && value > 0)
+    .filter(
+      ([key, value]) =>
+        typeof value === 'number' && !['selected', 'events_created', 'runs_queued'].includes(key) && value > 0,
+    )
     .map(([key, value]) => `${value} ${((s.dry_run && dryRunOutcomeNames[key]) || key).replaceAll('_', ' ')}`)
   parts.push(
     `${s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${plural(s.selected as number, noun)} selected: ` +

@@ -8,8 +8,15 @@ const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFix
 function tiLabel(node: LockNode): string {
   const ti = node.task_instance
   if (!ti) return ''
-  const name = ti.dag_id ? `${ti.dag_id}/${ti.run_id}/${ti.task_id}${ti.map_index !== null && ti.map_index >= 0 ? `[${ti.map_index}]` : ''}` : ti.id
-  const how = ti.source === 'application_name' ? '' : ti.source === 'tuple_lock' ? ' (guess: from its tuple lock)' : ' (guess: from its waiters)'
+  const name = ti.dag_id
+    ? `${ti.dag_id}/${ti.run_id}/${ti.task_id}${ti.map_index !== null && ti.map_index >= 0 ? `[${ti.map_index}]` : ''}`
+    : ti.id
+  const how =
+    ti.source === 'application_name'
+      ? ''
+      : ti.source === 'tuple_lock'
+        ? ' (guess: from its tuple lock)'
+        : ' (guess: from its waiters)'
   return ` · TI ${name}${how}`
 }
 
@@ -28,7 +35,8 @@ function line(node: LockNode, prefix: string): string {
 
 function renderTree(node: LockNode, indent = ''): string[] {
   const lines = [line(node, indent ? `${indent}└─ ` : '● ')]
-  if (node.terminate && node.blocked_below > 0) lines.push(`    to end this session (airlock never does): ${node.terminate};`)
+  if (node.terminate && node.blocked_below > 0)
+    lines.push(`    to end this session (airlock never does): ${node.terminate};`)
   for (const child of node.children) lines.push(...renderTree(child, indent + '   '))
   return lines
 }
@@ -36,9 +44,13 @@ function renderTree(node: LockNode, indent = ''): string[] {
 export function renderLockAudit(audit: LockAudit, width?: number): string {
   const parts: string[] = []
   const s = audit.sampling
-  parts.push(`airlock audit-locks: ${s.samples} sample(s) ${s.interval_ms} ms apart; trees from sample ${s.shown_sample}.`)
+  parts.push(
+    `airlock audit-locks: ${s.samples} sample(s) ${s.interval_ms} ms apart; trees from sample ${s.shown_sample}.`,
+  )
   if (audit.visibility.note) parts.push(`! ${audit.visibility.note}`)
-  parts.push(audit.trees.length === 0 ? 'No session is blocked.' : audit.trees.flatMap((tree) => renderTree(tree)).join('\n'))
+  parts.push(
+    audit.trees.length === 0 ? 'No session is blocked.' : audit.trees.flatMap((tree) => renderTree(tree)).join('\n'),
+  )
   if (audit.idle_in_transaction.length > 0) {
     parts.push(
       'Idle in transaction, holding task_instance row locks:\n' +
@@ -73,7 +85,9 @@ export function renderLockAudit(audit: LockAudit, width?: number): string {
       'Waits by task instance across the window:\n' +
         renderTable(
           ['task instance', 'samples', 'max', 'p95'],
-          audit.aggregates.by_task_instance.slice(0, 10).map((a) => [a.key, a.samples, seconds(a.max_wait_ms), seconds(a.p95_wait_ms)]),
+          audit.aggregates.by_task_instance
+            .slice(0, 10)
+            .map((a) => [a.key, a.samples, seconds(a.max_wait_ms), seconds(a.p95_wait_ms)]),
           {width},
         ),
     )
@@ -93,7 +107,12 @@ export function renderLockAudit(audit: LockAudit, width?: number): string {
 /** --ndjson: each session of the trees without its children (root_pid ties it to its tree), then the rest of the report. */
 export function lockAuditLines(audit: LockAudit): Array<Record<string, unknown>> {
   const sessions = audit.trees.flatMap((tree) =>
-    [...walk(tree)].map(({children, ...node}) => ({type: 'session', root_pid: tree.pid, children: children.map((child) => child.pid), ...node})),
+    [...walk(tree)].map(({children, ...node}) => ({
+      type: 'session',
+      root_pid: tree.pid,
+      children: children.map((child) => child.pid),
+      ...node,
+    })),
   )
   const {trees, ...rest} = audit
   return [...sessions, {type: 'summary', trees: trees.length, ...rest}]

@@ -8,11 +8,28 @@ export const maxInt4 = 2_147_483_647
 
 /** The selection flags, shared by every command that works on task instances. */
 export const selectionFlags = {
-  'ti-id': Flags.string({description: 'A task instance id (task_instance.id, a UUID). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
+  'ti-id': Flags.string({
+    description: 'A task instance id (task_instance.id, a UUID). Repeatable.',
+    multiple: true,
+    helpGroup: 'SELECTION',
+  }),
   'dag-id': Flags.string({description: 'Task instances of this DAG.', helpGroup: 'SELECTION'}),
-  'run-id': Flags.string({description: 'Task instances of this dag run (run_id). Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
-  'task-id': Flags.string({description: 'Task instances of this task. Repeatable.', multiple: true, helpGroup: 'SELECTION'}),
-  'map-index': Flags.integer({description: 'Only this map index (-1 for unmapped tasks).', min: -1, max: maxInt4, helpGroup: 'SELECTION'}),
+  'run-id': Flags.string({
+    description: 'Task instances of this dag run (run_id). Repeatable.',
+    multiple: true,
+    helpGroup: 'SELECTION',
+  }),
+  'task-id': Flags.string({
+    description: 'Task instances of this task. Repeatable.',
+    multiple: true,
+    helpGroup: 'SELECTION',
+  }),
+  'map-index': Flags.integer({
+    description: 'Only this map index (-1 for unmapped tasks).',
+    min: -1,
+    max: maxInt4,
+    helpGroup: 'SELECTION',
+  }),
   since: Flags.string({
     description: 'Runs whose run_after (logical date of scheduled runs) is at or after this ISO-8601 UTC time.',
     helpGroup: 'SELECTION',
@@ -24,11 +41,17 @@ export const selectionFlags = {
     helpGroup: 'SELECTION',
   }),
   'all-dags': Flags.boolean({
-    description: 'Mean it: a filter without --dag-id (only --since/--until, --task-id, --run-id) selects across every DAG.',
+    description:
+      'Mean it: a filter without --dag-id (only --since/--until, --task-id, --run-id) selects across every DAG.',
     default: false,
     helpGroup: 'SELECTION',
   }),
-  limit: Flags.integer({description: 'At most this many task instances.', min: 1, max: maxInt4, helpGroup: 'SELECTION'}),
+  limit: Flags.integer({
+    description: 'At most this many task instances.',
+    min: 1,
+    max: maxInt4,
+    helpGroup: 'SELECTION',
+  }),
   shard: Flags.string({
     description: 'K/N: only the K-th of N hash partitions, so N hosts can share one backfill without overlap.',
     helpGroup: 'SELECTION',

@@ -4,13 +4,23 @@ import {parseDuration} from './parseInput.js'
 
 /** The flags every batch writer shares (pacing, timeouts, dry run, confirmation, streaming. */
 export const writeFlags = {
-  concurrency: Flags.integer({description: 'Items in flight at once (one connection each).', default: 4, min: 1, max: 64, helpGroup: 'WRITING'}),
+  concurrency: Flags.integer({
+    description: 'Items in flight at once (one connection each).',
+    default: 4,
+    min: 1,
+    max: 64,
+    helpGroup: 'WRITING',
+  }),
   'lock-timeout': Flags.string({
     description: 'SET LOCAL lock_timeout per transaction; a longer lock wait is retried, then reported failed.',
     default: '5s',
     helpGroup: 'WRITING',
   }),
-  'statement-timeout': Flags.string({description: 'SET LOCAL statement_timeout per transaction.', default: '30s', helpGroup: 'WRITING'}),
+  'statement-timeout': Flags.string({
+    description: 'SET LOCAL statement_timeout per transaction.',
+    default: '30s',
+    helpGroup: 'WRITING',
+  }),
   'dry-run': Flags.boolean({
     description: 'Run every transaction, then roll it back: reports exactly what would happen.',
     default: false,
@@ -18,7 +28,8 @@ export const writeFlags = {
   }),
   yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', default: false, helpGroup: 'WRITING'}),
   actor: Flags.string({
-    description: "Who is acting, recorded as the owner of the rows airlock writes to Airflow's audit log (default: the OS user).",
+    description:
+      "Who is acting, recorded as the owner of the rows airlock writes to Airflow's audit log (default: the OS user).",
     helpGroup: 'WRITING',
   }),
   output: Flags.string({
@@ -35,7 +46,10 @@ export const writeFlags = {
   }),
 }
 
-export function timeoutsFromFlags(flags: {'lock-timeout': string; 'statement-timeout': string}): {lockTimeoutMs: number; statementTimeoutMs: number} {
+export function timeoutsFromFlags(flags: {'lock-timeout': string; 'statement-timeout': string}): {
+  lockTimeoutMs: number
+  statementTimeoutMs: number
+} {
   return {
     lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
     statementTimeoutMs: parseDuration(flags['statement-timeout'], '--statement-timeout'),

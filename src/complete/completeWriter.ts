@@ -1,7 +1,13 @@
 import {describeOutlet, type StoredState} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
-import {consumerDags, emitOutletEvents, emptyRegistration, queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
+import {
+  consumerDags,
+  emitOutletEvents,
+  emptyRegistration,
+  queueEventConsumers,
+  type Registration,
+} from '../protocol/eventRegistration.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {OutletEventInput} from '../selection/workItem.js'
 import type {AirflowStore} from '../store/airflowStore.js'
@@ -86,7 +92,12 @@ function mappedDownstream(dependants: readonly string[]): CompleteOutcome {
   }
 }
 
-type CompleteRegistration = Registration & {logId: number; clear?: ClearPlan; cleared?: ClearReport; stateCleared: number}
+type CompleteRegistration = Registration & {
+  logId: number
+  clear?: ClearPlan
+  cleared?: ClearReport
+  stateCleared: number
+}
 
 /**
  * `airlock complete` as a protocol writer: what Airflow's success path writes, in the same terms.
@@ -131,7 +142,12 @@ export function completeWriter(
               continue_run: {
                 dag_run_id: clear.run.id,
                 dag_run_previous_state: clear.run.state,
-                cleared: clear.targets.map((t) => ({ti_id: t.id, task_id: t.taskId, map_index: t.mapIndex, state: t.state})),
+                cleared: clear.targets.map((t) => ({
+                  ti_id: t.id,
+                  task_id: t.taskId,
+                  map_index: t.mapIndex,
+                  state: t.state,
+                })),
               },
             }
           : {}),
@@ -152,13 +168,19 @@ export function completeWriter(
           detail: `--end-date ${settings.endDate.toISOString()} is before this task instance's start_date ${ti.startDate.toISOString()}; --force-end-date records it anyway (duration 0)`,
         }
       }
-      if (ti.mappedDependants.length > 0 && !settings.allowMappedDownstream) return mappedDownstream(ti.mappedDependants)
+      if (ti.mappedDependants.length > 0 && !settings.allowMappedDownstream)
+        return mappedDownstream(ti.mappedDependants)
       const inactive = settings.strictOutlets && settings.emitEvents ? ti.outlets.filter((o) => !o.active) : []
       if (inactive.length === 0) return undefined
-      return {outcome: 'inactive_outlet', detail: `outlet assets not active: ${inactive.map(describeOutlet).join(', ')}`}
+      return {
+        outcome: 'inactive_outlet',
+        detail: `outlet assets not active: ${inactive.map(describeOutlet).join(', ')}`,
+      }
     },
     async register(tx, ti, input) {
-      const clear = settings.continueRun ? await planClear(store, tx, ti, settings.continueRun.behaviourVersion) : undefined
+      const clear = settings.continueRun
+        ? await planClear(store, tx, ti, settings.continueRun.behaviourVersion)
+        : undefined
       // [state_store] clear_on_success (3.3+): the success clears the task's stored state; before
       // the lock, like every other write of the registration, so it commits or vanishes with it.
       const stateCleared = store.capabilities.clearTaskStateOnSuccess ? await store.clearTaskState(tx, ti) : 0
@@ -170,7 +192,10 @@ export function completeWriter(
           clear,
           stateCleared,
         }
-      const emitted = await emitOutletEvents(store, tx, ti, {outletEvents: input.outletEvents, defaultExtra: settings.defaultExtra})
+      const emitted = await emitOutletEvents(store, tx, ti, {
+        outletEvents: input.outletEvents,
+        defaultExtra: settings.defaultExtra,
+      })
       const {logId} = await store.insertLogRow(
         tx,
         {...ti, owners: owner},

@@ -35,16 +35,35 @@ export interface ClearPlan {
 
 /** What the item reports and the audit row records. */
 export interface ClearReport {
-  cleared: Array<{ti_id: string; new_ti_id: string | null; task_id: string; map_index: number; previous_state: StoredState}>
+  cleared: Array<{
+    ti_id: string
+    new_ti_id: string | null
+    task_id: string
+    map_index: number
+    previous_state: StoredState
+  }>
   dag_run: {id: number; previous_state: string | null; state: string | null}
 }
 
-export async function planClear(store: AirflowStore, ex: Executor, ti: TaskInstanceContext, behaviourVersion: string): Promise<ClearPlan> {
+export async function planClear(
+  store: AirflowStore,
+  ex: Executor,
+  ti: TaskInstanceContext,
+  behaviourVersion: string,
+): Promise<ClearPlan> {
   const latest = taskGraph(await store.readLatestSerializedDag(ex, ti.dagId))
   const run = await store.readClearRun(ex, ti.dagRunId, {lock: false})
   if (!run) throw new Error(`the dag run ${ti.dagRunId} of task instance ${ti.id} is gone`)
   const touchActiveRun = compareVersions(behaviourVersion, '3.2.0') >= 0
-  const refused = (refusal: string): ClearPlan => ({run, taskIds: [], targets: [], retries: new Map(), refusal, touchActiveRun, warnings: []})
+  const refused = (refusal: string): ClearPlan => ({
+    run,
+    taskIds: [],
+    targets: [],
+    retries: new Map(),
+    refusal,
+    touchActiveRun,
+    warnings: [],
+  })
   if (!latest) return refused(`DAG ${ti.dagId} has no serialized DAG to read its downstream tasks from`)
   // Airflow's `get_task` raises for a task the latest DAG no longer has: the REST call fails.
   if (!latest.tasks.has(ti.taskId)) return refused(`the latest version of DAG ${ti.dagId} has no task ${ti.taskId}`)
@@ -82,7 +101,8 @@ export async function planClear(store: AirflowStore, ex: Executor, ti: TaskInsta
       `ExternalTaskMarker task instances would be cleared (${markers.map((t) => t.taskId).join(', ')}); Airflow 3.0 then clears the DAGs they point to as well, which airlock does not: clear them in Airflow`,
     )
   // Only when there is something to clear: with nothing, Airflow's `clear` returns before it.
-  const unversioned = targets.length > 0 && (run.createdDagVersionId === null || targets.some((t) => t.dagVersionId === null))
+  const unversioned =
+    targets.length > 0 && (run.createdDagVersionId === null || targets.some((t) => t.dagVersionId === null))
   if (compareVersions(behaviourVersion, '3.4.0') >= 0 && unversioned)
     return refused(
       'the run or a task instance to clear has no DAG version; Airflow 3.4 moves them onto the latest version when it clears, which airlock does not',
@@ -103,9 +123,15 @@ export async function planClear(store: AirflowStore, ex: Executor, ti: TaskInsta
 }
 
 /** Under the marked task instance's lock: the clear set and the run, locked in key order, must be as planned. */
-export async function recheckClear(store: AirflowStore, tx: Executor, ti: TaskInstanceContext, plan: ClearPlan): Promise<string | undefined> {
+export async function recheckClear(
+  store: AirflowStore,
+  tx: Executor,
+  ti: TaskInstanceContext,
+  plan: ClearPlan,
+): Promise<string | undefined> {
   const locked = await store.readClearTargets(tx, ti, plan.taskIds, {lock: true})
-  const describe = (targets: readonly ClearTarget[]) => targets.map((t) => `${t.taskId}[${t.mapIndex}]=${t.state ?? 'none'}`).join(', ')
+  const describe = (targets: readonly ClearTarget[]) =>
+    targets.map((t) => `${t.taskId}[${t.mapIndex}]=${t.state ?? 'none'}`).join(', ')
   if (describe(locked) !== describe(plan.targets) || locked.some((t, i) => t.id !== plan.targets[i]!.id))
     return `the task instances to clear changed since they were read (planned: ${describe(plan.targets) || 'none'}; now: ${describe(locked) || 'none'}); nothing was written, run it again`
   // The run is written only when something is cleared, so it is locked only then.
@@ -123,7 +149,8 @@ export async function applyClear(store: AirflowStore, tx: Executor, plan: ClearP
   )
   const newIds = new Map(cleared.map((c) => [c.oldId, c.newId]))
   // `clear` returns before `clear_task_instances` when nothing matched: the run is not touched.
-  const requeued = plan.targets.length > 0 && (await store.requeueDagRun(tx, plan.run.id, {touchActive: plan.touchActiveRun}))
+  const requeued =
+    plan.targets.length > 0 && (await store.requeueDagRun(tx, plan.run.id, {touchActive: plan.touchActiveRun}))
   return {
     cleared: plan.targets.map((t) => ({
       ti_id: t.id,

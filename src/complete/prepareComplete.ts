@@ -24,7 +24,10 @@ export interface CompleteRequest {
  * `airlock complete` made ready: the selection opened and counted, the writer built; running it
  * takes every item through the protocol, `concurrency` at a time, and counts them.
  */
-export async function prepareComplete(airflow: AirflowDatabase, request: CompleteRequest): Promise<PreparedBatch<ItemJson, CompleteOutcomeName>> {
+export async function prepareComplete(
+  airflow: AirflowDatabase,
+  request: CompleteRequest,
+): Promise<PreparedBatch<ItemJson, CompleteOutcomeName>> {
   const source = 'items' in request.selection ? request.selection : await openItemSource(airflow, request.selection)
   const {continueRun, ...settings} = request.settings
   const writer = completeWriter(airflow.store, {

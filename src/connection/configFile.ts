@@ -43,10 +43,31 @@ export interface ConfigFile {
   profiles: Map<string, FileProfile>
 }
 
-const stringKeys = ['url', 'host', 'user', 'database', 'sslmode', 'sslrootcert', 'sslcert', 'sslkey', 'password_env', 'password'] as const
+const stringKeys = [
+  'url',
+  'host',
+  'user',
+  'database',
+  'sslmode',
+  'sslrootcert',
+  'sslcert',
+  'sslkey',
+  'password_env',
+  'password',
+] as const
 const profileKeys: readonly string[] = [...stringKeys, 'port']
 /** The keys that spell out what `url` already says: one form or the other. */
-const partKeys = ['host', 'port', 'user', 'database', 'password', 'sslmode', 'sslrootcert', 'sslcert', 'sslkey'] as const
+const partKeys = [
+  'host',
+  'port',
+  'user',
+  'database',
+  'password',
+  'sslmode',
+  'sslrootcert',
+  'sslcert',
+  'sslkey',
+] as const
 
 /** `$AIRLOCK_CONFIG`, else `$XDG_CONFIG_HOME/airlock/config.toml`, else `~/.config/airlock/config.toml`. */
 export function configLocation(environment: NodeJS.ProcessEnv): ConfigLocation {
@@ -64,7 +85,10 @@ export function displayPath(file: string): string {
 }
 
 /** The file at `location`, parsed and checked; undefined when there is none. */
-export async function readConfigFile(location: ConfigLocation, warn: (message: string) => void): Promise<ConfigFile | undefined> {
+export async function readConfigFile(
+  location: ConfigLocation,
+  warn: (message: string) => void,
+): Promise<ConfigFile | undefined> {
   const shown = displayPath(location.path)
   let text: string
   try {
@@ -82,7 +106,9 @@ export async function readConfigFile(location: ConfigLocation, warn: (message: s
     if (!(error instanceof TomlError)) throw error
     // Only the first line of the parser's message: the rest quotes the file, password and all.
     const reason = error.message.split('\n')[0]!.replace(/^Invalid TOML document: /, '')
-    throw usageError(`${shown} line ${error.line}, column ${error.column}: ${reason}.`, ['Fix the TOML syntax there (https://toml.io).'])
+    throw usageError(`${shown} line ${error.line}, column ${error.column}: ${reason}.`, [
+      'Fix the TOML syntax there (https://toml.io).',
+    ])
   }
 
   const profiles = checkDocument(document, shown)
@@ -98,7 +124,8 @@ export async function readConfigFile(location: ConfigLocation, warn: (message: s
 
 function checkDocument(document: Record<string, unknown>, shown: string): Map<string, FileProfile> {
   for (const key of Object.keys(document)) {
-    if (key !== 'profiles') throw usageError(`${shown}: unknown key "${key}" (the file holds only [profiles.NAME] tables).`)
+    if (key !== 'profiles')
+      throw usageError(`${shown}: unknown key "${key}" (the file holds only [profiles.NAME] tables).`)
   }
 
   const profiles = new Map<string, FileProfile>()
@@ -123,7 +150,8 @@ function checkProfile(table: Record<string, unknown>, where: string): FileProfil
 
       port = value
     } else if ((stringKeys as readonly string[]).includes(key)) {
-      if (typeof value !== 'string' || value === '') throw usageError(`${where}: ${key} must be a non-empty string in quotes.`)
+      if (typeof value !== 'string' || value === '')
+        throw usageError(`${where}: ${key} must be a non-empty string in quotes.`)
       strings[key as (typeof stringKeys)[number]] = value
     } else {
       throw usageError(`${where}: unknown key "${key}".`, [`A profile takes: ${profileKeys.join(', ')}.`])
@@ -131,8 +159,13 @@ function checkProfile(table: Record<string, unknown>, where: string): FileProfil
   }
 
   const {sslmode, ...rest} = strings
-  if (sslmode !== undefined && !isSslMode(sslmode)) throw usageError(`${where}: sslmode "${sslmode}" is not one of ${sslModes.join(', ')}.`)
-  const profile: FileProfile = {...rest, ...(port === undefined ? {} : {port}), ...(sslmode === undefined ? {} : {sslmode})}
+  if (sslmode !== undefined && !isSslMode(sslmode))
+    throw usageError(`${where}: sslmode "${sslmode}" is not one of ${sslModes.join(', ')}.`)
+  const profile: FileProfile = {
+    ...rest,
+    ...(port === undefined ? {} : {port}),
+    ...(sslmode === undefined ? {} : {sslmode}),
+  }
 
   if (profile.url !== undefined) {
     const both = partKeys.filter((key) => profile[key] !== undefined)
@@ -146,7 +179,9 @@ function checkProfile(table: Record<string, unknown>, where: string): FileProfil
   }
 
   if (profile.password_env !== undefined && holdsWrittenPassword(profile)) {
-    throw usageError(`${where}: a password is written in the profile and password_env names another; keep only password_env.`)
+    throw usageError(
+      `${where}: a password is written in the profile and password_env names another; keep only password_env.`,
+    )
   }
 
   return profile

@@ -26,8 +26,16 @@ const fromSandbox = async (): Promise<string | undefined> => {
 
 export const environments: BuiltInProfiles & Record<string, {client: 'pg'}> = {
   sandbox: {client: 'pg', connection: fromSandbox, missing: 'Create the sandbox first: airlock sandbox start.'},
-  test: {client: 'pg', connection: () => process.env.AIRLOCK_TEST_DATABASE_URL, missing: 'Set AIRLOCK_TEST_DATABASE_URL.'},
-  pgenv: {client: 'pg', connection: fromPgEnvironment, missing: 'Set PGHOST, PGUSER or PGDATABASE (and PGPORT, PGPASSWORD as needed).'},
+  test: {
+    client: 'pg',
+    connection: () => process.env.AIRLOCK_TEST_DATABASE_URL,
+    missing: 'Set AIRLOCK_TEST_DATABASE_URL.',
+  },
+  pgenv: {
+    client: 'pg',
+    connection: fromPgEnvironment,
+    missing: 'Set PGHOST, PGUSER or PGDATABASE (and PGPORT, PGPASSWORD as needed).',
+  },
 }
 
 export const environmentNames = Object.keys(environments)

@@ -28,7 +28,13 @@ export async function openDatabase(connection: ResolvedConnection, options: Open
   }
 }
 
-function classifyConnectError(error: unknown, engine: Engine, target: string, source: string, scrub: (t: string) => string): Error {
+function classifyConnectError(
+  error: unknown,
+  engine: Engine,
+  target: string,
+  source: string,
+  scrub: (t: string) => string,
+): Error {
   if (error instanceof AirlockError) return error
   const message = scrub(error instanceof Error ? error.message : String(error))
   const {kind, connectTimeout} = engine.classify(error)
@@ -38,7 +44,9 @@ function classifyConnectError(error: unknown, engine: Engine, target: string, so
     return unreachableError(
       `Cannot connect to ${engine.displayName} at ${target} (from ${source}): ${why}`,
       [
-        ...(advice?.actions ?? ['Check that the server is running and that host, port, database, user and password are right.']),
+        ...(advice?.actions ?? [
+          'Check that the server is running and that host, port, database, user and password are right.',
+        ]),
         'airlock doctor shows which connection setting is in use.',
       ],
       error,

@@ -43,20 +43,25 @@ export async function resolveProfile(
   const location = configLocation(environment)
   const file = await readConfigFile(location, warn)
   if (!file && location.chosenBy === 'AIRLOCK_CONFIG') {
-    throw usageError(`AIRLOCK_CONFIG names ${location.path}, which does not exist.`, [exampleAction(name), 'Or unset AIRLOCK_CONFIG.'])
+    throw usageError(`AIRLOCK_CONFIG names ${location.path}, which does not exist.`, [
+      exampleAction(name),
+      'Or unset AIRLOCK_CONFIG.',
+    ])
   }
 
   const fromFile = file?.profiles.get(name)
   if (file && fromFile) {
     const source = `profile "${name}" (${displayPath(file.path)})` as const
-    if (holdsWrittenPassword(fromFile)) warn(`${source} has its password written in the file; name a variable with password_env, or use ~/.pgpass`)
+    if (holdsWrittenPassword(fromFile))
+      warn(`${source} has its password written in the file; name a variable with password_env, or use ~/.pgpass`)
     return {url: profileUrl(fromFile, source, environment), source}
   }
 
   const builtIn = Object.hasOwn(builtIns, name) ? builtIns[name] : undefined
   if (builtIn) {
     const connection = typeof builtIn.connection === 'function' ? await builtIn.connection() : builtIn.connection
-    if (!connection) throw usageError(`The built-in profile "${name}" finds no connection.`, builtIn.missing ? [builtIn.missing] : [])
+    if (!connection)
+      throw usageError(`The built-in profile "${name}" finds no connection.`, builtIn.missing ? [builtIn.missing] : [])
     const source = `profile "${name}" (built in)` as const
     return {url: toDatabaseUrl(connection, source), source}
   }
@@ -96,7 +101,8 @@ function profileUrl(profile: FileProfile, origin: string, environment: NodeJS.Pr
   const auth = user || password ? `${user}${password ? `:${encodeURIComponent(password)}` : ''}@` : ''
   const address = host.includes(':') ? `[${host}]` : host
   const query = new URLSearchParams()
-  for (const key of ['sslmode', 'sslrootcert', 'sslcert', 'sslkey'] as const) if (profile[key]) query.set(key, profile[key])
+  for (const key of ['sslmode', 'sslrootcert', 'sslcert', 'sslkey'] as const)
+    if (profile[key]) query.set(key, profile[key])
   const database = profile.database === undefined ? '' : encodeURIComponent(profile.database)
   const search = query.size > 0 ? `?${query.toString()}` : ''
   return toDatabaseUrl(`postgresql://${auth}${address}:${profile.port ?? 5432}/${database}${search}`, origin)
@@ -108,12 +114,14 @@ function unknownProfile(name: string, location: ConfigLocation, file: ConfigFile
   const close = closeMatches(name, [...new Set([...fileNames, ...builtInNames])])
   const guess = close.length > 0 ? [`Did you mean ${close.join(', ')}?`] : []
   if (!file) {
-    const rule = location.chosenBy === 'the default' ? 'AIRLOCK_CONFIG or XDG_CONFIG_HOME would choose another' : `from ${location.chosenBy}`
-    return usageError(`No profile "${name}": there is no configuration file at ${shown} (${rule}), and no built-in profile of that name.`, [
-      ...guess,
-      exampleAction(name),
-      `Built-in profiles: ${builtInNames.join(', ')}.`,
-    ])
+    const rule =
+      location.chosenBy === 'the default'
+        ? 'AIRLOCK_CONFIG or XDG_CONFIG_HOME would choose another'
+        : `from ${location.chosenBy}`
+    return usageError(
+      `No profile "${name}": there is no configuration file at ${shown} (${rule}), and no built-in profile of that name.`,
+      [...guess, exampleAction(name), `Built-in profiles: ${builtInNames.join(', ')}.`],
+    )
   }
 
   return usageError(`No profile "${name}" in ${shown}, nor among the built-in ones.`, [

@@ -23,8 +23,11 @@ export async function resolveConnection(
   warn: (message: string) => void = () => undefined,
 ): Promise<ResolvedConnection> {
   if (request.env !== undefined)
-    warn(`--env is deprecated; use --profile ${request.env} (the same names, and the profiles of the configuration file)`)
-  if (request.databaseUrl) return {url: toDatabaseUrl(request.databaseUrl, '--database-url'), source: 'flag --database-url'}
+    warn(
+      `--env is deprecated; use --profile ${request.env} (the same names, and the profiles of the configuration file)`,
+    )
+  if (request.databaseUrl)
+    return {url: toDatabaseUrl(request.databaseUrl, '--database-url'), source: 'flag --database-url'}
 
   const fromAirlock = environment.AIRLOCK_DATABASE_URL
   if (fromAirlock) return {url: toDatabaseUrl(fromAirlock, 'AIRLOCK_DATABASE_URL'), source: 'AIRLOCK_DATABASE_URL'}
@@ -37,7 +40,10 @@ export async function resolveConnection(
 
   const fromAirflow = environment.AIRFLOW__DATABASE__SQL_ALCHEMY_CONN
   if (fromAirflow) {
-    return {url: toDatabaseUrl(fromAirflow, 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'), source: 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'}
+    return {
+      url: toDatabaseUrl(fromAirflow, 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'),
+      source: 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN',
+    }
   }
 
   throw usageError('No database to connect to.', [

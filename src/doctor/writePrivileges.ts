@@ -14,7 +14,12 @@ const table = (object: string, privilege: PrivilegeCheck['privilege'], neededBy:
   privilege,
   neededBy,
 })
-const sequence = (object: string, neededBy: string): NeededPrivilege => ({object: `public.${object}`, kind: 'sequence', privilege: 'USAGE', neededBy})
+const sequence = (object: string, neededBy: string): NeededPrivilege => ({
+  object: `public.${object}`,
+  kind: 'sequence',
+  privilege: 'USAGE',
+  neededBy,
+})
 
 export const neededPrivileges: readonly NeededPrivilege[] = [
   table('task_instance', 'SELECT', 'every command'),

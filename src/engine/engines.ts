@@ -23,10 +23,13 @@ export function engineFor(url: string, origin = 'The database URL'): Engine {
     case 'mysql':
     case 'mariadb':
       // Airflow runs on MySQL 8 too; airlock's statements and lock monitoring are PostgreSQL's so far.
-      throw unsupportedSchemaError(`${origin} points at MySQL, which airlock does not support yet: it works on PostgreSQL only.`, [
-        'Run airlock against an Airflow metadata database on PostgreSQL.',
-      ])
+      throw unsupportedSchemaError(
+        `${origin} points at MySQL, which airlock does not support yet: it works on PostgreSQL only.`,
+        ['Run airlock against an Airflow metadata database on PostgreSQL.'],
+      )
     default:
-      throw usageError(`${origin} uses the scheme "${scheme ?? '(none)'}:"; expected postgresql:// (or postgresql+psycopg2:// from Airflow).`)
+      throw usageError(
+        `${origin} uses the scheme "${scheme ?? '(none)'}:"; expected postgresql:// (or postgresql+psycopg2:// from Airflow).`,
+      )
   }
 }

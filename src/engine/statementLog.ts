@@ -42,7 +42,12 @@ export function logTextOnce(log: StatementLog, statement: Statement): void {
  * Runs one round trip and logs `<event> <ms> [<detail>]` when it returns, or `<event> <ms>
  * failed (<code>)` when it throws (the error is rethrown untouched).
  */
-export async function logRoundTrip<T>(log: StatementLog, event: string, run: () => Promise<T>, detail?: (result: T) => string): Promise<T> {
+export async function logRoundTrip<T>(
+  log: StatementLog,
+  event: string,
+  run: () => Promise<T>,
+  detail?: (result: T) => string,
+): Promise<T> {
   const started = performance.now()
   try {
     const result = await run()

@@ -74,13 +74,19 @@ class RollbackWith<O> extends Error {
 export async function runTransaction<O>(db: Database, work: TransactionWork<O>): Promise<TransactionResult<O>> {
   const started = performance.now()
   const policy = work.retry ?? defaultRetryPolicy
-  const done = (result: O | Failed, attempts: number): TransactionResult<O> => ({result, attempts, totalMs: performance.now() - started})
+  const done = (result: O | Failed, attempts: number): TransactionResult<O> => ({
+    result,
+    attempts,
+    totalMs: performance.now() - started,
+  })
   for (let attempt = 1; ; attempt++) {
     const attemptStarted = performance.now()
     for (;;) {
       const remainingMs = work.locals.lockTimeoutMs - (performance.now() - attemptStarted)
       const sliced = work.lockSliceMs !== undefined && work.lockSliceMs < remainingMs
-      const locals = sliced ? {...work.locals, lockTimeoutMs: work.lockSliceMs!} : {...work.locals, lockTimeoutMs: Math.max(1, remainingMs)}
+      const locals = sliced
+        ? {...work.locals, lockTimeoutMs: work.lockSliceMs!}
+        : {...work.locals, lockTimeoutMs: Math.max(1, remainingMs)}
       const step = await attemptOnce(db, work, attempt, work.lockSliceMs === undefined ? work.locals : locals)
       if ('done' in step) return done(step.done, attempt)
       // A slice expired with budget left: roll back (done) and start again with fresh statements.
@@ -98,7 +104,12 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
 type AttemptStep<O> = {done: O | Failed} | {kind: ErrorClass; code: string | null; reason: string; retryable: boolean}
 
 /** One transaction of the work: its outcome, or why it failed and whether that is worth retrying. */
-async function attemptOnce<O>(db: Database, work: TransactionWork<O>, attempt: number, locals: TransactionLocals): Promise<AttemptStep<O>> {
+async function attemptOnce<O>(
+  db: Database,
+  work: TransactionWork<O>,
+  attempt: number,
+  locals: TransactionLocals,
+): Promise<AttemptStep<O>> {
   let committing: O | undefined
   work.beginAttempt?.(attempt)
   try {
@@ -133,11 +144,22 @@ async function attemptOnce<O>(db: Database, work: TransactionWork<O>, attempt: n
     const {kind, code} = db.classify(error)
     const reason = error instanceof Error ? error.message : String(error)
     if (committing !== undefined) return {done: await resolveLostCommit(db, work, committing, code, reason)}
-    return {kind, code, reason, retryable: kind === 'retryable' || kind === 'lock_timeout' || work.retryAlso?.(error) === true}
+    return {
+      kind,
+      code,
+      reason,
+      retryable: kind === 'retryable' || kind === 'lock_timeout' || work.retryAlso?.(error) === true,
+    }
   }
 }
 
-async function resolveLostCommit<O>(db: Database, work: TransactionWork<O>, outcome: O, code: string | null, reason: string): Promise<O | Failed> {
+async function resolveLostCommit<O>(
+  db: Database,
+  work: TransactionWork<O>,
+  outcome: O,
+  code: string | null,
+  reason: string,
+): Promise<O | Failed> {
   try {
     if (await work.wasCommitted(db.executor, outcome)) return outcome
     return {

@@ -39,7 +39,8 @@ export async function exportEvents(
     }
 
     if (page.length > 0) onPage(exported)
-    if (page.length < exportPageSize) return {exported, firstId, lastId: exported > 0 ? afterId : null, readerClosed: false}
+    if (page.length < exportPageSize)
+      return {exported, firstId, lastId: exported > 0 ? afterId : null, readerClosed: false}
   }
 }
 

@@ -42,8 +42,13 @@ export function createProgress(options: {
     const seconds = (Date.now() - since.at) / 1000
     const perSecond = seconds > 0 ? (done - since.done) / seconds : 0
     const rate =
-      seconds > 0 && done > since.done ? ` · ${perSecond >= 100 ? Math.round(perSecond).toLocaleString('en-US') : perSecond.toFixed(1)}/s` : ''
-    const eta = options.total !== null && perSecond > 0 && done < options.total ? ` · ETA ${formatSeconds((options.total - done) / perSecond)}` : ''
+      seconds > 0 && done > since.done
+        ? ` · ${perSecond >= 100 ? Math.round(perSecond).toLocaleString('en-US') : perSecond.toFixed(1)}/s`
+        : ''
+    const eta =
+      options.total !== null && perSecond > 0 && done < options.total
+        ? ` · ETA ${formatSeconds((options.total - done) / perSecond)}`
+        : ''
     const of = options.total === null ? '' : `/${options.total}`
     return `${options.label}: ${done}${of}${detail ? ` · ${detail}` : ''}${rate}${eta}`
   }
@@ -59,7 +64,8 @@ export function createProgress(options: {
     const text = () => (status ? `${last}\n  ${status}` : last)
     void import('ora').then(({default: ora}) => {
       // ora colours the frame cyan through chalk, which ignores NO_COLOR: colour is decided here.
-      if (!stopped) spinner = ora({text: text(), stream, discardStdin: false, ...(colorAllowed() ? {} : {color: false})}).start()
+      if (!stopped)
+        spinner = ora({text: text(), stream, discardStdin: false, ...(colorAllowed() ? {} : {color: false})}).start()
     })
     return {
       update: (done, detail) => {

@@ -10,9 +10,17 @@ export interface TableOptions {
 /** Narrowest a column is cut to while fitting a width (its header may be cut too). */
 const minColumn = 6
 
-export function renderTable(headers: string[], rows: Array<Array<string | number | null | undefined>>, options: TableOptions = {}): string {
-  const cells = rows.map((row) => row.map((cell) => (cell === null || cell === undefined ? '-' : String(cell).replace(/\s*\n\s*/g, ' '))))
-  const widths = headers.map((header, column) => Math.max(header.length, ...cells.map((row) => row[column]?.length ?? 0)))
+export function renderTable(
+  headers: string[],
+  rows: Array<Array<string | number | null | undefined>>,
+  options: TableOptions = {},
+): string {
+  const cells = rows.map((row) =>
+    row.map((cell) => (cell === null || cell === undefined ? '-' : String(cell).replace(/\s*\n\s*/g, ' '))),
+  )
+  const widths = headers.map((header, column) =>
+    Math.max(header.length, ...cells.map((row) => row[column]?.length ?? 0)),
+  )
   if (options.width) fit(widths, options.width)
   const line = (values: string[]) =>
     values
@@ -35,9 +43,12 @@ function fit(widths: number[], width: number): void {
   }
 }
 
-const cut = (value: string, width: number) => (value.length <= width ? value : `${value.slice(0, Math.max(0, width - 1))}…`)
+const cut = (value: string, width: number) =>
+  value.length <= width ? value : `${value.slice(0, Math.max(0, width - 1))}…`
 
 export function renderKeyValues(pairs: Array<[string, string | number | boolean | null | undefined]>): string {
   const width = Math.max(...pairs.map(([key]) => key.length))
-  return pairs.map(([key, value]) => `${key.padEnd(width)}  ${value === null || value === undefined ? '-' : String(value)}`).join('\n')
+  return pairs
+    .map(([key, value]) => `${key.padEnd(width)}  ${value === null || value === undefined ? '-' : String(value)}`)
+    .join('\n')
 }

@@ -1,7 +1,14 @@
 import {activeOutlets, describeOutlet, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import type {OutletEventInput} from '../selection/workItem.js'
-import type {AirflowStore, ConsumerDecision, InsertedEvent, LogSubject, NewAssetEvent, RegisteredEvent} from '../store/airflowStore.js'
+import type {
+  AirflowStore,
+  ConsumerDecision,
+  InsertedEvent,
+  LogSubject,
+  NewAssetEvent,
+  RegisteredEvent,
+} from '../store/airflowStore.js'
 
 export interface Registration {
   events: InsertedEvent[]
@@ -82,11 +89,16 @@ export async function emitOutletEvents(
         : o.name === named || o.uri === named
     const outlet = active.find(matches)
     if (!outlet) {
-      warnings.push(`outlet_events names ${describeTarget(entry.asset)}, which is not an active outlet of ${where}: ignored`)
+      warnings.push(
+        `outlet_events names ${describeTarget(entry.asset)}, which is not an active outlet of ${where}: ignored`,
+      )
       continue
     }
 
-    const payload = {extra: entry.extra ? JSON.stringify(entry.extra) : input.defaultExtra, partitionKeys: entry.partitionKeys ?? [null]}
+    const payload = {
+      extra: entry.extra ? JSON.stringify(entry.extra) : input.defaultExtra,
+      partitionKeys: entry.partitionKeys ?? [null],
+    }
     // Before 3.3 the last entry for an asset gives its extra; from 3.3 every entry is an event.
     payloads.set(outlet.assetId, perEventKeys ? [...(payloads.get(outlet.assetId) ?? []), payload] : [payload])
   }
@@ -94,7 +106,11 @@ export async function emitOutletEvents(
   const silent = [{extra: input.defaultExtra, partitionKeys: [null]}]
   const events: NewAssetEvent[] = active.flatMap((o) =>
     (payloads.get(o.assetId) ?? silent).flatMap((payload) =>
-      payload.partitionKeys.map((key) => ({assetId: o.assetId, extra: payload.extra, partitionKey: key ?? ti.partitionKey})),
+      payload.partitionKeys.map((key) => ({
+        assetId: o.assetId,
+        extra: payload.extra,
+        partitionKey: key ?? ti.partitionKey,
+      })),
     ),
   )
   const groups = await aliasEmissions(store, tx, ti, aliasEntries, input.defaultExtra)
@@ -103,7 +119,9 @@ export async function emitOutletEvents(
   const declaredInUse = ti.outletsFrom === 'serialized_dag' ? [...new Set(groups.flatMap((g) => g.aliases))].sort() : []
   const resolved = await store.ensureAliasAssets(
     tx,
-    groups.flatMap((g) => g.aliases.map((aliasName) => ({aliasName, assetName: g.name, assetUri: g.uri, assetExtra: g.assetExtra}))),
+    groups.flatMap((g) =>
+      g.aliases.map((aliasName) => ({aliasName, assetName: g.name, assetUri: g.uri, assetExtra: g.assetExtra})),
+    ),
     declaredInUse,
   )
   const aliasIds = new Map(resolved.map((r) => [`${r.aliasName}\u0000${r.assetName}\u0000${r.assetUri}`, r]))
@@ -114,7 +132,9 @@ export async function emitOutletEvents(
       return []
     }
 
-    return [{assetId: ids[0]!.assetId, extra: g.extra, partitionKey: ti.partitionKey, aliasIds: ids.map((r) => r.aliasId)}]
+    return [
+      {assetId: ids[0]!.assetId, extra: g.extra, partitionKey: ti.partitionKey, aliasIds: ids.map((r) => r.aliasId)},
+    ]
   })
 
   const inserted = await store.insertAssetEvents(tx, ti, [...events, ...groupEvents])
@@ -250,7 +270,12 @@ export function consumerDags(consumers: readonly ConsumerDecision[], kind: Consu
  * (3.3 fan-out). From 3.3 a key-less event that partition-aware DAGs listen to is logged as
  * `_queue_partitioned_dags` logs it (missingPartitionKeyRows).
  */
-export async function queueEventConsumers(store: AirflowStore, tx: Executor, ti: TaskInstanceContext, emitted: EmittedEvents): Promise<Registration> {
+export async function queueEventConsumers(
+  store: AirflowStore,
+  tx: Executor,
+  ti: TaskInstanceContext,
+  emitted: EmittedEvents,
+): Promise<Registration> {
   const {events: inserted, aliasesOfEvent} = emitted
   const warnings = [...emitted.warnings]
   const byKey = new Map<string | null, InsertedEvent[]>()
@@ -322,7 +347,11 @@ function missingPartitionKeyRows(
   return events.flatMap((event) => {
     const aliases = aliasesOfEvent.get(event.eventId) ?? []
     const dags = [
-      ...new Set(listening.filter((d) => d.assetId === event.assetId && (d.aliasId === null || aliases.includes(d.aliasId))).map((d) => d.dagId)),
+      ...new Set(
+        listening
+          .filter((d) => d.assetId === event.assetId && (d.aliasId === null || aliases.includes(d.aliasId)))
+          .map((d) => d.dagId),
+      ),
     ].sort()
     if (dags.length === 0) return []
     const list = `[${dags.map((dag) => `'${dag}'`).join(', ')}]`

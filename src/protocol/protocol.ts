@@ -1,6 +1,12 @@
 import {performance} from 'node:perf_hooks'
 
-import {describeRef, formatKey, type StoredState, type TaskInstanceContext, type TaskInstanceRef} from '../airflow/taskInstance.js'
+import {
+  describeRef,
+  formatKey,
+  type StoredState,
+  type TaskInstanceContext,
+  type TaskInstanceRef,
+} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import type {RetryPolicy} from '../engine/retry.js'
 import {runTransaction, type Decision, type Failed} from '../engine/transaction.js'
@@ -37,12 +43,22 @@ export interface Writer<O extends {outcome: string}, Input, Registration, Receip
    */
   decideAfterRegistering?(registration: Registration): O | undefined
   /** Step 4: 'commit' to apply, or the outcome to roll back with. Decides on the LOCKED state only. */
-  decideUnderLock(tx: Executor, lockedState: StoredState, ti: TaskInstanceContext, registration: Registration): Promise<'commit' | O>
+  decideUnderLock(
+    tx: Executor,
+    lockedState: StoredState,
+    ti: TaskInstanceContext,
+    registration: Registration,
+  ): Promise<'commit' | O>
   /** Step 4, commit branch: the state change; returns what proves it committed. */
   apply(tx: Executor, ti: TaskInstanceContext, registration: Registration): Promise<Receipt>
   committed: O
   /** What the item reports: counts, notes, and anything else the writer did (`report`, merged into the item's JSON). */
-  counts(registration: Registration): {events: number; queued: number; warnings: string[]; report?: Record<string, unknown> | undefined}
+  counts(registration: Registration): {
+    events: number
+    queued: number
+    warnings: string[]
+    report?: Record<string, unknown> | undefined
+  }
   /** After a connection lost during COMMIT: did it commit? Asked on a fresh pooled connection. */
   wasCommitted(ex: Executor, ti: TaskInstanceContext, registration: Registration, receipt: Receipt): Promise<boolean>
 }
@@ -186,13 +202,17 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
         // Gone by id between the read and the lock: a new try (new id) or a deleted run. Read it
         // again by key from the start; what was registered for the old try rolls back.
         current = {key: {dagId: ti.dagId, runId: ti.runId, taskId: ti.taskId, mapIndex: ti.mapIndex}}
-        throw new RetryFromStart('the task instance got a new try (a new id) between the unlocked read and the lock, on every attempt')
+        throw new RetryFromStart(
+          'the task instance got a new try (a new id) between the unlocked read and the lock, on every attempt',
+        )
       }
       if (locked.tryNumber !== ti.tryNumber) throw new RetryFromStart()
-      const decision = await writer.decideUnderLock(tx, locked.state, ti, registration as Registration).catch((error: unknown) => {
-        if (error instanceof RetryFromStart) lastRetry = error
-        throw error
-      })
+      const decision = await writer
+        .decideUnderLock(tx, locked.state, ti, registration as Registration)
+        .catch((error: unknown) => {
+          if (error instanceof RetryFromStart) lastRetry = error
+          throw error
+        })
       if (decision !== 'commit') return {rollback: decision}
       receipt = await writer.apply(tx, ti, registration as Registration)
       // COMMIT here rather than after returning, so the hold clock stops when the server answers.
@@ -209,7 +229,11 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
 
   const {attempts, totalMs} = transacted
   let result: ProtocolOutcome<O> = transacted.result
-  if (result.outcome === 'failed' && lastRetry?.outcomeWhenExhausted && (result as Failed).message === lastRetry.message)
+  if (
+    result.outcome === 'failed' &&
+    lastRetry?.outcomeWhenExhausted &&
+    (result as Failed).message === lastRetry.message
+  )
     result = lastRetry.outcomeWhenExhausted as O
   // A lock timeout names who held the row (best effort: it may have let go since).
   const failed = result.outcome === 'failed' ? (result as Failed) : undefined
@@ -226,7 +250,9 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   // flight keeps what the attempt measured.
   const failedBeforeCommit = result.outcome === 'failed' && !commitIssued
   const counts: ReturnType<typeof writer.counts> =
-    registration === undefined || failedBeforeCommit ? {events: 0, queued: 0, warnings: []} : writer.counts(registration)
+    registration === undefined || failedBeforeCommit
+      ? {events: 0, queued: 0, warnings: []}
+      : writer.counts(registration)
   // A failed item names its task instance: from any attempt's read, or read now on a fresh
   // connection when every attempt failed before reading it (best effort: the server may be gone).
   let named = ti ?? known
@@ -236,7 +262,16 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
 
   return {
     ref,
-    ti: named ? {id: named.id, dagId: named.dagId, runId: named.runId, taskId: named.taskId, mapIndex: named.mapIndex, state: named.state} : null,
+    ti: named
+      ? {
+          id: named.id,
+          dagId: named.dagId,
+          runId: named.runId,
+          taskId: named.taskId,
+          mapIndex: named.mapIndex,
+          state: named.state,
+        }
+      : null,
     result,
     events: written ? counts.events : 0,
     queued: written ? counts.queued : 0,
@@ -247,7 +282,8 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
       lockHoldMs: lockedAt === undefined ? 0 : (settledAt ?? performance.now()) - lockedAt,
       // From the first registration statement (the events' clock_timestamp) to COMMIT returning.
       // Null in a dry run too: nothing was committed, so no event existed uncommitted for anyone.
-      stampToCommitMs: written && !options.dryRun && stampedAt !== undefined && settledAt !== undefined ? settledAt - stampedAt : null,
+      stampToCommitMs:
+        written && !options.dryRun && stampedAt !== undefined && settledAt !== undefined ? settledAt - stampedAt : null,
       totalMs,
     },
     attempts,

@@ -45,13 +45,17 @@ export class Checkpoint {
     if (!file) return new Checkpoint(null, empty)
     const text = await fs
       .readFile(file, 'utf8')
-      .catch((error: unknown) => ((error as NodeJS.ErrnoException).code === 'ENOENT' ? null : Promise.reject(error as Error)))
+      .catch((error: unknown) =>
+        (error as NodeJS.ErrnoException).code === 'ENOENT' ? null : Promise.reject(error as Error),
+      )
     if (text === null) {
       // Written now, so an unwritable path is a usage error before anything else happens.
       const checkpoint = new Checkpoint(file, empty)
       await checkpoint
         .save()
-        .catch((error: unknown) => Promise.reject(usageError(`--checkpoint ${file} cannot be written (${(error as Error).message}).`)))
+        .catch((error: unknown) =>
+          Promise.reject(usageError(`--checkpoint ${file} cannot be written (${(error as Error).message}).`)),
+        )
       checkpoint.lastWrite = 0
       return checkpoint
     }

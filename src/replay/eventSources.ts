@@ -20,11 +20,19 @@ export async function* eventsById(
   const sorted = [...new Set(ids)].sort((a, b) => a - b).filter((id) => after === null || id > after)
   for (let start = 0; start < sorted.length; start += chunkSize) {
     const chunk = sorted.slice(start, start + chunkSize)
-    const found = new Map((await airflow.store.readEventsById(airflow.db.executor, chunk)).map((event) => [event.id, event]))
+    const found = new Map(
+      (await airflow.store.readEventsById(airflow.db.executor, chunk)).map((event) => [event.id, event]),
+    )
     for (const id of chunk) {
       const event = found.get(id)
       if (!event) {
-        yield {kind: 'unresolved', cursor: String(id), label: `event ${id}`, outcome: 'not_found', message: `asset_event ${id} does not exist`}
+        yield {
+          kind: 'unresolved',
+          cursor: String(id),
+          label: `event ${id}`,
+          outcome: 'not_found',
+          message: `asset_event ${id} does not exist`,
+        }
         continue
       }
 

@@ -15,7 +15,9 @@ import {reemitEvent, type EventItem} from './reemitEvent.js'
 import {replayMissingWriter} from './replayMissingWriter.js'
 
 export type ReplayMode =
-  {kind: 'missing'; selection: SelectionRequest} | {kind: 'event-id'; ids: number[]} | {kind: 'file'; path: string; skipExisting: boolean}
+  | {kind: 'missing'; selection: SelectionRequest}
+  | {kind: 'event-id'; ids: number[]}
+  | {kind: 'file'; path: string; skipExisting: boolean}
 
 /** Every outcome of a replay item (task instance or event) and the exit code it maps to. */
 export const replayOutcomes = {
@@ -72,7 +74,13 @@ function missingSelection(selection: SelectionRequest, resumeAfter: string | und
   return {
     ...selection,
     tiIds: [...selection.tiIds].sort().filter((id) => !resumeAfter || id > resumeAfter),
-    filter: {...selection.filter, states: ['success'], timeColumn: 'end_date', missingEventsOnly: true, afterId: resumeAfter},
+    filter: {
+      ...selection.filter,
+      states: ['success'],
+      timeColumn: 'end_date',
+      missingEventsOnly: true,
+      afterId: resumeAfter,
+    },
   }
 }
 
@@ -91,8 +99,14 @@ export async function prepareReplay(
     ...(request.accepts.includeMarkedSuccess ? {includeMarkedSuccess: true} : {}),
     ...(request.accepts.includeUnknown ? {includeUnknown: true} : {}),
   }
-  const checkpoint = await Checkpoint.open(request.checkpointFile, fingerprintOf({mode, defaultExtra: request.defaultExtra, ...accepts}))
-  const notes = checkpoint.resumeFrom === null ? [] : [`resuming from ${request.checkpointFile ?? ''}: ${checkpoint.resumedDone} items already done`]
+  const checkpoint = await Checkpoint.open(
+    request.checkpointFile,
+    fingerprintOf({mode, defaultExtra: request.defaultExtra, ...accepts}),
+  )
+  const notes =
+    checkpoint.resumeFrom === null
+      ? []
+      : [`resuming from ${request.checkpointFile ?? ''}: ${checkpoint.resumedDone} items already done`]
   const base = {
     label: 'replay-events',
     doneOutcomes: ['replayed', 'would_replay', 'nothing_missing', 'not_emitted', 'unknown', 'skipped_existing'],
@@ -115,7 +129,9 @@ export async function prepareReplay(
   const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
   // Every named task instance already done by the resumed run: nothing left to open.
   const done = mode.selection.tiIds.length > 0 && selection.tiIds.length === 0
-  const source: ItemSource = done ? {count: 0, items: emptyItems(), explicit: true} : await openItemSource(airflow, selection)
+  const source: ItemSource = done
+    ? {count: 0, items: emptyItems(), explicit: true}
+    : await openItemSource(airflow, selection)
   const writer = replayMissingWriter(airflow.store, {
     defaultExtra: request.defaultExtra,
     airlockVersion: request.airlockVersion,
@@ -241,6 +257,8 @@ function toEventItemJson(item: EventItem): EventItemJson {
     events: item.events,
     queued: item.queued,
     timings: {total_ms: Math.round(item.totalMs * 100) / 100},
-    ...('message' in result && result.message ? {error: {sqlstate: 'sqlstate' in result ? result.sqlstate : null, message: result.message}} : {}),
+    ...('message' in result && result.message
+      ? {error: {sqlstate: 'sqlstate' in result ? result.sqlstate : null, message: result.message}}
+      : {}),
   }
 }

@@ -20,7 +20,8 @@ export interface EventSpec extends EventContent {
   unknownAliases?: string[]
 }
 
-export type EventReplayOutcome = {outcome: 'replayed'; newEventId: number; queued: number} | {outcome: 'skipped_existing'; existingEventId: number}
+export type EventReplayOutcome =
+  {outcome: 'replayed'; newEventId: number; queued: number} | {outcome: 'skipped_existing'; existingEventId: number}
 
 export interface EventReplaySettings {
   mode: 'event-id' | 'file'

@@ -54,7 +54,10 @@ export function replayMissingWriter(
     if (replayable.has(evidence.kind)) return null
     const why = describeEvidence(evidence)
     return verdictOf[evidence.kind] === 'deliberate'
-      ? {outcome: 'not_emitted', detail: `${why}; --include-marked-success replays them anyway (their consumers will run)`}
+      ? {
+          outcome: 'not_emitted',
+          detail: `${why}; --include-marked-success replays them anyway (their consumers will run)`,
+        }
       : {outcome: 'unknown', detail: `${why}; --include-unknown replays them (their consumers will run)`}
   }
   return {
@@ -64,7 +67,9 @@ export function replayMissingWriter(
     decideBeforeRegistering: (ti) => (ti.state === 'success' ? undefined : changed(ti.state)),
     async register(tx, ti) {
       const active = activeOutlets(ti)
-      const {assetIds: missing, evidence} = await store.readMissingOutlets(tx, ti, [...new Set(active.map((o) => o.assetId))])
+      const {assetIds: missing, evidence} = await store.readMissingOutlets(tx, ti, [
+        ...new Set(active.map((o) => o.assetId)),
+      ])
       const nothing = {events: [], consumers: [], warnings: [], missing, logId: null}
       if (missing.length === 0) return {...nothing, refused: null}
       const refused = refusal(evidence)
@@ -89,7 +94,12 @@ export function replayMissingWriter(
           evidence: evidence.kind,
         },
       }
-      const {logId} = await store.insertLogRow(tx, {...ti, owners: settings.actor ?? identity.os_user}, replayLogEvent, JSON.stringify(extra))
+      const {logId} = await store.insertLogRow(
+        tx,
+        {...ti, owners: settings.actor ?? identity.os_user},
+        replayLogEvent,
+        JSON.stringify(extra),
+      )
       const registration = await queueEventConsumers(store, tx, ti, {events, aliasesOfEvent: new Map(), warnings: []})
       return {...registration, missing, logId, refused: null}
     },

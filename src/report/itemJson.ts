@@ -10,13 +10,25 @@ export interface ItemJson {
   previous_state: string | null
   events: number
   queued: number
-  timings: {register_ms: number; lock_wait_ms: number; lock_hold_ms: number; stamp_to_commit_ms: number | null; total_ms: number}
+  timings: {
+    register_ms: number
+    lock_wait_ms: number
+    lock_hold_ms: number
+    stamp_to_commit_ms: number | null
+    total_ms: number
+  }
   error?: {sqlstate: string | null; message: string}
   /** Why an item was refused (inactive_outlet: which assets). */
   detail?: string
   /** complete --continue-run: the downstream task instances cleared and the run's state. */
   continue_run?: {
-    cleared: Array<{ti_id: string; new_ti_id: string | null; task_id: string; map_index: number; previous_state: string | null}>
+    cleared: Array<{
+      ti_id: string
+      new_ti_id: string | null
+      task_id: string
+      map_index: number
+      previous_state: string | null
+    }>
     dag_run: {id: number; previous_state: string | null; state: string | null}
   }
 }
@@ -24,12 +36,21 @@ export interface ItemJson {
 const ms = (value: number) => Math.round(value * 100) / 100
 
 /** What a dry run's committed outcome is called: it was rolled back, so it "would" have happened. */
-export const dryRunOutcomeNames: Readonly<Record<string, string>> = {completed: 'would_complete', replayed: 'would_replay'}
+export const dryRunOutcomeNames: Readonly<Record<string, string>> = {
+  completed: 'would_complete',
+  replayed: 'would_replay',
+}
 
 /** An item in its JSON shape (snake_case, as Airflow's columns; docs/exit-codes-and-json.md). */
 export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
   const key = item.ti ?? ('key' in item.ref ? {id: null, ...item.ref.key} : null)
-  const result = item.result as {outcome: string; previousState?: string | null; sqlstate?: string | null; message?: string; detail?: string}
+  const result = item.result as {
+    outcome: string
+    previousState?: string | null
+    sqlstate?: string | null
+    message?: string
+    detail?: string
+  }
   return {
     ti_id: item.ti?.id ?? ('tiId' in item.ref ? item.ref.tiId : null),
     dag_id: key?.dagId ?? null,

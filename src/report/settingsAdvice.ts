@@ -46,20 +46,29 @@ export function adviseOn(setting: ServerSetting): SettingReport {
         ? {
             ...base,
             level: 'advice',
-            advice: 'Sessions wait forever for row locks. airlock sets its own per transaction (--lock-timeout); ad-hoc psql sessions do not.',
+            advice:
+              'Sessions wait forever for row locks. airlock sets its own per transaction (--lock-timeout); ad-hoc psql sessions do not.',
           }
         : {...base, level: 'ok', advice: null}
     }
 
     case 'statement_timeout': {
       return off
-        ? {...base, level: 'advice', advice: 'No server-wide limit. airlock sets its own per transaction (--statement-timeout).'}
+        ? {
+            ...base,
+            level: 'advice',
+            advice: 'No server-wide limit. airlock sets its own per transaction (--statement-timeout).',
+          }
         : {...base, level: 'ok', advice: null}
     }
 
     case 'transaction_timeout': {
       return off
-        ? {...base, level: 'advice', advice: 'PostgreSQL 17+ can end any transaction that runs too long; consider it for interactive roles.'}
+        ? {
+            ...base,
+            level: 'advice',
+            advice: 'PostgreSQL 17+ can end any transaction that runs too long; consider it for interactive roles.',
+          }
         : {...base, level: 'ok', advice: null}
     }
 
@@ -68,7 +77,8 @@ export function adviseOn(setting: ServerSetting): SettingReport {
         ? {
             ...base,
             level: 'advice',
-            advice: 'Turn on so lock waits longer than deadlock_timeout reach the server log (evidence for the next incident).',
+            advice:
+              'Turn on so lock waits longer than deadlock_timeout reach the server log (evidence for the next incident).',
           }
         : {...base, level: 'ok', advice: null}
     }

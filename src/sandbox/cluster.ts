@@ -61,9 +61,13 @@ export function serverUser(): ServerUser | undefined {
   if (process.getuid?.() !== 0) return undefined
   let ids = lookupUser(superuser)
   if (!ids) {
-    const created = spawnSync('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', superuser], {
-      encoding: 'utf8',
-    })
+    const created = spawnSync(
+      'useradd',
+      ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', superuser],
+      {
+        encoding: 'utf8',
+      },
+    )
     ids = lookupUser(superuser)
     if (!ids) {
       throw sandboxError(
@@ -164,7 +168,10 @@ export async function locateBinaries(user: ServerUser | undefined): Promise<Bina
 async function describe(pgCtl: string, initdb: string, postgres: string): Promise<Binaries> {
   for (const binary of [pgCtl, initdb, postgres]) {
     const stat = await fs.stat(binary).catch(() => undefined)
-    if (!stat) throw sandboxError(`The embedded PostgreSQL binary ${binary} is missing.`, ['Run npm ci again (its postinstall links the libraries).'])
+    if (!stat)
+      throw sandboxError(`The embedded PostgreSQL binary ${binary} is missing.`, [
+        'Run npm ci again (its postinstall links the libraries).',
+      ])
     if ((stat.mode & 0o555) !== 0o555) await fs.chmod(binary, stat.mode | 0o555)
   }
 
@@ -290,7 +297,11 @@ export async function stopCluster(clusterDir: string, binaries: Binaries, user: 
 
 /** pg_ctl status: 0 running, 3 not running, 4 no data directory. */
 export function isRunning(clusterDir: string, binaries: Binaries, user: ServerUser | undefined): boolean {
-  const result = spawnSync(binaries.pgCtl, ['status', '-D', pgdataOf(clusterDir)], {uid: user?.uid, gid: user?.gid, encoding: 'utf8'})
+  const result = spawnSync(binaries.pgCtl, ['status', '-D', pgdataOf(clusterDir)], {
+    uid: user?.uid,
+    gid: user?.gid,
+    encoding: 'utf8',
+  })
   return result.status === 0
 }
 
@@ -313,7 +324,9 @@ export async function freePort(preferred?: number): Promise<number> {
     server.on('error', reject)
     server.listen(0, '127.0.0.1', () => {
       const address = server.address()
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      )
     })
   })
 }

@@ -114,7 +114,10 @@ export interface StartResult extends SandboxInfo {
 }
 
 /** Starts the sandbox, creating it (cluster, database, fixture schema) the first time. Idempotent. */
-export async function startSandbox(home: string, options: {airflowVersion?: FixtureVersion} = {}): Promise<StartResult> {
+export async function startSandbox(
+  home: string,
+  options: {airflowVersion?: FixtureVersion} = {},
+): Promise<StartResult> {
   const user = serverUser()
   const binaries = await locateBinaries(user)
   const notes: string[] = []
@@ -140,13 +143,18 @@ export async function startSandbox(home: string, options: {airflowVersion?: Fixt
   }
 
   const port = await freePort(state.port)
-  if (port !== state.port) notes.push(`port ${state.port} is taken by another program; the sandbox now listens on ${port}`)
+  if (port !== state.port)
+    notes.push(`port ${state.port} is taken by another program; the sandbox now listens on ${port}`)
   state = {...state, port}
   await writeState(home, state)
   await startCluster(state, binaries, user)
 
   const schemaCreated = await ensureDatabase(state, state.airflowVersion)
-  return {...infoOf(home, state, binaries.version, true), action: created || schemaCreated ? 'created' : 'started', notes}
+  return {
+    ...infoOf(home, state, binaries.version, true),
+    action: created || schemaCreated ? 'created' : 'started',
+    notes,
+  }
 }
 
 export interface StopResult {
@@ -182,7 +190,10 @@ export interface ResetResult extends SandboxInfo {
  * Drops and recreates the sandbox database with the fixture schema of `airflowVersion`.
  * `hard` also deletes the cluster itself (for a damaged data directory).
  */
-export async function resetSandbox(home: string, options: {airflowVersion?: FixtureVersion; hard?: boolean} = {}): Promise<ResetResult> {
+export async function resetSandbox(
+  home: string,
+  options: {airflowVersion?: FixtureVersion; hard?: boolean} = {},
+): Promise<ResetResult> {
   const previous = await readState(home)
   if (options.hard && previous) {
     await stopSandbox(home).catch(() => undefined)

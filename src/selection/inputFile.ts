@@ -18,15 +18,20 @@ export function parseInputLine(text: string, line: number, source: string): Work
     'Each line must be one JSON object: {"ti_id": "…"} or {"dag_id": …, "run_id": …, "task_id": …, "map_index": -1}.',
   ])
 
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw usageError(`${where} must be a JSON object.`)
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw usageError(`${where} must be a JSON object.`)
   const record = value as Record<string, unknown>
   const unknown = Object.keys(record).filter((key) => !inputKeys.includes(key))
   if (unknown.length > 0) {
-    throw usageError(`${where}: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}.`, [
-      `A line has "ti_id", or "dag_id", "run_id", "task_id" and "map_index"; and optionally "outlet_events".`,
-    ])
+    throw usageError(
+      `${where}: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}.`,
+      [`A line has "ti_id", or "dag_id", "run_id", "task_id" and "map_index"; and optionally "outlet_events".`],
+    )
   }
-  if (record.ti_id !== undefined && ['dag_id', 'run_id', 'task_id', 'map_index'].some((key) => record[key] !== undefined)) {
+  if (
+    record.ti_id !== undefined &&
+    ['dag_id', 'run_id', 'task_id', 'map_index'].some((key) => record[key] !== undefined)
+  ) {
     throw usageError(`${where}: give either "ti_id" or the key ("dag_id", "run_id", "task_id", "map_index"), not both.`)
   }
   const outletEvents = parseOutletEvents(record.outlet_events, where)
@@ -39,13 +44,23 @@ export function parseInputLine(text: string, line: number, source: string): Work
 
   for (const field of ['dag_id', 'run_id', 'task_id'] as const) {
     if (typeof record[field] !== 'string' || record[field] === '')
-      throw usageError(`${where}: needs "ti_id", or "dag_id", "run_id" and "task_id" (strings); "${field}" is missing or not a string.`)
+      throw usageError(
+        `${where}: needs "ti_id", or "dag_id", "run_id" and "task_id" (strings); "${field}" is missing or not a string.`,
+      )
   }
 
   const mapIndex = record.map_index ?? -1
-  if (!Number.isInteger(mapIndex) || (mapIndex as number) < -1) throw usageError(`${where}: map_index must be an integer ≥ -1.`)
+  if (!Number.isInteger(mapIndex) || (mapIndex as number) < -1)
+    throw usageError(`${where}: map_index must be an integer ≥ -1.`)
   return {
-    ref: {key: {dagId: record.dag_id as string, runId: record.run_id as string, taskId: record.task_id as string, mapIndex: mapIndex as number}},
+    ref: {
+      key: {
+        dagId: record.dag_id as string,
+        runId: record.run_id as string,
+        taskId: record.task_id as string,
+        mapIndex: mapIndex as number,
+      },
+    },
     outletEvents,
   }
 }
@@ -68,10 +83,12 @@ const maxPartitionKeyLength = 250
 
 function partitionKeysOf(entry: Record<string, unknown>, at: string): string[] | undefined {
   const {partition_key: one, partition_keys: many} = entry
-  if (one !== undefined && many !== undefined) throw usageError(`${at}: give "partition_key" or "partition_keys", not both.`)
+  if (one !== undefined && many !== undefined)
+    throw usageError(`${at}: give "partition_key" or "partition_keys", not both.`)
   const keys = many ?? (one === undefined || one === null ? undefined : [one])
   if (keys === undefined) return undefined
-  if (!Array.isArray(keys) || keys.length === 0) throw usageError(`${at}.partition_keys must be a non-empty array of partition keys.`)
+  if (!Array.isArray(keys) || keys.length === 0)
+    throw usageError(`${at}.partition_keys must be a non-empty array of partition keys.`)
   for (const key of keys) {
     if (typeof key !== 'string' || key === '' || key.length > maxPartitionKeyLength)
       throw usageError(`${at}: a partition key is a non-empty string of at most ${maxPartitionKeyLength} characters.`)
@@ -83,9 +100,10 @@ function partitionKeysOf(entry: Record<string, unknown>, at: string): string[] |
 function refuseUnknownKeys(rest: Record<string, unknown>, at: string, allowed: string): void {
   const unknown = Object.keys(rest)
   if (unknown.length === 0) return
-  throw usageError(`${at}: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}.`, [
-    `Its keys are ${allowed}.`,
-  ])
+  throw usageError(
+    `${at}: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}.`,
+    [`Its keys are ${allowed}.`],
+  )
 }
 
 function parseOutletEvents(value: unknown, where: string): OutletEventInput[] {
@@ -94,14 +112,24 @@ function parseOutletEvents(value: unknown, where: string): OutletEventInput[] {
   return value.map((entry: unknown, index) => {
     const at = `${where}: outlet_events[${index}]`
     if (!isJsonObject(entry)) throw usageError(`${at} must be an object with "asset".`)
-    const {asset: given, extra, alias, partition_key: _one, partition_keys: _many, ...rest} = entry as Record<string, unknown>
+    const {
+      asset: given,
+      extra,
+      alias,
+      partition_key: _one,
+      partition_keys: _many,
+      ...rest
+    } = entry as Record<string, unknown>
     refuseUnknownKeys(rest, at, '"asset", "extra", "alias", "partition_key" and "partition_keys"')
     const asset = outletAsset(given, at)
     if (!asset) throw usageError(`${at}.asset must be the asset's name or uri, or {"name": …, "uri": …}.`)
     if (extra !== undefined && !isJsonObject(extra)) throw usageError(`${at}.extra must be a JSON object.`)
-    if (alias !== undefined && (typeof alias !== 'string' || alias === '')) throw usageError(`${at}.alias must be the alias name.`)
+    if (alias !== undefined && (typeof alias !== 'string' || alias === ''))
+      throw usageError(`${at}.alias must be the alias name.`)
     if (typeof asset !== 'string' && asset.extra && !alias)
-      throw usageError(`${at}.asset.extra is the extra of an asset an alias emission creates; give "alias" too, or drop it.`)
+      throw usageError(
+        `${at}.asset.extra is the extra of an asset an alias emission creates; give "alias" too, or drop it.`,
+      )
     const partitionKeys = partitionKeysOf(entry as Record<string, unknown>, at)
     return {
       asset,
@@ -123,7 +151,10 @@ export interface InputFile {
  * Validates the whole file first, then streams it again for the work: a file's items never sit in
  * memory together. Standard input cannot be read twice, so its items are kept in memory.
  */
-export async function openInputFile(path: string, warn: (message: string) => void = () => undefined): Promise<InputFile> {
+export async function openInputFile(
+  path: string,
+  warn: (message: string) => void = () => undefined,
+): Promise<InputFile> {
   const source = path === '-' ? 'stdin' : path
   await checkReadable(path, '--from-file')
 

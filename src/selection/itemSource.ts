@@ -36,10 +36,20 @@ export interface ItemSource {
 
 /** Whether any filter flag narrows the selection (as opposed to naming task instances one by one). */
 export const hasFilter = (filter: SelectionFilter) =>
-  Boolean(filter.dagId || filter.runIds.length > 0 || filter.taskIds.length > 0 || filter.mapIndex !== undefined || filter.since || filter.until)
+  Boolean(
+    filter.dagId ||
+    filter.runIds.length > 0 ||
+    filter.taskIds.length > 0 ||
+    filter.mapIndex !== undefined ||
+    filter.since ||
+    filter.until,
+  )
 
 /** Turns the selection flags into a stream of work items and its size (for the confirmation). */
-export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'store'>, request: SelectionRequest): Promise<ItemSource> {
+export async function openItemSource(
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  request: SelectionRequest,
+): Promise<ItemSource> {
   const {tiIds, fromFile, filter} = request
   const ways = [tiIds.length > 0, Boolean(fromFile), hasFilter(filter)].filter(Boolean).length
   if (ways === 0) {
@@ -60,11 +70,17 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
   }
 
   if (filter.shard && (tiIds.length > 0 || fromFile))
-    throw usageError('--shard partitions a filter selection; split an explicit list (--ti-id, --from-file) between hosts yourself.')
+    throw usageError(
+      '--shard partitions a filter selection; split an explicit list (--ti-id, --from-file) between hosts yourself.',
+    )
 
   if (tiIds.length > 0) {
     const unique = [...new Set(tiIds)].slice(0, filter.limit ?? Number.POSITIVE_INFINITY)
-    return {count: unique.length, explicit: true, items: fromArray(unique.map((tiId) => ({ref: {tiId}, outletEvents: []})))}
+    return {
+      count: unique.length,
+      explicit: true,
+      items: fromArray(unique.map((tiId) => ({ref: {tiId}, outletEvents: []}))),
+    }
   }
 
   if (fromFile) {
@@ -76,7 +92,9 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
 
   const {db, store} = airflow
   const first = filter.missingEventsOnly ? await readFirstScanPage(store, db.executor, filter) : undefined
-  const {count, breakdown} = first?.whole ? summarizeRows(first.rows) : await summarizeSelection(store, db.executor, filter)
+  const {count, breakdown} = first?.whole
+    ? summarizeRows(first.rows)
+    : await summarizeSelection(store, db.executor, filter)
   const warnings: string[] = []
   if (count === 0 && filter.dagId) {
     const dagIds = await store.readDagIds(db.executor)
@@ -85,7 +103,11 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
       const message = `no DAG is named ${JSON.stringify(filter.dagId)}${close.length > 0 ? `; did you mean ${close.join(', ')}?` : ''}`
       // The DAG was the whole selection: a typo, not an empty result.
       const onlySelector =
-        !filter.since && !filter.until && filter.runIds.length === 0 && filter.taskIds.length === 0 && filter.mapIndex === undefined
+        !filter.since &&
+        !filter.until &&
+        filter.runIds.length === 0 &&
+        filter.taskIds.length === 0 &&
+        filter.mapIndex === undefined
       if (onlySelector)
         throw new AirlockError('NOT_FOUND', ExitCode.notFound, `Nothing selected: ${message}`, [
           'airlock lists nothing it cannot find; check the DAG id.',
@@ -98,7 +120,9 @@ export async function openItemSource(airflow: Pick<AirflowDatabase, 'db' | 'stor
   // task id looks exactly like "nothing to do".
   if (count === 0 && warnings.length === 0 && !filter.states && !filter.missingEventsOnly)
     warnings.push(`no task instance matches ${describeFilter(filter)}; check the run and task ids`)
-  const items = mapItems(first ? pagesFrom(store, db.executor, filter, first) : selectTaskInstances(store, db.executor, filter))
+  const items = mapItems(
+    first ? pagesFrom(store, db.executor, filter, first) : selectTaskInstances(store, db.executor, filter),
+  )
   return {count, breakdown, explicit: false, items, warnings}
 }
 

@@ -48,13 +48,15 @@ export function parseJsonLine(text: string, where: string, actions: string[] = [
     throw usageError(`${where} is not valid JSON (${jsonErrorWithoutInput(error)}).`, actions)
   }
 
-  if (holdsNul(value)) throw usageError(`${where} holds a NUL character (\\u0000) in a string; PostgreSQL cannot store it.`)
+  if (holdsNul(value))
+    throw usageError(`${where} holds a NUL character (\\u0000) in a string; PostgreSQL cannot store it.`)
   return value
 }
 
 function holdsNul(value: unknown): boolean {
   if (typeof value === 'string') return value.includes('\u0000')
   if (Array.isArray(value)) return value.some(holdsNul)
-  if (typeof value === 'object' && value !== null) return Object.entries(value).some(([key, inner]) => key.includes('\u0000') || holdsNul(inner))
+  if (typeof value === 'object' && value !== null)
+    return Object.entries(value).some(([key, inner]) => key.includes('\u0000') || holdsNul(inner))
   return false
 }

@@ -1,5 +1,11 @@
 import type {Executor} from '../engine/engine.js'
-import {rangeOfRuns, type AirflowStore, type SelectedTaskInstance, type SelectionGroup, type TaskInstanceFilter} from '../store/airflowStore.js'
+import {
+  rangeOfRuns,
+  type AirflowStore,
+  type SelectedTaskInstance,
+  type SelectionGroup,
+  type TaskInstanceFilter,
+} from '../store/airflowStore.js'
 
 /**
  * Which task instances a command works on, from the selection flags. Filters select task
@@ -34,13 +40,18 @@ export const runPageSize = 200
  * A run_after range (`--since/--until`, not resumed from a checkpoint) is paged run by run in
  * (run_after, run, id) order, so it costs what it selects; any other selection by task instance id.
  */
-export async function* selectTaskInstances(store: AirflowStore, ex: Executor, filter: SelectionFilter): AsyncGenerator<SelectedRef> {
+export async function* selectTaskInstances(
+  store: AirflowStore,
+  ex: Executor,
+  filter: SelectionFilter,
+): AsyncGenerator<SelectedRef> {
   const budget = {remaining: filter.limit ?? Number.POSITIVE_INFINITY}
   if (!rangeOfRuns(filter) || filter.afterId !== undefined) {
     yield* readAhead(
       budget,
       filter.missingEventsOnly ? scanPageSize : pageSize,
-      (after: SelectedTaskInstance | undefined, limit) => store.selectTaskInstancePage(ex, filter, after?.id ?? filter.afterId, limit),
+      (after: SelectedTaskInstance | undefined, limit) =>
+        store.selectTaskInstancePage(ex, filter, after?.id ?? filter.afterId, limit),
       (row) => ({tiId: row.id, row}),
     )
     return
@@ -53,7 +64,8 @@ export async function* selectTaskInstances(store: AirflowStore, ex: Executor, fi
     yield* readAhead(
       budget,
       pageSize,
-      (after: {n: number; id: string} | undefined, limit) => store.selectTaskInstanceIdsOfRuns(ex, filter, runs, after, limit),
+      (after: {n: number; id: string} | undefined, limit) =>
+        store.selectTaskInstanceIdsOfRuns(ex, filter, runs, after, limit),
       (row) => ({tiId: row.id}),
     )
     if (runs.length < runPageSize) return
@@ -175,7 +187,10 @@ function breakdownOf(groups: readonly SelectionGroup[]): {breakdown: SelectionBr
     run.states[group.state ?? 'none'] = group.count
   }
   const listed = runs.reduce((sum, run) => sum + run.task_instances, 0)
-  return {breakdown: {runs, dags: new Set(runs.map((run) => run.dag_id)).size, truncated: groups.length > breakdownGroups}, listed}
+  return {
+    breakdown: {runs, dags: new Set(runs.map((run) => run.dag_id)).size, truncated: groups.length > breakdownGroups},
+    listed,
+  }
 }
 
 export async function countSelection(store: AirflowStore, ex: Executor, filter: SelectionFilter): Promise<number> {

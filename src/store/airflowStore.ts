@@ -19,7 +19,11 @@ export interface AirflowStore extends CatalogStore {
   readonly capabilities: Capabilities
   // --- the task-instance protocol -------------------------------------------------------------
   /** Step 1: the task instance with its run, DAG and (optionally) declared outlets, WITHOUT a lock. */
-  readTaskInstance(ex: Executor, ref: TaskInstanceRef, options: {withOutlets: boolean}): Promise<TaskInstanceContext | undefined>
+  readTaskInstance(
+    ex: Executor,
+    ref: TaskInstanceRef,
+    options: {withOutlets: boolean},
+  ): Promise<TaskInstanceContext | undefined>
   /**
    * The key of a task instance id that is no longer current: Airflow 3 gives every try a new id
    * and keeps the old one in task_instance_history.
@@ -34,9 +38,16 @@ export interface AirflowStore extends CatalogStore {
   /** One multi-row INSERT … RETURNING for a task instance's events. */
   insertAssetEvents(ex: Executor, source: TaskInstanceKey, events: readonly NewAssetEvent[]): Promise<InsertedEvent[]>
   /** Existing assets whose name or uri is one of these strings, by string (an alias target named by one string). */
-  findAssetsByNameOrUri(ex: Executor, strings: readonly string[]): Promise<Map<string, Array<{name: string; uri: string}>>>
+  findAssetsByNameOrUri(
+    ex: Executor,
+    strings: readonly string[],
+  ): Promise<Map<string, Array<{name: string; uri: string}>>>
   /** Assets named by alias emissions, created when missing and linked to their alias. */
-  ensureAliasAssets(ex: Executor, emissions: readonly AliasEmission[], createAliasesNamed: readonly string[]): Promise<ResolvedAliasEmission[]>
+  ensureAliasAssets(
+    ex: Executor,
+    emissions: readonly AliasEmission[],
+    createAliasesNamed: readonly string[],
+  ): Promise<ResolvedAliasEmission[]>
   insertAliasEventLinks(ex: Executor, links: ReadonlyArray<{aliasId: number; eventId: number}>): Promise<void>
   /** The consumers of the events, queued in key order; partition-aware ones reported, not queued. */
   queueConsumers(
@@ -74,11 +85,19 @@ export interface AirflowStore extends CatalogStore {
   /** The task instance's run; `lock` takes its row (FOR UPDATE). */
   readClearRun(ex: Executor, dagRunId: number, options: {lock: boolean}): Promise<ClearRun | undefined>
   /** The run's failed / upstream_failed task instances of these tasks (null: every task), the marked task excluded; `lock` takes them in key order. */
-  readClearTargets(ex: Executor, ti: TaskInstanceContext, taskIds: readonly string[] | null, options: {lock: boolean}): Promise<ClearTarget[]>
+  readClearTargets(
+    ex: Executor,
+    ti: TaskInstanceContext,
+    taskIds: readonly string[] | null,
+    options: {lock: boolean},
+  ): Promise<ClearTarget[]>
   /** Which of these task instances have a human-in-the-loop record (hitl_detail). */
   readHitlTaskInstances(ex: Executor, tiIds: readonly string[]): Promise<string[]>
   /** Archive, delete reschedules, new id and state NULL, as `clear_task_instances`. */
-  clearTaskInstances(ex: Executor, targets: ReadonlyArray<{id: string; retries: number | null}>): Promise<ClearedTaskInstance[]>
+  clearTaskInstances(
+    ex: Executor,
+    targets: ReadonlyArray<{id: string; retries: number | null}>,
+  ): Promise<ClearedTaskInstance[]>
   /** A finished run back to queued; an active one's queued_at and clear_number moved when `touchActive` (3.2+); false when nothing changed. */
   requeueDagRun(ex: Executor, dagRunId: number, options: {touchActive: boolean}): Promise<boolean>
   /** How many deadline alerts the run has (refused from 3.2, whose clear re-anchors them). */
@@ -86,7 +105,12 @@ export interface AirflowStore extends CatalogStore {
 
   // --- selection ------------------------------------------------------------------------------
   /** One keyset page of the selection's task instances (id > after, ORDER BY id), with their run and state. */
-  selectTaskInstancePage(ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<SelectedTaskInstance[]>
+  selectTaskInstancePage(
+    ex: Executor,
+    filter: TaskInstanceFilter,
+    after: string | undefined,
+    limit: number,
+  ): Promise<SelectedTaskInstance[]>
   /** One keyset page of the runs of a run_after range, in (run_after, id) order. */
   selectRunPage(
     ex: Executor,
@@ -104,7 +128,11 @@ export interface AirflowStore extends CatalogStore {
   ): Promise<Array<{n: number; id: string}>>
   countTaskInstances(ex: Executor, filter: TaskInstanceFilter): Promise<number>
   /** The selection grouped by DAG, run and state (at most `maxGroups` groups, in key order). */
-  summarizeTaskInstances(ex: Executor, filter: TaskInstanceFilter & {limit?: number | undefined}, maxGroups: number): Promise<SelectionGroup[]>
+  summarizeTaskInstances(
+    ex: Executor,
+    filter: TaskInstanceFilter & {limit?: number | undefined},
+    maxGroups: number,
+  ): Promise<SelectionGroup[]>
   /** Every dag_id of the dag table (for "did you mean"). */
   readDagIds(ex: Executor): Promise<string[]>
 
@@ -130,7 +158,12 @@ export interface AirflowStore extends CatalogStore {
   /** Filtered events with a source task instance, and without (external). */
   countEventSources(ex: Executor, filter: EventFilter): Promise<{sourced: number; external: number}>
   /** Every sourced filtered event with its class, `batch` at a time through a cursor: inside a transaction. */
-  streamClassifiedEvents(tx: Executor, filter: EventFilter, windowSeconds: number, batch: number): AsyncGenerator<ClassifiedEvent[]>
+  streamClassifiedEvents(
+    tx: Executor,
+    filter: EventFilter,
+    windowSeconds: number,
+    batch: number,
+  ): AsyncGenerator<ClassifiedEvent[]>
   readQueueOrphans(ex: Executor, limit?: number): Promise<QueueOrphan[]>
 }
 
@@ -147,7 +180,11 @@ export interface CatalogStore {
   readDeadlockCount(ex: Executor): Promise<number>
   /** `server` says what the server can report (the wait start exists from PostgreSQL 14). */
   readLockSnapshot(ex: Executor, server: Pick<ServerInfo, 'versionNum'>): Promise<SessionRow[]>
-  findTaskInstanceByTuple(ex: Executor, page: number, tuple: number): Promise<(TaskInstanceKey & {id: string}) | undefined>
+  findTaskInstanceByTuple(
+    ex: Executor,
+    page: number,
+    tuple: number,
+  ): Promise<(TaskInstanceKey & {id: string}) | undefined>
   findTaskInstancesById(ex: Executor, ids: readonly string[]): Promise<Array<TaskInstanceKey & {id: string}>>
 }
 
@@ -217,10 +254,19 @@ export interface LogSubject {
 }
 
 /** A log row about nothing in particular (a repair across task instances). */
-export const noLogSubject: LogSubject = {dagId: null, taskId: null, runId: null, mapIndex: null, tryNumber: null, logicalDate: null, owners: null}
+export const noLogSubject: LogSubject = {
+  dagId: null,
+  taskId: null,
+  runId: null,
+  mapIndex: null,
+  tryNumber: null,
+  logicalDate: null,
+  owners: null,
+}
 
 /** Whether a selection is a range of runs by run_after: it is then paged run by run (selectRunPage), in (run_after, run, id) order. */
-export const rangeOfRuns = (filter: TaskInstanceFilter): boolean => filter.timeColumn !== 'end_date' && Boolean(filter.since || filter.until)
+export const rangeOfRuns = (filter: TaskInstanceFilter): boolean =>
+  filter.timeColumn !== 'end_date' && Boolean(filter.since || filter.until)
 
 /** A dag run as `--continue-run` decides on it. */
 export interface ClearRun {
@@ -343,7 +389,8 @@ export interface RemovedDuplicates {
   busy: number[]
 }
 
-export type EventClass = 'ok' | 'external' | 'orphan_missing_ti' | 'orphan_not_success' | 'superseded_by_rerun' | 'duplicate'
+export type EventClass =
+  'ok' | 'external' | 'orphan_missing_ti' | 'orphan_not_success' | 'superseded_by_rerun' | 'duplicate'
 
 export interface ClassifiedEvent {
   id: number
@@ -414,7 +461,13 @@ export interface SessionRow {
   /** When the current lock wait began, where the server reports it, else null. */
   wait_start: Date | null
   /** The lock this session waits for, if any. */
-  waiting_on: {locktype: string; relation: string | null; page: number | null; tuple: number | null; mode: string} | null
+  waiting_on: {
+    locktype: string
+    relation: string | null
+    page: number | null
+    tuple: number | null
+    mode: string
+  } | null
   /** Tuple locks it holds (a row-lock waiter holds the tuple lock of the row it queues for). */
   held_tuples: Array<{relation: string; page: number; tuple: number}>
   /** Tables on which it holds row-level intent locks (FOR UPDATE or writes). */

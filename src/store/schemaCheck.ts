@@ -95,7 +95,12 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
   const shape = await catalog.readSchemaShape(db.executor, [...Object.keys(requiredColumns), ...optionalTables])
   const missing = missingColumns(shape)
   if (missing.length > 0) {
-    return {supported: false, alembicHead, reason: `the schema lacks what airlock reads and writes: ${missing.join(', ')}`, missing}
+    return {
+      supported: false,
+      alembicHead,
+      reason: `the schema lacks what airlock reads and writes: ${missing.join(', ')}`,
+      missing,
+    }
   }
 
   const keys = await catalog.readPrimaryKeys(db.executor, ['asset_dag_run_queue'])
@@ -141,7 +146,11 @@ function airflowSetting(option: AirflowOption): AirflowSetting {
 
 type Placed = {placement: Placement} | {reason: string; missing: string[]}
 
-function placeOnGraph(head: string, assumeVersion: string | undefined, mismatchesAt: (placement: Placement) => string[]): Placed {
+function placeOnGraph(
+  head: string,
+  assumeVersion: string | undefined,
+  mismatchesAt: (placement: Placement) => string[],
+): Placed {
   const candidates = placementsOf(head).map((placement) => ({placement, mismatches: mismatchesAt(placement)}))
   // A backported migration can sit on a release branch and on main: the tables say which, and a
   // release wins a tie (a release database is likelier than a development build).
@@ -211,7 +220,10 @@ function placeOnGraph(head: string, assumeVersion: string | undefined, mismatche
 const newestRevision = () => releases.at(-1)!.head
 
 /** The newest release whose tables match, else the one with the fewest differences. */
-function nearestRelease(mismatchesAt: (placement: Placement) => string[]): {placement: Placement; differences: string[]} {
+function nearestRelease(mismatchesAt: (placement: Placement) => string[]): {
+  placement: Placement
+  differences: string[]
+} {
   const scored = releasePlacements().map((placement) => ({placement, differences: mismatchesAt(placement)}))
   const fewest = Math.min(...scored.map((s) => s.differences.length))
   return scored.find((s) => s.differences.length === fewest)!

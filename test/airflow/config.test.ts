@@ -4,7 +4,12 @@ import path from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {AirflowConfigError, clearStateOnSuccessOption, multiTeamOption, readAirflowSetting} from '../../src/airflow/config.js'
+import {
+  AirflowConfigError,
+  clearStateOnSuccessOption,
+  multiTeamOption,
+  readAirflowSetting,
+} from '../../src/airflow/config.js'
 
 /** Airflow's settings as Airflow reads them: its variable, then airflow.cfg, then the default. */
 let dir: string
@@ -33,14 +38,22 @@ describe('readAirflowSetting', () => {
   })
 
   it('AIRFLOW_HOME/airflow.cfg when AIRFLOW_CONFIG is not set; sections and keys as configparser reads them', async () => {
-    await cfg('airflow.cfg', '# comment\n[core]\nmulti_team = False\n\n[state_store]\nClear_On_Success: t  # on\n[other]\nclear_on_success = f\n')
-    expect(readAirflowSetting(clearStateOnSuccessOption, {AIRFLOW_HOME: dir})).toEqual({value: true, source: path.join(dir, 'airflow.cfg')})
+    await cfg(
+      'airflow.cfg',
+      '# comment\n[core]\nmulti_team = False\n\n[state_store]\nClear_On_Success: t  # on\n[other]\nclear_on_success = f\n',
+    )
+    expect(readAirflowSetting(clearStateOnSuccessOption, {AIRFLOW_HOME: dir})).toEqual({
+      value: true,
+      source: path.join(dir, 'airflow.cfg'),
+    })
     expect(readAirflowSetting(multiTeamOption, {AIRFLOW_HOME: dir}).value).toBe(false)
   })
 
   it('a value Airflow would refuse is refused, naming where it is', async () => {
     expect(() => readAirflowSetting(multiTeamOption, {AIRFLOW__CORE__MULTI_TEAM: 'yes'})).toThrow(AirflowConfigError)
-    expect(() => readAirflowSetting(multiTeamOption, {AIRFLOW__CORE__MULTI_TEAM: 'yes'})).toThrow(/AIRFLOW__CORE__MULTI_TEAM is "yes"/)
+    expect(() => readAirflowSetting(multiTeamOption, {AIRFLOW__CORE__MULTI_TEAM: 'yes'})).toThrow(
+      /AIRFLOW__CORE__MULTI_TEAM is "yes"/,
+    )
     const file = await cfg('bad.cfg', '[core]\nmulti_team = on\n')
     expect(() => readAirflowSetting(multiTeamOption, {AIRFLOW_CONFIG: file})).toThrow(/in .*bad\.cfg/)
   })

@@ -54,10 +54,17 @@ function sources(dir: string): string[] {
 }
 
 const imports = [...sources(path.join(root, 'src')), ...sources(path.join(root, 'commands'))].flatMap((file) =>
-  [...fs.readFileSync(file, 'utf8').matchAll(/(?:^(?:import|export)[^'"]*from |import\()'(\.[^']+)'/gm)].map((match) => {
-    const target = path.resolve(path.dirname(file), match[1]!)
-    return {file: path.relative(root, file), from: layerOf(file), to: layerOf(target), target: path.relative(root, target)}
-  }),
+  [...fs.readFileSync(file, 'utf8').matchAll(/(?:^(?:import|export)[^'"]*from |import\()'(\.[^']+)'/gm)].map(
+    (match) => {
+      const target = path.resolve(path.dirname(file), match[1]!)
+      return {
+        file: path.relative(root, file),
+        from: layerOf(file),
+        to: layerOf(target),
+        target: path.relative(root, target),
+      }
+    },
+  ),
 )
 
 describe('layers', () => {

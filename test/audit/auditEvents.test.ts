@@ -50,7 +50,11 @@ beforeAll(async () => {
     .consumer('report_001', {alias: 'lake.daily_alias'})
     .build()
   const k = db.knex
-  const src = (x: {dag_id: string; run_id: string; task_id: string}) => ({dag: x.dag_id, run: x.run_id, task: x.task_id})
+  const src = (x: {dag_id: string; run_id: string; task_id: string}) => ({
+    dag: x.dag_id,
+    run: x.run_id,
+    task: x.task_id,
+  })
   // The worker logged task_2's success (Airflow 3.2+): its missing events were lost.
   await logWorkerSuccess(k, world.ti('etl_001', 'task_2').id)
 
@@ -66,7 +70,14 @@ beforeAll(async () => {
   await event(k, 'external', 'etl_001.task_1.out_1', null, {via: 'rest'}, '-10 minutes')
 
   // orphan_missing_ti: no such task instance anywhere.
-  await event(k, 'orphan_missing', 'etl_001.task_1.out_1', {dag: 'etl_001', run: 'manual__gone', task: 'task_1'}, {}, '-5 minutes')
+  await event(
+    k,
+    'orphan_missing',
+    'etl_001.task_1.out_1',
+    {dag: 'etl_001', run: 'manual__gone', task: 'task_1'},
+    {},
+    '-5 minutes',
+  )
 
   // orphan_not_success: the TI exists (up_for_retry) and never succeeded.
   const failed = world.ti('etl_001', 'task_3')
@@ -105,7 +116,13 @@ beforeAll(async () => {
   await event(k, 'dup_extra_consumed', 'etl_002.task_3.out_1', src(dup), {rows: 5}, '-28 minutes')
   await event(k, 'dup_other_asset', 'etl_002.task_3.out_2', src(dup), {}, '-30 minutes')
   const [consumer] = await k('dag_run')
-    .insert({dag_id: 'report_001', run_id: 'asset_triggered__1', run_type: 'asset_triggered', run_after: k.raw('now()'), state: 'queued'})
+    .insert({
+      dag_id: 'report_001',
+      run_id: 'asset_triggered__1',
+      run_type: 'asset_triggered',
+      run_after: k.raw('now()'),
+      state: 'queued',
+    })
     .returning('id')
   await k('dagrun_asset_event').insert({dag_run_id: consumer.id, event_id: ids.dup_extra_consumed})
   // The retried request went through an alias each time; the removed duplicate's alias link goes with it.
@@ -124,7 +141,11 @@ beforeAll(async () => {
   // queue_orphan: a queue row whose DAG is gone (the FK bypassed, as a partial restore would).
   await k.transaction(async (trx) => {
     await trx.raw(`set local session_replication_role = replica`)
-    await trx('asset_dag_run_queue').insert({asset_id: (await trx('asset').first('id')).id, target_dag_id: 'deleted_dag', created_at: new Date()})
+    await trx('asset_dag_run_queue').insert({
+      asset_id: (await trx('asset').first('id')).id,
+      target_dag_id: 'deleted_dag',
+      created_at: new Date(),
+    })
   })
 })
 afterAll(async () => db?.drop())
@@ -134,23 +155,45 @@ const audit = async (...args: string[]) => {
   return {code: result.code, out: envelope(result) as {status: number; result: EventAuditReport}}
 }
 
-const classOf = (findings: Finding[], name: string) => findings.filter((f) => f.event_id === ids[name]).map((f) => f.class)
+const classOf = (findings: Finding[], name: string) =>
+  findings.filter((f) => f.event_id === ids[name]).map((f) => f.class)
 
 describe('airlock audit-events', () => {
   it('puts each event in exactly its class, with evidence, and counts the legitimate ones', async () => {
     const {code, out} = await audit()
     expect(code).toBe(6)
     const {counts, findings} = out.result
-    expect(counts).toMatchObject({external: 1, orphan_missing_ti: 1, orphan_not_success: 1, superseded_by_rerun: 1, duplicate: 2, queue_orphan: 1})
+    expect(counts).toMatchObject({
+      external: 1,
+      orphan_missing_ti: 1,
+      orphan_not_success: 1,
+      superseded_by_rerun: 1,
+      duplicate: 2,
+      queue_orphan: 1,
+    })
     expect(counts.ok).toBe(7)
     expect(classOf(findings, 'orphan_missing')).toEqual(['orphan_missing_ti'])
     expect(classOf(findings, 'orphan_not_success')).toEqual(['orphan_not_success'])
     expect(classOf(findings, 'dup_extra')).toEqual(['duplicate'])
     expect(classOf(findings, 'dup_extra_consumed')).toEqual(['duplicate'])
-    for (const legit of ['ok_1', 'ok_2', 'external', 'superseded', 'rerun_ok', 'dup_kept', 'dup_other_asset', 'alias_a', 'alias_b'])
+    for (const legit of [
+      'ok_1',
+      'ok_2',
+      'external',
+      'superseded',
+      'rerun_ok',
+      'dup_kept',
+      'dup_other_asset',
+      'alias_a',
+      'alias_b',
+    ])
       expect(classOf(findings, legit)).toEqual([])
     const duplicate = findings.find((f) => f.event_id === ids.dup_extra)!
-    expect(duplicate).toMatchObject({kept_id: ids.dup_kept, consumed: false, evidence: expect.stringContaining(`event ${ids.dup_kept}`)})
+    expect(duplicate).toMatchObject({
+      kept_id: ids.dup_kept,
+      consumed: false,
+      evidence: expect.stringContaining(`event ${ids.dup_kept}`),
+    })
     expect(findings.find((f) => f.event_id === ids.dup_extra_consumed)).toMatchObject({
       consumed: true,
       suggestion: expect.stringContaining('left alone'),
@@ -158,7 +201,9 @@ describe('airlock audit-events', () => {
     const missing = findings.filter((f) => f.class === 'missing_events')
     const silentSuccess = world.ti('etl_001', 'task_2')
     expect(missing.map((f) => f.ti_id)).toContain(silentSuccess.id)
-    expect(missing.find((f) => f.ti_id === silentSuccess.id)!.suggestion).toBe(`airlock replay-events --ti-id ${silentSuccess.id}`)
+    expect(missing.find((f) => f.ti_id === silentSuccess.id)!.suggestion).toBe(
+      `airlock replay-events --ti-id ${silentSuccess.id}`,
+    )
     expect(findings.find((f) => f.class === 'queue_orphan')!.evidence).toContain('deleted_dag')
   })
 
@@ -188,7 +233,11 @@ describe('airlock audit-events', () => {
     const log = await db.knex('log').where({event: 'airlock.audit-events.fix'})
     expect(log).toHaveLength(1)
     expect(JSON.parse(log[0].extra)).toMatchObject({
-      airlock: {kept_event_id: ids.dup_kept, removed_event_ids: [ids.dup_extra], left_consumed: [ids.dup_extra_consumed]},
+      airlock: {
+        kept_event_id: ids.dup_kept,
+        removed_event_ids: [ids.dup_extra],
+        left_consumed: [ids.dup_extra_consumed],
+      },
     })
 
     const again = await audit('--fix', '--no-dry-run', '--yes')
@@ -231,15 +280,24 @@ describe('airlock audit-events', () => {
         {filter: {assets: []}, windowSeconds: 600, collectGroups: true, batch, onProgress: (p) => progress.push(p)},
         (f) => findings.push(f),
       )
-      return {counts, findings: findings.map((f) => `${f.class} ${f.event_id ?? f.ti_id ?? ''} ${f.kept_id ?? ''}`).sort(), progress}
+      return {
+        counts,
+        findings: findings.map((f) => `${f.class} ${f.event_id ?? f.ti_id ?? ''} ${f.kept_id ?? ''}`).sort(),
+        progress,
+      }
     }
     const whole = await run()
     expect(whole.counts.duplicate).toBeGreaterThan(0)
     const oneByOne = await run(1)
-    expect({counts: oneByOne.counts, findings: oneByOne.findings}).toEqual({counts: whole.counts, findings: whole.findings})
+    expect({counts: oneByOne.counts, findings: oneByOne.findings}).toEqual({
+      counts: whole.counts,
+      findings: whole.findings,
+    })
     // Progress counts toward every sourced event (all but the external ones), once per batch.
     const sourced = Object.entries(whole.counts)
-      .filter(([cls]) => !['external', 'missing_events', 'missing_unknown', 'not_emitted', 'queue_orphan'].includes(cls))
+      .filter(
+        ([cls]) => !['external', 'missing_events', 'missing_unknown', 'not_emitted', 'queue_orphan'].includes(cls),
+      )
       .reduce((n, [, count]) => n + count, 0)
     expect(oneByOne.progress[0]).toEqual({total: sourced, done: 0})
     expect(oneByOne.progress.at(-1)).toEqual({total: sourced, done: sourced})
@@ -298,7 +356,10 @@ describe('airlock audit-events: the events of a try, whatever the clocks say', (
     const w = await scenario(own.knex).producer('etl', {outlets: 2, state: 'queued'}).build()
     const target = w.ti('etl')
     await own.knex('task_instance').where({id: target.id}).update({start_date: null, end_date: null})
-    expect((await runCli(['complete', '--database-url', own.url, '--ti-id', target.id, '--from-state', 'queued', '--yes'])).code).toBe(0)
+    expect(
+      (await runCli(['complete', '--database-url', own.url, '--ti-id', target.id, '--from-state', 'queued', '--yes']))
+        .code,
+    ).toBe(0)
     const originals = await own.knex('asset_event').where({source_dag_id: 'etl'}).orderBy('id')
     expect(originals).toHaveLength(2)
 
@@ -373,7 +434,17 @@ describe('airlock audit-events --fix beside a live scheduler', () => {
   }
 
   const fix = async () => {
-    const result = await runCli(['audit-events', '--database-url', own.url, '--dag-id', 'etl', '--fix', '--no-dry-run', '--yes', '--json'])
+    const result = await runCli([
+      'audit-events',
+      '--database-url',
+      own.url,
+      '--dag-id',
+      'etl',
+      '--fix',
+      '--no-dry-run',
+      '--yes',
+      '--json',
+    ])
     return (envelope(result) as {result: EventAuditReport}).result.fix!
   }
 

@@ -44,7 +44,17 @@ async function session(knex: Knex = db.knex): Promise<{conn: Connection; pid: nu
 }
 
 const audit = async (...args: string[]) => {
-  const result = await runCli(['audit-locks', '--database-url', db.url, '--samples', '2', '--interval', '20', '--json', ...args])
+  const result = await runCli([
+    'audit-locks',
+    '--database-url',
+    db.url,
+    '--samples',
+    '2',
+    '--interval',
+    '20',
+    '--json',
+    ...args,
+  ])
   return {code: result.code, out: envelope(result) as {status: number; result: LockAudit}}
 }
 
@@ -124,9 +134,10 @@ describe('airlock audit-locks', () => {
       .poll(
         async () =>
           (
-            await db.knex.raw(`select (extract(epoch from now() - state_change) * 1000)::float8 as ms from pg_stat_activity where pid = ?`, [
-              holder.pid,
-            ])
+            await db.knex.raw(
+              `select (extract(epoch from now() - state_change) * 1000)::float8 as ms from pg_stat_activity where pid = ?`,
+              [holder.pid],
+            )
           ).rows[0].ms,
         {timeout: 5000},
       )
@@ -134,7 +145,9 @@ describe('airlock audit-locks', () => {
     const {code, out} = await audit('--crit-idle', '100ms', '--fail-on', 'critical')
     expect(code).toBe(6)
     expect(out.status).toBe(6)
-    expect(out.result.findings).toContainEqual(expect.objectContaining({severity: 'critical', code: 'idle_ti_holder', pid: holder.pid}))
+    expect(out.result.findings).toContainEqual(
+      expect.objectContaining({severity: 'critical', code: 'idle_ti_holder', pid: holder.pid}),
+    )
     const relaxed = await audit('--crit-idle', '60s', '--fail-on', 'critical')
     expect(relaxed.code).toBe(0)
   })
@@ -189,8 +202,19 @@ describe('airlock audit-locks', () => {
 
     const table = await runCli(['audit-locks', '--database-url', db.url, '--samples', '1'])
     expect(table.stdout).toContain(`TI etl/${world.run('etl').run_id}/task_1`)
-    expect(table.stdout).toContain(`to end this session (airlock never does): select pg_terminate_backend(${holder.pid});`)
-    const kill = await runCli(['audit-locks', '--database-url', db.url, '--samples', '2', '--interval', '50ms', '--kill'])
+    expect(table.stdout).toContain(
+      `to end this session (airlock never does): select pg_terminate_backend(${holder.pid});`,
+    )
+    const kill = await runCli([
+      'audit-locks',
+      '--database-url',
+      db.url,
+      '--samples',
+      '2',
+      '--interval',
+      '50ms',
+      '--kill',
+    ])
     expect(kill.code).toBe(0)
     expect(
       kill.stdout
@@ -209,17 +233,20 @@ describe('airlock audit-locks', () => {
   })
 
   // script(1) (util-linux) makes the pseudo-terminal --watch needs.
-  it.skipIf(!existsSync('/usr/bin/script'))('--watch stops on Ctrl-C with exit 130 (run on a pseudo-terminal)', async () => {
-    const command = `node ${JSON.stringify(path.resolve('bin/run.js'))} audit-locks --database-url ${JSON.stringify(db.url)} --watch --interval 100ms`
-    // script(1) gives the command a terminal; a Ctrl-C typed into it reaches airlock as SIGINT from the terminal.
-    const child = spawn('script', ['-qec', command, '/dev/null'], {stdio: ['pipe', 'pipe', 'pipe']})
-    let output = ''
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
-    await expect.poll(() => output, {timeout: 15_000}).toContain('Ctrl-C to stop')
-    child.stdin.write('\u0003')
-    const code = await new Promise<number | null>((resolve) => child.on('exit', (exit) => resolve(exit)))
-    expect(code).toBe(130)
-  })
+  it.skipIf(!existsSync('/usr/bin/script'))(
+    '--watch stops on Ctrl-C with exit 130 (run on a pseudo-terminal)',
+    async () => {
+      const command = `node ${JSON.stringify(path.resolve('bin/run.js'))} audit-locks --database-url ${JSON.stringify(db.url)} --watch --interval 100ms`
+      // script(1) gives the command a terminal; a Ctrl-C typed into it reaches airlock as SIGINT from the terminal.
+      const child = spawn('script', ['-qec', command, '/dev/null'], {stdio: ['pipe', 'pipe', 'pipe']})
+      let output = ''
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+      await expect.poll(() => output, {timeout: 15_000}).toContain('Ctrl-C to stop')
+      child.stdin.write('\u0003')
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (exit) => resolve(exit)))
+      expect(code).toBe(130)
+    },
+  )
 
   it('without pg_monitor: the report says what it cannot see', async () => {
     const role = `airlock_lowpriv_${randomBytes(3).toString('hex')}`
@@ -310,6 +337,11 @@ describe('audit-locks JSON shape (documented in the README)', () => {
       expect(Object.keys(finding).sort()).toEqual(['code', 'message', 'pid', 'severity'])
     }
 
-    expect(Object.keys(r.aggregates as object).sort()).toEqual(['by_query', 'by_task_instance', 'max_blocked', 'roots_seen'])
+    expect(Object.keys(r.aggregates as object).sort()).toEqual([
+      'by_query',
+      'by_task_instance',
+      'max_blocked',
+      'roots_seen',
+    ])
   })
 })

@@ -19,7 +19,9 @@ const session = (pid: number, blockedBy: number[], extra: Partial<SessionRow> = 
   blocked_by: blockedBy,
   sampled_at: at,
   wait_start: blockedBy.length ? new Date('2026-12-02T03:00:07Z') : null,
-  waiting_on: blockedBy.length ? {locktype: 'transactionid', relation: null, page: null, tuple: null, mode: 'ShareLock'} : null,
+  waiting_on: blockedBy.length
+    ? {locktype: 'transactionid', relation: null, page: null, tuple: null, mode: 'ShareLock'}
+    : null,
   held_tuples: [],
   row_locked_tables: [],
   ...extra,
@@ -27,7 +29,10 @@ const session = (pid: number, blockedBy: number[], extra: Partial<SessionRow> = 
 
 describe('buildForest', () => {
   it('walks chains to their root and counts each session once, even with several blockers', () => {
-    const forest = buildForest([session(1, []), session(2, [1]), session(3, [2, 1]), session(4, []), session(5, [4])], new Map())
+    const forest = buildForest(
+      [session(1, []), session(2, [1]), session(3, [2, 1]), session(4, []), session(5, [4])],
+      new Map(),
+    )
     expect(forest.map((t) => [t.pid, t.blocked_below])).toEqual([
       [1, 2],
       [4, 1],
@@ -52,7 +57,9 @@ describe('buildForest', () => {
 
   it('classifies queue writes apart from task_instance waits', () => {
     expect(categorise(session(1, [2], {query: 'insert into asset_dag_run_queue (asset_id) values (1)'}))).toBe('queue')
-    expect(categorise(session(1, [2], {query: 'select 1 from task_instance where id = $1 for update'}))).toBe('task_instance')
+    expect(categorise(session(1, [2], {query: 'select 1 from task_instance where id = $1 for update'}))).toBe(
+      'task_instance',
+    )
     expect(categorise(session(1, [2], {query: 'update variable set val = 1'}))).toBe('other')
     expect(categorise(session(1, []))).toBeNull()
   })

@@ -20,7 +20,8 @@ describe('airlock bench --quick', () => {
     const probe = await createTestDatabase('empty', 1)
     databases.push(probe)
     const benchDatabases = async () =>
-      (await probe.knex.raw(`select count(*)::int as n from pg_database where datname like 'airlock_bench_%'`)).rows[0].n as number
+      (await probe.knex.raw(`select count(*)::int as n from pg_database where datname like 'airlock_bench_%'`)).rows[0]
+        .n as number
     const before = await benchDatabases()
     // Named by a profile of a configuration file, as an operator's perf lab would be; a
     // DATABASE_URL in the environment is never a benchmark's server.
@@ -65,7 +66,10 @@ describe('airlock bench --quick', () => {
         result: {
           scale: {
             world: {taskInstances: number; running: number; events: number}
-            audit: {counts: Record<string, number>; planted: {duplicates: number; missing: number; orphans: number; superseded: number}}
+            audit: {
+              counts: Record<string, number>
+              planted: {duplicates: number; missing: number; orphans: number; superseded: number}
+            }
             commands: Array<{args: string[]; rows: number; seconds: number; peakRssMb: number}>
             explain: Array<{what: string; seqScans: Array<{table: string; rows: number}>}>
           }
@@ -84,20 +88,33 @@ describe('airlock bench --quick', () => {
       planted.orphans,
       planted.superseded,
     ])
-    expect(scale.commands.map((c) => c.args[0])).toEqual(['audit-events', 'export-events', 'replay-events', 'replay-events', 'complete'])
+    expect(scale.commands.map((c) => c.args[0])).toEqual([
+      'audit-events',
+      'export-events',
+      'replay-events',
+      'replay-events',
+      'complete',
+    ])
     for (const command of scale.commands) {
       expect(command.rows).toBeGreaterThan(0)
       expect(command.peakRssMb).toBeGreaterThan(0)
     }
     // The classification pass reads asset_event in full, and says so.
     const pass = scale.explain.find((e) => e.what.includes('classification'))!
-    expect(pass.seqScans.filter((s) => s.table === 'asset_event').map((s) => s.rows)).toEqual([scale.world.events, scale.world.events])
-    expect(await fs.readFile(path.join(out, 'scale.md'), 'utf8')).toContain('What the audit found against what was planted')
+    expect(pass.seqScans.filter((s) => s.table === 'asset_event').map((s) => s.rows)).toEqual([
+      scale.world.events,
+      scale.world.events,
+    ])
+    expect(await fs.readFile(path.join(out, 'scale.md'), 'utf8')).toContain(
+      'What the audit found against what was planted',
+    )
   })
 
   it('a command the benchmark runs that ends with its own documented exit passes that exit on, not exit 1 (a bug)', async () => {
     // The built module: it finds the CLI next to dist/, as `airlock bench` runs it.
-    const {peakRssOf} = (await import(path.resolve('dist/src/bench/memory.js'))) as typeof import('../../src/bench/memory.js')
+    const {peakRssOf} = (await import(
+      path.resolve('dist/src/bench/memory.js')
+    )) as typeof import('../../src/bench/memory.js')
     const failure = await peakRssOf(['complete', '--no-such-flag']).catch((error: unknown) => error)
     expect(failure).toMatchObject({name: 'AirlockError', code: 'BENCH_COMMAND_FAILED', exit: 2})
     expect((failure as Error).message).toContain('airlock complete exited 2')

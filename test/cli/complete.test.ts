@@ -28,7 +28,12 @@ const threeRunningTasks = () => scenario(db.knex).producer('etl', {tasks: 3, out
 describe('airlock complete', () => {
   it('a dag run with --json: the JSON envelope, exit 3 when one of its task instances conflicts', async () => {
     const world = await scenario(db.knex)
-      .producer('etl', {tasks: ['load', 'done', 'retry'], outlets: 1, inactive: 1, state: {done: 'success', retry: 'up_for_retry'}})
+      .producer('etl', {
+        tasks: ['load', 'done', 'retry'],
+        outlets: 1,
+        inactive: 1,
+        state: {done: 'success', retry: 'up_for_retry'},
+      })
       .consumer('report', {on: ['etl']})
       .consumer('audit', {on: ['etl'], by: 'name'})
       .build()
@@ -69,7 +74,13 @@ describe('airlock complete', () => {
       events: 0,
       queued: 0,
     })
-    expect(Object.keys(conflict!.timings as object).sort()).toEqual(['lock_hold_ms', 'lock_wait_ms', 'register_ms', 'stamp_to_commit_ms', 'total_ms'])
+    expect(Object.keys(conflict!.timings as object).sort()).toEqual([
+      'lock_hold_ms',
+      'lock_wait_ms',
+      'register_ms',
+      'stamp_to_commit_ms',
+      'total_ms',
+    ])
     expect(out.warnings.join()).toContain('not active')
   })
 
@@ -113,10 +124,16 @@ describe('airlock complete', () => {
     const target = world.ti('etl')
     const before = await writeFootprint(db.knex)
     const result = await complete('--ti-id', target.id, '--strict-outlets', '--json')
-    const out = envelope(result) as {status: number; result: {summary: Record<string, unknown>; items: Array<Record<string, unknown>>}}
+    const out = envelope(result) as {
+      status: number
+      result: {summary: Record<string, unknown>; items: Array<Record<string, unknown>>}
+    }
     expect(result.code).toBe(3)
     expect(out.result.summary).toMatchObject({selected: 1, inactive_outlet: 1, completed: 0})
-    expect(out.result.items[0]).toMatchObject({outcome: 'inactive_outlet', detail: expect.stringContaining('etl.produce.out_2') as string})
+    expect(out.result.items[0]).toMatchObject({
+      outcome: 'inactive_outlet',
+      detail: expect.stringContaining('etl.produce.out_2') as string,
+    })
     expect(await writeFootprint(db.knex)).toEqual(before)
   })
 
@@ -137,7 +154,9 @@ describe('airlock complete', () => {
     const footprint = await writeFootprint(db.knex)
     await whileRowLocked(db.knex, target.id, async (holder) => {
       const result = await complete('--ti-id', target.id, '--lock-timeout', '50ms', '--json')
-      const out = envelope(result) as {result: {items: Array<{outcome: string; error: {sqlstate: string}; timings: Record<string, number | null>}>}}
+      const out = envelope(result) as {
+        result: {items: Array<{outcome: string; error: {sqlstate: string}; timings: Record<string, number | null>}>}
+      }
       expect(result.code).toBe(5)
       // The failed item keeps its cause, names its task instance, and says where its time went.
       expect(out.result.items[0]).toMatchObject({
@@ -153,7 +172,9 @@ describe('airlock complete', () => {
       expect(out.result.items[0]!.timings.lock_wait_ms).toBeGreaterThan(0)
       // …and who held the row, for the operator's next step.
       const holderPid = (await holder.raw<{rows: Array<{pid: number}>}>('select pg_backend_pid() as pid')).rows[0]!.pid
-      expect((out.result.items[0] as unknown as {error: {message: string}}).error.message).toContain(`the row is held by pid ${holderPid}`)
+      expect((out.result.items[0] as unknown as {error: {message: string}}).error.message).toContain(
+        `the row is held by pid ${holderPid}`,
+      )
       expect(out.result.items[0]!.timings.stamp_to_commit_ms).toBeNull()
     })
     expect(await writeFootprint(db.knex)).toEqual(footprint)
@@ -189,7 +210,9 @@ describe('airlock complete', () => {
     const event = (await eventsOf(db.knex, b)).find((e) => e.asset_name === 'etl.task_2.out_1')
     expect(event?.extra).toEqual({rows: 5})
 
-    const viaStdin = await runCli(['complete', '--database-url', db.url, '--from-file', '-', '--json'], {stdin: JSON.stringify({ti_id: a.id}) + '\n'})
+    const viaStdin = await runCli(['complete', '--database-url', db.url, '--from-file', '-', '--json'], {
+      stdin: JSON.stringify({ti_id: a.id}) + '\n',
+    })
     expect(envelope(viaStdin)).toMatchObject({status: 0, result: {summary: {already_success: 1}}})
     await fs.rm(dir, {recursive: true, force: true})
   })
@@ -230,7 +253,9 @@ describe('airlock complete', () => {
     const seen = new Set<string>()
     let total = 0
     for (const shard of ['1/3', '2/3', '3/3']) {
-      const out = envelope(await complete('--dag-id', 'etl', '--shard', shard, '--dry-run', '--json')) as {result: {items: Array<{ti_id: string}>}}
+      const out = envelope(await complete('--dag-id', 'etl', '--shard', shard, '--dry-run', '--json')) as {
+        result: {items: Array<{ti_id: string}>}
+      }
       for (const item of out.result.items) seen.add(item.ti_id)
       total += out.result.items.length
     }
@@ -255,7 +280,18 @@ describe('airlock complete', () => {
     )
 
     const limited = envelope(
-      await complete('--dag-id', 'etl', '--since', '2026-12-01', '--limit', '5', '--concurrency', '1', '--dry-run', '--json'),
+      await complete(
+        '--dag-id',
+        'etl',
+        '--since',
+        '2026-12-01',
+        '--limit',
+        '5',
+        '--concurrency',
+        '1',
+        '--dry-run',
+        '--json',
+      ),
     ) as {
       result: {items: Array<{run_id: string}>; breakdown: {runs: Array<{run_id: string; task_instances: number}>}}
     }
@@ -337,7 +373,10 @@ describe('airlock complete', () => {
       await holder.commit()
       const {code, stdout} = await finished
       expect(code).toBe(130)
-      const out = JSON.parse(stdout) as {status: number; result: {interrupted: boolean; summary: {selected: number; conflict: number}}}
+      const out = JSON.parse(stdout) as {
+        status: number
+        result: {interrupted: boolean; summary: {selected: number; conflict: number}}
+      }
       expect(out.status).toBe(130)
       expect(out.result.interrupted).toBe(true)
       expect(out.result.summary.conflict).toBe(1)
@@ -351,7 +390,17 @@ describe('airlock complete', () => {
     const holder = await db.knex.transaction()
     try {
       await holder.raw('lock table task_instance in access exclusive mode')
-      const {child, finished} = startCli(['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--json', '--lock-timeout', '30s'])
+      const {child, finished} = startCli([
+        'complete',
+        '--database-url',
+        db.url,
+        '--dag-id',
+        'etl',
+        '--yes',
+        '--json',
+        '--lock-timeout',
+        '30s',
+      ])
       await waitUntilAppBlocked(db.knex, 'airlock:complete')
       child.kill('SIGINT')
       const {code, stdout} = await finished
@@ -407,7 +456,10 @@ describe('airlock complete', () => {
       child.kill('SIGINT')
       const {code, stdout} = await finished
       expect(code).toBe(130)
-      const out = JSON.parse(stdout) as {status: number; result: {interrupted: boolean; items: Array<{outcome: string}>} | null}
+      const out = JSON.parse(stdout) as {
+        status: number
+        result: {interrupted: boolean; items: Array<{outcome: string}>} | null
+      }
       expect(out.status).toBe(130)
       // Whatever had finished before the blocked one is reported; the blocked one is not.
       const completed = await db.knex('task_instance').where({dag_id: 'etl', state: 'success'}).count({n: '*'}).first()
@@ -421,12 +473,22 @@ describe('airlock complete', () => {
     const unbounded = await complete('--since', '2000-01-01', '--yes')
     expect(unbounded.code).toBe(2)
     expect(unbounded.stderr).toContain('--all-dags')
-    const meant = envelope(await complete('--since', '2000-01-01', '--all-dags', '--dry-run', '--json')) as {result: {summary: {selected: number}}}
+    const meant = envelope(await complete('--since', '2000-01-01', '--all-dags', '--dry-run', '--json')) as {
+      result: {summary: {selected: number}}
+    }
     expect(meant.result.summary.selected).toBe(3)
     const reversed = await complete('--dag-id', 'etl', '--since', '2026-12-02', '--until', '2026-12-01', '--yes')
     expect(reversed.code).toBe(2)
     expect(reversed.stderr).toContain('is not before --until')
-    const exported = await runCli(['export-events', '--database-url', db.url, '--since', '2026-12-02', '--until', '2026-12-01'])
+    const exported = await runCli([
+      'export-events',
+      '--database-url',
+      db.url,
+      '--since',
+      '2026-12-02',
+      '--until',
+      '2026-12-01',
+    ])
     expect(exported.code).toBe(2)
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
@@ -442,7 +504,9 @@ describe('airlock complete', () => {
     const early = '2000-01-01T00:00:00Z'
     const before = await complete('--ti-id', target.id, '--end-date', early, '--json')
     expect(before.code).toBe(3)
-    expect(envelope(before)).toMatchObject({result: {items: [{outcome: 'invalid_end_date', detail: expect.stringContaining('--force-end-date')}]}})
+    expect(envelope(before)).toMatchObject({
+      result: {items: [{outcome: 'invalid_end_date', detail: expect.stringContaining('--force-end-date')}]},
+    })
     expect((await db.knex('task_instance').where({id: target.id}).first()).state).toBe('running')
 
     const forced = await complete('--ti-id', target.id, '--end-date', early, '--force-end-date', '--json')
@@ -467,7 +531,9 @@ describe('airlock complete', () => {
     expect(refused.result.items[0]).toMatchObject({outcome: 'conflict', previous_state: null})
     // A person reads the missing state as "none", the value --from-state takes for it.
     expect((await complete('--ti-id', target.id)).stdout).toContain('conflict (was none)')
-    const done = envelope(await complete('--ti-id', target.id, '--from-state', 'none', '--json')) as {result: {items: Array<{outcome: string}>}}
+    const done = envelope(await complete('--ti-id', target.id, '--from-state', 'none', '--json')) as {
+      result: {items: Array<{outcome: string}>}
+    }
     expect(done.result.items[0]!.outcome).toBe('completed')
   })
 
@@ -502,7 +568,13 @@ describe('airlock complete', () => {
     expect(dry.code).toBe(3)
     expect(dry.stderr).toContain('Selected 6 task instances in 2 runs of 1 DAG:')
     const json = envelope(await complete('--dag-id', 'etl', '--dry-run', '--json')) as {
-      result: {breakdown: {dags: number; truncated: boolean; runs: Array<{run_id: string; task_instances: number; states: Record<string, number>}>}}
+      result: {
+        breakdown: {
+          dags: number
+          truncated: boolean
+          runs: Array<{run_id: string; task_instances: number; states: Record<string, number>}>
+        }
+      }
     }
     expect(json.result.breakdown).toEqual({
       dags: 1,

@@ -17,7 +17,9 @@ class StockPages extends Help {
   }
 
   rootPage(): string {
-    return [this.formatRoot(), this.formatTopics(this.sortedTopics), this.formatCommands(this.sortedCommands)].join('\n')
+    return [this.formatRoot(), this.formatTopics(this.sortedTopics), this.formatCommands(this.sortedCommands)].join(
+      '\n',
+    )
   }
 }
 
@@ -27,7 +29,9 @@ class AirlockPages extends AirlockHelp {
   }
 
   rootPage(): string {
-    return [this.formatRoot(), this.formatTopics(this.sortedTopics), this.formatCommands(this.sortedCommands)].join('\n')
+    return [this.formatRoot(), this.formatTopics(this.sortedTopics), this.formatCommands(this.sortedCommands)].join(
+      '\n',
+    )
   }
 }
 

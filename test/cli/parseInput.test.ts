@@ -1,6 +1,12 @@
 import {describe, expect, it} from 'vitest'
 
-import {parseDuration, parseJsonObject, parseShard, parseTaskInstanceId, parseTimestamp} from '../../src/cli/parseInput.js'
+import {
+  parseDuration,
+  parseJsonObject,
+  parseShard,
+  parseTaskInstanceId,
+  parseTimestamp,
+} from '../../src/cli/parseInput.js'
 import {usageMessage} from '../support/usage.js'
 
 const usage = usageMessage

@@ -16,7 +16,10 @@ async function promptOutput(): Promise<string> {
       callback()
     },
   })
-  const answer = confirm({message: 'Mark success 3 task instances?', default: false, theme: promptTheme()}, {input, output})
+  const answer = confirm(
+    {message: 'Mark success 3 task instances?', default: false, theme: promptTheme()},
+    {input, output},
+  )
   await vi.waitFor(() => expect(drawn).toContain('Mark success'))
   input.write('y\n')
   expect(await answer).toBe(true)

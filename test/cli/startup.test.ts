@@ -32,7 +32,9 @@ async function modulesLoadedBy(nodeArgs: string[]): Promise<string[]> {
 
 /** The package each module URL belongs to (`@scope/name` or `name`), from its last node_modules. */
 function packagesOf(urls: string[]): Set<string> {
-  const names = urls.map((url) => /.*\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1]).filter((name) => name !== undefined)
+  const names = urls
+    .map((url) => /.*\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1])
+    .filter((name) => name !== undefined)
   return new Set(names)
 }
 
@@ -66,7 +68,9 @@ describe('start-up', () => {
   )
 
   it('command modules import none of them at the top level (oclif imports a command to run it, every one without a manifest)', async () => {
-    const modules = commandIds().map((id) => pathToFileURL(path.join(root, 'dist', 'commands', ...id.split(':'))).href + '.js')
+    const modules = commandIds().map(
+      (id) => pathToFileURL(path.join(root, 'dist', 'commands', ...id.split(':'))).href + '.js',
+    )
     const script = `for (const module of ${JSON.stringify(modules)}) await import(module)`
     const loaded = await modulesLoadedBy(['--input-type=module', '--eval', script])
     expect(loaded.filter(commandModule)).toHaveLength(modules.length)
@@ -90,7 +94,9 @@ describe('oclif.manifest.json (written by npm run build)', () => {
   })
 
   it('matches what oclif builds from dist/ now (a tsc without the manifest step would leave it stale)', async () => {
-    const {stdout} = await run(process.execPath, [path.join(root, 'scripts', 'oclif-manifest.mjs'), '--check'], {cwd: root})
+    const {stdout} = await run(process.execPath, [path.join(root, 'scripts', 'oclif-manifest.mjs'), '--check'], {
+      cwd: root,
+    })
     expect(stdout).toContain('matches')
   })
 })

@@ -61,7 +61,9 @@ describe('--verbose', () => {
     // sslmode prefer: a TLS attempt first, which a server without TLS refuses (a `failed` line), then plain.
     const connects = logged.filter((line) => line.startsWith('connect '))
     expect(logged.slice(0, connects.length)).toEqual(connects)
-    expect(connects.at(-1)).toMatch(new RegExp(`^connect ${role}@${host}:\\d+/${db.name} \\(sslmode prefer, (no )?TLS\\) \\d+\\.\\d ms$`))
+    expect(connects.at(-1)).toMatch(
+      new RegExp(`^connect ${role}@${host}:\\d+/${db.name} \\(sslmode prefer, (no )?TLS\\) \\d+\\.\\d ms$`),
+    )
     const statements = logged.filter((line) => line.startsWith('sql '))
     // The server, the alembic head, the tables, the privileges, the settings: more than a handful.
     expect(statements.length).toBeGreaterThan(5)
@@ -73,11 +75,22 @@ describe('--verbose', () => {
   it('complete --dry-run: prepared statements by name, each transaction begun with its timeouts and rolled back, never committed', async () => {
     await threeRunningTasks()
     const before = await writeFootprint(db.knex)
-    const result = await runCli(['complete', '--database-url', url, '--dag-id', dagId, '--dry-run', '--verbose', '--json'])
+    const result = await runCli([
+      'complete',
+      '--database-url',
+      url,
+      '--dag-id',
+      dagId,
+      '--dry-run',
+      '--verbose',
+      '--json',
+    ])
     expect(result.code).toBe(0)
     expect(envelope(result)).toMatchObject({status: 0, result: {summary: {selected: 3, dry_run: true}}})
     const logged = lines(result.stderr)
-    expect(logged.filter((line) => /^sql airlock_lock_ti_[0-9a-f]{12} \d+\.\d ms \(1 row\)$/.test(line))).toHaveLength(3)
+    expect(logged.filter((line) => /^sql airlock_lock_ti_[0-9a-f]{12} \d+\.\d ms \(1 row\)$/.test(line))).toHaveLength(
+      3,
+    )
     const begins = logged.filter((line) => line.startsWith('begin '))
     expect(begins).toHaveLength(3)
     for (const line of begins) {
@@ -91,7 +104,9 @@ describe('--verbose', () => {
     const lockName = logged.find((line) => line.startsWith('sql airlock_lock_ti_'))!.split(' ')[1]!
     const texts = logged.filter((line) => line.startsWith(`text ${lockName} `))
     expect(texts).toEqual([`text ${lockName} select state, try_number from task_instance where id = $1 for update`])
-    expect(logged.indexOf(texts[0]!)).toBeLessThan(logged.indexOf(logged.find((line) => line.startsWith(`sql ${lockName} `))!))
+    expect(logged.indexOf(texts[0]!)).toBeLessThan(
+      logged.indexOf(logged.find((line) => line.startsWith(`sql ${lockName} `))!),
+    )
     // Every line is one of the kinds above: nothing else reaches stderr under --json.
     for (const line of logged) expect(line).toMatch(/^(connect|sql|text|begin|commit|rollback) /)
     expectNoPassword(result.stderr + result.stdout)
@@ -102,7 +117,9 @@ describe('--verbose', () => {
 
   it('human output: the report on stdout has no log line; AIRLOCK_VERBOSE=1 turns it on like the flag', async () => {
     await threeRunningTasks()
-    const result = await runCli(['complete', '--database-url', url, '--dag-id', dagId, '--dry-run'], {env: {AIRLOCK_VERBOSE: '1'}})
+    const result = await runCli(['complete', '--database-url', url, '--dag-id', dagId, '--dry-run'], {
+      env: {AIRLOCK_VERBOSE: '1'},
+    })
     expect(result.code).toBe(0)
     expect(result.stdout).toContain('would')
     expect(result.stdout).not.toMatch(/^(sql|begin|rollback|connect) /m)

@@ -39,7 +39,9 @@ describe('wrapPlainText', () => {
     for (let n = 0; n < 3000; n++) {
       const text = paragraph(next)
       const columns = 1 + Math.floor(next() * 40)
-      expect(wrapPlainText(text, columns), `case ${n}: ${JSON.stringify(text)} at ${columns}`).toBe(oclifWrap(text, columns))
+      expect(wrapPlainText(text, columns), `case ${n}: ${JSON.stringify(text)} at ${columns}`).toBe(
+        oclifWrap(text, columns),
+      )
     }
   })
 
@@ -56,7 +58,8 @@ describe('wrapPlainText', () => {
       ['abcdefghijklmno', 1],
       [' lead and trail ', 8],
     ]
-    for (const [text, columns] of cases) expect(wrapPlainText(text, columns), JSON.stringify(text)).toBe(oclifWrap(text, columns))
+    for (const [text, columns] of cases)
+      expect(wrapPlainText(text, columns), JSON.stringify(text)).toBe(oclifWrap(text, columns))
   })
 
   it('leaves what is not plain ASCII to wrap-ansi: escape codes, wider characters, tabs, no room', () => {

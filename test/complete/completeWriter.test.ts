@@ -71,13 +71,16 @@ describe('complete on Airflow 3.0', () => {
     expect((await tiById(db.knex, done.id)).end_date).toEqual(done.end_date)
   })
 
-  it.each(['up_for_retry', 'failed', 'queued', 'deferred'] as const)('%s → conflict with previous_state, nothing written', async (state) => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2, state}).build()
-    const footprint = await writeFootprint(db.knex)
-    const result = await completeOne(db.knex, world.ti('etl').id)
-    expect(result.result).toEqual({outcome: 'conflict', previousState: state})
-    expect(await writeFootprint(db.knex)).toEqual(footprint)
-  })
+  it.each(['up_for_retry', 'failed', 'queued', 'deferred'] as const)(
+    '%s → conflict with previous_state, nothing written',
+    async (state) => {
+      const world = await scenario(db.knex).producer('etl', {outlets: 2, state}).build()
+      const footprint = await writeFootprint(db.knex)
+      const result = await completeOne(db.knex, world.ti('etl').id)
+      expect(result.result).toEqual({outcome: 'conflict', previousState: state})
+      expect(await writeFootprint(db.knex)).toEqual(footprint)
+    },
+  )
 
   it('--from-state failed lets a failed task instance be completed', async () => {
     const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'failed'}).build()
@@ -91,7 +94,9 @@ describe('complete on Airflow 3.0', () => {
     await scenario(db.knex).producer('etl', {outlets: 2}).build()
     const footprint = await writeFootprint(db.knex)
     expect((await completeOne(db.knex, '00000000-0000-0000-0000-000000000000')).result).toEqual({outcome: 'not_found'})
-    expect((await completeOne(db.knex, {key: {dagId: 'etl', runId: 'nope', taskId: 'produce', mapIndex: -1}})).result).toEqual({outcome: 'not_found'})
+    expect(
+      (await completeOne(db.knex, {key: {dagId: 'etl', runId: 'nope', taskId: 'produce', mapIndex: -1}})).result,
+    ).toEqual({outcome: 'not_found'})
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
 
@@ -116,7 +121,10 @@ describe('complete on Airflow 3.0', () => {
     const target = world.ti('etl')
     const before = await writeFootprint(db.knex)
     const result = await completeOne(db.knex, target.id, {strictOutlets: true})
-    expect(result.result).toEqual({outcome: 'inactive_outlet', detail: expect.stringContaining('etl.produce.out_2') as string})
+    expect(result.result).toEqual({
+      outcome: 'inactive_outlet',
+      detail: expect.stringContaining('etl.produce.out_2') as string,
+    })
     expect(await writeFootprint(db.knex)).toEqual(before)
     expect((await tiById(db.knex, target.id)).state).toBe('running')
   })
@@ -186,7 +194,11 @@ describe('complete on Airflow 3.0', () => {
     const target = world.ti('etl')
     const result = await completeOne(db.knex, target.id, {
       outletEvents: [
-        {asset: {name: 'dynamic_2026_12_01', uri: 's3://lake/dynamic/2026-12-01'}, alias: 'lake.daily_alias', extra: {rows: 7}},
+        {
+          asset: {name: 'dynamic_2026_12_01', uri: 's3://lake/dynamic/2026-12-01'},
+          alias: 'lake.daily_alias',
+          extra: {rows: 7},
+        },
         {asset: 'etl.produce.out_1', extra: {rows: 3}},
       ],
     })
@@ -204,8 +216,12 @@ describe('complete on Airflow 3.0', () => {
       ['dynamic_2026_12_01', {rows: 7}],
     ])
     const aliasEvent = events[2]!
-    expect(await db.knex('asset_alias_asset_event').where({alias_id: alias.id})).toEqual([{alias_id: alias.id, event_id: aliasEvent.id}])
-    expect(await db.knex('asset_dag_run_queue').where({asset_id: created.id})).toEqual([expect.objectContaining({target_dag_id: 'by_alias'})])
+    expect(await db.knex('asset_alias_asset_event').where({alias_id: alias.id})).toEqual([
+      {alias_id: alias.id, event_id: aliasEvent.id},
+    ])
+    expect(await db.knex('asset_dag_run_queue').where({asset_id: created.id})).toEqual([
+      expect.objectContaining({target_dag_id: 'by_alias'}),
+    ])
   })
 
   it('an alias emission of an asset that is also a direct outlet is its own event; two aliases emitting the same (asset, extra) share one event linked to both', async () => {
@@ -245,10 +261,20 @@ describe('complete on Airflow 3.0', () => {
       .build()
     const target = world.ti('etl')
     const before = await writeFootprint(db.knex)
-    const undeclared = await completeOne(db.knex, target.id, {outletEvents: [{asset: 'etl.produce.out_1', alias: 'other'}]})
-    expect(undeclared.result).toMatchObject({outcome: 'failed', message: expect.stringContaining('does not declare') as string})
-    const guessed = await completeOne(db.knex, target.id, {outletEvents: [{asset: 's3://never/seen', alias: 'declared'}]})
-    expect(guessed.result).toMatchObject({outcome: 'failed', message: expect.stringContaining('matches no asset') as string})
+    const undeclared = await completeOne(db.knex, target.id, {
+      outletEvents: [{asset: 'etl.produce.out_1', alias: 'other'}],
+    })
+    expect(undeclared.result).toMatchObject({
+      outcome: 'failed',
+      message: expect.stringContaining('does not declare') as string,
+    })
+    const guessed = await completeOne(db.knex, target.id, {
+      outletEvents: [{asset: 's3://never/seen', alias: 'declared'}],
+    })
+    expect(guessed.result).toMatchObject({
+      outcome: 'failed',
+      message: expect.stringContaining('matches no asset') as string,
+    })
     expect(await writeFootprint(db.knex)).toEqual(before)
     expect(await db.knex('asset').where({uri: 's3://never/seen'})).toEqual([])
   })

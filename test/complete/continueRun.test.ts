@@ -26,7 +26,15 @@ const world = (knex: Knex, options: Partial<ProducerOptions> = {}) =>
     .producer('etl', {
       tasks: ['extract', 'load', 'report', 'notify', 'archive', 'audit', 'side'],
       outlets: 1,
-      state: {extract: 'success', load: 'failed', report: 'upstream_failed', notify: 'failed', archive: 'success', audit: 'skipped', side: 'failed'},
+      state: {
+        extract: 'success',
+        load: 'failed',
+        report: 'upstream_failed',
+        notify: 'failed',
+        archive: 'success',
+        audit: 'skipped',
+        side: 'failed',
+      },
       downstream: {extract: ['load', 'side'], load: ['report', 'notify', 'archive', 'audit'], notify: ['audit']},
       mappedTasks: {report: [0, 1]},
       retries: {notify: 2, report: 1},
@@ -39,8 +47,20 @@ const world = (knex: Knex, options: Partial<ProducerOptions> = {}) =>
 async function extras(knex: Knex, w: World): Promise<void> {
   const notify = w.ti('etl', 'notify')
   const now = new Date()
-  await knex('task_reschedule').insert({ti_id: notify.id, start_date: now, end_date: now, duration: 1, reschedule_date: now})
-  await knex('task_instance_note').insert({ti_id: notify.id, user_id: 'ops', content: 'paged', created_at: now, updated_at: now})
+  await knex('task_reschedule').insert({
+    ti_id: notify.id,
+    start_date: now,
+    end_date: now,
+    duration: 1,
+    reschedule_date: now,
+  })
+  await knex('task_instance_note').insert({
+    ti_id: notify.id,
+    user_id: 'ops',
+    content: 'paged',
+    created_at: now,
+    updated_at: now,
+  })
 }
 
 const originalIds = (w: World) => new Map(w.tis('etl').map((t) => [`${t.task_id}[${t.map_index}]`, t.id]))
@@ -73,7 +93,10 @@ describe.each(versions)('complete --continue-run on %s', (version) => {
     await Promise.all([extras(airlock.knex, ours), extras(airflow.knex, theirs)])
     const since = new Date(Date.now() - 1000)
 
-    const result = await completeOne(airlock.knex, ours.ti('etl', 'load').id, {fromStates: ['failed'], continueRun: {behaviourVersion}})
+    const result = await completeOne(airlock.knex, ours.ti('etl', 'load').id, {
+      fromStates: ['failed'],
+      continueRun: {behaviourVersion},
+    })
     await airflowMarksSuccess(airflow.knex, await schemaOf(airflow.knex), theirs.ti('etl', 'load').id)
 
     expect(result.result).toEqual({outcome: 'completed'})
@@ -102,7 +125,11 @@ describe.each(versions)('complete --continue-run on %s', (version) => {
 
     // The item and the audit row name what was cleared.
     const report = (
-      result as unknown as {report: {continue_run: {cleared: Array<{task_id: string; map_index: number; previous_state: string}>; dag_run: unknown}}}
+      result as unknown as {
+        report: {
+          continue_run: {cleared: Array<{task_id: string; map_index: number; previous_state: string}>; dag_run: unknown}
+        }
+      }
     ).report.continue_run
     expect(report.cleared.map((c) => `${c.task_id}[${c.map_index}] ${c.previous_state}`)).toEqual([
       'notify[-1] failed',
@@ -111,7 +138,9 @@ describe.each(versions)('complete --continue-run on %s', (version) => {
     ])
     expect(report.dag_run).toMatchObject({previous_state: 'failed', state: 'queued'})
     const [log] = await airlock.knex('log').where({dag_id: 'etl', task_id: 'load', event: 'success'})
-    const extra = JSON.parse(log.extra as string) as {airlock: {command: string; continue_run: {cleared: unknown[]; dag_run_previous_state: string}}}
+    const extra = JSON.parse(log.extra as string) as {
+      airlock: {command: string; continue_run: {cleared: unknown[]; dag_run_previous_state: string}}
+    }
     expect(extra.airlock.command).toBe('complete --continue-run')
     expect(extra.airlock.continue_run.cleared).toHaveLength(3)
     expect(extra.airlock.continue_run.dag_run_previous_state).toBe('failed')
@@ -123,7 +152,10 @@ describe.each(versions)('complete --continue-run on %s', (version) => {
     await setup?.(airlock.knex, ours)
     await setup?.(airflow.knex, theirs)
     const since = new Date(Date.now() - 1000)
-    const result = await completeOne(airlock.knex, ours.ti('etl', 'load').id, {fromStates: ['failed'], continueRun: {behaviourVersion}})
+    const result = await completeOne(airlock.knex, ours.ti('etl', 'load').id, {
+      fromStates: ['failed'],
+      continueRun: {behaviourVersion},
+    })
     await airflowMarksSuccess(airflow.knex, await schemaOf(airflow.knex), theirs.ti('etl', 'load').id)
     expect(result.result).toEqual({outcome: 'completed'})
     const mine = await runSnapshot(airlock.knex, ours.run('etl').run_id, originalIds(ours), since)
@@ -166,7 +198,8 @@ describe('complete --continue-run, as an operator runs it', () => {
 
   const states = async () =>
     (await db.knex('task_instance').where({dag_id: 'etl'}).orderBy(['task_id', 'map_index'])).map(
-      (t: {task_id: string; map_index: number; state: string | null}) => `${t.task_id}[${t.map_index}]=${t.state ?? 'none'}`,
+      (t: {task_id: string; map_index: number; state: string | null}) =>
+        `${t.task_id}[${t.map_index}]=${t.state ?? 'none'}`,
     )
 
   it('--dry-run lists what would be cleared and writes nothing; the run then does it (exit 0)', async () => {
@@ -185,14 +218,27 @@ describe('complete --continue-run, as an operator runs it', () => {
         '--dry-run',
         '--json',
       ]),
-    ) as {result: {items: Array<{outcome: string; continue_run: {cleared: Array<{task_id: string}>; dag_run: {state: string}}}>}}
+    ) as {
+      result: {
+        items: Array<{outcome: string; continue_run: {cleared: Array<{task_id: string}>; dag_run: {state: string}}}>
+      }
+    }
     expect(dry.result.items[0]!.outcome).toBe('would_complete')
     expect(dry.result.items[0]!.continue_run.cleared.map((c) => c.task_id)).toEqual(['notify', 'report', 'report'])
     expect(dry.result.items[0]!.continue_run.dag_run.state).toBe('queued')
     expect(await states()).toEqual(before)
     expect(await db.knex('task_instance_history').count({n: '*'}).first()).toEqual({n: '0'})
 
-    const human = await runCli(['complete', '--database-url', db.url, '--ti-id', w.ti('etl', 'load').id, '--from-state', 'failed', '--continue-run'])
+    const human = await runCli([
+      'complete',
+      '--database-url',
+      db.url,
+      '--ti-id',
+      w.ti('etl', 'load').id,
+      '--from-state',
+      'failed',
+      '--continue-run',
+    ])
     expect(human.code).toBe(0)
     expect(human.stdout).toContain('completed (was failed), cleared 3, run queued')
     expect((await db.knex('dag_run').where({dag_id: 'etl'}).first()).state).toBe('queued')
@@ -208,7 +254,16 @@ describe('complete --continue-run, as an operator runs it', () => {
         runState: 'failed',
       })
       .build()
-    const result = await runCli(['complete', '--database-url', db.url, '--ti-id', w.ti('etl', 'load').id, '--from-state', 'failed', '--continue-run'])
+    const result = await runCli([
+      'complete',
+      '--database-url',
+      db.url,
+      '--ti-id',
+      w.ti('etl', 'load').id,
+      '--from-state',
+      'failed',
+      '--continue-run',
+    ])
     expect(result.code).toBe(3)
     expect(result.stdout).toContain('unsupported_downstream (was failed)')
     expect(result.stdout).toMatch(/Why:\n {2}etl\/.+\/load: unsupported_downstream: DAG etl has no serialized DAG/)
@@ -224,7 +279,10 @@ describe('complete --continue-run, as an operator runs it', () => {
 
   it('a task with nothing failed downstream: marked success, the run left as it is (Airflow clears nothing, so it does not re-queue)', async () => {
     const w = await world(db.knex)
-    const result = await completeOne(db.knex, w.ti('etl', 'side').id, {fromStates: ['failed'], continueRun: {behaviourVersion: '3.0'}})
+    const result = await completeOne(db.knex, w.ti('etl', 'side').id, {
+      fromStates: ['failed'],
+      continueRun: {behaviourVersion: '3.0'},
+    })
     expect(result.result).toEqual({outcome: 'completed'})
     expect((await db.knex('dag_run').where({dag_id: 'etl'}).first()).state).toBe('failed')
     expect(await db.knex('task_instance_history').count({n: '*'}).first()).toEqual({n: '0'})
@@ -234,7 +292,11 @@ describe('complete --continue-run, as an operator runs it', () => {
   async function raceOnNotify(w: World, retry?: {maxAttempts: number; baseDelayMs: number; maxDelayMs: number}) {
     const notify = w.ti('etl', 'notify')
     return whileRowLocked(db.knex, notify.id, async (holder) => {
-      const completion = completeOne(db.knex, w.ti('etl', 'load').id, {fromStates: ['failed'], continueRun: {behaviourVersion: '3.0'}, retry})
+      const completion = completeOne(db.knex, w.ti('etl', 'load').id, {
+        fromStates: ['failed'],
+        continueRun: {behaviourVersion: '3.0'},
+        retry,
+      })
       // airlock holds load's row and queues on notify's, in key order after it.
       await waitUntilAppBlocked(db.knex, `airlock:complete:${w.ti('etl', 'load').id}`)
       await holder.raw(`update task_instance set state = 'scheduled' where id = ?`, [notify.id])
@@ -251,7 +313,10 @@ describe('complete --continue-run, as an operator runs it', () => {
     const after = await states()
     expect(after).toContain('notify[-1]=scheduled')
     expect(after).toContain('report[0]=none')
-    const archived = await db.knex('task_instance_history').orderBy(['task_id', 'map_index']).select('task_id', 'map_index', 'state')
+    const archived = await db
+      .knex('task_instance_history')
+      .orderBy(['task_id', 'map_index'])
+      .select('task_id', 'map_index', 'state')
     expect(archived).toEqual([
       {task_id: 'report', map_index: 0, state: 'upstream_failed'},
       {task_id: 'report', map_index: 1, state: 'upstream_failed'},
@@ -328,12 +393,18 @@ describe('complete --continue-run, several items and several releases', () => {
       '--json',
     ])
     expect(result.code).toBe(0)
-    const out = envelope(result) as {result: {items: Array<{outcome: string; continue_run: {cleared: unknown[]}}>}; warnings: string[]}
+    const out = envelope(result) as {
+      result: {items: Array<{outcome: string; continue_run: {cleared: unknown[]}}>}
+      warnings: string[]
+    }
     expect(out.result.items.map((i) => i.outcome)).toEqual(['completed', 'completed', 'completed', 'completed'])
     // Whichever item came first cleared report; the others found nothing left to clear.
     expect(out.result.items.map((i) => i.continue_run.cleared.length).sort()).toEqual([0, 0, 0, 1])
     expect(await db.knex('task_instance_history').count({n: '*'}).first()).toEqual({n: '1'})
-    expect(await db.knex('dag_run').where({dag_id: 'etl'}).first('state', 'clear_number')).toEqual({state: 'queued', clear_number: 1})
+    expect(await db.knex('dag_run').where({dag_id: 'etl'}).first('state', 'clear_number')).toEqual({
+      state: 'queued',
+      clear_number: 1,
+    })
     // 3.0's serialized DAG leaves out retries equal to [core] default_task_retries: said, not guessed silently.
     expect(out.warnings.join(' ')).toContain('max_tries of the cleared report counts 0 retries')
   })
@@ -351,9 +422,15 @@ describe('complete --continue-run, several items and several releases', () => {
         })
         .build()
       const before = await db.knex('dag_run').where({dag_id: 'etl'}).first('queued_at', 'clear_number', 'start_date')
-      const result = await completeOne(db.knex, w.ti('etl', 'load').id, {fromStates: ['failed'], continueRun: {behaviourVersion: version}})
+      const result = await completeOne(db.knex, w.ti('etl', 'load').id, {
+        fromStates: ['failed'],
+        continueRun: {behaviourVersion: version},
+      })
       expect(result.result).toEqual({outcome: 'completed'})
-      const after = await db.knex('dag_run').where({dag_id: 'etl'}).first('state', 'queued_at', 'clear_number', 'start_date')
+      const after = await db
+        .knex('dag_run')
+        .where({dag_id: 'etl'})
+        .first('state', 'queued_at', 'clear_number', 'start_date')
       expect(after.state).toBe('running')
       expect(after.start_date).toEqual(before.start_date)
       if (version === '3.0') expect(after).toMatchObject({clear_number: 0, queued_at: before.queued_at})
@@ -384,7 +461,13 @@ describe('the clear set (partial_subset with include_downstream, setups and tear
   })
 
   it("a downstream task's upstream setup comes along with its teardown (get_upstreams_only_setups_and_teardowns)", () => {
-    const g = graph({s: {setup: true, down: ['w', 't']}, w: {down: ['t', 'after']}, t: {teardown: true}, after: {}, other: {}})
+    const g = graph({
+      s: {setup: true, down: ['w', 't']},
+      w: {down: ['t', 'after']},
+      t: {teardown: true},
+      after: {},
+      other: {},
+    })
     expect([...clearSubset(g, 'w').taskIds].sort()).toEqual(['after', 's', 't', 'w'])
   })
 

@@ -18,7 +18,8 @@ beforeAll(async () => {
 })
 afterAll(async () => db?.drop())
 
-const assetNames = async (t: {dag_id: string; run_id: string; task_id: string}) => (await eventsOf(db.knex, t)).map((e) => e.asset_name).sort()
+const assetNames = async (t: {dag_id: string; run_id: string; task_id: string}) =>
+  (await eventsOf(db.knex, t)).map((e) => e.asset_name).sort()
 
 describe('outlets from the serialized DAG', () => {
   it('Asset.ref by name and by uri each emit an event for the asset they name; an asset declared directly and by reference gets two, as in Airflow', async () => {
@@ -33,7 +34,12 @@ describe('outlets from the serialized DAG', () => {
     const result = await completeOne(db.knex, target.id)
     expect(result.result).toEqual({outcome: 'completed'})
     expect(result.events).toBe(4)
-    expect(await assetNames(target)).toEqual(['etl.produce.out_1', 'etl.produce.out_1', 'other.make.out_1', 'other.make.out_2'])
+    expect(await assetNames(target)).toEqual([
+      'etl.produce.out_1',
+      'etl.produce.out_1',
+      'other.make.out_1',
+      'other.make.out_2',
+    ])
     expect(result.warnings).toEqual([])
   })
 
@@ -55,7 +61,10 @@ describe('outlets from the serialized DAG', () => {
     const target = world.ti('etl')
     const before = await writeFootprint(db.knex)
     const strict = await completeOne(db.knex, target.id, {strictOutlets: true})
-    expect(strict.result).toEqual({outcome: 'inactive_outlet', detail: 'outlet assets not active: Asset.ref(name=nowhere)'})
+    expect(strict.result).toEqual({
+      outcome: 'inactive_outlet',
+      detail: 'outlet assets not active: Asset.ref(name=nowhere)',
+    })
     expect(await writeFootprint(db.knex)).toEqual(before)
 
     const lenient = await completeOne(db.knex, target.id)
@@ -71,7 +80,9 @@ describe('outlets from the serialized DAG', () => {
     expect(result.result).toEqual({outcome: 'completed'})
     expect(await assetNames(target)).toEqual(['etl.produce.out_1', 'etl.produce.out_2'])
     expect(result.warnings).toEqual([
-      expect.stringMatching(/^etl\.produce: no serialized DAG for its DAG version .*task_outlet_asset_reference/) as string,
+      expect.stringMatching(
+        /^etl\.produce: no serialized DAG for its DAG version .*task_outlet_asset_reference/,
+      ) as string,
     ])
   })
 
@@ -86,7 +97,14 @@ describe('outlets from the serialized DAG', () => {
     const versionId = randomUUID()
     await db
       .knex('dag_version')
-      .insert({id: versionId, version_number: 2, dag_id: 'etl', bundle_name: 'dags-folder', created_at: new Date(), last_updated: new Date()})
+      .insert({
+        id: versionId,
+        version_number: 2,
+        dag_id: 'etl',
+        bundle_name: 'dags-folder',
+        created_at: new Date(),
+        last_updated: new Date(),
+      })
     const newer = {
       __version: 1,
       dag: {
@@ -96,7 +114,12 @@ describe('outlets from the serialized DAG', () => {
             __type: 'operator',
             __var: {
               task_id: 'produce',
-              outlets: [{__type: 'asset', __var: {name: 'other.make.out_1', uri: 's3://lake/other/make/out_1', group: 'asset', extra: {}}}],
+              outlets: [
+                {
+                  __type: 'asset',
+                  __var: {name: 'other.make.out_1', uri: 's3://lake/other/make/out_1', group: 'asset', extra: {}},
+                },
+              ],
             },
           },
         ],
@@ -134,7 +157,9 @@ describe('outlets from the serialized DAG', () => {
 })
 
 describe('partition keys the task chose per event (Airflow 3.3+)', () => {
-  const keyed = (keys: string[]) => [{asset: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {rows: 3}, partitionKeys: keys}]
+  const keyed = (keys: string[]) => [
+    {asset: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {rows: 3}, partitionKeys: keys},
+  ]
 
   it('before 3.3 a line giving them is refused whole: failed, nothing written', async () => {
     const world = await scenario(db.knex)
@@ -143,7 +168,10 @@ describe('partition keys the task chose per event (Airflow 3.3+)', () => {
       .build()
     const footprint = await writeFootprint(db.knex)
     const result = await completeOne(db.knex, world.ti('etl').id, {outletEvents: keyed(['us'])})
-    expect(result.result).toMatchObject({outcome: 'failed', message: expect.stringContaining('from 3.3 only') as string})
+    expect(result.result).toMatchObject({
+      outcome: 'failed',
+      message: expect.stringContaining('from 3.3 only') as string,
+    })
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
 
@@ -193,12 +221,20 @@ async function countQueue(database: TestDatabase): Promise<number> {
 describe('a mapped task downstream expands over the return value', () => {
   it('is refused (mapped_downstream, nothing written) unless --allow-mapped-downstream: airlock writes no task_map row', async () => {
     const world = await scenario(db.knex)
-      .producer('etl', {tasks: ['extract', 'load', 'report'], outlets: 1, expandsOver: {load: 'extract'}, downstream: {extract: ['report']}})
+      .producer('etl', {
+        tasks: ['extract', 'load', 'report'],
+        outlets: 1,
+        expandsOver: {load: 'extract'},
+        downstream: {extract: ['report']},
+      })
       .build()
     const target = world.ti('etl', 'extract')
     const footprint = await writeFootprint(db.knex)
     const refused = await completeOne(db.knex, target.id)
-    expect(refused.result).toMatchObject({outcome: 'mapped_downstream', detail: expect.stringContaining('mapped task load') as string})
+    expect(refused.result).toMatchObject({
+      outcome: 'mapped_downstream',
+      detail: expect.stringContaining('mapped task load') as string,
+    })
     expect(await writeFootprint(db.knex)).toEqual(footprint)
 
     // The mapped task itself, and a task whose downstream is not mapped, complete as usual.
@@ -231,7 +267,10 @@ describe('[state_store] clear_on_success (Airflow 3.3+)', () => {
       updated_at: new Date(),
     })
     await v33.knex('task_state').insert([state(mine, 'cursor'), state(mine, 'offset'), state(other, 'cursor')])
-    const keys = async () => (await v33.knex('task_state').orderBy(['task_id', 'key']).select('task_id', 'key')).map((r) => `${r.task_id}.${r.key}`)
+    const keys = async () =>
+      (await v33.knex('task_state').orderBy(['task_id', 'key']).select('task_id', 'key')).map(
+        (r) => `${r.task_id}.${r.key}`,
+      )
 
     expect((await completeOne(v33.knex, other.id)).result).toEqual({outcome: 'completed'})
     expect(await keys()).toEqual(['task_1.cursor', 'task_1.offset', 'task_2.cursor'])

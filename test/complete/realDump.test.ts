@@ -56,7 +56,10 @@ describe.skipIf(!haveDump)('complete on the restored Airflow 3.0.0 dump', () => 
     const before = await rowCounts()
     const result = await runCli(['complete', '--database-url', db.url, '--ti-id', tiId, '--json'])
     expect(result.code).toBe(0)
-    expect(envelope(result)).toMatchObject({status: 0, result: {summary: {completed: 1, events_created: 2, runs_queued: 2}}})
+    expect(envelope(result)).toMatchObject({
+      status: 0,
+      result: {summary: {completed: 1, events_created: 2, runs_queued: 2}},
+    })
 
     const after = await rowCounts()
     const changed = Object.keys(after).filter((table) => after[table] !== before[table])
@@ -69,8 +72,14 @@ describe.skipIf(!haveDump)('complete on the restored Airflow 3.0.0 dump', () => 
     expect(ti.duration).toBeGreaterThanOrEqual(90)
     expect(ti.duration).toBeCloseTo((ti.end_date.getTime() - ti.start_date.getTime()) / 1000, 2)
 
-    const events = await db.knex('asset_event as e').join('asset as a', 'a.id', 'e.asset_id').orderBy('a.name').select('a.name', 'e.*')
-    expect(events.map((e) => [e.name, e.source_dag_id, e.source_run_id, e.source_task_id, e.source_map_index, e.extra])).toEqual([
+    const events = await db
+      .knex('asset_event as e')
+      .join('asset as a', 'a.id', 'e.asset_id')
+      .orderBy('a.name')
+      .select('a.name', 'e.*')
+    expect(
+      events.map((e) => [e.name, e.source_dag_id, e.source_run_id, e.source_task_id, e.source_map_index, e.extra]),
+    ).toEqual([
       ['warehouse.customers', 'producer', 'scheduled__2026-12-01T00:00:00+00:00', 'load', -1, {}],
       ['warehouse.orders', 'producer', 'scheduled__2026-12-01T00:00:00+00:00', 'load', -1, {}],
     ])

@@ -66,7 +66,10 @@ describe('complete on Airflow 3.2 (partitions)', () => {
     const world = await partitionedConsumerWorld('2026-12-01')
     const before = await writeFootprint(db.knex)
     const result = await completeOne(db.knex, world.ti('etl').id)
-    expect(result.result).toEqual({outcome: 'unsupported_consumer', detail: expect.stringContaining('hourly') as string})
+    expect(result.result).toEqual({
+      outcome: 'unsupported_consumer',
+      detail: expect.stringContaining('hourly') as string,
+    })
     expect(await writeFootprint(db.knex)).toEqual(before)
   })
 
@@ -85,7 +88,9 @@ describe('complete on Airflow 3.2 (partitions)', () => {
     const result = await completeOne(db.knex, world.ti('etl').id)
     expect(result.result).toEqual({outcome: 'completed'})
     expect(await queuedFor(world)).toEqual(['daily'])
-    expect(result.warnings.join('\n')).toMatch(/does not queue a DAG with a partitioned timetable for an event without a partition key: hourly/)
+    expect(result.warnings.join('\n')).toMatch(
+      /does not queue a DAG with a partitioned timetable for an event without a partition key: hourly/,
+    )
   })
 })
 
@@ -107,7 +112,10 @@ describe('complete on Airflow 3.4 (one queue row per event)', () => {
     await completeOne(db.knex, first.id)
     await completeOne(db.knex, second.id)
 
-    const rows = await db.knex('asset_dag_run_queue as q').join('asset_event as e', 'e.id', 'q.asset_event_id').select('q.*', 'e.source_run_id')
+    const rows = await db
+      .knex('asset_dag_run_queue as q')
+      .join('asset_event as e', 'e.id', 'q.asset_event_id')
+      .select('q.*', 'e.source_run_id')
     const events = await db.knex('asset_event').where({source_dag_id: 'etl', source_task_id: 'produce'})
     expect(events).toHaveLength(4)
     // out_1's consumer gets one row per event; out_2's consumer is paused.

@@ -55,7 +55,8 @@ export async function airflowMarksSuccess(knex: Knex, schema: AirflowSchema, tiI
     const dag = documentOf(serialized[0]!)
     const tasks = new Map(dag.dag.tasks.map((t) => [t.__var.task_id, t.__var]))
     const downstreamList = (id: string) => tasks.get(id)?.downstream_task_ids ?? []
-    const upstreamList = (id: string) => [...tasks.values()].filter((t) => (t.downstream_task_ids ?? []).includes(id)).map((t) => t.task_id)
+    const upstreamList = (id: string) =>
+      [...tasks.values()].filter((t) => (t.downstream_task_ids ?? []).includes(id)).map((t) => t.task_id)
     // get_flat_relatives: every task reachable along one direction.
     const flatRelatives = (id: string, upstream: boolean): string[] => {
       const found = new Set<string>()
@@ -87,14 +88,18 @@ export async function airflowMarksSuccess(knex: Knex, schema: AirflowSchema, tiI
     const also = new Set<string>()
     for (const rel of flatRelatives(ti.task_id, false)) {
       also.add(rel)
-      if (rel !== ti.task_id && !tasks.get(rel)?.is_setup && !tasks.get(rel)?.is_teardown) for (const x of relevantSetups(rel)) also.add(x)
+      if (rel !== ti.task_id && !tasks.get(rel)?.is_setup && !tasks.get(rel)?.is_teardown)
+        for (const x of relevantSetups(rel)) also.add(x)
     }
-    if (!tasks.get(ti.task_id)?.is_setup && !tasks.get(ti.task_id)?.is_teardown) for (const x of relevantSetups(ti.task_id)) also.add(x)
+    if (!tasks.get(ti.task_id)?.is_setup && !tasks.get(ti.task_id)?.is_teardown)
+      for (const x of relevantSetups(ti.task_id)) also.add(x)
     const subset = new Set([ti.task_id, ...also])
     const partial = subset.size < tasks.size
 
     // clear(only_failed=True, run_id=…, exclude_task_ids={task_id}) → _get_task_instances
-    const {rows: tis} = await trx.raw<{rows: Array<{id: string; task_id: string; try_number: number; max_tries: number; dag_run_id: number}>}>(
+    const {rows: tis} = await trx.raw<{
+      rows: Array<{id: string; task_id: string; try_number: number; max_tries: number; dag_run_id: number}>
+    }>(
       `select ti.id, ti.task_id, ti.try_number, ti.max_tries, dr.id as dag_run_id
          from task_instance ti join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
         where ti.dag_id = ? ${partial ? 'and ti.task_id = any(?)' : ''} and ti.run_id = ?
@@ -111,10 +116,12 @@ export async function airflowMarksSuccess(knex: Knex, schema: AirflowSchema, tiI
     )
     const shared = columns.map((c) => `"${c.column_name}"`).join(', ')
     // clear_task_instances: the run's DAG (get_dag_for_run) when it has a bundle version.
-    const {rows: runs} = await trx.raw<{rows: Array<{bundle_version: string | null; created_dag_version_id: string | null}>}>(
-      `select bundle_version, created_dag_version_id from dag_run where dag_id = ? and run_id = ?`,
-      [ti.dag_id, ti.run_id],
-    )
+    const {rows: runs} = await trx.raw<{
+      rows: Array<{bundle_version: string | null; created_dag_version_id: string | null}>
+    }>(`select bundle_version, created_dag_version_id from dag_run where dag_id = ? and run_id = ?`, [
+      ti.dag_id,
+      ti.run_id,
+    ])
     const run = runs[0]!
     let runDag: Document | undefined = dag
     if (run.bundle_version !== null) {
@@ -135,13 +142,15 @@ export async function airflowMarksSuccess(knex: Knex, schema: AirflowSchema, tiI
         [row.id],
       )
       if (archived[0]!.n === 0)
-        await trx.raw(`insert into task_instance_history (task_instance_id, ${shared}) select id, ${shared} from task_instance where id = ?`, [
-          row.id,
-        ])
+        await trx.raw(
+          `insert into task_instance_history (task_instance_id, ${shared}) select id, ${shared} from task_instance where id = ?`,
+          [row.id],
+        )
       await trx.raw(`delete from task_reschedule where ti_id = ?`, [row.id])
       // self.id = uuid7(); the run's DAG has the task: max_tries = try_number + task.retries.
       const task = runTasks.get(row.task_id)
-      const maxTries = runDag && task ? row.try_number + (task.retries ?? defaultRetries) : Math.max(row.max_tries, row.try_number)
+      const maxTries =
+        runDag && task ? row.try_number + (task.retries ?? defaultRetries) : Math.max(row.max_tries, row.try_number)
       await trx.raw(
         `update task_instance
             set id = gen_random_uuid(), max_tries = ?, state = null, external_executor_id = null,
@@ -172,7 +181,17 @@ export async function airflowMarksSuccess(knex: Knex, schema: AirflowSchema, tiI
 
 interface Document {
   client_defaults?: {tasks?: {retries?: number}}
-  dag: {tasks: Array<{__var: {task_id: string; downstream_task_ids?: string[]; retries?: number; is_setup?: boolean; is_teardown?: boolean}}>}
+  dag: {
+    tasks: Array<{
+      __var: {
+        task_id: string
+        downstream_task_ids?: string[]
+        retries?: number
+        is_setup?: boolean
+        is_teardown?: boolean
+      }
+    }>
+  }
 }
 
 /** A serialized_dag row's document; `data` is NULL when [core] compress_serialized_dags is on. */
@@ -185,7 +204,12 @@ function documentOf(row: {data: unknown; data_compressed: Buffer | null}): Docum
  * A run's rows as a mark-success with its clear leaves them, comparable across two databases:
  * ids and fresh timestamps replaced by what they stand for (`new id`, `now`, `kept`).
  */
-export async function runSnapshot(knex: Knex, runId: string, original: ReadonlyMap<string, string>, since: Date): Promise<Record<string, unknown>> {
+export async function runSnapshot(
+  knex: Knex,
+  runId: string,
+  original: ReadonlyMap<string, string>,
+  since: Date,
+): Promise<Record<string, unknown>> {
   const {rows: tis} = await knex.raw<{
     rows: Array<{
       id: string
@@ -217,12 +241,17 @@ export async function runSnapshot(knex: Knex, runId: string, original: ReadonlyM
       end_date: Date | null
       last_scheduling_decision: Date | null
     }>
-  }>(`select state, clear_number, queued_at, start_date, end_date, last_scheduling_decision from dag_run where run_id = ?`, [runId])
+  }>(
+    `select state, clear_number, queued_at, start_date, end_date, last_scheduling_decision from dag_run where run_id = ?`,
+    [runId],
+  )
   const {rows: notes} = await knex.raw<{rows: Array<{task_id: string; content: string}>}>(
     `select ti.task_id, n.content from task_instance_note n join task_instance ti on ti.id = n.ti_id where ti.run_id = ? order by ti.task_id`,
     [runId],
   )
-  const {rows: reschedules} = await knex.raw<{rows: Array<{n: number}>}>(`select count(*)::int as n from task_reschedule`)
+  const {rows: reschedules} = await knex.raw<{rows: Array<{n: number}>}>(
+    `select count(*)::int as n from task_reschedule`,
+  )
   const at = (t: Date | null) => (t === null ? 'null' : t >= since ? 'now' : 'kept')
   const key = (t: {task_id: string; map_index: number}) => `${t.task_id}[${t.map_index}]`
   return {
@@ -231,7 +260,8 @@ export async function runSnapshot(knex: Knex, runId: string, original: ReadonlyM
         `${key(t)} ${t.state ?? 'none'} try=${t.try_number} max_tries=${t.max_tries} executor_id=${t.external_executor_id ?? '-'} next=${t.next_method ?? '-'} id=${original.get(key(t)) === t.id ? 'kept' : 'new'}`,
     ),
     history: history.map(
-      (h) => `${key(h)} try=${h.try_number} ${h.state} archived_as=${original.get(key(h)) === h.task_instance_id ? 'old id' : h.task_instance_id}`,
+      (h) =>
+        `${key(h)} try=${h.try_number} ${h.state} archived_as=${original.get(key(h)) === h.task_instance_id ? 'old id' : h.task_instance_id}`,
     ),
     run: runs.map(
       (r) =>

@@ -70,7 +70,9 @@ export async function taskOutletsOf(knex: Knex, tiId: string): Promise<AssetProf
   const row = rows[0]
   if (!row) throw new Error(`no serialized DAG for task instance ${tiId}`)
   const data = (typeof row.data === 'string' ? JSON.parse(row.data) : row.data) as {
-    dag: {tasks: Array<{__var: {task_id: string; outlets?: Array<{__type: string; __var: {name?: string; uri?: string}}>}}>}
+    dag: {
+      tasks: Array<{__var: {task_id: string; outlets?: Array<{__type: string; __var: {name?: string; uri?: string}}>}}>
+    }
   }
   const task = data.dag.tasks.find((t) => t.__var.task_id === row.task_id)
   return (task?.__var.outlets ?? []).map((o): AssetProfile => {
@@ -173,7 +175,8 @@ async function registerAssetChangesInDb(
   outletEvents: readonly OutletEvent[],
 ): Promise<void> {
   const assetKeys = new Map<string, {name: string; uri: string}>()
-  for (const o of taskOutlets) if (o.type === 'Asset' && o.name && o.uri) assetKeys.set(key(o.name, o.uri), {name: o.name, uri: o.uri})
+  for (const o of taskOutlets)
+    if (o.type === 'Asset' && o.name && o.uri) assetKeys.set(key(o.name, o.uri), {name: o.name, uri: o.uri})
   const nameRefs = [...new Set(taskOutlets.flatMap((o) => (o.type === 'AssetNameRef' && o.name ? [o.name] : [])))]
   const uriRefs = [...new Set(taskOutlets.flatMap((o) => (o.type === 'AssetUriRef' && o.uri ? [o.uri] : [])))]
 
@@ -193,7 +196,9 @@ async function registerAssetChangesInDb(
   // key. From 3.3 (apache/airflow #66782, #67718): payloads_by_asset, one register_asset_change per
   // payload, its key or the run's; an outlet with no payload gets one event with the run's key.
   const perEventKeys = from('3.3.0')
-  const payloadsOf = (match: (e: OutletEvent) => boolean): Array<{extra: Record<string, unknown> | undefined; partitionKey: string | null}> => {
+  const payloadsOf = (
+    match: (e: OutletEvent) => boolean,
+  ): Array<{extra: Record<string, unknown> | undefined; partitionKey: string | null}> => {
     const mine = direct.filter(match)
     if (!perEventKeys) return [{extra: mine.at(-1)?.extra, partitionKey: ti.partition_key}]
     if (mine.length === 0) return [{extra: undefined, partitionKey: ti.partition_key}]
@@ -204,7 +209,8 @@ async function registerAssetChangesInDb(
   }
   // Up to 3.2 a ref's extra is looked up by the name or uri the entry names; from 3.3 by the
   // resolved model's key.
-  const sameAsset = (m: AssetModel) => (e: OutletEvent) => e.dest_asset_key.name === m.name && e.dest_asset_key.uri === m.uri
+  const sameAsset = (m: AssetModel) => (e: OutletEvent) =>
+    e.dest_asset_key.name === m.name && e.dest_asset_key.uri === m.uri
 
   for (const [k, assetKey] of assetKeys) {
     const model = byKey.get(k)
@@ -234,13 +240,25 @@ async function registerAssetChangesInDb(
   const outletAliasNames = new Set(taskOutlets.flatMap((o) => (o.type === 'AssetAlias' && o.name ? [o.name] : [])))
   const groups = new Map<
     string,
-    {asset: {name: string; uri: string}; assetExtra: Record<string, unknown>; extra: Record<string, unknown>; aliases: Set<string>}
+    {
+      asset: {name: string; uri: string}
+      assetExtra: Record<string, unknown>
+      extra: Record<string, unknown>
+      aliases: Set<string>
+    }
   >()
   for (const event of outletEvents) {
     if (event.source_alias_name === undefined || !outletAliasNames.has(event.source_alias_name)) continue
-    const extraKey = from('3.1.3') ? pythonSortedDumps(event.extra) : JSON.stringify(Object.entries(event.extra).sort(([a], [b]) => (a < b ? -1 : 1)))
+    const extraKey = from('3.1.3')
+      ? pythonSortedDumps(event.extra)
+      : JSON.stringify(Object.entries(event.extra).sort(([a], [b]) => (a < b ? -1 : 1)))
     const assetExtra = from('3.1.5') ? (event.dest_asset_extra ?? {}) : {}
-    const groupKey = JSON.stringify([event.dest_asset_key.name, event.dest_asset_key.uri, pythonSortedDumps(assetExtra), extraKey])
+    const groupKey = JSON.stringify([
+      event.dest_asset_key.name,
+      event.dest_asset_key.uri,
+      pythonSortedDumps(assetExtra),
+      extraKey,
+    ])
     const extra = from('3.1.3') ? (JSON.parse(pythonSortedDumps(event.extra)) as Record<string, unknown>) : event.extra
     const group = groups.get(groupKey) ?? {asset: event.dest_asset_key, assetExtra, extra, aliases: new Set<string>()}
     group.aliases.add(event.source_alias_name)
@@ -262,7 +280,11 @@ async function registerAssetChangesInDb(
 
     // Alias events carry the run's partition key on every release (#71999: "alias-resolved events
     // keep the producing Dag run's key").
-    await registerAssetChange(trx, schema, ti, model!, {extra: group.extra, aliases: [...group.aliases], partitionKey: ti.partition_key})
+    await registerAssetChange(trx, schema, ti, model!, {
+      extra: group.extra,
+      aliases: [...group.aliases],
+      partitionKey: ti.partition_key,
+    })
   }
 
   // After #55714 (the 3.2- and 3.3-era copies): logged, not raised.
@@ -285,7 +307,10 @@ function pythonSortedDumps(value: unknown): string {
 }
 
 async function findAsset(trx: Knex.Transaction, asset: {name: string; uri: string}): Promise<AssetModel | undefined> {
-  const {rows} = await trx.raw<{rows: AssetModel[]}>(`select id, name, uri from asset where name = ? and uri = ?`, [asset.name, asset.uri])
+  const {rows} = await trx.raw<{rows: AssetModel[]}>(`select id, name, uri from asset where name = ? and uri = ?`, [
+    asset.name,
+    asset.uri,
+  ])
   return rows[0]
 }
 
@@ -303,10 +328,10 @@ async function registerAssetChange(
     // then linked to the asset unless already related.
     for (const name of aliases) {
       await trx.raw(`insert into asset_alias (name, "group") values (?, '') on conflict do nothing`, [name])
-      await trx.raw(`insert into asset_alias_asset (alias_id, asset_id) select id, ? from asset_alias where name = ? on conflict do nothing`, [
-        asset.id,
-        name,
-      ])
+      await trx.raw(
+        `insert into asset_alias_asset (alias_id, asset_id) select id, ? from asset_alias where name = ? on conflict do nothing`,
+        [asset.id, name],
+      )
     }
   }
 
@@ -314,7 +339,15 @@ async function registerAssetChange(
   const {rows} = await trx.raw<{rows: Array<{id: number}>}>(
     `insert into asset_event (asset_id, extra, source_task_id, source_dag_id, source_run_id, source_map_index, "timestamp"${partition ? ', partition_key' : ''})
      values (?, ?, ?, ?, ?, ?, clock_timestamp()${partition ? ', ?' : ''}) returning id`,
-    [asset.id, JSON.stringify(options.extra ?? {}), ti.task_id, ti.dag_id, ti.run_id, ti.map_index, ...(partition ? [options.partitionKey] : [])],
+    [
+      asset.id,
+      JSON.stringify(options.extra ?? {}),
+      ti.task_id,
+      ti.dag_id,
+      ti.run_id,
+      ti.map_index,
+      ...(partition ? [options.partitionKey] : []),
+    ],
   )
   const eventId = rows[0]!.id
 
@@ -330,10 +363,10 @@ async function registerAssetChange(
   )
   for (const row of byId) consumers.add(row.dag_id)
   for (const name of aliases) {
-    await trx.raw(`insert into asset_alias_asset_event (alias_id, event_id) select id, ? from asset_alias where name = ? on conflict do nothing`, [
-      eventId,
-      name,
-    ])
+    await trx.raw(
+      `insert into asset_alias_asset_event (alias_id, event_id) select id, ? from asset_alias where name = ? on conflict do nothing`,
+      [eventId, name],
+    )
     const {rows: byAlias} = await trx.raw<{rows: Array<{dag_id: string}>}>(
       `select r.dag_id from dag_schedule_asset_alias_reference r join asset_alias al on al.id = r.alias_id join dag d on d.dag_id = r.dag_id
         where al.name = ? and ${idAliasFilter}`,
@@ -355,7 +388,13 @@ async function registerAssetChange(
 }
 
 /** `AssetManager._filter_dags_by_team` (3.3+), for an event a task produced (`source_is_api` false). */
-async function filterDagsByTeam(trx: Knex.Transaction, schema: AirflowSchema, ti: LockedTi, asset: AssetModel, dagIds: string[]): Promise<string[]> {
+async function filterDagsByTeam(
+  trx: Knex.Transaction,
+  schema: AirflowSchema,
+  ti: LockedTi,
+  asset: AssetModel,
+  dagIds: string[],
+): Promise<string[]> {
   if (!schema.capabilities.teamFilter || dagIds.length === 0) return dagIds
   // DagModel.get_dag_id_to_team_name_mapping: a DAG's team is its bundle's.
   const {rows: teamRows} = await trx.raw<{rows: Array<{dag_id: string; team_name: string}>}>(
@@ -366,14 +405,18 @@ async function filterDagsByTeam(trx: Knex.Transaction, schema: AirflowSchema, ti
   const sourceTeam = teamOf.get(ti.dag_id)
   const sourceTeams = new Set(sourceTeam === undefined ? [] : [sourceTeam])
   // asset_model.scheduled_dags: the consumers' allow-lists for producers.
-  const {rows: scheduled} = await trx.raw<{rows: Array<{dag_id: string; allow_producer_teams: string[] | null; allow_global_producers: boolean}>}>(
+  const {rows: scheduled} = await trx.raw<{
+    rows: Array<{dag_id: string; allow_producer_teams: string[] | null; allow_global_producers: boolean}>
+  }>(
     `select dag_id, allow_producer_teams, allow_global_producers from dag_schedule_asset_reference where asset_id = ?`,
     [asset.id],
   )
   const allowTeams = new Map(scheduled.map((r) => [r.dag_id, r.allow_producer_teams ?? []]))
   const allowGlobal = new Map(scheduled.map((r) => [r.dag_id, r.allow_global_producers]))
   // The producing task's outlet reference: its allow-lists for consumers.
-  const {rows: outlets} = await trx.raw<{rows: Array<{allow_consumer_teams: string[] | null; allow_global_consumers: boolean}>}>(
+  const {rows: outlets} = await trx.raw<{
+    rows: Array<{allow_consumer_teams: string[] | null; allow_global_consumers: boolean}>
+  }>(
     `select allow_consumer_teams, allow_global_consumers from task_outlet_asset_reference where dag_id = ? and task_id = ? and asset_id = ?`,
     [ti.dag_id, ti.task_id, asset.id],
   )
@@ -413,7 +456,10 @@ async function queueDagruns(
 ): Promise<void> {
   let targets = dagIds
   if (schema.capabilities.partitionedTimetables && targets.length > 0) {
-    const {rows} = await trx.raw<{rows: Array<{dag_id: string}>}>(`select dag_id from dag where dag_id = any(?) and timetable_partitioned`, [targets])
+    const {rows} = await trx.raw<{rows: Array<{dag_id: string}>}>(
+      `select dag_id from dag where dag_id = any(?) and timetable_partitioned`,
+      [targets],
+    )
     const partitioned = new Set(rows.map((r) => r.dag_id))
     // _queue_partitioned_dags: with a key, through the partition mapper (not transcribed: airlock
     // refuses those); without one, from 3.3, one Log row per event naming the listening DAGs (in
@@ -443,10 +489,10 @@ async function queueDagruns(
     } else {
       // insert(AssetDagRunQueue).values(asset_id=…).on_conflict_do_nothing(); created_at is the
       // model default timezone.utcnow().
-      await trx.raw(`insert into asset_dag_run_queue (asset_id, target_dag_id, created_at) values (?, ?, clock_timestamp()) on conflict do nothing`, [
-        assetId,
-        dagId,
-      ])
+      await trx.raw(
+        `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at) values (?, ?, clock_timestamp()) on conflict do nothing`,
+        [assetId, dagId],
+      )
     }
   }
 }

@@ -56,7 +56,10 @@ const cases: Record<string, Case> = {
     task: {dag: 'etl'},
     expect(side) {
       expect(side.events).toHaveLength(1)
-      expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['etl.produce.out_1 -> dag1', 'etl.produce.out_1 -> dag2'])
+      expect(side.queue.map((q) => q.split(' created')[0])).toEqual([
+        'etl.produce.out_1 -> dag1',
+        'etl.produce.out_1 -> dag2',
+      ])
     },
   },
   'an asset without consumers: its event, no queue row': {
@@ -77,11 +80,14 @@ const cases: Record<string, Case> = {
       {dest_asset_key: {name: 'other.make.out_1', uri: 's3://lake/other/make/out_1'}, extra: {two: 2}},
     ],
     expect(side) {
-      expect(side.events).toEqual([expect.stringMatching(/^etl\.produce\.out_1 extra=\{"one":1\} from=etl\.produce\//) as string])
+      expect(side.events).toEqual([
+        expect.stringMatching(/^etl\.produce\.out_1 extra=\{"one":1\} from=etl\.produce\//) as string,
+      ])
     },
   },
   'Asset.ref by name and by uri: one event each, for the active asset they name': {
-    mirrors: 'api_fastapi/execution_api/versions/head/test_task_instances.py::test_ti_update_state_to_success_with_asset_events',
+    mirrors:
+      'api_fastapi/execution_api/versions/head/test_task_instances.py::test_ti_update_state_to_success_with_asset_events',
     world: (s) =>
       s
         .producer('other', {tasks: ['make'], outlets: 2, state: 'success'})
@@ -90,18 +96,36 @@ const cases: Record<string, Case> = {
     task: {dag: 'etl'},
     outletEvents: [{dest_asset_key: {name: 'other.make.out_1', uri: 's3://lake/other/make/out_1'}, extra: {foo: 1}}],
     expect(side) {
-      expect(side.events.map((e) => e.split(' from=')[0])).toEqual(['other.make.out_1 extra={"foo":1}', 'other.make.out_2 extra={}'])
+      expect(side.events.map((e) => e.split(' from=')[0])).toEqual([
+        'other.make.out_1 extra={"foo":1}',
+        'other.make.out_2 extra={}',
+      ])
       expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['other.make.out_1 -> by_name'])
     },
   },
   'three aliases, two extras: two events, the first linked to two aliases': {
     mirrors: 'tests/unit/models/test_taskinstance.py::test_outlet_multiple_asset_alias',
-    world: (s) => s.producer('etl', {outlets: 1, aliases: ['alias_1', 'alias_2', 'alias_3']}).consumer('by_alias_3', {alias: 'alias_3'}),
+    world: (s) =>
+      s
+        .producer('etl', {outlets: 1, aliases: ['alias_1', 'alias_2', 'alias_3']})
+        .consumer('by_alias_3', {alias: 'alias_3'}),
     task: {dag: 'etl'},
     outletEvents: [
-      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {}, source_alias_name: 'alias_1'},
-      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {}, source_alias_name: 'alias_2'},
-      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {k: 'v'}, source_alias_name: 'alias_3'},
+      {
+        dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'},
+        extra: {},
+        source_alias_name: 'alias_1',
+      },
+      {
+        dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'},
+        extra: {},
+        source_alias_name: 'alias_2',
+      },
+      {
+        dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'},
+        extra: {k: 'v'},
+        source_alias_name: 'alias_3',
+      },
     ],
     expect(side) {
       // The direct event of the outlet, plus one per (asset, extra) emitted through aliases.
@@ -110,7 +134,11 @@ const cases: Record<string, Case> = {
         ['extra={"k":"v"}', 'alias_3'],
         ['extra={}', 'alias_1+alias_2'],
       ])
-      expect(side.aliasAssets).toEqual(['alias_1 -> etl.produce.out_1', 'alias_2 -> etl.produce.out_1', 'alias_3 -> etl.produce.out_1'])
+      expect(side.aliasAssets).toEqual([
+        'alias_1 -> etl.produce.out_1',
+        'alias_2 -> etl.produce.out_1',
+        'alias_3 -> etl.produce.out_1',
+      ])
       expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['etl.produce.out_1 -> by_alias_3'])
     },
   },
@@ -118,9 +146,18 @@ const cases: Record<string, Case> = {
     mirrors: 'tests/unit/models/test_taskinstance.py::test_outlet_asset_alias',
     world: (s) => s.producer('etl', {outlets: 1, aliases: ['lake']}),
     task: {dag: 'etl'},
-    outletEvents: [{dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {}, source_alias_name: 'lake'}],
+    outletEvents: [
+      {
+        dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'},
+        extra: {},
+        source_alias_name: 'lake',
+      },
+    ],
     expect(side) {
-      expect(side.events.map((e) => e.replace(/ from=.* at=new/, ''))).toEqual(['etl.produce.out_1 extra={}', 'etl.produce.out_1 extra={} via=lake'])
+      expect(side.events.map((e) => e.replace(/ from=.* at=new/, ''))).toEqual([
+        'etl.produce.out_1 extra={}',
+        'etl.produce.out_1 extra={} via=lake',
+      ])
     },
   },
   'an alias emitting an asset that does not exist: the asset is created, not activated': {
@@ -142,7 +179,9 @@ const cases: Record<string, Case> = {
           ? 'does_not_exist uri=s3://lake/does_not_exist group=asset extra={"owner":"lake"} active=false'
           : 'does_not_exist uri=s3://lake/does_not_exist group= extra={} active=false',
       )
-      expect(side.events.filter((e) => e.startsWith('does_not_exist'))).toEqual([expect.stringContaining('extra={"key":"value"}') as string])
+      expect(side.events.filter((e) => e.startsWith('does_not_exist'))).toEqual([
+        expect.stringContaining('extra={"key":"value"}') as string,
+      ])
       expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['does_not_exist -> by_alias'])
     },
   },
@@ -150,7 +189,13 @@ const cases: Record<string, Case> = {
     mirrors: 'assets/manager.py AssetManager._add_asset_alias_association (AssetAliasModel(name=name))',
     world: (s) => s.producer('etl', {outlets: 1, aliases: ['fresh']}),
     task: {dag: 'etl'},
-    outletEvents: [{dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {}, source_alias_name: 'fresh'}],
+    outletEvents: [
+      {
+        dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'},
+        extra: {},
+        source_alias_name: 'fresh',
+      },
+    ],
     async setup(knex) {
       await knex('asset_alias').where({name: 'fresh'}).delete()
     },
@@ -192,7 +237,8 @@ const cases: Record<string, Case> = {
     task: {dag: 'etl'},
     expect(side, schema) {
       const queued = side.queue.map((q) => q.split(' -> ')[1]!.split(' ')[0])
-      if (schema.capabilities.consumerFilter === 'id_and_alias_skip_paused_and_stale') expect(queued).toEqual(['paused_by_name', 'stale_by_name'])
+      if (schema.capabilities.consumerFilter === 'id_and_alias_skip_paused_and_stale')
+        expect(queued).toEqual(['paused_by_name', 'stale_by_name'])
       else expect(queued).toEqual(['stale_by_id', 'stale_by_name'])
       // Neither a paused nor a stale DAG gets a run: their rows stay queued.
       expect(side.runs).toEqual([])
@@ -213,7 +259,9 @@ const cases: Record<string, Case> = {
         'etl.produce.out_1 -> consumer_single',
       ])
       expect(side.runs).toEqual([
-        expect.stringMatching(/^consumer_single run_after=new consumes=\[etl\.produce\.out_1 extra=\{\} from=etl\.produce\//) as string,
+        expect.stringMatching(
+          /^consumer_single run_after=new consumes=\[etl\.produce\.out_1 extra=\{\} from=etl\.produce\//,
+        ) as string,
       ])
     },
   },
@@ -229,14 +277,22 @@ const cases: Record<string, Case> = {
     expect(side) {
       // Both are queued; only the OR gets a run (the AND waits for other.make.out_1).
       expect(queuedDags(side)).toEqual(['both', 'either'])
-      expect(side.runs).toEqual([expect.stringMatching(/^either run_after=new consumes=\[etl\.produce\.out_1 /) as string])
+      expect(side.runs).toEqual([
+        expect.stringMatching(/^either run_after=new consumes=\[etl\.produce\.out_1 /) as string,
+      ])
     },
   },
   'a consumer scheduled on an alias the event went through: queued and run': {
     mirrors: 'tests/unit/jobs/test_scheduler_job.py::test_create_dag_runs_asset_alias_with_asset_event_attached',
     world: (s) => s.producer('etl', {outlets: 1, aliases: ['lake']}).consumer('by_alias', {alias: 'lake'}),
     task: {dag: 'etl'},
-    outletEvents: [{dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {}, source_alias_name: 'lake'}],
+    outletEvents: [
+      {
+        dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'},
+        extra: {},
+        source_alias_name: 'lake',
+      },
+    ],
     expect(side) {
       expect(side.runs).toEqual([expect.stringMatching(/^by_alias run_after=new consumes=\[/) as string])
     },
@@ -255,7 +311,13 @@ const cases: Record<string, Case> = {
     world: (s) => s.producer('etl', {outlets: 1}).consumer('busy', {on: ['etl'], maxActiveRuns: 1}),
     task: {dag: 'etl'},
     async setup(knex) {
-      await knex('dag_run').insert({dag_id: 'busy', run_id: 'manual__busy', run_type: 'manual', run_after: '2026-01-01T00:00:00Z', state: 'running'})
+      await knex('dag_run').insert({
+        dag_id: 'busy',
+        run_id: 'manual__busy',
+        run_type: 'manual',
+        run_after: '2026-01-01T00:00:00Z',
+        state: 'running',
+      })
     },
     expect(side) {
       expect(queuedDags(side)).toEqual(['busy'])
@@ -291,34 +353,47 @@ const cases: Record<string, Case> = {
       if (schema.capabilities.queueShape === 'per_event') {
         // One row per event: the run consumes both and runs after the new one.
         expect(side.queue).toHaveLength(2)
-        expect(side.runs).toEqual([expect.stringMatching(/^report run_after=new consumes=\[.*manual__earlier.*; .*scheduled__/) as string])
+        expect(side.runs).toEqual([
+          expect.stringMatching(/^report run_after=new consumes=\[.*manual__earlier.*; .*scheduled__/) as string,
+        ])
       } else {
         // The first created_at stays: the run is triggered at it and consumes only the earlier event.
         expect(side.queue).toEqual([expect.stringMatching(/^etl\.produce\.out_1 -> report created=\d{4}-/) as string])
-        expect(side.runs).toEqual([expect.stringMatching(/^report run_after=\d{4}-.* consumes=\[[^;]*manual__earlier[^;]*\]$/) as string])
+        expect(side.runs).toEqual([
+          expect.stringMatching(/^report run_after=\d{4}-.* consumes=\[[^;]*manual__earlier[^;]*\]$/) as string,
+        ])
       }
     },
   },
-  'partition keys per event (3.3+): one event per key with its extra, a silent outlet takes the run key, keyed events queue no plain DAG': {
-    mirrors:
-      'models/taskinstance.py register_asset_changes_in_db (payloads_by_asset, apache/airflow #66782, #67718); assets/manager.py _queue_dagruns (#63848)',
-    world: (s) => s.producer('etl', {outlets: 2}).consumer('report', {on: ['etl']}),
-    task: {dag: 'etl'},
-    appliesTo: (schema) => from(schema, '3.3.0'),
-    outletEvents: [
-      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {rows: 3}, partition_key: 'us'},
-      {dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'}, extra: {rows: 3}, partition_key: 'eu'},
-    ],
-    expect(side) {
-      expect(side.events.map((e) => e.replace(/ from=.* at=new/, ''))).toEqual([
-        'etl.produce.out_1 extra={"rows":3} partition=eu',
-        'etl.produce.out_1 extra={"rows":3} partition=us',
-        'etl.produce.out_2 extra={}',
-      ])
-      // Only the key-less event queues the plain consumer.
-      expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['etl.produce.out_2 -> report'])
+  'partition keys per event (3.3+): one event per key with its extra, a silent outlet takes the run key, keyed events queue no plain DAG':
+    {
+      mirrors:
+        'models/taskinstance.py register_asset_changes_in_db (payloads_by_asset, apache/airflow #66782, #67718); assets/manager.py _queue_dagruns (#63848)',
+      world: (s) => s.producer('etl', {outlets: 2}).consumer('report', {on: ['etl']}),
+      task: {dag: 'etl'},
+      appliesTo: (schema) => from(schema, '3.3.0'),
+      outletEvents: [
+        {
+          dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'},
+          extra: {rows: 3},
+          partition_key: 'us',
+        },
+        {
+          dest_asset_key: {name: 'etl.produce.out_1', uri: 's3://lake/etl/produce/out_1'},
+          extra: {rows: 3},
+          partition_key: 'eu',
+        },
+      ],
+      expect(side) {
+        expect(side.events.map((e) => e.replace(/ from=.* at=new/, ''))).toEqual([
+          'etl.produce.out_1 extra={"rows":3} partition=eu',
+          'etl.produce.out_1 extra={"rows":3} partition=us',
+          'etl.produce.out_2 extra={}',
+        ])
+        // Only the key-less event queues the plain consumer.
+        expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['etl.produce.out_2 -> report'])
+      },
     },
-  },
   'a key-less event partition-aware DAGs listen to: not queued; from 3.3 a "missing partition key" log row per event': {
     mirrors: 'assets/manager.py AssetManager._queue_partitioned_dags (Log(event="missing partition key"))',
     world: (s) =>
@@ -355,7 +430,9 @@ const cases: Record<string, Case> = {
     world: (s) => s.producer('etl', {outlets: 1, mapIndexes: [0, 1]}).consumer('report', {on: ['etl']}),
     task: {dag: 'etl', mapIndex: 1},
     expect(side) {
-      expect(side.events).toEqual([expect.stringContaining('from=etl.produce/scheduled__2026-12-01T00:00:00+00:00[1]') as string])
+      expect(side.events).toEqual([
+        expect.stringContaining('from=etl.produce/scheduled__2026-12-01T00:00:00+00:00[1]') as string,
+      ])
     },
   },
 }
@@ -436,7 +513,13 @@ const teamCases: Record<string, Case> = {
         .consumer('teamless', {on: ['etl']}),
     task: {dag: 'etl'},
     async setup(knex) {
-      await assignTeams(knex, {etl: 'team_a', same_team: 'team_a', listed_team: 'team_b', unlisted_team: 'team_c', teamless: null})
+      await assignTeams(knex, {
+        etl: 'team_a',
+        same_team: 'team_a',
+        listed_team: 'team_b',
+        unlisted_team: 'team_c',
+        teamless: null,
+      })
       // Both other-team consumers accept team_a's events; the producer only lets team_b in.
       await knex('dag_schedule_asset_reference')
         .whereIn('dag_id', ['listed_team', 'unlisted_team'])
@@ -507,7 +590,8 @@ function conformance(table: Record<string, Case>, open: () => Promise<TestDataba
   })
   afterAll(async () => db?.drop())
 
-  const now = async () => (await db.knex.raw<{rows: Array<{now: Date}>}>('select clock_timestamp() as now')).rows[0]!.now
+  const now = async () =>
+    (await db.knex.raw<{rows: Array<{now: Date}>}>('select clock_timestamp() as now')).rows[0]!.now
 
   /** Builds the world, runs one side on it, and reads every row back, before and after the scheduler's step. */
   async function side(c: Case, succeed: (tiId: string) => Promise<unknown>): Promise<Snapshot> {
@@ -524,7 +608,9 @@ function conformance(table: Record<string, Case>, open: () => Promise<TestDataba
   it.each(Object.entries(table))('%s', async (_, c) => {
     // A world its release cannot hold (partition keys per event before 3.3) passes as nothing to compare.
     if (c.appliesTo && !c.appliesTo(schema)) return
-    const airflow = await side(c, async (tiId) => airflowSucceeds(db.knex, schema, tiId, await taskOutletsOf(db.knex, tiId), c.outletEvents ?? []))
+    const airflow = await side(c, async (tiId) =>
+      airflowSucceeds(db.knex, schema, tiId, await taskOutletsOf(db.knex, tiId), c.outletEvents ?? []),
+    )
     const airlock = await side(c, async (tiId) =>
       completeOne(db.knex, tiId, {
         outletEvents: toAirlockInputs(c.outletEvents ?? []),
@@ -547,13 +633,15 @@ function conformance(table: Record<string, Case>, open: () => Promise<TestDataba
     // The audit row: Airflow writes one from 3.2 (apache/airflow #61932); airlock writes one on every
     // release, with the operator as owner and its provenance as extra (a documented departure).
     // Every other row (the 3.3 "missing partition key" row) is compared whole.
-    const comparable = (row: Record<string, unknown>) => (row.event === 'success' ? {...row, owner: undefined, extra: undefined} : row)
+    const comparable = (row: Record<string, unknown>) =>
+      row.event === 'success' ? {...row, owner: undefined, extra: undefined} : row
     const others = (logs: Array<Record<string, unknown>>) => logs.filter((row) => row.event !== 'success')
     if (airflow.taskInstance.state !== 'success') {
       expect(airlockLogs).toEqual([])
     } else if (from(schema, '3.2.0')) {
       // airlock writes its success row with the registration, Airflow after the state: order aside.
-      const byEvent = (rows: Array<Record<string, unknown>>) => rows.map(comparable).sort((a, b) => String(a.event).localeCompare(String(b.event)))
+      const byEvent = (rows: Array<Record<string, unknown>>) =>
+        rows.map(comparable).sort((a, b) => String(a.event).localeCompare(String(b.event)))
       expect(byEvent(airlockLogs)).toEqual(byEvent(airflowLogs))
     } else {
       expect(others(airlockLogs)).toEqual(others(airflowLogs))
@@ -570,7 +658,9 @@ function conformance(table: Record<string, Case>, open: () => Promise<TestDataba
 function toAirlockInputs(events: readonly OutletEvent[]): OutletEventInput[] {
   const inputs: OutletEventInput[] = []
   for (const event of events) {
-    const asset = event.dest_asset_extra ? {...event.dest_asset_key, extra: event.dest_asset_extra} : event.dest_asset_key
+    const asset = event.dest_asset_extra
+      ? {...event.dest_asset_key, extra: event.dest_asset_extra}
+      : event.dest_asset_key
     const same = inputs.find(
       (i) =>
         event.partition_key !== undefined &&

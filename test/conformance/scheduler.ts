@@ -64,7 +64,10 @@ export async function createAssetTriggeredRuns(knex: Knex, schema: AirflowSchema
       )
       if (!dags[0]?.eligible) continue
 
-      const run = schema.capabilities.queueShape === 'per_event' ? await perEventRun(trx, dagId, rows) : await windowRun(trx, schema, dagId, rows)
+      const run =
+        schema.capabilities.queueShape === 'per_event'
+          ? await perEventRun(trx, dagId, rows)
+          : await windowRun(trx, schema, dagId, rows)
       if (run) runs.push(run)
     }
 
@@ -79,7 +82,8 @@ async function conditionOf(trx: Knex.Transaction, dagId: string): Promise<unknow
     [dagId],
   )
   const data = rows[0]?.data
-  const document = (typeof data === 'string' ? JSON.parse(data) : data) as {dag?: {timetable?: {__var?: {asset_condition?: unknown}}}} | undefined
+  const document = (typeof data === 'string' ? JSON.parse(data) : data) as
+    {dag?: {timetable?: {__var?: {asset_condition?: unknown}}}} | undefined
   return document?.dag?.timetable?.__var?.asset_condition
 }
 
@@ -110,7 +114,8 @@ async function evaluate(trx: Knex.Transaction, encoded: unknown, statuses: Reado
     case 'asset_all':
     case 'asset_any': {
       const results: boolean[] = []
-      for (const child of (fields.objects as unknown[] | undefined) ?? []) results.push(await evaluate(trx, child, statuses))
+      for (const child of (fields.objects as unknown[] | undefined) ?? [])
+        results.push(await evaluate(trx, child, statuses))
       return node.__type === 'asset_all' ? results.every(Boolean) : results.some(Boolean)
     }
     default:
@@ -124,7 +129,12 @@ async function evaluate(trx: Knex.Transaction, encoded: unknown, statuses: Reado
  * (previous asset-triggered run's run_after, triggered_date]; then the DAG's queue rows are deleted
  * (3.0/3.1 all of them; 3.2 the rows it locked FOR UPDATE SKIP LOCKED, the same rows here).
  */
-async function windowRun(trx: Knex.Transaction, schema: AirflowSchema, dagId: string, rows: QueueRow[]): Promise<CreatedRun> {
+async function windowRun(
+  trx: Knex.Transaction,
+  schema: AirflowSchema,
+  dagId: string,
+  rows: QueueRow[],
+): Promise<CreatedRun> {
   const triggered = new Date(Math.max(...rows.map((r) => r.created_at.getTime())))
   const aliasBranch =
     compareVersions(schema.behaviourVersion, '3.1.0') < 0
@@ -147,7 +157,10 @@ async function windowRun(trx: Knex.Transaction, schema: AirflowSchema, dagId: st
     triggered,
     events.map((e) => e.id),
   )
-  await trx.raw(`delete from asset_dag_run_queue where target_dag_id = ? and asset_id = any(?)`, [dagId, rows.map((r) => r.asset_id)])
+  await trx.raw(`delete from asset_dag_run_queue where target_dag_id = ? and asset_id = any(?)`, [
+    dagId,
+    rows.map((r) => r.asset_id),
+  ])
   return run
 }
 
@@ -173,12 +186,20 @@ async function perEventRun(trx: Knex.Transaction, dagId: string, rows: QueueRow[
           events.map((e) => e.id),
         )
       : undefined
-  await trx.raw(`delete from asset_dag_run_queue where target_dag_id = ? and asset_event_id = any(?)`, [dagId, rows.map((r) => r.asset_event_id!)])
+  await trx.raw(`delete from asset_dag_run_queue where target_dag_id = ? and asset_event_id = any(?)`, [
+    dagId,
+    rows.map((r) => r.asset_event_id!),
+  ])
   return run
 }
 
 /** dag.create_dagrun for an asset-triggered run, and its consumed_asset_events. */
-async function createRun(trx: Knex.Transaction, dagId: string, runAfter: Date, eventIds: number[]): Promise<CreatedRun> {
+async function createRun(
+  trx: Knex.Transaction,
+  dagId: string,
+  runAfter: Date,
+  eventIds: number[],
+): Promise<CreatedRun> {
   const runId = `asset_triggered__${runAfter.toISOString().replace('Z', '+00:00')}_${Math.random().toString(36).slice(2, 10)}`
   const {rows} = await trx.raw<{rows: Array<{id: number}>}>(
     `insert into dag_run (dag_id, run_id, logical_date, run_after, conf, state, queued_at, run_type, triggered_by, clear_number, log_template_id, created_dag_version_id)
@@ -188,6 +209,7 @@ async function createRun(trx: Knex.Transaction, dagId: string, runAfter: Date, e
     [dagId, runId, runAfter, dagId],
   )
   const runPk = rows[0]!.id
-  if (eventIds.length > 0) await trx('dagrun_asset_event').insert(eventIds.map((eventId) => ({dag_run_id: runPk, event_id: eventId})))
+  if (eventIds.length > 0)
+    await trx('dagrun_asset_event').insert(eventIds.map((eventId) => ({dag_run_id: runPk, event_id: eventId})))
   return {dagId, runId, runAfter, eventIds}
 }

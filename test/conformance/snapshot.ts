@@ -10,7 +10,13 @@ import type {CreatedRun} from './scheduler.js'
  * setup, keeps its value, so "created_at did not move" is visible.
  */
 export interface Snapshot {
-  taskInstance: {state: string | null; endDateIsNew: boolean; durationIsEndMinusStart: boolean; nextMethod: unknown; nextKwargs: unknown}
+  taskInstance: {
+    state: string | null
+    endDateIsNew: boolean
+    durationIsEndMinusStart: boolean
+    nextMethod: unknown
+    nextKwargs: unknown
+  }
   events: string[]
   assets: string[]
   aliases: string[]
@@ -64,15 +70,21 @@ export async function snapshot(
     ]),
   )
 
-  const {rows: assets} = await knex.raw<{rows: Array<{name: string; uri: string; group: string; extra: unknown; active: boolean}>}>(
+  const {rows: assets} = await knex.raw<{
+    rows: Array<{name: string; uri: string; group: string; extra: unknown; active: boolean}>
+  }>(
     `select a.name, a.uri, a."group", a.extra, exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri) as active from asset a`,
   )
-  const {rows: aliases} = await knex.raw<{rows: Array<{name: string; group: string}>}>(`select name, "group" from asset_alias`)
+  const {rows: aliases} = await knex.raw<{rows: Array<{name: string; group: string}>}>(
+    `select name, "group" from asset_alias`,
+  )
   const {rows: aliasAssets} = await knex.raw<{rows: Array<{alias: string; asset: string}>}>(
     `select al.name as alias, a.name as asset from asset_alias_asset l join asset_alias al on al.id = l.alias_id join asset a on a.id = l.asset_id`,
   )
   const perEvent = schema.capabilities.queueShape === 'per_event'
-  const {rows: queue} = await knex.raw<{rows: Array<{name: string; target_dag_id: string; created_at: Date; asset_event_id: number | null}>}>(
+  const {rows: queue} = await knex.raw<{
+    rows: Array<{name: string; target_dag_id: string; created_at: Date; asset_event_id: number | null}>
+  }>(
     `select a.name, q.target_dag_id, q.created_at, ${perEvent ? 'q.asset_event_id' : 'null as asset_event_id'}
        from asset_dag_run_queue q join asset a on a.id = q.asset_id`,
   )
@@ -108,7 +120,9 @@ export async function snapshot(
       nextKwargs: ti.next_kwargs,
     },
     events: events.map((e) => describe.get(e.id)!).sort(),
-    assets: assets.map((a) => `${a.name} uri=${a.uri} group=${a.group} extra=${canonical(a.extra)} active=${a.active}`).sort(),
+    assets: assets
+      .map((a) => `${a.name} uri=${a.uri} group=${a.group} extra=${canonical(a.extra)} active=${a.active}`)
+      .sort(),
     aliases: aliases.map((a) => `${a.name} group=${a.group}`).sort(),
     aliasAssets: aliasAssets.map((l) => `${l.alias} -> ${l.asset}`).sort(),
     queue: queue

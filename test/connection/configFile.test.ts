@@ -40,9 +40,14 @@ describe('configLocation', () => {
       path: '/etc/airlock.toml',
       chosenBy: 'AIRLOCK_CONFIG',
     })
-    expect(configLocation({XDG_CONFIG_HOME: '/x'})).toEqual({path: '/x/airlock/config.toml', chosenBy: 'XDG_CONFIG_HOME'})
+    expect(configLocation({XDG_CONFIG_HOME: '/x'})).toEqual({
+      path: '/x/airlock/config.toml',
+      chosenBy: 'XDG_CONFIG_HOME',
+    })
     // A relative XDG_CONFIG_HOME is invalid by the specification and ignored.
-    expect(configLocation({XDG_CONFIG_HOME: 'relative'}).path).toBe(path.join(os.homedir(), '.config', 'airlock', 'config.toml'))
+    expect(configLocation({XDG_CONFIG_HOME: 'relative'}).path).toBe(
+      path.join(os.homedir(), '.config', 'airlock', 'config.toml'),
+    )
     expect(configLocation({}).chosenBy).toBe('the default')
   })
 })
@@ -78,7 +83,9 @@ sslmode = "require"
     expect(error.message).toContain('profile "prod": unknown key "sslmod"')
     expect(error.actions.join(' ')).toContain('sslmode')
     expect((await refusal('default_profile = "prod"\n')).message).toContain('unknown key "default_profile"')
-    expect((await refusal('[profiles.prod.tls]\nmode = "require"\n')).message).toContain('profile "prod": unknown key "tls"')
+    expect((await refusal('[profiles.prod.tls]\nmode = "require"\n')).message).toContain(
+      'profile "prod": unknown key "tls"',
+    )
   })
 
   it('refuses a TOML syntax error with the line, without quoting the file', async () => {
@@ -89,15 +96,23 @@ sslmode = "require"
 
   it('refuses values of the wrong kind, url beside its parts, and a profile with neither', async () => {
     expect((await refusal('[profiles.a]\nhost = "db"\nport = "5432"\n')).message).toContain('port must be a number')
-    expect((await refusal('[profiles.a]\nhost = "db"\nsslmode = "required"\n')).message).toContain('sslmode "required" is not one of')
-    expect((await refusal('[profiles.a]\nurl = "postgresql://db/airflow"\nhost = "db"\n')).message).toContain('either url or its parts')
+    expect((await refusal('[profiles.a]\nhost = "db"\nsslmode = "required"\n')).message).toContain(
+      'sslmode "required" is not one of',
+    )
+    expect((await refusal('[profiles.a]\nurl = "postgresql://db/airflow"\nhost = "db"\n')).message).toContain(
+      'either url or its parts',
+    )
     expect((await refusal('[profiles.a]\nuser = "airlock"\n')).message).toContain('needs url, or host')
-    expect((await refusal('[profiles.a]\nurl = "postgresql://u:pw@db/airflow"\npassword_env = "PW"\n')).message).toContain('keep only password_env')
+    expect(
+      (await refusal('[profiles.a]\nurl = "postgresql://u:pw@db/airflow"\npassword_env = "PW"\n')).message,
+    ).toContain('keep only password_env')
   })
 
   it('warns when a file holding a password is readable by others, not when it is 600 or holds none', async () => {
     const withPassword = '[profiles.a]\nhost = "db"\npassword = "hunter22"\n'
-    expect((await read(configWith(withPassword, 0o644))).warnings).toEqual([expect.stringContaining('group or others can read it (chmod 600')])
+    expect((await read(configWith(withPassword, 0o644))).warnings).toEqual([
+      expect.stringContaining('group or others can read it (chmod 600'),
+    ])
     expect((await read(configWith(withPassword, 0o600))).warnings).toEqual([])
     expect((await read(configWith('[profiles.a]\nhost = "db"\n', 0o644))).warnings).toEqual([])
     const inUrl = '[profiles.a]\nurl = "postgresql://u:hunter22@db/airflow"\n'

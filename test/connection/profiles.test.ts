@@ -57,7 +57,10 @@ async function resolve(request: ConnectionRequest, environment: NodeJS.ProcessEn
   return {...resolved, warnings}
 }
 
-async function refusal(request: ConnectionRequest, environment: NodeJS.ProcessEnv = {AIRLOCK_CONFIG: config}): Promise<AirlockError> {
+async function refusal(
+  request: ConnectionRequest,
+  environment: NodeJS.ProcessEnv = {AIRLOCK_CONFIG: config},
+): Promise<AirlockError> {
   const error = await resolveConnection(request, environment, builtIns).catch((caught: unknown) => caught)
   expect(error).toBeInstanceOf(AirlockError)
   expect((error as AirlockError).exit).toBe(2)
@@ -68,13 +71,17 @@ describe('profiles of the configuration file', () => {
   it('a profile URL, with the password from password_env (encoded into the URL, never written in the file)', async () => {
     const resolved = await resolve({profile: 'prod'}, {AIRLOCK_CONFIG: config, PROD_AIRFLOW_PASSWORD: 'p@ss/w%rd'})
     expect(resolved.source).toBe(`profile "prod" (${shown})`)
-    expect(resolved.url).toBe('postgresql://airlock:p%40ss%2Fw%25rd@db.prod:5432/airflow?sslmode=verify-full&sslrootcert=/etc/ssl/prod-ca.pem')
+    expect(resolved.url).toBe(
+      'postgresql://airlock:p%40ss%2Fw%25rd@db.prod:5432/airflow?sslmode=verify-full&sslrootcert=/etc/ssl/prod-ca.pem',
+    )
     expect(resolved.warnings).toEqual([])
   })
 
   it('password_env naming a variable that is not set: exit 2 naming it', async () => {
     const error = await refusal({profile: 'prod'})
-    expect(error.message).toBe(`profile "prod" (${shown}) reads its password from PROD_AIRFLOW_PASSWORD, which is not set.`)
+    expect(error.message).toBe(
+      `profile "prod" (${shown}) reads its password from PROD_AIRFLOW_PASSWORD, which is not set.`,
+    )
   })
 
   it('a profile of parts becomes the URL libpq would read', async () => {
@@ -86,39 +93,61 @@ describe('profiles of the configuration file', () => {
   it('a password written in the file works and is warned about', async () => {
     const resolved = await resolve({profile: 'written'})
     expect(resolved.url).toBe('postgresql://airlock:p%40ss%3Aword@db:5432/')
-    expect(resolved.warnings).toEqual([expect.stringContaining('has its password written in the file; name a variable with password_env')])
+    expect(resolved.warnings).toEqual([
+      expect.stringContaining('has its password written in the file; name a variable with password_env'),
+    ])
   })
 
   it('a file profile of a built-in name wins over the built-in; other built-in names still work', async () => {
-    expect(await resolve({profile: 'test'})).toMatchObject({url: 'postgresql://file@overrides-test/airflow', source: `profile "test" (${shown})`})
-    expect(await resolve({profile: 'sandbox'})).toMatchObject({url: 'postgresql://builtin@sandbox/airflow', source: 'profile "sandbox" (built in)'})
+    expect(await resolve({profile: 'test'})).toMatchObject({
+      url: 'postgresql://file@overrides-test/airflow',
+      source: `profile "test" (${shown})`,
+    })
+    expect(await resolve({profile: 'sandbox'})).toMatchObject({
+      url: 'postgresql://builtin@sandbox/airflow',
+      source: 'profile "sandbox" (built in)',
+    })
   })
 
   it('--env still works, as a deprecated alias: file profiles first, then the built-in names', async () => {
     const fromFile = await resolve({env: 'test'})
     expect(fromFile.url).toBe('postgresql://file@overrides-test/airflow')
-    expect(fromFile.warnings).toEqual(['--env is deprecated; use --profile test (the same names, and the profiles of the configuration file)'])
+    expect(fromFile.warnings).toEqual([
+      '--env is deprecated; use --profile test (the same names, and the profiles of the configuration file)',
+    ])
     expect((await resolve({env: 'sandbox'})).source).toBe('profile "sandbox" (built in)')
   })
 
   it('AIRLOCK_PROFILE names the profile when the flag does not; the flag wins, and AIRLOCK_DATABASE_URL before both', async () => {
-    expect((await resolve({}, {AIRLOCK_CONFIG: config, AIRLOCK_PROFILE: 'test'})).source).toBe(`profile "test" (${shown})`)
-    expect((await resolve({profile: 'sandbox'}, {AIRLOCK_CONFIG: config, AIRLOCK_PROFILE: 'test'})).source).toBe('profile "sandbox" (built in)')
-    const first = await resolve({profile: 'test'}, {AIRLOCK_CONFIG: config, AIRLOCK_DATABASE_URL: 'postgresql://a@env/airflow'})
+    expect((await resolve({}, {AIRLOCK_CONFIG: config, AIRLOCK_PROFILE: 'test'})).source).toBe(
+      `profile "test" (${shown})`,
+    )
+    expect((await resolve({profile: 'sandbox'}, {AIRLOCK_CONFIG: config, AIRLOCK_PROFILE: 'test'})).source).toBe(
+      'profile "sandbox" (built in)',
+    )
+    const first = await resolve(
+      {profile: 'test'},
+      {AIRLOCK_CONFIG: config, AIRLOCK_DATABASE_URL: 'postgresql://a@env/airflow'},
+    )
     expect(first.source).toBe('AIRLOCK_DATABASE_URL')
   })
 
   it('an unknown profile: exit 2 naming the file searched, its profiles and the close matches', async () => {
     const error = await refusal({profile: 'prdo'})
     expect(error.message).toBe(`No profile "prdo" in ${shown}, nor among the built-in ones.`)
-    expect(error.actions).toEqual(['Did you mean prod?', `Profiles in ${shown}: prod, staging, test, written; built in: sandbox, test.`])
+    expect(error.actions).toEqual([
+      'Did you mean prod?',
+      `Profiles in ${shown}: prod, staging, test, written; built in: sandbox, test.`,
+    ])
   })
 
   it('no configuration file: exit 2 saying where it looked, with a minimal example; built-in names still work', async () => {
     const empty = mkdtempSync(path.join(os.tmpdir(), 'airlock-xdg-'))
     onTestFinished(() => rmSync(empty, {recursive: true, force: true}))
     const error = await refusal({profile: 'prod'}, {XDG_CONFIG_HOME: empty})
-    expect(error.message).toContain(`no configuration file at ${path.join(empty, 'airlock', 'config.toml')} (from XDG_CONFIG_HOME)`)
+    expect(error.message).toContain(
+      `no configuration file at ${path.join(empty, 'airlock', 'config.toml')} (from XDG_CONFIG_HOME)`,
+    )
     expect(error.actions[0]).toContain('[profiles.prod]\n    url = "postgresql://')
     expect((await resolve({profile: 'sandbox'}, {XDG_CONFIG_HOME: empty})).source).toBe('profile "sandbox" (built in)')
     const named = await refusal({profile: 'sandbox'}, {AIRLOCK_CONFIG: path.join(empty, 'missing.toml')})
@@ -165,9 +194,15 @@ describe('airlock doctor --profile', () => {
   })
 
   it("connects with the profile's settings and names it as the source", async () => {
-    const env = {HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), X_PASSWORD: decodeURIComponent(new URL(database.url).password) || 'unused'}
+    const env = {
+      HOME: home,
+      XDG_CONFIG_HOME: path.join(home, 'config'),
+      X_PASSWORD: decodeURIComponent(new URL(database.url).password) || 'unused',
+    }
     // DATABASE_URL comes after --profile: were it used, doctor would report another database.
-    const result = await runCli(['doctor', '--profile', 'x', '--json'], {env: {...env, DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/none'}})
+    const result = await runCli(['doctor', '--profile', 'x', '--json'], {
+      env: {...env, DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/none'},
+    })
     const out = envelope(result) as {status: number; result: {connection: {target: string; source: string}}}
     expect(result.code, result.stderr).toBe(0)
     expect(out.result.connection.source).toBe('profile "x" (~/config/airlock/config.toml)')

@@ -26,7 +26,11 @@ const everything = {
 
 describe('resolveConnection: first found wins', () => {
   it('prefers the flag over everything', async () => {
-    const resolved = await resolveConnection({databaseUrl: 'postgresql://flag@h/db', env: 'staging'}, everything, knexfile)
+    const resolved = await resolveConnection(
+      {databaseUrl: 'postgresql://flag@h/db', env: 'staging'},
+      everything,
+      knexfile,
+    )
     expect(resolved).toEqual({url: 'postgresql://flag@h/db', source: 'flag --database-url'})
   })
 
@@ -48,7 +52,10 @@ describe('resolveConnection: first found wins', () => {
   it("then DATABASE_URL, then Airflow's own SQLAlchemy URL with +driver stripped", async () => {
     const {AIRLOCK_DATABASE_URL: _, ...rest} = everything
     expect((await resolveConnection({}, rest, knexfile)).source).toBe('DATABASE_URL')
-    const onlyAirflow = {...noConfig, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN: everything.AIRFLOW__DATABASE__SQL_ALCHEMY_CONN}
+    const onlyAirflow = {
+      ...noConfig,
+      AIRFLOW__DATABASE__SQL_ALCHEMY_CONN: everything.AIRFLOW__DATABASE__SQL_ALCHEMY_CONN,
+    }
     expect(await resolveConnection({}, onlyAirflow, knexfile)).toEqual({
       url: 'postgresql://f@airflow-conn/airflow',
       source: 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN',
@@ -63,10 +70,14 @@ describe('resolveConnection: first found wins', () => {
   })
 
   it('rejects an unknown or empty built-in profile with exit 2', async () => {
-    const unknown = (await resolveConnection({profile: 'nope'}, noConfig, knexfile).catch((e: unknown) => e)) as AirlockError
+    const unknown = (await resolveConnection({profile: 'nope'}, noConfig, knexfile).catch(
+      (e: unknown) => e,
+    )) as AirlockError
     expect(unknown.exit).toBe(2)
     expect(unknown.actions.at(-1)).toBe('Built-in profiles: staging, lazy, empty.')
-    const empty = (await resolveConnection({profile: 'empty'}, noConfig, knexfile).catch((e: unknown) => e)) as AirlockError
+    const empty = (await resolveConnection({profile: 'empty'}, noConfig, knexfile).catch(
+      (e: unknown) => e,
+    )) as AirlockError
     expect(empty.exit).toBe(2)
     expect(empty.message).toBe('The built-in profile "empty" finds no connection.')
     expect(empty.actions).toEqual(['Set STAGING_URL.'])

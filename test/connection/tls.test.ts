@@ -58,9 +58,14 @@ describe.skipIf(binaries.length === 0)('TLS', () => {
       })
 
       it('verify-full and verify-ca with the CA connect, by IP address and by host name', async () => {
-        for (const query of [`sslmode=verify-full&sslrootcert=${tls.certFile}`, `sslmode=verify-ca&sslrootcert=${tls.certFile}`]) {
+        for (const query of [
+          `sslmode=verify-full&sslrootcert=${tls.certFile}`,
+          `sslmode=verify-ca&sslrootcert=${tls.certFile}`,
+        ]) {
           expect((await doctor(withQuery(tls.url, query))).out.result!.server.tls).toMatch(/^TLSv1/)
-          expect((await doctor(withQuery(tls.url.replace('127.0.0.1', 'localhost'), query))).out.result!.server.tls).toMatch(/^TLSv1/)
+          expect(
+            (await doctor(withQuery(tls.url.replace('127.0.0.1', 'localhost'), query))).out.result!.server.tls,
+          ).toMatch(/^TLSv1/)
         }
       })
 
@@ -96,7 +101,9 @@ describe.skipIf(binaries.length === 0)('TLS', () => {
           const fromFile = await runCli(['doctor', '--json'], {env: {AIRLOCK_DATABASE_URL: bare, PGPASSFILE: file}})
           expect(fromFile.code).toBe(8)
           expect(fromFile.stderr).not.toContain('DeprecationWarning')
-          const fromVariable = await runCli(['doctor', '--json'], {env: {AIRLOCK_DATABASE_URL: bare, PGPASSWORD: password}})
+          const fromVariable = await runCli(['doctor', '--json'], {
+            env: {AIRLOCK_DATABASE_URL: bare, PGPASSWORD: password},
+          })
           expect(fromVariable.code).toBe(8)
 
           await fs.chmod(file, 0o644)

@@ -15,7 +15,9 @@ describe('toDatabaseUrl', () => {
   })
 
   it('refuses MySQL with exit 8 and a message naming the source', () => {
-    const error = captureError(() => toDatabaseUrl('mysql+mysqldb://u:secret@h/airflow', 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'))
+    const error = captureError(() =>
+      toDatabaseUrl('mysql+mysqldb://u:secret@h/airflow', 'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN'),
+    )
     expect(error.exit).toBe(8)
     expect(error.message).toContain('AIRFLOW__DATABASE__SQL_ALCHEMY_CONN')
     expect(error.message).not.toContain('secret')

@@ -14,7 +14,8 @@ describe('the supported-versions page and the revision graph', () => {
   it("is one chain from 3.0.0's head, every migration's parent on it, and every release head on the graph", () => {
     const main = revisions.filter((r) => r.branch === undefined)
     expect(main[0]!.revision).toBe('29ce7909c52b')
-    for (const [index, entry] of main.entries()) if (index > 0) expect(entry.downRevision).toBe(main[index - 1]!.revision)
+    for (const [index, entry] of main.entries())
+      if (index > 0) expect(entry.downRevision).toBe(main[index - 1]!.revision)
     for (const release of releases) expect(revisions.some((r) => r.revision === release.head)).toBe(true)
   })
 

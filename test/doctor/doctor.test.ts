@@ -94,10 +94,16 @@ describe('airlock doctor', () => {
     const database = await createTestDatabase('3.1', 1)
     databases.push(database)
     const first = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
-    expect(first.result.airflow).toMatchObject({behaviourVersion: '3.1.0', capabilities: {consumerFilter: 'id_and_alias_skip_paused_and_stale'}})
+    expect(first.result.airflow).toMatchObject({
+      behaviourVersion: '3.1.0',
+      capabilities: {consumerFilter: 'id_and_alias_skip_paused_and_stale'},
+    })
     await database.knex('alembic_version').update({version_num: '509b94a1042d'})
     const later = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
-    expect(later.result.airflow).toMatchObject({behaviourVersion: '3.1.8', capabilities: {consumerFilter: 'all_skip_paused'}})
+    expect(later.result.airflow).toMatchObject({
+      behaviourVersion: '3.1.8',
+      capabilities: {consumerFilter: 'all_skip_paused'},
+    })
   })
 
   it('refuses a head that claims tables the database does not have, naming the column (exit 8)', async () => {
@@ -107,8 +113,12 @@ describe('airlock doctor', () => {
     const result = await runCli(['doctor', '--database-url', database.url, '--json'])
     const out = envelope(result) as unknown as DoctorJson
     expect(result.code).toBe(8)
-    expect(out.result.airflow.reason).toContain('missing column asset_event.partition_key (added by migration 665854ef0536, Airflow 3.2.0)')
-    expect(out.result.airflow.missing).toContain('missing table task_inlet_asset_reference (added by migration 583e80dfcef4, Airflow 3.1.0)')
+    expect(out.result.airflow.reason).toContain(
+      'missing column asset_event.partition_key (added by migration 665854ef0536, Airflow 3.2.0)',
+    )
+    expect(out.result.airflow.missing).toContain(
+      'missing table task_inlet_asset_reference (added by migration 583e80dfcef4, Airflow 3.1.0)',
+    )
   })
 
   it('refuses a plausible head whose tables lack one column of its release (exit 8, the column named)', async () => {
@@ -184,7 +194,9 @@ describe('airlock doctor', () => {
     expect(unfinished.status).toBe(8)
     expect(unfinished.result.airflow.reason).toContain('the upgrade to Airflow 3 did not finish')
     await database.knex('alembic_version').update({version_num: '5f2621c13b39'})
-    const airflow2 = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
+    const airflow2 = envelope(
+      await runCli(['doctor', '--database-url', database.url, '--json']),
+    ) as unknown as DoctorJson
     expect(airflow2.result.airflow.reason).toContain('is Airflow 2.10.3: airlock supports Airflow 3.0.0 and later')
     await database.knex('alembic_version').delete()
     const empty = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
@@ -205,7 +217,9 @@ describe('airlock doctor', () => {
       capabilities: {eventPartitionKey: true, partitionedTimetables: false},
     })
     expect(out.result.verdict).toContain('finish `airflow db migrate`')
-    const audit = envelope(await runCli(['audit-events', '--database-url', database.url, '--json'])) as {warnings: string[]}
+    const audit = envelope(await runCli(['audit-events', '--database-url', database.url, '--json'])) as {
+      warnings: string[]
+    }
     expect(audit.warnings.join('\n')).toContain('an upgrade stopped at 665854ef0536')
   })
 
@@ -222,7 +236,9 @@ describe('airlock doctor', () => {
       behaviourVersion: '3.2.2',
     })
 
-    const wrongLine = await runCli(['doctor', '--database-url', database.url, '--json'], {env: {AIRLOCK_ASSUME_VERSION: '3.3'}})
+    const wrongLine = await runCli(['doctor', '--database-url', database.url, '--json'], {
+      env: {AIRLOCK_ASSUME_VERSION: '3.3'},
+    })
     expect(wrongLine.code).toBe(8)
     expect((envelope(wrongLine) as unknown as DoctorJson).result.airflow.reason).toContain(
       'missing column dag_schedule_asset_reference.allow_producer_teams',
@@ -233,7 +249,9 @@ describe('airlock doctor', () => {
     expect(refused.code).toBe(8)
     const audited = await runCli(['audit-events', '--database-url', database.url, '--assume-version', '3.2', '--json'])
     expect(audited.code).toBe(0)
-    expect((envelope(audited) as {warnings: string[]}).warnings.join('\n')).toContain('unknown to airlock; working as Airflow 3.2.x')
+    expect((envelope(audited) as {warnings: string[]}).warnings.join('\n')).toContain(
+      'unknown to airlock; working as Airflow 3.2.x',
+    )
   })
 
   it('--assume-version is ignored for a head airlock knows, and a value that is no release line is exit 2', async () => {
@@ -241,11 +259,16 @@ describe('airlock doctor', () => {
     databases.push(database)
     const known = await runCli(['doctor', '--database-url', database.url, '--assume-version', '3.3', '--json'])
     expect(known.code).toBe(0)
-    expect((envelope(known) as unknown as DoctorJson).result.airflow).toMatchObject({version: '3.2.0–3.2.2', placement: 'release'})
+    expect((envelope(known) as unknown as DoctorJson).result.airflow).toMatchObject({
+      version: '3.2.0–3.2.2',
+      placement: 'release',
+    })
     for (const value of ['banana', '3.1.6']) {
       const bad = await runCli(['doctor', '--database-url', database.url, '--assume-version', value])
       expect(bad.code).toBe(2)
-      expect(bad.stderr).toContain('expected an Airflow release line such as 3.2 (from --assume-version or AIRLOCK_ASSUME_VERSION)')
+      expect(bad.stderr).toContain(
+        'expected an Airflow release line such as 3.2 (from --assume-version or AIRLOCK_ASSUME_VERSION)',
+      )
     }
 
     await database.knex('alembic_version').update({version_num: 'deadbeef0000'})
@@ -298,7 +321,10 @@ describe('airlock doctor', () => {
     const database = await createTestDatabase('empty', 1)
     databases.push(database)
     const result = await runCli(['doctor', '--database-url', database.url, '--json'])
-    const out = envelope(result) as {status: number; result: {airflow: {supported: boolean; missing: string[]}; verdict: string}}
+    const out = envelope(result) as {
+      status: number
+      result: {airflow: {supported: boolean; missing: string[]}; verdict: string}
+    }
     expect(result.code).toBe(8)
     expect(out.status).toBe(8)
     expect(out.result.airflow.supported).toBe(false)
@@ -306,7 +332,12 @@ describe('airlock doctor', () => {
   })
 
   it('exits 7 on an unreachable port and never prints the password', async () => {
-    const result = await runCli(['doctor', '--database-url', 'postgresql://airflow:Sup3rSecretPw@127.0.0.1:1/airflow', '--json'])
+    const result = await runCli([
+      'doctor',
+      '--database-url',
+      'postgresql://airflow:Sup3rSecretPw@127.0.0.1:1/airflow',
+      '--json',
+    ])
     const out = envelope(result) as {status: number; error: {code: string; message: string}}
     expect(result.code).toBe(7)
     expect(out.status).toBe(7)
@@ -358,7 +389,10 @@ describe.skipIf(!haveDump)('airlock doctor on the restored real Airflow 3.0.0 du
 
   it('reports Airflow 3.0.0, supported, every privilege granted', async () => {
     const result = await runCli(['doctor', '--database-url', dump.url, '--json'])
-    const out = envelope(result) as {status: number; result: {airflow: {version: string; alembicHead: string}; privileges: Array<{granted: boolean}>}}
+    const out = envelope(result) as {
+      status: number
+      result: {airflow: {version: string; alembicHead: string}; privileges: Array<{granted: boolean}>}
+    }
     expect(result.code).toBe(0)
     expect(out.result.airflow).toMatchObject({version: '3.0.0–3.0.2', alembicHead: '29ce7909c52b'})
     expect(out.result.privileges.every((p) => p.granted)).toBe(true)

@@ -22,7 +22,9 @@ describe('statementLabel', () => {
     expect(label).toBe(`"select id from connection where conn_id = '…' and login = $…"`)
     expect(label).not.toContain('hunter2')
     expect(label).not.toContain('s3cret-value')
-    expect(statementLabel(statement("select 1 where note = 'it''s' and x = $1"))).toBe(`"select 1 where note = '…' and x = $1"`)
+    expect(statementLabel(statement("select 1 where note = 'it''s' and x = $1"))).toBe(
+      `"select 1 where note = '…' and x = $1"`,
+    )
   })
 })
 
@@ -35,7 +37,10 @@ describe('logRoundTrip', () => {
       () => Promise.resolve(1),
       (n) => `(${n} row)`,
     )
-    const failure = Object.assign(new Error('duplicate key value violates unique constraint: Key (uri)=(s3://secret-bucket)'), {code: '23505'})
+    const failure = Object.assign(
+      new Error('duplicate key value violates unique constraint: Key (uri)=(s3://secret-bucket)'),
+      {code: '23505'},
+    )
     await expect(
       logRoundTrip(
         (line) => lines.push(line),

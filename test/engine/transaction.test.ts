@@ -293,9 +293,18 @@ describe('engineFor: the engine seam', () => {
   })
 
   it('classifies failures by code: a reset connection and a refused login are the network and the server, not a bug', () => {
-    expect(classifyDatabaseError(Object.assign(new Error('read ECONNRESET'), {code: 'ECONNRESET'}))).toEqual({kind: 'unreachable', code: null})
-    expect(classifyDatabaseError(Object.assign(new Error('password authentication failed'), {code: '28P01'}))).toEqual({kind: 'login', code: '28P01'})
-    expect(classifyDatabaseError(Object.assign(new Error('deadlock detected'), {code: '40P01'}))).toEqual({kind: 'retryable', code: '40P01'})
+    expect(classifyDatabaseError(Object.assign(new Error('read ECONNRESET'), {code: 'ECONNRESET'}))).toEqual({
+      kind: 'unreachable',
+      code: null,
+    })
+    expect(classifyDatabaseError(Object.assign(new Error('password authentication failed'), {code: '28P01'}))).toEqual({
+      kind: 'login',
+      code: '28P01',
+    })
+    expect(classifyDatabaseError(Object.assign(new Error('deadlock detected'), {code: '40P01'}))).toEqual({
+      kind: 'retryable',
+      code: '40P01',
+    })
     expect(classifyDatabaseError(new Error('a bug'))).toEqual({kind: 'other', code: null})
   })
 })

@@ -54,7 +54,17 @@ describe('failures outside an item transaction', () => {
 
   it('the backend terminated while the selection runs: exit 7 with the SQLSTATE, not exit 1', async () => {
     const result = await whileTableLocked(async () => {
-      const running = startCli(['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--lock-timeout', '60s', '--json'])
+      const running = startCli([
+        'complete',
+        '--database-url',
+        db.url,
+        '--dag-id',
+        'etl',
+        '--yes',
+        '--lock-timeout',
+        '60s',
+        '--json',
+      ])
       const pid = await waitUntilAppBlocked(db.knex, 'airlock:complete')
       await db.knex.raw('select pg_terminate_backend(?)', [pid])
       return running.finished

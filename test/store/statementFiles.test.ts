@@ -16,12 +16,17 @@ const folder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'statemen
 const write = process.env.AIRLOCK_WRITE_STATEMENTS === '1'
 
 describe('statement files', () => {
-  it.each(fixtureVersions)('test/store/statements/%s.sql holds every statement the store prepares on that line', (line) => {
-    const file = path.join(folder, `${line}.sql`)
-    const expected = statementFile(line)
-    if (write) writeFileSync(file, expected)
-    expect(readFileSync(file, 'utf8'), `${line}.sql is stale: run npm run statements and commit the diff`).toBe(expected)
-  })
+  it.each(fixtureVersions)(
+    'test/store/statements/%s.sql holds every statement the store prepares on that line',
+    (line) => {
+      const file = path.join(folder, `${line}.sql`)
+      const expected = statementFile(line)
+      if (write) writeFileSync(file, expected)
+      expect(readFileSync(file, 'utf8'), `${line}.sql is stale: run npm run statements and commit the diff`).toBe(
+        expected,
+      )
+    },
+  )
 
   it('each file names the lock, the queue and the success update, and never a placeholder past its values', () => {
     for (const line of fixtureVersions) {

@@ -30,7 +30,13 @@ const from32 = {
   consumerFilter: 'all_skip_paused',
   aliasAssetShape: 'declared',
 } as const
-const from33 = {...from32, multiTeam: true, taskStateTable: 'task_state', eventPartitionKeys: true, missingPartitionKeyLog: true} as const
+const from33 = {
+  ...from32,
+  multiTeam: true,
+  taskStateTable: 'task_state',
+  eventPartitionKeys: true,
+  missingPartitionKeyLog: true,
+} as const
 
 export const lineCapabilities: Record<FixtureVersion, Capabilities> = {
   '3.0': base,
@@ -43,14 +49,16 @@ export const lineCapabilities: Record<FixtureVersion, Capabilities> = {
 /** The settings that change a statement's text on a line, each as its own variant. */
 function variants(capabilities: Capabilities): Array<{title: string; capabilities: Capabilities}> {
   const out = [{title: 'Airflow defaults', capabilities}]
-  if (capabilities.multiTeam) out.push({title: '[core] multi_team = True', capabilities: {...capabilities, teamFilter: true}})
+  if (capabilities.multiTeam)
+    out.push({title: '[core] multi_team = True', capabilities: {...capabilities, teamFilter: true}})
   if (capabilities.taskStateTable) {
     out.push({title: 'task state cleared on success', capabilities: {...capabilities, clearTaskStateOnSuccess: true}})
   }
   return out
 }
 
-const statementsOf = (capabilities: Capabilities): PreparedText[] => collectPrepared(() => postgresStore(capabilities)).statements
+const statementsOf = (capabilities: Capabilities): PreparedText[] =>
+  collectPrepared(() => postgresStore(capabilities)).statements
 
 const render = (statement: PreparedText) => `-- ${statement.name}\n${dedent(statement.text)};\n`
 
@@ -84,7 +92,10 @@ export function statementFile(line: FixtureVersion): string {
   for (const variant of others) {
     const changed = statementsOf(variant.capabilities).filter((statement) => !names.has(statement.name))
     if (changed.length === 0) continue
-    sections.push(`-- ======== With ${variant.title}: the statements whose text changes ========\n`, ...changed.map(render))
+    sections.push(
+      `-- ======== With ${variant.title}: the statements whose text changes ========\n`,
+      ...changed.map(render),
+    )
   }
 
   return sections.join('\n')

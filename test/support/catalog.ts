@@ -31,6 +31,8 @@ export async function describeTable(knex: Knex, table: string): Promise<string[]
 }
 
 export async function publicTables(knex: Knex): Promise<string[]> {
-  const {rows} = await knex.raw<{rows: Array<{tablename: string}>}>(`select tablename from pg_tables where schemaname = 'public' order by tablename`)
+  const {rows} = await knex.raw<{rows: Array<{tablename: string}>}>(
+    `select tablename from pg_tables where schemaname = 'public' order by tablename`,
+  )
   return rows.map((row) => row.tablename)
 }

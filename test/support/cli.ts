@@ -14,7 +14,10 @@ export interface CliResult {
  * Runs the built CLI (bin/run.js → dist/) as an operator would, with a clean environment: no
  * connection variables leak in from the developer's shell unless the test passes them.
  */
-export async function runCli(args: string[], options: {env?: Record<string, string>; stdin?: string} = {}): Promise<CliResult> {
+export async function runCli(
+  args: string[],
+  options: {env?: Record<string, string>; stdin?: string} = {},
+): Promise<CliResult> {
   const running = startCli(args, options)
   return running.finished
 }
@@ -50,6 +53,7 @@ export function startCli(args: string[], options: {env?: Record<string, string>;
 /** The one JSON envelope a --json run printed on stdout. */
 export function envelope(result: CliResult): Record<string, unknown> {
   const lines = result.stdout.trim().split('\n')
-  if (lines.length !== 1) throw new Error(`expected one line on stdout, got ${lines.length}:\n${result.stdout}\nstderr:\n${result.stderr}`)
+  if (lines.length !== 1)
+    throw new Error(`expected one line on stdout, got ${lines.length}:\n${result.stdout}\nstderr:\n${result.stderr}`)
   return JSON.parse(lines[0]!) as Record<string, unknown>
 }

@@ -39,12 +39,18 @@ export async function completeOne(
     actor: options.actor,
     continueRun: options.continueRun,
   })
-  return runProtocol(airflow, typeof ref === 'string' ? {tiId: ref} : ref, {outletEvents: options.outletEvents ?? []}, writer, {
-    lockTimeoutMs: options.lockTimeoutMs ?? 5000,
-    statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
-    dryRun: options.dryRun ?? false,
-    retry: options.retry,
-    order: options.order,
-    lockSliceMs: options.lockSliceMs,
-  })
+  return runProtocol(
+    airflow,
+    typeof ref === 'string' ? {tiId: ref} : ref,
+    {outletEvents: options.outletEvents ?? []},
+    writer,
+    {
+      lockTimeoutMs: options.lockTimeoutMs ?? 5000,
+      statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
+      dryRun: options.dryRun ?? false,
+      retry: options.retry,
+      order: options.order,
+      lockSliceMs: options.lockSliceMs,
+    },
+  )
 }

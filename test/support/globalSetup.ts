@@ -48,7 +48,10 @@ export async function teardown(): Promise<void> {
   if (!server) return
   const admin = knexFactory({client: 'pg', connection: server.adminUrl, pool: {min: 0, max: 1}})
   try {
-    const {rows} = await admin.raw<{rows: Array<{datname: string}>}>('select datname from pg_database where datname like ?', [`airlock_t${runId}%`])
+    const {rows} = await admin.raw<{rows: Array<{datname: string}>}>(
+      'select datname from pg_database where datname like ?',
+      [`airlock_t${runId}%`],
+    )
     for (const row of rows) await admin.raw('drop database if exists ?? with (force)', [row.datname])
   } finally {
     await admin.destroy()

@@ -8,9 +8,10 @@ import type {Knex} from 'knex'
 export async function waitUntilBlocked(observer: Knex, pid: number, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const {rows} = await observer.raw<{rows: Array<{wait_event_type: string | null}>}>('select wait_event_type from pg_stat_activity where pid = ?', [
-      pid,
-    ])
+    const {rows} = await observer.raw<{rows: Array<{wait_event_type: string | null}>}>(
+      'select wait_event_type from pg_stat_activity where pid = ?',
+      [pid],
+    )
     if (rows[0]?.wait_event_type === 'Lock') return
     if (Date.now() > deadline) throw new Error(`backend ${pid} was not blocked on a lock within ${timeoutMs} ms`)
     await new Promise((resolve) => setImmediate(resolve))
@@ -44,7 +45,11 @@ export async function waitUntilAppBlocked(observer: Knex, prefix: string, timeou
  * itself; otherwise the holder commits when `fn` returns and rolls back if it throws. Whatever
  * `fn` does, this settles only when `fn` has finished, so its assertions are part of the test.
  */
-export async function whileRowLocked<T>(knex: Knex, tiId: string, fn: (holder: Knex.Transaction) => Promise<T>): Promise<T> {
+export async function whileRowLocked<T>(
+  knex: Knex,
+  tiId: string,
+  fn: (holder: Knex.Transaction) => Promise<T>,
+): Promise<T> {
   const holder = await knex.transaction()
   try {
     await holder.raw('select 1 from task_instance where id = ? for update', [tiId])

@@ -11,7 +11,8 @@ export async function assignTeams(knex: Knex, teams: Record<string, string | nul
   for (const [dagId, team] of Object.entries(teams)) {
     const bundle = team === null ? 'teamless' : `bundle_of_${team}`
     await knex('dag_bundle').insert({name: bundle, active: true}).onConflict().ignore()
-    if (team !== null) await knex('dag_bundle_team').insert({dag_bundle_name: bundle, team_name: team}).onConflict().ignore()
+    if (team !== null)
+      await knex('dag_bundle_team').insert({dag_bundle_name: bundle, team_name: team}).onConflict().ignore()
     await knex('dag').where({dag_id: dagId}).update({bundle_name: bundle})
   }
 }

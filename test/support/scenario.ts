@@ -17,7 +17,9 @@ export async function seed(knex: Knex, options: Partial<SeedOptions> = {}) {
 
 /** Empties the world a writer test works on and seeds it again (sequences restart). */
 export async function resetWorld(knex: Knex, options: Partial<SeedOptions> = {}) {
-  await knex.raw('truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade')
+  await knex.raw(
+    'truncate dag, dag_bundle, asset, asset_alias, log, log_template, asset_event, dag_run restart identity cascade',
+  )
   return seed(knex, options)
 }
 
@@ -37,7 +39,8 @@ export interface TiRow {
 }
 
 export async function ti(knex: Knex, dagId: string, taskId: string): Promise<TiRow> {
-  const row = (await knex('task_instance').where({dag_id: dagId, task_id: taskId}).orderBy('run_id').first()) as TiRow | undefined
+  const row = (await knex('task_instance').where({dag_id: dagId, task_id: taskId}).orderBy('run_id').first()) as
+    TiRow | undefined
   if (!row) throw new Error(`no TI ${dagId}.${taskId}`)
   return row
 }
@@ -61,10 +64,20 @@ export async function countRows(knex: Knex, table: string): Promise<number> {
 
 /** Row counts of every table a writer touches: "nothing written" is asserted by comparing these. */
 export async function writeFootprint(knex: Knex): Promise<Record<string, number>> {
-  const tables = ['asset_event', 'asset_dag_run_queue', 'asset_alias_asset_event', 'log', 'asset', 'asset_active', 'asset_alias_asset']
+  const tables = [
+    'asset_event',
+    'asset_dag_run_queue',
+    'asset_alias_asset_event',
+    'log',
+    'asset',
+    'asset_active',
+    'asset_alias_asset',
+  ]
   const out: Record<string, number> = {}
   for (const table of tables) out[table] = await countRows(knex, table)
-  const {rows} = await knex.raw<{rows: Array<{n: string}>}>(`select count(*) as n from task_instance where state = 'success'`)
+  const {rows} = await knex.raw<{rows: Array<{n: string}>}>(
+    `select count(*) as n from task_instance where state = 'success'`,
+  )
   out.success_tis = Number(rows[0]!.n)
   return out
 }
@@ -287,7 +300,10 @@ function serializedDag(p: Producer, assets: readonly AssetRow[]): unknown {
                 _is_mapped: true,
                 expand_input: {
                   type: 'dict-of-lists',
-                  value: {__type: 'dict', __var: {x: {__type: 'xcomref', __var: {task_id: p.expandsOver[taskId], key: 'return_value'}}}},
+                  value: {
+                    __type: 'dict',
+                    __var: {x: {__type: 'xcomref', __var: {task_id: p.expandsOver[taskId], key: 'return_value'}}},
+                  },
                 },
               }
             : {}),
@@ -315,11 +331,15 @@ export class ScenarioBuilder {
   /** A DAG whose tasks run and declare outlet assets (see the defaults above). */
   producer(dagId: string, options: ProducerOptions = {}): this {
     this.claim(dagId)
-    const tasks = typeof options.tasks === 'number' ? Array.from({length: options.tasks}, (_, i) => `task_${i + 1}`) : (options.tasks ?? ['produce'])
+    const tasks =
+      typeof options.tasks === 'number'
+        ? Array.from({length: options.tasks}, (_, i) => `task_${i + 1}`)
+        : (options.tasks ?? ['produce'])
     const state = options.state === undefined ? 'running' : options.state
     if (state !== null && typeof state === 'object') {
       for (const taskId of Object.keys(state))
-        if (!tasks.includes(taskId)) throw new Error(`scenario: ${dagId} has no task ${taskId} (tasks: ${tasks.join(', ')})`)
+        if (!tasks.includes(taskId))
+          throw new Error(`scenario: ${dagId} has no task ${taskId} (tasks: ${tasks.join(', ')})`)
     }
 
     this.producers.push({
@@ -327,7 +347,12 @@ export class ScenarioBuilder {
       tasks,
       outlets: options.outlets ?? 1,
       inactive: options.inactive ?? 0,
-      stateOf: (taskId) => (state !== null && typeof state === 'object' ? (state[taskId] === undefined ? 'running' : state[taskId]!) : state),
+      stateOf: (taskId) =>
+        state !== null && typeof state === 'object'
+          ? state[taskId] === undefined
+            ? 'running'
+            : state[taskId]!
+          : state,
       runs: options.runs ?? 1,
       mapIndexes: options.mapIndexes ?? [-1],
       tryNumber: options.tryNumber ?? 1,
@@ -338,22 +363,25 @@ export class ScenarioBuilder {
       aliases: options.aliases ?? [],
       serialized: options.serialized ?? 'json',
       downstream: Object.fromEntries(
-        [...new Set([...Object.keys(options.downstream ?? {}), ...Object.values(options.expandsOver ?? {})])].map((task) => [
-          task,
-          [
-            ...new Set([
-              ...(options.downstream?.[task] ?? []),
-              ...Object.entries(options.expandsOver ?? {})
-                .filter(([, upstream]) => upstream === task)
-                .map(([mapped]) => mapped),
-            ]),
+        [...new Set([...Object.keys(options.downstream ?? {}), ...Object.values(options.expandsOver ?? {})])].map(
+          (task) => [
+            task,
+            [
+              ...new Set([
+                ...(options.downstream?.[task] ?? []),
+                ...Object.entries(options.expandsOver ?? {})
+                  .filter(([, upstream]) => upstream === task)
+                  .map(([mapped]) => mapped),
+              ]),
+            ],
           ],
-        ]),
+        ),
       ),
       expandsOver: options.expandsOver ?? {},
       clientDefaults: options.clientDefaults,
       mappedTasks: options.mappedTasks ?? {},
-      retriesOf: (taskId) => (typeof options.retries === 'object' ? (options.retries[taskId] ?? 0) : (options.retries ?? 0)),
+      retriesOf: (taskId) =>
+        typeof options.retries === 'object' ? (options.retries[taskId] ?? 0) : (options.retries ?? 0),
       setups: options.setups ?? [],
       teardowns: options.teardowns ?? [],
       runState: options.runState ?? 'running',
@@ -395,14 +423,22 @@ export class ScenarioBuilder {
       await trx('dag_bundle').insert({name: 'dags-folder', active: true, version: null, last_refreshed: now})
       const [template] = await trx('log_template')
         .insert({
-          filename: 'dag_id={{ ti.dag_id }}/run_id={{ ti.run_id }}/task_id={{ ti.task_id }}/attempt={{ try_number }}.log',
+          filename:
+            'dag_id={{ ti.dag_id }}/run_id={{ ti.run_id }}/task_id={{ ti.task_id }}/attempt={{ try_number }}.log',
           elasticsearch_id: '{dag_id}-{task_id}-{run_id}-{map_index}-{try_number}',
           created_at: now,
         })
         .returning('id')
 
       const dags = [
-        ...this.producers.map((p) => ({dagId: p.dagId, paused: false, stale: false, owner: p.owner, summary: '@daily', maxActiveRuns: 16})),
+        ...this.producers.map((p) => ({
+          dagId: p.dagId,
+          paused: false,
+          stale: false,
+          owner: p.owner,
+          summary: '@daily',
+          maxActiveRuns: 16,
+        })),
         ...this.consumers.map((c) => ({
           dagId: c.dagId,
           paused: c.paused,
@@ -459,7 +495,16 @@ export class ScenarioBuilder {
       const assets: AssetRow[] = []
       if (declared.length > 0) {
         const ids = await trx('asset')
-          .insert(declared.map((a) => ({name: a.name, uri: a.uri, group: 'asset', extra: '{}', created_at: now, updated_at: now})))
+          .insert(
+            declared.map((a) => ({
+              name: a.name,
+              uri: a.uri,
+              group: 'asset',
+              extra: '{}',
+              created_at: now,
+              updated_at: now,
+            })),
+          )
           .returning('id')
         declared.forEach((a, i) => assets.push({...a, id: (ids[i] as {id: number}).id}))
         const active = assets.filter((a) => a.active)
@@ -507,9 +552,13 @@ export class ScenarioBuilder {
               targets.map((a) => ({asset_id: a.id, dag_id: consumer.dagId, created_at: now, updated_at: now})),
             )
           if (kind === 'name')
-            await trx('dag_schedule_asset_name_reference').insert(targets.map((a) => ({name: a.name, dag_id: consumer.dagId, created_at: now})))
+            await trx('dag_schedule_asset_name_reference').insert(
+              targets.map((a) => ({name: a.name, dag_id: consumer.dagId, created_at: now})),
+            )
           if (kind === 'uri')
-            await trx('dag_schedule_asset_uri_reference').insert(targets.map((a) => ({uri: a.uri, dag_id: consumer.dagId, created_at: now})))
+            await trx('dag_schedule_asset_uri_reference').insert(
+              targets.map((a) => ({uri: a.uri, dag_id: consumer.dagId, created_at: now})),
+            )
         }
 
         if (consumer.alias !== undefined) {
@@ -678,7 +727,8 @@ export class ScenarioBuilder {
   }
 
   private claim(dagId: string): void {
-    if ([...this.producers, ...this.consumers].some((d) => d.dagId === dagId)) throw new Error(`scenario: DAG ${dagId} stated twice`)
+    if ([...this.producers, ...this.consumers].some((d) => d.dagId === dagId))
+      throw new Error(`scenario: DAG ${dagId} stated twice`)
   }
 }
 
@@ -691,7 +741,10 @@ function assetsMatching(assets: AssetRow[], on: string[], consumer: string): Ass
   const matched = new Set<AssetRow>()
   for (const entry of on) {
     const hits = assets.filter((a) => a.name === entry || a.dag_id === entry || `${a.dag_id}.${a.task_id}` === entry)
-    if (hits.length === 0) throw new Error(`scenario: consumer ${consumer} is scheduled on "${entry}", which names no producer, task or asset`)
+    if (hits.length === 0)
+      throw new Error(
+        `scenario: consumer ${consumer} is scheduled on "${entry}", which names no producer, task or asset`,
+      )
     for (const hit of hits) matched.add(hit)
   }
 
@@ -797,7 +850,9 @@ export async function addDagVersion(
     [dagId],
   )
   const latest = rows[0]!
-  const data = (typeof latest.data === 'string' ? JSON.parse(latest.data) : latest.data) as {dag: {tasks: Array<{__var: Record<string, unknown>}>}}
+  const data = (typeof latest.data === 'string' ? JSON.parse(latest.data) : latest.data) as {
+    dag: {tasks: Array<{__var: Record<string, unknown>}>}
+  }
   edit(data)
   const id = randomUUID()
   const later = knex.raw(`now() + interval '1 second'`)

@@ -26,7 +26,12 @@ export async function tlsServerBinaries(): Promise<Binaries[]> {
   const found = [await locateBinaries(serverUser())]
   const system = '/usr/lib/postgresql/15/bin'
   if (await fs.stat(path.join(system, 'postgres')).catch(() => undefined)) {
-    found.push({pgCtl: path.join(system, 'pg_ctl'), initdb: path.join(system, 'initdb'), postgres: path.join(system, 'postgres'), version: '15'})
+    found.push({
+      pgCtl: path.join(system, 'pg_ctl'),
+      initdb: path.join(system, 'initdb'),
+      postgres: path.join(system, 'postgres'),
+      version: '15',
+    })
   }
 
   return found

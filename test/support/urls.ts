@@ -2,4 +2,5 @@ import type {FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 
 export {withDatabase} from '../../src/connection/url.js'
 
-export const templateName = (runId: string, version: FixtureVersion) => `airlock_t${runId}_tpl_${version.replace('.', '_')}`
+export const templateName = (runId: string, version: FixtureVersion) =>
+  `airlock_t${runId}_tpl_${version.replace('.', '_')}`

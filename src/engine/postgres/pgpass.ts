@@ -40,7 +40,12 @@ export function passwordFromFile(
     if (fields.length < 5) continue
     const [host, port, database, user] = fields
     const matches = (pattern: string, value: string) => pattern === '*' || pattern === value
-    if (matches(host!, want.host) && matches(port!, want.port) && matches(database!, want.database) && matches(user!, want.user)) {
+    if (
+      matches(host!, want.host) &&
+      matches(port!, want.port) &&
+      matches(database!, want.database) &&
+      matches(user!, want.user)
+    ) {
       return fields.slice(4).join(':')
     }
   }

@@ -16,7 +16,15 @@ import {
 } from '../engine.js'
 import {logRoundTrip, logTextOnce, rowCount, statementLabel} from '../statementLog.js'
 import {passwordFromFile} from './pgpass.js'
-import {classifyPostgresError, isMissingPassword, isTlsVerificationError, noteKnexTimeoutError, refusesTls, SqlState, sqlStateOf} from './sqlstate.js'
+import {
+  classifyPostgresError,
+  isMissingPassword,
+  isTlsVerificationError,
+  noteKnexTimeoutError,
+  refusesTls,
+  SqlState,
+  sqlStateOf,
+} from './sqlstate.js'
 import {attemptsFor, splitTls, sslOption} from './tls.js'
 
 /**
@@ -33,7 +41,9 @@ async function loadKnex(): Promise<typeof import('knex').knex> {
 
 /** The node-postgres client knex hands out; statements run on it directly (see executorOn). */
 interface PgClient {
-  query(query: string | {name?: string; text: string; values?: unknown[]}): Promise<{rows: unknown[]; rowCount: number | null}>
+  query(
+    query: string | {name?: string; text: string; values?: unknown[]},
+  ): Promise<{rows: unknown[]; rowCount: number | null}>
   escapeLiteral(value: string): string
   /** node-postgres's public end(): knex's pool discards a client that ended (its 'end' listener). */
   end(): Promise<void>
@@ -120,11 +130,15 @@ function beginEvent(locals: TransactionLocals): string {
 
 function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database {
   // knex types its client loosely; these two calls are its documented pool interface.
-  const pool = knex.client as {acquireConnection(): Promise<unknown>; releaseConnection(connection: unknown): Promise<void>}
+  const pool = knex.client as {
+    acquireConnection(): Promise<unknown>
+    releaseConnection(connection: unknown): Promise<void>
+  }
   const acquire = async () => (await pool.acquireConnection()) as PgClient
   const release = (client: PgClient) => pool.releaseConnection(client)
   // BEGIN (with its SET LOCALs), COMMIT and ROLLBACK: simple-protocol round trips, logged by what they are.
-  const control = (client: PgClient, text: string, event: string) => (log ? logRoundTrip(log, event, () => client.query(text)) : client.query(text))
+  const control = (client: PgClient, text: string, event: string) =>
+    log ? logRoundTrip(log, event, () => client.query(text)) : client.query(text)
   return {
     engine: 'postgres',
     knex,
@@ -242,12 +256,19 @@ export const postgresEngine: Engine = {
         const probe = () => databaseOver(knex, false).executor.query({text: 'select 1'})
         const where = () =>
           `${fromUrl.user ? `${fromUrl.user}@` : ''}${fromUrl.host ?? 'localhost'}:${fromUrl.port ?? 5432}/${fromUrl.database ?? ''}`
-        await (options.log ? logRoundTrip(options.log, `connect ${where()} (sslmode ${tls.mode}, ${encrypted ? 'TLS' : 'no TLS'})`, probe) : probe())
+        await (options.log
+          ? logRoundTrip(
+              options.log,
+              `connect ${where()} (sslmode ${tls.mode}, ${encrypted ? 'TLS' : 'no TLS'})`,
+              probe,
+            )
+          : probe())
         return database
       } catch (error) {
         await knex.destroy().catch(() => undefined)
         // prefer: the server does not speak TLS, so plain; allow: plain was refused, so TLS.
-        const fallBack = index < attempts.length - 1 && (encrypted ? refusesTls(error) : classifyPostgresError(error).kind === 'login')
+        const fallBack =
+          index < attempts.length - 1 && (encrypted ? refusesTls(error) : classifyPostgresError(error).kind === 'login')
         if (!fallBack) throw error
       }
     }
@@ -292,7 +313,9 @@ function postgresConnectAdvice(error: unknown): {why: string; actions: string[]}
   if (isMissingPassword(error)) {
     return {
       why: 'the server asks for a password and none was given',
-      actions: ['Put it in ~/.pgpass (mode 600; PGPASSFILE names another file) or PGPASSWORD, rather than in the URL on the command line.'],
+      actions: [
+        'Put it in ~/.pgpass (mode 600; PGPASSFILE names another file) or PGPASSWORD, rather than in the URL on the command line.',
+      ],
     }
   }
   if (refusesTls(error)) {
@@ -311,7 +334,10 @@ function postgresConnectAdvice(error: unknown): {why: string; actions: string[]}
       why: 'the server refuses this user from this host (pg_hba.conf), or requires TLS',
       action: 'Check the user, and sslmode if the server only accepts TLS.',
     },
-    [SqlState.invalidCatalogName]: {why: 'the database does not exist', action: 'Check the database name at the end of the URL.'},
+    [SqlState.invalidCatalogName]: {
+      why: 'the database does not exist',
+      action: 'Check the database name at the end of the URL.',
+    },
     [SqlState.cannotConnectNow]: {why: 'the server is starting up or shutting down', action: 'Try again in a moment.'},
     [SqlState.tooManyConnections]: {
       why: 'the server has no free connection slot (max_connections)',
@@ -343,7 +369,10 @@ function postgresConnectAdvice(error: unknown): {why: string; actions: string[]}
  * Where the password comes from when the URL has none: PGPASSWORD (node-postgres reads it), else
  * the password file, looked up for this connection's host, port, database and user as libpq does.
  */
-function passwordSource(url: string, warn: ((message: string) => void) | undefined): (() => Promise<string | undefined>) | undefined {
+function passwordSource(
+  url: string,
+  warn: ((message: string) => void) | undefined,
+): (() => Promise<string | undefined>) | undefined {
   const parsed = new URL(url)
   if (parsed.password || parsed.searchParams.get('password') || process.env.PGPASSWORD) return undefined
   const user = decodeURIComponent(parsed.username) || process.env.PGUSER || os.userInfo().username

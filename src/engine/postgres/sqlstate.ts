@@ -54,7 +54,11 @@ const loginSqlStates: ReadonlySet<string> = new Set([
  * restarted, idle_in_transaction_session_timeout fired, or the connection broke (class 08).
  * Class 53 (disk full, out of memory, too many connections) is the server's resources, not ours.
  */
-const sessionLostSqlStates: ReadonlySet<string> = new Set([SqlState.adminShutdown, SqlState.crashShutdown, SqlState.idleInTransactionTimeout])
+const sessionLostSqlStates: ReadonlySet<string> = new Set([
+  SqlState.adminShutdown,
+  SqlState.crashShutdown,
+  SqlState.idleInTransactionTimeout,
+])
 const sessionLostClasses = ['08', '53']
 
 /**
@@ -128,7 +132,8 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
     if (loginSqlStates.has(code)) return {kind: 'login', code}
     if (code === SqlState.insufficientPrivilege) return {kind: 'permission', code}
     if (code === SqlState.queryCanceled) return {kind: 'timeout', code}
-    if (sessionLostSqlStates.has(code) || sessionLostClasses.includes(code.slice(0, 2))) return {kind: 'unreachable', code}
+    if (sessionLostSqlStates.has(code) || sessionLostClasses.includes(code.slice(0, 2)))
+      return {kind: 'unreachable', code}
     return {kind: 'other', code}
   }
 
@@ -136,7 +141,8 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
   if (isMissingPassword(error)) return {kind: 'login', code: null}
   if (isConnectTimeout(error)) return {kind: 'unreachable', code: null, connectTimeout: true}
   const driverMessage = error instanceof Error && driverConnectionMessages.includes(error.message)
-  if (networkErrnos.has(errno) || driverMessage || isTlsVerificationError(error)) return {kind: 'unreachable', code: null}
+  if (networkErrnos.has(errno) || driverMessage || isTlsVerificationError(error))
+    return {kind: 'unreachable', code: null}
   return {kind: 'other', code: null}
 }
 

@@ -33,7 +33,16 @@ export interface TlsRequest {
   keyPassword?: string | undefined
 }
 
-const urlParameters = ['sslmode', 'sslrootcert', 'sslcert', 'sslkey', 'sslpassword', 'sslcrl', 'sslnegotiation', 'uselibpqcompat'] as const
+const urlParameters = [
+  'sslmode',
+  'sslrootcert',
+  'sslcert',
+  'sslkey',
+  'sslpassword',
+  'sslcrl',
+  'sslnegotiation',
+  'uselibpqcompat',
+] as const
 
 /** The URL without its TLS parameters (node-postgres must not read them) and what they ask for. */
 export function splitTls(url: string, env: NodeJS.ProcessEnv = process.env): {url: string; tls: TlsRequest} {
@@ -97,6 +106,8 @@ function readFile(file: string, parameter: string): string {
     return readFileSync(file, 'utf8')
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : 'cannot be read'
-    throw usageError(`The ${parameter} file ${file} ${reason}.`, [`Check the ${parameter} in the URL (or its PGSSL… variable).`])
+    throw usageError(`The ${parameter} file ${file} ${reason}.`, [
+      `Check the ${parameter} in the URL (or its PGSSL… variable).`,
+    ])
   }
 }

@@ -17,7 +17,17 @@ export function insertLogRow() {
   )
   return async (ex: Executor, subject: LogSubject, event: string, extra: string): Promise<{logId: number}> => {
     const [row] = await ex.query<{id: number}>(
-      insert([subject.dagId, subject.taskId, subject.runId, subject.mapIndex, subject.tryNumber, event, subject.logicalDate, subject.owners, extra]),
+      insert([
+        subject.dagId,
+        subject.taskId,
+        subject.runId,
+        subject.mapIndex,
+        subject.tryNumber,
+        event,
+        subject.logicalDate,
+        subject.owners,
+        extra,
+      ]),
     )
     return {logId: row!.id}
   }

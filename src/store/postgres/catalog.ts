@@ -1,7 +1,14 @@
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import {statement} from '../../engine/prepared.js'
 import type {PrimaryKeys, SchemaShape} from '../../airflow/schema.js'
-import type {CatalogStore, PrivilegeCheck, PrivilegeResult, ServerInfo, ServerSetting, SessionRow} from '../airflowStore.js'
+import type {
+  CatalogStore,
+  PrivilegeCheck,
+  PrivilegeResult,
+  ServerInfo,
+  ServerSetting,
+  SessionRow,
+} from '../airflowStore.js'
 
 /**
  * What airlock reads from PostgreSQL's own catalog and statistics views: the alembic head, the
@@ -32,15 +39,21 @@ const lockSnapshotText = (
              or a.query = '<insufficient privilege>')
       order by a.pid`
 const lockSnapshot = {
-  withWaitStart: statement(lockSnapshotText('(select min(l.waitstart) from pg_locks l where l.pid = a.pid and not l.granted)')),
+  withWaitStart: statement(
+    lockSnapshotText('(select min(l.waitstart) from pg_locks l where l.pid = a.pid and not l.granted)'),
+  ),
   withoutWaitStart: statement(lockSnapshotText('null::timestamptz')),
 }
 
 export const postgresCatalog: CatalogStore = {
   async readAlembicHeads(ex) {
-    const [table] = await ex.query<{present: string | null}>(statement(`select to_regclass('public.alembic_version')::text as present`))
+    const [table] = await ex.query<{present: string | null}>(
+      statement(`select to_regclass('public.alembic_version')::text as present`),
+    )
     if (!table?.present) return undefined
-    const rows = await ex.query<{version_num: string}>(statement('select version_num from public.alembic_version order by version_num'))
+    const rows = await ex.query<{version_num: string}>(
+      statement('select version_num from public.alembic_version order by version_num'),
+    )
     return rows.map((row) => row.version_num)
   },
 
@@ -126,13 +139,17 @@ export const postgresCatalog: CatalogStore = {
 
   async readSettings(ex, names): Promise<ServerSetting[]> {
     return ex.query<ServerSetting>(
-      statement('select name, setting, unit, source from pg_settings where name = any($1::text[]) order by name', [[...names]]),
+      statement('select name, setting, unit, source from pg_settings where name = any($1::text[]) order by name', [
+        [...names],
+      ]),
     )
   },
 
   /** pg_stat_database.deadlocks for this database: compared across a sampling window. */
   async readDeadlockCount(ex) {
-    const [row] = await ex.query<{deadlocks: string}>(statement('select deadlocks from pg_stat_database where datname = current_database()'))
+    const [row] = await ex.query<{deadlocks: string}>(
+      statement('select deadlocks from pg_stat_database where datname = current_database()'),
+    )
     return Number(row?.deadlocks ?? 0)
   },
 
@@ -153,18 +170,28 @@ export const postgresCatalog: CatalogStore = {
   async findTaskInstancesById(ex, ids): Promise<Array<TaskInstanceKey & {id: string}>> {
     if (ids.length === 0) return []
     const rows = await ex.query<{id: string; dag_id: string; run_id: string; task_id: string; map_index: number}>(
-      statement(`select id::text, dag_id, run_id, task_id, map_index from task_instance where id = any($1::uuid[])`, [[...ids]]),
+      statement(`select id::text, dag_id, run_id, task_id, map_index from task_instance where id = any($1::uuid[])`, [
+        [...ids],
+      ]),
     )
-    return rows.map((row) => ({id: row.id, dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index}))
+    return rows.map((row) => ({
+      id: row.id,
+      dagId: row.dag_id,
+      runId: row.run_id,
+      taskId: row.task_id,
+      mapIndex: row.map_index,
+    }))
   },
 
   async findTaskInstanceByTuple(ex, page, tuple): Promise<(TaskInstanceKey & {id: string}) | undefined> {
     const [row] = await ex.query<{id: string; dag_id: string; run_id: string; task_id: string; map_index: number}>(
-      statement(`select id, dag_id, run_id, task_id, map_index from task_instance where ctid = format('(%s,%s)', $1::int, $2::int)::tid`, [
-        page,
-        tuple,
-      ]),
+      statement(
+        `select id, dag_id, run_id, task_id, map_index from task_instance where ctid = format('(%s,%s)', $1::int, $2::int)::tid`,
+        [page, tuple],
+      ),
     )
-    return row ? {id: row.id, dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index} : undefined
+    return row
+      ? {id: row.id, dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index}
+      : undefined
   },
 }

@@ -35,7 +35,10 @@ export function readLatestSerializedDag() {
 
 /** The serialized DAG of one DAG version (the run's, for the retries `clear_task_instances` reads). */
 export function readVersionSerializedDag() {
-  const version = prepared('version_serialized_dag', `select data, data_compressed from serialized_dag where dag_version_id = $1::uuid limit 1`)
+  const version = prepared(
+    'version_serialized_dag',
+    `select data, data_compressed from serialized_dag where dag_version_id = $1::uuid limit 1`,
+  )
   return async (ex: Executor, dagVersionId: string): Promise<unknown> => {
     const [row] = await ex.query<{data: unknown; data_compressed: Buffer | null}>(version([dagVersionId]))
     return row ? serializedDagJson(row.data, row.data_compressed) : undefined
@@ -49,10 +52,20 @@ export function readClearRun() {
   const read = prepared('clear_run', text)
   const lock = prepared('clear_run_lock', `${text} for update of dr`)
   return async (ex: Executor, dagRunId: number, options: {lock: boolean}): Promise<ClearRun | undefined> => {
-    const [row] = await ex.query<{id: number; state: string | null; bundle_version: string | null; created_dag_version_id: string | null}>(
-      (options.lock ? lock : read)([dagRunId]),
+    const [row] = await ex.query<{
+      id: number
+      state: string | null
+      bundle_version: string | null
+      created_dag_version_id: string | null
+    }>((options.lock ? lock : read)([dagRunId]))
+    return (
+      row && {
+        id: row.id,
+        state: row.state,
+        bundleVersion: row.bundle_version,
+        createdDagVersionId: row.created_dag_version_id,
+      }
     )
-    return row && {id: row.id, state: row.state, bundleVersion: row.bundle_version, createdDagVersionId: row.created_dag_version_id}
   }
 }
 
@@ -73,7 +86,12 @@ export function readClearTargets() {
                  order by ti.task_id, ti.map_index`
   const read = prepared('clear_targets', text)
   const lock = prepared('clear_targets_lock', `${text} for update of ti`)
-  return async (ex: Executor, ti: TaskInstanceContext, taskIds: readonly string[] | null, options: {lock: boolean}): Promise<ClearTarget[]> => {
+  return async (
+    ex: Executor,
+    ti: TaskInstanceContext,
+    taskIds: readonly string[] | null,
+    options: {lock: boolean},
+  ): Promise<ClearTarget[]> => {
     const rows = await ex.query<{
       id: string
       task_id: string
@@ -139,7 +157,10 @@ export function clearTaskInstances(catalog: ClearCatalog) {
       where ti.id = t.id
   returning t.id::text as old_id, ti.id::text as new_id`,
   )
-  return async (ex: Executor, targets: ReadonlyArray<{id: string; retries: number | null}>): Promise<ClearedTaskInstance[]> => {
+  return async (
+    ex: Executor,
+    targets: ReadonlyArray<{id: string; retries: number | null}>,
+  ): Promise<ClearedTaskInstance[]> => {
     if (targets.length === 0) return []
     const ids = targets.map((t) => t.id)
     const {historyColumns, taskReschedule} = await catalog(ex)
@@ -188,7 +209,9 @@ export function countRunDeadlines(catalog: ClearCatalog) {
   return async (ex: Executor, dagRunId: number): Promise<number> => {
     const {deadlineRunColumn} = await catalog(ex)
     if (!deadlineRunColumn) return 0
-    const [row] = await ex.query<{n: number}>(statement(`select count(*)::int as n from deadline where "${deadlineRunColumn}" = $1`, [dagRunId]))
+    const [row] = await ex.query<{n: number}>(
+      statement(`select count(*)::int as n from deadline where "${deadlineRunColumn}" = $1`, [dagRunId]),
+    )
     return row?.n ?? 0
   }
 }
@@ -218,7 +241,12 @@ export type ClearCatalog = (ex: Executor) => Promise<{
 export function clearCatalog(): ClearCatalog {
   let facts: ReturnType<ClearCatalog> | undefined
   const read = async (ex: Executor) => {
-    const [row] = await ex.query<{task_reschedule: boolean; hitl_archived: boolean; deadline_run_column: string | null; history_columns: string[]}>(
+    const [row] = await ex.query<{
+      task_reschedule: boolean
+      hitl_archived: boolean
+      deadline_run_column: string | null
+      history_columns: string[]
+    }>(
       statement(
         `select to_regclass('public.task_reschedule') is not null as task_reschedule,
                 to_regclass('public.hitl_detail') is not null and to_regclass('public.hitl_detail_history') is not null as hitl_archived,

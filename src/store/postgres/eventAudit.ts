@@ -50,13 +50,20 @@ const sourced = 'e.source_dag_id is not null and e.source_run_id is not null and
  */
 export function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
-  return async function* (tx: Executor, filter: EventFilter, windowSeconds: number, batch: number): AsyncGenerator<ClassifiedEvent[]> {
+  return async function* (
+    tx: Executor,
+    filter: EventFilter,
+    windowSeconds: number,
+    batch: number,
+  ): AsyncGenerator<ClassifiedEvent[]> {
     const params = new Params()
     const filterWhere = [sourced, ...eventFilterConditions(params, filter)]
     const window = `make_interval(secs => ${params.add(windowSeconds)}::float8)`
     // Taken by a dag run, or (3.2+) by the partitioned path.
     const consumed = `(exists (select 1 from dagrun_asset_event c where c.event_id = g.id)${
-      capabilities.eventPartitionKey ? ' or exists (select 1 from partitioned_asset_key_log p where p.asset_event_id = g.id)' : ''
+      capabilities.eventPartitionKey
+        ? ' or exists (select 1 from partitioned_asset_key_log p where p.asset_event_id = g.id)'
+        : ''
     })`
     const key = {dagId: 'g.dag_id', runId: 'g.run_id', taskId: 'g.task_id', mapIndex: 'g.map_index'}
     const text = `with k as (
@@ -148,7 +155,12 @@ export function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPa
         id: row.id,
         assetId: row.asset_id,
         assetName: row.asset_name ?? '',
-        source: {dagId: row.source_dag_id ?? '', runId: row.source_run_id ?? '', taskId: row.source_task_id ?? '', mapIndex: row.source_map_index},
+        source: {
+          dagId: row.source_dag_id ?? '',
+          runId: row.source_run_id ?? '',
+          taskId: row.source_task_id ?? '',
+          mapIndex: row.source_map_index,
+        },
         timestamp: row.timestamp,
         class: row.class,
         keptId: row.kept_id,

@@ -2,7 +2,13 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {EventLine} from '../../airflow/eventLine.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
-import {assetKey, type EventContent, type EventPageFilter, type RemovedDuplicates, type StoredEvent} from '../airflowStore.js'
+import {
+  assetKey,
+  type EventContent,
+  type EventPageFilter,
+  type RemovedDuplicates,
+  type StoredEvent,
+} from '../airflowStore.js'
 import {eventFilterConditions, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
@@ -90,9 +96,15 @@ export function readEventsById(capabilities: Pick<Capabilities, 'eventPartitionK
       order by e.id`,
   )
   return async (ex: Executor, ids: readonly number[]): Promise<StoredEvent[]> => {
-    const rows = await ex.query<EventRow & {asset_id: number; extra: string; alias_ids: number[]; logical_date: Date | null; owners: string | null}>(
-      read([[...ids]]),
-    )
+    const rows = await ex.query<
+      EventRow & {
+        asset_id: number
+        extra: string
+        alias_ids: number[]
+        logical_date: Date | null
+        owners: string | null
+      }
+    >(read([[...ids]]))
     return rows.map((row) => ({
       id: row.id,
       assetId: row.asset_id,
@@ -101,7 +113,12 @@ export function readEventsById(capabilities: Pick<Capabilities, 'eventPartitionK
       extra: row.extra,
       source:
         row.source_dag_id && row.source_run_id && row.source_task_id
-          ? {dagId: row.source_dag_id, runId: row.source_run_id, taskId: row.source_task_id, mapIndex: row.source_map_index ?? -1}
+          ? {
+              dagId: row.source_dag_id,
+              runId: row.source_run_id,
+              taskId: row.source_task_id,
+              mapIndex: row.source_map_index ?? -1,
+            }
           : null,
       partitionKey: row.partition_key,
       timestamp: row.timestamp,
@@ -120,7 +137,9 @@ export function resolveAssetsAndAliases() {
   )
   const aliases = prepared('resolve_aliases', 'select id, name from asset_alias where name = any($1::text[])')
   return async (ex: Executor, wanted: ReadonlyArray<{name: string; uri: string}>, aliasNames: readonly string[]) => {
-    const assetRows = await ex.query<{id: number; name: string; uri: string}>(assets([wanted.map((a) => a.name), wanted.map((a) => a.uri)]))
+    const assetRows = await ex.query<{id: number; name: string; uri: string}>(
+      assets([wanted.map((a) => a.name), wanted.map((a) => a.uri)]),
+    )
     const aliasRows = await ex.query<{id: number; name: string}>(aliases([[...aliasNames]]))
     return {
       assetIds: new Map(assetRows.map((row) => [assetKey(row), row.id])),
@@ -150,9 +169,17 @@ export function findMatchingEvent(capabilities: Pick<Capabilities, 'eventPartiti
       order by id limit 1`,
   )
   return async (ex: Executor, content: EventContent, since: Date): Promise<number | undefined> => {
-    await ex.query(lock([JSON.stringify([content.assetId, content.extra, ...sourceValues(content), content.partitionKey])]))
+    await ex.query(
+      lock([JSON.stringify([content.assetId, content.extra, ...sourceValues(content), content.partitionKey])]),
+    )
     const [row] = await ex.query<{id: number}>(
-      find([content.assetId, content.extra, ...sourceValues(content), since, ...(partition ? [content.partitionKey] : [])]),
+      find([
+        content.assetId,
+        content.extra,
+        ...sourceValues(content),
+        since,
+        ...(partition ? [content.partitionKey] : []),
+      ]),
     )
     return row?.id
   }
@@ -180,7 +207,8 @@ export function insertEventCopy(capabilities: Pick<Capabilities, 'eventPartition
 
 export function countEvents() {
   const count = prepared('count_events', 'select count(*) as n from asset_event where id = any($1::int[])')
-  return async (ex: Executor, ids: readonly number[]): Promise<number> => Number((await ex.query<{n: string}>(count([[...ids]])))[0]?.n ?? 0)
+  return async (ex: Executor, ids: readonly number[]): Promise<number> =>
+    Number((await ex.query<{n: string}>(count([[...ids]])))[0]?.n ?? 0)
 }
 
 /**
@@ -203,11 +231,16 @@ export function countEvents() {
  * - only the rest is deleted; alias links go with it by their cascade.
  */
 export function removeDuplicateEvents(capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>) {
-  const lock = prepared('lock_events_skip_locked', 'select id from asset_event where id = any($1::int[]) order by id for update skip locked')
+  const lock = prepared(
+    'lock_events_skip_locked',
+    'select id from asset_event where id = any($1::int[]) order by id for update skip locked',
+  )
   const consumed = prepared(
     capabilities.eventPartitionKey ? 'consumed_events_partitioned' : 'consumed_events',
     `select event_id from dagrun_asset_event where event_id = any($1::int[])${
-      capabilities.eventPartitionKey ? ' union select asset_event_id from partitioned_asset_key_log where asset_event_id = any($1::int[])' : ''
+      capabilities.eventPartitionKey
+        ? ' union select asset_event_id from partitioned_asset_key_log where asset_event_id = any($1::int[])'
+        : ''
     }`,
   )
   const pending = prepared(
@@ -230,15 +263,24 @@ export function removeDuplicateEvents(capabilities: Pick<Capabilities, 'eventPar
   const deleteEvents = prepared('delete_events', 'delete from asset_event where id = any($1::int[]) returning id')
   return async (ex: Executor, eventIds: readonly number[]): Promise<RemovedDuplicates> => {
     const locked = (await ex.query<{id: number}>(lock([[...eventIds]]))).map((row) => row.id)
-    const gone = await ex.query<{id: number}>(statement('select id from asset_event where id = any($1::int[])', [[...eventIds]]))
+    const gone = await ex.query<{id: number}>(
+      statement('select id from asset_event where id = any($1::int[])', [[...eventIds]]),
+    )
     // Locked by someone else (not merely deleted since the audit read it).
     const busy = gone.map((row) => row.id).filter((id) => !locked.includes(id))
     if (busy.length > 0) return {removed: [], consumed: [], pending: [], busy}
     const consumedIds = (await ex.query<{event_id: number}>(consumed([locked]))).map((row) => row.event_id)
-    const pendingIds = (await ex.query<{id: number}>(pending([locked]))).map((row) => row.id).filter((id) => !consumedIds.includes(id))
+    const pendingIds = (await ex.query<{id: number}>(pending([locked])))
+      .map((row) => row.id)
+      .filter((id) => !consumedIds.includes(id))
     const removable = locked.filter((id) => !consumedIds.includes(id) && !pendingIds.includes(id))
     if (removable.length === 0) return {removed: [], consumed: consumedIds, pending: pendingIds, busy: []}
     const rows = await ex.query<{id: number}>(deleteEvents([removable]))
-    return {removed: rows.map((row) => row.id).sort((a, b) => a - b), consumed: consumedIds, pending: pendingIds, busy: []}
+    return {
+      removed: rows.map((row) => row.id).sort((a, b) => a - b),
+      consumed: consumedIds,
+      pending: pendingIds,
+      busy: [],
+    }
   }
 }

@@ -12,7 +12,9 @@ export function eventFilterConditions(params: Params, filter: EventFilter): stri
   if (filter.sourceDagId) conditions.push(`e.source_dag_id = ${params.add(filter.sourceDagId)}`)
   if (filter.assets.length > 0) {
     const names = params.add([...filter.assets])
-    conditions.push(`e.asset_id in (select id from asset where name = any(${names}::text[]) or uri = any(${names}::text[]))`)
+    conditions.push(
+      `e.asset_id in (select id from asset where name = any(${names}::text[]) or uri = any(${names}::text[]))`,
+    )
   }
 
   return conditions
@@ -192,4 +194,5 @@ export function noEventOfThisTry(on: TryKey & {assetId: string; earliest: string
        and ${eventOfKey})`
 }
 
-export const whereAll = (conditions: readonly string[]) => (conditions.length > 0 ? `where ${conditions.join(' and ')}` : '')
+export const whereAll = (conditions: readonly string[]) =>
+  conditions.length > 0 ? `where ${conditions.join(' and ')}` : ''

@@ -23,7 +23,13 @@ import {
   removeDuplicateEvents,
   resolveAssetsAndAliases,
 } from './events.js'
-import {ensureAliasAssets, findAssetsByNameOrUri, insertAliasEventLinks, insertAssetEvents, queueConsumers} from './registration.js'
+import {
+  ensureAliasAssets,
+  findAssetsByNameOrUri,
+  insertAliasEventLinks,
+  insertAssetEvents,
+  queueConsumers,
+} from './registration.js'
 import {
   countTaskInstances,
   readDagIds,

@@ -2,7 +2,14 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {AliasEmission, ConsumerDecision, InsertedEvent, NewAssetEvent, RegisteredEvent, ResolvedAliasEmission} from '../airflowStore.js'
+import type {
+  AliasEmission,
+  ConsumerDecision,
+  InsertedEvent,
+  NewAssetEvent,
+  RegisteredEvent,
+  ResolvedAliasEmission,
+} from '../airflowStore.js'
 
 /**
  * One multi-row INSERT … RETURNING for all of a task instance's events, whatever their number:
@@ -40,7 +47,11 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
     if (partition) values.push(events.map((e) => e.partitionKey))
     const rows = await ex.query<{id: number; asset_id: number}>(insert(values))
     // RETURNING follows the ORDER BY of the input's ordinality.
-    return rows.map((row, index) => ({eventId: row.id, assetId: row.asset_id, partitionKey: partition ? events[index]!.partitionKey : null}))
+    return rows.map((row, index) => ({
+      eventId: row.id,
+      assetId: row.asset_id,
+      partitionKey: partition ? events[index]!.partitionKey : null,
+    }))
   }
 }
 
@@ -119,12 +130,26 @@ export function ensureAliasAssets(capabilities: Pick<Capabilities, 'aliasAssetSh
      )
      select * from resolved`,
   )
-  return async (ex: Executor, emissions: readonly AliasEmission[], createAliasesNamed: readonly string[]): Promise<ResolvedAliasEmission[]> => {
+  return async (
+    ex: Executor,
+    emissions: readonly AliasEmission[],
+    createAliasesNamed: readonly string[],
+  ): Promise<ResolvedAliasEmission[]> => {
     if (emissions.length === 0) return []
     if (createAliasesNamed.length > 0) await ex.query(createAliases([[...createAliasesNamed]]))
-    const arrays = [emissions.map((e) => e.aliasName), emissions.map((e) => e.assetName), emissions.map((e) => e.assetUri)]
+    const arrays = [
+      emissions.map((e) => e.aliasName),
+      emissions.map((e) => e.assetName),
+      emissions.map((e) => e.assetUri),
+    ]
     await ex.query(createAssets([...arrays, `[${emissions.map((e) => e.assetExtra).join(',')}]`]))
-    const rows = await ex.query<{alias_id: number; alias_name: string; asset_id: number; asset_name: string; asset_uri: string}>(link(arrays))
+    const rows = await ex.query<{
+      alias_id: number
+      alias_name: string
+      asset_id: number
+      asset_name: string
+      asset_uri: string
+    }>(link(arrays))
     return rows.map((row) => ({
       aliasId: row.alias_id,
       aliasName: row.alias_name,
@@ -181,11 +206,14 @@ export function insertAliasEventLinks() {
  * Rows are inserted in key order: unsorted multi-row inserts from concurrent completions take the
  * key locks in different orders and deadlock. The text is chosen once per capability set.
  */
-export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>) {
+export function queueConsumers(
+  capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
+) {
   const perEvent = capabilities.queueShape === 'per_event'
   // Parameters are numbered as the text first names them; the caller fills them by slot.
   const slots: QueueSlot[] = []
-  const param = (slot: QueueSlot, type: string) => `$${(slots.includes(slot) ? slots.indexOf(slot) : slots.push(slot) - 1) + 1}::${type}`
+  const param = (slot: QueueSlot, type: string) =>
+    `$${(slots.includes(slot) ? slots.indexOf(slot) : slots.push(slot) - 1) + 1}::${type}`
   // Each branch unnests only the arrays it reads: a one-array unnest is PostgreSQL's fast path,
   // where several arrays zip through ROWS FROM, and one CTE shared by four branches is
   // materialised. The alias branch reads only the events emitted through an alias (usually
@@ -285,9 +313,22 @@ export function queueConsumers(capabilities: Pick<Capabilities, 'queueShape' | '
       producerTask: producer?.taskId ?? null,
     }
     const values = slots.map((slot) => bySlot[slot])
-    const rows = await ex.query<{kind: ConsumerDecision['kind']; asset_id: number; dag_id: string; alias_id: number | null}>(queue(values))
+    const rows = await ex.query<{
+      kind: ConsumerDecision['kind']
+      asset_id: number
+      dag_id: string
+      alias_id: number | null
+    }>(queue(values))
     return rows.map((row) => ({kind: row.kind, assetId: row.asset_id, dagId: row.dag_id, aliasId: row.alias_id}))
   }
 }
 
-type QueueSlot = 'assetIds' | 'eventIds' | 'aliasAssetIds' | 'aliasEventIds' | 'aliasIds' | 'noPartitionKey' | 'producerDag' | 'producerTask'
+type QueueSlot =
+  | 'assetIds'
+  | 'eventIds'
+  | 'aliasAssetIds'
+  | 'aliasEventIds'
+  | 'aliasIds'
+  | 'noPartitionKey'
+  | 'producerDag'
+  | 'producerTask'

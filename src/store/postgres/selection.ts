@@ -2,7 +2,13 @@ import type {TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {TryEvidenceKind} from '../../airflow/tryEvidence.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
-import {rangeOfRuns, type MissingOutlets, type SelectedTaskInstance, type SelectionGroup, type TaskInstanceFilter} from '../airflowStore.js'
+import {
+  rangeOfRuns,
+  type MissingOutlets,
+  type SelectedTaskInstance,
+  type SelectionGroup,
+  type TaskInstanceFilter,
+} from '../airflowStore.js'
 import {noEventOfThisTry, tryEarliest, tryEvidence, tryEvidenceKind, whereAll} from './fragments.js'
 import {Params} from './params.js'
 
@@ -52,14 +58,22 @@ function filtered(
 
   // A stable hash of the id: N hosts with --shard 1/N … N/N split one backfill without overlap.
   if (filter.shard)
-    where.push(`mod(abs(hashtext(ti.id::text)::bigint), ${params.add(filter.shard.count)}::int) = ${params.add(filter.shard.index - 1)}::int`)
+    where.push(
+      `mod(abs(hashtext(ti.id::text)::bigint), ${params.add(filter.shard.count)}::int) = ${params.add(filter.shard.index - 1)}::int`,
+    )
   if (keyset) where.push(keyset(params))
   return `from task_instance ti ${joins.join(' ')} ${whereAll(where)}`
 }
 
 /** The strongest evidence of the try of task instance `ti` (a row alias), as its kind. */
 const evidenceOf = (ti: string) =>
-  tryEvidenceKind({dagId: `${ti}.dag_id`, runId: `${ti}.run_id`, taskId: `${ti}.task_id`, mapIndex: `${ti}.map_index`, tryNumber: `${ti}.try_number`})
+  tryEvidenceKind({
+    dagId: `${ti}.dag_id`,
+    runId: `${ti}.run_id`,
+    taskId: `${ti}.task_id`,
+    mapIndex: `${ti}.map_index`,
+    tryNumber: `${ti}.try_number`,
+  })
 
 /**
  * One keyset page of the selection (WHERE id > last ORDER BY id LIMIT n): memory stays flat and
@@ -73,7 +87,12 @@ const evidenceOf = (ti: string) =>
  * reads the table, so the caller takes them larger (scanPageSize).
  */
 export function selectTaskInstancePage() {
-  return async (ex: Executor, filter: TaskInstanceFilter, after: string | undefined, limit: number): Promise<SelectedTaskInstance[]> => {
+  return async (
+    ex: Executor,
+    filter: TaskInstanceFilter,
+    after: string | undefined,
+    limit: number,
+  ): Promise<SelectedTaskInstance[]> => {
     const params = new Params()
     const from = filtered(filter, params, after === undefined ? undefined : (p) => `ti.id > ${p.add(after)}::uuid`)
     // A missing-events page says, per task instance, how its try came to be success.
@@ -108,7 +127,11 @@ export function selectTaskInstancePage() {
  * task instances in the order the pages take them (by id), so they describe what will be touched.
  */
 export function summarizeTaskInstances() {
-  return async (ex: Executor, filter: TaskInstanceFilter & {limit?: number | undefined}, maxGroups: number): Promise<SelectionGroup[]> => {
+  return async (
+    ex: Executor,
+    filter: TaskInstanceFilter & {limit?: number | undefined},
+    maxGroups: number,
+  ): Promise<SelectionGroup[]> => {
     const params = new Params()
     const from = filtered(filter, params)
     // With --limit, the first task instances in the order the pages take them.
@@ -151,7 +174,8 @@ export function selectRunPage() {
     if (filter.until) where.push(`dr.run_after < ${params.add(filter.until)}::timestamptz`)
     if (filter.dagId) where.push(`dr.dag_id = ${params.add(filter.dagId)}`)
     if (filter.runIds.length > 0) where.push(`dr.run_id = any(${params.add([...filter.runIds])}::text[])`)
-    if (after) where.push(`(dr.run_after, dr.id) > (${params.add(after.runAfter)}::timestamptz, ${params.add(after.id)}::int)`)
+    if (after)
+      where.push(`(dr.run_after, dr.id) > (${params.add(after.runAfter)}::timestamptz, ${params.add(after.id)}::int)`)
     const rows = await ex.query<{id: number; dag_id: string; run_id: string; run_after: Date}>(
       statement(
         `select dr.id, dr.dag_id, dr.run_id, dr.run_after from dag_run dr ${whereAll(where)}
@@ -173,7 +197,10 @@ export function selectTaskInstanceIdsOfRuns() {
     limit: number,
   ): Promise<Array<{n: number; id: string}>> => {
     const params = new Params()
-    const keyset = after === undefined ? undefined : (p: Params) => `(page.n, ti.id) > (${p.add(after.n)}::bigint, ${p.add(after.id)}::uuid)`
+    const keyset =
+      after === undefined
+        ? undefined
+        : (p: Params) => `(page.n, ti.id) > (${p.add(after.n)}::bigint, ${p.add(after.id)}::uuid)`
     const from = filtered(filter, params, keyset, runs)
     const rows = await ex.query<{n: string; id: string}>(
       statement(`select page.n, ti.id ${from} order by page.n, ti.id limit ${params.add(limit)}::int`, params.values),
@@ -185,7 +212,9 @@ export function selectTaskInstanceIdsOfRuns() {
 export function countTaskInstances() {
   return async (ex: Executor, filter: TaskInstanceFilter): Promise<number> => {
     const params = new Params()
-    const [row] = await ex.query<{n: string}>(statement(`select count(*) as n ${filtered(filter, params)}`, params.values))
+    const [row] = await ex.query<{n: string}>(
+      statement(`select count(*) as n ${filtered(filter, params)}`, params.values),
+    )
     return Number(row?.n ?? 0)
   }
 }
@@ -227,7 +256,18 @@ export function readMissingOutlets() {
       event: string | null
       owner: string | null
       dttm: Date | null
-    }>(missing([[...assetIds], ti.dagId, ti.runId, ti.taskId, ti.mapIndex, ti.tryNumber, [...ignore.eventIds], ignore.logId]))
+    }>(
+      missing([
+        [...assetIds],
+        ti.dagId,
+        ti.runId,
+        ti.taskId,
+        ti.mapIndex,
+        ti.tryNumber,
+        [...ignore.eventIds],
+        ignore.logId,
+      ]),
+    )
     if (!row) throw new Error('missing_outlets returned no row')
     const log = row.log_id === null ? null : {id: row.log_id, event: row.event ?? '', owner: row.owner, dttm: row.dttm}
     return {assetIds: row.missing, evidence: {kind: row.kind, log}}
@@ -236,5 +276,6 @@ export function readMissingOutlets() {
 
 export function readDagIds() {
   const dagIds = prepared('dag_ids', 'select dag_id from dag order by dag_id')
-  return async (ex: Executor): Promise<string[]> => (await ex.query<{dag_id: string}>(dagIds([]))).map((row) => row.dag_id)
+  return async (ex: Executor): Promise<string[]> =>
+    (await ex.query<{dag_id: string}>(dagIds([]))).map((row) => row.dag_id)
 }

@@ -1,6 +1,12 @@
 import type {Capabilities} from '../../airflow/schema.js'
 import {serializedDagJson, tasksOf, type SerializedTask} from '../../airflow/serializedDag.js'
-import type {OutletAsset, StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../../airflow/taskInstance.js'
+import type {
+  OutletAsset,
+  StoredState,
+  TaskInstanceContext,
+  TaskInstanceKey,
+  TaskInstanceRef,
+} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
 import type {LockedTaskInstance, RowHolder} from '../airflowStore.js'
@@ -69,7 +75,10 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
     keyOutlets: prepared('read_ti_key_outlets', text(true, byKey)),
     key: prepared('read_ti_key', text(false, byKey)),
   }
-  const serializedDag = prepared('serialized_dag', 'select data::text as data, data_compressed from serialized_dag where dag_version_id = $1::uuid')
+  const serializedDag = prepared(
+    'serialized_dag',
+    'select data::text as data, data_compressed from serialized_dag where dag_version_id = $1::uuid',
+  )
   // Each declared outlet to its asset, preferring an active one (asset_active keeps names and
   // uris unique among active assets, so an active match is the one Airflow finds).
   // Each declared outlet to its asset, preferring an active one (asset_active keeps names and
@@ -97,7 +106,12 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
   )
   const versions = new Map<string, Map<string, SerializedTask>>()
 
-  const serializedTask = async (ex: Executor, versionId: string, hash: string, taskId: string): Promise<SerializedTask> => {
+  const serializedTask = async (
+    ex: Executor,
+    versionId: string,
+    hash: string,
+    taskId: string,
+  ): Promise<SerializedTask> => {
     const cacheKey = `${versionId}:${hash}`
     let byTask = versions.get(cacheKey)
     if (!byTask) {
@@ -110,7 +124,11 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
     return byTask.get(taskId) ?? {outlets: [], mappedDependants: []}
   }
 
-  return async (ex: Executor, ref: TaskInstanceRef, options: {withOutlets: boolean}): Promise<TaskInstanceContext | undefined> => {
+  return async (
+    ex: Executor,
+    ref: TaskInstanceRef,
+    options: {withOutlets: boolean},
+  ): Promise<TaskInstanceContext | undefined> => {
     const byTiId = 'tiId' in ref
     const statement = byTiId
       ? options.withOutlets
@@ -162,7 +180,11 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
     const assets = declared.filter((o) => o.kind !== 'alias')
     if (assets.length === 0) return context
     const resolved = await ex.query<{n: string; id: number | null; name: string; uri: string; active: boolean}>(
-      resolve([assets.map((o) => o.kind), assets.map((o) => ('name' in o ? o.name : '')), assets.map((o) => ('uri' in o ? o.uri : ''))]),
+      resolve([
+        assets.map((o) => o.kind),
+        assets.map((o) => ('name' in o ? o.name : '')),
+        assets.map((o) => ('uri' in o ? o.uri : '')),
+      ]),
     )
     context.outlets = resolved.map((r, i): OutletAsset => ({
       kind: assets[i]!.kind,
@@ -220,10 +242,22 @@ export function readRowHolder() {
       where t.id = $1 and t.xmax::text <> '0'`,
   )
   return async (ex: Executor, tiId: string): Promise<RowHolder | undefined> => {
-    const [row] = await ex.query<{pid: number; application_name: string; xact_start: Date | null; state: string | null; usename: string}>(
-      holder([tiId]),
-    )
-    return row ? {pid: row.pid, applicationName: row.application_name, since: row.xact_start, state: row.state, user: row.usename} : undefined
+    const [row] = await ex.query<{
+      pid: number
+      application_name: string
+      xact_start: Date | null
+      state: string | null
+      usename: string
+    }>(holder([tiId]))
+    return row
+      ? {
+          pid: row.pid,
+          applicationName: row.application_name,
+          since: row.xact_start,
+          state: row.state,
+          user: row.usename,
+        }
+      : undefined
   }
 }
 
@@ -264,7 +298,10 @@ export function markTaskInstanceSuccess() {
 export function clearTaskState(capabilities: Pick<Capabilities, 'taskStateTable'>) {
   const table = capabilities.taskStateTable
   const clear = table
-    ? prepared(`clear_${table}`, `delete from ${table} where dag_run_id = $1::int and task_id = $2 and map_index = $3::int returning 1`)
+    ? prepared(
+        `clear_${table}`,
+        `delete from ${table} where dag_run_id = $1::int and task_id = $2 and map_index = $3::int returning 1`,
+      )
     : undefined
   return async (ex: Executor, ti: TaskInstanceContext): Promise<number> => {
     if (!clear) return 0
