@@ -289,12 +289,13 @@ export abstract class AirlockCommand<R> extends Command {
    * a flag's own parse function) turned into a one-line usage error: exit 2, never exit 1.
    */
   // oclif's own signature; its flag and argument maps are typed `any` there.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  /* eslint-disable @typescript-eslint/no-explicit-any */
   protected override async parse<
     F extends Interfaces.OutputFlags<any>,
     B extends Interfaces.OutputFlags<any>,
     A extends Interfaces.OutputArgs<any>,
   >(options?: Interfaces.Input<F, B, A>, argv?: string[]): Promise<Interfaces.ParserOutput<F, B, A>> {
+    /* eslint-enable @typescript-eslint/no-explicit-any */
     try {
       const parsed = await super.parse(options, argv)
       const flags = parsed.flags as {json?: boolean; ndjson?: boolean; verbose?: boolean}

@@ -95,16 +95,14 @@ describe('outlets from the serialized DAG', () => {
     // A newer version of etl whose task now declares other.make.out_1 instead: this run's task
     // instance still belongs to version 1.
     const versionId = randomUUID()
-    await db
-      .knex('dag_version')
-      .insert({
-        id: versionId,
-        version_number: 2,
-        dag_id: 'etl',
-        bundle_name: 'dags-folder',
-        created_at: new Date(),
-        last_updated: new Date(),
-      })
+    await db.knex('dag_version').insert({
+      id: versionId,
+      version_number: 2,
+      dag_id: 'etl',
+      bundle_name: 'dags-folder',
+      created_at: new Date(),
+      last_updated: new Date(),
+    })
     const newer = {
       __version: 1,
       dag: {
