@@ -52,14 +52,22 @@ interface PgClient {
 /**
  * Connections a transaction left in an unknown state (a ROLLBACK that failed, a COMMIT whose
  * answer never came): never handed out again. A pool airlock owns checks this set through knex's
- * public `pool.validate` option before every acquire; every broken client is also ended, which a
- * pool someone else owns (tests, the sandbox) discards on its own.
+ * public `pool.validate` option before every acquire. Every broken client is also ended before it
+ * goes back (node-postgres's public end(); knex's own listener marks an ended client, and its pool
+ * discards it), so a pool someone else owns (tests, the sandbox) drops it too. The wait is bounded:
+ * a half-open connection may never confirm its end.
  */
 const brokenClients = new WeakSet<object>()
+const endWaitMs = 1000
 
-function discard(client: PgClient): void {
+async function discard(client: PgClient): Promise<void> {
   brokenClients.add(client)
-  client.end().catch(() => undefined)
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([
+    client.end().catch(() => undefined),
+    new Promise((resolve) => (timer = setTimeout(resolve, endWaitMs))),
+  ])
+  clearTimeout(timer)
 }
 
 export const silentKnexLog = {warn() {}, error() {}, debug() {}, deprecate() {}}
@@ -185,7 +193,7 @@ function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database 
           // the pool must not hand it out again.
           await control(client, 'rollback', 'rollback').catch(() => discard(client))
         } else {
-          discard(client)
+          await discard(client)
         }
 
         throw error
