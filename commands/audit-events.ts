@@ -16,6 +16,7 @@ import {parseDuration} from '../src/cli/parseInput.js'
 import {findingCsvHeader, findingCsvRow, renderEventAudit, type EventAuditReport} from '../src/cli/renderEventAudit.js'
 import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
+import type {AirflowDatabase} from '../src/store/schemaCheck.js'
 import {prose} from '../src/cli/prose.js'
 import {createProgress, type Progress} from '../src/output/progress.js'
 
@@ -129,34 +130,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       onFinding,
     )
     progress?.stop()
-    let fix: EventAuditReport['fix'] = null
-    if (flags.fix && groups.length > 0) {
-      const repair = prepareDuplicateFix(airflow, groups, {
-        dryRun: flags['dry-run'],
-        lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
-        statementTimeoutMs: 30_000,
-        airlockVersion: this.config.version,
-      })
-      const {result} = await this.writeBatch(repair, {yes: flags.yes, quiet: true})
-      const fixes = result.items
-      fix = {
-        dry_run: flags['dry-run'],
-        groups: fixes,
-        removed: fixes.reduce((n, f) => n + f.removed.length, 0),
-        refused_consumed: fixes.reduce((n, f) => n + f.refused_consumed.length, 0),
-        refused_pending: fixes.reduce((n, f) => n + f.refused_pending.length, 0),
-        skipped_busy: fixes.filter((f) => f.outcome === 'skipped_busy').length,
-      }
-    } else if (flags.fix) {
-      fix = {
-        dry_run: flags['dry-run'],
-        groups: [],
-        removed: 0,
-        refused_consumed: 0,
-        refused_pending: 0,
-        skipped_busy: 0,
-      }
-    }
+    const fix = flags.fix ? await this.repairDuplicates(airflow, groups, flags) : null
 
     const report: EventAuditReport = {counts, findings: kept, omitted, fix}
     if (flags.ndjson) this.emit(JSON.stringify({type: 'summary', counts, fix}))
@@ -168,6 +142,39 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
         ? ExitCode.auditFindings
         : ExitCode.ok
     return {result: report, exit}
+  }
+
+  /** --fix: the duplicate groups the audit collected, repaired as one prepared batch. */
+  private async repairDuplicates(
+    airflow: AirflowDatabase,
+    groups: Parameters<typeof prepareDuplicateFix>[1],
+    flags: {'dry-run': boolean; 'lock-timeout': string; yes: boolean},
+  ): Promise<NonNullable<EventAuditReport['fix']>> {
+    if (groups.length === 0) {
+      return {
+        dry_run: flags['dry-run'],
+        groups: [],
+        removed: 0,
+        refused_consumed: 0,
+        refused_pending: 0,
+        skipped_busy: 0,
+      }
+    }
+    const repair = prepareDuplicateFix(airflow, groups, {
+      dryRun: flags['dry-run'],
+      lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
+      statementTimeoutMs: 30_000,
+      airlockVersion: this.config.version,
+    })
+    const fixes = (await this.writeBatch(repair, {yes: flags.yes, quiet: true})).result.items
+    return {
+      dry_run: flags['dry-run'],
+      groups: fixes,
+      removed: fixes.reduce((n, f) => n + f.removed.length, 0),
+      refused_consumed: fixes.reduce((n, f) => n + f.refused_consumed.length, 0),
+      refused_pending: fixes.reduce((n, f) => n + f.refused_pending.length, 0),
+      skipped_busy: fixes.filter((f) => f.outcome === 'skipped_busy').length,
+    }
   }
 
   protected render(report: EventAuditReport): string {

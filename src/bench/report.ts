@@ -10,6 +10,17 @@ export function benchMarkdown(report: BenchReport): string {
   const lines = [
     `Measured ${m.date} on ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GiB, Node ${m.node}, PostgreSQL ${m.postgres} on loopback, synchronous_commit=${m.synchronousCommit}.`,
     `${report.plan.runs} runs per point after ${report.plan.warmup} warm-up runs, ${report.plan.consumers} consumer DAG(s) per asset; the three strategies interleaved run by run.`,
+    ...lockHoldSection(report),
+    ...throughputSection(report),
+    ...raceSection(report),
+    ...stampToCommitSection(report),
+    ...memorySection(report),
+  ]
+  return lines.join('\n') + '\n'
+}
+
+function lockHoldSection(report: BenchReport): string[] {
+  return [
     '',
     '### task_instance row lock held during one completion (ms)',
     '',
@@ -49,62 +60,70 @@ export function benchMarkdown(report: BenchReport): string {
       ]),
     ),
   ]
-  if (report.throughput.length > 0) {
-    lines.push('', '### Throughput on distinct task instances (completions/s)', '')
-    const outlets = [...new Set(report.throughput.map((t) => t.outlets))]
-    const concurrency = [...new Set(report.throughput.map((t) => t.concurrency))]
-    lines.push(
-      markdownTable(
-        ['outlets', ...concurrency.map((c) => `concurrency ${c}`)],
-        outlets.map((o) => [
-          String(o),
-          ...concurrency.map((c) =>
-            f(report.throughput.find((t) => t.outlets === o && t.concurrency === c)?.perSecond ?? Number.NaN, 0),
-          ),
-        ]),
-      ),
-    )
-  }
+}
 
-  if (report.race) {
-    const r = report.race
-    lines.push(
-      '',
-      `### Same-task-instance race`,
-      '',
-      `${r.racers} concurrent completions of one task instance (${r.outlets} outlets): ${f(r.ms, 0)} ms until all had an outcome; ${r.completed} completed, ${r.alreadySuccess} already_success, ${r.events} events in the table.`,
-    )
-  }
+function throughputSection(report: BenchReport): string[] {
+  if (report.throughput.length === 0) return []
+  const outlets = [...new Set(report.throughput.map((t) => t.outlets))]
+  const concurrency = [...new Set(report.throughput.map((t) => t.concurrency))]
+  return [
+    '',
+    '### Throughput on distinct task instances (completions/s)',
+    '',
+    markdownTable(
+      ['outlets', ...concurrency.map((c) => `concurrency ${c}`)],
+      outlets.map((o) => [
+        String(o),
+        ...concurrency.map((c) =>
+          f(report.throughput.find((t) => t.outlets === o && t.concurrency === c)?.perSecond ?? Number.NaN, 0),
+        ),
+      ]),
+    ),
+  ]
+}
 
-  if (report.stampToCommit.length > 0) {
-    lines.push(
-      '',
-      '### Event-to-commit window (ms from the first registration statement to COMMIT, 10 outlets)',
-      '',
-      markdownTable(
-        ['row lock', 'lock wait', 'p50', 'p95', 'p99', 'n'],
-        report.stampToCommit.map((row) => [
-          row.contention === 'none' ? 'free' : `held ${row.holdMs} ms by another session`,
-          row.waiting === 'sliced' ? 'in 200 ms slices (airlock)' : 'one wait (before slices)',
-          f(row.stampToCommit.p50),
-          f(row.stampToCommit.p95),
-          f(row.stampToCommit.p99),
-          String(row.stampToCommit.n),
-        ]),
-      ),
-    )
-  }
+function raceSection(report: BenchReport): string[] {
+  const r = report.race
+  if (!r) return []
+  return [
+    '',
+    `### Same-task-instance race`,
+    '',
+    `${r.racers} concurrent completions of one task instance (${r.outlets} outlets): ${f(r.ms, 0)} ms until all had an outcome; ${r.completed} completed, ${r.alreadySuccess} already_success, ${r.events} events in the table.`,
+  ]
+}
 
-  if (report.memory.length > 0) {
-    lines.push('', '### Peak memory (RSS of the airlock process)', '')
-    lines.push(
-      markdownTable(
-        ['run', 'peak RSS', 'time'],
-        report.memory.map((run) => [run.what, `${f(run.peakRssMb, 0)} MB`, `${f(run.seconds, 0)} s`]),
-      ),
-    )
-  }
-  return lines.join('\n') + '\n'
+function stampToCommitSection(report: BenchReport): string[] {
+  if (report.stampToCommit.length === 0) return []
+  return [
+    '',
+    '### Event-to-commit window (ms from the first registration statement to COMMIT, 10 outlets)',
+    '',
+    markdownTable(
+      ['row lock', 'lock wait', 'p50', 'p95', 'p99', 'n'],
+      report.stampToCommit.map((row) => [
+        row.contention === 'none' ? 'free' : `held ${row.holdMs} ms by another session`,
+        row.waiting === 'sliced' ? 'in 200 ms slices (airlock)' : 'one wait (before slices)',
+        f(row.stampToCommit.p50),
+        f(row.stampToCommit.p95),
+        f(row.stampToCommit.p99),
+        String(row.stampToCommit.n),
+      ]),
+    ),
+  ]
+}
+
+function memorySection(report: BenchReport): string[] {
+  if (report.memory.length === 0) return []
+  return [
+    '',
+    '### Peak memory (RSS of the airlock process)',
+    '',
+    markdownTable(
+      ['run', 'peak RSS', 'time'],
+      report.memory.map((run) => [run.what, `${f(run.peakRssMb, 0)} MB`, `${f(run.seconds, 0)} s`]),
+    ),
+  ]
 }
 
 export function markdownTable(headers: string[], rows: string[][]): string {

@@ -50,6 +50,8 @@ export interface ScaleReport {
   explain: ScaleExplainRow[]
 }
 
+type Scratch = Awaited<ReturnType<ScratchServer['create']>>
+
 export async function runScale(
   server: ScratchServer,
   plan: ScalePlan,
@@ -72,72 +74,7 @@ export async function runScale(
     })
     await analyzeDatabase(scratch.db.knex)
     const world = {...facts, dags: seed.dags, seedSeconds: (Date.now() - started) / 1000}
-    const url = scratch.url
-    const commands: ScaleCommandRow[] = []
-    const run = async (what: string, args: string[], rows: number, accepted: number[] = [0], stdoutFile?: string) => {
-      progress(`scale: ${what}…`)
-      const result = await peakRssOf(args, accepted, stdoutFile)
-      commands.push({
-        what,
-        args: result.args,
-        seconds: result.seconds,
-        rows,
-        rowsPerSecond: rows / result.seconds,
-        peakRssMb: result.peakRssMb,
-        exitCode: result.exitCode,
-      })
-    }
-
-    // Exit 6: the planted findings.
-    const auditOut = path.join(dir, 'audit.ndjson')
-    await run(
-      `audit-events over ${facts.events} events (--ndjson)`,
-      ['audit-events', '--database-url', url, '--ndjson'],
-      facts.events,
-      [6],
-      auditOut,
-    )
-    const summary = JSON.parse((await fs.readFile(auditOut, 'utf8')).trimEnd().split('\n').at(-1)!) as {
-      counts: Record<string, number>
-    }
-    await fs.rm(auditOut)
-    await run(
-      `export-events of ${facts.events} events`,
-      ['export-events', '--database-url', url, '--output', path.join(dir, 'export.ndjson')],
-      facts.events,
-    )
-    await fs.rm(path.join(dir, 'export.ndjson'), {force: true})
-    // A dry run over a window, across every DAG (--all-dags needs a filter to mean it).
-    const overWindow = (command: string, since: Date, until?: Date) => [
-      command,
-      '--database-url',
-      url,
-      '--all-dags',
-      '--since',
-      since.toISOString(),
-      ...(until ? ['--until', until.toISOString()] : []),
-      '--dry-run',
-      '--yes',
-      '--ndjson',
-    ]
-    await run(
-      `replay-events missing mode over all ${facts.taskInstances} task instances (--dry-run)`,
-      overWindow('replay-events', new Date(0)),
-      facts.taskInstances,
-    )
-    // One day of end dates: a twentieth of the world.
-    const day = await oneDay(scratch.db.executor)
-    await run(
-      `replay-events missing mode, one day of end dates (${day.tis} task instances, --dry-run)`,
-      overWindow('replay-events', day.since, day.until),
-      day.tis,
-    )
-    await run(
-      `complete, the newest day of runs by run_after (${day.runTis} running task instances, --dry-run)`,
-      overWindow('complete', day.runSince, day.runUntil),
-      day.runTis,
-    )
-
+    const {commands, summary, day} = await timeCommands(scratch, facts, dir, progress)
     progress('scale: EXPLAIN (ANALYZE) of the statements behind them…')
     const explain = await explainStatements(scratch, day)
     return {world, audit: {counts: summary.counts, planted: facts.planted}, commands, explain}
@@ -145,6 +82,81 @@ export async function runScale(
     await fs.rm(dir, {recursive: true, force: true})
     await scratch.drop()
   }
+}
+
+/** Each command over the world as an operator runs it, timed as a whole process with its peak RSS. */
+async function timeCommands(
+  scratch: Scratch,
+  facts: ScaleWorldFacts,
+  dir: string,
+  progress: (line: string) => void,
+): Promise<{commands: ScaleCommandRow[]; summary: {counts: Record<string, number>}; day: Day}> {
+  const url = scratch.url
+  const commands: ScaleCommandRow[] = []
+  const run = async (what: string, args: string[], rows: number, accepted: number[] = [0], stdoutFile?: string) => {
+    progress(`scale: ${what}…`)
+    const result = await peakRssOf(args, accepted, stdoutFile)
+    commands.push({
+      what,
+      args: result.args,
+      seconds: result.seconds,
+      rows,
+      rowsPerSecond: rows / result.seconds,
+      peakRssMb: result.peakRssMb,
+      exitCode: result.exitCode,
+    })
+  }
+
+  // Exit 6: the planted findings.
+  const auditOut = path.join(dir, 'audit.ndjson')
+  await run(
+    `audit-events over ${facts.events} events (--ndjson)`,
+    ['audit-events', '--database-url', url, '--ndjson'],
+    facts.events,
+    [6],
+    auditOut,
+  )
+  const summary = JSON.parse((await fs.readFile(auditOut, 'utf8')).trimEnd().split('\n').at(-1)!) as {
+    counts: Record<string, number>
+  }
+  await fs.rm(auditOut)
+  await run(
+    `export-events of ${facts.events} events`,
+    ['export-events', '--database-url', url, '--output', path.join(dir, 'export.ndjson')],
+    facts.events,
+  )
+  await fs.rm(path.join(dir, 'export.ndjson'), {force: true})
+  // A dry run over a window, across every DAG (--all-dags needs a filter to mean it).
+  const overWindow = (command: string, since: Date, until?: Date) => [
+    command,
+    '--database-url',
+    url,
+    '--all-dags',
+    '--since',
+    since.toISOString(),
+    ...(until ? ['--until', until.toISOString()] : []),
+    '--dry-run',
+    '--yes',
+    '--ndjson',
+  ]
+  await run(
+    `replay-events missing mode over all ${facts.taskInstances} task instances (--dry-run)`,
+    overWindow('replay-events', new Date(0)),
+    facts.taskInstances,
+  )
+  // One day of end dates: a twentieth of the world.
+  const day = await oneDay(scratch.db.executor)
+  await run(
+    `replay-events missing mode, one day of end dates (${day.tis} task instances, --dry-run)`,
+    overWindow('replay-events', day.since, day.until),
+    day.tis,
+  )
+  await run(
+    `complete, the newest day of runs by run_after (${day.runTis} running task instances, --dry-run)`,
+    overWindow('complete', day.runSince, day.runUntil),
+    day.runTis,
+  )
+  return {commands, summary, day}
 }
 
 interface Day {
@@ -181,49 +193,11 @@ async function oneDay(ex: Executor): Promise<Day> {
  * Runs the store's own statements under EXPLAIN (ANALYZE, FORMAT JSON) through an executor that
  * rewrites each one: what is measured is exactly the text the commands send.
  */
-async function explainStatements(
-  scratch: Awaited<ReturnType<ScratchServer['create']>>,
-  day: Day,
-): Promise<ScaleExplainRow[]> {
+async function explainStatements(scratch: Scratch, day: Day): Promise<ScaleExplainRow[]> {
   const {store} = scratch.airflow
   const rows: ScaleExplainRow[] = []
   const explainOf = async (what: string, why: string, work: (ex: Executor) => Promise<unknown>) => {
-    const plans: PlanNode[] = []
-    let ms = 0
-    const ex: Executor = {
-      async query<Row>(statement: Statement): Promise<Row[]> {
-        const text = statement.text.replace(/^declare \w+ no scroll cursor for /, '')
-        if (/^(set local|fetch|close)\b/.test(text)) return []
-        const [result] = await scratch.db.executor.query<{
-          'QUERY PLAN': Array<{Plan: PlanNode; 'Execution Time': number}>
-        }>({
-          text: `explain (analyze, format json) ${text}`,
-          values: statement.values,
-        })
-        const explained = result!['QUERY PLAN'][0]!
-        plans.push(explained.Plan)
-        ms += explained['Execution Time']
-        return []
-      },
-    }
-    await work(ex)
-    const nodes = plans.flatMap(flatten)
-    rows.push({
-      what,
-      ms,
-      seqScans: nodes
-        .filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] !== undefined)
-        // Rows read: those returned and those the scan's filter dropped, over every loop.
-        .map((n) => ({
-          table: n['Relation Name']!,
-          rows: Math.round(((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1)),
-        }))
-        .filter((scan) => scan.rows >= 1000),
-      indexes: nodes
-        .filter((n) => n['Index Name'] !== undefined)
-        .map((n) => ({index: n['Index Name']!, loops: n['Actual Loops'] ?? 1})),
-      why,
-    })
+    rows.push(await explained(scratch, what, why, work))
   }
 
   const all = {assets: []}
@@ -285,6 +259,51 @@ async function explainStatements(
     },
   )
   return rows
+}
+
+/** One piece of work's statements under EXPLAIN ANALYZE: total time, big sequential scans, index entries. */
+async function explained(
+  scratch: Scratch,
+  what: string,
+  why: string,
+  work: (ex: Executor) => Promise<unknown>,
+): Promise<ScaleExplainRow> {
+  const plans: PlanNode[] = []
+  let ms = 0
+  const ex: Executor = {
+    async query<Row>(statement: Statement): Promise<Row[]> {
+      const text = statement.text.replace(/^declare \w+ no scroll cursor for /, '')
+      if (/^(set local|fetch|close)\b/.test(text)) return []
+      const [result] = await scratch.db.executor.query<{
+        'QUERY PLAN': Array<{Plan: PlanNode; 'Execution Time': number}>
+      }>({
+        text: `explain (analyze, format json) ${text}`,
+        values: statement.values,
+      })
+      const plan = result!['QUERY PLAN'][0]!
+      plans.push(plan.Plan)
+      ms += plan['Execution Time']
+      return []
+    },
+  }
+  await work(ex)
+  const nodes = plans.flatMap(flatten)
+  return {
+    what,
+    ms,
+    seqScans: nodes
+      .filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] !== undefined)
+      // Rows read: those returned and those the scan's filter dropped, over every loop.
+      .map((n) => ({
+        table: n['Relation Name']!,
+        rows: Math.round(((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1)),
+      }))
+      .filter((scan) => scan.rows >= 1000),
+    indexes: nodes
+      .filter((n) => n['Index Name'] !== undefined)
+      .map((n) => ({index: n['Index Name']!, loops: n['Actual Loops'] ?? 1})),
+    why,
+  }
 }
 
 interface PlanNode {

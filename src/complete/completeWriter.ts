@@ -1,4 +1,4 @@
-import {describeOutlet, type StoredState} from '../airflow/taskInstance.js'
+import {describeOutlet, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {
@@ -119,64 +119,19 @@ export function completeWriter(
     return {outcome: 'conflict', previousState: state}
   }
 
-  const {host_name, os_user} = auditIdentity()
   // The audit row says who acted, as the rows Airflow writes for an operator's action name that
   // user: the operator, not the DAG's owners.
-  const owner = settings.actor ?? os_user
-  // Airflow's audit log shows this row: say who did it, from where, and how. event_ids names this
-  // try's events without relying on clocks (replay-events and audit-events read it).
-  // With --continue-run it names what the clear takes: the plan is checked under the locks, so
-  // a committed row names exactly what was cleared.
+  const identity = auditIdentity()
+  const owner = settings.actor ?? identity.os_user
   const auditExtra = (previousState: StoredState, eventIds: readonly number[], clear?: ClearPlan) =>
-    JSON.stringify({
-      host_name,
-      airlock: {
-        version: settings.airlockVersion,
-        command: clear ? 'complete --continue-run' : 'complete',
-        os_user,
-        previous_state: previousState,
-        events: eventIds.length,
-        event_ids: eventIds,
-        ...(clear
-          ? {
-              continue_run: {
-                dag_run_id: clear.run.id,
-                dag_run_previous_state: clear.run.state,
-                cleared: clear.targets.map((t) => ({
-                  ti_id: t.id,
-                  task_id: t.taskId,
-                  map_index: t.mapIndex,
-                  state: t.state,
-                })),
-              },
-            }
-          : {}),
-      },
-    })
+    completeAuditExtra(settings.airlockVersion, identity, previousState, eventIds, clear)
 
   return {
     verb: 'complete',
     // The serialized DAG also says which mapped tasks wait for this one's return value.
     readsOutlets: true,
     committed: {outcome: 'completed'},
-    decideBeforeRegistering(ti) {
-      const decision = decide(ti.state)
-      if (decision !== 'commit') return decision
-      if (settings.endDate && ti.startDate && settings.endDate < ti.startDate && !settings.forceEndDate) {
-        return {
-          outcome: 'invalid_end_date',
-          detail: `--end-date ${settings.endDate.toISOString()} is before this task instance's start_date ${ti.startDate.toISOString()}; --force-end-date records it anyway (duration 0)`,
-        }
-      }
-      if (ti.mappedDependants.length > 0 && !settings.allowMappedDownstream)
-        return mappedDownstream(ti.mappedDependants)
-      const inactive = settings.strictOutlets && settings.emitEvents ? ti.outlets.filter((o) => !o.active) : []
-      if (inactive.length === 0) return undefined
-      return {
-        outcome: 'inactive_outlet',
-        detail: `outlet assets not active: ${inactive.map(describeOutlet).join(', ')}`,
-      }
-    },
+    decideBeforeRegistering: (ti) => refuseBeforeRegistering(settings, ti, decide),
     async register(tx, ti, input) {
       const clear = settings.continueRun
         ? await planClear(store, tx, ti, settings.continueRun.behaviourVersion)
@@ -209,16 +164,7 @@ export function completeWriter(
       const queued = await queueEventConsumers(store, tx, ti, emitted)
       return {...queued, warnings: [...queued.warnings, ...(clear?.warnings ?? [])], logId, clear, stateCleared}
     },
-    decideAfterRegistering(registration) {
-      if (registration.clear?.refusal) return {outcome: 'unsupported_downstream', detail: registration.clear.refusal}
-      if (settings.allowUnqueuedConsumers) return undefined
-      const partitioned = consumerDags(registration.consumers, 'partition_mapper')
-      if (partitioned.length === 0) return undefined
-      return {
-        outcome: 'unsupported_consumer',
-        detail: `consumer DAGs with a partitioned timetable, fed an event with a partition key: ${partitioned.join(', ')}; Airflow queues them through their partition mapper (asset_partition_dag_run, partitioned_asset_key_log), which airlock cannot run; --allow-unqueued-consumers completes without queueing them`,
-      }
-    },
+    decideAfterRegistering: (registration) => refuseAfterRegistering(settings, registration),
     async decideUnderLock(tx, lockedState, ti, registration) {
       const decision = decide(lockedState)
       if (decision !== 'commit' || !registration.clear) return decision
@@ -250,5 +196,83 @@ export function completeWriter(
       }
     },
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),
+  }
+}
+
+/**
+ * Airflow's audit log shows this row: say who did it, from where, and how. event_ids names this
+ * try's events without relying on clocks (replay-events and audit-events read it). With
+ * --continue-run it names what the clear takes: the plan is checked under the locks, so a
+ * committed row names exactly what was cleared.
+ */
+function completeAuditExtra(
+  airlockVersion: string,
+  {host_name, os_user}: {host_name: string; os_user: string},
+  previousState: StoredState,
+  eventIds: readonly number[],
+  clear?: ClearPlan,
+): string {
+  return JSON.stringify({
+    host_name,
+    airlock: {
+      version: airlockVersion,
+      command: clear ? 'complete --continue-run' : 'complete',
+      os_user,
+      previous_state: previousState,
+      events: eventIds.length,
+      event_ids: eventIds,
+      ...(clear
+        ? {
+            continue_run: {
+              dag_run_id: clear.run.id,
+              dag_run_previous_state: clear.run.state,
+              cleared: clear.targets.map((t) => ({
+                ti_id: t.id,
+                task_id: t.taskId,
+                map_index: t.mapIndex,
+                state: t.state,
+              })),
+            },
+          }
+        : {}),
+    },
+  })
+}
+
+/** Step 1's early exits: a state not asked for, an end date before the start, mapped downstream, inactive outlets. */
+function refuseBeforeRegistering(
+  settings: CompleteSettings,
+  ti: TaskInstanceContext,
+  decide: (state: StoredState) => CompleteOutcome | 'commit',
+): CompleteOutcome | undefined {
+  const decision = decide(ti.state)
+  if (decision !== 'commit') return decision
+  if (settings.endDate && ti.startDate && settings.endDate < ti.startDate && !settings.forceEndDate) {
+    return {
+      outcome: 'invalid_end_date',
+      detail: `--end-date ${settings.endDate.toISOString()} is before this task instance's start_date ${ti.startDate.toISOString()}; --force-end-date records it anyway (duration 0)`,
+    }
+  }
+  if (ti.mappedDependants.length > 0 && !settings.allowMappedDownstream) return mappedDownstream(ti.mappedDependants)
+  const inactive = settings.strictOutlets && settings.emitEvents ? ti.outlets.filter((o) => !o.active) : []
+  if (inactive.length === 0) return undefined
+  return {
+    outcome: 'inactive_outlet',
+    detail: `outlet assets not active: ${inactive.map(describeOutlet).join(', ')}`,
+  }
+}
+
+/** After registering, before the lock: a clear airlock cannot do, or consumers only a partition mapper queues. */
+function refuseAfterRegistering(
+  settings: CompleteSettings,
+  registration: CompleteRegistration,
+): CompleteOutcome | undefined {
+  if (registration.clear?.refusal) return {outcome: 'unsupported_downstream', detail: registration.clear.refusal}
+  if (settings.allowUnqueuedConsumers) return undefined
+  const partitioned = consumerDags(registration.consumers, 'partition_mapper')
+  if (partitioned.length === 0) return undefined
+  return {
+    outcome: 'unsupported_consumer',
+    detail: `consumer DAGs with a partitioned timetable, fed an event with a partition key: ${partitioned.join(', ')}; Airflow queues them through their partition mapper (asset_partition_dag_run, partitioned_asset_key_log), which airlock cannot run; --allow-unqueued-consumers completes without queueing them`,
   }
 }

@@ -73,46 +73,7 @@ export async function emitOutletEvents(
 
   const perEventKeys = store.capabilities.eventPartitionKeys
   refusePartitionKeys(perEventKeys, input.outletEvents, where)
-  const active = activeOutlets(ti)
-  const payloads = new Map<number, Array<{extra: string; partitionKeys: Array<string | null>}>>()
-  const aliasEntries: Array<OutletEventInput & {alias: string}> = []
-  for (const entry of input.outletEvents) {
-    if (entry.alias) {
-      aliasEntries.push({...entry, alias: entry.alias})
-      continue
-    }
-
-    const named = typeof entry.asset === 'string' ? entry.asset : undefined
-    const matches = (o: {name: string; uri: string}) =>
-      named === undefined
-        ? typeof entry.asset !== 'string' && o.name === entry.asset.name && o.uri === entry.asset.uri
-        : o.name === named || o.uri === named
-    const outlet = active.find(matches)
-    if (!outlet) {
-      warnings.push(
-        `outlet_events names ${describeTarget(entry.asset)}, which is not an active outlet of ${where}: ignored`,
-      )
-      continue
-    }
-
-    const payload = {
-      extra: entry.extra ? JSON.stringify(entry.extra) : input.defaultExtra,
-      partitionKeys: entry.partitionKeys ?? [null],
-    }
-    // Before 3.3 the last entry for an asset gives its extra; from 3.3 every entry is an event.
-    payloads.set(outlet.assetId, perEventKeys ? [...(payloads.get(outlet.assetId) ?? []), payload] : [payload])
-  }
-
-  const silent = [{extra: input.defaultExtra, partitionKeys: [null]}]
-  const events: NewAssetEvent[] = active.flatMap((o) =>
-    (payloads.get(o.assetId) ?? silent).flatMap((payload) =>
-      payload.partitionKeys.map((key) => ({
-        assetId: o.assetId,
-        extra: payload.extra,
-        partitionKey: key ?? ti.partitionKey,
-      })),
-    ),
-  )
+  const {events, aliasEntries} = directEvents(ti, input, perEventKeys, warnings)
   const groups = await aliasEmissions(store, tx, ti, aliasEntries, input.defaultExtra)
   // A declared alias with no asset_alias row yet is created, as Airflow does; without a
   // serialized DAG airlock cannot tell which aliases the task declares, so it creates none.
@@ -365,4 +326,58 @@ function missingPartitionKeyRows(
       },
     ]
   })
+}
+
+/**
+ * The events of the task's own outlets (not through an alias), per the release's rule for
+ * `outlet_events` entries; the alias entries are handed back for aliasEmissions.
+ */
+function directEvents(
+  ti: TaskInstanceContext,
+  input: {outletEvents: readonly OutletEventInput[]; defaultExtra: string},
+  perEventKeys: boolean,
+  warnings: string[],
+): {events: NewAssetEvent[]; aliasEntries: Array<OutletEventInput & {alias: string}>} {
+  const where = `${ti.dagId}.${ti.taskId}`
+  const active = activeOutlets(ti)
+  const payloads = new Map<number, Array<{extra: string; partitionKeys: Array<string | null>}>>()
+  const aliasEntries: Array<OutletEventInput & {alias: string}> = []
+  for (const entry of input.outletEvents) {
+    if (entry.alias) {
+      aliasEntries.push({...entry, alias: entry.alias})
+      continue
+    }
+
+    const named = typeof entry.asset === 'string' ? entry.asset : undefined
+    const matches = (o: {name: string; uri: string}) =>
+      named === undefined
+        ? typeof entry.asset !== 'string' && o.name === entry.asset.name && o.uri === entry.asset.uri
+        : o.name === named || o.uri === named
+    const outlet = active.find(matches)
+    if (!outlet) {
+      warnings.push(
+        `outlet_events names ${describeTarget(entry.asset)}, which is not an active outlet of ${where}: ignored`,
+      )
+      continue
+    }
+
+    const payload = {
+      extra: entry.extra ? JSON.stringify(entry.extra) : input.defaultExtra,
+      partitionKeys: entry.partitionKeys ?? [null],
+    }
+    // Before 3.3 the last entry for an asset gives its extra; from 3.3 every entry is an event.
+    payloads.set(outlet.assetId, perEventKeys ? [...(payloads.get(outlet.assetId) ?? []), payload] : [payload])
+  }
+
+  const silent = [{extra: input.defaultExtra, partitionKeys: [null]}]
+  const events: NewAssetEvent[] = active.flatMap((o) =>
+    (payloads.get(o.assetId) ?? silent).flatMap((payload) =>
+      payload.partitionKeys.map((key) => ({
+        assetId: o.assetId,
+        extra: payload.extra,
+        partitionKey: key ?? ti.partitionKey,
+      })),
+    ),
+  )
+  return {events, aliasEntries}
 }

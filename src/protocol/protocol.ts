@@ -9,7 +9,7 @@ import {
 } from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import type {RetryPolicy} from '../engine/retry.js'
-import {runTransaction, type Decision, type Failed} from '../engine/transaction.js'
+import {runTransaction, type Decision, type Failed, type WorkTransaction} from '../engine/transaction.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {describeHolder, type LockWaits} from './lockWaits.js'
 import type {ItemResult, ProtocolOutcome} from './outcomes.js'
@@ -102,58 +102,53 @@ export class RetryFromStart extends Error {
   }
 }
 
+/** What one attempt learned and measured: each attempt (a retry too) starts from a fresh one. */
+interface Attempt<Registration, Receipt> {
+  ti?: TaskInstanceContext | undefined
+  registration?: Registration | undefined
+  receipt?: Receipt | undefined
+  registerMs: number
+  lockWaitMs: number
+  lockedAt?: number | undefined
+  settledAt?: number | undefined
+  stampedAt?: number | undefined
+  commitIssued: boolean
+}
+
+const freshAttempt = <Registration, Receipt>(): Attempt<Registration, Receipt> => ({
+  registerMs: 0,
+  lockWaitMs: 0,
+  commitIssued: false,
+})
+
+/** What one item carries across its attempts. */
+interface Item {
+  /**
+   * Switches to the task instance's key once its id turned out to be an earlier try's: Airflow 3
+   * gives every try a new id, so the row is gone by id, not changed. The item then reports the
+   * current try (completed, or a conflict with its state), never a bare not_found.
+   */
+  current: TaskInstanceRef
+  /** The task instance as the last attempt that read it saw it. */
+  known: TaskInstanceContext | undefined
+  /** The writer's last "start again" under the lock: its outcome ends the item if retries run out. */
+  lastRetry: RetryFromStart | undefined
+  /** Row locks this item waited for, to clear from lockWaits however it ends. */
+  waitedOn: Set<string>
+}
+
+type Airflow = Pick<AirflowDatabase, 'db' | 'store'>
+
 export async function runProtocol<O extends {outcome: string}, Input, Registration, Receipt>(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Airflow,
   ref: TaskInstanceRef,
   input: Input,
   writer: Writer<O, Input, Registration, Receipt>,
   options: ProtocolOptions,
 ): Promise<ItemResult<O>> {
-  const {db, store} = airflow
-  // Switches to the task instance's key once its id turned out to be an earlier try's: Airflow 3
-  // gives every try a new id, so the row is gone by id, not changed. The item then reports the
-  // current try (completed, or a conflict with its state), never a bare not_found.
-  let current: TaskInstanceRef = ref
-  // What the last attempt learned and measured; each attempt starts from nothing.
-  let ti: TaskInstanceContext | undefined
-  let registration: Registration | undefined
-  let receipt: Receipt | undefined
-  let registerMs = 0
-  let lockWaitMs = 0
-  let lockedAt: number | undefined
-  let settledAt: number | undefined
-  let stampedAt: number | undefined
-  // The task instance as the last attempt that read it saw it: each attempt starts from nothing.
-  let known: TaskInstanceContext | undefined
-  let commitIssued = false
-  // The writer's last "start again" under the lock: its outcome ends the item if retries run out.
-  let lastRetry: RetryFromStart | undefined
-  // Row locks this item waited for, to clear from lockWaits however it ends.
-  const waitedOn = new Set<string>()
-
-  const register = async (tx: Executor, context: TaskInstanceContext) => {
-    const begin = performance.now()
-    stampedAt = begin
-    registration = await writer.register(tx, context, input)
-    registerMs = performance.now() - begin
-  }
-
-  const lock = async (tx: Executor, context: TaskInstanceContext) => {
-    const begin = performance.now()
-    options.lockWaits?.waiting(context.id, formatKey(context))
-    waitedOn.add(context.id)
-    try {
-      const locked = await store.lockTaskInstance(tx, context.id)
-      lockedAt = performance.now()
-      options.lockWaits?.done(context.id)
-      return locked
-    } finally {
-      // Also when the wait ended in a lock timeout: a failed item says where its time went.
-      lockWaitMs = performance.now() - begin
-    }
-  }
-
-  const transaction = runTransaction<ProtocolOutcome<O>>(db, {
+  const item: Item = {current: ref, known: undefined, lastRetry: undefined, waitedOn: new Set()}
+  let attempt = freshAttempt<Registration, Receipt>()
+  const transaction = runTransaction<ProtocolOutcome<O>>(airflow.db, {
     locals: {
       lockTimeoutMs: options.lockTimeoutMs,
       statementTimeoutMs: options.statementTimeoutMs,
@@ -165,100 +160,177 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     retryAlso: (error) => error instanceof RetryFromStart,
     unknownCommitAdvice: 'running again is safe (the recheck reports already_success if it committed)',
     beginAttempt() {
-      known = ti ?? known
-      ti = registration = receipt = lockedAt = settledAt = stampedAt = undefined
-      registerMs = lockWaitMs = 0
-      commitIssued = false
+      item.known = attempt.ti ?? item.known
+      attempt = freshAttempt()
     },
     settled() {
-      settledAt ??= performance.now()
+      attempt.settledAt ??= performance.now()
     },
-    async run(tx): Promise<Decision<ProtocolOutcome<O>>> {
-      ti = await store.readTaskInstance(tx, current, {withOutlets: writer.readsOutlets})
-      if (!ti && 'tiId' in current) {
-        const key = await store.readArchivedTaskInstanceKey(tx, current.tiId)
-        if (key) {
-          current = {key}
-          ti = await store.readTaskInstance(tx, current, {withOutlets: writer.readsOutlets})
-        }
-      }
-
-      if (!ti) return {rollback: {outcome: 'not_found'}}
-      const early = writer.decideBeforeRegistering(ti)
-      if (early) return {rollback: early}
-
-      let locked
-      if (options.order === 'lock_first') {
-        locked = await lock(tx, ti)
-        await register(tx, ti)
-      } else {
-        await register(tx, ti)
-        const refused = writer.decideAfterRegistering?.(registration as Registration)
-        if (refused) return {rollback: refused}
-        locked = await lock(tx, ti)
-      }
-
-      if (!locked) {
-        // Gone by id between the read and the lock: a new try (new id) or a deleted run. Read it
-        // again by key from the start; what was registered for the old try rolls back.
-        current = {key: {dagId: ti.dagId, runId: ti.runId, taskId: ti.taskId, mapIndex: ti.mapIndex}}
-        throw new RetryFromStart(
-          'the task instance got a new try (a new id) between the unlocked read and the lock, on every attempt',
-        )
-      }
-      if (locked.tryNumber !== ti.tryNumber) throw new RetryFromStart()
-      const decision = await writer
-        .decideUnderLock(tx, locked.state, ti, registration as Registration)
-        .catch((error: unknown) => {
-          if (error instanceof RetryFromStart) lastRetry = error
-          throw error
-        })
-      if (decision !== 'commit') return {rollback: decision}
-      receipt = await writer.apply(tx, ti, registration as Registration)
-      // COMMIT here rather than after returning, so the hold clock stops when the server answers.
-      commitIssued = true
-      await tx.commit(writer.committed)
-      settledAt = performance.now()
-      return {commit: writer.committed}
-    },
-    wasCommitted: (ex) => writer.wasCommitted(ex, ti!, registration as Registration, receipt as Receipt),
+    run: (tx) => runAttempt(tx, airflow, item, attempt, input, writer, options),
+    wasCommitted: (ex) =>
+      writer.wasCommitted(ex, attempt.ti!, attempt.registration as Registration, attempt.receipt as Receipt),
   })
   const transacted = await transaction.finally(() => {
-    for (const id of waitedOn) options.lockWaits?.done(id)
+    for (const id of item.waitedOn) options.lockWaits?.done(id)
   })
-
-  const {attempts, totalMs} = transacted
-  let result: ProtocolOutcome<O> = transacted.result
-  if (
-    result.outcome === 'failed' &&
-    lastRetry?.outcomeWhenExhausted &&
-    (result as Failed).message === lastRetry.message
+  const result = await explainFailure(transacted.result, item.lastRetry, attempt.ti, airflow)
+  return itemResult(
+    ref,
+    result,
+    {attempts: transacted.attempts, totalMs: transacted.totalMs},
+    airflow,
+    item,
+    attempt,
+    writer,
+    options,
   )
-    result = lastRetry.outcomeWhenExhausted as O
-  // A lock timeout names who held the row (best effort: it may have let go since).
-  const failed = result.outcome === 'failed' ? (result as Failed) : undefined
-  if (failed?.kind === 'lock_timeout' && ti) {
+}
+
+/** Steps 1 to 4 of one attempt, in the writer's order (or Airflow's, for the benchmark). */
+async function runAttempt<O extends {outcome: string}, Input, Registration, Receipt>(
+  tx: WorkTransaction<ProtocolOutcome<O>>,
+  {store}: Airflow,
+  item: Item,
+  attempt: Attempt<Registration, Receipt>,
+  input: Input,
+  writer: Writer<O, Input, Registration, Receipt>,
+  options: ProtocolOptions,
+): Promise<Decision<ProtocolOutcome<O>>> {
+  const ti = await readCurrent(tx, store, item, writer.readsOutlets)
+  attempt.ti = ti
+  if (!ti) return {rollback: {outcome: 'not_found'}}
+  const early = writer.decideBeforeRegistering(ti)
+  if (early) return {rollback: early}
+
+  const register = async () => {
+    const begin = performance.now()
+    attempt.stampedAt = begin
+    attempt.registration = await writer.register(tx, ti, input)
+    attempt.registerMs = performance.now() - begin
+  }
+  let locked
+  if (options.order === 'lock_first') {
+    locked = await lockRow(tx, store, ti, item, attempt, options)
+    await register()
+  } else {
+    await register()
+    const refused = writer.decideAfterRegistering?.(attempt.registration as Registration)
+    if (refused) return {rollback: refused}
+    locked = await lockRow(tx, store, ti, item, attempt, options)
+  }
+
+  if (!locked) {
+    // Gone by id between the read and the lock: a new try (new id) or a deleted run. Read it
+    // again by key from the start; what was registered for the old try rolls back.
+    item.current = {key: {dagId: ti.dagId, runId: ti.runId, taskId: ti.taskId, mapIndex: ti.mapIndex}}
+    throw new RetryFromStart(
+      'the task instance got a new try (a new id) between the unlocked read and the lock, on every attempt',
+    )
+  }
+  if (locked.tryNumber !== ti.tryNumber) throw new RetryFromStart()
+  const decision = await writer
+    .decideUnderLock(tx, locked.state, ti, attempt.registration as Registration)
+    .catch((error: unknown) => {
+      if (error instanceof RetryFromStart) item.lastRetry = error
+      throw error
+    })
+  if (decision !== 'commit') return {rollback: decision}
+  attempt.receipt = await writer.apply(tx, ti, attempt.registration as Registration)
+  // COMMIT here rather than after returning, so the hold clock stops when the server answers.
+  attempt.commitIssued = true
+  await tx.commit(writer.committed)
+  attempt.settledAt = performance.now()
+  return {commit: writer.committed}
+}
+
+/** Step 1: the task instance by id, or by key when the id turned out to be an earlier try's. */
+async function readCurrent(
+  tx: Executor,
+  store: Airflow['store'],
+  item: Item,
+  withOutlets: boolean,
+): Promise<TaskInstanceContext | undefined> {
+  const ti = await store.readTaskInstance(tx, item.current, {withOutlets})
+  if (ti || !('tiId' in item.current)) return ti
+  const key = await store.readArchivedTaskInstanceKey(tx, item.current.tiId)
+  if (!key) return undefined
+  item.current = {key}
+  return store.readTaskInstance(tx, item.current, {withOutlets})
+}
+
+/** Step 3, timed: how long the row lock was waited for, and when it was granted. */
+async function lockRow<Registration, Receipt>(
+  tx: Executor,
+  store: Airflow['store'],
+  context: TaskInstanceContext,
+  item: Item,
+  attempt: Attempt<Registration, Receipt>,
+  options: ProtocolOptions,
+) {
+  const begin = performance.now()
+  options.lockWaits?.waiting(context.id, formatKey(context))
+  item.waitedOn.add(context.id)
+  try {
+    const locked = await store.lockTaskInstance(tx, context.id)
+    attempt.lockedAt = performance.now()
+    options.lockWaits?.done(context.id)
+    return locked
+  } finally {
+    // Also when the wait ended in a lock timeout: a failed item says where its time went.
+    attempt.lockWaitMs = performance.now() - begin
+  }
+}
+
+/**
+ * The item's outcome in the operator's terms: retries exhausted on the writer's "start again"
+ * end in its outcome, and a lock timeout names who held the row (best effort: it may have let go).
+ */
+async function explainFailure<O extends {outcome: string}>(
+  outcome: ProtocolOutcome<O>,
+  lastRetry: RetryFromStart | undefined,
+  ti: TaskInstanceContext | undefined,
+  {db, store}: Airflow,
+): Promise<ProtocolOutcome<O>> {
+  if (outcome.outcome !== 'failed') return outcome
+  const failed = outcome as Failed
+  if (lastRetry?.outcomeWhenExhausted && failed.message === lastRetry.message)
+    return lastRetry.outcomeWhenExhausted as O
+  if (failed.kind === 'lock_timeout' && ti) {
     const holder = await store.readRowHolder(db.executor, ti.id).catch(() => undefined)
     failed.message += holder
       ? `; the row is held by ${describeHolder(holder)}; airlock audit-locks shows what it waits for`
       : '; airlock audit-locks shows which session holds what'
   }
+  return outcome
+}
 
+/** The item's report: what was written, the task instance it names, and where its time went. */
+async function itemResult<O extends {outcome: string}, Input, Registration, Receipt>(
+  ref: TaskInstanceRef,
+  result: ProtocolOutcome<O>,
+  {attempts, totalMs}: {attempts: number; totalMs: number},
+  {db, store}: Airflow,
+  item: Item,
+  attempt: Attempt<Registration, Receipt>,
+  writer: Writer<O, Input, Registration, Receipt>,
+  options: ProtocolOptions,
+): Promise<ItemResult<O>> {
   const written = result.outcome === writer.committed.outcome
   // An item that failed before its COMMIT was sent wrote nothing: no counts or notes of an attempt
   // that was rolled back; its timings stay (they say where the time went). A COMMIT lost in
   // flight keeps what the attempt measured.
-  const failedBeforeCommit = result.outcome === 'failed' && !commitIssued
+  const failedBeforeCommit = result.outcome === 'failed' && !attempt.commitIssued
   const counts: ReturnType<typeof writer.counts> =
-    registration === undefined || failedBeforeCommit
+    attempt.registration === undefined || failedBeforeCommit
       ? {events: 0, queued: 0, warnings: []}
-      : writer.counts(registration)
+      : writer.counts(attempt.registration)
   // A failed item names its task instance: from any attempt's read, or read now on a fresh
   // connection when every attempt failed before reading it (best effort: the server may be gone).
-  let named = ti ?? known
-  if (!named && result.outcome === 'failed' && 'tiId' in current) {
-    named = await store.readTaskInstance(db.executor, current, {withOutlets: false}).catch(() => undefined)
+  let named = attempt.ti ?? item.known
+  if (!named && result.outcome === 'failed' && 'tiId' in item.current) {
+    named = await store.readTaskInstance(db.executor, item.current, {withOutlets: false}).catch(() => undefined)
   }
+  const {registerMs, lockWaitMs, lockedAt, settledAt, stampedAt} = attempt
 
   return {
     ref,

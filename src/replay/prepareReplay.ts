@@ -145,34 +145,44 @@ export async function prepareReplay(
     prompt: {action: 'replay the missing events of', noun: 'task instances'},
     explicit: mode.selection.tiIds.length > 0,
     warnings: source.warnings ?? [],
-    async run({shouldStop, onItem, lockWaits}) {
-      const tally = new Tally(replayOutcomes)
-      const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
-      const {interrupted} = await runBatch(
-        numbered,
-        async ({item, sequence}) => {
-          const result = await runProtocol(airflow, item.ref, undefined, writer, {
-            lockTimeoutMs: write.lockTimeoutMs,
-            statementTimeoutMs: write.statementTimeoutMs,
-            dryRun: write.dryRun,
-            lockWaits,
-          })
-          await checkpoint.finish(sequence, result.result.outcome !== 'failed')
-          return result
-        },
-        {
-          concurrency: write.concurrency,
-          shouldStop,
-          onResult: (item) => {
-            tally.add(item)
-            onItem(toItemJson(item), tally)
-          },
-        },
-      )
-      await checkpoint.save()
-      return {tally, interrupted}
-    },
+    run: (hooks) => replayMissing(airflow, write, writer, source, checkpoint, hooks),
   }
+}
+
+/** Missing mode: each selected task instance through the protocol, its outcome checkpointed. */
+async function replayMissing(
+  airflow: AirflowDatabase,
+  write: ReplayRequest['write'],
+  writer: ReturnType<typeof replayMissingWriter>,
+  source: ItemSource,
+  checkpoint: Checkpoint,
+  {shouldStop, onItem, lockWaits}: BatchHooks<ItemJson | EventItemJson, ReplayOutcomeName>,
+) {
+  const tally = new Tally(replayOutcomes)
+  const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
+  const {interrupted} = await runBatch(
+    numbered,
+    async ({item, sequence}) => {
+      const result = await runProtocol(airflow, item.ref, undefined, writer, {
+        lockTimeoutMs: write.lockTimeoutMs,
+        statementTimeoutMs: write.statementTimeoutMs,
+        dryRun: write.dryRun,
+        lockWaits,
+      })
+      await checkpoint.finish(sequence, result.result.outcome !== 'failed')
+      return result
+    },
+    {
+      concurrency: write.concurrency,
+      shouldStop,
+      onResult: (item) => {
+        tally.add(item)
+        onItem(toItemJson(item), tally)
+      },
+    },
+  )
+  await checkpoint.save()
+  return {tally, interrupted}
 }
 
 /** Event mode (by id or from a file): each event emitted again through its own transaction. */

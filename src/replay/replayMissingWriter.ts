@@ -49,17 +49,7 @@ export function replayMissingWriter(
   const identity = auditIdentity()
   const changed = (state: StoredState): ReplayOutcome => ({outcome: 'changed', previousState: state})
   const replayable = new Set(replayableKinds(settings))
-  // What the evidence decides, when it does not allow the replay.
-  const refusal = (evidence: TryEvidence): ReplayOutcome | null => {
-    if (replayable.has(evidence.kind)) return null
-    const why = describeEvidence(evidence)
-    return verdictOf[evidence.kind] === 'deliberate'
-      ? {
-          outcome: 'not_emitted',
-          detail: `${why}; --include-marked-success replays them anyway (their consumers will run)`,
-        }
-      : {outcome: 'unknown', detail: `${why}; --include-unknown replays them (their consumers will run)`}
-  }
+  const refusal = (evidence: TryEvidence) => refusalOf(replayable, evidence)
   return {
     verb: 'replay',
     readsOutlets: true,
@@ -81,19 +71,7 @@ export function replayMissingWriter(
         missing.map((assetId) => ({assetId, extra: settings.defaultExtra, partitionKey: ti.partitionKey})),
       )
       const names = [...new Set(active.filter((o) => missing.includes(o.assetId)).map((o) => o.name))]
-      const extra = {
-        host_name: identity.host_name,
-        airlock: {
-          version: settings.airlockVersion,
-          command: 'replay-events',
-          mode: 'missing',
-          os_user: identity.os_user,
-          ti: tiKey(ti),
-          assets: names,
-          event_ids: events.map((e) => e.eventId),
-          evidence: evidence.kind,
-        },
-      }
+      const extra = replayAuditExtra(settings, identity, ti, names, events, evidence)
       const {logId} = await store.insertLogRow(
         tx,
         {...ti, owners: settings.actor ?? identity.os_user},
@@ -129,6 +107,42 @@ export function replayMissingWriter(
       warnings: registration.warnings,
     }),
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),
+  }
+}
+
+/** What the evidence decides, when it does not allow the replay. */
+function refusalOf(replayable: ReadonlySet<TryEvidence['kind']>, evidence: TryEvidence): ReplayOutcome | null {
+  if (replayable.has(evidence.kind)) return null
+  const why = describeEvidence(evidence)
+  return verdictOf[evidence.kind] === 'deliberate'
+    ? {
+        outcome: 'not_emitted',
+        detail: `${why}; --include-marked-success replays them anyway (their consumers will run)`,
+      }
+    : {outcome: 'unknown', detail: `${why}; --include-unknown replays them (their consumers will run)`}
+}
+
+/** The audit row's extra: what was replayed, for which try, on what evidence (audit-events reads event_ids). */
+function replayAuditExtra(
+  settings: ReplaySettings,
+  identity: {host_name: string; os_user: string},
+  ti: TaskInstanceContext,
+  assets: string[],
+  events: ReadonlyArray<{eventId: number}>,
+  evidence: TryEvidence,
+) {
+  return {
+    host_name: identity.host_name,
+    airlock: {
+      version: settings.airlockVersion,
+      command: 'replay-events',
+      mode: 'missing',
+      os_user: identity.os_user,
+      ti: tiKey(ti),
+      assets,
+      event_ids: events.map((e) => e.eventId),
+      evidence: evidence.kind,
+    },
   }
 }
 

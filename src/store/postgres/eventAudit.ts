@@ -49,7 +49,6 @@ const sourced = 'e.source_dag_id is not null and e.source_run_id is not null and
  * lives in one); rows come in source key order.
  */
 export function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
-  const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
   return async function* (
     tx: Executor,
     filter: EventFilter,
@@ -57,16 +56,75 @@ export function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPa
     batch: number,
   ): AsyncGenerator<ClassifiedEvent[]> {
     const params = new Params()
-    const filterWhere = [sourced, ...eventFilterConditions(params, filter)]
-    const window = `make_interval(secs => ${params.add(windowSeconds)}::float8)`
-    // Taken by a dag run, or (3.2+) by the partitioned path.
-    const consumed = `(exists (select 1 from dagrun_asset_event c where c.event_id = g.id)${
-      capabilities.eventPartitionKey
-        ? ' or exists (select 1 from partitioned_asset_key_log p where p.asset_event_id = g.id)'
-        : ''
-    })`
-    const key = {dagId: 'g.dag_id', runId: 'g.run_id', taskId: 'g.task_id', mapIndex: 'g.map_index'}
-    const text = `with k as (
+    const text = classifiedEventsText(capabilities, params, filter, windowSeconds)
+    const cursor = `airlock_classified_events`
+    // A cursor is planned for its first 10 % by default (fast-start plans: nested loops over
+    // asset_event); this one is read to the end, so plan it as a whole query.
+    await tx.query(statement('set local cursor_tuple_fraction = 1'))
+    await tx.query(statement(`declare ${cursor} no scroll cursor for ${text}`, params.values))
+    for (;;) {
+      const rows = await tx.query<ClassifiedEventRow>(statement(`fetch forward ${batch} from ${cursor}`))
+      if (rows.length === 0) break
+      yield rows.map(classifiedEventOf)
+      if (rows.length < batch) break
+    }
+    await tx.query(statement(`close ${cursor}`))
+  }
+}
+
+interface ClassifiedEventRow {
+  id: number
+  asset_id: number
+  asset_name: string | null
+  source_dag_id: string | null
+  source_run_id: string | null
+  source_task_id: string | null
+  source_map_index: number | null
+  timestamp: Date
+  class: EventClass
+  kept_id: number | null
+  consumed: boolean | null
+}
+
+function classifiedEventOf(row: ClassifiedEventRow): ClassifiedEvent {
+  return {
+    id: row.id,
+    assetId: row.asset_id,
+    assetName: row.asset_name ?? '',
+    source: {
+      dagId: row.source_dag_id ?? '',
+      runId: row.source_run_id ?? '',
+      taskId: row.source_task_id ?? '',
+      mapIndex: row.source_map_index,
+    },
+    timestamp: row.timestamp,
+    class: row.class,
+    keptId: row.kept_id,
+    consumed: row.consumed ?? false,
+  }
+}
+
+/** Whether event `eventId` was taken by a dag run, or (3.2+) by the partitioned path. */
+function consumedCondition(capabilities: Pick<Capabilities, 'eventPartitionKey'>, eventId: string): string {
+  const partitioned = capabilities.eventPartitionKey
+    ? ` or exists (select 1 from partitioned_asset_key_log p where p.asset_event_id = ${eventId})`
+    : ''
+  return `(exists (select 1 from dagrun_asset_event c where c.event_id = ${eventId})${partitioned})`
+}
+
+/** The one classifying statement (see streamClassifiedEvents), its values bound through `params`. */
+function classifiedEventsText(
+  capabilities: Pick<Capabilities, 'eventPartitionKey'>,
+  params: Params,
+  filter: EventFilter,
+  windowSeconds: number,
+): string {
+  const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
+  const filterWhere = [sourced, ...eventFilterConditions(params, filter)]
+  const window = `make_interval(secs => ${params.add(windowSeconds)}::float8)`
+  const consumed = consumedCondition(capabilities, 'g.id')
+  const key = {dagId: 'g.dag_id', runId: 'g.run_id', taskId: 'g.task_id', mapIndex: 'g.map_index'}
+  return `with k as (
          select distinct e.source_dag_id as dag_id, e.source_run_id as run_id, e.source_task_id as task_id, coalesce(e.source_map_index, -1) as map_index
            from asset_event e ${whereAll(filterWhere)}
        ), tries as (
@@ -131,45 +189,6 @@ export function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPa
               case when g.class <> 'ok' then g.task_id end as source_task_id,
               case when g.class <> 'ok' then ${consumed} end as consumed
          from c as g`
-    const cursor = `airlock_classified_events`
-    // A cursor is planned for its first 10 % by default (fast-start plans: nested loops over
-    // asset_event); this one is read to the end, so plan it as a whole query.
-    await tx.query(statement('set local cursor_tuple_fraction = 1'))
-    await tx.query(statement(`declare ${cursor} no scroll cursor for ${text}`, params.values))
-    for (;;) {
-      const rows = await tx.query<{
-        id: number
-        asset_id: number
-        asset_name: string | null
-        source_dag_id: string | null
-        source_run_id: string | null
-        source_task_id: string | null
-        source_map_index: number | null
-        timestamp: Date
-        class: EventClass
-        kept_id: number | null
-        consumed: boolean | null
-      }>(statement(`fetch forward ${batch} from ${cursor}`))
-      if (rows.length === 0) break
-      yield rows.map((row) => ({
-        id: row.id,
-        assetId: row.asset_id,
-        assetName: row.asset_name ?? '',
-        source: {
-          dagId: row.source_dag_id ?? '',
-          runId: row.source_run_id ?? '',
-          taskId: row.source_task_id ?? '',
-          mapIndex: row.source_map_index,
-        },
-        timestamp: row.timestamp,
-        class: row.class,
-        keptId: row.kept_id,
-        consumed: row.consumed ?? false,
-      }))
-      if (rows.length < batch) break
-    }
-    await tx.query(statement(`close ${cursor}`))
-  }
 }
 
 /**

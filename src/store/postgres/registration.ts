@@ -209,90 +209,13 @@ export function insertAliasEventLinks() {
 export function queueConsumers(
   capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
 ) {
-  const perEvent = capabilities.queueShape === 'per_event'
   // Parameters are numbered as the text first names them; the caller fills them by slot.
   const slots: QueueSlot[] = []
-  const param = (slot: QueueSlot, type: string) =>
+  const param: QueueParam = (slot, type) =>
     `$${(slots.includes(slot) ? slots.indexOf(slot) : slots.push(slot) - 1) + 1}::${type}`
-  // Each branch unnests only the arrays it reads: a one-array unnest is PostgreSQL's fast path,
-  // where several arrays zip through ROWS FROM, and one CTE shared by four branches is
-  // materialised. The alias branch reads only the events emitted through an alias (usually
-  // none), so it costs nothing when there are none.
-  const byAsset = perEvent
-    ? `unnest(${param('eventIds', 'int[]')}, ${param('assetIds', 'int[]')}) as ev(event_id, asset_id)`
-    : `unnest(${param('assetIds', 'int[]')}) as ev(asset_id)`
-  const byAlias = perEvent
-    ? `unnest(${param('aliasEventIds', 'int[]')}, ${param('aliasAssetIds', 'int[]')}, ${param('aliasIds', 'int[]')}) as ev(event_id, asset_id, alias_id)`
-    : `unnest(${param('aliasAssetIds', 'int[]')}, ${param('aliasIds', 'int[]')}) as ev(asset_id, alias_id)`
-  const noPartitionKey = param('noPartitionKey', 'boolean')
-  const event = perEvent ? 'ev.event_id, ' : ''
-  const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
-  // One row per queue key: a consumer reached through several aliases is one row of consumer each.
-  const insert = perEvent
-    ? `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at, asset_event_id)
-       select asset_id, dag_id, clock_timestamp(), event_id from (select distinct event_id, asset_id, dag_id from consumer where kind = 'queued') as k
-        order by dag_id, event_id
-       returning asset_id, target_dag_id`
-    : `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
-       select asset_id, dag_id, clock_timestamp() from (select distinct asset_id, dag_id from consumer where kind = 'queued') as k
-        order by asset_id, dag_id
-       on conflict (asset_id, target_dag_id) do nothing
-       returning asset_id, target_dag_id`
-  const skipped =
-    capabilities.consumerFilter === 'id_and_alias_skip_paused_and_stale'
-      ? `reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false))`
-      : `coalesce(d.is_paused, false)`
-  const teams = capabilities.teamFilter
-    ? `left join lateral (select t.team_name from dag pd join dag_bundle_team t on t.dag_bundle_name = pd.bundle_name where pd.dag_id = ${param('producerDag', 'text')}) as source_team on true
-         left join lateral (select t.team_name from dag_bundle_team t where t.dag_bundle_name = d.bundle_name) as consumer_team on true
-         left join dag_schedule_asset_reference sref on sref.asset_id = reference.asset_id and sref.dag_id = reference.dag_id
-         left join task_outlet_asset_reference oref on oref.dag_id = ${param('producerDag', 'text')} and oref.task_id = ${param('producerTask', 'text')} and oref.asset_id = reference.asset_id`
-    : ''
-  // _filter_dags_by_team: producer_pass, then the consumer-team filter when the outlet sets one.
-  // The allow-lists are SQLAlchemy JSON columns: Python's None may be stored as JSON null, which
-  // Airflow reads back as None, so JSON null counts as SQL NULL here.
-  const teamPasses = capabilities.teamFilter
-    ? `and (consumer_team.team_name is null
-            or (source_team.team_name is null and coalesce(sref.allow_global_producers, true))
-            or consumer_team.team_name = source_team.team_name
-            or coalesce(nullif(sref.allow_producer_teams::jsonb, 'null'::jsonb), '[]'::jsonb) @> jsonb_build_array(source_team.team_name))
-       and (not (nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is not null or not coalesce(oref.allow_global_consumers, true))
-            or (consumer_team.team_name is null and coalesce(oref.allow_global_consumers, true))
-            or (consumer_team.team_name is not null
-                and (consumer_team.team_name is not distinct from source_team.team_name
-                     or nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is null
-                     or oref.allow_consumer_teams::jsonb @> jsonb_build_array(consumer_team.team_name))))`
-    : ''
   const queue = prepared(
     `queue_${capabilities.queueShape}_${capabilities.consumerFilter}${capabilities.teamFilter ? '_teams' : ''}`,
-    `with reference as (
-       -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
-       -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
-       select ${event}ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from ${byAsset} join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
-       union all
-       select ${event}ev.asset_id, r.dag_id, 'alias', ev.alias_id from ${byAlias} join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
-       union all
-       select ${event}ev.asset_id, r.dag_id, 'name', null from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
-       union all
-       select ${event}ev.asset_id, r.dag_id, 'uri', null from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
-     ), consumer as (
-       -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
-       -- tell which events reach a DAG the release does not queue.
-       select distinct ${perEvent ? 'reference.event_id, ' : ''}reference.asset_id, reference.dag_id, reference.alias_id,
-              case when ${partitioned} then (case when ${noPartitionKey} then 'not_queued_by_airflow' else 'partition_mapper' end)
-                   when ${noPartitionKey} then 'queued'
-                   else 'not_queued_by_airflow' end as kind
-         from reference
-         join dag d on d.dag_id = reference.dag_id
-         ${teams}
-        where not (${skipped}) ${teamPasses}
-     ), queued as (
-       ${insert}
-     )
-     -- Unsorted: callers count the rows and sort the DAG names they report.
-     select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id from queued
-     union all
-     select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued'`,
+    queueText(capabilities, param),
   )
   return async (
     ex: Executor,
@@ -320,6 +243,100 @@ export function queueConsumers(
       alias_id: number | null
     }>(queue(values))
     return rows.map((row) => ({kind: row.kind, assetId: row.asset_id, dagId: row.dag_id, aliasId: row.alias_id}))
+  }
+}
+
+type QueueParam = (slot: QueueSlot, type: string) => string
+
+/** The queue statement for one capability set (test/store/statements/ shows each whole). */
+function queueText(
+  capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
+  param: QueueParam,
+): string {
+  const perEvent = capabilities.queueShape === 'per_event'
+  // Each branch unnests only the arrays it reads: a one-array unnest is PostgreSQL's fast path,
+  // where several arrays zip through ROWS FROM, and one CTE shared by four branches is
+  // materialised. The alias branch reads only the events emitted through an alias (usually
+  // none), so it costs nothing when there are none.
+  const byAsset = perEvent
+    ? `unnest(${param('eventIds', 'int[]')}, ${param('assetIds', 'int[]')}) as ev(event_id, asset_id)`
+    : `unnest(${param('assetIds', 'int[]')}) as ev(asset_id)`
+  const byAlias = perEvent
+    ? `unnest(${param('aliasEventIds', 'int[]')}, ${param('aliasAssetIds', 'int[]')}, ${param('aliasIds', 'int[]')}) as ev(event_id, asset_id, alias_id)`
+    : `unnest(${param('aliasAssetIds', 'int[]')}, ${param('aliasIds', 'int[]')}) as ev(asset_id, alias_id)`
+  const noPartitionKey = param('noPartitionKey', 'boolean')
+  const event = perEvent ? 'ev.event_id, ' : ''
+  const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
+  const skipped =
+    capabilities.consumerFilter === 'id_and_alias_skip_paused_and_stale'
+      ? `reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false))`
+      : `coalesce(d.is_paused, false)`
+  const teams = capabilities.teamFilter ? teamFilter(param) : {joins: '', passes: ''}
+  return `with reference as (
+       -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
+       -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
+       select ${event}ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from ${byAsset} join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+       union all
+       select ${event}ev.asset_id, r.dag_id, 'alias', ev.alias_id from ${byAlias} join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+       union all
+       select ${event}ev.asset_id, r.dag_id, 'name', null from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+       union all
+       select ${event}ev.asset_id, r.dag_id, 'uri', null from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+     ), consumer as (
+       -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
+       -- tell which events reach a DAG the release does not queue.
+       select distinct ${perEvent ? 'reference.event_id, ' : ''}reference.asset_id, reference.dag_id, reference.alias_id,
+              case when ${partitioned} then (case when ${noPartitionKey} then 'not_queued_by_airflow' else 'partition_mapper' end)
+                   when ${noPartitionKey} then 'queued'
+                   else 'not_queued_by_airflow' end as kind
+         from reference
+         join dag d on d.dag_id = reference.dag_id
+         ${teams.joins}
+        where not (${skipped}) ${teams.passes}
+     ), queued as (
+       ${queueInsert(perEvent)}
+     )
+     -- Unsorted: callers count the rows and sort the DAG names they report.
+     select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id from queued
+     union all
+     select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued'`
+}
+
+/** One row per queue key: a consumer reached through several aliases is one row of consumer each. */
+function queueInsert(perEvent: boolean): string {
+  return perEvent
+    ? `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at, asset_event_id)
+       select asset_id, dag_id, clock_timestamp(), event_id from (select distinct event_id, asset_id, dag_id from consumer where kind = 'queued') as k
+        order by dag_id, event_id
+       returning asset_id, target_dag_id`
+    : `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
+       select asset_id, dag_id, clock_timestamp() from (select distinct asset_id, dag_id from consumer where kind = 'queued') as k
+        order by asset_id, dag_id
+       on conflict (asset_id, target_dag_id) do nothing
+       returning asset_id, target_dag_id`
+}
+
+/**
+ * `_filter_dags_by_team`: producer_pass, then the consumer-team filter when the outlet sets one.
+ * The allow-lists are SQLAlchemy JSON columns: Python's None may be stored as JSON null, which
+ * Airflow reads back as None, so JSON null counts as SQL NULL here.
+ */
+function teamFilter(param: QueueParam): {joins: string; passes: string} {
+  return {
+    joins: `left join lateral (select t.team_name from dag pd join dag_bundle_team t on t.dag_bundle_name = pd.bundle_name where pd.dag_id = ${param('producerDag', 'text')}) as source_team on true
+         left join lateral (select t.team_name from dag_bundle_team t where t.dag_bundle_name = d.bundle_name) as consumer_team on true
+         left join dag_schedule_asset_reference sref on sref.asset_id = reference.asset_id and sref.dag_id = reference.dag_id
+         left join task_outlet_asset_reference oref on oref.dag_id = ${param('producerDag', 'text')} and oref.task_id = ${param('producerTask', 'text')} and oref.asset_id = reference.asset_id`,
+    passes: `and (consumer_team.team_name is null
+            or (source_team.team_name is null and coalesce(sref.allow_global_producers, true))
+            or consumer_team.team_name = source_team.team_name
+            or coalesce(nullif(sref.allow_producer_teams::jsonb, 'null'::jsonb), '[]'::jsonb) @> jsonb_build_array(source_team.team_name))
+       and (not (nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is not null or not coalesce(oref.allow_global_consumers, true))
+            or (consumer_team.team_name is null and coalesce(oref.allow_global_consumers, true))
+            or (consumer_team.team_name is not null
+                and (consumer_team.team_name is not distinct from source_team.team_name
+                     or nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is null
+                     or oref.allow_consumer_teams::jsonb @> jsonb_build_array(consumer_team.team_name))))`,
   }
 }
 

@@ -51,6 +51,44 @@ const cachedVersions = 64
  * caller says so.
  */
 export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+  const statements = readStatements(capabilities)
+  const serializedTask = serializedTaskCache()
+  const resolveOutlets = outletResolver()
+
+  return async (
+    ex: Executor,
+    ref: TaskInstanceRef,
+    options: {withOutlets: boolean},
+  ): Promise<TaskInstanceContext | undefined> => {
+    const byTiId = 'tiId' in ref
+    const statement = statements[`${byTiId ? 'id' : 'key'}${options.withOutlets ? 'Outlets' : ''}`]
+    const values = byTiId ? [ref.tiId] : [ref.key.dagId, ref.key.runId, ref.key.taskId, ref.key.mapIndex]
+    const [row] = await ex.query<TaskInstanceRow>(statement(values))
+    if (!row) return undefined
+    const context = contextOf(row)
+    if (!options.withOutlets) return context
+    if (row.dag_hash === null || row.dag_version_id === null) {
+      context.outletsFrom = 'task_outlet_asset_reference'
+      context.outlets = (row.legacy_outlets ?? []).map((o): OutletAsset => ({
+        kind: 'asset',
+        assetId: o.id,
+        name: o.name,
+        uri: o.uri,
+        active: o.active,
+      }))
+      return context
+    }
+
+    const task = await serializedTask(ex, row.dag_version_id, row.dag_hash, row.task_id)
+    context.mappedDependants = task.mappedDependants
+    context.declaredAliases = task.outlets.flatMap((o) => (o.kind === 'alias' ? [o.name] : []))
+    context.outlets = await resolveOutlets(ex, task.outlets)
+    return context
+  }
+}
+
+/** The four reads of step 1: by id or by key, with or without what the outlets need. */
+function readStatements(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partitionKey = capabilities.eventPartitionKey ? 'dr.partition_key' : 'null::varchar'
   const legacyOutlets = `(select json_agg(json_build_object('id', a.id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null) order by a.id)
           from task_outlet_asset_reference r
@@ -69,21 +107,64 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
       where ${where}`
   const byId = 'ti.id = $1::uuid'
   const byKey = 'ti.dag_id = $1 and ti.run_id = $2 and ti.task_id = $3 and ti.map_index = $4'
-  const statements = {
+  return {
     idOutlets: prepared('read_ti_id_outlets', text(true, byId)),
     id: prepared('read_ti_id', text(false, byId)),
     keyOutlets: prepared('read_ti_key_outlets', text(true, byKey)),
     key: prepared('read_ti_key', text(false, byKey)),
   }
+}
+
+function contextOf(row: TaskInstanceRow): TaskInstanceContext {
+  return {
+    id: row.id,
+    dagId: row.dag_id,
+    runId: row.run_id,
+    taskId: row.task_id,
+    mapIndex: row.map_index,
+    state: row.state,
+    tryNumber: row.try_number,
+    startDate: row.start_date,
+    endDate: row.end_date,
+    dagRunId: row.dag_run_id,
+    logicalDate: row.logical_date,
+    partitionKey: row.partition_key,
+    owners: row.owners,
+    dagVersionId: row.dag_version_id,
+    outlets: [],
+    outletsFrom: 'serialized_dag',
+    declaredAliases: [],
+    mappedDependants: [],
+  }
+}
+
+/** A task's outlets and mapped dependants from its DAG version's serialized DAG, parsed once per version. */
+function serializedTaskCache() {
   const serializedDag = prepared(
     'serialized_dag',
     'select data::text as data, data_compressed from serialized_dag where dag_version_id = $1::uuid',
   )
-  // Each declared outlet to its asset, preferring an active one (asset_active keeps names and
-  // uris unique among active assets, so an active match is the one Airflow finds).
-  // Each declared outlet to its asset, preferring an active one (asset_active keeps names and
-  // uris unique among active assets, so an active match is the one Airflow finds). One join per
-  // kind, so each can use an index on asset instead of an OR over all of them.
+  const versions = new Map<string, Map<string, SerializedTask>>()
+  return async (ex: Executor, versionId: string, hash: string, taskId: string): Promise<SerializedTask> => {
+    const cacheKey = `${versionId}:${hash}`
+    let byTask = versions.get(cacheKey)
+    if (!byTask) {
+      const [row] = await ex.query<{data: string | null; data_compressed: Buffer | null}>(serializedDag([versionId]))
+      byTask = tasksOf(row ? serializedDagJson(row.data, row.data_compressed) : undefined)
+      if (versions.size >= cachedVersions) versions.delete(versions.keys().next().value!)
+      versions.set(cacheKey, byTask)
+    }
+
+    return byTask.get(taskId) ?? {outlets: [], mappedDependants: []}
+  }
+}
+
+/**
+ * Each declared outlet (not an alias) to its asset, preferring an active one (asset_active keeps
+ * names and uris unique among active assets, so an active match is the one Airflow finds). One
+ * join per kind, so each can use an index on asset instead of an OR over all of them.
+ */
+function outletResolver() {
   const resolve = prepared(
     'resolve_outlets',
     `with d as (
@@ -104,81 +185,9 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
        from d left join best b on b.n = d.n
       order by d.n`,
   )
-  const versions = new Map<string, Map<string, SerializedTask>>()
-
-  const serializedTask = async (
-    ex: Executor,
-    versionId: string,
-    hash: string,
-    taskId: string,
-  ): Promise<SerializedTask> => {
-    const cacheKey = `${versionId}:${hash}`
-    let byTask = versions.get(cacheKey)
-    if (!byTask) {
-      const [row] = await ex.query<{data: string | null; data_compressed: Buffer | null}>(serializedDag([versionId]))
-      byTask = tasksOf(row ? serializedDagJson(row.data, row.data_compressed) : undefined)
-      if (versions.size >= cachedVersions) versions.delete(versions.keys().next().value!)
-      versions.set(cacheKey, byTask)
-    }
-
-    return byTask.get(taskId) ?? {outlets: [], mappedDependants: []}
-  }
-
-  return async (
-    ex: Executor,
-    ref: TaskInstanceRef,
-    options: {withOutlets: boolean},
-  ): Promise<TaskInstanceContext | undefined> => {
-    const byTiId = 'tiId' in ref
-    const statement = byTiId
-      ? options.withOutlets
-        ? statements.idOutlets
-        : statements.id
-      : options.withOutlets
-        ? statements.keyOutlets
-        : statements.key
-    const values = byTiId ? [ref.tiId] : [ref.key.dagId, ref.key.runId, ref.key.taskId, ref.key.mapIndex]
-    const [row] = await ex.query<TaskInstanceRow>(statement(values))
-    if (!row) return undefined
-    const context: TaskInstanceContext = {
-      id: row.id,
-      dagId: row.dag_id,
-      runId: row.run_id,
-      taskId: row.task_id,
-      mapIndex: row.map_index,
-      state: row.state,
-      tryNumber: row.try_number,
-      startDate: row.start_date,
-      endDate: row.end_date,
-      dagRunId: row.dag_run_id,
-      logicalDate: row.logical_date,
-      partitionKey: row.partition_key,
-      owners: row.owners,
-      dagVersionId: row.dag_version_id,
-      outlets: [],
-      outletsFrom: 'serialized_dag',
-      declaredAliases: [],
-      mappedDependants: [],
-    }
-    if (!options.withOutlets) return context
-    if (row.dag_hash === null || row.dag_version_id === null) {
-      context.outletsFrom = 'task_outlet_asset_reference'
-      context.outlets = (row.legacy_outlets ?? []).map((o): OutletAsset => ({
-        kind: 'asset',
-        assetId: o.id,
-        name: o.name,
-        uri: o.uri,
-        active: o.active,
-      }))
-      return context
-    }
-
-    const task = await serializedTask(ex, row.dag_version_id, row.dag_hash, row.task_id)
-    const declared = task.outlets
-    context.mappedDependants = task.mappedDependants
-    context.declaredAliases = declared.flatMap((o) => (o.kind === 'alias' ? [o.name] : []))
+  return async (ex: Executor, declared: SerializedTask['outlets']): Promise<OutletAsset[]> => {
     const assets = declared.filter((o) => o.kind !== 'alias')
-    if (assets.length === 0) return context
+    if (assets.length === 0) return []
     const resolved = await ex.query<{n: string; id: number | null; name: string; uri: string; active: boolean}>(
       resolve([
         assets.map((o) => o.kind),
@@ -186,14 +195,13 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
         assets.map((o) => ('uri' in o ? o.uri : '')),
       ]),
     )
-    context.outlets = resolved.map((r, i): OutletAsset => ({
+    return resolved.map((r, i): OutletAsset => ({
       kind: assets[i]!.kind,
       assetId: r.id,
       name: r.name,
       uri: r.uri,
       active: r.active,
     }))
-    return context
   }
 }
 
