@@ -19,6 +19,7 @@ export const unitTests = [
   'test/connection/configFile.test.ts',
   'test/connection/resolve.test.ts',
   'test/connection/url.test.ts',
+  'test/docs/storeMethods.test.ts',
   'test/docs/supportedVersions.test.ts',
   'test/engine/statementLog.test.ts',
   'test/output/**/*.test.ts',
