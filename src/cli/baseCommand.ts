@@ -4,17 +4,16 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 
 import {redact} from '../connection/url.js'
 import type {Database, OpenOptions} from '../engine/engine.js'
-import {classifyDatabaseError} from '../engine/engines.js'
 import type {StatementLog} from '../engine/engine.js'
 import {AirlockError, usageError} from '../errors.js'
 import {createLineFile, whyNotWritable} from '../output/lineFile.js'
 import {ExitCode} from '../exitCodes.js'
 import type {Tally} from '../batch/tally.js'
-import {privilegesFor, readOnlyCommands} from '../doctor/writePrivileges.js'
-import {catalogFor} from '../store/openStore.js'
-import {requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
+import {requirePrivileges} from '../doctor/writePrivileges.js'
+import {placementWarning, requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
 import {BatchOutput, type OutputMode} from './batchOutput.js'
 import {confirmBulkWrite} from './confirm.js'
+import {databaseFailureOf} from './databaseFailures.js'
 import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
 import {Interrupts} from './interrupt.js'
 import {LockWaits, watchLockWaits} from '../protocol/lockWaits.js'
@@ -145,15 +144,8 @@ export abstract class AirlockCommand<R> extends Command {
     const airflow = await requireAirflow(db, {assumeVersion: flags['assume-version']})
     if (options.writes) await requirePrivileges(db, options.writes)
     // Said on every run, so a forgotten AIRLOCK_ASSUME_VERSION or an unfinished upgrade is seen.
-    if (airflow.schema.placement === 'assumed') {
-      this.recordWarning(
-        `alembic head ${airflow.schema.alembicHead} is unknown to airlock; working as Airflow ${airflow.schema.airflowVersion} (--assume-version)`,
-      )
-    } else if (airflow.schema.placement === 'partly_migrated') {
-      this.recordWarning(
-        `Airflow ${airflow.schema.airflowVersion}: an upgrade stopped at ${airflow.schema.alembicHead}; finish \`airflow db migrate\``,
-      )
-    }
+    const placement = placementWarning(airflow.schema)
+    if (placement) this.recordWarning(placement)
 
     return airflow
   }
@@ -387,22 +379,20 @@ export abstract class AirlockCommand<R> extends Command {
       }
     }
 
-    const message = error instanceof Error ? error.message : String(error)
-    const {kind, code} = classifyDatabaseError(error)
-    const known: DatabaseFailure | undefined =
-      kind in databaseFailures ? databaseFailures[kind as keyof typeof databaseFailures] : undefined
+    const known = databaseFailureOf(error)
     if (known) {
       return {
         status: known.exit,
         error: {
           name: 'AirlockError',
           code: known.code,
-          message: this.scrub(`${known.what}${code ? ` (SQLSTATE ${code})` : ''}: ${message}`),
+          message: this.scrub(known.message),
           actions: [...known.actions],
         },
       }
     }
 
+    const message = error instanceof Error ? error.message : String(error)
     return {
       status: ExitCode.internal,
       error: {
@@ -417,82 +407,6 @@ export abstract class AirlockCommand<R> extends Command {
   private writeStdout(text: string): void {
     process.stdout.write(text.endsWith('\n') ? text : text + '\n')
   }
-}
-
-interface DatabaseFailure {
-  exit: ExitCode
-  code: string
-  what: string
-  actions: readonly string[]
-}
-
-/**
- * What the server or the network did to a whole command (a failure inside one item's transaction
- * is that item's outcome instead): never "a bug". Exit codes as in docs/exit-codes-and-json.md.
- */
-const databaseFailures: Record<
-  'unreachable' | 'login' | 'timeout' | 'lock_timeout' | 'retryable' | 'permission',
-  DatabaseFailure
-> = {
-  unreachable: {
-    exit: ExitCode.unreachable,
-    code: 'DATABASE_UNREACHABLE',
-    what: 'The database connection was lost during the run (the server ended the session, restarted, or the network broke)',
-    actions: [
-      'Items finished before the failure are in the database; running the same command again is safe.',
-      'airlock doctor checks the connection.',
-    ],
-  },
-  login: {
-    exit: ExitCode.unreachable,
-    code: 'DATABASE_UNREACHABLE',
-    what: 'The database refused the connection during the run',
-    actions: ['airlock doctor checks the connection and the login.'],
-  },
-  timeout: {
-    exit: ExitCode.partialFailure,
-    code: 'STATEMENT_TIMEOUT',
-    what: 'A statement ran longer than --statement-timeout and the server cancelled it',
-    actions: [
-      'Narrow the selection (--dag-id, --since/--until) or raise --statement-timeout.',
-      'Nothing was written by the cancelled statement.',
-    ],
-  },
-  lock_timeout: {
-    exit: ExitCode.partialFailure,
-    code: 'LOCK_TIMEOUT',
-    what: 'A table or row stayed locked by another session longer than the lock timeout',
-    actions: ['airlock audit-locks shows who holds it; run again when it is released.'],
-  },
-  retryable: {
-    exit: ExitCode.partialFailure,
-    code: 'DATABASE_CONFLICT',
-    what: 'The server aborted a statement to resolve a conflict with another session (deadlock or serialization failure)',
-    actions: ['Running the same command again is safe.'],
-  },
-  permission: {
-    exit: ExitCode.usage,
-    code: 'PERMISSION_DENIED',
-    what: 'The database user lacks a privilege airlock needs',
-    actions: ['airlock doctor lists the privileges each command needs and which are missing.'],
-  },
-}
-
-/** Every privilege `command` needs, or exit 2 naming the missing ones (doctor shows them all). */
-async function requirePrivileges(db: Database, command: string): Promise<void> {
-  const needed = privilegesFor(command)
-  const results = await catalogFor(db).readTablePrivileges(db.executor, needed)
-  const denied = needed.filter((_, index) => !results[index]!.granted)
-  if (denied.length === 0) return
-  throw new AirlockError(
-    'PERMISSION_DENIED',
-    ExitCode.usage,
-    `${command} needs privileges this database user lacks: ${denied.map((p) => `${p.privilege} on ${p.object.replace(/^public\./, '')}`).join(', ')}. Nothing was written.`,
-    [
-      'airlock doctor lists every privilege and the command that needs it.',
-      `Commands that only read still work: ${readOnlyCommands.join(', ')}.`,
-    ],
-  )
 }
 
 export type InferredFlags<T extends typeof Command> = Interfaces.InferredFlags<

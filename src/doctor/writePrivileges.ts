@@ -1,3 +1,7 @@
+import type {Database} from '../engine/engine.js'
+import {AirlockError} from '../errors.js'
+import {ExitCode} from '../exitCodes.js'
+import {catalogFor} from '../store/openStore.js'
 import type {PrivilegeCheck} from '../store/airflowStore.js'
 
 /**
@@ -62,3 +66,20 @@ export function privilegesFor(command: string): NeededPrivilege[] {
 
 /** The commands that only read: what still works for a role without write privileges. */
 export const readOnlyCommands = ['doctor', 'export-events', 'audit-events (without --fix)', 'audit-locks']
+
+/** Every privilege `command` needs, or exit 2 naming the missing ones (doctor shows them all). */
+export async function requirePrivileges(db: Database, command: string): Promise<void> {
+  const needed = privilegesFor(command)
+  const results = await catalogFor(db).readTablePrivileges(db.executor, needed)
+  const denied = needed.filter((_, index) => !results[index]!.granted)
+  if (denied.length === 0) return
+  throw new AirlockError(
+    'PERMISSION_DENIED',
+    ExitCode.usage,
+    `${command} needs privileges this database user lacks: ${denied.map((p) => `${p.privilege} on ${p.object.replace(/^public\./, '')}`).join(', ')}. Nothing was written.`,
+    [
+      'airlock doctor lists every privilege and the command that needs it.',
+      `Commands that only read still work: ${readOnlyCommands.join(', ')}.`,
+    ],
+  )
+}

@@ -246,3 +246,14 @@ export async function requireAirflow(db: Database, options: SchemaCheckOptions =
       : 'airlock doctor shows the alembic head, the release it places and every column that differs.',
   ])
 }
+
+/** What the operator must hear on every run about where the database was placed, if anything. */
+export function placementWarning(schema: AirflowSchema): string | undefined {
+  if (schema.placement === 'assumed') {
+    return `alembic head ${schema.alembicHead} is unknown to airlock; working as Airflow ${schema.airflowVersion} (--assume-version)`
+  }
+  if (schema.placement === 'partly_migrated') {
+    return `Airflow ${schema.airflowVersion}: an upgrade stopped at ${schema.alembicHead}; finish \`airflow db migrate\``
+  }
+  return undefined
+}
