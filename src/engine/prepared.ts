@@ -42,5 +42,46 @@ export function collectPrepared<T>(build: () => T): {built: T; statements: Prepa
 
 const maxNameBytes = 63
 
+/**
+ * The three ways a statement is built, all here:
+ * - `prepared(name, text)`: a text fixed once per capability set, run as a named prepared
+ *   statement (every one of these is in the checked-in statement files);
+ * - `statement(text, values)`: a text planned each time it runs (catalog reads, cursor control);
+ * - `Params`: a text assembled per call from optional parts (filters), whose `$n` follow the
+ *   values added; `Slots` numbers the parameters of a prepared text by the names it first
+ *   mentions, for a text whose parts vary by capability set.
+ */
+
 /** A statement that is planned each time it runs (rare or ad-hoc statements). */
 export const statement = (text: string, values: readonly unknown[] = []): Statement => ({text, values})
+
+/**
+ * Bound values for a statement whose text is assembled from optional parts (filters): each value
+ * added returns its `$n` placeholder, so numbering can never drift from the values array.
+ */
+export class Params {
+  readonly values: unknown[] = []
+
+  add(value: unknown): string {
+    this.values.push(value)
+    return `$${this.values.length}`
+  }
+}
+
+/**
+ * Parameters of a prepared text by name: `ref(name, type)` returns `$n::type`, numbered in the
+ * order the text first mentions each name (a name the text never mentions takes no number, so
+ * PostgreSQL never sees a parameter it cannot type); `values(byName)` orders the values to match.
+ */
+export class Slots<Name extends string> {
+  private readonly order: Name[] = []
+
+  ref(name: Name, type: string): string {
+    const index = this.order.includes(name) ? this.order.indexOf(name) : this.order.push(name) - 1
+    return `$${index + 1}::${type}`
+  }
+
+  values(byName: Readonly<Record<Name, unknown>>): unknown[] {
+    return this.order.map((name) => byName[name])
+  }
+}

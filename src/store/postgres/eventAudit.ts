@@ -1,9 +1,8 @@
 import type {Capabilities} from '../../airflow/schema.js'
 import type {Executor} from '../../engine/engine.js'
-import {statement} from '../../engine/prepared.js'
+import {Params, statement} from '../../engine/prepared.js'
 import type {ClassifiedEvent, EventClass, EventFilter, QueueOrphan} from '../airflowStore.js'
 import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
-import {Params} from './params.js'
 
 /**
  * How many filtered events have a source task instance and how many do not (REST- or

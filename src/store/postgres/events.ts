@@ -1,7 +1,7 @@
 import type {Capabilities} from '../../airflow/schema.js'
 import type {EventLine} from '../../airflow/eventLine.js'
 import type {Executor} from '../../engine/engine.js'
-import {prepared, statement} from '../../engine/prepared.js'
+import {Params, prepared, statement} from '../../engine/prepared.js'
 import {
   assetKey,
   type EventContent,
@@ -10,7 +10,6 @@ import {
   type StoredEvent,
 } from '../airflowStore.js'
 import {eventFilterConditions, whereAll} from './fragments.js'
-import {Params} from './params.js'
 
 /** The columns every event read here returns, as the driver gives them. */
 interface EventRow {

@@ -1,5 +1,5 @@
+import type {Params} from '../../engine/prepared.js'
 import type {EventFilter} from '../airflowStore.js'
-import type {Params} from './params.js'
 
 /**
  * The conditions of an event filter on `asset_event e` (time window, source DAG, asset names or

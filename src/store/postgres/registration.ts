@@ -1,7 +1,7 @@
 import type {Capabilities} from '../../airflow/schema.js'
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
-import {prepared} from '../../engine/prepared.js'
+import {prepared, Slots} from '../../engine/prepared.js'
 import type {
   AliasEmission,
   ConsumerDecision,
@@ -209,10 +209,9 @@ export function insertAliasEventLinks() {
 export function queueConsumers(
   capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
 ) {
-  // Parameters are numbered as the text first names them; the caller fills them by slot.
-  const slots: QueueSlot[] = []
-  const param: QueueParam = (slot, type) =>
-    `$${(slots.includes(slot) ? slots.indexOf(slot) : slots.push(slot) - 1) + 1}::${type}`
+  // Parameters are numbered as the text first names them; the caller fills them by name.
+  const slots = new Slots<QueueSlot>()
+  const param: QueueParam = (slot, type) => slots.ref(slot, type)
   const queue = prepared(
     `queue_${capabilities.queueShape}_${capabilities.consumerFilter}${capabilities.teamFilter ? '_teams' : ''}`,
     queueText(capabilities, param),
@@ -235,7 +234,7 @@ export function queueConsumers(
       producerDag: producer?.dagId ?? null,
       producerTask: producer?.taskId ?? null,
     }
-    const values = slots.map((slot) => bySlot[slot])
+    const values = slots.values(bySlot)
     const rows = await ex.query<{
       kind: ConsumerDecision['kind']
       asset_id: number

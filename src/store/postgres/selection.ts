@@ -1,7 +1,7 @@
 import type {TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {TryEvidenceKind} from '../../airflow/tryEvidence.js'
 import type {Executor} from '../../engine/engine.js'
-import {prepared, statement} from '../../engine/prepared.js'
+import {Params, prepared, statement} from '../../engine/prepared.js'
 import {
   rangeOfRuns,
   type MissingOutlets,
@@ -10,7 +10,6 @@ import {
   type TaskInstanceFilter,
 } from '../airflowStore.js'
 import {noEventOfThisTry, tryEarliest, tryEvidence, tryEvidenceKind, whereAll} from './fragments.js'
-import {Params} from './params.js'
 
 /**
  * The FROM and WHERE of a task-instance selection, with its bound values. `runs`: only the task
