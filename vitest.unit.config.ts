@@ -23,6 +23,7 @@ export const unitTests = [
   'test/docs/supportedVersions.test.ts',
   'test/engine/statementLog.test.ts',
   'test/output/**/*.test.ts',
+  'test/protocol/downstream.test.ts',
   'test/replay/checkpoint.test.ts',
   'test/selection/inputFile.test.ts',
   'test/selection/pages.test.ts',

@@ -1,5 +1,6 @@
 import type {Tally} from '../batch/tally.js'
 import {createProgress, type Progress} from '../output/progress.js'
+import {DownstreamFold, type Downstream} from '../protocol/downstream.js'
 import type {BatchReport} from './renderItems.js'
 
 /** A file every item goes to as a JSON line (--output). */
@@ -26,6 +27,9 @@ export class BatchOutput<J extends ItemLike> {
   private readonly kept: J[] = []
   private omitted = 0
   private readonly progress: Progress
+  /** The downstream preview of every item, one entry per consumer DAG. */
+  private readonly downstream = new DownstreamFold()
+  private sawDownstream = false
 
   constructor(
     private readonly mode: OutputMode,
@@ -42,6 +46,11 @@ export class BatchOutput<J extends ItemLike> {
   add<Name extends string>(json: J, tally: Tally<Name>): void {
     const line = this.sink || this.mode === 'ndjson' ? JSON.stringify({type: 'item', ...json}) : ''
     this.sink?.write(line)
+    const previews = (json as {downstream?: Downstream[]}).downstream
+    if (previews) {
+      this.sawDownstream = true
+      this.downstream.add(previews)
+    }
     if (this.mode === 'ndjson') this.emit(line)
     else if (this.mode === 'json') this.kept.push(json)
     else if (
@@ -65,12 +74,14 @@ export class BatchOutput<J extends ItemLike> {
   finish<Name extends string>(tally: Tally<Name>, dryRun: boolean, interrupted: boolean): BatchReport<J> {
     this.progress.stop()
     const summary = tally.summary(dryRun)
-    const line = JSON.stringify({type: 'summary', ...summary, interrupted})
+    const downstream = this.sawDownstream ? this.downstream.summary() : undefined
+    const line = JSON.stringify({type: 'summary', ...summary, interrupted, ...(downstream ? {downstream} : {})})
     if (this.mode === 'ndjson') this.emit(line)
     this.sink?.write(line)
     return {
       summary,
       items: this.kept,
+      ...(downstream ? {downstream} : {}),
       ...(this.omitted ? {omitted: this.omitted} : {}),
       ...(interrupted ? {interrupted} : {}),
       ...(this.sink ? {output_file: this.sink.path} : {}),

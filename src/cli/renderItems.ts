@@ -1,4 +1,5 @@
 import {dryRunOutcomeNames, type ItemJson} from '../report/itemJson.js'
+import type {DownstreamSummary} from '../protocol/downstream.js'
 import {renderTable} from '../output/table.js'
 import {describeHolder, type LockWaitReport} from '../protocol/lockWaits.js'
 import type {SelectionBreakdown} from '../selection/selection.js'
@@ -65,6 +66,8 @@ export interface BatchReport<J = ItemJson> {
   /** Items not kept for the human table (large runs keep the first rows and every problem). */
   omitted?: number
   interrupted?: boolean
+  /** Every consumer DAG the batch's events reach, as the scheduler's next step will see them. */
+  downstream?: DownstreamSummary[]
 }
 
 /** Items of an event-level replay (by id, from a file): where each came from and what it became. */
@@ -147,5 +150,40 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
       `${counts.join(', ') || 'nothing to do'}; ${s.events_created} events, ${s.runs_queued} queue rows.` +
       (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
   )
+  if (report.downstream && report.downstream.length > 0) parts.push(renderDownstream(report.downstream, s.dry_run))
   return parts.join('\n\n')
+}
+
+const downstreamRows = 50
+
+/**
+ * The downstream section: one line per consumer DAG, never one per item ("report_daily: will run
+ * (3 of 3 assets)", "finance_weekly: waits for s3://…/ledger").
+ */
+export function renderDownstream(downstream: readonly DownstreamSummary[], dryRun: boolean): string {
+  const line = (dag: DownstreamSummary) => {
+    const of = `${dag.satisfied.length} of ${dag.assets} asset${dag.assets === 1 ? '' : 's'}`
+    if (dag.ready) return `${dag.dag_id}: ${dryRun ? 'would run' : 'will run'} (${of})`
+    if (dag.blocked_by === 'partitioned')
+      return `${dag.dag_id}: partitioned timetable, queued through its partition mapper (not evaluated)`
+    if (dag.blocked_by === 'max_active_runs')
+      return `${dag.dag_id}: condition met (${of}), but no run while ${blockedWords.max_active_runs}`
+    if (dag.blocked_by) return `${dag.dag_id}: no run while ${blockedWords[dag.blocked_by]} (${of})`
+    return `${dag.dag_id}: waits for ${dag.waiting_for.join(', ')} (${of})`
+  }
+  return [
+    `Downstream (as the scheduler's next step will see it${dryRun ? ' if this ran' : ''}):`,
+    ...downstream.slice(0, downstreamRows).map((dag) => `  ${line(dag)}`),
+    ...(downstream.length > downstreamRows
+      ? [`  … and ${downstream.length - downstreamRows} more consumer DAGs (--json lists them all)`]
+      : []),
+  ].join('\n')
+}
+
+const blockedWords: Record<Exclude<DownstreamSummary['blocked_by'], undefined>, string> = {
+  paused: 'it is paused',
+  stale: 'it is stale (its file is gone)',
+  import_errors: 'its file has import errors',
+  max_active_runs: 'max_active_runs runs are queued or running',
+  partitioned: 'its timetable is partitioned',
 }

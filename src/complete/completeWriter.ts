@@ -186,13 +186,11 @@ export function completeWriter(
         events: registration.events.length,
         queued: registration.consumers.filter((c) => c.kind === 'queued').length,
         warnings: registration.warnings,
-        report:
-          registration.cleared || registration.stateCleared > 0
-            ? {
-                ...(registration.cleared ? {continue_run: registration.cleared} : {}),
-                ...(registration.stateCleared > 0 ? {task_state_cleared: registration.stateCleared} : {}),
-              }
-            : undefined,
+        report: {
+          downstream: registration.downstream,
+          ...(registration.cleared ? {continue_run: registration.cleared} : {}),
+          ...(registration.stateCleared > 0 ? {task_state_cleared: registration.stateCleared} : {}),
+        },
       }
     },
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),

@@ -9,14 +9,17 @@ import type {
   NewAssetEvent,
   RegisteredEvent,
 } from '../store/airflowStore.js'
+import {downstreamOf, type Downstream} from './downstream.js'
 
 export interface Registration {
   events: InsertedEvent[]
   consumers: ConsumerDecision[]
   warnings: string[]
+  /** Every consumer DAG the events reach, as the scheduler's next step will see it once this commits. */
+  downstream: Downstream[]
 }
 
-export const emptyRegistration = (): Registration => ({events: [], consumers: [], warnings: []})
+export const emptyRegistration = (): Registration => ({events: [], consumers: [], warnings: [], downstream: []})
 
 /** Events written, with the aliases each went through, before their consumers are queued. */
 export interface EmittedEvents {
@@ -263,7 +266,12 @@ export async function queueEventConsumers(
     }
   }
 
-  return {events: inserted, consumers, warnings}
+  // The downstream preview: read after this item's queue rows, before the lock (one statement).
+  const aliasIds = [...new Set([...aliasesOfEvent.values()].flat())]
+  const downstream = downstreamOf(
+    await store.readDownstream(tx, [...new Set(inserted.map((e) => e.assetId))], aliasIds),
+  )
+  return {events: inserted, consumers, warnings, downstream}
 }
 
 function consumerWarnings(decisions: readonly ConsumerDecision[], partitionKey: string | null): string[] {

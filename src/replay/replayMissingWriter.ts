@@ -60,7 +60,7 @@ export function replayMissingWriter(
       const {assetIds: missing, evidence} = await store.readMissingOutlets(tx, ti, [
         ...new Set(active.map((o) => o.assetId)),
       ])
-      const nothing = {events: [], consumers: [], warnings: [], missing, logId: null}
+      const nothing = {events: [], consumers: [], warnings: [], downstream: [], missing, logId: null}
       if (missing.length === 0) return {...nothing, refused: null}
       const refused = refusal(evidence)
       if (refused) return {...nothing, refused}
@@ -105,6 +105,7 @@ export function replayMissingWriter(
       events: registration.events.length,
       queued: registration.consumers.filter((c) => c.kind === 'queued').length,
       warnings: registration.warnings,
+      report: {downstream: registration.downstream},
     }),
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),
   }

@@ -1,3 +1,4 @@
+import type {QueuedAsset} from '../airflow/assetCondition.js'
 import type {EventLine} from '../airflow/eventLine.js'
 import type {Capabilities, PrimaryKeys, SchemaShape} from '../airflow/schema.js'
 import type {StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
@@ -62,6 +63,11 @@ export interface AirflowStore extends CatalogStore {
    * capability says so.
    */
   clearTaskState(ex: Executor, ti: TaskInstanceContext): Promise<number>
+  /**
+   * Every consumer DAG these events' assets and aliases reach, with what the scheduler reads to
+   * decide whether it creates a run (one statement).
+   */
+  readDownstream(ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]): Promise<DownstreamFacts[]>
   /** A row of Airflow's audit `log`. */
   insertLogRow(ex: Executor, subject: LogSubject, event: string, extra: string): Promise<{logId: number}>
   /** How a writer learns, after a lost COMMIT, whether its transaction landed. */
@@ -186,6 +192,23 @@ export interface CatalogStore {
     tuple: number,
   ): Promise<(TaskInstanceKey & {id: string}) | undefined>
   findTaskInstancesById(ex: Executor, ids: readonly string[]): Promise<Array<TaskInstanceKey & {id: string}>>
+}
+
+/** A consumer DAG as the scheduler's asset-triggered step sees it. */
+export interface DownstreamFacts {
+  dagId: string
+  paused: boolean
+  stale: boolean
+  importErrors: boolean
+  maxActiveRuns: number | null
+  /** Queued and running runs of the DAG. */
+  activeRuns: number
+  /** 3.2+: a partitioned timetable (queued through a partition mapper, not evaluated here). */
+  partitioned: boolean
+  /** `dag.timetable.__var.asset_condition` of its latest serialized DAG; undefined without one. */
+  condition: unknown
+  /** The assets of its queue rows (this completion's included). */
+  queued: QueuedAsset[]
 }
 
 export interface LockedTaskInstance {

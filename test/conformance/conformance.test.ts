@@ -1,6 +1,7 @@
 import type {Knex} from 'knex'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
+import type {Downstream} from '../../src/protocol/downstream.js'
 import {compareVersions} from '../../src/airflow/revisions.js'
 import type {AirflowSchema} from '../../src/airflow/schema.js'
 import {fixtureVersions, type FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
@@ -611,13 +612,26 @@ function conformance(table: Record<string, Case>, open: () => Promise<TestDataba
     const airflow = await side(c, async (tiId) =>
       airflowSucceeds(db.knex, schema, tiId, await taskOutletsOf(db.knex, tiId), c.outletEvents ?? []),
     )
-    const airlock = await side(c, async (tiId) =>
-      completeOne(db.knex, tiId, {
+    let preview: Downstream[] = []
+    const airlock = await side(c, async (tiId) => {
+      const item = await completeOne(db.knex, tiId, {
         outletEvents: toAirlockInputs(c.outletEvents ?? []),
         strictOutlets: c.airlock?.(schema).strictOutlets,
         allowUnqueuedConsumers: c.airlock?.(schema).allowUnqueuedConsumers,
-      }),
-    )
+      })
+      preview = (item.report?.downstream as Downstream[] | undefined) ?? []
+      return item
+    })
+    // The downstream preview says ready exactly for the consumers it reaches that the
+    // transcribed scheduler step then gives a run.
+    const reached = new Set(preview.map((dag) => dag.dag_id))
+    const ran = [...new Set(airlock.runs.map((run) => run.split(' ')[0]!))].filter((dag) => reached.has(dag)).sort()
+    expect(
+      preview
+        .filter((dag) => dag.ready)
+        .map((dag) => dag.dag_id)
+        .sort(),
+    ).toEqual(ran)
 
     c.expect(airflow, schema)
     c.expect(airlock, schema)

@@ -13,6 +13,7 @@ import {
   requeueDagRun,
 } from './clear.js'
 import {postgresCatalog} from './catalog.js'
+import {readDownstream} from './downstream.js'
 import {countEventSources, readQueueOrphans, streamClassifiedEvents} from './eventAudit.js'
 import {
   countEvents,
@@ -69,6 +70,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     ensureAliasAssets: ensureAliasAssets(capabilities),
     insertAliasEventLinks: insertAliasEventLinks(),
     queueConsumers: queueConsumers(capabilities),
+    readDownstream: readDownstream(capabilities),
     insertLogRow: insertLogRow(),
     logRowExists: logRowExists(),
     readMissingOutlets: readMissingOutlets(),

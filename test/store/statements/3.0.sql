@@ -184,6 +184,33 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued';
 
+-- airlock_downstream_58123a358c63
+with consumer as (
+  select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
+  union
+  select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any($2::int[])
+  union
+  select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any($1::int[])
+  union
+  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any($1::int[])
+)
+select d.dag_id, coalesce(d.is_paused, false) as paused, coalesce(d.is_stale, false) as stale,
+       coalesce(d.has_import_errors, false) as import_errors, d.max_active_runs,
+       (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
+       false as partitioned,
+       sd.data -> 'dag' -> 'timetable' as timetable, case when sd.data is null then sd.data_compressed end as data_compressed,
+       coalesce((select json_agg(json_build_object(
+                   'name', a.name, 'uri', a.uri, 'active', aa.name is not null,
+                   'aliases', coalesce((select json_agg(al.name order by al.name) from asset_alias_asset l join asset_alias al on al.id = l.alias_id where l.asset_id = a.id), '[]'::json))
+                 order by a.name, a.uri)
+                   from (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q
+                   join asset a on a.id = q.asset_id
+                   left join asset_active aa on aa.name = a.name and aa.uri = a.uri), '[]'::json) as queued
+  from consumer c
+  join dag d on d.dag_id = c.dag_id
+  left join lateral (select s.data, s.data_compressed from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1) as sd on true
+ order by d.dag_id;
+
 -- airlock_insert_log_4d18242dc1d2
 insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
 values (clock_timestamp(), $1, $2, $3, $4::int, $5::int, $6, $7::timestamptz, $8, $9)

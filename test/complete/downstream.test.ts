@@ -1,0 +1,135 @@
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {envelope, runCli} from '../support/cli.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {scenario, writeFootprint} from '../support/scenario.js'
+
+/**
+ * The downstream preview on real PostgreSQL through the CLI: per item in --json and --ndjson,
+ * one line per consumer DAG after the human table, the same in a dry run (which writes nothing).
+ */
+let db: TestDatabase
+beforeAll(async () => {
+  db = await createTestDatabase('3.2', 4)
+})
+afterAll(async () => db?.drop())
+
+const cli = (...args: string[]) => runCli([args[0]!, '--database-url', db.url, ...args.slice(1)])
+
+/** etl's two tasks each produce one asset; report needs both, weekly either; paused_report is paused. */
+async function world() {
+  return scenario(db.knex)
+    .producer('etl', {tasks: 2, outlets: 1})
+    .consumer('report', {on: ['etl']})
+    .consumer('weekly', {on: ['etl'], condition: 'any'})
+    .consumer('paused_report', {on: ['etl.task_1'], paused: true})
+    .build()
+}
+
+describe('downstream preview', () => {
+  it('--json: each item lists the consumers its events reach, ready or waiting for what, and the batch folds them', async () => {
+    const w = await world()
+    const first = w.ti('etl', 'task_1')
+    const result = await cli('complete', '--ti-id', first.id, '--json', '--yes')
+    expect(result.code).toBe(0)
+    const {result: report} = envelope(result) as {
+      result: {items: Array<{downstream: unknown[]}>; downstream: unknown[]}
+    }
+    const missing = w.asset('etl.task_2.out_1').name
+    expect(report.items[0]!.downstream).toEqual([
+      // 3.2 queues no paused DAG (#60022): its condition cannot be met by this completion.
+      {
+        dag_id: 'paused_report',
+        ready: false,
+        waiting_for: [w.asset('etl.task_1.out_1').name],
+        blocked_by: 'paused',
+        satisfied: [],
+        assets: 1,
+      },
+      {
+        dag_id: 'report',
+        ready: false,
+        waiting_for: [missing],
+        satisfied: [w.asset('etl.task_1.out_1').name],
+        assets: 2,
+      },
+      {dag_id: 'weekly', ready: true, waiting_for: [], satisfied: [w.asset('etl.task_1.out_1').name], assets: 2},
+    ])
+    expect(report.downstream).toHaveLength(3)
+
+    // The second task completes the AND: report is ready now, from the rows the first one left.
+    const second = await cli('complete', '--ti-id', w.ti('etl', 'task_2').id, '--json', '--yes')
+    const reached = (
+      envelope(second) as {result: {items: Array<{downstream: Array<{dag_id: string; ready: boolean}>}>}}
+    ).result.items[0]!.downstream
+    expect(reached.filter((dag) => dag.ready).map((dag) => dag.dag_id)).toEqual(['report', 'weekly'])
+  })
+
+  it('human output: one line per consumer after the table; a dry run says would run and writes nothing', async () => {
+    const w = await world()
+    const before = await writeFootprint(db.knex)
+    const result = await cli('complete', '--dag-id', 'etl', '--dry-run')
+    expect(result.code).toBe(0)
+    expect(await writeFootprint(db.knex)).toEqual(before)
+    const section = result.stdout.slice(result.stdout.indexOf('Downstream'))
+    expect(section.split('\n')).toEqual([
+      "Downstream (as the scheduler's next step will see it if this ran):",
+      '  paused_report: no run while it is paused (0 of 1 asset)',
+      '  report: would run (2 of 2 assets)',
+      '  weekly: would run (2 of 2 assets)',
+      '',
+    ])
+    expect(w.tis('etl')).toHaveLength(2)
+  })
+
+  it('--ndjson: each item line carries its preview and the summary line the fold', async () => {
+    await world()
+    const result = await cli('complete', '--dag-id', 'etl', '--ndjson', '--yes')
+    expect(result.code).toBe(0)
+    const lines = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as {type: string; downstream?: Array<{dag_id: string; ready: boolean}>})
+    expect(lines.filter((line) => line.type === 'item').every((line) => Array.isArray(line.downstream))).toBe(true)
+    const summary = lines.find((line) => line.type === 'summary')!
+    expect(summary.downstream!.map((dag) => [dag.dag_id, dag.ready])).toEqual([
+      ['paused_report', false],
+      ['report', true],
+      ['weekly', true],
+    ])
+  })
+
+  it('replay-events: the missing events it would write show the same preview', async () => {
+    const w = await scenario(db.knex)
+      .producer('etl', {tasks: 2, outlets: 1, state: 'success', emitted: true, workerLog: true})
+      .consumer('report', {on: ['etl']})
+      .build()
+    // The incident: task_1's event is lost; task_2's is there, so report's queue row for it stands.
+    await db
+      .knex('asset_event')
+      .where({asset_id: w.asset('etl.task_1.out_1').id})
+      .delete()
+    await db
+      .knex('asset_dag_run_queue')
+      .insert({asset_id: w.asset('etl.task_2.out_1').id, target_dag_id: 'report', created_at: new Date()})
+    const result = await cli('replay-events', '--dag-id', 'etl', '--dry-run', '--json')
+    expect(result.code).toBe(0)
+    const {result: report} = envelope(result) as {
+      result: {items: Array<{outcome: string; downstream: Array<{dag_id: string; ready: boolean}>}>}
+    }
+    expect(report.items.map((item) => [item.outcome, item.downstream])).toEqual([
+      [
+        'would_replay',
+        [
+          {
+            dag_id: 'report',
+            ready: true,
+            waiting_for: [],
+            satisfied: ['etl.task_1.out_1', 'etl.task_2.out_1'],
+            assets: 2,
+          },
+        ],
+      ],
+    ])
+  })
+})

@@ -1,0 +1,127 @@
+import {describe, expect, it} from 'vitest'
+
+import {evaluateCondition, type QueuedAsset} from '../../src/airflow/assetCondition.js'
+import {DownstreamFold, downstreamOf} from '../../src/protocol/downstream.js'
+import type {DownstreamFacts} from '../../src/store/airflowStore.js'
+
+/**
+ * The downstream preview's evaluation, as `encode_asset_condition` writes a condition and
+ * `AssetEvaluator` reads it, without a database (the conformance suite checks it against the
+ * transcribed scheduler on real rows).
+ */
+const asset = (name: string, uri = `s3://lake/${name}`) => ({
+  __type: 'asset',
+  __var: {name, uri, group: 'asset', extra: {}},
+})
+const all = (...objects: unknown[]) => ({__type: 'asset_all', __var: {objects}})
+const any = (...objects: unknown[]) => ({__type: 'asset_any', __var: {objects}})
+const queued = (name: string, extra: Partial<QueuedAsset> = {}): QueuedAsset => ({
+  name,
+  uri: `s3://lake/${name}`,
+  active: true,
+  aliases: [],
+  ...extra,
+})
+
+describe('evaluateCondition', () => {
+  it('AND: met only when every asset is queued; waits for the missing ones', () => {
+    expect(evaluateCondition(all(asset('a'), asset('b')), [queued('a')])).toEqual({
+      met: false,
+      leaves: ['a', 'b'],
+      satisfied: ['a'],
+      waitingFor: ['b'],
+    })
+    expect(evaluateCondition(all(asset('a'), asset('b')), [queued('a'), queued('b')]).met).toBe(true)
+  })
+
+  it('OR nested in AND: one side of the OR is enough', () => {
+    const condition = all(asset('a'), any(asset('b'), asset('c')))
+    expect(evaluateCondition(condition, [queued('a'), queued('c')])).toMatchObject({met: true, waitingFor: []})
+    expect(evaluateCondition(condition, [queued('a')])).toMatchObject({met: false, waitingFor: ['b', 'c']})
+  })
+
+  it('an asset matches by name and uri together, never by name alone', () => {
+    expect(evaluateCondition(asset('a'), [queued('a', {uri: 's3://elsewhere/a'})]).met).toBe(false)
+  })
+
+  it('Asset.ref resolves by name or uri to an active asset only', () => {
+    const byName = {__type: 'asset_ref', __var: {name: 'a'}}
+    const byUri = {__type: 'asset_ref', __var: {uri: 's3://lake/a'}}
+    expect(evaluateCondition(byName, [queued('a')])).toMatchObject({met: true, satisfied: ['Asset.ref(name=a)']})
+    expect(evaluateCondition(byUri, [queued('a')]).met).toBe(true)
+    expect(evaluateCondition(byName, [queued('a', {active: false})]).met).toBe(false)
+  })
+
+  it('an alias is met by any queued asset linked to it', () => {
+    const alias = {__type: 'asset_alias', __var: {name: 'daily', group: ''}}
+    expect(evaluateCondition(alias, [queued('a', {aliases: ['daily']})])).toMatchObject({
+      met: true,
+      satisfied: ['alias daily'],
+    })
+    expect(evaluateCondition(alias, [queued('a')]).met).toBe(false)
+  })
+
+  it('no condition, or one of an unknown type, is never met', () => {
+    expect(evaluateCondition(undefined, [queued('a')]).met).toBe(false)
+    expect(evaluateCondition({__type: 'something_new'}, [queued('a')]).met).toBe(false)
+  })
+})
+
+const facts = (dagId: string, extra: Partial<DownstreamFacts> = {}): DownstreamFacts => ({
+  dagId,
+  paused: false,
+  stale: false,
+  importErrors: false,
+  maxActiveRuns: 16,
+  activeRuns: 0,
+  partitioned: false,
+  condition: all(asset('a'), asset('b')),
+  queued: [queued('a'), queued('b')],
+  ...extra,
+})
+
+describe('downstreamOf', () => {
+  it('ready when the condition holds and nothing excludes the DAG', () => {
+    expect(downstreamOf([facts('report')])).toEqual([
+      {dag_id: 'report', ready: true, waiting_for: [], satisfied: ['a', 'b'], assets: 2},
+    ])
+  })
+
+  it('paused, stale and import errors block whatever the condition; max_active_runs only a met one', () => {
+    const [paused, stale, broken, busy, waiting] = downstreamOf([
+      facts('paused', {paused: true}),
+      facts('stale', {stale: true, queued: [queued('a')]}),
+      facts('broken', {importErrors: true}),
+      facts('busy', {activeRuns: 16}),
+      facts('waiting', {activeRuns: 16, queued: [queued('a')]}),
+    ])
+    expect(paused).toMatchObject({ready: false, blocked_by: 'paused'})
+    expect(stale).toMatchObject({ready: false, blocked_by: 'stale', waiting_for: ['b']})
+    expect(broken).toMatchObject({ready: false, blocked_by: 'import_errors'})
+    expect(busy).toMatchObject({ready: false, blocked_by: 'max_active_runs', waiting_for: []})
+    expect(waiting).toMatchObject({ready: false, waiting_for: ['b']})
+    expect(waiting).not.toHaveProperty('blocked_by')
+  })
+
+  it('a partitioned timetable is not evaluated', () => {
+    expect(downstreamOf([facts('parts', {partitioned: true})])[0]).toMatchObject({
+      ready: false,
+      blocked_by: 'partitioned',
+    })
+  })
+})
+
+describe('DownstreamFold', () => {
+  it('one line per consumer; items that together satisfy every asset make it ready (a dry run sees each alone)', () => {
+    const fold = new DownstreamFold()
+    const [first] = downstreamOf([facts('report', {queued: [queued('a')]})])
+    const [second] = downstreamOf([facts('report', {queued: [queued('b')]})])
+    const [other] = downstreamOf([facts('weekly', {queued: [queued('a')]})])
+    fold.add([first!, other!])
+    fold.add([second!])
+    expect(fold.summary()).toEqual([
+      {dag_id: 'report', ready: true, waiting_for: [], satisfied: ['a', 'b'], assets: 2, items: 2},
+      {dag_id: 'weekly', ready: false, waiting_for: ['b'], satisfied: ['a'], assets: 2, items: 1},
+    ])
+  })
+})
