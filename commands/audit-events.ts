@@ -157,7 +157,9 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
         removed: 0,
         refused_consumed: 0,
         refused_pending: 0,
+        refused_named: 0,
         skipped_busy: 0,
+        changed: 0,
       }
     }
     const repair = prepareDuplicateFix(airflow, groups, {
@@ -173,7 +175,9 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       removed: fixes.reduce((n, f) => n + f.removed.length, 0),
       refused_consumed: fixes.reduce((n, f) => n + f.refused_consumed.length, 0),
       refused_pending: fixes.reduce((n, f) => n + f.refused_pending.length, 0),
+      refused_named: fixes.reduce((n, f) => n + f.refused_named.length, 0),
       skipped_busy: fixes.filter((f) => f.outcome === 'skipped_busy').length,
+      changed: fixes.filter((f) => f.outcome === 'changed').length,
     }
   }
 

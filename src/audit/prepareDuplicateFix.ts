@@ -12,10 +12,18 @@ export interface GroupFix {
   kept: number
   removed: number[]
   refused_consumed: number[]
-  /** Left because a consumer could still take them. */
+  /** Left because a consumer with a partitioned timetable could still take them. */
   refused_pending: number[]
-  /** removed: some extras deleted; kept: none could be (consumed or pending); skipped_busy: another session (a scheduler) held one. */
-  outcome: 'removed' | 'kept' | 'skipped_busy' | 'failed'
+  /** Left because complete's audit row names them: their try's own events. */
+  refused_named: number[]
+  /** Left because they are no longer the kept event's duplicates (or it is gone). */
+  changed: number[]
+  /**
+   * removed: some extras deleted; kept: none could be (consumed, named or pending);
+   * skipped_busy: another session (a scheduler, another fixer) held an event or a consumer DAG;
+   * changed: the kept event is gone since the audit read it (run the audit again).
+   */
+  outcome: 'removed' | 'kept' | 'skipped_busy' | 'changed' | 'failed'
   error?: string
 }
 
@@ -24,6 +32,7 @@ export const fixOutcomes = {
   removed: ExitCode.ok,
   kept: ExitCode.ok,
   skipped_busy: ExitCode.ok,
+  changed: ExitCode.ok,
   failed: ExitCode.partialFailure,
 } as const
 
@@ -31,10 +40,12 @@ export type FixOutcomeName = keyof typeof fixOutcomes
 
 /**
  * The guarded repair made ready: one transaction per duplicate group on the transaction engine
- * (SET LOCAL timeouts, retries, dry run = rollback), removing only extras no consumer took or can
- * still take, never waiting on a lock the scheduler holds (store.removeDuplicateEvents), and
- * recording in Airflow's audit log exactly what was removed. A delete is asked about whatever its
- * size.
+ * (SET LOCAL timeouts, retries, dry run = rollback), deciding under its locks, never on the
+ * audit's earlier read (store.removeDuplicateEvents): the kept event still there and still their
+ * original, no extra a try's audit row names, every consumer DAG row held so the scheduler skips
+ * them, no run that took an extra; never waiting on a lock the scheduler holds; recording in
+ * Airflow's audit log exactly what was removed and why the rest was left. A delete is asked about
+ * whatever its size.
  */
 export function prepareDuplicateFix(
   airflow: Pick<AirflowDatabase, 'db' | 'store'>,
@@ -46,11 +57,11 @@ export function prepareDuplicateFix(
     count: extras,
     prompt: {
       action: 'delete',
-      noun: `duplicate event${extras === 1 ? '' : 's'} in ${groups.length} group${groups.length === 1 ? '' : 's'} (unconsumed extras only; each group keeps its first event)`,
+      noun: `duplicate event${extras === 1 ? '' : 's'} in ${groups.length} group${groups.length === 1 ? '' : 's'} (unconsumed extras only, with their consumer DAGs locked; each group keeps its first event)`,
       always: true,
     },
     label: 'audit-events --fix',
-    doneOutcomes: ['removed', 'kept', 'skipped_busy'],
+    doneOutcomes: ['removed', 'kept', 'skipped_busy', 'changed'],
     explicit: false,
     dryRun: options.dryRun,
     warnings: [],
@@ -76,9 +87,9 @@ async function fixGroup(
 ): Promise<GroupFix> {
   const {db, store} = airflow
   const identity = auditIdentity()
-  let seen = {consumed: [] as number[], pending: [] as number[]}
+  let seen = {consumed: [] as number[], pending: [] as number[], named: [] as number[], changed: [] as number[]}
   const {result} = await runTransaction<
-    {outcome: 'removed'; removed: number[]} | {outcome: 'kept'} | {outcome: 'skipped_busy'}
+    {outcome: 'removed'; removed: number[]} | {outcome: 'kept'} | {outcome: 'skipped_busy'} | {outcome: 'changed'}
   >(db, {
     locals: {
       lockTimeoutMs: options.lockTimeoutMs,
@@ -88,10 +99,12 @@ async function fixGroup(
     dryRun: options.dryRun,
     unknownCommitAdvice: 'run audit-events again to see what is left',
     async run(tx) {
-      const {removed, consumed, pending, busy} = await store.removeDuplicateEvents(tx, group.extras)
-      seen = {consumed, pending}
+      const outcome = await store.removeDuplicateEvents(tx, group.kept, group.extras)
+      const {removed, consumed, pending, busy, changed, named} = outcome
+      seen = {consumed, pending, named, changed}
       if (busy.length > 0) return {rollback: {outcome: 'skipped_busy'}}
-      if (removed.length === 0) return {rollback: {outcome: 'kept'}}
+      if (removed.length === 0)
+        return {rollback: {outcome: changed.length === group.extras.length ? 'changed' : 'kept'}}
       const extra = {
         host_name: identity.host_name,
         airlock: {
@@ -102,6 +115,8 @@ async function fixGroup(
           removed_event_ids: removed,
           left_consumed: consumed,
           left_pending: pending,
+          left_named: named,
+          left_changed: changed,
         },
       }
       await store.insertLogRow(
@@ -121,11 +136,12 @@ async function fixGroup(
     removed: [] as number[],
     refused_consumed: seen.consumed,
     refused_pending: seen.pending,
+    refused_named: seen.named,
+    changed: seen.changed,
   }
-  if (result.outcome === 'failed')
-    return {...base, refused_consumed: [], refused_pending: [], outcome: 'failed', error: result.message}
+  const none = {refused_consumed: [], refused_pending: [], refused_named: [], changed: []}
+  if (result.outcome === 'failed') return {...base, ...none, outcome: 'failed', error: result.message}
   if (result.outcome === 'removed') return {...base, removed: result.removed, outcome: 'removed'}
-  if (result.outcome === 'skipped_busy')
-    return {...base, refused_consumed: [], refused_pending: [], outcome: 'skipped_busy'}
-  return {...base, outcome: 'kept'}
+  if (result.outcome === 'skipped_busy') return {...base, ...none, outcome: 'skipped_busy'}
+  return {...base, outcome: result.outcome}
 }

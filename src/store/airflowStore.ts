@@ -158,7 +158,7 @@ export interface AirflowStore extends CatalogStore {
   /** How many of these event ids exist. */
   countEvents(ex: Executor, ids: readonly number[]): Promise<number>
   /** Lock, recheck consumption, delete the unconsumed ones. */
-  removeDuplicateEvents(ex: Executor, eventIds: readonly number[]): Promise<RemovedDuplicates>
+  removeDuplicateEvents(ex: Executor, keptId: number, extraIds: readonly number[]): Promise<RemovedDuplicates>
 
   // --- audit-events ---------------------------------------------------------------------------
   /** Filtered events with a source task instance, and without (external). */
@@ -406,10 +406,14 @@ export interface RowHolder {
 export interface RemovedDuplicates {
   removed: number[]
   consumed: number[]
-  /** A consumer could still take them: newer than a consumer DAG's last asset-triggered run (before 3.4), or named by a queue row (3.4). */
+  /** Not consumed, but a consumer has a partitioned timetable, whose partition path airlock does not lock: left. */
   pending: number[]
-  /** Locked by another session (a scheduler consuming them): the group was left alone, not waited on. */
+  /** Locked by another session (a scheduler consuming them or working on a consumer DAG, another fixer): left, not waited on. */
   busy: number[]
+  /** No longer the kept event's duplicates, or the kept event is gone: left, the audit's read no longer holds. */
+  changed: number[]
+  /** Named by complete's audit row of their try: that try's events, never removed. */
+  named: number[]
 }
 
 export type EventClass =

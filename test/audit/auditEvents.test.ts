@@ -462,11 +462,12 @@ describe('airlock audit-events --fix beside a live scheduler', () => {
     for (const event of events) await knex('dagrun_asset_event').insert({dag_run_id: run.id, event_id: event})
   }
 
-  it('an event a consumer can still take (newer than its last asset-triggered run) is kept: refused_pending', async () => {
+  it('an extra a consumer could still take (no run took it yet) is removed, with the consumer DAG row held', async () => {
     await world()
     const result = await fix()
-    expect(result).toMatchObject({removed: 0, refused_pending: 1})
-    expect(await own.knex('asset_event').where({id: made.extra})).toHaveLength(1)
+    expect(result).toMatchObject({removed: 1, refused_pending: 0, skipped_busy: 0})
+    expect(await own.knex('asset_event').where({id: made.extra})).toEqual([])
+    expect(await own.knex('asset_event').where({id: made.kept})).toHaveLength(1)
   })
 
   it('a group the scheduler is consuming right now is skipped, not waited on, and the scheduler commits', async () => {

@@ -9,7 +9,7 @@ import {
   type RemovedDuplicates,
   type StoredEvent,
 } from '../airflowStore.js'
-import {eventFilterConditions, whereAll} from './fragments.js'
+import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
 
 /** The columns every event read here returns, as the driver gives them. */
 interface EventRow {
@@ -211,28 +211,130 @@ export function countEvents() {
 }
 
 /**
- * Removes duplicate events no consumer has taken and none can still take, without ever waiting on
- * a lock the scheduler holds:
- * - the rows are locked FOR UPDATE SKIP LOCKED, in id order. A scheduler inserting
- *   dagrun_asset_event for one of them holds its key (the foreign-key check): that event is busy,
- *   and the whole group is left for the next run instead of waiting (and instead of deleting an
- *   event under a scheduler that would then fail on the foreign key, 23503, not retried);
- * - consumed: a dag run took it (dagrun_asset_event), or (3.2+) the partitioned path did
- *   (partitioned_asset_key_log);
- * - pending: a consumer could still take it. Before 3.4 a consumer DAG's next asset-triggered run
- *   takes the events after its previous one's run_after (the window of
- *   `SchedulerJobRunner._create_dag_runs_asset_triggered`, airflow-core/src/airflow/jobs/
- *   scheduler_job_runner.py, 3.0–3.3; transcribed in test/conformance/scheduler.ts): an event newer than some consumer's
- *   last asset-triggered run is still in that window. Consumers are the DAGs scheduled on the
- *   asset by id, name or uri, or on an alias the event went through. From 3.4 a run takes exactly
- *   the events its queue rows name (apache/airflow #70972): an event with a queue row is pending (deleting it would also
- *   delete the row, ON DELETE CASCADE);
- * - only the rest is deleted; alias links go with it by their cascade.
+ * One duplicate group's repair, decided on what holds under its locks, never on the audit's
+ * earlier read:
+ *
+ * 1. The kept event and the extras, `FOR UPDATE SKIP LOCKED` in id order: one held by another
+ *    session (a scheduler's FK check while it records a run's events, another fixer) leaves the
+ *    group `busy`, never waited on; a kept event that is gone (another fixer removed it) leaves
+ *    the group `changed`: nothing is removed on a read that is no longer true.
+ * 2. Each extra must still be the kept event's duplicate (same source task instance, asset,
+ *    extra, partition key and aliases); one that is not is left (`changed`).
+ * 3. Evidence beats timestamps: an extra that complete's own audit row names (`log` event
+ *    `success`, `extra.airlock.event_ids`) is that try's event and is never removed (`named`);
+ *    two fixers reading at different times, or a copy stamped just after a try's last write,
+ *    cannot take the last event of a try.
+ * 4. The consumer DAG rows of the group (by asset id, name, uri, and the aliases its events went
+ *    through), `FOR KEY SHARE SKIP LOCKED`: the scheduler creates asset-triggered runs only for
+ *    DAG rows it holds `FOR UPDATE SKIP LOCKED` (`DagModel.dags_needing_dagruns`,
+ *    airflow-core/src/airflow/models/dag.py) and reads their events after taking it, so with every
+ *    consumer held it skips them this loop and sees the extras gone on the next. KEY SHARE is the
+ *    weakest mode its FOR UPDATE conflicts with, so the DAG processor's updates of those rows are
+ *    not blocked. A consumer row the scheduler holds leaves the group `busy`.
+ * 5. An extra a run consumed (`dagrun_asset_event`, 3.2+ `partitioned_asset_key_log`) is history
+ *    and stays; a pending one (not consumed yet) is deleted, its 3.4 queue rows with it (the
+ *    foreign key cascades), except when a consumer has a partitioned timetable, whose partition
+ *    path airlock does not lock (`pending`).
  */
-export function removeDuplicateEvents(capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>) {
+export function removeDuplicateEvents(
+  capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape' | 'partitionedTimetables'>,
+) {
+  const {lock, sameAsKept, named, consumers, consumed, deleteEvents} = repairStatements(capabilities)
+  const nothing = {removed: [], consumed: [], pending: [], busy: [], changed: [], named: []}
+  return async (ex: Executor, keptId: number, extraIds: readonly number[]): Promise<RemovedDuplicates> => {
+    const all = [keptId, ...extraIds]
+    const locked = (await ex.query<{id: number}>(lock([all]))).map((row) => row.id)
+    const existing = (
+      await ex.query<{id: number}>(statement('select id from asset_event where id = any($1::int[])', [all]))
+    ).map((row) => row.id)
+    // Locked by someone else (not merely deleted since the audit read it).
+    const busy = existing.filter((id) => !locked.includes(id))
+    if (busy.length > 0) return {...nothing, busy}
+    if (!locked.includes(keptId)) return {...nothing, changed: [...extraIds]}
+    const still = (
+      await ex.query<{id: number}>(sameAsKept([keptId, extraIds.filter((id) => locked.includes(id))]))
+    ).map((row) => row.id)
+    const changed = extraIds.filter((id) => !still.includes(id))
+    const namedIds = (await ex.query<{id: number}>(named([still]))).map((row) => row.id)
+    const candidates = still.filter((id) => !namedIds.includes(id))
+    if (candidates.length === 0) return {...nothing, changed, named: namedIds}
+    const [dags] = await ex.query<{wanted: number; locked: number; partitioned: boolean}>(consumers([all]))
+    if (dags!.locked < dags!.wanted) return {...nothing, busy: candidates, changed, named: namedIds}
+    const consumedIds = (await ex.query<{event_id: number}>(consumed([candidates]))).map((row) => row.event_id)
+    const unconsumed = candidates.filter((id) => !consumedIds.includes(id))
+    const pending = dags!.partitioned && dags!.wanted > 0 ? unconsumed : []
+    const removable = unconsumed.filter((id) => !pending.includes(id))
+    const rows = removable.length > 0 ? await ex.query<{id: number}>(deleteEvents([removable])) : []
+    return {
+      removed: rows.map((row) => row.id).sort((a, b) => a - b),
+      consumed: consumedIds,
+      pending,
+      busy: [],
+      changed,
+      named: namedIds,
+    }
+  }
+}
+
+/** The statements of one group's repair (see removeDuplicateEvents), per capability set. */
+function repairStatements(
+  capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape' | 'partitionedTimetables'>,
+) {
   const lock = prepared(
     'lock_events_skip_locked',
     'select id from asset_event where id = any($1::int[]) order by id for update skip locked',
+  )
+  const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
+  const sameAsKept = prepared(
+    `duplicates_of_kept${capabilities.eventPartitionKey ? '_partitioned' : ''}`,
+    `with kept as (
+       select e.*, ${partition} as partition_text, e.extra::jsonb as extra_jsonb,
+              coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') as alias_text
+         from asset_event e where e.id = $1
+     )
+     select e.id from asset_event e, kept k
+      where e.id = any($2::int[]) and e.id <> k.id
+        and e.asset_id = k.asset_id and e.source_dag_id = k.source_dag_id and e.source_run_id = k.source_run_id
+        and e.source_task_id = k.source_task_id and coalesce(e.source_map_index, -1) = coalesce(k.source_map_index, -1)
+        and e.extra::jsonb = k.extra_jsonb and ${partition} = k.partition_text
+        and coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') = k.alias_text
+      order by e.id`,
+  )
+  // complete's audit row of a try lists the events it wrote for that try (extra.airlock.event_ids).
+  const named = prepared(
+    'events_named_by_success_row',
+    `select e.id from asset_event e
+      where e.id = any($1::int[])
+        and ${namedByAirlockRow(
+          'e.id',
+          {
+            dagId: 'e.source_dag_id',
+            runId: 'e.source_run_id',
+            taskId: 'e.source_task_id',
+            mapIndex: 'coalesce(e.source_map_index, -1)',
+          },
+          ['success'],
+        )}`,
+  )
+  const consumers = prepared(
+    `lock_consumer_dags${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
+    `with wanted as (
+       select r.dag_id from asset_event e join dag_schedule_asset_reference r on r.asset_id = e.asset_id where e.id = any($1::int[])
+       union
+       select r.dag_id from asset_event e join asset a on a.id = e.asset_id join dag_schedule_asset_name_reference r on r.name = a.name where e.id = any($1::int[])
+       union
+       select r.dag_id from asset_event e join asset a on a.id = e.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri where e.id = any($1::int[])
+       union
+       select r.dag_id from asset_alias_asset_event l join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id where l.event_id = any($1::int[])
+     ), locked as (
+       select d.dag_id, ${capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'} as partitioned
+         from dag d where d.dag_id in (select dag_id from wanted)
+        order by d.dag_id
+          for key share of d skip locked
+     )
+     select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
+            (select count(*)::int from locked) as locked,
+            coalesce((select bool_or(partitioned) from locked), false) as partitioned`,
   )
   const consumed = prepared(
     capabilities.eventPartitionKey ? 'consumed_events_partitioned' : 'consumed_events',
@@ -242,44 +344,6 @@ export function removeDuplicateEvents(capabilities: Pick<Capabilities, 'eventPar
         : ''
     }`,
   )
-  const pending = prepared(
-    capabilities.queueShape === 'per_event' ? 'pending_events_per_event' : 'pending_events_window',
-    capabilities.queueShape === 'per_event'
-      ? 'select e.id from asset_event e where e.id = any($1::int[]) and exists (select 1 from asset_dag_run_queue q where q.asset_event_id = e.id)'
-      : `select e.id from asset_event e
-          where e.id = any($1::int[])
-            and exists (
-              select 1 from (
-                select r.dag_id from dag_schedule_asset_reference r where r.asset_id = e.asset_id
-                union select r.dag_id from dag_schedule_asset_alias_reference r
-                        join asset_alias_asset_event l on l.alias_id = r.alias_id where l.event_id = e.id
-                union select r.dag_id from dag_schedule_asset_name_reference r join asset a on a.name = r.name where a.id = e.asset_id
-                union select r.dag_id from dag_schedule_asset_uri_reference r join asset a on a.uri = r.uri where a.id = e.asset_id
-              ) consumer
-              where e."timestamp" > coalesce(
-                (select max(d.run_after) from dag_run d where d.dag_id = consumer.dag_id and d.run_type = 'asset_triggered'), '-infinity'))`,
-  )
   const deleteEvents = prepared('delete_events', 'delete from asset_event where id = any($1::int[]) returning id')
-  return async (ex: Executor, eventIds: readonly number[]): Promise<RemovedDuplicates> => {
-    const locked = (await ex.query<{id: number}>(lock([[...eventIds]]))).map((row) => row.id)
-    const gone = await ex.query<{id: number}>(
-      statement('select id from asset_event where id = any($1::int[])', [[...eventIds]]),
-    )
-    // Locked by someone else (not merely deleted since the audit read it).
-    const busy = gone.map((row) => row.id).filter((id) => !locked.includes(id))
-    if (busy.length > 0) return {removed: [], consumed: [], pending: [], busy}
-    const consumedIds = (await ex.query<{event_id: number}>(consumed([locked]))).map((row) => row.event_id)
-    const pendingIds = (await ex.query<{id: number}>(pending([locked])))
-      .map((row) => row.id)
-      .filter((id) => !consumedIds.includes(id))
-    const removable = locked.filter((id) => !consumedIds.includes(id) && !pendingIds.includes(id))
-    if (removable.length === 0) return {removed: [], consumed: consumedIds, pending: pendingIds, busy: []}
-    const rows = await ex.query<{id: number}>(deleteEvents([removable]))
-    return {
-      removed: rows.map((row) => row.id).sort((a, b) => a - b),
-      consumed: consumedIds,
-      pending: pendingIds,
-      busy: [],
-    }
-  }
+  return {lock, sameAsKept, named, consumers, consumed, deleteEvents}
 }

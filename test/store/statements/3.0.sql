@@ -391,22 +391,50 @@ select count(*) as n from asset_event where id = any($1::int[]);
 -- airlock_lock_events_skip_locked_b8464b4a255d
 select id from asset_event where id = any($1::int[]) order by id for update skip locked;
 
+-- airlock_duplicates_of_kept_03c81f30e3bd
+with kept as (
+  select e.*, '' as partition_text, e.extra::jsonb as extra_jsonb,
+         coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') as alias_text
+    from asset_event e where e.id = $1
+)
+select e.id from asset_event e, kept k
+ where e.id = any($2::int[]) and e.id <> k.id
+   and e.asset_id = k.asset_id and e.source_dag_id = k.source_dag_id and e.source_run_id = k.source_run_id
+   and e.source_task_id = k.source_task_id and coalesce(e.source_map_index, -1) = coalesce(k.source_map_index, -1)
+   and e.extra::jsonb = k.extra_jsonb and '' = k.partition_text
+   and coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') = k.alias_text
+ order by e.id;
+
+-- airlock_events_named_by_success_row_d186a7de5078
+select e.id from asset_event e
+  where e.id = any($1::int[])
+    and exists (
+select 1 from log l
+ where l.dag_id = e.source_dag_id and l.task_id = e.source_task_id and l.run_id = e.source_run_id and l.map_index = coalesce(e.source_map_index, -1)
+   and l.event in ('success')
+   and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end);
+
+-- airlock_lock_consumer_dags_c8400b44069c
+with wanted as (
+  select r.dag_id from asset_event e join dag_schedule_asset_reference r on r.asset_id = e.asset_id where e.id = any($1::int[])
+  union
+  select r.dag_id from asset_event e join asset a on a.id = e.asset_id join dag_schedule_asset_name_reference r on r.name = a.name where e.id = any($1::int[])
+  union
+  select r.dag_id from asset_event e join asset a on a.id = e.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri where e.id = any($1::int[])
+  union
+  select r.dag_id from asset_alias_asset_event l join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id where l.event_id = any($1::int[])
+), locked as (
+  select d.dag_id, false as partitioned
+    from dag d where d.dag_id in (select dag_id from wanted)
+   order by d.dag_id
+     for key share of d skip locked
+)
+select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
+       (select count(*)::int from locked) as locked,
+       coalesce((select bool_or(partitioned) from locked), false) as partitioned;
+
 -- airlock_consumed_events_3e4df1267b13
 select event_id from dagrun_asset_event where event_id = any($1::int[]);
-
--- airlock_pending_events_window_63e1733775ab
-select e.id from asset_event e
-where e.id = any($1::int[])
-  and exists (
-    select 1 from (
-      select r.dag_id from dag_schedule_asset_reference r where r.asset_id = e.asset_id
-      union select r.dag_id from dag_schedule_asset_alias_reference r
-              join asset_alias_asset_event l on l.alias_id = r.alias_id where l.event_id = e.id
-      union select r.dag_id from dag_schedule_asset_name_reference r join asset a on a.name = r.name where a.id = e.asset_id
-      union select r.dag_id from dag_schedule_asset_uri_reference r join asset a on a.uri = r.uri where a.id = e.asset_id
-    ) consumer
-    where e."timestamp" > coalesce(
-      (select max(d.run_after) from dag_run d where d.dag_id = consumer.dag_id and d.run_type = 'asset_triggered'), '-infinity'));
 
 -- airlock_delete_events_12ff729a7d17
 delete from asset_event where id = any($1::int[]) returning id;
