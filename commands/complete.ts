@@ -86,6 +86,14 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
         'Complete a task instance even when a consumer DAG has a partitioned timetable (Airflow 3.2+): that DAG is not queued (airlock cannot run its partition mapper) and a warning says so. By default such a task instance is rolled back (outcome unsupported_consumer).',
       helpGroup: 'WRITING',
     }),
+    downstream: Flags.boolean({
+      default: true,
+      allowNo: true,
+      summary: 'Show which consumer DAGs each item starts (--no-downstream: skip it).',
+      description:
+        'Per item, which consumer DAGs its events reach and whether each will run once it commits (their asset condition against their queue rows; paused, stale, import errors, max_active_runs), read before the row lock: one statement per item. --no-downstream skips that statement, for a bulk run where completions per second matter more.',
+      helpGroup: 'OUTPUT',
+    }),
     'allow-mapped-downstream': Flags.boolean({
       default: false,
       description:
@@ -133,6 +141,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
         strictOutlets: flags['strict-outlets'],
         allowUnqueuedConsumers: flags['allow-unqueued-consumers'],
         allowMappedDownstream: flags['allow-mapped-downstream'],
+        downstream: flags.downstream,
         defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
         endDate: flags['end-date'] ? parseEndDate(flags['end-date'], flags['force-end-date']) : null,
         forceEndDate: flags['force-end-date'],

@@ -98,6 +98,14 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       default: false,
       helpGroup: 'MODE',
     }),
+    downstream: Flags.boolean({
+      default: true,
+      allowNo: true,
+      summary: 'Show which consumer DAGs each item starts (--no-downstream: skip it).',
+      description:
+        'Per item, which consumer DAGs its events reach and whether each will run once it commits (their asset condition against their queue rows; paused, stale, import errors, max_active_runs), read before the row lock: one statement per item. --no-downstream skips that statement, for a bulk run where completions per second matter more.',
+      helpGroup: 'OUTPUT',
+    }),
     'include-unknown': Flags.boolean({
       description:
         'Missing mode: also replay for tries the database cannot tell lost from marked success (a bulk mark, or Airflow 3.0/3.1 without a worker log row); by default they are reported unknown.',
@@ -117,6 +125,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       write,
       airlockVersion: this.config.version,
       actor: flags.actor,
+      downstream: flags.downstream,
     }
     const airflow = await this.openAirflow(flags, {
       verb: 'replay-events',

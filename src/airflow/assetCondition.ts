@@ -10,13 +10,11 @@
  * Anything else (no condition, an unknown type) is false: the scheduler would not create a run.
  */
 
-/** One queue row's asset, as the evaluation needs it. */
-export interface QueuedAsset {
-  name: string
-  uri: string
-  /** The asset is in asset_active (what an `asset_ref` resolves to). */
-  active: boolean
-  /** Aliases linked to the asset (asset_alias_asset). */
+/** A consumer's queue rows, as the evaluation needs them. */
+export interface QueuedAssets {
+  /** The queued assets, each by (name, uri) and whether it is active (what an `asset_ref` resolves to). */
+  assets: ReadonlyArray<{name: string; uri: string; active: boolean}>
+  /** The aliases linked (asset_alias_asset) to any queued asset. */
   aliases: readonly string[]
 }
 
@@ -37,7 +35,7 @@ interface Encoded {
   [field: string]: unknown
 }
 
-export function evaluateCondition(encoded: unknown, queued: readonly QueuedAsset[]): ConditionResult {
+export function evaluateCondition(encoded: unknown, {assets: queued, aliases}: QueuedAssets): ConditionResult {
   const leaves: string[] = []
   const satisfied: string[] = []
   const missing: string[] = []
@@ -68,10 +66,7 @@ export function evaluateCondition(encoded: unknown, queued: readonly QueuedAsset
               queued.some((q) => q.active && q.uri === fields.uri),
             )
       case 'asset_alias':
-        return leaf(
-          `alias ${text(fields.name)}`,
-          queued.some((q) => q.aliases.includes(text(fields.name))),
-        )
+        return leaf(`alias ${text(fields.name)}`, aliases.includes(text(fields.name)))
       case 'asset_all':
       case 'asset_any': {
         // Every child is visited (no short cut), so every leaf is counted.
@@ -84,4 +79,23 @@ export function evaluateCondition(encoded: unknown, queued: readonly QueuedAsset
   }
   const met = encoded !== undefined && encoded !== null && visit(encoded)
   return {met, leaves, satisfied, waitingFor: met ? [] : missing}
+}
+
+/** The names and uris an encoded condition's assets and refs mention: the queue rows that can matter to it. */
+export function conditionAssets(encoded: unknown): {names: string[]; uris: string[]} {
+  const names = new Set<string>()
+  const uris = new Set<string>()
+  const visit = (node: unknown) => {
+    const n = (node ?? {}) as Encoded
+    const fields = n.__var ?? n
+    if (n.__type === 'asset' || n.__type === 'asset_ref') {
+      if (typeof fields.name === 'string') names.add(fields.name)
+      if (typeof fields.uri === 'string') uris.add(fields.uri)
+    }
+    if (n.__type === 'asset_all' || n.__type === 'asset_any') {
+      for (const child of (fields.objects as unknown[] | undefined) ?? []) visit(child)
+    }
+  }
+  visit(encoded)
+  return {names: [...names], uris: [...uris]}
 }

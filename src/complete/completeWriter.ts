@@ -64,6 +64,8 @@ export interface CompleteSettings {
   allowUnqueuedConsumers?: boolean
   /** Complete even when a mapped task downstream cannot expand without this task's return value (it will end upstream_failed). */
   allowMappedDownstream?: boolean
+  /** The downstream preview of each item (--no-downstream: off). Default on. */
+  downstream?: boolean
   /** JSON text of the extra for events without one of their own. */
   defaultExtra: string
   endDate: Date | null
@@ -161,7 +163,7 @@ export function completeWriter(
           clear,
         ),
       )
-      const queued = await queueEventConsumers(store, tx, ti, emitted)
+      const queued = await queueEventConsumers(store, tx, ti, emitted, {downstream: settings.downstream ?? true})
       return {...queued, warnings: [...queued.warnings, ...(clear?.warnings ?? [])], logId, clear, stateCleared}
     },
     decideAfterRegistering: (registration) => refuseAfterRegistering(settings, registration),

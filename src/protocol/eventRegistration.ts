@@ -239,6 +239,7 @@ export async function queueEventConsumers(
   tx: Executor,
   ti: TaskInstanceContext,
   emitted: EmittedEvents,
+  options: {downstream: boolean} = {downstream: true},
 ): Promise<Registration> {
   const {events: inserted, aliasesOfEvent} = emitted
   const warnings = [...emitted.warnings]
@@ -268,6 +269,7 @@ export async function queueEventConsumers(
 
   // The downstream preview: read after this item's queue rows, before the lock (one statement).
   const aliasIds = [...new Set([...aliasesOfEvent.values()].flat())]
+  if (!options.downstream) return {events: inserted, consumers, warnings, downstream: []}
   const downstream = downstreamOf(
     await store.readDownstream(tx, [...new Set(inserted.map((e) => e.assetId))], aliasIds),
   )

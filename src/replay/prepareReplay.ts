@@ -63,6 +63,8 @@ export interface ReplayRequest {
   write: WriteOptions
   airlockVersion: string
   actor?: string | undefined
+  /** The downstream preview of each missing-mode item (--no-downstream: off). Default on. */
+  downstream?: boolean | undefined
 }
 
 /**
@@ -136,6 +138,7 @@ export async function prepareReplay(
     defaultExtra: request.defaultExtra,
     airlockVersion: request.airlockVersion,
     actor: request.actor,
+    downstream: request.downstream,
     ...request.accepts,
   })
   return {

@@ -25,6 +25,8 @@ export interface ReplaySettings {
   includeMarkedSuccess?: boolean | undefined
   /** Replay for tries the database cannot tell lost from deliberate (--include-unknown). */
   includeUnknown?: boolean | undefined
+  /** The downstream preview of each item (--no-downstream: off). Default on. */
+  downstream?: boolean | undefined
 }
 
 type ReplayRegistration = Registration & {missing: number[]; logId: number | null; refused: ReplayOutcome | null}
@@ -78,7 +80,13 @@ export function replayMissingWriter(
         replayLogEvent,
         JSON.stringify(extra),
       )
-      const registration = await queueEventConsumers(store, tx, ti, {events, aliasesOfEvent: new Map(), warnings: []})
+      const registration = await queueEventConsumers(
+        store,
+        tx,
+        ti,
+        {events, aliasesOfEvent: new Map(), warnings: []},
+        {downstream: settings.downstream ?? true},
+      )
       return {...registration, missing, logId, refused: null}
     },
     decideAfterRegistering(registration) {

@@ -1,4 +1,4 @@
-import type {QueuedAsset} from '../airflow/assetCondition.js'
+import type {QueuedAssets} from '../airflow/assetCondition.js'
 import type {EventLine} from '../airflow/eventLine.js'
 import type {Capabilities, PrimaryKeys, SchemaShape} from '../airflow/schema.js'
 import type {StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
@@ -207,8 +207,8 @@ export interface DownstreamFacts {
   partitioned: boolean
   /** `dag.timetable.__var.asset_condition` of its latest serialized DAG; undefined without one. */
   condition: unknown
-  /** The assets of its queue rows (this completion's included). */
-  queued: QueuedAsset[]
+  /** Its queue rows' assets and their aliases (this completion's included). */
+  queued: QueuedAssets
 }
 
 export interface LockedTaskInstance {

@@ -99,6 +99,39 @@ describe('downstream preview', () => {
     ])
   })
 
+  it('one process, one item after another: the second reads the condition it cached and the rows the first committed', async () => {
+    await world()
+    const result = await cli('complete', '--dag-id', 'etl', '--concurrency', '1', '--ndjson', '--yes')
+    expect(result.code).toBe(0)
+    const items = result.stdout
+      .trim()
+      .split('\n')
+      .map(
+        (line) =>
+          JSON.parse(line) as {
+            type: string
+            task_id?: string
+            downstream?: Array<{dag_id: string; ready: boolean; waiting_for: string[]}>
+          },
+      )
+      // In the order they finished: one after the other.
+      .filter((line) => line.type === 'item')
+    const report = (item: (typeof items)[number]) => item.downstream!.find((dag) => dag.dag_id === 'report')!
+    const other = items[0]!.task_id === 'task_1' ? 'etl.task_2.out_1' : 'etl.task_1.out_1'
+    expect(report(items[0]!)).toMatchObject({ready: false, waiting_for: [other]})
+    expect(report(items[1]!)).toMatchObject({ready: true, waiting_for: []})
+  })
+
+  it('--no-downstream: no preview statement, no downstream in the items, no section', async () => {
+    await world()
+    const result = await cli('complete', '--dag-id', 'etl', '--no-downstream', '--json', '--yes')
+    expect(result.code).toBe(0)
+    const {result: report} = envelope(result) as {result: {items: Array<{downstream: unknown[]}>; downstream?: unknown}}
+    expect(report.items.map((item) => item.downstream)).toEqual([[], []])
+    const human = await cli('complete', '--dag-id', 'etl', '--from-state', 'success', '--no-downstream', '--dry-run')
+    expect(human.stdout).not.toContain('Downstream')
+  })
+
   it('replay-events: the missing events it would write show the same preview', async () => {
     const w = await scenario(db.knex)
       .producer('etl', {tasks: 2, outlets: 1, state: 'success', emitted: true, workerLog: true})

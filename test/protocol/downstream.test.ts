@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {evaluateCondition, type QueuedAsset} from '../../src/airflow/assetCondition.js'
+import {evaluateCondition, type QueuedAssets} from '../../src/airflow/assetCondition.js'
 import {DownstreamFold, downstreamOf} from '../../src/protocol/downstream.js'
 import type {DownstreamFacts} from '../../src/store/airflowStore.js'
 
@@ -15,55 +15,66 @@ const asset = (name: string, uri = `s3://lake/${name}`) => ({
 })
 const all = (...objects: unknown[]) => ({__type: 'asset_all', __var: {objects}})
 const any = (...objects: unknown[]) => ({__type: 'asset_any', __var: {objects}})
-const queued = (name: string, extra: Partial<QueuedAsset> = {}): QueuedAsset => ({
+interface Queued {
+  name: string
+  uri: string
+  active: boolean
+  aliases: string[]
+}
+const queued = (name: string, extra: Partial<Queued> = {}): Queued => ({
   name,
   uri: `s3://lake/${name}`,
   active: true,
   aliases: [],
   ...extra,
 })
+/** Queue rows as the store returns them: the assets, and the aliases linked to any of them. */
+const rows = (list: Queued[]): QueuedAssets => ({
+  assets: list.map(({name, uri, active}) => ({name, uri, active})),
+  aliases: [...new Set(list.flatMap((q) => q.aliases))],
+})
 
 describe('evaluateCondition', () => {
   it('AND: met only when every asset is queued; waits for the missing ones', () => {
-    expect(evaluateCondition(all(asset('a'), asset('b')), [queued('a')])).toEqual({
+    expect(evaluateCondition(all(asset('a'), asset('b')), rows([queued('a')]))).toEqual({
       met: false,
       leaves: ['a', 'b'],
       satisfied: ['a'],
       waitingFor: ['b'],
     })
-    expect(evaluateCondition(all(asset('a'), asset('b')), [queued('a'), queued('b')]).met).toBe(true)
+    expect(evaluateCondition(all(asset('a'), asset('b')), rows([queued('a'), queued('b')])).met).toBe(true)
   })
 
   it('OR nested in AND: one side of the OR is enough', () => {
     const condition = all(asset('a'), any(asset('b'), asset('c')))
-    expect(evaluateCondition(condition, [queued('a'), queued('c')])).toMatchObject({met: true, waitingFor: []})
-    expect(evaluateCondition(condition, [queued('a')])).toMatchObject({met: false, waitingFor: ['b', 'c']})
+    expect(evaluateCondition(condition, rows([queued('a'), queued('c')]))).toMatchObject({met: true, waitingFor: []})
+    expect(evaluateCondition(condition, rows([queued('a')]))).toMatchObject({met: false, waitingFor: ['b', 'c']})
   })
 
   it('an asset matches by name and uri together, never by name alone', () => {
-    expect(evaluateCondition(asset('a'), [queued('a', {uri: 's3://elsewhere/a'})]).met).toBe(false)
+    expect(evaluateCondition(asset('a'), rows([queued('a', {uri: 's3://elsewhere/a'})])).met).toBe(false)
   })
 
   it('Asset.ref resolves by name or uri to an active asset only', () => {
     const byName = {__type: 'asset_ref', __var: {name: 'a'}}
     const byUri = {__type: 'asset_ref', __var: {uri: 's3://lake/a'}}
-    expect(evaluateCondition(byName, [queued('a')])).toMatchObject({met: true, satisfied: ['Asset.ref(name=a)']})
-    expect(evaluateCondition(byUri, [queued('a')]).met).toBe(true)
-    expect(evaluateCondition(byName, [queued('a', {active: false})]).met).toBe(false)
+    expect(evaluateCondition(byName, rows([queued('a')]))).toMatchObject({met: true, satisfied: ['Asset.ref(name=a)']})
+    expect(evaluateCondition(byUri, rows([queued('a')])).met).toBe(true)
+    expect(evaluateCondition(byName, rows([queued('a', {active: false})])).met).toBe(false)
   })
 
   it('an alias is met by any queued asset linked to it', () => {
     const alias = {__type: 'asset_alias', __var: {name: 'daily', group: ''}}
-    expect(evaluateCondition(alias, [queued('a', {aliases: ['daily']})])).toMatchObject({
+    expect(evaluateCondition(alias, rows([queued('a', {aliases: ['daily']})]))).toMatchObject({
       met: true,
       satisfied: ['alias daily'],
     })
-    expect(evaluateCondition(alias, [queued('a')]).met).toBe(false)
+    expect(evaluateCondition(alias, rows([queued('a')])).met).toBe(false)
   })
 
   it('no condition, or one of an unknown type, is never met', () => {
-    expect(evaluateCondition(undefined, [queued('a')]).met).toBe(false)
-    expect(evaluateCondition({__type: 'something_new'}, [queued('a')]).met).toBe(false)
+    expect(evaluateCondition(undefined, rows([queued('a')])).met).toBe(false)
+    expect(evaluateCondition({__type: 'something_new'}, rows([queued('a')])).met).toBe(false)
   })
 })
 
@@ -76,7 +87,7 @@ const facts = (dagId: string, extra: Partial<DownstreamFacts> = {}): DownstreamF
   activeRuns: 0,
   partitioned: false,
   condition: all(asset('a'), asset('b')),
-  queued: [queued('a'), queued('b')],
+  queued: rows([queued('a'), queued('b')]),
   ...extra,
 })
 
@@ -90,10 +101,10 @@ describe('downstreamOf', () => {
   it('paused, stale and import errors block whatever the condition; max_active_runs only a met one', () => {
     const [paused, stale, broken, busy, waiting] = downstreamOf([
       facts('paused', {paused: true}),
-      facts('stale', {stale: true, queued: [queued('a')]}),
+      facts('stale', {stale: true, queued: rows([queued('a')])}),
       facts('broken', {importErrors: true}),
       facts('busy', {activeRuns: 16}),
-      facts('waiting', {activeRuns: 16, queued: [queued('a')]}),
+      facts('waiting', {activeRuns: 16, queued: rows([queued('a')])}),
     ])
     expect(paused).toMatchObject({ready: false, blocked_by: 'paused'})
     expect(stale).toMatchObject({ready: false, blocked_by: 'stale', waiting_for: ['b']})
@@ -114,9 +125,9 @@ describe('downstreamOf', () => {
 describe('DownstreamFold', () => {
   it('one line per consumer; items that together satisfy every asset make it ready (a dry run sees each alone)', () => {
     const fold = new DownstreamFold()
-    const [first] = downstreamOf([facts('report', {queued: [queued('a')]})])
-    const [second] = downstreamOf([facts('report', {queued: [queued('b')]})])
-    const [other] = downstreamOf([facts('weekly', {queued: [queued('a')]})])
+    const [first] = downstreamOf([facts('report', {queued: rows([queued('a')])})])
+    const [second] = downstreamOf([facts('report', {queued: rows([queued('b')])})])
+    const [other] = downstreamOf([facts('weekly', {queued: rows([queued('a')])})])
     fold.add([first!, other!])
     fold.add([second!])
     expect(fold.summary()).toEqual([

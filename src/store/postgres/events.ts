@@ -9,7 +9,7 @@ import {
   type RemovedDuplicates,
   type StoredEvent,
 } from '../airflowStore.js'
-import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
+import {consumerDagsOf, eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
 
 /** The columns every event read here returns, as the driver gives them. */
 interface EventRow {
@@ -319,13 +319,10 @@ function repairStatements(
   const consumers = prepared(
     `lock_consumer_dags${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
     `with wanted as (
-       select r.dag_id from asset_event e join dag_schedule_asset_reference r on r.asset_id = e.asset_id where e.id = any($1::int[])
-       union
-       select r.dag_id from asset_event e join asset a on a.id = e.asset_id join dag_schedule_asset_name_reference r on r.name = a.name where e.id = any($1::int[])
-       union
-       select r.dag_id from asset_event e join asset a on a.id = e.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri where e.id = any($1::int[])
-       union
-       select r.dag_id from asset_alias_asset_event l join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id where l.event_id = any($1::int[])
+       ${consumerDagsOf(
+         'array(select e.asset_id from asset_event e where e.id = any($1::int[]))',
+         'array(select l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]))',
+       )}
      ), locked as (
        select d.dag_id, ${capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'} as partitioned
          from dag d where d.dag_id in (select dag_id from wanted)

@@ -196,3 +196,19 @@ export function noEventOfThisTry(on: TryKey & {assetId: string; earliest: string
 
 export const whereAll = (conditions: readonly string[]) =>
   conditions.length > 0 ? `where ${conditions.join(' and ')}` : ''
+
+/**
+ * The consumer DAGs of some assets and aliases, by every reference Airflow schedules on: asset id
+ * (dag_schedule_asset_reference), name, uri, and alias (dag_schedule_asset_alias_reference), as
+ * `AssetManager.register_asset_change` collects them (airflow-core/src/airflow/assets/manager.py).
+ * One `dag_id` column, distinct. The downstream preview and the duplicate repair read the same set.
+ */
+export function consumerDagsOf(assetIds: string, aliasIds: string): string {
+  return `select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any(${assetIds})
+       union
+       select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any(${aliasIds})
+       union
+       select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any(${assetIds})
+       union
+       select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any(${assetIds})`
+}

@@ -184,31 +184,47 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued';
 
--- airlock_downstream_58123a358c63
-with consumer as (
-  select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
+-- airlock_downstream_723730abf23c
+with consumer as materialized (
+  -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
+  select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
   union
   select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any($2::int[])
   union
   select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any($1::int[])
   union
-  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any($1::int[])
+  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any($1::int[]))
 )
 select d.dag_id, coalesce(d.is_paused, false) as paused, coalesce(d.is_stale, false) as stale,
        coalesce(d.has_import_errors, false) as import_errors, d.max_active_runs,
        (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
        false as partitioned,
-       sd.data -> 'dag' -> 'timetable' as timetable, case when sd.data is null then sd.data_compressed end as data_compressed,
-       coalesce((select json_agg(json_build_object(
-                   'name', a.name, 'uri', a.uri, 'active', aa.name is not null,
-                   'aliases', coalesce((select json_agg(al.name order by al.name) from asset_alias_asset l join asset_alias al on al.id = l.alias_id where l.asset_id = a.id), '[]'::json))
-                 order by a.name, a.uri)
-                   from (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q
-                   join asset a on a.id = q.asset_id
-                   left join asset_active aa on aa.name = a.name and aa.uri = a.uri), '[]'::json) as queued
-  from consumer c
-  join dag d on d.dag_id = c.dag_id
-  left join lateral (select s.data, s.data_compressed from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1) as sd on true
+       sd.dag_hash, sd.timetable, sd.data_compressed,
+       queued.names, queued.uris, queued.active,
+       -- From the alias links (few), each checked against the DAG's queue by its key.
+       array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+              where exists (select 1 from asset_dag_run_queue q where q.target_dag_id = d.dag_id and q.asset_id = l.asset_id)
+              order by 1) as aliases
+  from consumer d
+  -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
+  -- parses the whole document (a json column), megabytes for a large DAG.
+  left join lateral (
+    select s.dag_hash,
+           case when s.dag_hash = any($3::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
+           case when s.dag_hash = any($3::text[]) or s.data is not null then null else s.data_compressed end as data_compressed
+      from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
+  ) as sd on true
+  -- Three arrays rather than one JSON object per queued asset: a consumer of hundreds of
+  -- assets costs a fraction as much to build and to parse.
+  cross join lateral (
+    select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
+           coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
+      from (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q
+      join asset a on a.id = q.asset_id
+      left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+     -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
+     where not coalesce(sd.dag_hash = any($3::text[]), false) or a.name = any($4::text[]) or a.uri = any($5::text[])
+  ) as queued
  order by d.dag_id;
 
 -- airlock_insert_log_4d18242dc1d2
@@ -414,15 +430,15 @@ select 1 from log l
    and l.event in ('success')
    and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end);
 
--- airlock_lock_consumer_dags_c8400b44069c
+-- airlock_lock_consumer_dags_dace4593c57a
 with wanted as (
-  select r.dag_id from asset_event e join dag_schedule_asset_reference r on r.asset_id = e.asset_id where e.id = any($1::int[])
+  select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
   union
-  select r.dag_id from asset_event e join asset a on a.id = e.asset_id join dag_schedule_asset_name_reference r on r.name = a.name where e.id = any($1::int[])
+  select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any(array(select l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[])))
   union
-  select r.dag_id from asset_event e join asset a on a.id = e.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri where e.id = any($1::int[])
+  select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
   union
-  select r.dag_id from asset_alias_asset_event l join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id where l.event_id = any($1::int[])
+  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
 ), locked as (
   select d.dag_id, false as partitioned
     from dag d where d.dag_id in (select dag_id from wanted)
