@@ -1,3 +1,4 @@
+import {lineageSettings} from '../src/lineage/settings.js'
 import {Flags} from '@oclif/core'
 
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
@@ -98,6 +99,18 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       default: false,
       helpGroup: 'MODE',
     }),
+    'openlineage-url': Flags.string({
+      summary: 'Missing mode: send each replayed task instance an OpenLineage COMPLETE (default: OPENLINEAGE_URL).',
+      description:
+        "After each replayed task instance commits, the COMPLETE RunEvent Airflow's OpenLineage provider would have sent for that try, naming the replayed assets as outputs. Default: OPENLINEAGE_URL. See docs/lineage.md.",
+      helpGroup: 'OUTPUT',
+    }),
+    lineage: Flags.boolean({
+      default: true,
+      allowNo: true,
+      summary: 'Send OpenLineage COMPLETE events when a backend is configured (--no-lineage: never).',
+      helpGroup: 'OUTPUT',
+    }),
     downstream: Flags.boolean({
       default: true,
       allowNo: true,
@@ -126,6 +139,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       airlockVersion: this.config.version,
       actor: flags.actor,
       downstream: flags.downstream,
+      lineage: lineageSettings({openlineageUrl: flags['openlineage-url'], lineage: flags.lineage}),
     }
     const airflow = await this.openAirflow(flags, {
       verb: 'replay-events',

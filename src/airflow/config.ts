@@ -48,6 +48,23 @@ export function readAirflowSetting(option: AirflowOption, env: NodeJS.ProcessEnv
   return {value: option.default, source: `Airflow's default (not in ${variable} or ${file})`}
 }
 
+/**
+ * A string option as Airflow's `conf.get(section, key, fallback="")` reads it: the
+ * `AIRFLOW__SECTION__KEY` variable, then airflow.cfg, else undefined (the caller's fallback).
+ */
+export function readAirflowString(
+  section: string,
+  key: string,
+  env: NodeJS.ProcessEnv = process.env,
+): {value: string; source: string} | undefined {
+  const variable = `AIRFLOW__${section.toUpperCase().replaceAll('.', '_')}__${key.toUpperCase()}`
+  const fromEnv = env[variable]
+  if (fromEnv !== undefined) return {value: fromEnv, source: variable}
+  const file = configFile(env)
+  const fromFile = readOption(file, {section, key, default: false})
+  return fromFile === undefined ? undefined : {value: fromFile, source: file}
+}
+
 function configFile(env: NodeJS.ProcessEnv): string {
   if (env.AIRFLOW_CONFIG) return expandHome(env.AIRFLOW_CONFIG)
   return path.join(expandHome(env.AIRFLOW_HOME ?? '~/airflow'), 'airflow.cfg')

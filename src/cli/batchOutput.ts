@@ -30,6 +30,9 @@ export class BatchOutput<J extends ItemLike> {
   /** The downstream preview of every item, one entry per consumer DAG. */
   private readonly downstream = new DownstreamFold()
   private sawDownstream = false
+  /** What became of each committed item's OpenLineage COMPLETE: sent, failed, would_send, disabled. */
+  private readonly lineage = new Map<string, number>()
+  private firstLineageFailure: string | undefined
 
   constructor(
     private readonly mode: OutputMode,
@@ -50,6 +53,12 @@ export class BatchOutput<J extends ItemLike> {
     if (previews) {
       this.sawDownstream = true
       this.downstream.add(previews)
+    }
+    const lineage = (json as {lineage?: string}).lineage
+    if (lineage) {
+      const kind = lineage.startsWith('failed') ? 'failed' : lineage
+      this.lineage.set(kind, (this.lineage.get(kind) ?? 0) + 1)
+      if (kind === 'failed') this.firstLineageFailure ??= lineage
     }
     if (this.mode === 'ndjson') this.emit(line)
     else if (this.mode === 'json') this.kept.push(json)
@@ -75,13 +84,23 @@ export class BatchOutput<J extends ItemLike> {
     this.progress.stop()
     const summary = tally.summary(dryRun)
     const downstream = this.sawDownstream ? this.downstream.summary() : undefined
-    const line = JSON.stringify({type: 'summary', ...summary, interrupted, ...(downstream ? {downstream} : {})})
+    const lineage = this.lineage.size > 0 ? Object.fromEntries(this.lineage) : undefined
+    const line = JSON.stringify({
+      type: 'summary',
+      ...summary,
+      interrupted,
+      ...(lineage ? {lineage} : {}),
+      ...(downstream ? {downstream} : {}),
+    })
     if (this.mode === 'ndjson') this.emit(line)
     this.sink?.write(line)
     return {
       summary,
       items: this.kept,
       ...(downstream ? {downstream} : {}),
+      ...(lineage
+        ? {lineage, ...(this.firstLineageFailure ? {lineage_first_failure: this.firstLineageFailure} : {})}
+        : {}),
       ...(this.omitted ? {omitted: this.omitted} : {}),
       ...(interrupted ? {interrupted} : {}),
       ...(this.sink ? {output_file: this.sink.path} : {}),

@@ -68,6 +68,9 @@ export interface BatchReport<J = ItemJson> {
   interrupted?: boolean
   /** Every consumer DAG the batch's events reach, as the scheduler's next step will see them. */
   downstream?: DownstreamSummary[]
+  /** Committed items' OpenLineage COMPLETE events by what became of them (sent, failed, would_send, disabled). */
+  lineage?: Record<string, number>
+  lineage_first_failure?: string
 }
 
 /** Items of an event-level replay (by id, from a file): where each came from and what it became. */
@@ -150,6 +153,16 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
       `${counts.join(', ') || 'nothing to do'}; ${s.events_created} events, ${s.runs_queued} queue rows.` +
       (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
   )
+  if (report.lineage && !('disabled' in report.lineage && Object.keys(report.lineage).length === 1)) {
+    const counts = Object.entries(report.lineage).map(([kind, n]) => `${n} ${kind.replace('_', ' ')}`)
+    parts.push(
+      `OpenLineage COMPLETE events: ${counts.join(', ')}` +
+        (report.lineage_first_failure
+          ? ` (first failure: ${report.lineage_first_failure}; the completions stand)`
+          : '') +
+        '.',
+    )
+  }
   if (report.downstream && report.downstream.length > 0) parts.push(renderDownstream(report.downstream, s.dry_run))
   return parts.join('\n\n')
 }

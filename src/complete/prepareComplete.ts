@@ -1,6 +1,8 @@
 import {runBatch} from '../batch/pool.js'
 import type {PreparedBatch, WriteOptions} from '../batch/prepared.js'
 import {Tally} from '../batch/tally.js'
+import {LineageSender} from '../lineage/lineage.js'
+import type {LineageSettings} from '../lineage/settings.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
@@ -16,6 +18,8 @@ export interface CompleteRequest {
   /** What a completion writes; --continue-run follows the database's release. */
   settings: Omit<CompleteSettings, 'continueRun'> & {continueRun?: boolean | undefined}
   write: WriteOptions
+  /** Where each committed item's OpenLineage COMPLETE goes (after its commit); absent: not asked about. */
+  lineage?: LineageSettings | undefined
   /** Benchmark only: Airflow's lock-first order through this same code. */
   order?: ProtocolOptions['order']
 }
@@ -54,9 +58,15 @@ export async function prepareComplete(
         lockWaits,
       }
       const tally = new Tally(completeOutcomes)
+      const lineage = request.lineage
+        ? new LineageSender(airflow, request.lineage, request.settings.airlockVersion, 'completed')
+        : undefined
       const {interrupted} = await runBatch(
         source.items,
-        (item: WorkItem) => runProtocol(airflow, item.ref, {outletEvents: item.outletEvents}, writer, options),
+        async (item: WorkItem) => {
+          const result = await runProtocol(airflow, item.ref, {outletEvents: item.outletEvents}, writer, options)
+          return lineage ? lineage.finish(result) : result
+        },
         {
           concurrency: write.concurrency,
           shouldStop,

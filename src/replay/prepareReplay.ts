@@ -4,6 +4,8 @@ import {runBatch} from '../batch/pool.js'
 import type {BatchHooks, PreparedBatch, WriteOptions} from '../batch/prepared.js'
 import {Tally} from '../batch/tally.js'
 import {ExitCode} from '../exitCodes.js'
+import {LineageSender} from '../lineage/lineage.js'
+import type {LineageSettings} from '../lineage/settings.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
@@ -63,6 +65,8 @@ export interface ReplayRequest {
   write: WriteOptions
   airlockVersion: string
   actor?: string | undefined
+  /** Where each replayed item's OpenLineage COMPLETE goes (after its commit; missing mode). */
+  lineage?: LineageSettings | undefined
   /** The downstream preview of each missing-mode item (--no-downstream: off). Default on. */
   downstream?: boolean | undefined
 }
@@ -148,7 +152,12 @@ export async function prepareReplay(
     prompt: {action: 'replay the missing events of', noun: 'task instances'},
     explicit: mode.selection.tiIds.length > 0,
     warnings: source.warnings ?? [],
-    run: (hooks) => replayMissing(airflow, write, writer, source, checkpoint, hooks),
+    run: (hooks) => {
+      const lineage = request.lineage
+        ? new LineageSender(airflow, request.lineage, request.airlockVersion, 'replayed')
+        : undefined
+      return replayMissing(airflow, write, writer, source, checkpoint, hooks, lineage)
+    },
   }
 }
 
@@ -160,6 +169,7 @@ async function replayMissing(
   source: ItemSource,
   checkpoint: Checkpoint,
   {shouldStop, onItem, lockWaits}: BatchHooks<ItemJson | EventItemJson, ReplayOutcomeName>,
+  lineage: LineageSender | undefined,
 ) {
   const tally = new Tally(replayOutcomes)
   const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
@@ -173,7 +183,7 @@ async function replayMissing(
         lockWaits,
       })
       await checkpoint.finish(sequence, result.result.outcome !== 'failed')
-      return result
+      return lineage ? lineage.finish(result) : result
     },
     {
       concurrency: write.concurrency,

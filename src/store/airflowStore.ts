@@ -68,6 +68,8 @@ export interface AirflowStore extends CatalogStore {
    * decide whether it creates a run (one statement).
    */
   readDownstream(ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]): Promise<DownstreamFacts[]>
+  /** After a commit: what the task instance's OpenLineage COMPLETE event is built from. */
+  readLineageFacts(ex: Executor, tiId: string): Promise<LineageRow | undefined>
   /** A row of Airflow's audit `log`. */
   insertLogRow(ex: Executor, subject: LogSubject, event: string, extra: string): Promise<{logId: number}>
   /** How a writer learns, after a lost COMMIT, whether its transaction landed. */
@@ -192,6 +194,19 @@ export interface CatalogStore {
     tuple: number,
   ): Promise<(TaskInstanceKey & {id: string}) | undefined>
   findTaskInstancesById(ex: Executor, ids: readonly string[]): Promise<Array<TaskInstanceKey & {id: string}>>
+}
+
+/** A committed task instance as its OpenLineage COMPLETE event needs it (instants in epoch microseconds). */
+export interface LineageRow {
+  dagId: string
+  taskId: string
+  mapIndex: number
+  tryNumber: number
+  endMicros: bigint | null
+  runMicros: bigint
+  clearNumber: number
+  confOpenLineage: Record<string, unknown> | null
+  outputs: Array<{name: string; uri: string}>
 }
 
 /** A consumer DAG as the scheduler's asset-triggered step sees it. */

@@ -24,6 +24,7 @@ const rank: Record<string, number> = {
   protocol: 5,
   batch: 6,
   report: 6,
+  lineage: 6,
   complete: 7,
   replay: 7,
   audit: 7,

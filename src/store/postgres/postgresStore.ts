@@ -14,6 +14,7 @@ import {
 } from './clear.js'
 import {postgresCatalog} from './catalog.js'
 import {readDownstream} from './downstream.js'
+import {readLineageFacts} from './lineage.js'
 import {countEventSources, readQueueOrphans, streamClassifiedEvents} from './eventAudit.js'
 import {
   countEvents,
@@ -71,6 +72,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     insertAliasEventLinks: insertAliasEventLinks(),
     queueConsumers: queueConsumers(capabilities),
     readDownstream: readDownstream(capabilities),
+    readLineageFacts: readLineageFacts(),
     insertLogRow: insertLogRow(),
     logRowExists: logRowExists(),
     readMissingOutlets: readMissingOutlets(),

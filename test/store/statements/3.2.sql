@@ -227,6 +227,22 @@ select d.dag_id, coalesce(d.is_paused, false) as paused, coalesce(d.is_stale, fa
   ) as queued
  order by d.dag_id;
 
+-- airlock_lineage_facts_1914d52b024c
+select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
+      (extract(epoch from ti.end_date) * 1000000)::bigint::text as end_micros,
+      (extract(epoch from coalesce(dr.logical_date, dr.run_after)) * 1000000)::bigint::text as run_micros,
+      dr.clear_number,
+      case when jsonb_typeof(dr.conf::jsonb -> 'openlineage') = 'object' then dr.conf::jsonb -> 'openlineage' end as conf_openlineage,
+      coalesce((select json_agg(json_build_object('name', a.name, 'uri', a.uri) order by e.id)
+                  from asset_event e join asset a on a.id = e.asset_id
+                 where e.id in (select (jsonb_array_elements_text(l.extra::jsonb -> 'airlock' -> 'event_ids'))::int
+                                  from log l
+                                 where l.dag_id = ti.dag_id and l.task_id = ti.task_id and l.run_id = ti.run_id
+                                   and l.map_index = ti.map_index and l.try_number = ti.try_number
+                                   and l.event in ('success', 'airlock.replay-events') and l.extra like '{%"airlock"%')), '[]'::json) as outputs
+ from task_instance ti join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
+where ti.id = $1::uuid;
+
 -- airlock_insert_log_4d18242dc1d2
 insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
 values (clock_timestamp(), $1, $2, $3, $4::int, $5::int, $6, $7::timestamptz, $8, $9)

@@ -1,0 +1,135 @@
+import {generateStaticUuid, pythonIsoformat, type MicroInstant} from './staticUuid.js'
+
+/** What the database says about a committed task instance, for its COMPLETE event. */
+export interface LineageFacts {
+  dagId: string
+  taskId: string
+  mapIndex: number
+  tryNumber: number
+  /** task_instance.end_date, as recorded. */
+  endDate: MicroInstant
+  /** The dag run's logical_date, or its run_after when it has none (Airflow 3 manual and asset runs). */
+  runInstant: MicroInstant
+  clearNumber: number
+  /** dag_run.conf["openlineage"], when it is an object. */
+  confOpenLineage: Record<string, unknown> | null
+  /** The assets of the events airlock wrote for this try, in event order. */
+  outputs: Array<{name: string; uri: string}>
+}
+
+export interface LineageIdentity {
+  namespace: string
+  airlockVersion: string
+}
+
+const specUrl = 'https://openlineage.io/spec'
+export const producer = 'https://github.com/airflow-airlock/airlock'
+
+/**
+ * The COMPLETE RunEvent Airflow's OpenLineage provider would have sent for this try, built from
+ * the database (apache/airflow providers/openlineage: plugins/listener.py
+ * `_on_task_instance_manual_state_change` and `on_task_instance_success`, plugins/adapter.py
+ * `build_task_instance_run_id`, `build_dag_run_id`, `complete_task`, utils/utils.py
+ * `get_task_parent_run_facet`):
+ *
+ * - run.runId: `generate_static_uuid(logical_date or run_after,
+ *   f"{namespace}.{dag_id}.{task_id}.{try_number}.{map_index}")`, the id the worker's START used;
+ * - the parent facet: the dag run (`generate_static_uuid(same instant,
+ *   f"{namespace}.{dag_id}.{clear_number}")`, job `{namespace, dag_id}`), its root the dag run too
+ *   unless `dag_run.conf["openlineage"]` names a complete root (rootParentRunId,
+ *   rootParentJobNamespace, rootParentJobName) or, failing that, a complete parent;
+ * - job `{namespace, "{dag_id}.{task_id}"}` with the job-type facet (BATCH, AIRFLOW, TASK);
+ * - eventTime: the recorded end_date, as Python's isoformat writes it;
+ * - outputs: the assets airlock wrote events for (see datasetOf);
+ * - a processing_engine facet naming airlock, so nobody takes it for the worker's event.
+ */
+export function completeEvent(facts: LineageFacts, identity: LineageIdentity): Record<string, unknown> {
+  const {namespace} = identity
+  const runId = generateStaticUuid(
+    facts.runInstant,
+    `${namespace}.${facts.dagId}.${facts.taskId}.${facts.tryNumber}.${facts.mapIndex}`,
+  )
+  const parentRunId = generateStaticUuid(facts.runInstant, `${namespace}.${facts.dagId}.${facts.clearNumber}`)
+  const root = rootFromConf(facts.confOpenLineage) ?? {runId: parentRunId, namespace, name: facts.dagId}
+  const facet = (schema: string) => ({_producer: producer, _schemaURL: `${specUrl}/facets/${schema}`})
+  return {
+    eventType: 'COMPLETE',
+    eventTime: pythonIsoformat(facts.endDate),
+    producer,
+    schemaURL: `${specUrl}/2-0-2/OpenLineage.json#/$defs/RunEvent`,
+    run: {
+      runId,
+      facets: {
+        parent: {
+          ...facet('1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet'),
+          run: {runId: parentRunId},
+          job: {namespace, name: facts.dagId},
+          root: {run: {runId: root.runId}, job: {namespace: root.namespace, name: root.name}},
+        },
+        processing_engine: {
+          ...facet('1-1-1/ProcessingEngineRunFacet.json#/$defs/ProcessingEngineRunFacet'),
+          name: 'airlock',
+          version: identity.airlockVersion,
+        },
+      },
+    },
+    job: {
+      namespace,
+      name: `${facts.dagId}.${facts.taskId}`,
+      facets: {
+        jobType: {
+          ...facet('2-0-4/JobTypeJobFacet.json#/$defs/JobTypeJobFacet'),
+          processingType: 'BATCH',
+          integration: 'AIRFLOW',
+          jobType: 'TASK',
+        },
+      },
+    },
+    inputs: [],
+    outputs: facts.outputs.map(datasetOf),
+  }
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * The root the provider reads from `dag_run.conf["openlineage"]`: a complete root (all three
+ * keys, a valid UUID), else a complete parent used as the root (utils.py
+ * `get_root_information_from_dagrun_conf`, `get_parent_information_from_dagrun_conf`).
+ */
+function rootFromConf(
+  conf: Record<string, unknown> | null,
+): {runId: string; namespace: string; name: string} | undefined {
+  if (!conf) return undefined
+  const read = (run: string, namespace: string, name: string) => {
+    const [r, ns, n] = [conf[run], conf[namespace], conf[name]]
+    return typeof r === 'string' &&
+      typeof ns === 'string' &&
+      typeof n === 'string' &&
+      r &&
+      ns &&
+      n &&
+      uuidPattern.test(r)
+      ? {runId: r, namespace: ns, name: n}
+      : undefined
+  }
+  return (
+    read('rootParentRunId', 'rootParentJobNamespace', 'rootParentJobName') ??
+    read('parentRunId', 'parentJobNamespace', 'parentJobName')
+  )
+}
+
+/**
+ * An asset as an OpenLineage dataset: a URI with an authority (s3://bucket/key,
+ * postgres://host:5432/db.schema.table) is namespace `scheme://authority` and name the path
+ * without its leading slash, the OpenLineage naming convention for those schemes; any other URI
+ * is namespace = its scheme and name = the rest. Airflow's provider converts some schemes with
+ * its own per-scheme functions; airlock's rule is documented in docs/lineage.md.
+ */
+export function datasetOf(asset: {name: string; uri: string}): {namespace: string; name: string} {
+  const match = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\/([^/?#]*)(.*)$/.exec(asset.uri)
+  if (match && match[2]) return {namespace: `${match[1]}://${match[2]}`, name: match[3]!.replace(/^\//, '') || '/'}
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):(.*)$/.exec(asset.uri)
+  if (scheme) return {namespace: scheme[1]!, name: scheme[2]!.replace(/^\/\//, '')}
+  return {namespace: 'airflow', name: asset.uri || asset.name}
+}

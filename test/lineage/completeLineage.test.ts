@@ -1,0 +1,212 @@
+import {readFileSync} from 'node:fs'
+import http from 'node:http'
+import type {AddressInfo} from 'node:net'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {Ajv2020} from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {envelope, runCli} from '../support/cli.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {scenario} from '../support/scenario.js'
+
+/**
+ * complete's OpenLineage COMPLETE, against a real HTTP server on loopback: one valid event per
+ * committed item, with the run id Airflow's provider computes for that try; a backend that is
+ * down, slow or failing never fails the completion.
+ */
+const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'openlineage')
+const schema = (file: string) => JSON.parse(readFileSync(path.join(fixtures, file), 'utf8')) as object
+const ajv = new Ajv2020({strict: false})
+addFormats.default(ajv)
+for (const file of ['OpenLineage.json', 'ParentRunFacet.json', 'JobTypeJobFacet.json', 'ProcessingEngineRunFacet.json'])
+  ajv.addSchema(schema(file))
+const validateRunEvent = ajv.compile({$ref: 'https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent'})
+
+/** Every facet an event carries, checked against its own schema too. */
+function expectValid(event: Record<string, unknown>): void {
+  expect(validateRunEvent(event), JSON.stringify(validateRunEvent.errors)).toBe(true)
+  const run = event.run as {facets: Record<string, {_schemaURL: string}>}
+  const job = event.job as {facets: Record<string, {_schemaURL: string}>}
+  for (const facet of [...Object.values(run.facets), ...Object.values(job.facets)]) {
+    const check = ajv.getSchema(facet._schemaURL)!
+    expect(check(facet), `${facet._schemaURL}: ${JSON.stringify(check.errors)}`).toBe(true)
+  }
+}
+
+interface Received {
+  path: string
+  authorization: string | undefined
+  body: Record<string, unknown>
+}
+
+let db: TestDatabase
+let server: http.Server
+let received: Received[] = []
+let respond: (res: http.ServerResponse) => void = (res) => res.writeHead(201).end()
+let url = ''
+
+beforeAll(async () => {
+  db = await createTestDatabase('3.2', 4)
+  server = http.createServer((req, res) => {
+    let text = ''
+    req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')))
+    req.on('end', () => {
+      received.push({path: req.url ?? '', authorization: req.headers.authorization, body: JSON.parse(text)})
+      respond(res)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+afterAll(async () => {
+  await new Promise((resolve) => server?.close(resolve))
+  await db?.drop()
+})
+
+/** etl.produce (try 2, map index 3) runs in a run whose logical_date has microseconds. */
+async function world() {
+  received = []
+  respond = (res) => res.writeHead(201).end()
+  const w = await scenario(db.knex)
+    .producer('etl', {outlets: 1, mapIndexes: [3], tryNumber: 2})
+    .consumer('report', {on: ['etl']})
+    .build()
+  await db
+    .knex('dag_run')
+    .where({id: w.run('etl').id})
+    .update({logical_date: '2025-03-14T15:09:26.535897Z'})
+  return w
+}
+
+const complete = (tiId: string, env: Record<string, string>, ...args: string[]) =>
+  runCli(['complete', '--database-url', db.url, '--ti-id', tiId, '--yes', '--json', ...args], {env})
+
+describe('OpenLineage COMPLETE after complete', () => {
+  it('posts exactly one valid COMPLETE with the run id the provider computes for that try', async () => {
+    const w = await world()
+    const ti = w.ti('etl')
+    const result = await complete(ti.id, {OPENLINEAGE_URL: url, OPENLINEAGE_API_KEY: 'secret-key'})
+    expect(result.code).toBe(0)
+    expect(received).toHaveLength(1)
+    const [{path: posted, authorization, body}] = received as [Received]
+    expect(posted).toBe('/api/v1/lineage')
+    expect(authorization).toBe('Bearer secret-key')
+    expectValid(body)
+    // openlineage-python's generate_static_uuid(2025-03-14T15:09:26.535897+00:00, "default.etl.produce.2.3").
+    expect(body).toMatchObject({
+      eventType: 'COMPLETE',
+      run: {runId: '01959533-fa87-727d-aefa-0ef9b61646aa'},
+      job: {namespace: 'default', name: 'etl.produce', facets: {jobType: {jobType: 'TASK', integration: 'AIRFLOW'}}},
+    })
+    const run = body.run as {facets: {parent: {job: unknown; run: {runId: string}}; processing_engine: {name: string}}}
+    expect(run.facets.parent.job).toEqual({namespace: 'default', name: 'etl'})
+    expect(run.facets.processing_engine.name).toBe('airlock')
+    const asset = w.assets('etl')[0]!
+    expect(body.outputs).toHaveLength(1)
+    expect(JSON.stringify(body.outputs)).toContain(asset.uri.split('://')[0]!)
+    const [item] = (envelope(result) as {result: {items: Array<{lineage: string}>}}).result.items
+    expect(item!.lineage).toBe('sent')
+    expect(result.stdout + result.stderr).not.toContain('secret-key')
+  })
+
+  it('a backend that refuses connections leaves the completion committed, the item lineage failed, exit 0', async () => {
+    const w = await world()
+    const closed = http.createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const port = (closed.address() as AddressInfo).port
+    await new Promise((resolve) => closed.close(resolve))
+    const result = await complete(w.ti('etl').id, {OPENLINEAGE_URL: `http://127.0.0.1:${port}`})
+    expect(result.code).toBe(0)
+    const {result: report} = envelope(result) as {
+      result: {items: Array<{outcome: string; lineage: string}>; lineage: Record<string, number>}
+    }
+    expect(report.items[0]).toMatchObject({
+      outcome: 'completed',
+      lineage: expect.stringMatching(/^failed \(ECONNREFUSED/),
+    })
+    expect(report.lineage).toEqual({failed: 1})
+    expect(
+      (
+        await db
+          .knex('task_instance')
+          .where({id: w.ti('etl').id})
+          .first()
+      ).state,
+    ).toBe('success')
+  })
+
+  it('a backend answering 503 is retried, then reported; a 400 is not retried', async () => {
+    const w = await world()
+    respond = (res) => res.writeHead(503).end()
+    const failing = await complete(w.ti('etl').id, {OPENLINEAGE_URL: url})
+    expect(failing.code).toBe(0)
+    expect(received).toHaveLength(3)
+    const item = (envelope(failing) as {result: {items: Array<{lineage: string}>}}).result.items[0]!
+    expect(item.lineage).toBe('failed (HTTP 503 after 3 attempts)')
+
+    const again = await world()
+    respond = (res) => res.writeHead(400).end()
+    const refused = await complete(again.ti('etl').id, {OPENLINEAGE_URL: url})
+    expect(received).toHaveLength(1)
+    expect((envelope(refused) as {result: {items: Array<{lineage: string}>}}).result.items[0]!.lineage).toBe(
+      'failed (HTTP 400)',
+    )
+  })
+
+  it('a dry run sends nothing and shows the event it would send; --no-lineage sends nothing', async () => {
+    const w = await world()
+    const dry = await complete(w.ti('etl').id, {OPENLINEAGE_URL: url}, '--dry-run')
+    expect(dry.code).toBe(0)
+    expect(received).toEqual([])
+    const item = (envelope(dry) as {result: {items: Array<{lineage: string; lineage_event: Record<string, unknown>}>}})
+      .result.items[0]!
+    expect(item.lineage).toBe('would_send')
+    expectValid(item.lineage_event)
+    expect(item.lineage_event).toMatchObject({run: {runId: '01959533-fa87-727d-aefa-0ef9b61646aa'}})
+
+    const off = await complete(w.ti('etl').id, {OPENLINEAGE_URL: url}, '--no-lineage')
+    expect(off.code).toBe(0)
+    expect(received).toEqual([])
+    expect((envelope(off) as {result: {items: Array<{lineage: string}>}}).result.items[0]!.lineage).toBe('disabled')
+  })
+
+  it('OPENLINEAGE_DISABLED=true wins over OPENLINEAGE_URL; a malformed URL is exit 2 before anything is written', async () => {
+    const w = await world()
+    const disabled = await complete(w.ti('etl').id, {OPENLINEAGE_URL: url, OPENLINEAGE_DISABLED: 'true'})
+    expect(disabled.code).toBe(0)
+    expect(received).toEqual([])
+    const other = await world()
+    const bad = await complete(other.ti('etl').id, {}, '--openlineage-url', 'ftp://nowhere')
+    expect(bad.code).toBe(2)
+    expect(
+      (
+        await db
+          .knex('task_instance')
+          .where({id: other.ti('etl').id})
+          .first()
+      ).state,
+    ).toBe('running')
+  })
+
+  it('replay-events finishes the lineage of the task instance whose lost events it writes', async () => {
+    received = []
+    const w = await scenario(db.knex)
+      .producer('etl', {outlets: 1, state: 'success', emitted: true, workerLog: true})
+      .build()
+    await db.knex('asset_event').where({source_dag_id: 'etl'}).delete()
+    const result = await runCli(
+      ['replay-events', '--database-url', db.url, '--ti-id', w.ti('etl').id, '--yes', '--json'],
+      {env: {OPENLINEAGE_URL: url}},
+    )
+    expect(result.code).toBe(0)
+    expect(received).toHaveLength(1)
+    expectValid(received[0]!.body)
+    expect(received[0]!.body).toMatchObject({eventType: 'COMPLETE', job: {name: 'etl.produce'}})
+    expect(received[0]!.body.outputs).toHaveLength(1)
+    const item = (envelope(result) as {result: {items: Array<{outcome: string; lineage: string}>}}).result.items[0]!
+    expect(item).toMatchObject({outcome: 'replayed', lineage: 'sent'})
+  })
+})
