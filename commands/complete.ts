@@ -6,8 +6,7 @@ import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {parseEndDate, parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
 import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
-import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
-import {lineageSettings} from '../src/lineage/settings.js'
+import {lineageFromFlags, outcomeFlags, timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
 import {prepareComplete} from '../src/complete/prepareComplete.js'
 import {prose} from '../src/cli/prose.js'
 
@@ -87,26 +86,6 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
         'Complete a task instance even when a consumer DAG has a partitioned timetable (Airflow 3.2+): that DAG is not queued (airlock cannot run its partition mapper) and a warning says so. By default such a task instance is rolled back (outcome unsupported_consumer).',
       helpGroup: 'WRITING',
     }),
-    'openlineage-url': Flags.string({
-      summary: 'Send each completed task instance an OpenLineage COMPLETE (default: OPENLINEAGE_URL).',
-      description:
-        "The OpenLineage backend (Marquez, DataHub, …) to send each committed item's COMPLETE RunEvent to, after its commit, as Airflow's OpenLineage provider would have: same run id as the worker's START, the dag run as parent, the assets airlock wrote as outputs. Default: OPENLINEAGE_URL (with OPENLINEAGE_ENDPOINT and OPENLINEAGE_API_KEY). A backend that is down never fails a completion: the item says lineage failed (why). See docs/lineage.md.",
-      helpGroup: 'OUTPUT',
-    }),
-    lineage: Flags.boolean({
-      default: true,
-      allowNo: true,
-      summary: 'Send OpenLineage COMPLETE events when a backend is configured (--no-lineage: never).',
-      helpGroup: 'OUTPUT',
-    }),
-    downstream: Flags.boolean({
-      default: true,
-      allowNo: true,
-      summary: 'Show which consumer DAGs each item starts (--no-downstream: skip it).',
-      description:
-        'Per item, which consumer DAGs its events reach and whether each will run once it commits (their asset condition against their queue rows; paused, stale, import errors, max_active_runs), read before the row lock: one statement per item. --no-downstream skips that statement, for a bulk run where completions per second matter more.',
-      helpGroup: 'OUTPUT',
-    }),
     'allow-mapped-downstream': Flags.boolean({
       default: false,
       description:
@@ -125,6 +104,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       helpGroup: 'WRITING',
     }),
     ...writeFlags,
+    ...outcomeFlags,
     extra: Flags.string({
       description:
         'JSON object for the extra of every event (outlet_events in --from-file lines override it per asset).',
@@ -164,7 +144,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       },
       write,
       // Read before connecting: a malformed URL is a usage error before anything is written.
-      lineage: lineageSettings({openlineageUrl: flags['openlineage-url'], lineage: flags.lineage}),
+      lineage: lineageFromFlags(flags),
     }
     const airflow = await this.openAirflow(flags, {
       verb: 'complete',

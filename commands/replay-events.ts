@@ -1,4 +1,3 @@
-import {lineageSettings} from '../src/lineage/settings.js'
 import {Flags} from '@oclif/core'
 
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
@@ -6,7 +5,7 @@ import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, renderEventItems, type BatchReport} from '../src/cli/renderItems.js'
 import {maxInt4, selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
-import {timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
+import {lineageFromFlags, outcomeFlags, timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
 import {usageError} from '../src/errors.js'
 import {prepareReplay, type EventItemJson, type ReplayMode} from '../src/replay/prepareReplay.js'
 import type {ItemJson} from '../src/report/itemJson.js'
@@ -89,6 +88,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       helpGroup: 'WRITING',
     }),
     ...writeFlags,
+    ...outcomeFlags,
     extra: Flags.string({
       description: 'Missing mode: JSON object for the extra of replayed events (default {}).',
       helpGroup: 'WRITING',
@@ -98,26 +98,6 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
         'Missing mode: also replay for tries marked success without events on purpose (REST API or UI mark-success, dags test, complete --no-events); by default they are reported not_emitted.',
       default: false,
       helpGroup: 'MODE',
-    }),
-    'openlineage-url': Flags.string({
-      summary: 'Missing mode: send each replayed task instance an OpenLineage COMPLETE (default: OPENLINEAGE_URL).',
-      description:
-        "After each replayed task instance commits, the COMPLETE RunEvent Airflow's OpenLineage provider would have sent for that try, naming the replayed assets as outputs. Default: OPENLINEAGE_URL. See docs/lineage.md.",
-      helpGroup: 'OUTPUT',
-    }),
-    lineage: Flags.boolean({
-      default: true,
-      allowNo: true,
-      summary: 'Send OpenLineage COMPLETE events when a backend is configured (--no-lineage: never).',
-      helpGroup: 'OUTPUT',
-    }),
-    downstream: Flags.boolean({
-      default: true,
-      allowNo: true,
-      summary: 'Show which consumer DAGs each item starts (--no-downstream: skip it).',
-      description:
-        'Per item, which consumer DAGs its events reach and whether each will run once it commits (their asset condition against their queue rows; paused, stale, import errors, max_active_runs), read before the row lock: one statement per item. --no-downstream skips that statement, for a bulk run where completions per second matter more.',
-      helpGroup: 'OUTPUT',
     }),
     'include-unknown': Flags.boolean({
       description:
@@ -139,7 +119,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       airlockVersion: this.config.version,
       actor: flags.actor,
       downstream: flags.downstream,
-      lineage: lineageSettings({openlineageUrl: flags['openlineage-url'], lineage: flags.lineage}),
+      lineage: lineageFromFlags(flags),
     }
     const airflow = await this.openAirflow(flags, {
       verb: 'replay-events',

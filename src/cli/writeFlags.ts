@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core'
 
+import {lineageSettings, type LineageSettings} from '../lineage/settings.js'
 import {parseDuration} from './parseInput.js'
 
 /** The flags every batch writer shares (pacing, timeouts, dry run, confirmation, streaming. */
@@ -54,4 +55,36 @@ export function timeoutsFromFlags(flags: {'lock-timeout': string; 'statement-tim
     lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
     statementTimeoutMs: parseDuration(flags['statement-timeout'], '--statement-timeout'),
   }
+}
+
+/**
+ * What a task-instance writer reports beyond its writes: the downstream preview and the
+ * OpenLineage COMPLETE of each committed item (complete, replay-events).
+ */
+export const outcomeFlags = {
+  'openlineage-url': Flags.string({
+    summary: 'Send each committed task instance an OpenLineage COMPLETE (default: OPENLINEAGE_URL).',
+    description:
+      "The OpenLineage backend (Marquez, DataHub, …) to send each committed item's COMPLETE RunEvent to, after its commit, as Airflow's OpenLineage provider would have: same run id as the worker's START, the dag run as parent, the assets airlock wrote as outputs. Default: OPENLINEAGE_URL (with OPENLINEAGE_ENDPOINT and OPENLINEAGE_API_KEY). A backend that is down never fails a completion: the item says lineage failed (why). See docs/lineage.md.",
+    helpGroup: 'OUTPUT',
+  }),
+  lineage: Flags.boolean({
+    default: true,
+    allowNo: true,
+    summary: 'Send OpenLineage COMPLETE events when a backend is configured (--no-lineage: never).',
+    helpGroup: 'OUTPUT',
+  }),
+  downstream: Flags.boolean({
+    default: true,
+    allowNo: true,
+    summary: 'Show which consumer DAGs each item starts (--no-downstream: skip it).',
+    description:
+      'Per item, which consumer DAGs its events reach and whether each will run once it commits (their asset condition against their queue rows; paused, stale, import errors, max_active_runs), read before the row lock: one statement per item. --no-downstream skips that statement, for a bulk run where completions per second matter more.',
+    helpGroup: 'OUTPUT',
+  }),
+}
+
+/** Where COMPLETE events go, read before connecting: a malformed URL is exit 2 before anything is written. */
+export function lineageFromFlags(flags: {'openlineage-url'?: string | undefined; lineage: boolean}): LineageSettings {
+  return lineageSettings({openlineageUrl: flags['openlineage-url'], lineage: flags.lineage})
 }
