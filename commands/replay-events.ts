@@ -119,7 +119,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       airlockVersion: this.config.version,
       actor: flags.actor,
       downstream: flags.downstream,
-      lineage: lineageFromFlags(flags),
+      lineage: await lineageFromFlags(flags),
     }
     const airflow = await this.openAirflow(flags, {
       verb: 'replay-events',

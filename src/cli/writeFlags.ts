@@ -85,6 +85,9 @@ export const outcomeFlags = {
 }
 
 /** Where COMPLETE events go, read before connecting: a malformed URL is exit 2 before anything is written. */
-export function lineageFromFlags(flags: {'openlineage-url'?: string | undefined; lineage: boolean}): LineageSettings {
+export function lineageFromFlags(flags: {
+  'openlineage-url'?: string | undefined
+  lineage: boolean
+}): Promise<LineageSettings> {
   return lineageSettings({openlineageUrl: flags['openlineage-url'], lineage: flags.lineage})
 }

@@ -2,7 +2,7 @@ import {runBatch} from '../batch/pool.js'
 import type {PreparedBatch, WriteOptions} from '../batch/prepared.js'
 import {Tally} from '../batch/tally.js'
 import {LineageSender} from '../lineage/lineage.js'
-import type {LineageSettings} from '../lineage/settings.js'
+import {lineageWarnings, type LineageSettings} from '../lineage/settings.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
@@ -47,7 +47,7 @@ export async function prepareComplete(
     doneOutcomes: ['completed', 'would_complete', 'already_success'],
     explicit: source.explicit,
     dryRun: write.dryRun,
-    warnings: source.warnings ?? [],
+    warnings: [...(source.warnings ?? []), ...lineageWarnings(request.lineage)],
     holderOf: (tiId) => airflow.store.readRowHolder(airflow.db.executor, tiId),
     async run({shouldStop, onItem, lockWaits}) {
       const options: ProtocolOptions = {

@@ -1,55 +1,161 @@
+import {readFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
 import {readAirflowString} from '../airflow/config.js'
 import {usageError} from '../errors.js'
 
 /** Where COMPLETE events go, or why none are sent. */
 export type LineageSettings =
   | {enabled: true; url: string; apiKey: string | undefined; namespace: string; source: string}
-  | {enabled: false; reason: string}
+  | {
+      enabled: false
+      reason: string
+      /** Said to the operator: lineage is configured, but not in a way airlock sends. */ warning?: string
+    }
+
+/** An HTTP transport as the client's configuration writes it. */
+interface HttpTransport {
+  url: string
+  endpoint: string
+  apiKey: string | undefined
+}
 
 /**
- * The OpenLineage client's own settings, as Airflow's provider and openlineage-python read them
- * (providers/openlineage conf.py `namespace`, `is_disabled`; the client's HTTP transport from
- * `OPENLINEAGE_URL`): `--no-lineage`, `OPENLINEAGE_DISABLED` or `[openlineage] disabled` turn it
- * off; `--openlineage-url` or `OPENLINEAGE_URL` (with `OPENLINEAGE_ENDPOINT`, default
- * `api/v1/lineage`, and `OPENLINEAGE_API_KEY` as a Bearer token) name the backend; the namespace
- * is `[openlineage] namespace`, else `OPENLINEAGE_NAMESPACE`, else `default`. A configuration file
- * (`OPENLINEAGE_CONFIG`, `openlineage.yml`) is not read: it is named in the reason instead, so
- * nobody believes lineage went out when it did not.
+ * The OpenLineage settings as Airflow's provider and the OpenLineage client read them
+ * (providers/openlineage conf.py `namespace`, `is_disabled`, `config_path`, `transport`;
+ * plugins/adapter.py `get_openlineage_config`; openlineage-python's config lookup), first found:
+ *
+ * 1. `--no-lineage`, `OPENLINEAGE_DISABLED`, `[openlineage] disabled`: off;
+ * 2. `--openlineage-url`;
+ * 3. `[openlineage] config_path` (a YAML file with `transport:`), then `[openlineage] transport`
+ *    (JSON), as the provider prefers them to the client's defaults;
+ * 4. the client's own: `OPENLINEAGE_CONFIG`, else `openlineage.yml` in the working directory,
+ *    else `~/.openlineage/openlineage.yml`;
+ * 5. `OPENLINEAGE_URL` (with `OPENLINEAGE_ENDPOINT`, default `api/v1/lineage`, and
+ *    `OPENLINEAGE_API_KEY` as a Bearer token).
+ *
+ * Only the `http` transport is sent to; another type (kafka, console, file, …) turns lineage off
+ * with that reason. The namespace is `[openlineage] namespace`, else `OPENLINEAGE_NAMESPACE`, else
+ * `default`.
  */
-export function lineageSettings(
+export async function lineageSettings(
   flags: {openlineageUrl?: string | undefined; lineage: boolean},
   env: NodeJS.ProcessEnv = process.env,
-): LineageSettings {
+  cwd: string = process.cwd(),
+): Promise<LineageSettings> {
   if (!flags.lineage) return {enabled: false, reason: '--no-lineage'}
   const truthy = (value: string | undefined) => ['true', '1', 't'].includes((value ?? '').trim().toLowerCase())
   if (truthy(env.OPENLINEAGE_DISABLED)) return {enabled: false, reason: 'OPENLINEAGE_DISABLED'}
   if (truthy(readAirflowString('openlineage', 'disabled', env)?.value))
     return {enabled: false, reason: '[openlineage] disabled'}
-  const base = flags.openlineageUrl ?? env.OPENLINEAGE_URL
-  if (!base) {
-    const file = env.OPENLINEAGE_CONFIG
+  const found = await findTransport(flags, env, cwd)
+  if (!found) return {enabled: false, reason: 'no OpenLineage transport configured (OPENLINEAGE_URL, openlineage.yml)'}
+  if ('unsupported' in found) {
     return {
       enabled: false,
-      reason: file
-        ? `OPENLINEAGE_CONFIG (${file}) is not read by airlock; set OPENLINEAGE_URL`
-        : 'no OPENLINEAGE_URL or --openlineage-url',
+      reason: found.unsupported,
+      warning: `OpenLineage: ${found.unsupported}; no COMPLETE events are sent`,
     }
   }
+  const namespace = readAirflowString('openlineage', 'namespace', env)?.value || env.OPENLINEAGE_NAMESPACE || 'default'
+  return {enabled: true, url: endpointUrl(found, found.source), apiKey: found.apiKey, namespace, source: found.source}
+}
+
+type Found = (HttpTransport & {source: string}) | {unsupported: string}
+
+async function findTransport(
+  flags: {openlineageUrl?: string | undefined},
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<Found | undefined> {
+  const fromEnv = (url: string, source: string) => ({
+    url,
+    endpoint: env.OPENLINEAGE_ENDPOINT ?? 'api/v1/lineage',
+    apiKey: env.OPENLINEAGE_API_KEY || undefined,
+    source,
+  })
+  if (flags.openlineageUrl) return fromEnv(flags.openlineageUrl, '--openlineage-url')
+  const configPath = readAirflowString('openlineage', 'config_path', env)?.value
+  if (configPath) return fromYamlFile(configPath, '[openlineage] config_path')
+  const transport = readAirflowString('openlineage', 'transport', env)
+  if (transport?.value) {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(transport.value)
+    } catch {
+      throw usageError(`[openlineage] transport (${transport.source}) is not JSON; Airflow's provider refuses it too.`)
+    }
+    return fromTransport(parsed, `[openlineage] transport (${transport.source})`)
+  }
+  for (const [file, source] of [
+    ...(env.OPENLINEAGE_CONFIG ? [[env.OPENLINEAGE_CONFIG, 'OPENLINEAGE_CONFIG']] : []),
+    [path.join(cwd, 'openlineage.yml'), 'openlineage.yml'],
+    [path.join(os.homedir(), '.openlineage', 'openlineage.yml'), '~/.openlineage/openlineage.yml'],
+  ] as Array<[string, string]>) {
+    const found = await fromYamlFile(file, source, source !== 'OPENLINEAGE_CONFIG')
+    if (found) return found
+  }
+  if (env.OPENLINEAGE_URL) return fromEnv(env.OPENLINEAGE_URL, 'OPENLINEAGE_URL')
+  return undefined
+}
+
+/** The `transport:` of an OpenLineage YAML file; a file that is missing where it is optional is no answer. */
+async function fromYamlFile(file: string, source: string, optional = false): Promise<Found | undefined> {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (error) {
+    if (optional && (error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw usageError(`${source}: ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`)
+  }
+  let document: unknown
+  try {
+    document = (await import('yaml')).parse(text)
+  } catch (error) {
+    throw usageError(`${source}: ${file} is not YAML: ${error instanceof Error ? error.message.split('\n')[0] : ''}`)
+  }
+  const transport = (document as {transport?: unknown} | null)?.transport
+  if (transport === undefined) return {unsupported: `${source} (${file}) has no transport`}
+  return fromTransport(transport, `${source} (${file})`)
+}
+
+/** An http transport (`type: http`, `url`, `endpoint`, `auth: {type: api_key, apiKey}`); any other type is named. */
+function fromTransport(transport: unknown, source: string): Found {
+  const t = (transport ?? {}) as {
+    type?: unknown
+    url?: unknown
+    endpoint?: unknown
+    auth?: {type?: unknown; apiKey?: unknown; api_key?: unknown}
+  }
+  if (t.type !== 'http')
+    return {unsupported: `${source}: transport type ${JSON.stringify(t.type)} is not sent by airlock (http only)`}
+  if (typeof t.url !== 'string' || !t.url) throw usageError(`${source}: the http transport has no url.`)
+  const key = t.auth?.apiKey ?? t.auth?.api_key
+  return {
+    url: t.url,
+    endpoint: typeof t.endpoint === 'string' ? t.endpoint : 'api/v1/lineage',
+    apiKey: t.auth?.type === 'api_key' && typeof key === 'string' && key ? key : undefined,
+    source,
+  }
+}
+
+function endpointUrl(transport: HttpTransport, source: string): string {
   let url: URL
   try {
-    const endpoint = (env.OPENLINEAGE_ENDPOINT ?? 'api/v1/lineage').replace(/^\//, '')
-    url = new URL(endpoint, base.endsWith('/') ? base : `${base}/`)
+    url = new URL(
+      transport.endpoint.replace(/^\//, ''),
+      transport.url.endsWith('/') ? transport.url : `${transport.url}/`,
+    )
   } catch {
-    throw usageError(`OpenLineage URL ${JSON.stringify(base)} is not a URL (expected http://host:port).`)
+    throw usageError(`${source}: ${JSON.stringify(transport.url)} is not a URL (expected http://host:port).`)
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw usageError(`OpenLineage URL ${JSON.stringify(base)} must be http:// or https://.`)
-  const namespace = readAirflowString('openlineage', 'namespace', env)?.value || env.OPENLINEAGE_NAMESPACE || 'default'
-  return {
-    enabled: true,
-    url: url.toString(),
-    apiKey: env.OPENLINEAGE_API_KEY || undefined,
-    namespace,
-    source: flags.openlineageUrl ? '--openlineage-url' : 'OPENLINEAGE_URL',
-  }
+    throw usageError(`${source}: ${JSON.stringify(transport.url)} must be http:// or https://.`)
+  return url.toString()
+}
+
+/** What the operator is told before the batch: lineage configured in a way airlock does not send. */
+export function lineageWarnings(settings: LineageSettings | undefined): string[] {
+  return settings && !settings.enabled && settings.warning ? [settings.warning] : []
 }

@@ -5,7 +5,7 @@ import type {BatchHooks, PreparedBatch, WriteOptions} from '../batch/prepared.js
 import {Tally} from '../batch/tally.js'
 import {ExitCode} from '../exitCodes.js'
 import {LineageSender} from '../lineage/lineage.js'
-import type {LineageSettings} from '../lineage/settings.js'
+import {lineageWarnings, type LineageSettings} from '../lineage/settings.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
@@ -151,7 +151,7 @@ export async function prepareReplay(
     breakdown: source.breakdown,
     prompt: {action: 'replay the missing events of', noun: 'task instances'},
     explicit: mode.selection.tiIds.length > 0,
-    warnings: source.warnings ?? [],
+    warnings: [...(source.warnings ?? []), ...lineageWarnings(request.lineage)],
     run: (hooks) => {
       const lineage = request.lineage
         ? new LineageSender(airflow, request.lineage, request.airlockVersion, 'replayed')

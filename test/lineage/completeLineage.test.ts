@@ -1,4 +1,6 @@
 import {readFileSync} from 'node:fs'
+import {mkdtemp, rm, writeFile} from 'node:fs/promises'
+import os from 'node:os'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import path from 'node:path'
@@ -208,5 +210,31 @@ describe('OpenLineage COMPLETE after complete', () => {
     expect(received[0]!.body.outputs).toHaveLength(1)
     const item = (envelope(result) as {result: {items: Array<{outcome: string; lineage: string}>}}).result.items[0]!
     expect(item).toMatchObject({outcome: 'replayed', lineage: 'sent'})
+  })
+
+  it('OPENLINEAGE_CONFIG: the http transport of an openlineage.yml, its api_key as the Bearer token; another transport is off, said why', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'airlock-ol-'))
+    try {
+      const file = path.join(dir, 'openlineage.yml')
+      await writeFile(
+        file,
+        `transport:\n  type: http\n  url: ${url}\n  endpoint: api/v1/lineage\n  auth:\n    type: api_key\n    apiKey: from-yaml\n`,
+      )
+      const w = await world()
+      const sent = await complete(w.ti('etl').id, {OPENLINEAGE_CONFIG: file})
+      expect(sent.code).toBe(0)
+      expect(received.map((r) => [r.path, r.authorization])).toEqual([['/api/v1/lineage', 'Bearer from-yaml']])
+
+      await writeFile(file, 'transport:\n  type: kafka\n  topic: lineage\n')
+      const other = await world()
+      const off = await complete(other.ti('etl').id, {OPENLINEAGE_CONFIG: file, OPENLINEAGE_URL: url})
+      expect(off.code).toBe(0)
+      expect(received).toEqual([])
+      expect((envelope(off) as {result: {items: Array<{lineage: string}>}}).result.items[0]!.lineage).toBe('disabled')
+      // Under --json the warning is in the envelope, stderr stays the log's.
+      expect(JSON.stringify(envelope(off).warnings)).toContain('transport type \\"kafka\\" is not sent by airlock')
+    } finally {
+      await rm(dir, {recursive: true, force: true})
+    }
   })
 })
