@@ -93,18 +93,22 @@ describe.each(['3.2', '3.4'] as const)('audit-events --fix on %s', (version) => 
     expect(runs.map((run) => run.eventIds)).toEqual([[pairs[0]!.kept]])
   })
 
-  it('a consumer DAG row the scheduler holds (FOR UPDATE) leaves the group skipped_busy, not waited on, nothing removed', async () => {
-    const {pairs} = await world()
-    const scheduler = await db.knex.transaction()
-    try {
-      await scheduler.raw(`select dag_id from dag where dag_id = 'report' for update`)
-      const result = await fixCli()
-      expect(result).toMatchObject({removed: 0, skipped_busy: 1})
-    } finally {
-      await scheduler.rollback()
-    }
-    expect(await db.knex('asset_event').where({id: pairs[0]!.extra})).toHaveLength(1)
-  })
+  it.each(['for no key update', 'for update'])(
+    'a consumer DAG row the scheduler holds (%s, its mode) leaves the group skipped_busy, not waited on, nothing removed',
+    async (mode) => {
+      const {pairs} = await world()
+      const scheduler = await db.knex.transaction()
+      try {
+        // dags_needing_dagruns: with_row_locks(…, skip_locked=True) renders FOR NO KEY UPDATE.
+        await scheduler.raw(`select dag_id from dag where dag_id = 'report' ${mode}`)
+        const result = await fixCli()
+        expect(result).toMatchObject({removed: 0, skipped_busy: 1})
+      } finally {
+        await scheduler.rollback()
+      }
+      expect(await db.knex('asset_event').where({id: pairs[0]!.extra})).toHaveLength(1)
+    },
+  )
 
   it('two fixers from reads made at different times never remove the last event of a try', async () => {
     const {pairs} = await world()

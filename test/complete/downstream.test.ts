@@ -122,6 +122,17 @@ describe('downstream preview', () => {
     expect(report(items[1]!)).toMatchObject({ready: true, waiting_for: []})
   })
 
+  it('a consumer whose is_paused is NULL gets no run, as the scheduler reads is_paused == false()', async () => {
+    const w = await world()
+    await db.knex('dag').where({dag_id: 'weekly'}).update({is_paused: null})
+    const result = await cli('complete', '--ti-id', w.ti('etl', 'task_1').id, '--json', '--yes')
+    const items = (envelope(result) as {result: {items: Array<{downstream: Array<{dag_id: string}>}>}}).result.items
+    expect(items[0]!.downstream.find((dag) => dag.dag_id === 'weekly')).toMatchObject({
+      ready: false,
+      blocked_by: 'paused',
+    })
+  })
+
   it('--no-downstream: no preview statement, no downstream in the items, no section', async () => {
     await world()
     const result = await cli('complete', '--dag-id', 'etl', '--no-downstream', '--json', '--yes')

@@ -87,7 +87,7 @@ describe('SQL shape', () => {
     expect(before.sql[0]).toContain('on conflict (asset_id, target_dag_id) do nothing')
     // 3.0 and 3.1.0: paused or stale DAGs are skipped for id and alias references; name/uri ones are queued unfiltered.
     expect(before.sql[0]).toContain(
-      "where not (reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false)))",
+      "where not (reference.kind in ('id', 'alias') and (d.is_paused is not false or d.is_stale is not false))",
     )
 
     const after = recorder()
@@ -95,7 +95,7 @@ describe('SQL shape', () => {
     expect(after.sql[0]).toContain('order by dag_id, event_id')
     expect(after.sql[0]).not.toContain('on conflict')
     // From apache/airflow #60022 (3.1.7, 3.2.0): every reference kind skips paused DAGs only.
-    expect(after.sql[0]).toContain('where not (coalesce(d.is_paused, false))')
+    expect(after.sql[0]).toContain('where not (d.is_paused is not false)')
     // One name per text: the two capability sets never share a prepared statement.
     expect(after.statements[0]!.name).not.toBe(before.statements[0]!.name)
   })

@@ -93,8 +93,10 @@ function downstreamText(partitionedTimetables: boolean): string {
        -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
        select d.* from dag d where d.dag_id in (${consumerDagsOf('$1::int[]', '$2::int[]')})
      )
-     select d.dag_id, coalesce(d.is_paused, false) as paused, coalesce(d.is_stale, false) as stale,
-            coalesce(d.has_import_errors, false) as import_errors, d.max_active_runs,
+     -- The scheduler keeps a DAG whose flag is false (is_paused == false(), ~is_stale,
+     -- has_import_errors == false()): a NULL flag excludes it as much as true does.
+     select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as stale,
+            d.has_import_errors is not false as import_errors, d.max_active_runs,
             (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
             ${partitioned} as partitioned,
             sd.dag_hash, sd.timetable, sd.data_compressed,

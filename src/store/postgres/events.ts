@@ -225,12 +225,16 @@ export function countEvents() {
  *    two fixers reading at different times, or a copy stamped just after a try's last write,
  *    cannot take the last event of a try.
  * 4. The consumer DAG rows of the group (by asset id, name, uri, and the aliases its events went
- *    through), `FOR KEY SHARE SKIP LOCKED`: the scheduler creates asset-triggered runs only for
- *    DAG rows it holds `FOR UPDATE SKIP LOCKED` (`DagModel.dags_needing_dagruns`,
- *    airflow-core/src/airflow/models/dag.py) and reads their events after taking it, so with every
- *    consumer held it skips them this loop and sees the extras gone on the next. KEY SHARE is the
- *    weakest mode its FOR UPDATE conflicts with, so the DAG processor's updates of those rows are
- *    not blocked. A consumer row the scheduler holds leaves the group `busy`.
+ *    through), `FOR SHARE SKIP LOCKED`: the scheduler creates asset-triggered runs only for DAG
+ *    rows it holds `FOR NO KEY UPDATE SKIP LOCKED` (`DagModel.dags_needing_dagruns`,
+ *    airflow-core/src/airflow/models/dag.py: `with_row_locks(…, of=cls, skip_locked=True)`,
+ *    whose `key_share=True` default since apache/airflow #42082 SQLAlchemy renders as NO KEY
+ *    UPDATE) and reads their events after taking it, so with every consumer held it skips them
+ *    this loop and sees the extras gone on the next. FOR SHARE is the weakest mode NO KEY UPDATE
+ *    conflicts with (KEY SHARE does not); it holds the DAG processor's UPDATE of those rows for
+ *    the few milliseconds of this transaction. A consumer row the scheduler holds leaves the
+ *    group `busy`. With `[scheduler] use_row_level_locking = False` the scheduler locks nothing
+ *    and this guarantee does not hold (docs/audit-events.md).
  * 5. An extra a run consumed (`dagrun_asset_event`, 3.2+ `partitioned_asset_key_log`) is history
  *    and stays; a pending one (not consumed yet) is deleted, its 3.4 queue rows with it (the
  *    foreign key cascades), except when a consumer has a partitioned timetable, whose partition
@@ -327,7 +331,7 @@ function repairStatements(
        select d.dag_id, ${capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'} as partitioned
          from dag d where d.dag_id in (select dag_id from wanted)
         order by d.dag_id
-          for key share of d skip locked
+          for share of d skip locked
      )
      select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
             (select count(*)::int from locked) as locked,

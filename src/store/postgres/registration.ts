@@ -266,10 +266,12 @@ function queueText(
   const noPartitionKey = param('noPartitionKey', 'boolean')
   const event = perEvent ? 'ev.event_id, ' : ''
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
+  // `DagModel.is_paused.is_(False)` (and `~is_stale` before #60022) keep a DAG whose flag is
+  // false only: a NULL flag is skipped as a true one is.
   const skipped =
     capabilities.consumerFilter === 'id_and_alias_skip_paused_and_stale'
-      ? `reference.kind in ('id', 'alias') and (coalesce(d.is_paused, false) or coalesce(d.is_stale, false))`
-      : `coalesce(d.is_paused, false)`
+      ? `reference.kind in ('id', 'alias') and (d.is_paused is not false or d.is_stale is not false)`
+      : `d.is_paused is not false`
   const teams = capabilities.teamFilter ? teamFilter(param) : {joins: '', passes: ''}
   return `with reference as (
        -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and

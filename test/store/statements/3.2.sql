@@ -150,7 +150,7 @@ insert into asset_alias_asset_event (alias_id, event_id)
 select * from unnest($1::int[], $2::int[]) as l(alias_id, event_id) order by 1, 2
 on conflict do nothing;
 
--- airlock_queue_per_asset_all_skip_paused_997c7e4ed929
+-- airlock_queue_per_asset_all_skip_paused_5ae403a0b658
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -171,7 +171,7 @@ with reference as (
     from reference
     join dag d on d.dag_id = reference.dag_id
 
-   where not (coalesce(d.is_paused, false))
+   where not (d.is_paused is not false)
 ), queued as (
   insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
   select asset_id, dag_id, clock_timestamp() from (select distinct asset_id, dag_id from consumer where kind = 'queued') as k
@@ -184,7 +184,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued';
 
--- airlock_downstream_partitioned_87a90cb03b13
+-- airlock_downstream_partitioned_efd91451435f
 with consumer as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -195,8 +195,10 @@ with consumer as materialized (
   union
   select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any($1::int[]))
 )
-select d.dag_id, coalesce(d.is_paused, false) as paused, coalesce(d.is_stale, false) as stale,
-       coalesce(d.has_import_errors, false) as import_errors, d.max_active_runs,
+-- The scheduler keeps a DAG whose flag is false (is_paused == false(), ~is_stale,
+-- has_import_errors == false()): a NULL flag excludes it as much as true does.
+select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as stale,
+       d.has_import_errors is not false as import_errors, d.max_active_runs,
        (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
        coalesce(d.timetable_partitioned, false) as partitioned,
        sd.dag_hash, sd.timetable, sd.data_compressed,
@@ -446,7 +448,7 @@ select 1 from log l
    and l.event in ('success')
    and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end);
 
--- airlock_lock_consumer_dags_partitioned_ab625173af4f
+-- airlock_lock_consumer_dags_partitioned_b9b004bb1fb4
 with wanted as (
   select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
   union
@@ -459,7 +461,7 @@ with wanted as (
   select d.dag_id, coalesce(d.timetable_partitioned, false) as partitioned
     from dag d where d.dag_id in (select dag_id from wanted)
    order by d.dag_id
-     for key share of d skip locked
+     for share of d skip locked
 )
 select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
        (select count(*)::int from locked) as locked,
