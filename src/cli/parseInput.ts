@@ -14,8 +14,41 @@ export function parseTimestamp(value: string, flag: string): Date {
       `${flag} must be an ISO-8601 timestamp such as 2026-12-01 or 2026-12-01T03:00:00Z (got "${value}").`,
     )
   }
+  // JavaScript rolls an impossible date over (2025-02-30 is March 2): refuse it as written.
+  const impossible = impossibleCalendarPart(value)
+  if (impossible) throw usageError(`${flag} ${value}: ${impossible}; nothing was done.`)
 
   return date
+}
+
+const monthNames = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+]
+
+/** Why the date or time as written does not exist (day past the month's end, hour 24, …), if it does not. */
+function impossibleCalendarPart(value: string): string | undefined {
+  const match = /^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d)(?::(\d\d)(?::(\d\d))?)?)?/.exec(value)
+  if (!match) return undefined
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
+  if (month < 1 || month > 12) return `there is no month ${match[2]}`
+  const days = new Date(Date.UTC(year, month, 0)).getUTCDate()
+  if (day < 1 || day > days) return `${monthNames[month - 1]} ${year} has ${days} days`
+  const [hour, minute, second] = [match[4], match[5], match[6]].map((part) => (part === undefined ? 0 : Number(part)))
+  if (hour! > 23) return `there is no hour ${match[4]}`
+  if (minute! > 59) return `there is no minute ${match[5]}`
+  if (second! > 59) return `there is no second ${match[6]}`
+  return undefined
 }
 
 /** How far ahead of this machine's clock an --end-date may be (clock skew between hosts). */
@@ -67,16 +100,21 @@ export function parseJsonObject(value: string, flag: string): string {
   return JSON.stringify(parsed)
 }
 
-/** "5s", "500ms", "2min", or plain milliseconds. */
 /**
- * A duration in one vocabulary for every flag: 500ms, 5s, 5m (or 5min), 1h; a bare number is
- * milliseconds. `maxMs` bounds it (one hour unless the flag says otherwise).
+ * A duration in one vocabulary for every flag: 500ms, 5s, 5m (or 5min), 1h. A bare number is
+ * refused: `--lock-timeout 5` meant five seconds to whoever typed it and 5 ms to airlock.
+ * `maxMs` bounds it (one hour unless the flag says otherwise).
  */
 export function parseDuration(value: string, flag: string, maxMs = 3_600_000): number {
-  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?$/.exec(value.trim())
-  if (!match) throw usageError(`${flag} must be a duration like 500ms, 5s, 5m or 1h (got "${value}").`)
+  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)$/.exec(value.trim())
+  if (!match) {
+    const bare = /^\d+(?:\.\d+)?$/.test(value.trim())
+    throw usageError(
+      `${flag} must be a duration with its unit: 500ms, 5s, 5m or 1h (got "${value}"${bare ? ', a number without a unit' : ''}).`,
+    )
+  }
   const amount = Number(match[1])
-  const factor = {ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000}[match[2] ?? 'ms'] ?? 1
+  const factor = {ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000}[match[2]!] ?? 1
   const ms = Math.round(amount * factor)
   if (ms < 1 || ms > maxMs)
     throw usageError(`${flag} must be between 1ms and ${formatDuration(maxMs)} (got "${value}").`)

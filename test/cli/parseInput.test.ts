@@ -20,6 +20,17 @@ describe('flag parsing', () => {
     expect(usage(() => parseTimestamp('2026-13-45', '--until'))).toContain('ISO-8601')
   })
 
+  it('a date or time that does not exist is refused as written, never rolled over', () => {
+    expect(usage(() => parseTimestamp('2025-02-30', '--since'))).toBe(
+      '--since 2025-02-30: February 2025 has 28 days; nothing was done.',
+    )
+    expect(usage(() => parseTimestamp('2025-04-31', '--until'))).toContain('April 2025 has 30 days')
+    expect(usage(() => parseTimestamp('2025-02-29T00:00:00Z', '--end-date'))).toContain('February 2025 has 28 days')
+    expect(usage(() => parseTimestamp('2025-01-01T24:00:00', '--since'))).toContain('no hour 24')
+    expect(parseTimestamp('2024-02-29', '--since').toISOString()).toBe('2024-02-29T00:00:00.000Z')
+    expect(parseTimestamp('2025-12-31T23:59:59+01:00', '--since').toISOString()).toBe('2025-12-31T22:59:59.000Z')
+  })
+
   it('shards are K/N with 1 ≤ K ≤ N', () => {
     expect(parseShard('2/4')).toEqual({index: 2, count: 4})
     for (const bad of ['0/4', '5/4', '1/0', '1-4', 'x']) expect(usage(() => parseShard(bad))).toContain('K/N')
@@ -38,7 +49,10 @@ describe('flag parsing', () => {
     expect(parseDuration('2h', '--duplicate-window', 7 * 24 * 3_600_000)).toBe(7_200_000)
     expect(parseDuration('5s', '--lock-timeout')).toBe(5000)
     expect(parseDuration('250ms', '--lock-timeout')).toBe(250)
-    expect(parseDuration('250', '--lock-timeout')).toBe(250)
+    // A bare number meant seconds to whoever typed it: refused, naming the forms.
+    expect(usage(() => parseDuration('5', '--lock-timeout'))).toBe(
+      '--lock-timeout must be a duration with its unit: 500ms, 5s, 5m or 1h (got "5", a number without a unit).',
+    )
     expect(parseDuration('1.5min', '--lock-timeout')).toBe(90_000)
     expect(usage(() => parseDuration('0s', '--lock-timeout'))).toContain('between')
     expect(usage(() => parseDuration('soon', '--statement-timeout'))).toContain('--statement-timeout')
