@@ -246,7 +246,7 @@ async function replayEvents(
       shouldStop,
       onResult: (item) => {
         tally.add(item)
-        onItem(toEventItemJson(item), tally)
+        onItem(toEventItemJson(item, write.dryRun), tally)
       },
     },
   )
@@ -264,7 +264,11 @@ async function* withSequence<T>(
   for await (const item of items) yield {item, sequence: checkpoint.take(cursorOf(item))}
 }
 
-function toEventItemJson(item: EventItem): EventItemJson {
+/**
+ * An event item as JSON. In a dry run what would be written reads `would_replay` and names no new
+ * event id: the id it got was rolled back and does not exist.
+ */
+function toEventItemJson(item: EventItem, dryRun: boolean): EventItemJson {
   const {spec, result} = item
   return {
     source: item.label,
@@ -274,8 +278,8 @@ function toEventItemJson(item: EventItem): EventItemJson {
     source_run_id: spec?.source?.runId ?? null,
     source_task_id: spec?.source?.taskId ?? null,
     source_map_index: spec?.source?.mapIndex ?? null,
-    outcome: result.outcome,
-    new_event_id: result.outcome === 'replayed' ? result.newEventId : null,
+    outcome: dryRun && result.outcome === 'replayed' ? 'would_replay' : result.outcome,
+    new_event_id: result.outcome === 'replayed' && !dryRun ? result.newEventId : null,
     existing_event_id: result.outcome === 'skipped_existing' ? result.existingEventId : null,
     events: item.events,
     queued: item.queued,

@@ -558,6 +558,19 @@ describe('replay-events by id and from a file; export-events', () => {
     expect(missing.code).toBe(4)
   })
 
+  it('--event-id --dry-run reads would_replay and names no event id that does not exist', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1, state: 'success', emitted: true, workerLog: true})
+      .build()
+    const original = (await eventsOf(db.knex, world.ti('etl')))[0]!
+    const before = await countRows(db.knex, 'asset_event')
+    const result = await cli('replay-events', '--event-id', String(original.id), '--dry-run', '--json')
+    expect(result.code).toBe(0)
+    const out = envelope(result) as {result: {items: Array<{new_event_id: number | null; outcome: string}>}}
+    expect(out.result.items).toEqual([expect.objectContaining({outcome: 'would_replay', new_event_id: null})])
+    expect(await countRows(db.knex, 'asset_event')).toBe(before)
+  })
+
   it('export → wipe → replay reproduces the events (new ids, same content); --skip-existing makes a second replay a no-op', async () => {
     await scenario(db.knex)
       .producer('etl', {tasks: 3, outlets: 2, state: 'success', emitted: true, workerLog: true})
