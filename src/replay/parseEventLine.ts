@@ -7,6 +7,22 @@ export type ParsedEventLine = Pick<EventLine, 'asset' | 'extra' | 'partition_key
   timestamp: Date
 }
 
+/** The keys of an export-events line (`id`, `queued_for` and `consumed_by` are read and ignored). */
+const eventLineKeys: readonly string[] = [
+  'id',
+  'asset',
+  'extra',
+  'source_dag_id',
+  'source_run_id',
+  'source_task_id',
+  'source_map_index',
+  'partition_key',
+  'timestamp',
+  'aliases',
+  'queued_for',
+  'consumed_by',
+] satisfies ReadonlyArray<keyof EventLine>
+
 /** A line of export-events' NDJSON (or a hand-written one of the same shape), checked field by field. */
 export function parseEventLine(text: string, line: number, source: string): ParsedEventLine {
   const where = `${source} line ${line}`
@@ -15,6 +31,14 @@ export function parseEventLine(text: string, line: number, source: string): Pars
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw usageError(`${where} must be a JSON object (one event as written by airlock export-events).`)
   const record = value as Record<string, unknown>
+  // A misspelt key ("extras" for "extra") would replay the event with a default: refused instead.
+  const unknown = Object.keys(record).filter((key) => !eventLineKeys.includes(key))
+  if (unknown.length > 0) {
+    throw usageError(
+      `${where}: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}; nothing was replayed.`,
+      [`A line has the keys export-events writes: ${eventLineKeys.join(', ')}.`],
+    )
+  }
   const asset = record.asset as Record<string, unknown> | undefined
   if (!asset || typeof asset.name !== 'string' || typeof asset.uri !== 'string')
     throw usageError(`${where}: "asset" must be {"name": …, "uri": …}.`)

@@ -686,6 +686,16 @@ describe('replay-events by id and from a file; export-events', () => {
     expect(bad.stderr).toContain('line 2')
     expect(await writeFootprint(db.knex)).toEqual(footprint)
 
+    // A misspelt key is refused, naming the line and the key, before anything is written.
+    await fs.writeFile(
+      file,
+      JSON.stringify({asset: {name: known.name, uri: known.uri}, extras: {a: 1}, timestamp: '2026-12-01T00:00:00Z'}),
+    )
+    const misspelt = await cli('replay-events', '--from-file', file, '--yes')
+    expect(misspelt.code).toBe(2)
+    expect(misspelt.stderr).toContain('line 1: unknown key "extras"; nothing was replayed')
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+
     for (const args of [
       ['--skip-existing', '--dag-id', 'etl'],
       ['--event-id', '1', '--dag-id', 'etl'],
