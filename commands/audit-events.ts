@@ -18,6 +18,7 @@ import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
 import type {AirflowDatabase} from '../src/store/schemaCheck.js'
 import {prose} from '../src/cli/prose.js'
+import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {createProgress, type Progress} from '../src/output/progress.js'
 
 export default class AuditEvents extends AirlockCommand<EventAuditReport> {
@@ -97,6 +98,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       poolSize: 2,
       ...(flags.fix ? {writes: 'audit-events --fix'} : {}),
     })
+    if (filter.sourceDagId) await requireSourceDag(airflow, filter.sourceDagId)
 
     const kept: Finding[] = []
     let omitted = 0

@@ -5,6 +5,7 @@ import {Flags} from '@oclif/core'
 
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
+import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
 import {usageError} from '../src/errors.js'
 import {exportEvents} from '../src/export/exportEvents.js'
@@ -48,6 +49,7 @@ airlock replay-events --from-file … --skip-existing against production.`)
       throw usageError('--json needs --output FILE: stdout carries the events otherwise.')
     const filter = eventFilterFromFlags(flags)
     const airflow = await this.openAirflow(flags, {verb: 'export-events', poolSize: 1})
+    if (filter.sourceDagId) await requireSourceDag(airflow, filter.sourceDagId)
     const file = flags.output ? fs.createWriteStream(flags.output, {flags: 'wx'}) : undefined
     if (file)
       await new Promise((resolve, reject) =>

@@ -141,6 +141,8 @@ export interface AirflowStore extends CatalogStore {
     filter: TaskInstanceFilter & {limit?: number | undefined},
     maxGroups: number,
   ): Promise<SelectionGroup[]>
+  /** Whether any event names this DAG as its source (a DAG deleted since keeps its events). */
+  hasEventsFromDag(ex: Executor, dagId: string): Promise<boolean>
   /** Every dag_id of the dag table (for "did you mean"). */
   readDagIds(ex: Executor): Promise<string[]>
 

@@ -214,6 +214,27 @@ describe('airlock audit-events', () => {
     expect(narrowed.out.result.counts.duplicate).toBe(0)
   })
 
+  it('a --dag-id no DAG and no event has is exit 4 with the close matches, for audit-events and export-events', async () => {
+    const audited = await runCli(['audit-events', '--database-url', db.url, '--dag-id', 'etl_01', '--json'])
+    expect(audited.code).toBe(4)
+    expect(JSON.stringify(envelope(audited))).toContain('did you mean etl_001')
+    // export-events streams NDJSON to stdout: the error is on stderr.
+    const exported = await runCli(['export-events', '--database-url', db.url, '--dag-id', 'etl_01'])
+    expect(exported.code).toBe(4)
+    expect(exported.stderr).toContain('did you mean etl_001')
+    expect(exported.stdout).toBe('')
+    // A DAG deleted since keeps its events: they are still audited.
+    const [source] = await db.knex('asset_event').whereNotNull('source_dag_id').pluck('source_dag_id')
+    await db.knex('asset_event').where({source_dag_id: source}).update({source_dag_id: 'deleted_dag_x'})
+    try {
+      expect(
+        (await runCli(['audit-events', '--database-url', db.url, '--dag-id', 'deleted_dag_x', '--json'])).code,
+      ).not.toBe(4)
+    } finally {
+      await db.knex('asset_event').where({source_dag_id: 'deleted_dag_x'}).update({source_dag_id: source})
+    }
+  })
+
   it('--fix without --no-dry-run changes nothing', async () => {
     const before = await countRows(db.knex, 'asset_event')
     const {out} = await audit('--fix')

@@ -34,6 +34,7 @@ import {
 } from './registration.js'
 import {
   countTaskInstances,
+  hasEventsFromDag,
   readDagIds,
   readMissingOutlets,
   selectRunPage,
@@ -90,6 +91,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     selectTaskInstanceIdsOfRuns: selectTaskInstanceIdsOfRuns(),
     summarizeTaskInstances: summarizeTaskInstances(),
     readDagIds: readDagIds(),
+    hasEventsFromDag: hasEventsFromDag(),
     readEventPage: readEventPage(capabilities),
     readEventsById: readEventsById(capabilities),
     resolveAssetsAndAliases: resolveAssetsAndAliases(),

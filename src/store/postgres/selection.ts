@@ -278,3 +278,15 @@ export function readDagIds() {
   return async (ex: Executor): Promise<string[]> =>
     (await ex.query<{dag_id: string}>(dagIds([]))).map((row) => row.dag_id)
 }
+
+/** Whether any event names the DAG as its source. */
+export function hasEventsFromDag() {
+  const exists = prepared(
+    'events_from_dag',
+    'select exists (select 1 from asset_event where source_dag_id = $1) as found',
+  )
+  return async (ex: Executor, dagId: string): Promise<boolean> => {
+    const [row] = await ex.query<{found: boolean}>(exists([dagId]))
+    return row?.found ?? false
+  }
+}

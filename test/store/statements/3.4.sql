@@ -385,6 +385,9 @@ returning state;
 -- airlock_dag_ids_9b5ffd60c944
 select dag_id from dag order by dag_id;
 
+-- airlock_events_from_dag_3df72276bbf8
+select exists (select 1 from asset_event where source_dag_id = $1) as found;
+
 -- airlock_events_by_id_80fb6e03c7eb
 select e.id, e.asset_id, a.name as asset_name, a.uri as asset_uri, e.extra::text as extra,
       e.source_dag_id, e.source_run_id, e.source_task_id, e.source_map_index,
