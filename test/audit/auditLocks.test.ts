@@ -51,7 +51,7 @@ const audit = async (...args: string[]) => {
     '--samples',
     '2',
     '--interval',
-    '20',
+    '20ms',
     '--json',
     ...args,
   ])
