@@ -22,6 +22,7 @@ export const unitTests = [
   'test/docs/storeMethods.test.ts',
   'test/docs/supportedVersions.test.ts',
   'test/engine/statementLog.test.ts',
+  'test/lineage/settings.test.ts',
   'test/lineage/staticUuid.test.ts',
   'test/output/**/*.test.ts',
   'test/protocol/downstream.test.ts',

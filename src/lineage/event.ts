@@ -30,7 +30,8 @@ export const producer = 'https://github.com/airflow-airlock/airlock'
  * the database (apache/airflow providers/openlineage: plugins/listener.py
  * `_on_task_instance_manual_state_change` and `on_task_instance_success`, plugins/adapter.py
  * `build_task_instance_run_id`, `build_dag_run_id`, `complete_task`, utils/utils.py
- * `get_task_parent_run_facet`):
+ * `get_task_parent_run_facet`; read on the provider's main branch, the release an operator runs
+ * is unverified):
  *
  * - run.runId: `generate_static_uuid(logical_date or run_after,
  *   f"{namespace}.{dag_id}.{task_id}.{try_number}.{map_index}")`, the id the worker's START used;

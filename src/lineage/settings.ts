@@ -2,7 +2,7 @@ import {readFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import {readAirflowString} from '../airflow/config.js'
+import {AirflowConfigError, readAirflowString} from '../airflow/config.js'
 import {usageError} from '../errors.js'
 
 /** Where COMPLETE events go, or why none are sent. */
@@ -39,6 +39,16 @@ interface HttpTransport {
  * with that reason. The namespace is `[openlineage] namespace`, else `OPENLINEAGE_NAMESPACE`, else
  * `default`.
  */
+/** An [openlineage] option, or exit 2 when airflow.cfg cannot be read (as schemaCheck's settings). */
+function openlineageOption(key: string, env: NodeJS.ProcessEnv): {value: string; source: string} | undefined {
+  try {
+    return readAirflowString('openlineage', key, env)
+  } catch (error) {
+    if (error instanceof AirflowConfigError) throw usageError(`Airflow's configuration: ${error.message}.`)
+    throw error
+  }
+}
+
 export async function lineageSettings(
   flags: {openlineageUrl?: string | undefined; lineage: boolean},
   env: NodeJS.ProcessEnv = process.env,
@@ -47,8 +57,7 @@ export async function lineageSettings(
   if (!flags.lineage) return {enabled: false, reason: '--no-lineage'}
   const truthy = (value: string | undefined) => ['true', '1', 't'].includes((value ?? '').trim().toLowerCase())
   if (truthy(env.OPENLINEAGE_DISABLED)) return {enabled: false, reason: 'OPENLINEAGE_DISABLED'}
-  if (truthy(readAirflowString('openlineage', 'disabled', env)?.value))
-    return {enabled: false, reason: '[openlineage] disabled'}
+  if (truthy(openlineageOption('disabled', env)?.value)) return {enabled: false, reason: '[openlineage] disabled'}
   const found = await findTransport(flags, env, cwd)
   if (!found) return {enabled: false, reason: 'no OpenLineage transport configured (OPENLINEAGE_URL, openlineage.yml)'}
   if ('unsupported' in found) {
@@ -58,7 +67,7 @@ export async function lineageSettings(
       warning: `OpenLineage: ${found.unsupported}; no COMPLETE events are sent`,
     }
   }
-  const namespace = readAirflowString('openlineage', 'namespace', env)?.value || env.OPENLINEAGE_NAMESPACE || 'default'
+  const namespace = openlineageOption('namespace', env)?.value || env.OPENLINEAGE_NAMESPACE || 'default'
   return {enabled: true, url: endpointUrl(found, found.source), apiKey: found.apiKey, namespace, source: found.source}
 }
 
@@ -76,9 +85,9 @@ async function findTransport(
     source,
   })
   if (flags.openlineageUrl) return fromEnv(flags.openlineageUrl, '--openlineage-url')
-  const configPath = readAirflowString('openlineage', 'config_path', env)?.value
+  const configPath = openlineageOption('config_path', env)?.value
   if (configPath) return fromYamlFile(configPath, '[openlineage] config_path')
-  const transport = readAirflowString('openlineage', 'transport', env)
+  const transport = openlineageOption('transport', env)
   if (transport?.value) {
     let parsed: unknown
     try {

@@ -15,7 +15,9 @@ import {consumerDagsOf} from './fragments.js'
  * (`SerializedDagModel` by created_at, as the scheduler loads it) and its queue rows' assets with
  * what an `asset_ref` and an alias resolve against. Mirrors what `DagModel.dags_needing_dagruns`
  * and `SchedulerJobRunner._create_dag_runs_asset_triggered` read (airflow-core/src/airflow/models/
- * dag.py, airflow-core/src/airflow/jobs/scheduler_job_runner.py). Read inside the item's
+ * dag.py, airflow-core/src/airflow/jobs/scheduler_job_runner.py; read on main, whose 3.0-era copy
+ * agrees on these reads; `exceeds_max_non_backfill`, newer than 3.0 and of unverified release, is
+ * not read). Read inside the item's
  * transaction, it sees this completion's queue rows and every row already there.
  */
 export function readDownstream(capabilities: Pick<Capabilities, 'partitionedTimetables'>) {
