@@ -95,35 +95,51 @@ export async function openItemSource(
   const {count, breakdown} = first?.whole
     ? summarizeRows(first.rows)
     : await summarizeSelection(store, db.executor, filter)
+  await requireNamedSelectors(airflow, filter, count)
   const warnings: string[] = []
-  if (count === 0 && filter.dagId) {
-    const dagIds = await store.readDagIds(db.executor)
-    if (!dagIds.includes(filter.dagId)) {
-      const close = closeMatches(filter.dagId, dagIds)
-      const message = `no DAG is named ${JSON.stringify(filter.dagId)}${close.length > 0 ? `; did you mean ${close.join(', ')}?` : ''}`
-      // The DAG was the whole selection: a typo, not an empty result.
-      const onlySelector =
-        !filter.since &&
-        !filter.until &&
-        filter.runIds.length === 0 &&
-        filter.taskIds.length === 0 &&
-        filter.mapIndex === undefined
-      if (onlySelector)
-        throw new AirlockError('NOT_FOUND', ExitCode.notFound, `Nothing selected: ${message}`, [
-          'airlock lists nothing it cannot find; check the DAG id.',
-        ])
-      warnings.push(message)
-    }
-  }
-
-  // Nothing matched but the DAG exists: say which filters were given, since a typo in a run or
-  // task id looks exactly like "nothing to do".
-  if (count === 0 && warnings.length === 0 && !filter.states && !filter.missingEventsOnly)
-    warnings.push(`no task instance matches ${describeFilter(filter)}; check the run and task ids`)
+  // Every named id exists, yet nothing matched (a window or a map index that holds nothing): an
+  // empty result, said in so many words.
+  if (count === 0 && !filter.states && !filter.missingEventsOnly)
+    warnings.push(`no task instance matches ${describeFilter(filter)}`)
   const items = mapItems(
     first ? pagesFrom(store, db.executor, filter, first) : selectTaskInstances(store, db.executor, filter),
   )
   return {count, breakdown, explicit: false, items, warnings}
+}
+
+/**
+ * A --dag-id, --run-id or --task-id that names nothing is a typo, exit 4 with the close matches,
+ * never an empty selection a cron would report as "nothing to do". A DAG is looked up only when
+ * nothing matched (a selection that matched proves it); run and task ids always, each one.
+ */
+async function requireNamedSelectors(
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  filter: SelectionFilter,
+  count: number,
+): Promise<void> {
+  const {db, store} = airflow
+  const problems: string[] = []
+  if (count === 0 && filter.dagId) {
+    const dagIds = await store.readDagIds(db.executor)
+    if (!dagIds.includes(filter.dagId)) problems.push(unknownName('DAG', filter.dagId, dagIds))
+  }
+
+  if (problems.length === 0 && (filter.runIds.length > 0 || filter.taskIds.length > 0)) {
+    const unknown = await store.readUnknownSelectors(db.executor, filter.dagId, filter)
+    const where = filter.dagId ? ` in DAG ${JSON.stringify(filter.dagId)}` : ''
+    for (const runId of unknown.runIds) problems.push(unknownName('run', runId, unknown.runCandidates, where))
+    for (const taskId of unknown.taskIds) problems.push(unknownName('task', taskId, unknown.taskCandidates, where))
+  }
+
+  if (problems.length === 0) return
+  throw new AirlockError('NOT_FOUND', ExitCode.notFound, `Nothing selected: ${problems.join('; ')}.`, [
+    'Check the ids (airlock does not guess); nothing was written.',
+  ])
+}
+
+function unknownName(kind: string, name: string, candidates: readonly string[], where = ''): string {
+  const close = closeMatches(name, candidates)
+  return `no ${kind} is named ${JSON.stringify(name)}${where}${close.length > 0 ? ` (did you mean ${close.join(', ')}?)` : ''}`
 }
 
 /** An array as the async stream the batch runner pulls from. */

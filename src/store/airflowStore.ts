@@ -145,6 +145,12 @@ export interface AirflowStore extends CatalogStore {
   hasEventsFromDag(ex: Executor, dagId: string): Promise<boolean>
   /** Every dag_id of the dag table (for "did you mean"). */
   readDagIds(ex: Executor): Promise<string[]>
+  /** The named --run-id / --task-id values no task instance or run of the DAG carries. */
+  readUnknownSelectors(
+    ex: Executor,
+    dagId: string | undefined,
+    named: {runIds: readonly string[]; taskIds: readonly string[]},
+  ): Promise<UnknownSelectors>
 
   // --- events: export, replay, repair ---------------------------------------------------------
   /** One keyset page of events with everything an export line carries. */
@@ -345,6 +351,14 @@ export interface SelectedTaskInstance {
 }
 
 /** The outlets of a try that have no event, and what the database says about why. */
+/** Run and task ids a selection names that nothing carries, with the ids a typo may have meant. */
+export interface UnknownSelectors {
+  runIds: string[]
+  taskIds: string[]
+  runCandidates: string[]
+  taskCandidates: string[]
+}
+
 export interface MissingOutlets {
   assetIds: number[]
   evidence: TryEvidence

@@ -537,18 +537,30 @@ describe('airlock complete', () => {
     expect(done.result.items[0]!.outcome).toBe('completed')
   })
 
-  it('an unknown --dag-id: exit 4 naming close matches when it was the only selector, a warning otherwise', async () => {
-    await threeRunningTasks()
+  it('an unknown --dag-id, --run-id or --task-id is exit 4 naming close matches, whatever else narrows it', async () => {
+    const world = await threeRunningTasks()
+    const footprint = await writeFootprint(db.knex)
     const typo = await complete('--dag-id', 'elt', '--yes')
     expect(typo.code).toBe(4)
-    expect(typo.stderr).toContain('no DAG is named "elt"; did you mean etl?')
-    // The DAG exists but a run or task id is mistyped: still exit 0 (nothing matched), with a warning naming the filters.
-    const mistyped = await complete('--dag-id', 'etl', '--task-id', 'taks_1', '--yes')
-    expect(mistyped.code).toBe(0)
-    expect(mistyped.stderr).toContain('no task instance matches --dag-id etl --task-id taks_1')
+    expect(typo.stderr).toContain('no DAG is named "elt" (did you mean etl?)')
+    // With other filters too: a DAG that does not exist cannot be narrowed to something.
     const narrowed = await complete('--dag-id', 'elt', '--task-id', 'task_1', '--yes', '--json')
-    expect(narrowed.code).toBe(0)
-    expect((envelope(narrowed) as {warnings: string[]}).warnings.join(' ')).toContain('did you mean etl?')
+    expect(narrowed.code).toBe(4)
+    expect(JSON.stringify(envelope(narrowed))).toContain('did you mean etl?')
+    // The DAG exists but a task id is mistyped: exit 4, not "nothing to do".
+    const mistyped = await complete('--dag-id', 'etl', '--task-id', 'taks_1', '--yes')
+    expect(mistyped.code).toBe(4)
+    expect(mistyped.stderr).toContain('no task is named "taks_1" in DAG "etl" (did you mean task_1?)')
+    // One typo beside a good id still refuses the whole selection: nothing half-done.
+    const run = world.ti('etl', 'task_1').run_id
+    const halfTypo = await complete('--dag-id', 'etl', '--run-id', run, '--run-id', `${run}x`, '--yes')
+    expect(halfTypo.code).toBe(4)
+    expect(halfTypo.stderr).toContain(`no run is named "${run}x" in DAG "etl" (did you mean ${run}?)`)
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+    // Every id exists, the window holds nothing: an empty selection, exit 0, said so.
+    const empty = await complete('--dag-id', 'etl', '--task-id', 'task_1', '--since', '2099-01-01', '--yes')
+    expect(empty.code).toBe(0)
+    expect(empty.stderr).toContain('no task instance matches --dag-id etl --task-id task_1 --since 2099-01-01')
   })
 
   it('a filter selection shows its runs and states before asking and in a dry run (stderr for people, breakdown in --json)', async () => {

@@ -558,6 +558,32 @@ describe('replay-events by id and from a file; export-events', () => {
     expect(missing.code).toBe(4)
   })
 
+  it('a mistyped --dag-id or --task-id of a missing-events selection is exit 4, never a clean zero', async () => {
+    const world = await scenario(db.knex)
+      .producer('typo_etl', {tasks: 2, outlets: 1, state: 'success', emitted: true, workerLog: true})
+      .build()
+    await db
+      .knex('asset_event')
+      .whereIn(
+        'id',
+        (await eventsOf(db.knex, world.ti('typo_etl', 'task_1'))).map((e) => e.id),
+      )
+      .delete()
+    const before = await countRows(db.knex, 'asset_event')
+    // A cron runs it with a window: the window does not make a wrong DAG an empty result.
+    const dag = await cli('replay-events', '--dag-id', 'typo_elt', '--since', '2000-01-01', '--dry-run', '--json')
+    expect(dag.code).toBe(4)
+    expect(JSON.stringify(envelope(dag))).toContain('did you mean typo_etl?')
+    const task = await cli('replay-events', '--dag-id', 'typo_etl', '--task-id', 'task_l', '--yes')
+    expect(task.code).toBe(4)
+    expect(task.stderr).toContain('no task is named "task_l" in DAG "typo_etl"')
+    expect(await countRows(db.knex, 'asset_event')).toBe(before)
+    // Spelled right, the same selection finds the lost events.
+    const right = await cli('replay-events', '--dag-id', 'typo_etl', '--task-id', 'task_1', '--dry-run', '--json')
+    expect(right.code).toBe(0)
+    expect((envelope(right) as {result: {items: unknown[]}}).result.items).toHaveLength(1)
+  })
+
   it('--event-id --dry-run reads would_replay and names no event id that does not exist', async () => {
     const world = await scenario(db.knex)
       .producer('etl', {outlets: 1, state: 'success', emitted: true, workerLog: true})

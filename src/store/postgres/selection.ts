@@ -8,6 +8,7 @@ import {
   type SelectedTaskInstance,
   type SelectionGroup,
   type TaskInstanceFilter,
+  type UnknownSelectors,
 } from '../airflowStore.js'
 import {noEventOfThisTry, tryEarliest, tryEvidence, tryEvidenceKind, whereAll} from './fragments.js'
 
@@ -288,5 +289,53 @@ export function hasEventsFromDag() {
   return async (ex: Executor, dagId: string): Promise<boolean> => {
     const [row] = await ex.query<{found: boolean}>(exists([dagId]))
     return row?.found ?? false
+  }
+}
+
+/**
+ * Which of the named run and task ids no task instance of the DAG carries (of any DAG without
+ * one), with the ids a typo may have meant. Both checks ride the task_instance unique key
+ * (dag_id, task_id, run_id, map_index) and dag_run's (dag_id, run_id); the candidates are read
+ * only when a name is unknown, which is the error path.
+ */
+export function readUnknownSelectors() {
+  const unknownRuns = prepared(
+    'unknown_run_ids',
+    `select id from unnest($2::text[]) as named(id)
+      where not exists (select 1 from dag_run d where d.run_id = named.id and ($1::text is null or d.dag_id = $1))`,
+  )
+  const unknownTasks = prepared(
+    'unknown_task_ids',
+    `select id from unnest($2::text[]) as named(id)
+      where not exists (select 1 from task_instance t where t.task_id = named.id and ($1::text is null or t.dag_id = $1))`,
+  )
+  const runCandidates = prepared(
+    'run_id_candidates',
+    'select run_id as id from dag_run where $1::text is null or dag_id = $1 group by run_id limit 5000',
+  )
+  const taskCandidates = prepared(
+    'task_id_candidates',
+    'select task_id as id from task_instance where $1::text is null or dag_id = $1 group by task_id limit 5000',
+  )
+  const ids = (rows: Array<{id: string}>) => rows.map((row) => row.id)
+  return async (
+    ex: Executor,
+    dagId: string | undefined,
+    named: {runIds: readonly string[]; taskIds: readonly string[]},
+  ): Promise<UnknownSelectors> => {
+    const runs =
+      named.runIds.length === 0
+        ? []
+        : ids(await ex.query<{id: string}>(unknownRuns([dagId ?? null, [...named.runIds]])))
+    const tasks =
+      named.taskIds.length === 0
+        ? []
+        : ids(await ex.query<{id: string}>(unknownTasks([dagId ?? null, [...named.taskIds]])))
+    return {
+      runIds: runs,
+      taskIds: tasks,
+      runCandidates: runs.length === 0 ? [] : ids(await ex.query<{id: string}>(runCandidates([dagId ?? null]))),
+      taskCandidates: tasks.length === 0 ? [] : ids(await ex.query<{id: string}>(taskCandidates([dagId ?? null]))),
+    }
   }
 }
