@@ -9,7 +9,7 @@ import {
   type Finding,
 } from '../src/audit/auditEvents.js'
 import {prepareDuplicateFix} from '../src/audit/prepareDuplicateFix.js'
-import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
+import {AirlockCommand, newOutputName, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
 import {parseDuration} from '../src/cli/parseInput.js'
@@ -20,6 +20,7 @@ import type {AirflowDatabase} from '../src/store/schemaCheck.js'
 import {prose} from '../src/cli/prose.js'
 import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {createProgress, type Progress} from '../src/output/progress.js'
+import {createLineFile} from '../src/output/lineFile.js'
 
 export default class AuditEvents extends AirlockCommand<EventAuditReport> {
   static override summary =
@@ -41,6 +42,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
   static override examples = [
     '<%= config.bin %> audit-events --since 2026-11-01 --fail-on duplicate --fail-on missing_events',
     '<%= config.bin %> audit-events --dag-id etl_daily --format csv > findings.csv',
+    '<%= config.bin %> audit-events --since 2026-12-01 --output findings.ndjson && airlock replay-events --from-file findings.ndjson --dry-run',
     '<%= config.bin %> audit-events --fix',
     '<%= config.bin %> audit-events --fix --no-dry-run --yes',
   ]
@@ -80,6 +82,13 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       exclusive: ['json'],
       helpGroup: 'OUTPUT',
     }),
+    output: Flags.string({
+      char: 'o',
+      description:
+        'Also write every finding as a JSON line (then the summary) to this new file: replay-events --from-file FILE repairs its missing_events. Never overwrites: for cron, put {timestamp} (UTC), {date} or {pid} in the name.',
+      helpValue: 'FILE',
+      helpGroup: 'OUTPUT',
+    }),
   }
 
   private format = 'table'
@@ -93,6 +102,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     const filter = eventFilterFromFlags(flags)
     // Up to a week: a retried request can land long after the first on a stuck worker.
     const windowSeconds = parseDuration(flags['duplicate-window'], '--duplicate-window', 7 * 24 * 3_600_000) / 1000
+    const outputFile = await newOutputName(flags.output)
     const airflow = await this.openAirflow(flags, {
       verb: 'audit-events',
       poolSize: 2,
@@ -100,12 +110,20 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     })
     if (filter.sourceDagId) await requireSourceDag(airflow, filter.sourceDagId)
 
+    const file = outputFile
+      ? await createLineFile(outputFile).catch((error: unknown) => {
+          throw usageError(`--output: ${outputFile}: ${error instanceof Error ? error.message : String(error)}.`)
+        })
+      : undefined
+    if (file) this.onCleanup(() => file.close())
     const kept: Finding[] = []
     let omitted = 0
     const keepAll = this.jsonMode
     if (flags.format === 'csv') this.emit(findingCsvHeader)
     const onFinding = (finding: Finding) => {
-      if (flags.ndjson) this.emit(JSON.stringify({type: 'finding', ...finding}))
+      const line = JSON.stringify({type: 'finding', ...finding})
+      file?.write(line)
+      if (flags.ndjson) this.emit(line)
       else if (flags.format === 'csv') this.emit(findingCsvRow(finding))
       else if (keepAll || kept.length < 200) kept.push(finding)
       else omitted++
@@ -134,8 +152,13 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     progress?.stop()
     const fix = flags.fix ? await this.repairDuplicates(airflow, groups, flags) : null
 
-    const report: EventAuditReport = {counts, findings: kept, omitted, fix}
-    if (flags.ndjson) this.emit(JSON.stringify({type: 'summary', counts, fix}))
+    const report: EventAuditReport = {counts, findings: kept, omitted, fix, ...(file ? {output_file: file.path} : {})}
+    const summary = JSON.stringify({type: 'summary', counts, fix})
+    if (file) {
+      file.write(summary)
+      await file.close()
+    }
+    if (flags.ndjson) this.emit(summary)
     const failOn = (flags['fail-on'] as AuditClass[] | undefined) ?? defaultFailOn
     const failedFix = fix?.groups.some((g) => g.outcome === 'failed')
     const exit = failedFix

@@ -5,6 +5,7 @@ import {Flags} from '@oclif/core'
 
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
+import {expandOutputName} from '../src/cli/outputName.js'
 import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
 import {usageError} from '../src/errors.js'
@@ -39,7 +40,9 @@ airlock replay-events --from-file … --skip-existing against production.`)
     ...eventFilterFlags,
     output: Flags.string({
       char: 'o',
-      description: 'Write to this file instead of stdout (required with --json, where stdout holds the envelope).',
+      description:
+        'Write to this new file instead of stdout (required with --json, where stdout holds the envelope). Never overwrites: for cron, put {timestamp} (UTC), {date} or {pid} in the name.',
+      helpValue: 'FILE',
     }),
   }
 
@@ -48,19 +51,20 @@ airlock replay-events --from-file … --skip-existing against production.`)
     if (this.jsonMode && !flags.output)
       throw usageError('--json needs --output FILE: stdout carries the events otherwise.')
     const filter = eventFilterFromFlags(flags)
+    const output = flags.output === undefined ? undefined : expandOutputName(flags.output, '--output')
     const airflow = await this.openAirflow(flags, {verb: 'export-events', poolSize: 1})
     if (filter.sourceDagId) await requireSourceDag(airflow, filter.sourceDagId)
-    const file = flags.output ? fs.createWriteStream(flags.output, {flags: 'wx'}) : undefined
+    const file = output ? fs.createWriteStream(output, {flags: 'wx'}) : undefined
     if (file)
       await new Promise((resolve, reject) =>
         file
           .once('open', resolve)
           .once('error', (error) =>
-            reject(usageError(`--output ${flags.output}: ${error.message} (airlock never overwrites an export).`)),
+            reject(usageError(`--output ${output}: ${error.message} (airlock never overwrites an export).`)),
           ),
       )
     const out = file ?? this.stdoutStream
-    const progress = createProgress({label: 'export-events', total: null, enabled: Boolean(flags.output)})
+    const progress = createProgress({label: 'export-events', total: null, enabled: Boolean(output)})
     const result = await exportEvents(airflow, filter, out, (n) => progress.update(n, ''))
     progress.stop()
     if (file) {
@@ -80,7 +84,7 @@ airlock replay-events --from-file … --skip-existing against production.`)
     return {
       result: {
         exported: result.exported,
-        output: flags.output ?? 'stdout',
+        output: output ?? 'stdout',
         first_id: result.firstId,
         last_id: result.lastId,
       },

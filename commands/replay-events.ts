@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
-import {parseJsonObject} from '../src/cli/parseInput.js'
+import {isRelativeTime, parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, renderEventItems, type BatchReport} from '../src/cli/renderItems.js'
 import {maxInt4, selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
 import {lineageFromFlags, outcomeFlags, timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
@@ -74,7 +74,8 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       helpGroup: 'MODE',
     }),
     'from-file': Flags.string({
-      description: 'NDJSON written by airlock export-events (or lines of the same shape).',
+      description:
+        "NDJSON written by airlock export-events (its events are re-emitted), or audit-events' findings (--output or --ndjson): its missing_events are replayed as in missing mode.",
       helpGroup: 'MODE',
     }),
     'skip-existing': Flags.boolean({
@@ -146,7 +147,16 @@ function modeFrom(flags: Record<string, unknown>): ReplayMode {
   const modes = [eventIds.length > 0, Boolean(file), selecting].filter(Boolean).length
   if (modes > 1) throw usageError('Use one mode: --event-id, --from-file, or the task selection flags (missing mode).')
   if (flags['skip-existing'] && !file) throw usageError('--skip-existing works with --from-file only.')
+  const relative = (['since', 'until'] as const).find((flag) => {
+    const value = flags[flag]
+    return typeof value === 'string' && isRelativeTime(value)
+  })
+  if (relative && flags.checkpoint)
+    throw usageError(
+      `--${relative} ${flags[relative] as string} moves with the clock, and a checkpoint resumes one selection: give --${relative} as a time (2026-12-01T00:00:00Z) to use --checkpoint.`,
+    )
   if (eventIds.length > 0) return {kind: 'event-id', ids: eventIds}
-  if (file) return {kind: 'file', path: file, skipExisting: Boolean(flags['skip-existing'])}
+  if (file)
+    return {kind: 'file', path: file, skipExisting: Boolean(flags['skip-existing']), limit: selection.filter.limit}
   return {kind: 'missing', selection}
 }

@@ -59,6 +59,8 @@ export interface Finding {
 export interface DuplicateGroup {
   kept: number
   extras: number[]
+  /** Extras a dag run had consumed when the audit read them: they stay whatever --fix decides. */
+  consumed: number
 }
 
 export type EventAuditFilter = EventFilter
@@ -106,7 +108,7 @@ export async function auditEvents(
   onFinding: (finding: Finding) => void,
 ): Promise<{counts: Record<AuditClass, number>; groups: DuplicateGroup[]}> {
   const counts = Object.fromEntries(eventClasses.map((c) => [c, 0])) as Record<AuditClass, number>
-  const groups = new Map<number, number[]>()
+  const groups = new Map<number, {extras: number[]; consumed: number}>()
   const {filter} = options
   const {store, db} = airflow
   const pool = db.executor
@@ -128,8 +130,7 @@ export async function auditEvents(
           counts[event.class]++
           if (event.class === 'ok' || event.class === 'superseded_by_rerun') continue
           onFinding(eventFinding(event))
-          if (event.class === 'duplicate' && options.collectGroups && event.keptId !== null)
-            groups.set(event.keptId, [...(groups.get(event.keptId) ?? []), event.id])
+          if (event.class === 'duplicate' && options.collectGroups) collectDuplicate(groups, event)
         }
 
         done += batch.length
@@ -179,7 +180,16 @@ export async function auditEvents(
     onFinding({...blank('queue_orphan'), evidence: `${orphan.kind}: ${orphan.detail}`})
   }
 
-  return {counts, groups: [...groups].map(([kept, extras]) => ({kept, extras}))}
+  return {counts, groups: [...groups].map(([kept, group]) => ({kept, ...group}))}
+}
+
+/** --fix's groups: each duplicate under the event its group keeps, consumed ones counted. */
+function collectDuplicate(groups: Map<number, {extras: number[]; consumed: number}>, event: ClassifiedEvent): void {
+  if (event.keptId === null) return
+  const group = groups.get(event.keptId) ?? {extras: [], consumed: 0}
+  group.extras.push(event.id)
+  if (event.consumed) group.consumed++
+  groups.set(event.keptId, group)
 }
 
 const blank = (cls: AuditClass): Finding => ({

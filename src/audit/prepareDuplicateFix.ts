@@ -52,12 +52,15 @@ export function prepareDuplicateFix(
   groups: readonly DuplicateGroup[],
   options: {dryRun: boolean; lockTimeoutMs: number; statementTimeoutMs: number; airlockVersion: string},
 ): PreparedBatch<GroupFix, FixOutcomeName> {
-  const extras = groups.reduce((n, g) => n + g.extras.length, 0)
+  // The question counts what the repair can delete: the extras no run had consumed when the audit
+  // read them (the dry run's figure, barring a run or another fixer in between); consumed ones stay.
+  const deletable = groups.reduce((n, g) => n + g.extras.length - g.consumed, 0)
+  const consumed = groups.reduce((n, g) => n + g.consumed, 0)
   return {
-    count: extras,
+    count: deletable,
     prompt: {
       action: 'delete',
-      noun: `duplicate event${extras === 1 ? '' : 's'} in ${groups.length} group${groups.length === 1 ? '' : 's'} (unconsumed extras only, with their consumer DAGs locked; each group keeps its first event)`,
+      noun: `unconsumed duplicate event${deletable === 1 ? '' : 's'} in ${groups.length} group${groups.length === 1 ? '' : 's'} (each group keeps its first event${consumed > 0 ? `; ${consumed} consumed duplicate${consumed === 1 ? '' : 's'} stay` : ''}; each is re-checked with its consumer DAGs locked)`,
       always: true,
     },
     label: 'audit-events --fix',

@@ -7,6 +7,7 @@ import type {Database, OpenOptions} from '../engine/engine.js'
 import type {StatementLog} from '../engine/engine.js'
 import {AirlockError, usageError} from '../errors.js'
 import {createLineFile, whyNotWritable} from '../output/lineFile.js'
+import {expandOutputName} from './outputName.js'
 import {ExitCode} from '../exitCodes.js'
 import type {Tally} from '../batch/tally.js'
 import {requirePrivileges} from '../doctor/writePrivileges.js'
@@ -161,6 +162,7 @@ export abstract class AirlockCommand<R> extends Command {
     batch: PreparedBatch<J, Name>,
     options: {yes: boolean; outputFile?: string | undefined; quiet?: boolean},
   ): Promise<CommandOutcome<BatchReport<J>>> {
+    const outputFile = await newOutputName(options.outputFile)
     for (const warning of batch.warnings) this.note(warning)
     for (const note of batch.notes ?? []) this.progress(note)
     // What a filter reaches, before anyone is asked to confirm it or a dry run lists its items.
@@ -168,9 +170,6 @@ export abstract class AirlockCommand<R> extends Command {
     if (batch.breakdown && this.outputMode === 'human' && (asking || batch.dryRun) && batch.count > 0) {
       process.stderr.write(`${this.scrub(renderBreakdown(batch.breakdown, batch.count, this.terminalWidth))}\n\n`)
     }
-    // A file that cannot be created is said before anyone is asked, and before anything is written.
-    const unwritable = options.outputFile ? await whyNotWritable(options.outputFile) : undefined
-    if (unwritable) throw usageError(`--output: ${unwritable}. Nothing was written.`)
     await confirmBulkWrite({
       count: batch.count,
       action: batch.prompt.action,
@@ -180,11 +179,11 @@ export abstract class AirlockCommand<R> extends Command {
       machineOutput: this.outputMode !== 'human',
       always: batch.prompt.always,
     })
-    const file = options.outputFile
-      ? await createLineFile(options.outputFile).catch((error: unknown) => {
+    const file = outputFile
+      ? await createLineFile(outputFile).catch((error: unknown) => {
           // Created between the check and now, or not writable by this user: the operator's to fix.
           throw usageError(
-            `--output: ${options.outputFile}: ${error instanceof Error ? error.message : String(error)}. Nothing was written.`,
+            `--output: ${outputFile}: ${error instanceof Error ? error.message : String(error)}. Nothing was written.`,
           )
         })
       : undefined
@@ -412,3 +411,16 @@ export abstract class AirlockCommand<R> extends Command {
 export type InferredFlags<T extends typeof Command> = Interfaces.InferredFlags<
   (typeof AirlockCommand)['baseFlags'] & T['flags']
 >
+
+/**
+ * --output's name for this run ({timestamp} filled in: a cron job's fixed command line writes a
+ * new file each night), refused before anyone is asked and before anything is written when it
+ * cannot be created new.
+ */
+export async function newOutputName(name: string | undefined): Promise<string | undefined> {
+  if (name === undefined) return undefined
+  const expanded = expandOutputName(name, '--output')
+  const unwritable = await whyNotWritable(expanded)
+  if (unwritable) throw usageError(`--output: ${unwritable}. Nothing was written.`)
+  return expanded
+}

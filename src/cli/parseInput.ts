@@ -21,6 +21,28 @@ export function parseTimestamp(value: string, flag: string): Date {
   return date
 }
 
+/** "26h", "7d", "90m": a time this long before now (a cron job's window), as `--since 26h` takes it. */
+const relativeTime = /^(\d+)(m|h|d)$/
+
+export const isRelativeTime = (value: string) => relativeTime.test(value.trim())
+
+/**
+ * A window bound (--since, --until): an ISO-8601 time as parseTimestamp takes it, or a duration
+ * back from `now` (26h, 7d, 90m), resolved once when the command starts.
+ */
+export function parseWindowBound(value: string, flag: string, now = new Date()): Date {
+  const match = relativeTime.exec(value.trim())
+  if (!match) {
+    if (/^\d+(?:\.\d+)?\s*[a-z]*$/i.test(value.trim()))
+      throw usageError(
+        `${flag} must be an ISO-8601 time (2026-12-01, 2026-12-01T03:00:00Z) or a whole duration back from now: 90m, 26h or 7d (got "${value}").`,
+      )
+    return parseTimestamp(value, flag)
+  }
+  const unit = {m: 60_000, h: 3_600_000, d: 86_400_000}[match[2] as 'm' | 'h' | 'd']
+  return new Date(now.getTime() - Number(match[1]) * unit)
+}
+
 const monthNames = [
   'January',
   'February',

@@ -1,12 +1,14 @@
 import type {AuditClass, Finding} from '../audit/auditEvents.js'
 import type {GroupFix} from '../audit/prepareDuplicateFix.js'
 import {csvCell} from '../output/csv.js'
-import {renderTable} from '../output/table.js'
+import {keyColumn, renderTable} from '../output/table.js'
 
 export interface EventAuditReport {
   counts: Record<AuditClass, number>
   findings: Finding[]
   omitted: number
+  /** --output: every finding was written to this file as a JSON line (replay-events --from-file takes it). */
+  output_file?: string
   fix: {
     dry_run: boolean
     groups: GroupFix[]
@@ -30,24 +32,39 @@ export function renderEventAudit(report: EventAuditReport, width?: number): stri
   if (report.findings.length > 0) {
     parts.push(
       renderTable(
-        ['class', 'event', 'asset / task instance', 'source', 'evidence', 'next'],
+        [
+          {header: 'class', keep: true},
+          keyColumn('task instance'),
+          'asset',
+          'evidence',
+          'next',
+          {header: 'event / ti id', optional: true},
+        ],
         report.findings.map((f) => [
           f.class,
-          f.event_id,
-          f.asset ?? f.ti_id,
-          f.source_dag_id ? `${f.source_dag_id}/${f.source_run_id}/${f.source_task_id}` : '',
+          f.source_dag_id
+            ? `${f.source_dag_id}/${f.source_run_id}/${f.source_task_id}${(f.source_map_index ?? -1) >= 0 ? `[${f.source_map_index}]` : ''}`
+            : '',
+          f.asset,
           f.evidence,
-          f.suggestion ?? '',
+          f.ti_id ? 'replay-events (below)' : (f.suggestion ?? ''),
+          f.event_id ?? f.ti_id,
         ]),
         {width},
       ),
     )
   }
 
-  if (report.omitted) parts.push(`… ${report.omitted} more findings (--json, --ndjson or --format csv list them all)`)
-  if (report.findings.some((f) => f.suggestion?.startsWith('airlock '))) {
+  if (report.omitted)
     parts.push(
-      'Run the commands under "next" with the same connection flags as this audit (--database-url, --env or --embedded).',
+      `… ${report.omitted} more findings ${report.output_file ? `in ${report.output_file}` : '(--output FILE, --json, --ndjson or --format csv list them all)'}`,
+    )
+  else if (report.output_file) parts.push(`Every finding is in ${report.output_file}.`)
+  const replayable = report.counts.missing_events + report.counts.missing_unknown
+  if (replayable > 0) parts.push(replayAdvice(report, replayable))
+  if (report.findings.some((f) => !f.ti_id && f.suggestion?.startsWith('airlock '))) {
+    parts.push(
+      'Run the commands under "next" with the same connection flags as this audit (--database-url, --profile or --embedded).',
     )
   }
   if (report.fix) {
@@ -58,6 +75,21 @@ export function renderEventAudit(report: EventAuditReport, width?: number): stri
   }
 
   return parts.join('\n\n')
+}
+
+/** One command for every task instance missing its events: replay-events over the findings file. */
+function replayAdvice(report: EventAuditReport, n: number): string {
+  const what = `${n} task instance${n === 1 ? '' : 's'} missing ${n === 1 ? 'its' : 'their'} events`
+  const unknown = report.counts.missing_unknown
+  const caveat =
+    unknown > 0
+      ? ` (${unknown} missing_unknown: replayed only with --include-unknown, since the database cannot tell lost from marked success)`
+      : ''
+  const file = report.output_file ?? 'findings.ndjson'
+  const how = report.output_file
+    ? `airlock replay-events --from-file ${file} --dry-run`
+    : `save the findings with --output ${file}, then airlock replay-events --from-file ${file} --dry-run`
+  return `Repair the ${what} in one command${caveat}: ${how} (same connection flags as this audit), then again with --yes.`
 }
 
 export const findingCsvHeader =

@@ -1,6 +1,6 @@
 import {dryRunOutcomeNames, type ItemJson} from '../report/itemJson.js'
 import type {DownstreamSummary} from '../protocol/downstream.js'
-import {renderTable} from '../output/table.js'
+import {keyColumn, renderTable} from '../output/table.js'
 import {describeHolder, type LockWaitReport} from '../protocol/lockWaits.js'
 import type {SelectionBreakdown} from '../selection/selection.js'
 
@@ -18,11 +18,11 @@ const breakdownRows = 20
 export function renderBreakdown(breakdown: SelectionBreakdown, count: number, width?: number): string {
   const runs = breakdown.runs.length
   const head = breakdown.truncated
-    ? `Selected ${count} task instances in more than ${runs} runs (the first ${runs} counted below):`
+    ? `Selected ${plural(count, 'task instance')} in more than ${plural(runs, 'run')} (the first ${runs.toLocaleString('en-US')} counted):`
     : `Selected ${plural(count, 'task instance')} in ${plural(runs, 'run')} of ${plural(breakdown.dags, 'DAG')}:`
   const shown = breakdown.runs.slice(0, breakdownRows)
   const table = renderTable(
-    ['dag', 'run', 'task instances', 'states'],
+    [{header: 'dag', keep: true}, {header: 'run', keep: true, middle: true}, 'task instances', 'states'],
     shown.map((run) => [
       run.dag_id,
       run.run_id,
@@ -34,13 +34,15 @@ export function renderBreakdown(breakdown: SelectionBreakdown, count: number, wi
     ]),
     {width},
   )
-  const rest = breakdown.runs.slice(breakdownRows)
+  // The rest is what the count leaves after the runs listed: a truncated breakdown counted only
+  // some of the runs, so their sum is not the rest.
+  const restRuns = breakdown.runs.length - shown.length
+  const restTis = count - shown.reduce((sum, run) => sum + run.task_instances, 0)
   const more =
-    rest.length > 0
-      ? `\n… and ${plural(
-          rest.reduce((sum, run) => sum + run.task_instances, 0),
-          'task instance',
-        )} in ${breakdown.truncated ? 'more than ' : ''}${plural(rest.length, 'more run')}`
+    restTis > 0 || restRuns > 0
+      ? `\n… and ${plural(restTis, 'more task instance')} in ${
+          breakdown.truncated ? `at least ${restRuns.toLocaleString('en-US')} more runs` : plural(restRuns, 'more run')
+        }`
       : ''
   return `${head}\n${table}${more}`
 }
@@ -54,7 +56,7 @@ export function describeLockWait(wait: LockWaitReport): string {
 }
 
 /** "1 run", "3 runs". */
-export const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`
+export const plural = (n: number, noun: string) => `${n.toLocaleString('en-US')} ${noun}${n === 1 ? '' : 's'}`
 
 export interface BatchReport<J = ItemJson> {
   summary: {dry_run: boolean} & Record<string, number | boolean>
@@ -87,7 +89,13 @@ export function renderEventItems(
   width?: number,
 ): string {
   return renderTable(
-    ['from', 'asset', 'outcome', 'new event', 'queued'],
+    [
+      keyColumn('from'),
+      {header: 'asset', keep: true, middle: true},
+      {header: 'outcome', keep: true},
+      'new event',
+      'queued',
+    ],
     items.map((item) => [
       item.source,
       item.asset,
@@ -123,7 +131,20 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
     .sort((a, b) => String(a[0]).localeCompare(String(b[0])))
   const parts: string[] = []
   if (rows.length > 0)
-    parts.push(renderTable(['task instance', 'outcome', 'events', 'queued', 'lock hold ms', 'total ms'], rows, {width}))
+    parts.push(
+      renderTable(
+        [
+          keyColumn('task instance'),
+          {header: 'outcome', keep: true},
+          'events',
+          'queued',
+          {header: 'lock hold ms', optional: true},
+          {header: 'total ms', optional: true},
+        ],
+        rows,
+        {width},
+      ),
+    )
   // Why refused items were refused: the table has no room for it, and it is what to act on.
   const explained = report.items.filter((item) => item.detail)
   if (explained.length > 0)
@@ -147,10 +168,13 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
       ([key, value]) =>
         typeof value === 'number' && !['selected', 'events_created', 'runs_queued'].includes(key) && value > 0,
     )
-    .map(([key, value]) => `${value} ${((s.dry_run && dryRunOutcomeNames[key]) || key).replaceAll('_', ' ')}`)
+    .map(
+      ([key, value]) =>
+        `${value.toLocaleString('en-US')} ${((s.dry_run && dryRunOutcomeNames[key]) || key).replaceAll('_', ' ')}`,
+    )
   parts.push(
     `${s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${plural(s.selected as number, noun)} selected: ` +
-      `${counts.join(', ') || 'nothing to do'}; ${s.events_created} events, ${s.runs_queued} queue rows.` +
+      `${counts.join(', ') || 'nothing to do'}; ${plural(s.events_created as number, 'event')}, ${plural(s.runs_queued as number, 'queue row')}.` +
       (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
   )
   if (report.lineage && !('disabled' in report.lineage && Object.keys(report.lineage).length === 1)) {

@@ -1,7 +1,7 @@
 import type {LockAudit} from '../audit/auditLocks.js'
 import {walk, type LockNode} from '../audit/lockForest.js'
 import {csvCell} from '../output/csv.js'
-import {renderTable} from '../output/table.js'
+import {keyColumn, renderTable} from '../output/table.js'
 
 const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)}s`)
 
@@ -84,7 +84,7 @@ export function renderLockAudit(audit: LockAudit, width?: number): string {
     parts.push(
       'Waits by task instance across the window:\n' +
         renderTable(
-          ['task instance', 'samples', 'max', 'p95'],
+          [keyColumn('task instance'), 'samples', 'max', 'p95'],
           audit.aggregates.by_task_instance
             .slice(0, 10)
             .map((a) => [a.key, a.samples, seconds(a.max_wait_ms), seconds(a.p95_wait_ms)]),

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import type {SelectionRequest} from '../selection/itemSource.js'
-import {checkRange, parseShard, parseTaskInstanceId, parseTimestamp} from './parseInput.js'
+import {checkRange, parseShard, parseTaskInstanceId, parseWindowBound} from './parseInput.js'
 
 /** PostgreSQL's integer: numbers beyond it are refused before any query (not by the server, in SQL's words). */
 export const maxInt4 = 2_147_483_647
@@ -31,10 +31,14 @@ export const selectionFlags = {
     helpGroup: 'SELECTION',
   }),
   since: Flags.string({
-    description: 'Runs whose run_after (logical date of scheduled runs) is at or after this ISO-8601 UTC time.',
+    description:
+      'Runs whose run_after (logical date of scheduled runs) is at or after this ISO-8601 UTC time, or this long ago (90m, 26h, 7d).',
     helpGroup: 'SELECTION',
   }),
-  until: Flags.string({description: 'Runs whose run_after is before this ISO-8601 UTC time.', helpGroup: 'SELECTION'}),
+  until: Flags.string({
+    description: 'Runs whose run_after is before this ISO-8601 UTC time, or this long ago (90m, 26h, 7d).',
+    helpGroup: 'SELECTION',
+  }),
   'from-file': Flags.string({
     description:
       'NDJSON of task instances, "-" for stdin: {"ti_id"} or {"dag_id","run_id","task_id","map_index"} per line, optionally with "outlet_events":[{"asset","extra","alias"}].',
@@ -73,8 +77,8 @@ export interface SelectionFlagValues {
 }
 
 export function selectionFromFlags(flags: SelectionFlagValues): SelectionRequest {
-  const since = flags.since ? parseTimestamp(flags.since, '--since') : undefined
-  const until = flags.until ? parseTimestamp(flags.until, '--until') : undefined
+  const since = flags.since ? parseWindowBound(flags.since, '--since') : undefined
+  const until = flags.until ? parseWindowBound(flags.until, '--until') : undefined
   checkRange(since, until)
   return {
     allDags: flags['all-dags'] ?? false,

@@ -36,7 +36,7 @@ export const writeFlags = {
   output: Flags.string({
     char: 'o',
     description:
-      'Also write every item as one JSON line to this new file (the table on the terminal shows the first 50 and every problem). Never overwrites.',
+      'Also write every item as one JSON line to this new file (the table on the terminal shows the first 50 and every problem). Never overwrites: for cron, put {timestamp} (UTC), {date} or {pid} in the name.',
     helpValue: 'FILE',
     helpGroup: 'OUTPUT',
   }),

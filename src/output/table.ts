@@ -3,48 +3,87 @@
  * incident channels and tickets.
  */
 export interface TableOptions {
-  /** Fit this many columns (a terminal's width): the widest cells are cut with an ellipsis, never wrapped. */
+  /** Fit this many columns (a terminal's width): cells are cut with an ellipsis, never wrapped. */
   width?: number | undefined
 }
+
+/**
+ * A column and what it may lose when the table must fit a width. `keep`: what the row is about
+ * (its key, its outcome): cut only when every other column is as narrow as it goes. `middle`: cut
+ * in the middle, so a dag/run/task[map] key keeps the DAG's start and the task[map] at its end.
+ * `optional`: context (timings) dropped whole before anything is cut.
+ */
+export interface Column {
+  header: string
+  keep?: boolean
+  middle?: boolean
+  optional?: boolean
+}
+
+/** The column that names a row: dag/run/task[map], kept and cut in the middle. */
+export const keyColumn = (header: string): Column => ({header, keep: true, middle: true})
 
 /** Narrowest a column is cut to while fitting a width (its header may be cut too). */
 const minColumn = 6
 
-export function renderTable(
-  headers: string[],
-  rows: Array<Array<string | number | null | undefined>>,
-  options: TableOptions = {},
-): string {
+type Cell = string | number | null | undefined
+
+export function renderTable(columns: Array<string | Column>, rows: Cell[][], options: TableOptions = {}): string {
+  const specs = columns.map((column) => (typeof column === 'string' ? {header: column} : column))
   const cells = rows.map((row) =>
     row.map((cell) => (cell === null || cell === undefined ? '-' : String(cell).replace(/\s*\n\s*/g, ' '))),
   )
-  const widths = headers.map((header, column) =>
+  const natural = specs.map(({header}, column) =>
     Math.max(header.length, ...cells.map((row) => row[column]?.length ?? 0)),
   )
-  if (options.width) fit(widths, options.width)
+  const shown = options.width
+    ? layout(specs, natural, options.width)
+    : natural.map((width, column) => ({column, width}))
   const line = (values: string[]) =>
-    values
-      .map((value, column) => cut(value, widths[column] ?? 0).padEnd(widths[column] ?? 0))
+    shown
+      .map(({column, width}) => {
+        const value = values[column] ?? ''
+        return (specs[column]?.middle ? cutMiddle : cutEnd)(value, width).padEnd(width)
+      })
       .join('  ')
       .trimEnd()
-  return [line(headers), line(widths.map((width) => '─'.repeat(width))), ...cells.map(line)].join('\n')
+  const rule = shown.map(({width}) => '─'.repeat(width)).join('  ')
+  return [line(specs.map((s) => s.header)), rule, ...cells.map(line)].join('\n')
 }
 
-/** Narrows the widest columns, one character at a time, until the row fits `width` or none can give more. */
-function fit(widths: number[], width: number): void {
-  const total = () => widths.reduce((sum, w) => sum + w, 0) + 2 * Math.max(0, widths.length - 1)
-  while (total() > width) {
-    let widest = -1
-    for (let column = 0; column < widths.length; column++) {
-      if (widths[column]! > minColumn && (widest < 0 || widths[column]! > widths[widest]!)) widest = column
-    }
-    if (widest < 0) return
-    widths[widest]!--
+/**
+ * Which columns show, how wide, within `width`: optional columns go first (last first), then the
+ * other columns narrow (widest first), and only then are the kept columns cut.
+ */
+function layout(specs: Column[], natural: number[], width: number): Array<{column: number; width: number}> {
+  let shown = natural.map((w, column) => ({column, width: w}))
+  const total = () => shown.reduce((sum, s) => sum + s.width, 0) + 2 * Math.max(0, shown.length - 1)
+  for (let column = specs.length - 1; column >= 0 && total() > width; column--) {
+    if (specs[column]?.optional) shown = shown.filter((s) => s.column !== column)
   }
+  const narrow = (which: (column: number) => boolean) => {
+    while (total() > width) {
+      let widest: {column: number; width: number} | undefined
+      for (const s of shown)
+        if (which(s.column) && s.width > minColumn && (!widest || s.width > widest.width)) widest = s
+      if (!widest) return
+      widest.width--
+    }
+  }
+  narrow((column) => !specs[column]?.keep)
+  narrow(() => true)
+  return shown
 }
 
-const cut = (value: string, width: number) =>
+const cutEnd = (value: string, width: number) =>
   value.length <= width ? value : `${value.slice(0, Math.max(0, width - 1))}…`
+
+/** A third of the room for the start, the rest for the end: the end (task[map]) identifies the row. */
+function cutMiddle(value: string, width: number): string {
+  if (value.length <= width) return value
+  const head = Math.floor((width - 1) / 3)
+  return `${value.slice(0, head)}…${value.slice(value.length - (width - 1 - head))}`
+}
 
 export function renderKeyValues(pairs: Array<[string, string | number | boolean | null | undefined]>): string {
   const width = Math.max(...pairs.map(([key]) => key.length))

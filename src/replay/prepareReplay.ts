@@ -3,11 +3,13 @@ import {performance} from 'node:perf_hooks'
 import {runBatch} from '../batch/pool.js'
 import type {BatchHooks, PreparedBatch, WriteOptions} from '../batch/prepared.js'
 import {Tally} from '../batch/tally.js'
+import {usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {LineageSender} from '../lineage/lineage.js'
 import {lineageWarnings, type LineageSettings} from '../lineage/settings.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
+import {readFindingsFile, type FindingsInput} from '../selection/findingsFile.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
 import type {WorkItem} from '../selection/workItem.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
@@ -17,9 +19,9 @@ import {reemitEvent, type EventItem} from './reemitEvent.js'
 import {replayMissingWriter} from './replayMissingWriter.js'
 
 export type ReplayMode =
-  | {kind: 'missing'; selection: SelectionRequest}
+  | {kind: 'missing'; selection: SelectionRequest; fromFindings?: boolean}
   | {kind: 'event-id'; ids: number[]}
-  | {kind: 'file'; path: string; skipExisting: boolean}
+  | {kind: 'file'; path: string; skipExisting: boolean; limit?: number | undefined}
 
 /** Every outcome of a replay item (task instance or event) and the exit code it maps to. */
 export const replayOutcomes = {
@@ -99,6 +101,8 @@ export async function prepareReplay(
   airflow: AirflowDatabase,
   request: ReplayRequest,
 ): Promise<PreparedBatch<ItemJson | EventItemJson, ReplayOutcomeName>> {
+  const findings = request.mode.kind === 'file' ? await readFindingsFile(request.mode.path) : undefined
+  if (request.mode.kind === 'file' && findings) return prepareFindings(airflow, request, request.mode, findings)
   const {mode, write} = request
   // What a replay writes depends on which evidence it accepts: a resumed run must accept the same.
   const accepts = {
@@ -134,7 +138,7 @@ export async function prepareReplay(
 
   const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
   // Every named task instance already done by the resumed run: nothing left to open.
-  const done = mode.selection.tiIds.length > 0 && selection.tiIds.length === 0
+  const done = (mode.selection.tiIds.length > 0 || Boolean(mode.fromFindings)) && selection.tiIds.length === 0
   const source: ItemSource = done
     ? {count: 0, items: emptyItems(), explicit: true}
     : await openItemSource(airflow, selection)
@@ -150,7 +154,7 @@ export async function prepareReplay(
     count: source.count,
     breakdown: source.breakdown,
     prompt: {action: 'replay the missing events of', noun: 'task instances'},
-    explicit: mode.selection.tiIds.length > 0,
+    explicit: mode.selection.tiIds.length > 0 || Boolean(mode.fromFindings),
     warnings: [...(source.warnings ?? []), ...lineageWarnings(request.lineage)],
     run: (hooks) => {
       const lineage = request.lineage
@@ -159,6 +163,42 @@ export async function prepareReplay(
       return replayMissing(airflow, write, writer, source, checkpoint, hooks, lineage)
     },
   }
+}
+
+/**
+ * An audit's findings file: its missing_events (and missing_unknown) task instances replayed as
+ * --ti-id would replay them, each re-decided under its lock on the evidence the database holds
+ * then; findings of other classes are said and left to the command that repairs them.
+ */
+async function prepareFindings(
+  airflow: AirflowDatabase,
+  request: ReplayRequest,
+  file: {path: string; skipExisting: boolean; limit?: number | undefined},
+  findings: FindingsInput,
+): Promise<PreparedBatch<ItemJson | EventItemJson, ReplayOutcomeName>> {
+  if (file.skipExisting)
+    throw usageError(
+      `--skip-existing is for an export's events; ${file.path} holds audit findings, and each task instance is replayed only for what is still missing.`,
+    )
+  const selection = {tiIds: findings.tiIds, filter: {runIds: [], taskIds: [], limit: file.limit}}
+  const batch = await prepareReplay(airflow, {...request, mode: {kind: 'missing', selection, fromFindings: true}})
+  const notes = Object.entries(findings.skipped).map(
+    ([cls, n]) =>
+      `${file.path}: ${n} ${cls} finding${n === 1 ? '' : 's'} left alone (${repairOf[cls] ?? 'not a replay'})`,
+  )
+  if (findings.unknown > 0 && !request.accepts.includeUnknown)
+    notes.push(
+      `${file.path}: ${findings.unknown} missing_unknown finding${findings.unknown === 1 ? '' : 's'} will read "unknown" (the database cannot tell lost from marked success); --include-unknown replays them`,
+    )
+  return {...batch, warnings: [...batch.warnings, ...notes]}
+}
+
+/** Who repairs a finding class replay-events does not. */
+const repairOf: Record<string, string> = {
+  duplicate: 'audit-events --fix removes unconsumed duplicates',
+  orphan_missing_ti: 'an event whose task instance is gone: nothing to replay',
+  orphan_not_success: 'an event of a try that did not succeed: nothing to replay',
+  queue_orphan: 'queue rows pointing at something gone: see docs/audit-events.md',
 }
 
 /** Missing mode: each selected task instance through the protocol, its outcome checkpointed. */

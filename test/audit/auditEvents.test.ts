@@ -1,3 +1,7 @@
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
 import type {Knex} from 'knex'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -286,8 +290,15 @@ describe('airlock audit-events', () => {
     const result = await runCli(['audit-events', '--database-url', db.url, '--fix', '--no-dry-run'])
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('--yes')
-    // The refusal names what would go: how many events, in how many groups.
-    expect(result.stderr).toMatch(/Refusing to delete \d+ duplicate events? in \d+ groups? \(unconsumed extras only/)
+    // The refusal names what would go, in the dry run's own figure: consumed duplicates stay and are not counted.
+    const dry = await audit('--fix')
+    const refusal =
+      /Refusing to delete (\d+) unconsumed duplicate events? in (\d+) groups? \(each group keeps its first event; (\d+) consumed duplicates? stay/.exec(
+        result.stderr,
+      )
+    expect(refusal).not.toBeNull()
+    expect(Number(refusal![1])).toBe(dry.out.result.fix!.removed)
+    expect(Number(refusal![3])).toBeGreaterThan(0)
     expect(await db.knex('asset_event').where({id: ids.dup_late})).toHaveLength(1)
   })
 
@@ -363,6 +374,87 @@ describe('airlock audit-events', () => {
       .map((l) => JSON.parse(l) as {type: string})
     expect(objects.at(-1)).toMatchObject({type: 'summary'})
     expect(objects.filter((o) => o.type === 'finding').length).toBeGreaterThan(3)
+  })
+
+  it('--output keeps every finding, and replay-events --from-file repairs its missing_events in one command', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-findings-'))
+    try {
+      const human = await runCli([
+        'audit-events',
+        '--database-url',
+        db.url,
+        '--output',
+        path.join(dir, 'audit-{timestamp}.ndjson'),
+      ])
+      expect(human.code).toBe(6)
+      const [name] = await fs.readdir(dir)
+      expect(name).toMatch(/^audit-\d{8}T\d{6}Z\.ndjson$/)
+      const file = path.join(dir, name!)
+      const lines = (await fs.readFile(file, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Finding & {type: string})
+      expect(lines.at(-1)).toMatchObject({type: 'summary'})
+      const silentSuccess = world.ti('etl_001', 'task_2')
+      // The finding names the task instance by its key, beside its id.
+      expect(lines.find((l) => l.class === 'missing_events')).toMatchObject({
+        ti_id: silentSuccess.id,
+        source_dag_id: 'etl_001',
+        source_run_id: silentSuccess.run_id,
+        source_task_id: 'task_2',
+        source_map_index: -1,
+      })
+      expect(human.stdout).toContain(`etl_001/${silentSuccess.run_id}/task_2`)
+      expect(human.stdout).toContain(`airlock replay-events --from-file ${file} --dry-run`)
+      expect(human.stdout).toContain('--profile')
+      expect(human.stdout).not.toContain('--env')
+
+      const before = await countRows(db.knex, 'asset_event')
+      const replay = await runCli([
+        'replay-events',
+        '--database-url',
+        db.url,
+        '--from-file',
+        file,
+        '--dry-run',
+        '--json',
+      ])
+      expect(replay.code).toBe(0)
+      const out = envelope(replay) as {result: {items: Array<{ti_id: string; outcome: string}>}; warnings: string[]}
+      // The lost try is replayed; the try nothing can tell about reads unknown, as with --ti-id.
+      const unknown = lines.filter((l) => l.class === 'missing_unknown').map((l) => l.ti_id)
+      expect(unknown).toHaveLength(1)
+      expect(out.result.items).toHaveLength(2)
+      expect(out.result.items).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ti_id: silentSuccess.id, outcome: 'would_replay'}),
+          expect.objectContaining({ti_id: unknown[0], outcome: 'unknown'}),
+        ]),
+      )
+      expect(out.warnings.join('\n')).toContain('1 missing_unknown finding will read "unknown"')
+      expect(await countRows(db.knex, 'asset_event')).toBe(before)
+      // The other classes are said and left to what repairs them.
+      expect(out.warnings.join('\n')).toContain(
+        'duplicate findings left alone (audit-events --fix removes unconsumed duplicates)',
+      )
+      // A second audit with the same command line writes a new file: never-overwrite holds, cron works.
+      await new Promise((resolve) => setTimeout(resolve, 1100))
+      const again = await runCli([
+        'audit-events',
+        '--database-url',
+        db.url,
+        '--output',
+        path.join(dir, 'audit-{timestamp}.ndjson'),
+      ])
+      expect(again.code).toBe(6)
+      expect(await fs.readdir(dir)).toHaveLength(2)
+      // A fixed name is refused the second time, before anything is read.
+      const fixed = await runCli(['audit-events', '--database-url', db.url, '--output', file])
+      expect(fixed.code).toBe(2)
+      expect(fixed.stderr).toContain('already exists')
+    } finally {
+      await fs.rm(dir, {recursive: true, force: true})
+    }
   })
 })
 

@@ -70,12 +70,16 @@ describe.each(['3.2', '3.4'] as const)('audit-events --fix on %s', (version) => 
   }
 
   const fixGroups = async (groups: Array<{kept: number; extras: number[]}>) => {
-    const prepared = prepareDuplicateFix(await airflowOf(db.knex), groups, {
-      dryRun: false,
-      lockTimeoutMs: 5000,
-      statementTimeoutMs: 30_000,
-      airlockVersion: 'test',
-    })
+    const prepared = prepareDuplicateFix(
+      await airflowOf(db.knex),
+      groups.map((g) => ({...g, consumed: 0})),
+      {
+        dryRun: false,
+        lockTimeoutMs: 5000,
+        statementTimeoutMs: 30_000,
+        airlockVersion: 'test',
+      },
+    )
     const fixes: GroupFix[] = []
     await prepared.run({shouldStop: () => false, onItem: (fix) => fixes.push(fix)})
     return fixes

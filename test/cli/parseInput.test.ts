@@ -6,6 +6,7 @@ import {
   parseShard,
   parseTaskInstanceId,
   parseTimestamp,
+  parseWindowBound,
 } from '../../src/cli/parseInput.js'
 import {usageMessage} from '../support/usage.js'
 
@@ -29,6 +30,18 @@ describe('flag parsing', () => {
     expect(usage(() => parseTimestamp('2025-01-01T24:00:00', '--since'))).toContain('no hour 24')
     expect(parseTimestamp('2024-02-29', '--since').toISOString()).toBe('2024-02-29T00:00:00.000Z')
     expect(parseTimestamp('2025-12-31T23:59:59+01:00', '--since').toISOString()).toBe('2025-12-31T22:59:59.000Z')
+  })
+
+  it('a window bound is a time, or a whole duration back from now for a cron job (90m, 26h, 7d)', () => {
+    const now = new Date('2026-12-04T03:00:00Z')
+    expect(parseWindowBound('26h', '--since', now).toISOString()).toBe('2026-12-03T01:00:00.000Z')
+    expect(parseWindowBound('7d', '--since', now).toISOString()).toBe('2026-11-27T03:00:00.000Z')
+    expect(parseWindowBound('90m', '--until', now).toISOString()).toBe('2026-12-04T01:30:00.000Z')
+    expect(parseWindowBound('2026-12-01', '--since', now).toISOString()).toBe('2026-12-01T00:00:00.000Z')
+    // A number without a unit, or a unit a window does not take, is refused with the forms.
+    for (const bad of ['26', '1.5h', '30s', '2w'])
+      expect(usage(() => parseWindowBound(bad, '--since', now))).toContain('90m, 26h or 7d')
+    expect(usage(() => parseWindowBound('2025-02-30', '--since', now))).toContain('February 2025 has 28 days')
   })
 
   it('shards are K/N with 1 ≤ K ≤ N', () => {

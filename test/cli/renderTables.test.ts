@@ -1,0 +1,84 @@
+import {describe, expect, it} from 'vitest'
+
+import type {Finding} from '../../src/audit/auditEvents.js'
+import {renderEventAudit, type EventAuditReport} from '../../src/cli/renderEventAudit.js'
+import {renderBatch, renderBreakdown} from '../../src/cli/renderItems.js'
+import type {ItemJson} from '../../src/report/itemJson.js'
+
+/** The identifying part of every row stays readable at a terminal's width (the trial's 80 and 120 columns). */
+const dag = 'dotodo_daily_analytics_rollup'
+const run = 'scheduled__2024-06-01T00:30:00+00:00'
+
+const item = (task: string, mapIndex: number): ItemJson => ({
+  ti_id: '0190b4d2-7a4c-7cc1-9e0a-5b8a3f2d4e61',
+  dag_id: dag,
+  run_id: run,
+  task_id: task,
+  map_index: mapIndex,
+  outcome: 'completed',
+  previous_state: 'running',
+  events: 2,
+  queued: 1,
+  timings: {register_ms: 1.2, lock_wait_ms: 0.1, lock_hold_ms: 1.92, stamp_to_commit_ms: 0.4, total_ms: 14.3},
+})
+
+const lines = (text: string) => text.split('\n')
+
+describe('tables keep the task id and map index visible', () => {
+  for (const width of [80, 120]) {
+    it(`the items table at ${width} columns`, () => {
+      const text = renderBatch(
+        {
+          summary: {dry_run: false, selected: 2, completed: 2, events_created: 4, runs_queued: 2},
+          items: [item('an_task_7', 3), item('an_task_12', 11)],
+        },
+        'task instance',
+        width,
+      )
+      for (const line of lines(text)) expect(line.length, line).toBeLessThanOrEqual(width)
+      expect(text).toContain('an_task_7[3]')
+      expect(text).toContain('an_task_12[11]')
+      expect(text).toContain(dag.slice(0, 10))
+      expect(text).toContain('completed (was running)')
+    })
+
+    it(`the findings table at ${width} columns`, () => {
+      const finding: Finding = {
+        class: 'missing_events',
+        event_id: null,
+        ti_id: '0190b4d2-7a4c-7cc1-9e0a-5b8a3f2d4e61',
+        asset: null,
+        source_dag_id: dag,
+        source_run_id: run,
+        source_task_id: 'an_task_7',
+        source_map_index: 3,
+        timestamp: null,
+        kept_id: null,
+        consumed: null,
+        evidence: 'an active declared outlet has no event of its last try; the worker logged its success',
+        suggestion: 'airlock replay-events --ti-id 0190b4d2-7a4c-7cc1-9e0a-5b8a3f2d4e61',
+      }
+      const counts = {missing_events: 1, missing_unknown: 0} as EventAuditReport['counts']
+      const text = renderEventAudit({counts, findings: [finding], omitted: 0, fix: null}, width)
+      const table = lines(text).filter((line) => line.startsWith('missing_events '))
+      expect(table.length).toBeGreaterThan(0)
+      for (const line of table) expect(line.length, line).toBeLessThanOrEqual(width)
+      expect(table.some((line) => line.includes('an_task_7[3]'))).toBe(true)
+      // One command for every finding, not one per finding.
+      expect(text).toContain('replay-events --from-file findings.ndjson --dry-run')
+    })
+  }
+
+  it('a truncated breakdown counts the task instances really left, not the sum of the runs it counted', () => {
+    const runs = Array.from({length: 30}, (_, i) => ({
+      dag_id: 'etl',
+      run_id: `scheduled__2026-11-${String(i + 1).padStart(2, '0')}`,
+      task_instances: 10,
+      states: {running: 10},
+    }))
+    const text = renderBreakdown({runs, dags: 1, truncated: true}, 8_964, 120)
+    // 20 runs of 10 listed: 8,764 remain, in at least the 10 more runs the breakdown counted.
+    expect(text).toContain('… and 8,764 more task instances in at least 10 more runs')
+    expect(text).toContain('Selected 8,964 task instances in more than 30 runs')
+  })
+})
