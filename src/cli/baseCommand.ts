@@ -30,6 +30,8 @@ export interface CommandOutcome<R> {
 export interface ErrorEnvelope {
   status: number
   error: {name: string; code: string; message: string; actions: string[]}
+  /** A batch the failure cut short: every item that had finished, as the success envelope lists them. */
+  result?: unknown
 }
 
 export interface SuccessEnvelope<R> {
@@ -66,6 +68,8 @@ export abstract class AirlockCommand<R> extends Command {
   }
 
   private readonly collectedWarnings: string[] = []
+  /** The report of a batch that failed after some items finished (see writeBatch). */
+  private cutShort: unknown
   /** Secrets (passwords) to scrub from anything printed; connection helpers add to it. */
   protected readonly secrets = new Set<string>()
   private readonly cleanups: Array<() => Promise<void>> = []
@@ -198,18 +202,7 @@ export abstract class AirlockCommand<R> extends Command {
     )
     // What has finished, for a second signal that exits at once.
     let latest: Tally<Name> | undefined
-    this.interrupts.startBatch(() => {
-      const partial = latest ? output.finish(latest, batch.dryRun, true) : undefined
-      if (this.jsonMode) {
-        this.writeStdout(
-          JSON.stringify({status: ExitCode.interrupted, result: partial ?? null, warnings: this.collectedWarnings}),
-        )
-      } else if (this.outputMode === 'human') {
-        process.stderr.write(
-          `Stopped at once by a second signal: ${partial ? `${partial.summary.selected} item(s) had finished (above)` : 'no item had finished'}; transactions still open were rolled back by the server. Running the same command again is safe.\n`,
-        )
-      }
-    })
+    this.interrupts.startBatch(() => this.stoppedAtOnce(latest && output.finish(latest, batch.dryRun, true)))
     const lockWaits = new LockWaits()
     const stopWatching = batch.holderOf
       ? watchLockWaits(lockWaits, batch.holderOf, (wait) =>
@@ -225,6 +218,11 @@ export abstract class AirlockCommand<R> extends Command {
         },
         lockWaits,
       })
+      // The batch itself failed (the database went away): what finished is committed or rolled
+      // back whatever came after, so the report of the failure lists it.
+      .catch((error: unknown) =>
+        this.failedAfter(error, latest && !options.quiet && output.finish(latest, batch.dryRun, true)),
+      )
       .finally(stopWatching)
     for (const warning of tally.warnings()) this.note(warning)
     const report = output.finish(tally, batch.dryRun, interrupted)
@@ -240,6 +238,24 @@ export abstract class AirlockCommand<R> extends Command {
       result: batch.dryRun && batch.breakdown ? {...report, breakdown: batch.breakdown} : report,
       exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit}),
     }
+  }
+
+  /** A second signal in a batch: what has finished, said before the process exits at once. */
+  private stoppedAtOnce(partial: BatchReport<unknown> | undefined): void {
+    if (this.jsonMode) {
+      this.writeStdout(
+        JSON.stringify({status: ExitCode.interrupted, result: partial ?? null, warnings: this.collectedWarnings}),
+      )
+    } else if (this.outputMode === 'human') {
+      process.stderr.write(
+        `Stopped at once by a second signal: ${partial ? `${partial.summary.selected} item(s) had finished (above)` : 'no item had finished'}; transactions still open were rolled back by the server. Running the same command again is safe.\n`,
+      )
+    }
+  }
+
+  private failedAfter(error: unknown, finished: unknown): never {
+    if (finished) this.cutShort = finished
+    throw error
   }
 
   /** For a loop that runs until Ctrl-C (audit-locks --watch): returns "was it asked to stop?"; a second signal exits at once. */
@@ -352,9 +368,17 @@ export abstract class AirlockCommand<R> extends Command {
 
   private reportError(error: unknown): ExitCode {
     const envelope = this.toErrorEnvelope(error)
+    const finished = this.cutShort
     if (this.jsonMode) {
-      this.writeStdout(JSON.stringify(envelope))
+      this.writeStdout(JSON.stringify(finished ? {...envelope, result: finished} : envelope))
     } else {
+      // NDJSON: the finished items are streamed already; the stream ends with how it ended. Human:
+      // the finished items' table first, then the error.
+      if (this.outputMode === 'ndjson') this.writeStdout(JSON.stringify({type: 'error', ...envelope}))
+      else if (finished) {
+        const text = this.render(finished as R, 'human')
+        if (text) this.writeStdout(text)
+      }
       const lines = [`Error: ${envelope.error.message}`, ...envelope.error.actions.map((action) => `  → ${action}`)]
       process.stderr.write(lines.join('\n') + '\n')
       if (envelope.error.code === 'INTERNAL' && process.env.AIRLOCK_DEBUG && error instanceof Error) {

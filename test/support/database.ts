@@ -13,7 +13,8 @@ export interface TestDatabase {
   drop(): Promise<void>
 }
 
-function admin(): Knex {
+/** A connection to the server's admin database (for what a test cannot do from inside its own). */
+export function admin(): Knex {
   return knexFactory({client: 'pg', connection: inject('adminUrl'), pool: {min: 0, max: 1}})
 }
 

@@ -29,6 +29,12 @@ export const SqlState = {
   cannotConnectNow: '57P03',
   /** The connection limit is reached. */
   tooManyConnections: '53300',
+  /**
+   * Object not in prerequisite state. FATAL at login when the database does not accept connections
+   * (ALTER DATABASE … ALLOW_CONNECTIONS false: postinit.c, CheckMyDatabase); at ERROR level it is
+   * a statement's own failure, not a login.
+   */
+  objectNotInPrerequisiteState: '55000',
   /** A table does not exist (for example alembic_version in a non-Airflow database). */
   undefinedTable: '42P01',
   /** Missing privilege on a table or sequence. */
@@ -130,6 +136,7 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
     if (retryableSqlStates.has(code)) return {kind: 'retryable', code}
     if (code === SqlState.lockNotAvailable) return {kind: 'lock_timeout', code}
     if (loginSqlStates.has(code)) return {kind: 'login', code}
+    if (code === SqlState.objectNotInPrerequisiteState && severityOf(error) === 'FATAL') return {kind: 'login', code}
     if (code === SqlState.insufficientPrivilege) return {kind: 'permission', code}
     if (code === SqlState.queryCanceled) return {kind: 'timeout', code}
     if (sessionLostSqlStates.has(code) || sessionLostClasses.includes(code.slice(0, 2)))
@@ -171,6 +178,11 @@ const driverConnectTimeoutMessages: readonly string[] = [
 function isConnectTimeout(error: unknown): boolean {
   if (knexTimeoutError && error instanceof knexTimeoutError) return true
   return error instanceof Error && driverConnectTimeoutMessages.includes(error.message)
+}
+
+/** node-postgres's `severity` of a server error (ERROR, FATAL, PANIC), if it carries one. */
+function severityOf(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'severity' in error ? String(error.severity) : undefined
 }
 
 /** The SQLSTATE of a driver error, if it carries one. */
