@@ -23,8 +23,7 @@ import {createProgress, type Progress} from '../src/output/progress.js'
 import {createLineFile} from '../src/output/lineFile.js'
 
 export default class AuditEvents extends AirlockCommand<EventAuditReport> {
-  static override summary =
-    'Classify duplicate and orphaned asset events, and successful tasks missing theirs; optional guarded repair of duplicates.'
+  static override summary = 'Find duplicate, orphaned and missing asset events; remove duplicates (--fix).'
   static override description =
     prose(`Every event gets exactly one class, with its evidence: external (no source task: never a finding),
 orphan_missing_ti, orphan_not_success, superseded_by_rerun (an earlier successful try's events:
@@ -40,9 +39,9 @@ purpose. queue_orphan: queue rows or alias links pointing at something gone.
 Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or a confirmation).`)
 
   static override examples = [
-    '<%= config.bin %> audit-events --since 2026-11-01 --fail-on duplicate --fail-on missing_events',
+    '<%= config.bin %> audit-events --since 7d --fail-on duplicate --fail-on missing_events',
     '<%= config.bin %> audit-events --dag-id etl_daily --format csv > findings.csv',
-    '<%= config.bin %> audit-events --since 2026-12-01 --output findings.ndjson && airlock replay-events --from-file findings.ndjson --dry-run',
+    '<%= config.bin %> audit-events --since 26h --output findings.ndjson',
     '<%= config.bin %> audit-events --fix',
     '<%= config.bin %> audit-events --fix --no-dry-run --yes',
   ]

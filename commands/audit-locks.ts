@@ -10,8 +10,7 @@ import {ExitCode} from '../src/exitCodes.js'
 import {prose} from '../src/cli/prose.js'
 
 export default class AuditLocks extends AirlockCommand<LockAudit> {
-  static override summary =
-    'Who holds, who waits, on which task instance: a live report of lock waits around task_instance and the asset tables.'
+  static override summary = 'Who holds and who waits on task instance rows and the asset tables, live.'
   static override description =
     prose(`Samples pg_stat_activity, pg_locks and pg_blocking_pids and reports one tree per root blocker
 (wait times, transaction ages, queries, how many sessions each blocks), which task instance each
@@ -26,7 +25,7 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
   static override examples = [
     '<%= config.bin %> audit-locks --database-url postgresql://monitor@db/airflow',
     '<%= config.bin %> audit-locks --samples 20 --interval 500ms --fail-on critical',
-    '<%= config.bin %> audit-locks --kill > end-blockers.sql   # review, then: psql -f end-blockers.sql',
+    '<%= config.bin %> audit-locks --kill > kill.sql   # review, then psql -f kill.sql',
     '<%= config.bin %> audit-locks --watch',
     '<%= config.bin %> audit-locks --format csv > waits.csv',
   ]

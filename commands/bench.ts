@@ -21,8 +21,7 @@ type BenchResult =
   (BenchReport & {written: string[]}) | {machine: BenchReport['machine']; scale: ScaleReport; written: string[]}
 
 export default class Bench extends AirlockCommand<BenchResult> {
-  static override summary =
-    'Measure how long a completion holds the task_instance row lock: register-first (airlock) against lock-first (the old order) and a raw floor.'
+  static override summary = 'Time the row lock a completion holds: airlock, the old order, a raw floor.'
   static override description =
     prose(`Runs on scratch databases it creates and drops (on the sandbox unless --database-url names a
 server where it may create databases; it refuses a database holding real Airflow data). Both
@@ -37,9 +36,10 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
   static override examples = [
     '<%= config.bin %> bench',
     '<%= config.bin %> bench --quick',
-    '<%= config.bin %> bench --database-url postgresql://postgres@127.0.0.1:5432/postgres --outlets 0,600',
+    '<%= config.bin %> bench --database-url postgresql://postgres@127.0.0.1/postgres',
     '<%= config.bin %> bench --profile perf-lab --quick',
-    '<%= config.bin %> bench --scale --database-url postgresql://postgres@127.0.0.1:5432/postgres',
+    '<%= config.bin %> bench --profile perf-lab --outlets 0,600',
+    '<%= config.bin %> bench --scale --profile perf-lab',
   ]
 
   static override flags = {

@@ -22,8 +22,11 @@ writer needs (the verdict says which commands still work).`)
   static override examples = [
     '<%= config.bin %> doctor --embedded',
     '<%= config.bin %> doctor --database-url postgresql://airflow@db:5432/airflow',
-    'AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=postgresql+psycopg2://airflow:***@db/airflow <%= config.bin %> doctor --json',
-    '<%= config.bin %> doctor --database-url postgresql://airflow@db:5432/airflow --assume-version 3.3',
+    {
+      description: "With Airflow's own setting exported (AIRFLOW__DATABASE__SQL_ALCHEMY_CONN)",
+      command: '<%= config.bin %> doctor --json',
+    },
+    '<%= config.bin %> doctor --profile prod --assume-version 3.3',
   ]
 
   static override flags = {...connectionFlags}

@@ -21,7 +21,7 @@ interface ExportResult {
 }
 
 export default class ExportEvents extends AirlockCommand<ExportResult> {
-  static override summary = 'Write asset events (with their attribution) as NDJSON, e.g. from a restored backup.'
+  static override summary = 'Write asset events (with their attribution) as NDJSON, e.g. from a backup.'
   static override description =
     prose(`One JSON object per line: id, asset {name, uri}, extra, source_dag_id / source_run_id /
 source_task_id / source_map_index, partition_key, timestamp, the aliases it went through, the DAGs
@@ -31,8 +31,16 @@ backup into a scratch database, export the incident's window there, then
 airlock replay-events --from-file … --skip-existing against production.`)
 
   static override examples = [
-    '<%= config.bin %> export-events --database-url postgresql://airflow@restore/airflow --since 2026-12-01T02:00:00Z --until 2026-12-01T04:00:00Z --output incident.ndjson',
-    '<%= config.bin %> export-events --dag-id etl_daily --asset s3://warehouse/orders > orders.ndjson',
+    {
+      description: "An incident's two hours, from a restored backup (profile restored)",
+      command:
+        '<%= config.bin %> export-events --profile restored --since 2026-12-01T02:00:00Z --until 2026-12-01T04:00:00Z -o incident.ndjson',
+    },
+    {
+      description: "One DAG's events of one asset, to stdout",
+      command: '<%= config.bin %> export-events --dag-id etl_daily --asset s3://lake/orders > orders.ndjson',
+    },
+    "<%= config.bin %> export-events --since 26h -o 'events-{timestamp}.ndjson'",
   ]
 
   static override flags = {

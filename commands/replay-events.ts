@@ -15,8 +15,7 @@ import {prose} from '../src/cli/prose.js'
 const {'from-file': _tiFile, ...taskSelection} = selectionFlags
 
 export default class ReplayEvents extends AirlockCommand<BatchReport<ItemJson | EventItemJson>> {
-  static override summary =
-    'Re-register asset events lost in an incident: missing ones for successful tasks, by event id, or from an export.'
+  static override summary = 'Re-register lost asset events: missing ones, by event id, or from a file.'
   static override description = prose(`Three modes.
 
 Missing (the default): successful task instances (selection flags; --since/--until on end_date)
@@ -56,6 +55,10 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     {
       description: 'Run downstream DAGs again for two events',
       command: '<%= config.bin %> replay-events --event-id 1201 --event-id 1202 --yes',
+    },
+    {
+      description: 'Every missing_events finding of an audit, in one command',
+      command: '<%= config.bin %> replay-events --from-file findings.ndjson --dry-run',
     },
     {
       description: "From a restored backup's export",

@@ -3,7 +3,7 @@ import {destroySandbox, sandboxHome, type DestroyResult} from '../../src/sandbox
 import {prose} from '../../src/cli/prose.js'
 
 export default class SandboxDestroy extends AirlockCommand<DestroyResult> {
-  static override summary = 'Stop the sandbox and remove its data and its copy of the PostgreSQL binaries.'
+  static override summary = 'Stop the sandbox; remove its data and its copy of the PostgreSQL binaries.'
   static override description = prose(`Stops the sandbox server, then removes its cluster (in the airlock home, or under
 /var/tmp when airlock runs as root), its state file and, as root, the copy of the PostgreSQL
 binaries airlock made for PostgreSQL's own user. A copy a running server still executes from

@@ -7,8 +7,7 @@ import {defaultSeed} from '../../src/fixtures/seed.js'
 import {prose} from '../../src/cli/prose.js'
 
 export default class SandboxSeed extends AirlockCommand<SeedSandboxResult> {
-  static override summary =
-    'Fill the sandbox with an Airflow-shaped world: DAGs, runs, running task instances, assets, consumers.'
+  static override summary = 'Fill the sandbox with an Airflow-shaped world: DAGs, runs, tasks, assets.'
   static override description =
     prose(`Producer DAGs etl_NNN (owners, --runs running dag runs each, --tasks task instances per run,
 --outlets active outlet assets per task, one of them inactive) and consumer DAGs report_NNN

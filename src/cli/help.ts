@@ -65,12 +65,20 @@ class AirlockCommandHelp extends CommandHelp {
   }
 }
 
+/**
+ * Columns oclif's help may run past its width: a flag's description is wrapped to the width minus
+ * its indentation, then indented by two more (82-column lines at 80). airlock asks for that much
+ * less, so every line fits the terminal.
+ */
+export const helpMargin = 2
+
 /** oclif's help, with every command's page ending in the exit codes that command can return. */
 export default class AirlockHelp extends Help {
   protected override CommandHelpClass = AirlockCommandHelp
 
   constructor(...args: ConstructorParameters<typeof Help>) {
     super(...args)
+    this.opts = {...this.opts, maxWidth: Math.max(30, this.opts.maxWidth - helpMargin)}
     renderTemplatesOnly(this)
   }
 

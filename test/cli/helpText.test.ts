@@ -5,7 +5,7 @@ import {Config, type Command} from '@oclif/core'
 import {Help} from '@oclif/core/help'
 import {describe, expect, it} from 'vitest'
 
-import AirlockHelp from '../../src/cli/help.js'
+import AirlockHelp, {helpMargin} from '../../src/cli/help.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 
@@ -42,7 +42,8 @@ describe('help text', () => {
     const commands = config.commands.filter((command) => command.pluginName === config.name)
     expect(commands.length).toBeGreaterThan(10)
     for (const maxWidth of [30, 50, 80, 120, 200]) {
-      const stock = new StockPages(config, {maxWidth})
+      // airlock asks oclif for helpMargin fewer columns, so the flag lines oclif runs past its width fit.
+      const stock = new StockPages(config, {maxWidth: Math.max(30, maxWidth - helpMargin)})
       const airlock = new AirlockPages(config, {maxWidth})
       for (const command of commands) {
         const page = airlock.page(command)
@@ -52,6 +53,22 @@ describe('help text', () => {
         expect(page.slice(0, codes), `${command.id} at ${maxWidth}`).toBe(stock.page(command))
       }
       expect(airlock.rootPage(), `the root page at ${maxWidth}`).toBe(stock.rootPage())
+    }
+  })
+
+  it('at 80 and 120 columns no line of any page is wider than the terminal, examples included', async () => {
+    const config = await Config.load(root)
+    const commands = config.commands.filter((command) => command.pluginName === config.name)
+    for (const maxWidth of [80, 120]) {
+      const airlock = new AirlockPages(config, {maxWidth})
+      const pages: Array<[string, string]> = [
+        ['the root page', airlock.rootPage()],
+        ...commands.map((command): [string, string] => [command.id, airlock.page(command)]),
+      ]
+      for (const [name, page] of pages) {
+        const wide = page.split('\n').filter((line) => line.length > maxWidth)
+        expect(wide, `${name} at ${maxWidth}`).toEqual([])
+      }
     }
   })
 })

@@ -30,6 +30,19 @@ const withQuery = (url: string, query: string) => `${url}${url.includes('?') ? '
 
 const binaries = (await haveOpenssl()) ? await tlsServerBinaries() : []
 
+/** A name /etc/hosts gives 127.0.0.1 besides localhost (the test certificate names only localhost and 127.0.0.1). */
+const otherLoopbackName = await fs
+  .readFile('/etc/hosts', 'utf8')
+  .then((hosts) =>
+    hosts
+      .split('\n')
+      .map((line) => line.replace(/#.*/, '').trim().split(/\s+/))
+      .filter(([address]) => address === '127.0.0.1')
+      .flatMap(([, ...names]) => names)
+      .find((name) => name !== 'localhost' && !name.startsWith('localhost.')),
+  )
+  .catch(() => undefined)
+
 describe.skipIf(binaries.length === 0)('TLS', () => {
   for (const server of binaries) {
     describe(`PostgreSQL ${server.version} with ssl=on and a self-signed certificate`, () => {
@@ -68,6 +81,22 @@ describe.skipIf(binaries.length === 0)('TLS', () => {
           ).toMatch(/^TLSv1/)
         }
       })
+
+      it.skipIf(!otherLoopbackName)(
+        'verify-full with the right CA but a host name the certificate does not list: the mismatch named, not "pass the CA"',
+        async () => {
+          const query = `sslmode=verify-full&sslrootcert=${tls.certFile}`
+          const url = withQuery(tls.url.replace('127.0.0.1', otherLoopbackName!), query)
+          const {code, out} = await doctor(url)
+          expect(code).toBe(7)
+          expect(out.error!.message).toContain('does not name the host connected to')
+          expect(out.error!.message).toContain(otherLoopbackName)
+          expect(out.error!.actions.join(' ')).not.toContain('Pass the CA')
+          expect(out.error!.actions.join(' ')).toContain('verify-ca')
+          // verify-ca with the same CA connects: the certificate itself is fine.
+          expect((await doctor(url.replace('verify-full', 'verify-ca'))).out.result!.server.tls).toMatch(/^TLSv1/)
+        },
+      )
 
       it('a CA that did not sign the certificate fails verification, also under require (libpq then verifies as verify-ca)', async () => {
         for (const mode of ['verify-ca', 'require']) {

@@ -309,6 +309,17 @@ export async function withKnex<T>(url: string, work: (knex: Knex) => Promise<T>)
 function postgresConnectAdvice(error: unknown): {why: string; actions: string[]} | undefined {
   const message = error instanceof Error ? error.message : String(error)
   const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : ''
+  // The CA was passed and it signed the certificate, but the certificate names other hosts: say
+  // that, never "pass the CA" (Node's message lists the host and the certificate's names).
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return {
+      why: `the server's certificate is valid but does not name the host connected to (${message})`,
+      actions: [
+        'Connect by a host name the certificate lists (its altnames, above), or have the certificate reissued for this name.',
+        'Or sslmode=verify-ca: the certificate is still checked against the CA, the host name is not.',
+      ],
+    }
+  }
   if (isTlsVerificationError(error)) {
     return {
       why: `the server's TLS certificate could not be verified (${code}: ${message})`,
