@@ -146,7 +146,7 @@ function modeFrom(flags: Record<string, unknown>): ReplayMode {
   const eventIds = (flags['event-id'] as number[] | undefined) ?? []
   const file = flags['from-file'] as string | undefined
   const selection = selectionFromFlags({...flags, 'from-file': undefined})
-  const selecting = selection.tiIds.length > 0 || hasFilter(selection.filter)
+  const selecting = selection.tiIds.length + (selection.tiKeys?.length ?? 0) > 0 || hasFilter(selection.filter)
   const modes = [eventIds.length > 0, Boolean(file), selecting].filter(Boolean).length
   if (modes > 1) throw usageError('Use one mode: --event-id, --from-file, or the task selection flags (missing mode).')
   if (flags['skip-existing'] && !file) throw usageError('--skip-existing works with --from-file only.')

@@ -1,4 +1,4 @@
-import {taskInstanceIdPattern} from '../airflow/taskInstance.js'
+import {taskInstanceIdPattern, type TaskInstanceRef} from '../airflow/taskInstance.js'
 import {usageError} from '../errors.js'
 
 /**
@@ -150,6 +150,31 @@ export function parseTaskInstanceId(value: string): string {
   if (!taskInstanceIdPattern.test(value))
     throw usageError(`--ti-id must be a task instance UUID (task_instance.id), got "${value}".`)
   return value.toLowerCase()
+}
+
+/**
+ * A --ti-id: the task instance's UUID, or its key as airlock's tables print it,
+ * `dag_id/run_id/task_id` with `[map_index]` for a mapped one. The DAG is the first segment and
+ * the task the last, so a run id holding "/" stays whole. A key names the current try whatever
+ * its id has become.
+ */
+export function parseTaskInstanceRef(value: string): TaskInstanceRef {
+  if (taskInstanceIdPattern.test(value)) return {tiId: value.toLowerCase()}
+  const parts = value.split('/')
+  const last = /^(.+?)(?:\[(-1|\d+)\])?$/.exec(parts.at(-1) ?? '')
+  if (parts.length < 3 || !last || parts.some((part) => part === '')) {
+    throw usageError(
+      `--ti-id must be a task instance UUID (task_instance.id) or its key dag_id/run_id/task_id[map_index] (got "${value}").`,
+    )
+  }
+  return {
+    key: {
+      dagId: parts[0]!,
+      runId: parts.slice(1, -1).join('/'),
+      taskId: last[1]!,
+      mapIndex: last[2] === undefined ? -1 : Number(last[2]),
+    },
+  }
 }
 
 /** "0,10,100": a comma-separated list of whole numbers ≥ 0. */

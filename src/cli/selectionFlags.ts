@@ -1,7 +1,8 @@
 import {Flags} from '@oclif/core'
 
+import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import type {SelectionRequest} from '../selection/itemSource.js'
-import {checkRange, parseShard, parseTaskInstanceId, parseWindowBound} from './parseInput.js'
+import {checkRange, parseShard, parseTaskInstanceRef, parseWindowBound} from './parseInput.js'
 
 /** PostgreSQL's integer: numbers beyond it are refused before any query (not by the server, in SQL's words). */
 export const maxInt4 = 2_147_483_647
@@ -9,7 +10,8 @@ export const maxInt4 = 2_147_483_647
 /** The selection flags, shared by every command that works on task instances. */
 export const selectionFlags = {
   'ti-id': Flags.string({
-    description: 'A task instance id (task_instance.id, a UUID). Repeatable.',
+    description:
+      'A task instance: its id (task_instance.id, a UUID), or its key dag_id/run_id/task_id[map_index], which names the current try even after a clear changed the id. Repeatable.',
     multiple: true,
     helpGroup: 'SELECTION',
   }),
@@ -82,7 +84,7 @@ export function selectionFromFlags(flags: SelectionFlagValues): SelectionRequest
   checkRange(since, until)
   return {
     allDags: flags['all-dags'] ?? false,
-    tiIds: (flags['ti-id'] ?? []).map(parseTaskInstanceId),
+    ...namedTaskInstances(flags['ti-id'] ?? []),
     fromFile: flags['from-file'],
     filter: {
       dagId: flags['dag-id'],
@@ -94,5 +96,14 @@ export function selectionFromFlags(flags: SelectionFlagValues): SelectionRequest
       limit: flags.limit,
       shard: flags.shard ? parseShard(flags.shard) : undefined,
     },
+  }
+}
+
+/** --ti-id values split into ids and keys (dag_id/run_id/task_id[map_index]). */
+function namedTaskInstances(values: readonly string[]): {tiIds: string[]; tiKeys: TaskInstanceKey[]} {
+  const refs = values.map(parseTaskInstanceRef)
+  return {
+    tiIds: refs.flatMap((ref) => ('tiId' in ref ? [ref.tiId] : [])),
+    tiKeys: refs.flatMap((ref) => ('key' in ref ? [ref.key] : [])),
   }
 }

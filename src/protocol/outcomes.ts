@@ -6,7 +6,16 @@ import type {Failed} from '../engine/transaction.js'
  * conflict; replay-events: replayed / nothing_missing / changed) beside its code; the protocol
  * adds the two every writer shares.
  */
-export type NotFound = {outcome: 'not_found'}
+export type NotFound = {outcome: 'not_found'; detail?: string}
+
+/**
+ * Why an id finds nothing though the task instance may exist: Airflow 3 gives a task instance a
+ * new id when it is cleared and archives the old one in task_instance_history once per try
+ * (TaskInstanceHistory.record_ti; a second clear within the same try is not archived again), so an
+ * id is followed to the current try only while its archived try keeps it.
+ */
+export const idNotFoundDetail =
+  "no task instance and no archived try has this id. airlock follows an earlier try's id to the current one through task_instance_history, which keeps one id per try: a task instance cleared twice within one try keeps neither earlier id. Name it by its key instead: --ti-id dag_id/run_id/task_id[map_index]"
 export type {Failed}
 
 export type ProtocolOutcome<O extends {outcome: string}> = O | NotFound | Failed

@@ -12,7 +12,7 @@ import type {RetryPolicy} from '../engine/retry.js'
 import {runTransaction, type Decision, type Failed, type WorkTransaction} from '../engine/transaction.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {describeHolder, type LockWaits} from './lockWaits.js'
-import type {ItemResult, ProtocolOutcome} from './outcomes.js'
+import {idNotFoundDetail, type ItemResult, type ProtocolOutcome} from './outcomes.js'
 
 /**
  * THE write protocol, the one place that orders a task instance's write. Per task instance, one
@@ -198,7 +198,10 @@ async function runAttempt<O extends {outcome: string}, Input, Registration, Rece
 ): Promise<Decision<ProtocolOutcome<O>>> {
   const ti = await readCurrent(tx, store, item, writer.readsOutlets)
   attempt.ti = ti
-  if (!ti) return {rollback: {outcome: 'not_found'}}
+  if (!ti)
+    return {
+      rollback: 'tiId' in item.current ? {outcome: 'not_found', detail: idNotFoundDetail} : {outcome: 'not_found'},
+    }
   const early = writer.decideBeforeRegistering(ti)
   if (early) return {rollback: early}
 

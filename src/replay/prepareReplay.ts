@@ -138,7 +138,10 @@ export async function prepareReplay(
 
   const selection = missingSelection(mode.selection, checkpoint.resumeFrom ?? undefined)
   // Every named task instance already done by the resumed run: nothing left to open.
-  const done = (mode.selection.tiIds.length > 0 || Boolean(mode.fromFindings)) && selection.tiIds.length === 0
+  const keys = mode.selection.tiKeys?.length ?? 0
+  const named = mode.selection.tiIds.length + keys > 0 || Boolean(mode.fromFindings)
+  // Keys are not resumed by the cursor (an id): a resumed run rechecks them, which writes nothing twice.
+  const done = named && selection.tiIds.length === 0 && keys === 0
   const source: ItemSource = done
     ? {count: 0, items: emptyItems(), explicit: true}
     : await openItemSource(airflow, selection)
@@ -154,7 +157,7 @@ export async function prepareReplay(
     count: source.count,
     breakdown: source.breakdown,
     prompt: {action: 'replay the missing events of', noun: 'task instances'},
-    explicit: mode.selection.tiIds.length > 0 || Boolean(mode.fromFindings),
+    explicit: named,
     warnings: [...(source.warnings ?? []), ...lineageWarnings(request.lineage)],
     run: (hooks) => {
       const lineage = request.lineage

@@ -1,3 +1,4 @@
+import {describeRef, type TaskInstanceKey, type TaskInstanceRef} from '../airflow/taskInstance.js'
 import {AirlockError, usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
@@ -17,6 +18,8 @@ import type {WorkItem} from './workItem.js'
 
 export interface SelectionRequest {
   tiIds: string[]
+  /** --ti-id given as a key: the current try of each, whatever its id. */
+  tiKeys?: TaskInstanceKey[] | undefined
   fromFile?: string | undefined
   filter: SelectionFilter
   /** --all-dags: a filter without --dag-id is meant to reach every DAG. */
@@ -50,8 +53,12 @@ export async function openItemSource(
   airflow: Pick<AirflowDatabase, 'db' | 'store'>,
   request: SelectionRequest,
 ): Promise<ItemSource> {
-  const {tiIds, fromFile, filter} = request
-  const ways = [tiIds.length > 0, Boolean(fromFile), hasFilter(filter)].filter(Boolean).length
+  const {fromFile, filter} = request
+  const named: TaskInstanceRef[] = [
+    ...request.tiIds.map((tiId) => ({tiId})),
+    ...(request.tiKeys ?? []).map((key) => ({key})),
+  ]
+  const ways = [named.length > 0, Boolean(fromFile), hasFilter(filter)].filter(Boolean).length
   if (ways === 0) {
     throw usageError('Nothing selected: name the task instances to work on.', [
       'Use --ti-id, --from-file, or filters such as --dag-id with --run-id / --task-id / --since / --until.',
@@ -69,17 +76,20 @@ export async function openItemSource(
     ])
   }
 
-  if (filter.shard && (tiIds.length > 0 || fromFile))
+  if (filter.shard && (named.length > 0 || fromFile))
     throw usageError(
       '--shard partitions a filter selection; split an explicit list (--ti-id, --from-file) between hosts yourself.',
     )
 
-  if (tiIds.length > 0) {
-    const unique = [...new Set(tiIds)].slice(0, filter.limit ?? Number.POSITIVE_INFINITY)
+  if (named.length > 0) {
+    const unique = [...new Map(named.map((ref) => [describeRef(ref), ref])).values()].slice(
+      0,
+      filter.limit ?? Number.POSITIVE_INFINITY,
+    )
     return {
       count: unique.length,
       explicit: true,
-      items: fromArray(unique.map((tiId) => ({ref: {tiId}, outletEvents: []}))),
+      items: fromArray(unique.map((ref) => ({ref, outletEvents: []}))),
     }
   }
 

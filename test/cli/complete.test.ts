@@ -384,6 +384,47 @@ describe('airlock complete', () => {
     })
   })
 
+  it('an id lost to a second clear within one try is not_found, saying why; its key finds the current try', async () => {
+    const world = await threeRunningTasks()
+    const first = world.ti('etl', 'task_1')
+    // Airflow's clear: archive the try under the old id (once per try), give the row a new id.
+    await db.knex.raw(
+      `insert into task_instance_history (task_instance_id, task_id, dag_id, run_id, map_index, try_number, state, pool, pool_slots, dag_version_id)
+       select id, task_id, dag_id, run_id, map_index, try_number, 'failed', pool, pool_slots, dag_version_id from task_instance where id = ?`,
+      [first.id],
+    )
+    const second = '0190b4d2-7a4c-7cc1-9e0a-5b8a3f2d4e61'
+    await db.knex('task_instance').where({id: first.id}).update({id: second, state: 'running'})
+    // A second clear within the same try: already archived, so the intermediate id is kept nowhere.
+    const third = '0190b4d2-7a4c-7cc1-9e0a-5b8a3f2d4e62'
+    await db.knex('task_instance').where({id: second}).update({id: third, state: 'running'})
+
+    const lost = envelope(await complete('--ti-id', second, '--json')) as {
+      status: number
+      result: {items: Array<{outcome: string; detail?: string}>}
+    }
+    expect(lost.status).toBe(4)
+    expect(lost.result.items[0]!.outcome).toBe('not_found')
+    expect(lost.result.items[0]!.detail).toContain('cleared twice within one try keeps neither earlier id')
+    expect(lost.result.items[0]!.detail).toContain('--ti-id dag_id/run_id/task_id[map_index]')
+    // The first id is still archived: it is followed to the current try.
+    const followed = envelope(await complete('--ti-id', first.id, '--dry-run', '--json')) as {
+      result: {items: Array<{outcome: string; ti_id: string}>}
+    }
+    expect(followed.result.items[0]).toMatchObject({outcome: 'would_complete', ti_id: third})
+    // The key form names the current try, whatever its id became; as the tables print it.
+    const byKey = envelope(await complete('--ti-id', `etl/${first.run_id}/task_1`, '--json')) as {
+      status: number
+      result: {items: Array<{outcome: string; ti_id: string}>}
+    }
+    expect(byKey.status).toBe(0)
+    expect(byKey.result.items[0]).toMatchObject({outcome: 'completed', ti_id: third})
+    // A value that is neither an id nor a key is refused, with both forms.
+    const bad = await complete('--ti-id', 'etl/task_1')
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain('dag_id/run_id/task_id[map_index]')
+  })
+
   it('a signal that lands after the summary, while the command cleans up, is exit 130, never death by the signal', async () => {
     await threeRunningTasks()
     const {child, finished} = startCli(['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--dry-run'])

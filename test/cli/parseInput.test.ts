@@ -5,6 +5,7 @@ import {
   parseJsonObject,
   parseShard,
   parseTaskInstanceId,
+  parseTaskInstanceRef,
   parseTimestamp,
   parseWindowBound,
 } from '../../src/cli/parseInput.js'
@@ -42,6 +43,20 @@ describe('flag parsing', () => {
     for (const bad of ['26', '1.5h', '30s', '2w'])
       expect(usage(() => parseWindowBound(bad, '--since', now))).toContain('90m, 26h or 7d')
     expect(usage(() => parseWindowBound('2025-02-30', '--since', now))).toContain('February 2025 has 28 days')
+  })
+
+  it('--ti-id takes an id or a key as the tables print it, a run id with "/" kept whole', () => {
+    expect(parseTaskInstanceRef('0190B4D2-7A4C-7CC1-9E0A-5B8A3F2D4E61')).toEqual({
+      tiId: '0190b4d2-7a4c-7cc1-9e0a-5b8a3f2d4e61',
+    })
+    expect(parseTaskInstanceRef('etl/scheduled__2026-12-01T00:00:00+00:00/load')).toEqual({
+      key: {dagId: 'etl', runId: 'scheduled__2026-12-01T00:00:00+00:00', taskId: 'load', mapIndex: -1},
+    })
+    expect(parseTaskInstanceRef('etl/manual/2026/12/group.load[3]')).toEqual({
+      key: {dagId: 'etl', runId: 'manual/2026/12', taskId: 'group.load', mapIndex: 3},
+    })
+    for (const bad of ['etl/load', 'etl//load', 'not-a-uuid'])
+      expect(usage(() => parseTaskInstanceRef(bad))).toContain('dag_id/run_id/task_id[map_index]')
   })
 
   it('shards are K/N with 1 ≤ K ≤ N', () => {
