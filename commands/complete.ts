@@ -6,7 +6,7 @@ import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {parseEndDate, parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
 import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
-import {lineageFromFlags, outcomeFlags, timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
+import {lineageFromFlags, outcomeFlags, writeOptionsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
 import {prepareComplete} from '../src/complete/prepareComplete.js'
 import {prose} from '../src/cli/prose.js'
 
@@ -125,7 +125,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
 
   protected async execute(): Promise<CommandOutcome<BatchReport>> {
     const {flags} = await this.parse(Complete)
-    const write = {...timeoutsFromFlags(flags), concurrency: flags.concurrency, dryRun: flags['dry-run']}
+    const write = writeOptionsFromFlags(flags)
     const request = {
       selection: selectionFromFlags(flags),
       settings: {
@@ -150,7 +150,8 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       verb: 'complete',
       poolSize: write.concurrency + 1,
       lockTimeoutMs: write.lockTimeoutMs,
-      writes: flags['continue-run'] ? 'complete --continue-run' : 'complete',
+      // A plan runs on SELECT alone, in a read-only session.
+      ...(flags.plan ? {readOnly: true} : {writes: flags['continue-run'] ? 'complete --continue-run' : 'complete'}),
     })
     return this.writeBatch(await prepareComplete(airflow, request), {yes: flags.yes, outputFile: flags.output})
   }

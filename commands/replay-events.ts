@@ -5,7 +5,7 @@ import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {isRelativeTime, parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, renderEventItems, type BatchReport} from '../src/cli/renderItems.js'
 import {maxInt4, selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
-import {lineageFromFlags, outcomeFlags, timeoutsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
+import {lineageFromFlags, outcomeFlags, writeOptionsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
 import {usageError} from '../src/errors.js'
 import {prepareReplay, type EventItemJson, type ReplayMode} from '../src/replay/prepareReplay.js'
 import type {ItemJson} from '../src/report/itemJson.js'
@@ -113,7 +113,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
 
   protected async execute(): Promise<CommandOutcome<BatchReport<ItemJson | EventItemJson>>> {
     const {flags} = await this.parse(ReplayEvents)
-    const write = {...timeoutsFromFlags(flags), concurrency: flags.concurrency, dryRun: flags['dry-run']}
+    const write = writeOptionsFromFlags(flags)
     const request = {
       mode: modeFrom(flags),
       defaultExtra: flags.extra ? parseJsonObject(flags.extra, '--extra') : '{}',
@@ -129,7 +129,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       verb: 'replay-events',
       poolSize: write.concurrency + 1,
       lockTimeoutMs: write.lockTimeoutMs,
-      writes: 'replay-events',
+      ...(flags.plan ? {readOnly: true} : {writes: 'replay-events'}),
     })
     return this.writeBatch(await prepareReplay(airflow, request), {yes: flags.yes, outputFile: flags.output})
   }
@@ -150,6 +150,12 @@ function modeFrom(flags: Record<string, unknown>): ReplayMode {
   const modes = [eventIds.length > 0, Boolean(file), selecting].filter(Boolean).length
   if (modes > 1) throw usageError('Use one mode: --event-id, --from-file, or the task selection flags (missing mode).')
   if (flags['skip-existing'] && !file) throw usageError('--skip-existing works with --from-file only.')
+  if (flags.plan && eventIds.length > 0)
+    throw usageError(
+      '--plan plans missing mode (and a findings file); for --event-id, --dry-run shows what would be re-emitted.',
+    )
+  if (flags.plan && flags.checkpoint)
+    throw usageError('--plan writes nothing, a checkpoint included: drop --checkpoint.')
   const relative = (['since', 'until'] as const).find((flag) => {
     const value = flags[flag]
     return typeof value === 'string' && isRelativeTime(value)

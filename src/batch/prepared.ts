@@ -34,6 +34,8 @@ export interface PreparedBatch<J extends {outcome: string}, Name extends string>
   explicit: boolean
   /** Every transaction rolls back. */
   dryRun: boolean
+  /** --plan: nothing is written or locked, each item is decided on reads (dryRun is true too). */
+  plan?: boolean | undefined
   /** What the operator should know before it runs (a task instance named twice, a DAG that matched nothing). */
   warnings: readonly string[]
   /** Progress lines before it runs (a checkpoint resumed). */
@@ -49,4 +51,6 @@ export interface WriteOptions {
   lockTimeoutMs: number
   statementTimeoutMs: number
   dryRun: boolean
+  /** --plan: read-only, on SELECT alone (implies dryRun). */
+  plan?: boolean | undefined
 }

@@ -18,6 +18,7 @@ import {databaseFailureOf} from './databaseFailures.js'
 import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
 import {Interrupts} from './interrupt.js'
 import {LockWaits, watchLockWaits} from '../protocol/lockWaits.js'
+import {planCaveat} from '../protocol/plan.js'
 import {describeLockWait, renderBreakdown, type BatchReport} from './renderItems.js'
 import type {PreparedBatch} from '../batch/prepared.js'
 
@@ -194,7 +195,7 @@ export abstract class AirlockCommand<R> extends Command {
     if (file) this.onCleanup(() => file.close())
     const output = new BatchOutput<J>(
       options.quiet ? 'json' : this.outputMode,
-      batch.dryRun ? `${batch.label} (dry run)` : batch.label,
+      batch.plan ? `${batch.label} (plan)` : batch.dryRun ? `${batch.label} (dry run)` : batch.label,
       batch.count,
       batch.doneOutcomes,
       (line) => this.emit(line),
@@ -235,7 +236,11 @@ export abstract class AirlockCommand<R> extends Command {
         ),
       )
     return {
-      result: batch.dryRun && batch.breakdown ? {...report, breakdown: batch.breakdown} : report,
+      result: {
+        ...report,
+        ...(batch.dryRun && batch.breakdown ? {breakdown: batch.breakdown} : {}),
+        ...(batch.plan ? {plan: planCaveat} : {}),
+      },
       exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit}),
     }
   }

@@ -63,6 +63,8 @@ export interface BatchReport<J = ItemJson> {
   items: J[]
   /** --output: every item was written to this file as a JSON line. */
   output_file?: string
+  /** --plan: the report is a read-only plan; what only the write decides. */
+  plan?: string
   /** A dry run of a filter selection: its runs and their task instances per state. */
   breakdown?: SelectionBreakdown
   /** Items not kept for the human table (large runs keep the first rows and every problem). */
@@ -173,22 +175,25 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
         `${value.toLocaleString('en-US')} ${((s.dry_run && dryRunOutcomeNames[key]) || key).replaceAll('_', ' ')}`,
     )
   parts.push(
-    `${s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${plural(s.selected as number, noun)} selected: ` +
+    `${report.plan ? 'PLAN (read-only: nothing written, no row locked): ' : s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${plural(s.selected as number, noun)} selected: ` +
       `${counts.join(', ') || 'nothing to do'}; ${plural(s.events_created as number, 'event')}, ${plural(s.runs_queued as number, 'queue row')}.` +
       (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
   )
-  if (report.lineage && !('disabled' in report.lineage && Object.keys(report.lineage).length === 1)) {
-    const counts = Object.entries(report.lineage).map(([kind, n]) => `${n} ${kind.replace('_', ' ')}`)
-    parts.push(
-      `OpenLineage COMPLETE events: ${counts.join(', ')}` +
-        (report.lineage_first_failure
-          ? ` (first failure: ${report.lineage_first_failure}; the completions stand)`
-          : '') +
-        '.',
-    )
-  }
+  if (report.plan) parts.push(`Plan: ${report.plan}.`)
+  const lineage = lineageLine(report)
+  if (lineage) parts.push(lineage)
   if (report.downstream && report.downstream.length > 0) parts.push(renderDownstream(report.downstream, s.dry_run))
   return parts.join('\n\n')
+}
+
+/** "OpenLineage COMPLETE events: 3 sent, 1 failed (…)."; nothing when lineage was off throughout. */
+function lineageLine(report: BatchReport): string | undefined {
+  if (!report.lineage || ('disabled' in report.lineage && Object.keys(report.lineage).length === 1)) return undefined
+  const counts = Object.entries(report.lineage).map(([kind, n]) => `${n} ${kind.replace('_', ' ')}`)
+  const failure = report.lineage_first_failure
+    ? ` (first failure: ${report.lineage_first_failure}; the completions stand)`
+    : ''
+  return `OpenLineage COMPLETE events: ${counts.join(', ')}${failure}.`
 }
 
 const downstreamRows = 50
@@ -206,6 +211,9 @@ export function renderDownstream(downstream: readonly DownstreamSummary[], dryRu
     if (dag.blocked_by === 'max_active_runs')
       return `${dag.dag_id}: condition met (${of}), but no run while ${blockedWords.max_active_runs}`
     if (dag.blocked_by) return `${dag.dag_id}: no run while ${blockedWords[dag.blocked_by]} (${of})`
+    // No serialized DAG (never parsed), or one whose timetable names no asset: nothing to evaluate.
+    if (dag.assets === 0)
+      return `${dag.dag_id}: its latest serialized DAG names no asset condition, so none was evaluated`
     return `${dag.dag_id}: waits for ${dag.waiting_for.join(', ')} (${of})`
   }
   return [

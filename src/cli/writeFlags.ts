@@ -1,5 +1,7 @@
 import {Flags} from '@oclif/core'
 
+import type {WriteOptions} from '../batch/prepared.js'
+
 import {lineageSettings, type LineageSettings} from '../lineage/settings.js'
 import {parseDuration} from './parseInput.js'
 
@@ -25,6 +27,13 @@ export const writeFlags = {
   'dry-run': Flags.boolean({
     description: 'Run every transaction, then roll it back: reports exactly what would happen.',
     default: false,
+    helpGroup: 'WRITING',
+  }),
+  plan: Flags.boolean({
+    description:
+      "A read-only plan for review: each item's outcome, events, consumers and downstream preview, decided on reads. Needs only SELECT; writes and locks nothing (the session is read-only).",
+    default: false,
+    exclusive: ['dry-run'],
     helpGroup: 'WRITING',
   }),
   yes: Flags.boolean({char: 'y', description: 'Do not ask for confirmation.', default: false, helpGroup: 'WRITING'}),
@@ -90,4 +99,20 @@ export function lineageFromFlags(flags: {
   lineage: boolean
 }): Promise<LineageSettings> {
   return lineageSettings({openlineageUrl: flags['openlineage-url'], lineage: flags.lineage})
+}
+
+/** The batch's write options from the flags: --plan is a dry run that writes nothing at all. */
+export function writeOptionsFromFlags(flags: {
+  'lock-timeout': string
+  'statement-timeout': string
+  concurrency: number
+  'dry-run': boolean
+  plan: boolean
+}): WriteOptions {
+  return {
+    ...timeoutsFromFlags(flags),
+    concurrency: flags.concurrency,
+    dryRun: flags['dry-run'] || flags.plan,
+    plan: flags.plan,
+  }
 }

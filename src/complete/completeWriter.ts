@@ -1,4 +1,4 @@
-import {describeOutlet, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
+import {activeOutlets, describeOutlet, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {
@@ -8,6 +8,7 @@ import {
   queueEventConsumers,
   type Registration,
 } from '../protocol/eventRegistration.js'
+import type {PlannedWrite} from '../protocol/plan.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {OutletEventInput} from '../selection/workItem.js'
 import type {AirflowStore} from '../store/airflowStore.js'
@@ -166,6 +167,8 @@ export function completeWriter(
       const queued = await queueEventConsumers(store, tx, ti, emitted, {downstream: settings.downstream ?? true})
       return {...queued, warnings: [...queued.warnings, ...(clear?.warnings ?? [])], logId, clear, stateCleared}
     },
+    // --plan: what register() would write, on reads alone (the declared outlets it emits for).
+    plan: (_ex, ti, input) => Promise.resolve(planComplete(settings, ti, input)),
     decideAfterRegistering: (registration) => refuseAfterRegistering(settings, registration),
     async decideUnderLock(tx, lockedState, ti, registration) {
       const decision = decide(lockedState)
@@ -274,5 +277,31 @@ function refuseAfterRegistering(
   return {
     outcome: 'unsupported_consumer',
     detail: `consumer DAGs with a partitioned timetable, fed an event with a partition key: ${partitioned.join(', ')}; Airflow queues them through their partition mapper (asset_partition_dag_run, partitioned_asset_key_log), which airlock cannot run; --allow-unqueued-consumers completes without queueing them`,
+  }
+}
+
+/** One event per asset, as registration writes it (two refs to one asset are one outlet). */
+function uniqueByAsset<T extends {assetId: number}>(outlets: readonly T[]): T[] {
+  return [...new Map(outlets.map((o) => [o.assetId, o])).values()]
+}
+
+/** complete's plan: the active declared outlets get an event each; what the input adds is resolved when written. */
+function planComplete(
+  settings: CompleteSettings,
+  ti: TaskInstanceContext,
+  input: {outletEvents: OutletEventInput[]},
+): PlannedWrite<CompleteOutcome> {
+  const outlets = settings.emitEvents ? uniqueByAsset(activeOutlets(ti)) : []
+  const inactive = settings.emitEvents ? ti.outlets.filter((o) => !o.active) : []
+  return {
+    result: {outcome: 'completed'},
+    outlets,
+    warnings: [
+      ...inactive.map((o) => `no event for ${describeOutlet(o)}: it is not an active asset`),
+      ...(input.outletEvents.length > 0
+        ? [`${input.outletEvents.length} outlet_events of the input are resolved when written, not planned`]
+        : []),
+      ...(settings.continueRun ? ['--continue-run: the downstream clear is planned when written'] : []),
+    ],
   }
 }

@@ -3,6 +3,7 @@ import type {PreparedBatch, WriteOptions} from '../batch/prepared.js'
 import {Tally} from '../batch/tally.js'
 import {LineageSender} from '../lineage/lineage.js'
 import {lineageWarnings, type LineageSettings} from '../lineage/settings.js'
+import {plannerOf, planProtocol} from '../protocol/plan.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
@@ -47,7 +48,8 @@ export async function prepareComplete(
     doneOutcomes: ['completed', 'would_complete', 'already_success'],
     explicit: source.explicit,
     dryRun: write.dryRun,
-    warnings: [...(source.warnings ?? []), ...lineageWarnings(request.lineage)],
+    plan: write.plan,
+    warnings: [...(source.warnings ?? []), ...(write.plan ? [] : lineageWarnings(request.lineage))],
     holderOf: (tiId) => airflow.store.readRowHolder(airflow.db.executor, tiId),
     async run({shouldStop, onItem, lockWaits}) {
       const options: ProtocolOptions = {
@@ -58,13 +60,17 @@ export async function prepareComplete(
         lockWaits,
       }
       const tally = new Tally(completeOutcomes)
-      const lineage = request.lineage
-        ? new LineageSender(airflow, request.lineage, request.settings.airlockVersion, 'completed')
-        : undefined
+      const planOptions = {downstream: request.settings.downstream ?? true}
+      const lineage =
+        request.lineage && !write.plan
+          ? new LineageSender(airflow, request.lineage, request.settings.airlockVersion, 'completed')
+          : undefined
       const {interrupted} = await runBatch(
         source.items,
         async (item: WorkItem) => {
-          const result = await runProtocol(airflow, item.ref, {outletEvents: item.outletEvents}, writer, options)
+          const input = {outletEvents: item.outletEvents}
+          if (write.plan) return planProtocol(airflow, item.ref, input, plannerOf(writer), planOptions)
+          const result = await runProtocol(airflow, item.ref, input, writer, options)
           return lineage ? lineage.finish(result) : result
         },
         {

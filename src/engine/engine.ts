@@ -94,6 +94,8 @@ export interface OpenOptions {
   lockTimeoutMs?: number
   /** statement_timeout of statements outside write transactions (default readLimits). */
   statementTimeoutMs?: number
+  /** Every transaction of the session read-only (default_transaction_read_only): a plan writes nothing, by the server's word. */
+  readOnly?: boolean
   /** Where the engine says something the operator should know about the connection (an ignored password file). */
   warn?: (message: string) => void
   /** `--verbose`: every statement, connect, BEGIN, COMMIT and ROLLBACK, by label and duration (never values). */

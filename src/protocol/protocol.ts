@@ -13,6 +13,7 @@ import {runTransaction, type Decision, type Failed, type WorkTransaction} from '
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {describeHolder, type LockWaits} from './lockWaits.js'
 import {idNotFoundDetail, type ItemResult, type ProtocolOutcome} from './outcomes.js'
+import type {PlannedWrite} from './plan.js'
 
 /**
  * THE write protocol, the one place that orders a task instance's write. Per task instance, one
@@ -37,6 +38,8 @@ export interface Writer<O extends {outcome: string}, Input, Registration, Receip
   decideBeforeRegistering(ti: TaskInstanceContext): O | undefined
   /** Step 2. */
   register(tx: Executor, ti: TaskInstanceContext, input: Input): Promise<Registration>
+  /** --plan: what step 2 would write, decided on its reads alone (writers that offer a plan). */
+  plan?(ex: Executor, ti: TaskInstanceContext, input: Input): Promise<PlannedWrite<O>>
   /**
    * After step 2: an outcome to roll back with before any lock is taken (registration found
    * nothing to do, or wrote something the writer must not commit).

@@ -7,6 +7,7 @@ import {usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {LineageSender} from '../lineage/lineage.js'
 import {lineageWarnings, type LineageSettings} from '../lineage/settings.js'
+import {plannerOf, planProtocol} from '../protocol/plan.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {readFindingsFile, type FindingsInput} from '../selection/findingsFile.js'
@@ -125,6 +126,10 @@ export async function prepareReplay(
     holderOf: (tiId: string) => airflow.store.readRowHolder(airflow.db.executor, tiId),
   }
   if (mode.kind !== 'missing') {
+    if (write.plan)
+      throw usageError(
+        '--plan plans missing mode (and an audit findings file); an export is re-emitted as it is: --dry-run shows what would be written.',
+      )
     const count = mode.kind === 'event-id' ? new Set(mode.ids).size : await validateEventFile(mode.path)
     return {
       ...base,
@@ -157,13 +162,15 @@ export async function prepareReplay(
     count: source.count,
     breakdown: source.breakdown,
     prompt: {action: 'replay the missing events of', noun: 'task instances'},
+    plan: write.plan,
     explicit: named,
     warnings: [...(source.warnings ?? []), ...lineageWarnings(request.lineage)],
     run: (hooks) => {
-      const lineage = request.lineage
-        ? new LineageSender(airflow, request.lineage, request.airlockVersion, 'replayed')
-        : undefined
-      return replayMissing(airflow, write, writer, source, checkpoint, hooks, lineage)
+      const lineage =
+        request.lineage && !write.plan
+          ? new LineageSender(airflow, request.lineage, request.airlockVersion, 'replayed')
+          : undefined
+      return replayMissing(airflow, write, writer, source, checkpoint, hooks, lineage, request.downstream ?? true)
     },
   }
 }
@@ -213,18 +220,21 @@ async function replayMissing(
   checkpoint: Checkpoint,
   {shouldStop, onItem, lockWaits}: BatchHooks<ItemJson | EventItemJson, ReplayOutcomeName>,
   lineage: LineageSender | undefined,
+  downstream: boolean,
 ) {
   const tally = new Tally(replayOutcomes)
   const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
   const {interrupted} = await runBatch(
     numbered,
     async ({item, sequence}) => {
-      const result = await runProtocol(airflow, item.ref, undefined, writer, {
-        lockTimeoutMs: write.lockTimeoutMs,
-        statementTimeoutMs: write.statementTimeoutMs,
-        dryRun: write.dryRun,
-        lockWaits,
-      })
+      const result = write.plan
+        ? await planProtocol(airflow, item.ref, undefined, plannerOf(writer), {downstream})
+        : await runProtocol(airflow, item.ref, undefined, writer, {
+            lockTimeoutMs: write.lockTimeoutMs,
+            statementTimeoutMs: write.statementTimeoutMs,
+            dryRun: write.dryRun,
+            lockWaits,
+          })
       await checkpoint.finish(sequence, result.result.outcome !== 'failed')
       return lineage ? lineage.finish(result) : result
     },

@@ -3,6 +3,8 @@ import {describeEvidence, replayableKinds, verdictOf, type TryEvidence} from '..
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
+import type {Executor} from '../engine/engine.js'
+import type {PlannedWrite} from '../protocol/plan.js'
 import type {AirflowStore} from '../store/airflowStore.js'
 
 export type ReplayOutcome =
@@ -57,6 +59,8 @@ export function replayMissingWriter(
     readsOutlets: true,
     committed: {outcome: 'replayed'},
     decideBeforeRegistering: (ti) => (ti.state === 'success' ? undefined : changed(ti.state)),
+    // --plan: register()'s own reads (the missing outlets and the try's evidence), nothing written.
+    plan: (ex, ti) => planReplay(store, ex, ti, refusal),
     async register(tx, ti) {
       const active = activeOutlets(ti)
       const {assetIds: missing, evidence} = await store.readMissingOutlets(tx, ti, [
@@ -162,3 +166,21 @@ const tiKey = (ti: TaskInstanceContext) => ({
   map_index: ti.mapIndex,
   try_number: ti.tryNumber,
 })
+
+/** replay's plan: the active outlets this try has no event of, when its evidence allows a replay. */
+async function planReplay(
+  store: AirflowStore,
+  ex: Executor,
+  ti: TaskInstanceContext,
+  refusal: (evidence: TryEvidence) => ReplayOutcome | null,
+): Promise<PlannedWrite<ReplayOutcome>> {
+  const active = activeOutlets(ti)
+  const {assetIds: missing, evidence} = await store.readMissingOutlets(ex, ti, [
+    ...new Set(active.map((o) => o.assetId)),
+  ])
+  if (missing.length === 0) return {result: {outcome: 'nothing_missing'}, outlets: [], warnings: []}
+  const refused = refusal(evidence)
+  if (refused) return {result: refused, outlets: [], warnings: []}
+  const outlets = [...new Map(active.filter((o) => missing.includes(o.assetId)).map((o) => [o.assetId, o])).values()]
+  return {result: {outcome: 'replayed'}, outlets, warnings: []}
+}

@@ -93,7 +93,11 @@ describe('complete on Airflow 3.0', () => {
   it('unknown id and unknown key → not_found, nothing written', async () => {
     await scenario(db.knex).producer('etl', {outlets: 2}).build()
     const footprint = await writeFootprint(db.knex)
-    expect((await completeOne(db.knex, '00000000-0000-0000-0000-000000000000')).result).toEqual({outcome: 'not_found'})
+    // By id: says what can be followed and names the key form; by key: a bare not_found.
+    expect((await completeOne(db.knex, '00000000-0000-0000-0000-000000000000')).result).toEqual({
+      outcome: 'not_found',
+      detail: expect.stringContaining('--ti-id dag_id/run_id/task_id[map_index]'),
+    })
     expect(
       (await completeOne(db.knex, {key: {dagId: 'etl', runId: 'nope', taskId: 'produce', mapIndex: -1}})).result,
     ).toEqual({outcome: 'not_found'})

@@ -245,6 +245,7 @@ export const postgresEngine: Engine = {
             `-c lock_timeout=${Math.trunc(options.lockTimeoutMs ?? readLimits.lockTimeoutMs)}`,
             `-c statement_timeout=${Math.trunc(options.statementTimeoutMs ?? readLimits.statementTimeoutMs)}`,
             ...(idleMs === null ? [] : [`-c idle_in_transaction_session_timeout=${idleMs}`]),
+            ...(options.readOnly ? ['-c default_transaction_read_only=on'] : []),
             // No JIT: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost,
             // and airlock's scans of task_instance (a missing-events page, a selection's
             // breakdown) pass it on a large database: 0.6-1.6 s of compiling for every page,
