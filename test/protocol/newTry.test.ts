@@ -71,6 +71,9 @@ describe('a task instance that got a new try (a new id)', () => {
   it('an id nobody ever had is still not_found', async () => {
     await scenario(db.knex).producer('etl', {outlets: 2, state: 'running'}).build()
     const result = await completeOne(db.knex, '0193e3b2-5f7e-7c1a-9a59-3f1d2e4c5b6a')
-    expect(result.result).toEqual({outcome: 'not_found'})
+    expect(result.result).toEqual({
+      outcome: 'not_found',
+      detail: expect.stringContaining('no archived try has this id'),
+    })
   })
 })
