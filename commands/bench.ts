@@ -107,6 +107,13 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
       max: 2_000_000,
       helpGroup: 'SCALE',
     }),
+    'scale-backfill-tis': Flags.integer({
+      description:
+        'Task instances of the post-backfill world (one task, old runs, completed by airlock) whose audit and replay check are timed; 0 skips it.',
+      default: 9000,
+      min: 0,
+      max: 100_000,
+    }),
     'scale-events': Flags.integer({
       description: 'Asset events per task instance in the scale world.',
       default: 10,
@@ -167,7 +174,11 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
       const machine = await describeMachine(adminUrl)
       const scale = await runScale(
         server,
-        {taskInstances: quick ? 2000 : flags['scale-tis'], eventsPerTi: flags['scale-events']},
+        {
+          taskInstances: quick ? 2000 : flags['scale-tis'],
+          eventsPerTi: flags['scale-events'],
+          backfillTis: quick ? 200 : flags['scale-backfill-tis'],
+        },
         (line) => this.progress(line),
       )
       const written = await writeResults([

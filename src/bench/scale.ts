@@ -9,6 +9,7 @@ import {fillScaleWorld, scaleSeed, type ScaleWorldFacts} from '../fixtures/scale
 import {scanPageSize} from '../selection/selection.js'
 import type {TaskInstanceFilter} from '../store/airflowStore.js'
 import {peakRssOf} from './memory.js'
+import {timePostBackfill} from './postBackfill.js'
 import type {ScratchServer} from './scratch.js'
 
 /**
@@ -20,6 +21,8 @@ import type {ScratchServer} from './scratch.js'
 export interface ScalePlan {
   taskInstances: number
   eventsPerTi: number
+  /** Task instances of the post-backfill world (timePostBackfill); 0 skips it. */
+  backfillTis?: number
 }
 
 export interface ScaleCommandRow {
@@ -64,6 +67,7 @@ export async function runScale(
   const started = Date.now()
   const scratch = await server.create({seed, poolSize: 2})
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-bench-scale-'))
+  let dropped = false
   try {
     const facts = await fillScaleWorld(scratch.db.knex, {
       eventsPerTi: plan.eventsPerTi,
@@ -77,10 +81,13 @@ export async function runScale(
     const {commands, summary, day} = await timeCommands(scratch, facts, dir, progress)
     progress('scale: EXPLAIN (ANALYZE) of the statements behind them…')
     const explain = await explainStatements(scratch, day)
+    await scratch.drop()
+    dropped = true
+    if (plan.backfillTis) commands.push(...(await timePostBackfill(server, plan.backfillTis, progress)))
     return {world, audit: {counts: summary.counts, planted: facts.planted}, commands, explain}
   } finally {
     await fs.rm(dir, {recursive: true, force: true})
-    await scratch.drop()
+    if (!dropped) await scratch.drop()
   }
 }
 
