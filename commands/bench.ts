@@ -112,7 +112,8 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
         'Task instances of the post-backfill world (one task, old runs, completed by airlock) whose audit and replay check are timed; 0 skips it.',
       default: 9000,
       min: 0,
-      max: 100_000,
+      // One run a day back from today per task instance: the seed's limit on runs.
+      max: 10_000,
     }),
     'scale-events': Flags.integer({
       description: 'Asset events per task instance in the scale world.',

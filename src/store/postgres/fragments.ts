@@ -167,31 +167,45 @@ export function tryEventsFrom(on: TryKey & {earliest: string}): string {
 export const tryEarliest = (ti: string) => `least(${ti}.queued_dttm, ${ti}.scheduled_dttm, ${ti}.start_date)`
 
 /**
- * "This asset has no event of this try": no event attributed to the task instance's key stamped
- * since the try could have begun (tryEventsFrom), and none that airlock's audit row of this try
- * names (a completion of a task that never started stamps its events before the start_date it
- * sets). The anti-join behind replay-events' missing mode and the audit's missing_events, in one
- * place; the two halves are separate so each reads an index (idx_asset_id_timestamp by range,
- * idx_log_task_instance by try) instead of every event of the asset.
+ * "This asset has no event of this try": none that airlock's audit row of this try names (a
+ * completion of a task that never started stamps its events before the start_date it sets), and
+ * no event attributed to the task instance's key stamped since the try could have begun
+ * (tryEventsFrom). The anti-join behind replay-events' missing mode and the audit's
+ * missing_events, in one place; the two halves are separate so each reads an index
+ * (idx_log_task_instance by try, idx_asset_id_timestamp by range) instead of every event of the
+ * asset.
+ *
+ * The audit row first, in a CASE, so its order is kept (the planner reorders an AND of subplans
+ * by their estimated cost): right after a bulk complete of old runs every try began long ago and
+ * its events were stamped today, so the range probe reads every event of the backfill on that
+ * asset for each task instance (task instances × events: loops=9,028 × ~17,800 index entries,
+ * 15 s, in a user's trial), while each try's audit row names its events in one index probe.
  */
 export function noEventOfThisTry(on: TryKey & {assetId: string; earliest: string; extra?: string}): string {
   const eventOfKey = `e.asset_id = ${on.assetId}
        and e.source_dag_id = ${on.dagId} and e.source_run_id = ${on.runId} and e.source_task_id = ${on.taskId}
        and e.source_map_index = ${on.mapIndex}${on.extra ? `\n       and ${on.extra}` : ''}`
-  return `not exists (
+  return `case when exists (
+    select 1 from log l
+     where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId} and l.map_index = ${on.mapIndex}
+       and l.try_number = ${on.tryNumber} and l.event in ('success', 'airlock.replay-events')
+       and exists (
+        select 1 from asset_event e
+         -- log.extra is free text: read as JSON only on airlock's rows, and only the numbers its
+         -- event_ids holds (a path query never fails on a missing key or a scalar, as expanding
+         -- would). As an array the ids are probes of asset_event_pkey; joined as a set function,
+         -- the planner hashed the whole asset_event table for every task instance.
+         where e.id = any(array(
+                 select named.id::int
+                   from jsonb_path_query(case when l.extra like '{%"airlock"%' then l.extra::jsonb end,
+                                         '$.airlock.event_ids[*] ? (@.type() == "number")') as named(id)))
+           and ${eventOfKey}))
+   then false
+   else not exists (
     select 1 from asset_event e
      where ${eventOfKey}
        and e."timestamp" > ${tryEventsFrom(on)})
-   and not exists (
-    select 1 from log l
-     -- log.extra is free text: read as JSON only on airlock's rows, and only the numbers its
-     -- event_ids holds (a path query never fails on a missing key or a scalar, as expanding would).
-     cross join lateral jsonb_path_query(case when l.extra like '{%"airlock"%' then l.extra::jsonb end,
-                                         '$.airlock.event_ids[*] ? (@.type() == "number")') as named(id)
-      join asset_event e on e.id = named.id::int
-     where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId} and l.map_index = ${on.mapIndex}
-       and l.try_number = ${on.tryNumber} and l.event in ('success', 'airlock.replay-events')
-       and ${eventOfKey})`
+   end`
 }
 
 export const whereAll = (conditions: readonly string[]) =>

@@ -256,7 +256,7 @@ returning id;
 -- airlock_log_exists_bf1d39573d1b
 select 1 from log where id = $1;
 
--- airlock_missing_outlets_549b03ae79e2
+-- airlock_missing_outlets_05cb3cede366
 with ti as (
     select least(t.queued_dttm, t.scheduled_dttm, t.start_date) as earliest from task_instance t
      where t.dag_id = $2 and t.run_id = $3 and t.task_id = $4 and t.map_index = $5::int
@@ -264,7 +264,26 @@ with ti as (
     select a.asset_id
       from unnest($1::int[]) as a(asset_id)
       left join ti on true
-     where not exists (
+     where case when exists (
+ select 1 from log l
+  where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.map_index = $5::int
+    and l.try_number = $6::int and l.event in ('success', 'airlock.replay-events')
+    and exists (
+     select 1 from asset_event e
+      -- log.extra is free text: read as JSON only on airlock's rows, and only the numbers its
+      -- event_ids holds (a path query never fails on a missing key or a scalar, as expanding
+      -- would). As an array the ids are probes of asset_event_pkey; joined as a set function,
+      -- the planner hashed the whole asset_event table for every task instance.
+      where e.id = any(array(
+              select named.id::int
+                from jsonb_path_query(case when l.extra like '{%"airlock"%' then l.extra::jsonb end,
+                                      '$.airlock.event_ids[*] ? (@.type() == "number")') as named(id)))
+        and e.asset_id = a.asset_id
+    and e.source_dag_id = $2 and e.source_run_id = $3 and e.source_task_id = $4
+    and e.source_map_index = $5::int
+    and e.id <> all($7::int[])))
+then false
+else not exists (
  select 1 from asset_event e
   where e.asset_id = a.asset_id
     and e.source_dag_id = $2 and e.source_run_id = $3 and e.source_task_id = $4
@@ -273,19 +292,7 @@ with ti as (
     and e."timestamp" > greatest(coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
   where h.dag_id = $2 and h.run_id = $3 and h.task_id = $4 and h.map_index = $5::int
     and h.try_number < $6::int), '-infinity'), coalesce(ti.earliest - interval '1 day', '-infinity')))
-and not exists (
- select 1 from log l
-  -- log.extra is free text: read as JSON only on airlock's rows, and only the numbers its
-  -- event_ids holds (a path query never fails on a missing key or a scalar, as expanding would).
-  cross join lateral jsonb_path_query(case when l.extra like '{%"airlock"%' then l.extra::jsonb end,
-                                      '$.airlock.event_ids[*] ? (@.type() == "number")') as named(id)
-   join asset_event e on e.id = named.id::int
-  where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.map_index = $5::int
-    and l.try_number = $6::int and l.event in ('success', 'airlock.replay-events')
-    and e.asset_id = a.asset_id
-    and e.source_dag_id = $2 and e.source_run_id = $3 and e.source_task_id = $4
-    and e.source_map_index = $5::int
-    and e.id <> all($7::int[]))
+end
   )
   select (select coalesce(array_agg(m.asset_id order by m.asset_id), '{}') from missing m) as missing,
          coalesce(ev.kind, 'unknown') as kind, ev.log_id, ev.event, ev.owner, ev.dttm
