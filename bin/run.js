@@ -2,7 +2,8 @@
 // Production entry: runs the compiled commands in dist/ (built by `npm run build`, which `npm ci`
 // runs through the prepare script). oclif finds them through oclif.manifest.json, which the same
 // build writes, so it imports only the module of the command it runs.
-import {existsSync, readdirSync, statSync} from 'node:fs'
+import {existsSync, readdirSync, readFileSync, statSync} from 'node:fs'
+import {arch, platform, release} from 'node:os'
 import {join} from 'node:path'
 
 // A signal that comes while oclif is still loading is remembered here, not obeyed: the command
@@ -21,14 +22,35 @@ globalThis.airlockReleaseEarlySignals = () => {
 // commands means tsc ran without `npm run build`: oclif would list commands and flags from it.
 if (existsSync(join(import.meta.dirname, '..', 'tsconfig.json'))) warnIfManifestStale()
 
-// @oclif/core/execute, not the package index: the index also loads the parser, the flag builders
-// and semver for its Node version check (about 10 ms), which `--version` and `--help` never use.
-const {execute} = await import('@oclif/core/execute')
-
-await execute({dir: import.meta.url})
+const version = versionLine(process.argv.slice(2))
+if (version) {
+  process.stdout.write(`${version}\n`)
+} else {
+  // @oclif/core/execute, not the package index: the index also loads the parser, the flag builders
+  // and semver for its Node version check (about 10 ms), which `--help` never uses.
+  const {execute} = await import('@oclif/core/execute')
+  await execute({dir: import.meta.url})
+}
 // Every command closes its pools; this only guards a cron job against a stray handle keeping the
 // process alive after the result was printed. unref(): it never delays a clean exit.
 setTimeout(() => process.exit(), 2000).unref()
+
+/**
+ * `airlock --version` (or `-v`) alone: the line oclif prints, its config.userAgent
+ * (`name/version platform-arch node-version`), without loading oclif, which is most of the
+ * command's time. oclif calls a WSL Linux "wsl" (is-wsl: "microsoft" in the kernel release or
+ * /proc/version); where either says so, oclif answers itself. test/cli/startup.test.ts holds the
+ * line equal to oclif's.
+ */
+function versionLine(argv) {
+  if (argv.length !== 1 || (argv[0] !== '--version' && argv[0] !== '-v')) return undefined
+  const mentionsMicrosoft = (text) => text.toLowerCase().includes('microsoft')
+  const procVersion = existsSync('/proc/version') ? readFileSync('/proc/version', 'utf8') : ''
+  if (process.platform === 'linux' && (mentionsMicrosoft(release()) || mentionsMicrosoft(procVersion))) return undefined
+  const {name, version} = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8'))
+  const cpu = arch() === 'ia32' ? 'x86' : arch()
+  return `${name}/${version} ${platform()}-${cpu} node-${process.version}`
+}
 
 function warnIfManifestStale() {
   const manifest = join(import.meta.dirname, '..', 'oclif.manifest.json')

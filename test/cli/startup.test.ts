@@ -5,6 +5,7 @@ import path from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
 import {promisify} from 'node:util'
 
+import {Config} from '@oclif/core'
 import {afterAll, describe, expect, it} from 'vitest'
 
 // What start-up must not pay for: the database stack (knex brings lodash and its dialects, pg),
@@ -54,7 +55,19 @@ function commandIds(): string[] {
 const commandModule = (url: string) => url.includes('/dist/commands/')
 
 describe('start-up', () => {
-  it.each([[['--version']], [['-v']], [['--help']], [['complete', '--help']], [['sandbox', 'start', '--help']]])(
+  it.each([[['--version']], [['-v']]])(
+    'airlock %j prints the line oclif prints, without loading oclif or any package',
+    async (args) => {
+      const loaded = await modulesLoadedBy([path.join(root, 'bin', 'run.js'), ...args])
+      expect(loaded).toContain(pathToFileURL(path.join(root, 'bin', 'run.js')).href)
+      expect([...packagesOf(loaded)]).toEqual([])
+      const {stdout} = await run(process.execPath, [path.join(root, 'bin', 'run.js'), ...args], {cwd: root})
+      const config = await Config.load(root)
+      expect(stdout).toBe(`${config.userAgent}\n`)
+    },
+  )
+
+  it.each([[['--help']], [['complete', '--help']], [['sandbox', 'start', '--help']]])(
     'airlock %j reads the manifest: no command module, no database or terminal library',
     async (args) => {
       const loaded = await modulesLoadedBy([path.join(root, 'bin', 'run.js'), ...args])
