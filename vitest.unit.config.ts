@@ -29,6 +29,7 @@ export const unitTests = [
   'test/output/**/*.test.ts',
   'test/protocol/downstream.test.ts',
   'test/replay/checkpoint.test.ts',
+  'test/selection/findingsFile.test.ts',
   'test/selection/inputFile.test.ts',
   'test/selection/pages.test.ts',
   'test/store/sqlShape.test.ts',

@@ -9,7 +9,7 @@ import {lineageFromFlags, outcomeFlags, writeOptionsFromFlags, writeFlags} from 
 import {usageError} from '../src/errors.js'
 import {prepareReplay, type EventItemJson, type ReplayMode} from '../src/replay/prepareReplay.js'
 import type {ItemJson} from '../src/report/itemJson.js'
-import {hasFilter} from '../src/selection/itemSource.js'
+import {hasFilter, type SelectionRequest} from '../src/selection/itemSource.js'
 import {prose} from '../src/cli/prose.js'
 
 const {'from-file': _tiFile, ...taskSelection} = selectionFlags
@@ -150,12 +150,25 @@ function modeFrom(flags: Record<string, unknown>): ReplayMode {
   const modes = [eventIds.length > 0, Boolean(file), selecting].filter(Boolean).length
   if (modes > 1) throw usageError('Use one mode: --event-id, --from-file, or the task selection flags (missing mode).')
   if (flags['skip-existing'] && !file) throw usageError('--skip-existing works with --from-file only.')
-  if (flags.plan && eventIds.length > 0)
+  refuseCombinations(flags, selection, eventIds.length > 0)
+  if (eventIds.length > 0) return {kind: 'event-id', ids: eventIds}
+  if (file)
+    return {kind: 'file', path: file, skipExisting: Boolean(flags['skip-existing']), limit: selection.filter.limit}
+  return {kind: 'missing', selection}
+}
+
+/** What a mode cannot be combined with, refused before anything is opened (exit 2). */
+function refuseCombinations(flags: Record<string, unknown>, selection: SelectionRequest, byEventId: boolean): void {
+  if (flags.plan && byEventId)
     throw usageError(
       '--plan plans missing mode (and a findings file); for --event-id, --dry-run shows what would be re-emitted.',
     )
   if (flags.plan && flags.checkpoint)
     throw usageError('--plan writes nothing, a checkpoint included: drop --checkpoint.')
+  if (flags.checkpoint && (selection.tiKeys?.length ?? 0) > 0)
+    throw usageError(
+      '--checkpoint resumes by task instance id: name the task instances by id (--ti-id UUID), or drop --checkpoint.',
+    )
   const relative = (['since', 'until'] as const).find((flag) => {
     const value = flags[flag]
     return typeof value === 'string' && isRelativeTime(value)
@@ -164,8 +177,4 @@ function modeFrom(flags: Record<string, unknown>): ReplayMode {
     throw usageError(
       `--${relative} ${flags[relative] as string} moves with the clock, and a checkpoint resumes one selection: give --${relative} as a time (2026-12-01T00:00:00Z) to use --checkpoint.`,
     )
-  if (eventIds.length > 0) return {kind: 'event-id', ids: eventIds}
-  if (file)
-    return {kind: 'file', path: file, skipExisting: Boolean(flags['skip-existing']), limit: selection.filter.limit}
-  return {kind: 'missing', selection}
 }

@@ -222,7 +222,7 @@ export abstract class AirlockCommand<R> extends Command {
       // The batch itself failed (the database went away): what finished is committed or rolled
       // back whatever came after, so the report of the failure lists it.
       .catch((error: unknown) =>
-        this.failedAfter(error, latest && !options.quiet && output.finish(latest, batch.dryRun, true)),
+        this.failedAfter(error, options.quiet ? undefined : output.fail(latest, batch.dryRun, this.errorLine(error))),
       )
       .finally(stopWatching)
     for (const warning of tally.warnings()) this.note(warning)
@@ -333,7 +333,7 @@ export abstract class AirlockCommand<R> extends Command {
   }
 
   public async run(): Promise<void> {
-    let exit: ExitCode
+    let exit: ExitCode = ExitCode.internal
     // Until the flags are parsed, the mode comes from the raw arguments (a signal can come first).
     this.outputMode = this.argv.includes('--json') ? 'json' : this.argv.includes('--ndjson') ? 'ndjson' : 'human'
     this.interrupts = new Interrupts((signal) =>
@@ -343,6 +343,9 @@ export abstract class AirlockCommand<R> extends Command {
       // A signal before the batch (loading, connecting, counting, the prompt) ends the command here.
       const outcome = await Promise.race([this.execute(), this.interrupts.beforeBatch])
       exit = outcome.exit ?? ExitCode.ok
+      // The command is done: a signal from here on keeps this exit (and prints nothing more).
+      process.exitCode = exit
+      this.interrupts.dispose()
       if (this.jsonMode) {
         const envelope: SuccessEnvelope<R> = {status: exit, result: outcome.result, warnings: this.collectedWarnings}
         this.writeStdout(JSON.stringify(envelope))
@@ -353,6 +356,8 @@ export abstract class AirlockCommand<R> extends Command {
     } catch (error) {
       exit = this.reportError(error)
     } finally {
+      // Decided before the cleanups, so a signal during them exits with it (Interrupts.dispose).
+      process.exitCode = exit
       this.interrupts.dispose()
       const cleanups = (async () => {
         for (const cleanup of this.cleanups.reverse()) await cleanup().catch(() => undefined)
@@ -371,6 +376,11 @@ export abstract class AirlockCommand<R> extends Command {
     if (exit === ExitCode.interrupted && this.interrupts.requested()) process.exit(exit)
   }
 
+  /** The NDJSON line an error ends a stream (or an --output file) with. */
+  private errorLine(error: unknown): string {
+    return JSON.stringify({type: 'error', ...this.toErrorEnvelope(error)})
+  }
+
   private reportError(error: unknown): ExitCode {
     const envelope = this.toErrorEnvelope(error)
     const finished = this.cutShort
@@ -379,7 +389,7 @@ export abstract class AirlockCommand<R> extends Command {
     } else {
       // NDJSON: the finished items are streamed already; the stream ends with how it ended. Human:
       // the finished items' table first, then the error.
-      if (this.outputMode === 'ndjson') this.writeStdout(JSON.stringify({type: 'error', ...envelope}))
+      if (this.outputMode === 'ndjson') this.writeStdout(this.errorLine(error))
       else if (finished) {
         const text = this.render(finished as R, 'human')
         if (text) this.writeStdout(text)

@@ -80,7 +80,29 @@ export class BatchOutput<J extends ItemLike> {
     this.progress.status(text, key)
   }
 
-  finish<Name extends string>(tally: Tally<Name>, dryRun: boolean, interrupted: boolean): BatchReport<J> {
+  /**
+   * The batch itself stopped on an error (the database went away): the --output file ends with
+   * the error line, not a summary (a consumer must not read "done"), and the report lists what had
+   * finished, for the error's envelope; nothing when no item had.
+   */
+  fail<Name extends string>(
+    tally: Tally<Name> | undefined,
+    dryRun: boolean,
+    errorLine: string,
+  ): BatchReport<J> | undefined {
+    const report = tally ? this.finish(tally, dryRun, true, false) : undefined
+    this.progress.stop()
+    this.sink?.write(errorLine)
+    return report
+  }
+
+  /** The batch's report, and its summary line on the stream and in the --output file (`summaryLine`). */
+  finish<Name extends string>(
+    tally: Tally<Name>,
+    dryRun: boolean,
+    interrupted: boolean,
+    summaryLine = true,
+  ): BatchReport<J> {
     this.progress.stop()
     const summary = tally.summary(dryRun)
     const downstream = this.sawDownstream ? this.downstream.summary() : undefined
@@ -92,8 +114,10 @@ export class BatchOutput<J extends ItemLike> {
       ...(lineage ? {lineage} : {}),
       ...(downstream ? {downstream} : {}),
     })
-    if (this.mode === 'ndjson') this.emit(line)
-    this.sink?.write(line)
+    if (summaryLine) {
+      if (this.mode === 'ndjson') this.emit(line)
+      this.sink?.write(line)
+    }
     return {
       summary,
       items: this.kept,

@@ -7,7 +7,8 @@ interface EarlySignals {
   airlockReleaseEarlySignals?: () => void
 }
 
-const lateSignal = () => process.exit(ExitCode.interrupted)
+/** After the command decided its exit (the summary printed): that exit, or 130 when none was decided. */
+const lateSignal = () => process.exit(process.exitCode ?? ExitCode.interrupted)
 
 export const interruptedError = (signal: string) =>
   new AirlockError(
@@ -30,6 +31,7 @@ export class Interrupts {
   private signal: string | undefined
   private batch: {onSecond: () => void; onFirst?: ((signal: string) => void) | undefined} | undefined
   private rejectSetup!: (error: Error) => void
+  private disposed = false
   /** Rejects with interruptedError when a signal comes before the batch starts. */
   readonly beforeBatch: Promise<never>
   private readonly handler = (signal: string) => {
@@ -75,10 +77,13 @@ export class Interrupts {
 
   /**
    * The command is done (its summary printed) and cleans up. A signal from now on must not end
-   * the process by the signal itself, which a supervisor reads differently from exit 130: it
-   * exits 130 at once, leaving the pools to the server.
+   * the process by the signal itself, which a supervisor reads differently from an exit code: it
+   * exits at once with the exit the command decided (130 when it was interrupted; exit 6's
+   * findings are not lost to a late SIGTERM), leaving the pools to the server.
    */
   dispose(): void {
+    if (this.disposed) return
+    this.disposed = true
     process.off('SIGINT', this.handler)
     process.off('SIGTERM', this.handler)
     process.on('SIGINT', lateSignal)

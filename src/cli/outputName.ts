@@ -20,7 +20,7 @@ export const outputPlaceholders = Object.keys(placeholders).map((name) => `{${na
 /** `name` with its placeholders filled in for `now`; an unknown placeholder is refused (exit 2). */
 export function expandOutputName(name: string, flag: string, now = new Date()): string {
   return name.replace(/\{([^{}]*)\}/g, (whole, key: string) => {
-    const fill = placeholders[key]
+    const fill = Object.hasOwn(placeholders, key) ? placeholders[key] : undefined
     if (!fill)
       throw usageError(
         `${flag} ${name}: ${whole} is not a placeholder airlock knows; it knows ${outputPlaceholders.join(', ')}.`,

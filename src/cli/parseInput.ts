@@ -40,7 +40,11 @@ export function parseWindowBound(value: string, flag: string, now = new Date()):
     return parseTimestamp(value, flag)
   }
   const unit = {m: 60_000, h: 3_600_000, d: 86_400_000}[match[2] as 'm' | 'h' | 'd']
-  return new Date(now.getTime() - Number(match[1]) * unit)
+  const bound = new Date(now.getTime() - Number(match[1]) * unit)
+  // Before year 0 or past what a Date holds: a typo, not a window.
+  if (Number.isNaN(bound.getTime()) || bound.getUTCFullYear() < 1)
+    throw usageError(`${flag} ${value} reaches before the year 1; give a time or a shorter duration.`)
+  return bound
 }
 
 const monthNames = [

@@ -176,7 +176,7 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
     )
   parts.push(
     `${report.plan ? 'PLAN (read-only: nothing written, no row locked): ' : s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${plural(s.selected as number, noun)} selected: ` +
-      `${counts.join(', ') || 'nothing to do'}; ${plural(s.events_created as number, 'event')}, ${plural(s.runs_queued as number, 'queue row')}.` +
+      `${counts.join(', ') || 'nothing to do'}; ${plural(s.events_created as number, 'event')}, ${report.plan ? 'the consumers under Downstream' : plural(s.runs_queued as number, 'queue row')}.` +
       (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
   )
   if (report.plan) parts.push(`Plan: ${report.plan}.`)

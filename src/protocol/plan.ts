@@ -77,7 +77,9 @@ export async function planProtocol<O extends {outcome: string}, Input>(
         )
   const downstream = options.downstream ? downstreamOf(facts.map((dag) => withPlanned(dag, planned.outlets))) : []
   return {
-    ...item(planned.result, planned.outlets.length, facts.length, planned.warnings),
+    // No queue row count: which consumers a release queues (paused, stale, teams, partitioned) is
+    // decided by the queue statement itself; the consumers are in the downstream preview.
+    ...item(planned.result, planned.outlets.length, 0, planned.warnings),
     report: options.downstream ? {downstream} : {},
   }
 }

@@ -126,6 +126,10 @@ export async function prepareReplay(
     holderOf: (tiId: string) => airflow.store.readRowHolder(airflow.db.executor, tiId),
   }
   if (mode.kind !== 'missing') {
+    if (mode.kind === 'file' && mode.limit !== undefined)
+      throw usageError(
+        '--limit takes task instances; an export file is re-emitted whole (split the file to replay part of it).',
+      )
     if (write.plan)
       throw usageError(
         '--plan plans missing mode (and an audit findings file); an export is re-emitted as it is: --dry-run shows what would be written.',
@@ -196,6 +200,10 @@ async function prepareFindings(
     ([cls, n]) =>
       `${file.path}: ${n} ${cls} finding${n === 1 ? '' : 's'} left alone (${repairOf[cls] ?? 'not a replay'})`,
   )
+  if (!findings.complete)
+    notes.push(
+      `${file.path} has no summary line: the audit that wrote it did not finish, so it may list only some of the findings`,
+    )
   if (findings.unknown > 0 && !request.accepts.includeUnknown)
     notes.push(
       `${file.path}: ${findings.unknown} missing_unknown finding${findings.unknown === 1 ? '' : 's'} will read "unknown" (the database cannot tell lost from marked success); --include-unknown replays them`,

@@ -383,8 +383,11 @@ export async function removeBinaryCopies(): Promise<{removed: string[]; kept: st
       kept.push(`${copy} (in use by pid ${users.join(', ')})`)
       continue
     }
-    await fs.rm(copy, {recursive: true, force: true})
-    removed.push(copy)
+    const failed = await fs
+      .rm(copy, {recursive: true, force: true})
+      .catch((error: unknown) => error as NodeJS.ErrnoException)
+    if (failed) kept.push(`${copy} (${failed.code ?? failed.message})`)
+    else removed.push(copy)
   }
   return {removed, kept}
 }

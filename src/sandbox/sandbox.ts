@@ -19,6 +19,7 @@ import {
   locateBinaries,
   logFileOf,
   newPassword,
+  pgdataOf,
   prepareClusterDir,
   removeBinaryCopies,
   runtimeDir,
@@ -191,7 +192,11 @@ export async function destroySandbox(home: string): Promise<DestroyResult> {
   const state = await readState(home)
   const removed: string[] = []
   if (state) {
-    await stopSandbox(home).catch(() => undefined)
+    // A server that would not stop keeps its data: deleting it under a running server is worse.
+    // One that is not running (no postmaster.pid) is removed whatever stopping said.
+    await stopSandbox(home).catch(async (error: unknown) => {
+      if (await fs.stat(path.join(pgdataOf(state.clusterDir), 'postmaster.pid')).catch(() => undefined)) throw error
+    })
     for (const target of [state.clusterDir, stateFile(home)]) {
       if (!(await fs.stat(target).catch(() => undefined))) continue
       await fs.rm(target, {recursive: true, force: true})
@@ -200,7 +205,8 @@ export async function destroySandbox(home: string): Promise<DestroyResult> {
   }
   // The home too when nothing else of the operator's is in it.
   if ((await fs.readdir(home).catch(() => ['?'])).length === 0) await fs.rmdir(home).catch(() => undefined)
-  const copies = await removeBinaryCopies()
+  // Only root copies the binaries (for PostgreSQL's own user); another user leaves root's alone.
+  const copies = process.getuid?.() === 0 ? await removeBinaryCopies() : {removed: [], kept: []}
   // No copy was needed when PostgreSQL's user can run the package's own binaries.
   const kept =
     copies.removed.length + copies.kept.length > 0

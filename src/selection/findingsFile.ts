@@ -14,6 +14,8 @@ export interface FindingsInput {
   skipped: Record<string, number>
   /** missing_unknown findings: replayed only with --include-unknown (reported unknown otherwise). */
   unknown: number
+  /** The audit's summary line ends the file: the audit that wrote it finished. */
+  complete: boolean
 }
 
 const replayed = new Set(['missing_events', 'missing_unknown'])
@@ -30,14 +32,20 @@ export async function readFindingsFile(path: string): Promise<FindingsInput | un
   const skipped: Record<string, number> = {}
   let unknown = 0
   let first = true
+  let summarized = false
   for await (const {text, line} of checkedLines(path)) {
     const where = `${path} line ${line}`
     const value = parseJsonLine(text, where)
     const record = typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {}
     const type = (record as {type?: unknown}).type
-    if (first && type !== 'finding' && type !== 'summary') return undefined
+    // A findings file's lines say so: a finding with a class, or the audit's summary with its
+    // counts by class (another command's summary line, or an export's event, is not one).
+    if (first && !isFinding(record) && !isAuditSummary(record)) return undefined
     first = false
-    if (type === 'summary') continue
+    if (type === 'summary') {
+      summarized = true
+      continue
+    }
     if (type !== 'finding')
       throw usageError(`${where} is not an audit finding, yet the file starts as audit-events findings.`, [
         'Pass a findings file (audit-events --output, or its --ndjson) or an export-events file, not both in one.',
@@ -54,5 +62,14 @@ export async function readFindingsFile(path: string): Promise<FindingsInput | un
     if (cls === 'missing_unknown') unknown++
   }
 
-  return first ? undefined : {tiIds: [...tiIds], skipped, unknown}
+  if (first) return undefined
+  return {tiIds: [...tiIds], skipped, unknown, complete: summarized}
+}
+
+const isFinding = (record: object) =>
+  (record as {type?: unknown}).type === 'finding' && typeof (record as {class?: unknown}).class === 'string'
+
+const isAuditSummary = (record: object) => {
+  const {type, counts} = record as {type?: unknown; counts?: unknown}
+  return type === 'summary' && typeof counts === 'object' && counts !== null && 'missing_events' in counts
 }

@@ -425,7 +425,7 @@ describe('airlock complete', () => {
     expect(bad.stderr).toContain('dag_id/run_id/task_id[map_index]')
   })
 
-  it('a signal that lands after the summary, while the command cleans up, is exit 130, never death by the signal', async () => {
+  it('a signal that lands after the summary, while the command cleans up, keeps the exit it decided, never death by the signal', async () => {
     await threeRunningTasks()
     const {child, finished} = startCli(['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--dry-run'])
     // From the moment the summary is out until the process is gone: a signal every millisecond.
@@ -447,7 +447,9 @@ describe('airlock complete', () => {
     const result = await finished
     expect(sent).toBeGreaterThan(0)
     expect(result.signal).toBeNull()
-    expect(result.code).toBe(130)
+    // The dry run had finished, exit 0 decided: a late SIGINT does not turn it into 130 (an
+    // audit's exit 6 would be lost the same way).
+    expect(result.code).toBe(0)
   })
 
   it('SIGINT before the batch (the selection waits behind a table lock): exit 130, an INTERRUPTED envelope, nothing written', async () => {

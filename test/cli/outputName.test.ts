@@ -22,5 +22,10 @@ describe('--output placeholders (a cron job writes a new file each run)', () => 
     const message = usageMessage(() => expandOutputName('audit-{time}.ndjson', '--output', now))
     expect(message).toContain('{time} is not a placeholder')
     expect(message).toContain('{timestamp}')
+    // Names an object carries by inheritance are not placeholders either.
+    for (const inherited of ['{constructor}', '{__proto__}', '{toString}'])
+      expect(usageMessage(() => expandOutputName(`x-${inherited}.ndjson`, '--output', now))).toContain(
+        'not a placeholder',
+      )
   })
 })

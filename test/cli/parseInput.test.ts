@@ -43,6 +43,7 @@ describe('flag parsing', () => {
     for (const bad of ['26', '1.5h', '30s', '2w'])
       expect(usage(() => parseWindowBound(bad, '--since', now))).toContain('90m, 26h or 7d')
     expect(usage(() => parseWindowBound('2025-02-30', '--since', now))).toContain('February 2025 has 28 days')
+    expect(usage(() => parseWindowBound('999999999d', '--since', now))).toContain('before the year 1')
   })
 
   it('--ti-id takes an id or a key as the tables print it, a run id with "/" kept whole', () => {

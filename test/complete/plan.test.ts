@@ -1,9 +1,8 @@
-import {randomBytes} from 'node:crypto'
-
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {createReadOnlyRole, type ReadOnlyRole} from '../support/roles.js'
 import {eventsOf, logWorkerSuccess, scenario, writeFootprint} from '../support/scenario.js'
 
 /**
@@ -12,24 +11,15 @@ import {eventsOf, logWorkerSuccess, scenario, writeFootprint} from '../support/s
  * item for item and consumer for consumer, and write and lock nothing.
  */
 let db: TestDatabase
+let role: ReadOnlyRole
 let reader: string
-const role = `airlock_planner_${randomBytes(3).toString('hex')}`
 beforeAll(async () => {
   db = await createTestDatabase('3.2', 4)
-  await db.knex.raw(`create role ?? login password 'planner-pass'`, [role])
-  await db.knex.raw(`grant connect on database ?? to ??`, [db.name, role])
-  await db.knex.raw(`grant usage on schema public to ??`, [role])
-  await db.knex.raw(`grant select on all tables in schema public to ??`, [role])
-  const url = new URL(db.url)
-  url.username = role
-  url.password = 'planner-pass'
-  reader = url.toString()
+  role = await createReadOnlyRole(db, 'airlock_planner')
+  reader = role.url
 })
 afterAll(async () => {
-  await db?.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where usename = ?`, [role])
-  await db?.knex.raw('drop owned by ??', [role])
-  await db?.knex.raw(`revoke connect on database ?? from ??`, [db.name, role])
-  await db?.knex.raw('drop role if exists ??', [role])
+  await role?.drop()
   await db?.drop()
 })
 

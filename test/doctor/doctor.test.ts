@@ -1,10 +1,9 @@
-import {randomBytes} from 'node:crypto'
-
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {compareVersions} from '../../src/airflow/revisions.js'
 import {fixtureVersions, type FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import {envelope, runCli} from '../support/cli.js'
+import {createReadOnlyRole} from '../support/roles.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
 import {scenario} from '../support/scenario.js'
@@ -283,15 +282,9 @@ describe('airlock doctor', () => {
     const database = await createTestDatabase('3.0', 2)
     databases.push(database)
     await scenario(database.knex).producer('etl', {outlets: 1}).build()
-    const role = `airlock_reader_${randomBytes(3).toString('hex')}`
-    await database.knex.raw(`create role ?? login password 'reader-pass'`, [role])
+    const role = await createReadOnlyRole(database)
     try {
-      await database.knex.raw(`grant connect on database ?? to ??`, [database.name, role])
-      await database.knex.raw(`grant usage on schema public to ??`, [role])
-      await database.knex.raw(`grant select on all tables in schema public to ??`, [role])
-      const url = new URL(database.url)
-      url.username = role
-      url.password = 'reader-pass'
+      const url = new URL(role.url)
 
       const checked = await runCli(['doctor', '--database-url', url.toString(), '--json'])
       expect(checked.code).toBe(9)
@@ -310,10 +303,7 @@ describe('airlock doctor', () => {
       const audit = await runCli(['audit-events', '--database-url', url.toString(), '--dag-id', 'etl', '--json'])
       expect([0, 6]).toContain(audit.code)
     } finally {
-      await database.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where usename = ?`, [role])
-      await database.knex.raw('drop owned by ??', [role])
-      await database.knex.raw(`revoke connect on database ?? from ??`, [database.name, role])
-      await database.knex.raw('drop role if exists ??', [role])
+      await role.drop()
     }
   })
 

@@ -93,5 +93,7 @@ describe('a batch cut short by the database', () => {
       .map((line) => JSON.parse(line) as {type: string; status?: number; error?: {code: string}})
     expect(lines.filter((l) => l.type === 'item')).toHaveLength(200)
     expect(lines.at(-1)).toMatchObject({type: 'error', status: 7, error: {code: 'DATABASE_UNREACHABLE'}})
+    // No summary line: a consumer that stops at the summary must not read a failed run as done.
+    expect(lines.filter((l) => l.type === 'summary')).toEqual([])
   })
 })
