@@ -1,5 +1,4 @@
-import type {ScaleCommandRow} from './scale.js'
-import {peakRssOf} from './memory.js'
+import {timeCommand, type ScaleCommandRow} from './commandRow.js'
 import type {ScratchServer} from './scratch.js'
 
 /**
@@ -33,19 +32,8 @@ export async function timePostBackfill(
     const url = scratch.url
     const backfillStarted = new Date(Date.now() - 1000).toISOString()
     const rows: ScaleCommandRow[] = []
-    const run = async (what: string, args: string[], rowsRead: number, accepted: number[] = [0]) => {
-      progress(`scale: ${what}…`)
-      const result = await peakRssOf(args, accepted)
-      rows.push({
-        what,
-        args: result.args,
-        seconds: result.seconds,
-        rows: rowsRead,
-        rowsPerSecond: rowsRead / result.seconds,
-        peakRssMb: result.peakRssMb,
-        exitCode: result.exitCode,
-      })
-    }
+    const run = (what: string, args: string[], rowsRead: number, accepted: number[] = [0]) =>
+      timeCommand(rows, what, args, rowsRead, {accepted, progress})
     const window = ['--database-url', url, '--all-dags', '--since', '1900-01-01']
     await run(
       `post-backfill: complete of ${taskInstances} old task instances (the backfill itself)`,

@@ -8,7 +8,7 @@ import {analyzeDatabase} from '../fixtures/admin.js'
 import {fillScaleWorld, scaleSeed, type ScaleWorldFacts} from '../fixtures/scaleWorld.js'
 import {scanPageSize} from '../selection/selection.js'
 import type {TaskInstanceFilter} from '../store/airflowStore.js'
-import {peakRssOf} from './memory.js'
+import {timeCommand, type ScaleCommandRow} from './commandRow.js'
 import {timePostBackfill} from './postBackfill.js'
 import type {ScratchServer} from './scratch.js'
 
@@ -25,15 +25,7 @@ export interface ScalePlan {
   backfillTis?: number
 }
 
-export interface ScaleCommandRow {
-  what: string
-  args: string[]
-  seconds: number
-  rows: number
-  rowsPerSecond: number
-  peakRssMb: number
-  exitCode: number | null
-}
+export type {ScaleCommandRow} from './commandRow.js'
 
 export interface ScaleExplainRow {
   what: string
@@ -100,19 +92,8 @@ async function timeCommands(
 ): Promise<{commands: ScaleCommandRow[]; summary: {counts: Record<string, number>}; day: Day}> {
   const url = scratch.url
   const commands: ScaleCommandRow[] = []
-  const run = async (what: string, args: string[], rows: number, accepted: number[] = [0], stdoutFile?: string) => {
-    progress(`scale: ${what}…`)
-    const result = await peakRssOf(args, accepted, stdoutFile)
-    commands.push({
-      what,
-      args: result.args,
-      seconds: result.seconds,
-      rows,
-      rowsPerSecond: rows / result.seconds,
-      peakRssMb: result.peakRssMb,
-      exitCode: result.exitCode,
-    })
-  }
+  const run = (what: string, args: string[], rows: number, accepted: number[] = [0], stdoutFile?: string) =>
+    timeCommand(commands, what, args, rows, {accepted, progress, ...(stdoutFile ? {stdoutFile} : {})})
 
   // Exit 6: the planted findings.
   const auditOut = path.join(dir, 'audit.ndjson')
