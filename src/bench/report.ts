@@ -68,15 +68,20 @@ function throughputSection(report: BenchReport): string[] {
   const concurrency = [...new Set(report.throughput.map((t) => t.concurrency))]
   return [
     '',
-    '### Throughput on distinct task instances (completions/s)',
+    '### Throughput on distinct task instances (completions/s; the raw floor and the ratio to it)',
     '',
     markdownTable(
       ['outlets', ...concurrency.map((c) => `concurrency ${c}`)],
       outlets.map((o) => [
         String(o),
-        ...concurrency.map((c) =>
-          f(report.throughput.find((t) => t.outlets === o && t.concurrency === c)?.perSecond ?? Number.NaN, 0),
-        ),
+        ...concurrency.map((c) => {
+          const row = report.throughput.find((t) => t.outlets === o && t.concurrency === c)
+          if (!row) return '-'
+          const floor = row.floorPerSecond
+          return floor
+            ? `${f(row.perSecond, 0)} (floor ${f(floor, 0)}, ${f(row.perSecond / floor, 2)}×)`
+            : f(row.perSecond, 0)
+        }),
       ]),
     ),
   ]

@@ -4,6 +4,7 @@ import {prepareComplete} from '../complete/prepareComplete.js'
 import {countEventRows, readBenchWorld} from '../fixtures/benchWorld.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {selectTaskInstances} from '../selection/selection.js'
+import {floorItem, openFloorClient} from '../fixtures/rawFloor.js'
 import {benchWriter, type ScratchServer} from './scratch.js'
 
 export interface ThroughputRow {
@@ -13,6 +14,8 @@ export interface ThroughputRow {
   seconds: number
   perSecond: number
   failed: number
+  /** The raw node-postgres floor doing the same per-item transaction at the same concurrency (floorItem). */
+  floorPerSecond: number | null
 }
 
 /** Completions per second on distinct task instances, the whole `complete` path but rendering. */
@@ -45,8 +48,42 @@ export async function measureThroughput(
       seconds,
       perSecond: tally.selected / seconds,
       failed: tally.counts.get('failed') ?? 0,
+      floorPerSecond: await measureFloorThroughput(server, options),
     }
   } finally {
+    await scratch.drop()
+  }
+}
+
+/**
+ * The floor's completions per second on a world of the same shape: `concurrency` plain clients
+ * pulling task instance ids from one list, each item one raw transaction (floorItem).
+ */
+async function measureFloorThroughput(
+  server: ScratchServer,
+  options: {outlets: number; concurrency: number; items: number},
+): Promise<number> {
+  const scratch = await server.create({
+    seed: {dags: 1, runs: options.items, tasks: 1, outlets: options.outlets, consumers: 2},
+    poolSize: 1,
+  })
+  const clients = await Promise.all(Array.from({length: options.concurrency}, () => openFloorClient(scratch.url)))
+  try {
+    const {store, db} = scratch.airflow
+    const ids: string[] = []
+    for await (const {tiId} of selectTaskInstances(store, db.executor, {dagId: 'etl_001', runIds: [], taskIds: []}))
+      ids.push(tiId)
+    let next = 0
+    let done = 0
+    const started = performance.now()
+    await Promise.all(
+      clients.map(async (client) => {
+        while (next < ids.length) if (await floorItem(client, ids[next++]!)) done++
+      }),
+    )
+    return done / ((performance.now() - started) / 1000)
+  } finally {
+    await Promise.all(clients.map((client) => client.end()))
     await scratch.drop()
   }
 }

@@ -36,7 +36,7 @@ describe('airlock bench --quick', () => {
     const out = envelope(result) as {
       result: {
         lockHold: Array<{outlets: number; lockHold: Record<string, {p50: number; n: number}>}>
-        throughput: Array<{perSecond: number; failed: number}>
+        throughput: Array<{perSecond: number; failed: number; floorPerSecond: number | null}>
         race: {completed: number; alreadySuccess: number}
       }
     }
@@ -50,6 +50,8 @@ describe('airlock bench --quick', () => {
 
     expect(out.result.throughput[0]).toMatchObject({failed: 0})
     expect(out.result.throughput[0]!.perSecond).toBeGreaterThan(0)
+    // The raw floor ran the same items beside it.
+    expect(out.result.throughput[0]!.floorPerSecond).toBeGreaterThan(0)
     expect(out.result.race).toMatchObject({completed: 1, alreadySuccess: 3})
 
     expect(await benchDatabases()).toBe(before)
