@@ -78,9 +78,10 @@ function throughputSection(report: BenchReport): string[] {
           const row = report.throughput.find((t) => t.outlets === o && t.concurrency === c)
           if (!row) return '-'
           const floor = row.floorPerSecond
-          return floor
-            ? `${f(row.perSecond, 0)} (floor ${f(floor, 0)}, ${f(row.perSecond / floor, 2)}×)`
-            : f(row.perSecond, 0)
+          if (!floor) return f(row.perSecond, 0)
+          const bare = row.noDownstreamPerSecond
+          const withoutPreview = bare ? `; --no-downstream ${f(bare, 0)}, ${f(bare / floor, 2)}×` : ''
+          return `${f(row.perSecond, 0)} (${f(row.perSecond / floor, 2)}× floor ${f(floor, 0)}${withoutPreview})`
         }),
       ]),
     ),

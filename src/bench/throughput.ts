@@ -14,6 +14,8 @@ export interface ThroughputRow {
   seconds: number
   perSecond: number
   failed: number
+  /** The same batch with --no-downstream: what the preview's one statement per item costs. */
+  noDownstreamPerSecond: number | null
   /** The raw node-postgres floor doing the same per-item transaction at the same concurrency (floorItem). */
   floorPerSecond: number | null
 }
@@ -23,6 +25,22 @@ export async function measureThroughput(
   server: ScratchServer,
   options: {outlets: number; concurrency: number; items: number},
 ): Promise<ThroughputRow> {
+  const withPreview = await completionsPerSecond(server, options, true)
+  return {
+    outlets: options.outlets,
+    concurrency: options.concurrency,
+    ...withPreview,
+    noDownstreamPerSecond: (await completionsPerSecond(server, options, false)).perSecond,
+    floorPerSecond: await measureFloorThroughput(server, options),
+  }
+}
+
+/** One `complete` batch over a fresh world of `items` running task instances (`downstream`: the preview on, the default). */
+async function completionsPerSecond(
+  server: ScratchServer,
+  options: {outlets: number; concurrency: number; items: number},
+  downstream: boolean,
+): Promise<{items: number; seconds: number; perSecond: number; failed: number}> {
   const scratch = await server.create({
     seed: {dags: 1, runs: options.items, tasks: 1, outlets: options.outlets, consumers: 2},
     poolSize: options.concurrency + 1,
@@ -36,19 +54,23 @@ export async function measureThroughput(
     })()
     const batch = await prepareComplete(scratch.airflow, {
       selection: {count: options.items, items, explicit: false},
-      settings: {fromStates: ['running'], emitEvents: true, defaultExtra: '{}', endDate: null, airlockVersion: 'bench'},
+      settings: {
+        fromStates: ['running'],
+        emitEvents: true,
+        defaultExtra: '{}',
+        endDate: null,
+        airlockVersion: 'bench',
+        downstream,
+      },
       write: {concurrency: options.concurrency, lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false},
     })
     const {tally} = await batch.run({shouldStop: () => false, onItem: () => undefined})
     const seconds = (performance.now() - started) / 1000
     return {
-      outlets: options.outlets,
-      concurrency: options.concurrency,
       items: tally.selected,
       seconds,
       perSecond: tally.selected / seconds,
       failed: tally.counts.get('failed') ?? 0,
-      floorPerSecond: await measureFloorThroughput(server, options),
     }
   } finally {
     await scratch.drop()
