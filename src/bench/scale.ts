@@ -2,10 +2,13 @@ import {replayableKinds} from '../airflow/tryEvidence.js'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
+import {performance} from 'node:perf_hooks'
 
 import type {Executor, Statement} from '../engine/engine.js'
 import {analyzeDatabase} from '../fixtures/admin.js'
+import {floorExport, openFloorClient} from '../fixtures/rawFloor.js'
 import {fillScaleWorld, scaleSeed, type ScaleWorldFacts} from '../fixtures/scaleWorld.js'
+import {exportPageSize} from '../export/exportEvents.js'
 import {scanPageSize} from '../selection/selection.js'
 import type {TaskInstanceFilter} from '../store/airflowStore.js'
 import {timeCommand, type ScaleCommandRow} from './commandRow.js'
@@ -42,6 +45,8 @@ export interface ScaleReport {
   /** What the audit found against what the world planted. */
   audit: {counts: Record<string, number>; planted: ScaleWorldFacts['planted']}
   commands: ScaleCommandRow[]
+  /** export-events beside its floor, the same lines through one COPY … TO STDOUT (floorExport), run back to back. */
+  exportFloor: {lines: number; floorSeconds: number; exportSeconds: number}
   explain: ScaleExplainRow[]
 }
 
@@ -70,13 +75,13 @@ export async function runScale(
     })
     await analyzeDatabase(scratch.db.knex)
     const world = {...facts, dags: seed.dags, seedSeconds: (Date.now() - started) / 1000}
-    const {commands, summary, day} = await timeCommands(scratch, facts, dir, progress)
+    const {commands, summary, day, exportFloor} = await timeCommands(scratch, facts, dir, progress)
     progress('scale: EXPLAIN (ANALYZE) of the statements behind them…')
     const explain = await explainStatements(scratch, day)
     await scratch.drop()
     dropped = true
     if (plan.backfillTis) commands.push(...(await timePostBackfill(server, plan.backfillTis, progress)))
-    return {world, audit: {counts: summary.counts, planted: facts.planted}, commands, explain}
+    return {world, audit: {counts: summary.counts, planted: facts.planted}, commands, exportFloor, explain}
   } finally {
     await fs.rm(dir, {recursive: true, force: true})
     if (!dropped) await scratch.drop()
@@ -89,7 +94,12 @@ async function timeCommands(
   facts: ScaleWorldFacts,
   dir: string,
   progress: (line: string) => void,
-): Promise<{commands: ScaleCommandRow[]; summary: {counts: Record<string, number>}; day: Day}> {
+): Promise<{
+  commands: ScaleCommandRow[]
+  summary: {counts: Record<string, number>}
+  day: Day
+  exportFloor: ScaleReport['exportFloor']
+}> {
   const url = scratch.url
   const commands: ScaleCommandRow[] = []
   const run = (what: string, args: string[], rows: number, accepted: number[] = [0], stdoutFile?: string) =>
@@ -114,6 +124,7 @@ async function timeCommands(
     facts.events,
   )
   await fs.rm(path.join(dir, 'export.ndjson'), {force: true})
+  const exportFloor = await timeExportFloor(url, path.join(dir, 'floor.ndjson'), commands.at(-1)!.seconds, progress)
   // A dry run over a window, across every DAG (--all-dags needs a filter to mean it).
   const overWindow = (command: string, since: Date, until?: Date) => [
     command,
@@ -144,7 +155,26 @@ async function timeCommands(
     overWindow('complete', day.runSince, day.runUntil),
     day.runTis,
   )
-  return {commands, summary, day}
+  return {commands, summary, day, exportFloor}
+}
+
+/** The export's floor right after the export itself, into a file on the same disk, which is then removed. */
+async function timeExportFloor(
+  url: string,
+  file: string,
+  exportSeconds: number,
+  progress: (line: string) => void,
+): Promise<ScaleReport['exportFloor']> {
+  progress('scale: the export floor, one COPY … TO STDOUT of the same lines…')
+  const client = await openFloorClient(url)
+  try {
+    const started = performance.now()
+    const {lines} = await floorExport(client, file)
+    return {lines, floorSeconds: (performance.now() - started) / 1000, exportSeconds}
+  } finally {
+    await client.end()
+    await fs.rm(file, {force: true})
+  }
 }
 
 interface Day {
@@ -208,8 +238,8 @@ async function explainStatements(scratch: Scratch, day: Day): Promise<ScaleExpla
     // The explaining executor answers the DECLARE with its plan and every FETCH with no rows.
     (ex) => store.streamClassifiedEvents(ex, all, 600, 5000).next(),
   )
-  await explainOf('export-events: one page of 1,000 events', 'keyset on asset_event_pkey', (ex) =>
-    store.readEventPage(ex, {assets: [], afterId: 0, limit: 1000}),
+  await explainOf('export-events: one page of 5,000 events', 'keyset on asset_event_pkey', (ex) =>
+    store.readEventLinePage(ex, {assets: [], afterId: 0, limit: exportPageSize}),
   )
   await explainOf(
     'missing events: the first page over every task instance',

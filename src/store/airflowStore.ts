@@ -1,5 +1,5 @@
 import type {QueuedAssets} from '../airflow/assetCondition.js'
-import type {EventLine} from '../airflow/eventLine.js'
+import type {EventLineParts} from '../airflow/eventLine.js'
 import type {Capabilities, PrimaryKeys, SchemaShape} from '../airflow/schema.js'
 import type {StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
 import type {TryEvidence, TryEvidenceKind} from '../airflow/tryEvidence.js'
@@ -154,7 +154,7 @@ export interface AirflowStore extends CatalogStore {
 
   // --- events: export, replay, repair ---------------------------------------------------------
   /** One keyset page of events with everything an export line carries. */
-  readEventPage(ex: Executor, filter: EventPageFilter): Promise<EventLine[]>
+  readEventLinePage(ex: Executor, filter: EventPageFilter): Promise<EventLineParts[]>
   readEventsById(ex: Executor, ids: readonly number[]): Promise<StoredEvent[]>
   resolveAssetsAndAliases(
     ex: Executor,

@@ -74,6 +74,7 @@ describe('airlock bench --quick', () => {
             }
             commands: Array<{args: string[]; rows: number; seconds: number; peakRssMb: number; exitCode: number}>
             explain: Array<{what: string; seqScans: Array<{table: string; rows: number}>}>
+            exportFloor: {lines: number; floorSeconds: number; exportSeconds: number}
           }
         }
       }
@@ -107,6 +108,10 @@ describe('airlock bench --quick', () => {
       expect(command.rows).toBeGreaterThan(0)
       expect(command.peakRssMb).toBeGreaterThan(0)
     }
+    // The export's floor wrote every event's line, and is timed beside the export itself.
+    expect(scale.exportFloor.lines).toBe(scale.world.events)
+    expect(scale.exportFloor.floorSeconds).toBeGreaterThan(0)
+    expect(scale.exportFloor.exportSeconds).toBe(scale.commands[1]!.seconds)
     // The classification pass reads asset_event in full, and says so.
     const pass = scale.explain.find((e) => e.what.includes('classification'))!
     expect(pass.seqScans.filter((s) => s.table === 'asset_event').map((s) => s.rows)).toEqual([

@@ -1,5 +1,5 @@
 import type {Capabilities} from '../../airflow/schema.js'
-import type {EventLine} from '../../airflow/eventLine.js'
+import type {EventLineParts} from '../../airflow/eventLine.js'
 import type {Executor} from '../../engine/engine.js'
 import {Params, prepared, statement} from '../../engine/prepared.js'
 import {
@@ -36,45 +36,37 @@ const sourceValues = (content: EventContent) => [
  * One keyset page of events (id > afterId, ORDER BY id) with everything an export line carries,
  * so an export of millions of events reads in constant memory. Which queue rows belong to an
  * event depends on the queue's key: its asset before 3.4, the event itself from 3.4.
+ *
+ * PostgreSQL writes each line's JSON itself (row_to_json), so the export streams text and never
+ * parses and re-serialises it: row_to_json is compact and escapes strings as JSON.stringify does
+ * (json.c escape_json: `\"`, `\\`, \b \f \n \r \t, other control characters as lowercase
+ * `\u00xx`, everything else verbatim). The line comes in two halves around `extra`, whose stored
+ * text (Python's json.dumps, with its spaces) eventLineText writes as JSON.stringify would. The
+ * timestamp is cut to milliseconds as JavaScript's toISOString writes it (to_char's MS truncates,
+ * as node-postgres's Date did). consumed_by is array_to_json(array_agg(row_to_json …)):
+ * json_agg and json_build_object put spaces in.
  */
-export function readEventPage(capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>) {
+export function readEventLinePage(capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>) {
   const queued = capabilities.queueShape === 'per_event' ? 'q.asset_event_id = e.id' : 'q.asset_id = e.asset_id'
-  const columns = `e.id, a.name as asset_name, a.uri as asset_uri, e.extra, e.source_dag_id, e.source_run_id, e.source_task_id, e.source_map_index,
-            ${capabilities.eventPartitionKey ? 'e.partition_key' : 'null::varchar as partition_key'}, e."timestamp",
-            coalesce((select array_agg(al.name order by al.name) from asset_alias_asset_event l join asset_alias al on al.id = l.alias_id where l.event_id = e.id), '{}') as aliases,
-            coalesce((select array_agg(distinct q.target_dag_id order by q.target_dag_id) from asset_dag_run_queue q where ${queued}), '{}') as queued_for,
-            coalesce((select json_agg(json_build_object('dag_id', dr.dag_id, 'run_id', dr.run_id) order by dr.id)
-                        from dagrun_asset_event c join dag_run dr on dr.id = c.dag_run_id where c.event_id = e.id), '[]') as consumed_by`
-  return async (ex: Executor, filter: EventPageFilter): Promise<EventLine[]> => {
+  const head = `(select row_to_json(h) from (select e.id, (select row_to_json(n) from (select a.name, a.uri) n) as asset) h)::text as head`
+  const tail = `(select row_to_json(t) from (
+              select e.source_dag_id, e.source_run_id, e.source_task_id, e.source_map_index,
+                     ${capabilities.eventPartitionKey ? 'e.partition_key' : 'null::varchar as partition_key'},
+                     to_char(e."timestamp" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "timestamp",
+                     coalesce((select array_agg(al.name order by al.name) from asset_alias_asset_event l join asset_alias al on al.id = l.alias_id where l.event_id = e.id), '{}') as aliases,
+                     coalesce((select array_agg(distinct q.target_dag_id order by q.target_dag_id) from asset_dag_run_queue q where ${queued}), '{}') as queued_for,
+                     coalesce((select array_to_json(array_agg((select row_to_json(o) from (select dr.dag_id, dr.run_id) o) order by dr.id))
+                                 from dagrun_asset_event c join dag_run dr on dr.id = c.dag_run_id where c.event_id = e.id), '[]') as consumed_by) t)::text as tail`
+  return async (ex: Executor, filter: EventPageFilter): Promise<EventLineParts[]> => {
     const params = new Params()
     const where = [`e.id > ${params.add(filter.afterId)}::int`, ...eventFilterConditions(params, filter)]
-    const rows = await ex.query<
-      EventRow & {
-        extra: Record<string, unknown>
-        aliases: string[]
-        queued_for: string[]
-        consumed_by: EventLine['consumed_by']
-      }
-    >(
+    return ex.query<EventLineParts>(
       statement(
-        `select ${columns} from asset_event e join asset a on a.id = e.asset_id ${whereAll(where)} order by e.id limit ${params.add(filter.limit)}::int`,
+        `select e.id, ${head}, e.extra::text as extra, ${tail}
+           from asset_event e join asset a on a.id = e.asset_id ${whereAll(where)} order by e.id limit ${params.add(filter.limit)}::int`,
         params.values,
       ),
     )
-    return rows.map((row) => ({
-      id: row.id,
-      asset: {name: row.asset_name, uri: row.asset_uri},
-      extra: row.extra,
-      source_dag_id: row.source_dag_id,
-      source_run_id: row.source_run_id,
-      source_task_id: row.source_task_id,
-      source_map_index: row.source_map_index,
-      partition_key: row.partition_key,
-      timestamp: row.timestamp.toISOString(),
-      aliases: row.aliases,
-      queued_for: row.queued_for,
-      consumed_by: row.consumed_by,
-    }))
   }
 }
 
