@@ -4,6 +4,7 @@ import path from 'node:path'
 import {Flags} from '@oclif/core'
 
 import {lockHoldChart} from '../src/bench/chart.js'
+import {growthChart, growthMarkdown, growthOf, parseEventSizes, type Growth} from '../src/bench/growth.js'
 import {benchMarkdown, benchTerminal, scaleMarkdown} from '../src/bench/report.js'
 import {describeMachine, runBench, type BenchReport} from '../src/bench/runBench.js'
 import {runScale, type ScaleReport} from '../src/bench/scale.js'
@@ -16,9 +17,18 @@ import {resolveConnection} from '../src/connection/resolve.js'
 import {passwordOf} from '../src/connection/url.js'
 import {sandboxHome, sandboxUrl} from '../src/sandbox/sandbox.js'
 import {prose} from '../src/cli/prose.js'
+import {usageError} from '../src/errors.js'
 
 type BenchResult =
-  (BenchReport & {written: string[]}) | {machine: BenchReport['machine']; scale: ScaleReport; written: string[]}
+  | (BenchReport & {written: string[]})
+  | {
+      machine: BenchReport['machine']
+      scale: ScaleReport
+      /** --sizes: every world's report, smallest first (`scale` is the last), and the growth across them. */
+      sizes?: ScaleReport[]
+      growth?: Growth
+      written: string[]
+    }
 
 export default class Bench extends AirlockCommand<BenchResult> {
   static override summary = 'Time the row lock a completion holds: airlock, the old order, a raw floor.'
@@ -115,6 +125,12 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
       // One run a day back from today per task instance: the seed's limit on runs.
       max: 10_000,
     }),
+    sizes: Flags.string({
+      description:
+        "With --scale: worlds of these sizes in asset events, one after another (k and M allowed), and the growth of each command's time per row and peak RSS across them. Writes growth.svg too.",
+      helpValue: '100k,1M,10M',
+      helpGroup: 'SCALE',
+    }),
     'scale-events': Flags.integer({
       description: 'Asset events per task instance in the scale world.',
       default: 10,
@@ -135,6 +151,7 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
       concurrency: quick ? [2] : parseIntegerList(flags.concurrency, '--concurrency'),
       throughputOutlets: quick ? [10] : parseIntegerList(flags['throughput-outlets'], '--throughput-outlets'),
       throughputItems: quick ? 20 : flags['throughput-items'],
+      throughputRounds: quick ? 1 : 3,
       racers: quick ? 4 : flags.race,
       memoryTis: quick ? 0 : flags['memory-tis'],
       memoryEvents: quick ? 0 : flags['memory-events'],
@@ -171,6 +188,36 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
       return written
     }
 
+    if (flags.sizes !== undefined && !flags.scale) throw usageError('--sizes goes with --scale.')
+    if (flags.scale && flags.sizes !== undefined) {
+      const sizes = parseEventSizes(flags.sizes, flags['scale-events'])
+      const machine = await describeMachine(adminUrl)
+      const reports: ScaleReport[] = []
+      for (const [i, taskInstances] of sizes.entries()) {
+        reports.push(
+          await runScale(
+            server,
+            {
+              taskInstances,
+              eventsPerTi: flags['scale-events'],
+              // The post-backfill world does not grow with the others: once, after the last.
+              backfillTis: i === sizes.length - 1 ? (quick ? 200 : flags['scale-backfill-tis']) : 0,
+            },
+            (line) => this.progress(line),
+          ),
+        )
+      }
+      const growth = growthOf(reports)
+      const caption = `${machine.cpus} × ${machine.cpuModel}, PostgreSQL ${machine.postgres}, ${machine.date}`
+      const scale = reports.at(-1)!
+      const written = await writeResults([
+        ['scale.md', [...growthMarkdown(growth), '', scaleMarkdown(scale, machine)].join('\n')],
+        ['scale.json', JSON.stringify({machine, ...scale, sizes: reports, growth}, null, 2) + '\n'],
+        ['growth.svg', growthChart(growth, caption)],
+      ])
+      return {result: {machine, scale, sizes: reports, growth, written}}
+    }
+
     if (flags.scale) {
       const machine = await describeMachine(adminUrl)
       const scale = await runScale(
@@ -201,7 +248,7 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
 
   protected render(result: BenchResult): string {
     if ('scale' in result)
-      return `${scaleMarkdown(result.scale, result.machine)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
+      return `${result.growth ? `${growthMarkdown(result.growth).join('\n')}\n\n` : ''}${scaleMarkdown(result.scale, result.machine)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
     return `${benchTerminal(result)}\n\n${benchMarkdown(result).split('\n').slice(0, 2).join('\n')}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
   }
 }

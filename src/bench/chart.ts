@@ -54,5 +54,5 @@ export function lockHoldChart(rows: readonly LockHoldRow[], caption: string): st
   return parts.join('\n') + '\n'
 }
 
-const escapeXml = (text: string) =>
+export const escapeXml = (text: string) =>
   text.replace(/[<>&"]/g, (c) => ({'<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;'})[c]!)

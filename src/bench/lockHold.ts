@@ -20,7 +20,7 @@ export interface LockHoldRow {
  */
 export async function measureLockHold(
   server: ScratchServer,
-  options: {outlets: number; runs: number; warmup: number; consumers: number},
+  options: {outlets: number; runs: number; warmup: number; consumers: number; downstream?: boolean},
 ): Promise<LockHoldRow> {
   const rounds = options.runs + options.warmup
   const scratch = await server.create({
@@ -29,7 +29,7 @@ export async function measureLockHold(
   })
   const client = await openFloorClient(scratch.url)
   try {
-    const writer = benchWriter(scratch)
+    const writer = benchWriter(scratch, {downstream: options.downstream ?? true})
     const base: ProtocolOptions = {lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}
     const {tis, activeAssetIds: active} = await readBenchWorld(scratch.db.knex)
 

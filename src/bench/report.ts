@@ -68,7 +68,7 @@ function throughputSection(report: BenchReport): string[] {
   const concurrency = [...new Set(report.throughput.map((t) => t.concurrency))]
   return [
     '',
-    '### Throughput on distinct task instances (completions/s; the raw floor and the ratio to it)',
+    `### Throughput on distinct task instances (completions/s, medians of ${report.throughput[0]!.rounds} rounds after a warm-up; the raw floor and the ratio to it)`,
     '',
     markdownTable(
       ['outlets', ...concurrency.map((c) => `concurrency ${c}`)],

@@ -18,6 +18,8 @@ export interface BenchPlan {
   concurrency: number[]
   throughputOutlets: number[]
   throughputItems: number
+  /** Rounds per throughput point (medians; default 3). */
+  throughputRounds?: number
   racers: number
   /** Task instances in the memory run of `complete` (0 skips it). */
   memoryTis: number
@@ -65,7 +67,14 @@ export async function runBench(
   for (const outlets of plan.throughputOutlets) {
     for (const concurrency of plan.concurrency) {
       progress(`throughput: ${outlets} outlets, concurrency ${concurrency}…`)
-      throughput.push(await measureThroughput(server, {outlets, concurrency, items: plan.throughputItems}))
+      throughput.push(
+        await measureThroughput(server, {
+          outlets,
+          concurrency,
+          items: plan.throughputItems,
+          ...(plan.throughputRounds ? {rounds: plan.throughputRounds} : {}),
+        }),
+      )
     }
   }
 

@@ -102,12 +102,19 @@ async function timeCommands(
 }> {
   const url = scratch.url
   const commands: ScaleCommandRow[] = []
-  const run = (what: string, args: string[], rows: number, accepted: number[] = [0], stdoutFile?: string) =>
-    timeCommand(commands, what, args, rows, {accepted, progress, ...(stdoutFile ? {stdoutFile} : {})})
+  const run = (
+    key: string,
+    what: string,
+    args: string[],
+    rows: number,
+    accepted: number[] = [0],
+    stdoutFile?: string,
+  ) => timeCommand(commands, what, args, rows, {key, accepted, progress, ...(stdoutFile ? {stdoutFile} : {})})
 
   // Exit 6: the planted findings.
   const auditOut = path.join(dir, 'audit.ndjson')
   await run(
+    'audit-events',
     `audit-events over ${facts.events} events (--ndjson)`,
     ['audit-events', '--database-url', url, '--ndjson'],
     facts.events,
@@ -119,6 +126,7 @@ async function timeCommands(
   }
   await fs.rm(auditOut)
   await run(
+    'export-events',
     `export-events of ${facts.events} events`,
     ['export-events', '--database-url', url, '--output', path.join(dir, 'export.ndjson')],
     facts.events,
@@ -139,6 +147,7 @@ async function timeCommands(
     '--ndjson',
   ]
   await run(
+    'replay-events --dry-run, every task instance',
     `replay-events missing mode over all ${facts.taskInstances} task instances (--dry-run)`,
     overWindow('replay-events', new Date(0)),
     facts.taskInstances,
@@ -146,11 +155,13 @@ async function timeCommands(
   // One day of end dates: a twentieth of the world.
   const day = await oneDay(scratch.db.executor)
   await run(
+    'replay-events --dry-run, one day',
     `replay-events missing mode, one day of end dates (${day.tis} task instances, --dry-run)`,
     overWindow('replay-events', day.since, day.until),
     day.tis,
   )
   await run(
+    'complete --dry-run, one day of runs',
     `complete, the newest day of runs by run_after (${day.runTis} running task instances, --dry-run)`,
     overWindow('complete', day.runSince, day.runUntil),
     day.runTis,

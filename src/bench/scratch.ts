@@ -75,12 +75,13 @@ export async function openScratchServer(adminUrl: string, allowAirflowData = fal
 }
 
 /** complete's writer as the benchmark runs it: running task instances, their outlets' events, no extra. */
-export function benchWriter(scratch: ScratchDatabase) {
+export function benchWriter(scratch: ScratchDatabase, options: {downstream?: boolean} = {}) {
   return completeWriter(scratch.airflow.store, {
     fromStates: ['running'],
     emitEvents: true,
     defaultExtra: '{}',
     endDate: null,
     airlockVersion: 'bench',
+    ...(options.downstream === undefined ? {} : {downstream: options.downstream}),
   })
 }

@@ -3,6 +3,7 @@ import {performance} from 'node:perf_hooks'
 import {prepareComplete} from '../complete/prepareComplete.js'
 import {countEventRows, readBenchWorld} from '../fixtures/benchWorld.js'
 import {runProtocol} from '../protocol/protocol.js'
+import {percentile} from '../report/stats.js'
 import {selectTaskInstances} from '../selection/selection.js'
 import {floorItem, openFloorClient} from '../fixtures/rawFloor.js'
 import {benchWriter, type ScratchServer} from './scratch.js'
@@ -11,6 +12,8 @@ export interface ThroughputRow {
   outlets: number
   concurrency: number
   items: number
+  /** Medians over `rounds` rounds (the three variants' order rotates from round to round). */
+  rounds: number
   seconds: number
   perSecond: number
   failed: number
@@ -18,20 +21,61 @@ export interface ThroughputRow {
   noDownstreamPerSecond: number | null
   /** The raw node-postgres floor doing the same per-item transaction at the same concurrency (floorItem). */
   floorPerSecond: number | null
+  /** Every round's completions/s, in round order, for the spread the medians hide. */
+  runs: {complete: number[]; noDownstream: number[]; floor: number[]}
 }
 
-/** Completions per second on distinct task instances, the whole `complete` path but rendering. */
+/**
+ * Completions per second on distinct task instances, the whole `complete` path but rendering,
+ * beside --no-downstream and the raw floor. Each variant runs on a fresh world per round; the
+ * first batch of a process is slower than any after it (compilation, the server's caches for new
+ * connections), so one warm-up of each path runs first, unmeasured, and the variants take turns
+ * going first. What fsync does to a commit moves single batches by tens of percent on these
+ * machines: the medians are what is compared.
+ */
 export async function measureThroughput(
   server: ScratchServer,
-  options: {outlets: number; concurrency: number; items: number},
+  options: {outlets: number; concurrency: number; items: number; rounds?: number},
 ): Promise<ThroughputRow> {
-  const withPreview = await completionsPerSecond(server, options, true)
+  const rounds = options.rounds ?? 3
+  const warmup = {...options, items: Math.min(options.items, 100)}
+  await completionsPerSecond(server, warmup, true)
+  await measureFloorThroughput(server, warmup)
+  const variants = [
+    () => completionsPerSecond(server, options, true),
+    async () => ({perSecond: (await completionsPerSecond(server, options, false)).perSecond}),
+    async () => ({perSecond: await measureFloorThroughput(server, options)}),
+  ] as const
+  const results: Array<Array<{perSecond: number; seconds?: number; items?: number; failed?: number}>> = [[], [], []]
+  for (let round = 0; round < rounds; round++) {
+    for (let turn = 0; turn < variants.length; turn++) {
+      const variant = (round + turn) % variants.length
+      results[variant]!.push(await variants[variant]!())
+    }
+  }
+  const complete = results[0] as Array<{perSecond: number; seconds: number; items: number; failed: number}>
+  const perSecond = results.map((runs) =>
+    percentile(
+      runs.map((run) => run.perSecond),
+      50,
+    ),
+  )
+  const middle = complete.find((run) => run.perSecond === perSecond[0]) ?? complete[0]!
   return {
     outlets: options.outlets,
     concurrency: options.concurrency,
-    ...withPreview,
-    noDownstreamPerSecond: (await completionsPerSecond(server, options, false)).perSecond,
-    floorPerSecond: await measureFloorThroughput(server, options),
+    items: middle.items,
+    rounds,
+    seconds: middle.seconds,
+    perSecond: perSecond[0]!,
+    failed: Math.max(...complete.map((run) => run.failed)),
+    noDownstreamPerSecond: perSecond[1]!,
+    floorPerSecond: perSecond[2]!,
+    runs: {
+      complete: results[0]!.map((run) => run.perSecond),
+      noDownstream: results[1]!.map((run) => run.perSecond),
+      floor: results[2]!.map((run) => run.perSecond),
+    },
   }
 }
 

@@ -123,6 +123,55 @@ describe('airlock bench --quick', () => {
     )
   })
 
+  it('--scale --sizes: one world per size, the growth of each command across them, growth.svg', async () => {
+    const adminUrl = inject('adminUrl')
+    const out = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-bench-sizes-'))
+    onTestFinished(() => fs.rm(out, {recursive: true, force: true}))
+    const result = await runCli([
+      'bench',
+      '--scale',
+      '--quick',
+      '--sizes',
+      '2k,4k',
+      '--database-url',
+      adminUrl,
+      '--output',
+      out,
+      '--json',
+    ])
+    expect(result.code).toBe(0)
+    const {sizes, growth} = (
+      envelope(result) as {
+        result: {
+          sizes: Array<{world: {events: number; taskInstances: number}}>
+          growth: {rows: Array<{key: string; points: Array<{microsPerRow: number; peakRssMb: number} | null>}>}
+        }
+      }
+    ).result
+    expect(sizes.map((s) => s.world.taskInstances)).toEqual([200, 400])
+    expect(growth.rows.map((row) => row.key)).toEqual([
+      'audit-events',
+      'export-events',
+      'replay-events --dry-run, every task instance',
+      'replay-events --dry-run, one day',
+      'complete --dry-run, one day of runs',
+    ])
+    for (const row of growth.rows) {
+      expect(row.points).toHaveLength(2)
+      for (const point of row.points) expect(point!.microsPerRow).toBeGreaterThan(0)
+    }
+    expect(await fs.readFile(path.join(out, 'growth.svg'), 'utf8')).toContain('<polyline')
+    expect(await fs.readFile(path.join(out, 'scale.md'), 'utf8')).toContain('### Growth')
+  })
+
+  it('--sizes without --scale, or a size no world can be, is refused (exit 2)', async () => {
+    const adminUrl = inject('adminUrl')
+    expect((await runCli(['bench', '--sizes', '1M', '--database-url', adminUrl])).code).toBe(2)
+    const tiny = await runCli(['bench', '--scale', '--sizes', '1k', '--database-url', adminUrl])
+    expect(tiny.code).toBe(2)
+    expect(tiny.stderr).toContain('a world holds 200 to 2,000,000')
+  })
+
   it('a command the benchmark runs that ends with its own documented exit passes that exit on, not exit 1 (a bug)', async () => {
     // The built module: it finds the CLI next to dist/, as `airlock bench` runs it.
     const {peakRssOf} = (await import(
