@@ -1,5 +1,5 @@
 import type {Capabilities} from '../../airflow/schema.js'
-import {serializedDagJson, tasksOf, type SerializedTask} from '../../airflow/serializedDag.js'
+import {serializedDagJson, tasksOf, type DeclaredOutlet, type SerializedTask} from '../../airflow/serializedDag.js'
 import type {
   OutletAsset,
   StoredState,
@@ -30,7 +30,18 @@ interface TaskInstanceRow {
   dag_hash: string | null
   /** Only without a serialized DAG: the outlets of task_outlet_asset_reference. */
   legacy_outlets: Array<{id: number; name: string; uri: string; active: boolean}> | null
+  /**
+   * Only in the read that guessed the task (see readTaskInstance), and only when the guess was
+   * right: the guessed outlets resolved in this same statement, in declared order.
+   */
+  guessed_ids?: Array<number | null> | null
+  guessed_names?: string[] | null
+  guessed_uris?: string[] | null
+  guessed_active?: boolean[] | null
 }
+
+/** A declared outlet that names an asset (an alias names none: it gets no event of its own). */
+type AssetOutlet = Exclude<DeclaredOutlet, {kind: 'alias'}>
 
 /** Parsed declared outlets per DAG version: a serialized DAG is parsed once, not once per task instance. */
 const cachedVersions = 64
@@ -54,6 +65,11 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
   const statements = readStatements(capabilities)
   const serializedTask = serializedTaskCache()
   const resolveOutlets = outletResolver()
+  // The task the last read by id resolved outlets for. A batch completes the same task of many
+  // runs, so the next read names it and resolves its outlets in the same statement (one round
+  // trip instead of two); a read whose task instance turns out to be another task's ignores them
+  // and resolves its own, as without a guess.
+  let guess: {versionId: string; hash: string; taskId: string; assets: AssetOutlet[]} | undefined
 
   return async (
     ex: Executor,
@@ -61,8 +77,12 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
     options: {withOutlets: boolean},
   ): Promise<TaskInstanceContext | undefined> => {
     const byTiId = 'tiId' in ref
-    const statement = statements[`${byTiId ? 'id' : 'key'}${options.withOutlets ? 'Outlets' : ''}`]
-    const values = byTiId ? [ref.tiId] : [ref.key.dagId, ref.key.runId, ref.key.taskId, ref.key.mapIndex]
+    const guessed = byTiId && options.withOutlets ? guess : undefined
+    const statement = guessed
+      ? statements.idOutletsGuessed
+      : statements[`${byTiId ? 'id' : 'key'}${options.withOutlets ? 'Outlets' : ''}`]
+    const values: unknown[] = byTiId ? [ref.tiId] : [ref.key.dagId, ref.key.runId, ref.key.taskId, ref.key.mapIndex]
+    if (guessed) values.push(guessed.versionId, guessed.hash, guessed.taskId, ...outletArrays(guessed.assets))
     const [row] = await ex.query<TaskInstanceRow>(statement(values))
     if (!row) return undefined
     const context = contextOf(row)
@@ -82,12 +102,28 @@ export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitio
     const task = await serializedTask(ex, row.dag_version_id, row.dag_hash, row.task_id)
     context.mappedDependants = task.mappedDependants
     context.declaredAliases = task.outlets.flatMap((o) => (o.kind === 'alias' ? [o.name] : []))
-    context.outlets = await resolveOutlets(ex, task.outlets)
+    const assets = task.outlets.filter((o): o is AssetOutlet => o.kind !== 'alias')
+    if (guessed && row.guessed_ids) {
+      context.outlets = outletAssets(assets, {
+        ids: row.guessed_ids,
+        names: row.guessed_names ?? [],
+        uris: row.guessed_uris ?? [],
+        active: row.guessed_active ?? [],
+      })
+    } else {
+      context.outlets = await resolveOutlets(ex, assets)
+    }
+    if (byTiId && assets.length > 0)
+      guess = {versionId: row.dag_version_id, hash: row.dag_hash, taskId: row.task_id, assets}
     return context
   }
 }
 
-/** The four reads of step 1: by id or by key, with or without what the outlets need. */
+/**
+ * The reads of step 1: by id or by key, with or without what the outlets need; and by id with a
+ * guessed task's outlets resolved in the same statement ($2 version, $3 hash, $4 task id: only when
+ * the row is that task of that version; $5 … $7 the outlets, as resolveOutletsText reads them).
+ */
 function readStatements(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partitionKey = capabilities.eventPartitionKey ? 'dr.partition_key' : 'null::varchar'
   const legacyOutlets = `(select json_agg(json_build_object('id', a.id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null) order by a.id)
@@ -95,20 +131,35 @@ function readStatements(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
           join asset a on a.id = r.asset_id
           left join asset_active aa on aa.name = a.name and aa.uri = a.uri
          where r.dag_id = ti.dag_id and r.task_id = ti.task_id)`
-  const text = (withOutlets: boolean, where: string) =>
+  const text = (withOutlets: boolean, where: string, guessed = false) =>
     `select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
             dr.id as dag_run_id, dr.logical_date, ${partitionKey} as partition_key, d.owners, ti.dag_version_id,
             ${withOutlets ? 'sd.dag_hash' : 'null::varchar'} as dag_hash,
-            ${withOutlets ? `case when sd.id is null then ${legacyOutlets} end` : 'null::json'} as legacy_outlets
+            ${withOutlets ? `case when sd.id is null then ${legacyOutlets} end` : 'null::json'} as legacy_outlets${
+              guessed
+                ? `,
+            g.ids as guessed_ids, g.names as guessed_names, g.uris as guessed_uris, g.active as guessed_active`
+                : ''
+            }
        from task_instance ti
        join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
        left join dag d on d.dag_id = ti.dag_id
        ${withOutlets ? 'left join serialized_dag sd on sd.dag_version_id = ti.dag_version_id' : ''}
+       ${
+         guessed
+           ? `left join lateral (
+         select array_agg(r.id order by r.n) as ids, array_agg(r.name order by r.n) as names,
+                array_agg(r.uri order by r.n) as uris, array_agg(r.active order by r.n) as active
+           from (${resolveOutletsText('$5', '$6', '$7')}) as r
+       ) as g on sd.dag_hash = $3 and ti.dag_version_id = $2::uuid and ti.task_id = $4`
+           : ''
+       }
       where ${where}`
   const byId = 'ti.id = $1::uuid'
   const byKey = 'ti.dag_id = $1 and ti.run_id = $2 and ti.task_id = $3 and ti.map_index = $4'
   return {
     idOutlets: prepared('read_ti_id_outlets', text(true, byId)),
+    idOutletsGuessed: prepared('read_ti_id_outlets_guessed', text(true, byId, true)),
     id: prepared('read_ti_id', text(false, byId)),
     keyOutlets: prepared('read_ti_key_outlets', text(true, byKey)),
     key: prepared('read_ti_key', text(false, byKey)),
@@ -162,13 +213,13 @@ function serializedTaskCache() {
 /**
  * Each declared outlet (not an alias) to its asset, preferring an active one (asset_active keeps
  * names and uris unique among active assets, so an active match is the one Airflow finds). One
- * join per kind, so each can use an index on asset instead of an OR over all of them.
+ * join per kind, so each can use an index on asset instead of an OR over all of them. The three
+ * arrays are the outlets' kinds, names and uris, as outletArrays builds them; a row per outlet,
+ * `n` its place.
  */
-function outletResolver() {
-  const resolve = prepared(
-    'resolve_outlets',
-    `with d as (
-       select * from unnest($1::text[], $2::text[], $3::text[]) with ordinality as d(kind, name, uri, n)
+function resolveOutletsText(kinds: string, names: string, uris: string): string {
+  return `with d as (
+       select * from unnest(${kinds}::text[], ${names}::text[], ${uris}::text[]) with ordinality as d(kind, name, uri, n)
      ), matched as (
        select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'asset' and a.name = d.name and a.uri = d.uri
        union all
@@ -183,25 +234,50 @@ function outletResolver() {
      )
      select d.n, b.id, coalesce(b.name, d.name) as name, coalesce(b.uri, d.uri) as uri, coalesce(b.active, false) as active
        from d left join best b on b.n = d.n
-      order by d.n`,
-  )
-  return async (ex: Executor, declared: SerializedTask['outlets']): Promise<OutletAsset[]> => {
-    const assets = declared.filter((o) => o.kind !== 'alias')
+      order by d.n`
+}
+
+/** The declared asset outlets (aliases left out) as resolveOutletsText's three arrays. */
+function outletArrays(assets: readonly AssetOutlet[]): [string[], string[], string[]] {
+  return [
+    assets.map((o) => o.kind),
+    assets.map((o) => ('name' in o ? o.name : '')),
+    assets.map((o) => ('uri' in o ? o.uri : '')),
+  ]
+}
+
+/** Resolved rows, in declared order, as the outlets the registration emits for. */
+function outletAssets(
+  assets: readonly AssetOutlet[],
+  resolved: {
+    ids: ReadonlyArray<number | null>
+    names: readonly string[]
+    uris: readonly string[]
+    active: readonly boolean[]
+  },
+): OutletAsset[] {
+  return assets.map((o, i): OutletAsset => ({
+    kind: o.kind,
+    assetId: resolved.ids[i] ?? null,
+    name: resolved.names[i]!,
+    uri: resolved.uris[i]!,
+    active: resolved.active[i]!,
+  }))
+}
+
+function outletResolver() {
+  const resolve = prepared('resolve_outlets', resolveOutletsText('$1', '$2', '$3'))
+  return async (ex: Executor, assets: readonly AssetOutlet[]): Promise<OutletAsset[]> => {
     if (assets.length === 0) return []
     const resolved = await ex.query<{n: string; id: number | null; name: string; uri: string; active: boolean}>(
-      resolve([
-        assets.map((o) => o.kind),
-        assets.map((o) => ('name' in o ? o.name : '')),
-        assets.map((o) => ('uri' in o ? o.uri : '')),
-      ]),
+      resolve(outletArrays(assets)),
     )
-    return resolved.map((r, i): OutletAsset => ({
-      kind: assets[i]!.kind,
-      assetId: r.id,
-      name: r.name,
-      uri: r.uri,
-      active: r.active,
-    }))
+    return outletAssets(assets, {
+      ids: resolved.map((r) => r.id),
+      names: resolved.map((r) => r.name),
+      uris: resolved.map((r) => r.uri),
+      active: resolved.map((r) => r.active),
+    })
   }
 }
 

@@ -2,7 +2,7 @@
 -- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
 
--- airlock_read_ti_id_outlets_e289dfe9deba
+-- airlock_read_ti_id_outlets_036fbd8f188e
 select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
       dr.id as dag_run_id, dr.logical_date, null::varchar as partition_key, d.owners, ti.dag_version_id,
       sd.dag_hash as dag_hash,
@@ -15,9 +15,47 @@ select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_n
  join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
  left join dag d on d.dag_id = ti.dag_id
  left join serialized_dag sd on sd.dag_version_id = ti.dag_version_id
+
 where ti.id = $1::uuid;
 
--- airlock_read_ti_id_da6ede569cae
+-- airlock_read_ti_id_outlets_guessed_7f913bfaa702
+select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
+       dr.id as dag_run_id, dr.logical_date, null::varchar as partition_key, d.owners, ti.dag_version_id,
+       sd.dag_hash as dag_hash,
+       case when sd.id is null then (select json_agg(json_build_object('id', a.id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null) order by a.id)
+     from task_outlet_asset_reference r
+     join asset a on a.id = r.asset_id
+     left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+    where r.dag_id = ti.dag_id and r.task_id = ti.task_id) end as legacy_outlets,
+       g.ids as guessed_ids, g.names as guessed_names, g.uris as guessed_uris, g.active as guessed_active
+  from task_instance ti
+  join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
+  left join dag d on d.dag_id = ti.dag_id
+  left join serialized_dag sd on sd.dag_version_id = ti.dag_version_id
+  left join lateral (
+    select array_agg(r.id order by r.n) as ids, array_agg(r.name order by r.n) as names,
+           array_agg(r.uri order by r.n) as uris, array_agg(r.active order by r.n) as active
+      from (with d as (
+  select * from unnest($5::text[], $6::text[], $7::text[]) with ordinality as d(kind, name, uri, n)
+), matched as (
+  select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'asset' and a.name = d.name and a.uri = d.uri
+  union all
+  select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'name_ref' and a.name = d.name
+  union all
+  select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'uri_ref' and a.uri = d.uri
+), best as (
+  select distinct on (m.n) m.n, m.id, m.name, m.uri, aa.name is not null as active
+    from matched m
+    left join asset_active aa on aa.name = m.name and aa.uri = m.uri
+   order by m.n, aa.name is null, m.id
+)
+select d.n, b.id, coalesce(b.name, d.name) as name, coalesce(b.uri, d.uri) as uri, coalesce(b.active, false) as active
+  from d left join best b on b.n = d.n
+ order by d.n) as r
+  ) as g on sd.dag_hash = $3 and ti.dag_version_id = $2::uuid and ti.task_id = $4
+ where ti.id = $1::uuid;
+
+-- airlock_read_ti_id_01a05c336b82
 select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
       dr.id as dag_run_id, dr.logical_date, null::varchar as partition_key, d.owners, ti.dag_version_id,
       null::varchar as dag_hash,
@@ -26,9 +64,10 @@ select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_n
  join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
  left join dag d on d.dag_id = ti.dag_id
 
+
 where ti.id = $1::uuid;
 
--- airlock_read_ti_key_outlets_ee7a16ac4f75
+-- airlock_read_ti_key_outlets_7c02d668ba62
 select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
       dr.id as dag_run_id, dr.logical_date, null::varchar as partition_key, d.owners, ti.dag_version_id,
       sd.dag_hash as dag_hash,
@@ -41,9 +80,10 @@ select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_n
  join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
  left join dag d on d.dag_id = ti.dag_id
  left join serialized_dag sd on sd.dag_version_id = ti.dag_version_id
+
 where ti.dag_id = $1 and ti.run_id = $2 and ti.task_id = $3 and ti.map_index = $4;
 
--- airlock_read_ti_key_7173c35e8234
+-- airlock_read_ti_key_b44ae5ff18cd
 select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
       dr.id as dag_run_id, dr.logical_date, null::varchar as partition_key, d.owners, ti.dag_version_id,
       null::varchar as dag_hash,
@@ -51,6 +91,7 @@ select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_n
  from task_instance ti
  join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
  left join dag d on d.dag_id = ti.dag_id
+
 
 where ti.dag_id = $1 and ti.run_id = $2 and ti.task_id = $3 and ti.map_index = $4;
 

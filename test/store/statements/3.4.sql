@@ -2,7 +2,7 @@
 -- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
--- airlock_read_ti_id_outlets_8ac5f337f881
+-- airlock_read_ti_id_outlets_451b5e8856aa
 select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
       dr.id as dag_run_id, dr.logical_date, dr.partition_key as partition_key, d.owners, ti.dag_version_id,
       sd.dag_hash as dag_hash,
@@ -15,9 +15,47 @@ select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_n
  join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
  left join dag d on d.dag_id = ti.dag_id
  left join serialized_dag sd on sd.dag_version_id = ti.dag_version_id
+
 where ti.id = $1::uuid;
 
--- airlock_read_ti_id_225ccd188ce6
+-- airlock_read_ti_id_outlets_guessed_63ed82a6ddbc
+select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
+       dr.id as dag_run_id, dr.logical_date, dr.partition_key as partition_key, d.owners, ti.dag_version_id,
+       sd.dag_hash as dag_hash,
+       case when sd.id is null then (select json_agg(json_build_object('id', a.id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null) order by a.id)
+     from task_outlet_asset_reference r
+     join asset a on a.id = r.asset_id
+     left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+    where r.dag_id = ti.dag_id and r.task_id = ti.task_id) end as legacy_outlets,
+       g.ids as guessed_ids, g.names as guessed_names, g.uris as guessed_uris, g.active as guessed_active
+  from task_instance ti
+  join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
+  left join dag d on d.dag_id = ti.dag_id
+  left join serialized_dag sd on sd.dag_version_id = ti.dag_version_id
+  left join lateral (
+    select array_agg(r.id order by r.n) as ids, array_agg(r.name order by r.n) as names,
+           array_agg(r.uri order by r.n) as uris, array_agg(r.active order by r.n) as active
+      from (with d as (
+  select * from unnest($5::text[], $6::text[], $7::text[]) with ordinality as d(kind, name, uri, n)
+), matched as (
+  select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'asset' and a.name = d.name and a.uri = d.uri
+  union all
+  select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'name_ref' and a.name = d.name
+  union all
+  select d.n, a.id, a.name, a.uri from d join asset a on d.kind = 'uri_ref' and a.uri = d.uri
+), best as (
+  select distinct on (m.n) m.n, m.id, m.name, m.uri, aa.name is not null as active
+    from matched m
+    left join asset_active aa on aa.name = m.name and aa.uri = m.uri
+   order by m.n, aa.name is null, m.id
+)
+select d.n, b.id, coalesce(b.name, d.name) as name, coalesce(b.uri, d.uri) as uri, coalesce(b.active, false) as active
+  from d left join best b on b.n = d.n
+ order by d.n) as r
+  ) as g on sd.dag_hash = $3 and ti.dag_version_id = $2::uuid and ti.task_id = $4
+ where ti.id = $1::uuid;
+
+-- airlock_read_ti_id_1d5850bf8a79
 select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
       dr.id as dag_run_id, dr.logical_date, dr.partition_key as partition_key, d.owners, ti.dag_version_id,
       null::varchar as dag_hash,
@@ -26,9 +64,10 @@ select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_n
  join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
  left join dag d on d.dag_id = ti.dag_id
 
+
 where ti.id = $1::uuid;
 
--- airlock_read_ti_key_outlets_4f85ed49852f
+-- airlock_read_ti_key_outlets_3fc694bf2c1b
 select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
       dr.id as dag_run_id, dr.logical_date, dr.partition_key as partition_key, d.owners, ti.dag_version_id,
       sd.dag_hash as dag_hash,
@@ -41,9 +80,10 @@ select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_n
  join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
  left join dag d on d.dag_id = ti.dag_id
  left join serialized_dag sd on sd.dag_version_id = ti.dag_version_id
+
 where ti.dag_id = $1 and ti.run_id = $2 and ti.task_id = $3 and ti.map_index = $4;
 
--- airlock_read_ti_key_530b7bde6c0b
+-- airlock_read_ti_key_ca5cc2be263a
 select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
       dr.id as dag_run_id, dr.logical_date, dr.partition_key as partition_key, d.owners, ti.dag_version_id,
       null::varchar as dag_hash,
@@ -51,6 +91,7 @@ select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_n
  from task_instance ti
  join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
  left join dag d on d.dag_id = ti.dag_id
+
 
 where ti.dag_id = $1 and ti.run_id = $2 and ti.task_id = $3 and ti.map_index = $4;
 
