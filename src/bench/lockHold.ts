@@ -16,7 +16,10 @@ export interface LockHoldRow {
 /**
  * Lock hold of the task_instance row during one successful completion emitting `outlets` events,
  * for both orderings through the same protocol code, and the raw floor, interleaved run by run
- * on one database so drift hits all three alike.
+ * on one database so drift hits all three alike. The completions run without the downstream
+ * preview unless `downstream` says otherwise: the preview is one read before the lock, which the
+ * floor does not do, so the registration compared with the floor's is the same writes (the
+ * throughput table prices the preview: complete against --no-downstream).
  */
 export async function measureLockHold(
   server: ScratchServer,
@@ -29,7 +32,7 @@ export async function measureLockHold(
   })
   const client = await openFloorClient(scratch.url)
   try {
-    const writer = benchWriter(scratch, {downstream: options.downstream ?? true})
+    const writer = benchWriter(scratch, {downstream: options.downstream ?? false})
     const base: ProtocolOptions = {lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false}
     const {tis, activeAssetIds: active} = await readBenchWorld(scratch.db.knex)
 
