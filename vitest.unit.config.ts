@@ -28,6 +28,7 @@ export const unitTests = [
   'test/lineage/settings.test.ts',
   'test/lineage/staticUuid.test.ts',
   'test/output/**/*.test.ts',
+  'test/protocol/auditExtra.test.ts',
   'test/protocol/downstream.test.ts',
   'test/replay/checkpoint.test.ts',
   'test/selection/findingsFile.test.ts',

@@ -1,6 +1,6 @@
 import {activeOutlets, describeOutlet, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
-import {auditIdentity} from '../protocol/auditIdentity.js'
+import {auditIdentity, extraAroundEventIds} from '../protocol/auditIdentity.js'
 import {
   consumerDags,
   emitOutletEvents,
@@ -126,8 +126,8 @@ export function completeWriter(
   // user: the operator, not the DAG's owners.
   const identity = auditIdentity()
   const owner = settings.actor ?? identity.os_user
-  const auditExtra = (previousState: StoredState, eventIds: readonly number[], clear?: ClearPlan) =>
-    completeAuditExtra(settings.airlockVersion, identity, previousState, eventIds, clear)
+  const completeAuditObject = (previousState: StoredState, events: number, eventIds: unknown, clear?: ClearPlan) =>
+    completeAuditExtra(settings.airlockVersion, identity, previousState, events, eventIds, clear)
 
   return {
     verb: 'complete',
@@ -145,25 +145,30 @@ export function completeWriter(
       if (!settings.emitEvents)
         return {
           ...emptyRegistration(),
-          ...(await store.insertLogRow(tx, {...ti, owners: owner}, 'success', auditExtra(ti.state, [], clear))),
+          ...(await store.insertLogRow(
+            tx,
+            {...ti, owners: owner},
+            'success',
+            JSON.stringify(completeAuditObject(ti.state, 0, [], clear)),
+          )),
           warnings: clear?.warnings ?? [],
           clear,
           stateCleared,
         }
-      const emitted = await emitOutletEvents(store, tx, ti, {
-        outletEvents: input.outletEvents,
-        defaultExtra: settings.defaultExtra,
-      })
-      const {logId} = await store.insertLogRow(
+      const emitted = await emitOutletEvents(
+        store,
         tx,
-        {...ti, owners: owner},
-        'success',
-        auditExtra(
-          ti.state,
-          emitted.events.map((e) => e.eventId),
-          clear,
-        ),
+        ti,
+        {outletEvents: input.outletEvents, defaultExtra: settings.defaultExtra},
+        (events) => ({
+          event: 'success',
+          tryNumber: ti.tryNumber,
+          logicalDate: ti.logicalDate,
+          owner,
+          extra: extraAroundEventIds((eventIds) => completeAuditObject(ti.state, events, eventIds, clear)),
+        }),
       )
+      const logId = emitted.logId
       const queued = await queueEventConsumers(store, tx, ti, emitted, {downstream: settings.downstream ?? true})
       return {...queued, warnings: [...queued.warnings, ...(clear?.warnings ?? [])], logId, clear, stateCleared}
     },
@@ -212,17 +217,19 @@ function completeAuditExtra(
   airlockVersion: string,
   {host_name, os_user}: {host_name: string; os_user: string},
   previousState: StoredState,
-  eventIds: readonly number[],
+  events: number,
+  /** The ids' array, or the stand-in extraAroundEventIds writes them in place of. */
+  eventIds: unknown,
   clear?: ClearPlan,
-): string {
-  return JSON.stringify({
+): unknown {
+  return {
     host_name,
     airlock: {
       version: airlockVersion,
       command: clear ? 'complete --continue-run' : 'complete',
       os_user,
       previous_state: previousState,
-      events: eventIds.length,
+      events,
       event_ids: eventIds,
       ...(clear
         ? {
@@ -239,7 +246,7 @@ function completeAuditExtra(
           }
         : {}),
     },
-  })
+  }
 }
 
 /** Step 1's early exits: a state not asked for, an end date before the start, mapped downstream, inactive outlets. */

@@ -3,6 +3,7 @@ import type {Executor} from '../engine/engine.js'
 import type {OutletEventInput} from '../selection/workItem.js'
 import type {
   AirflowStore,
+  AuditRow,
   ConsumerDecision,
   InsertedEvent,
   LogSubject,
@@ -26,6 +27,8 @@ export interface EmittedEvents {
   events: InsertedEvent[]
   aliasesOfEvent: Map<number, number[]>
   warnings: string[]
+  /** The audit row written with them (emitOutletEvents' `audit`). */
+  logId: number
 }
 
 /**
@@ -53,13 +56,16 @@ export class OutletEventRefused extends Error {}
  *   asset that does not exist is created with its `asset` row only (store.ensureAliasAssets) and
  *   linked to its aliases as `AssetManager._add_asset_alias_association` does.
  *
- * One statement without aliases, five with, whatever the number of outlets.
+ * The audit row naming the events is written in the statement that inserts them (`audit`, given
+ * how many events there are). One statement without aliases, five with, whatever the number of
+ * outlets.
  */
 export async function emitOutletEvents(
   store: AirflowStore,
   tx: Executor,
   ti: TaskInstanceContext,
   input: {outletEvents: readonly OutletEventInput[]; defaultExtra: string},
+  audit: (events: number) => AuditRow,
 ): Promise<EmittedEvents> {
   const warnings: string[] = []
   const outlets = ti.outlets
@@ -101,15 +107,16 @@ export async function emitOutletEvents(
     ]
   })
 
-  const inserted = await store.insertAssetEvents(tx, ti, [...events, ...groupEvents])
-  // RETURNING gives the rows in the order they were inserted (ORDER BY the input's ordinality).
+  const written = [...events, ...groupEvents]
+  const {events: inserted, logId} = await store.insertAssetEvents(tx, ti, written, audit(written.length))
+  // The rows come back in the order they were inserted (ORDER BY the input's ordinality).
   const aliasesOfEvent = new Map(groupEvents.map((g, index) => [inserted[events.length + index]!.eventId, g.aliasIds]))
   await store.insertAliasEventLinks(
     tx,
     [...aliasesOfEvent].flatMap(([eventId, ids]) => ids.map((aliasId) => ({aliasId, eventId}))),
   )
 
-  return {events: inserted, aliasesOfEvent, warnings}
+  return {events: inserted, aliasesOfEvent, warnings, logId}
 }
 
 /**
@@ -238,7 +245,7 @@ export async function queueEventConsumers(
   store: AirflowStore,
   tx: Executor,
   ti: TaskInstanceContext,
-  emitted: EmittedEvents,
+  emitted: Omit<EmittedEvents, 'logId'>,
   options: {downstream: boolean} = {downstream: true},
 ): Promise<Registration> {
   const {events: inserted, aliasesOfEvent} = emitted

@@ -1,6 +1,6 @@
 import {activeOutlets, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import {describeEvidence, replayableKinds, verdictOf, type TryEvidence} from '../airflow/tryEvidence.js'
-import {auditIdentity} from '../protocol/auditIdentity.js'
+import {auditIdentity, extraAroundEventIds} from '../protocol/auditIdentity.js'
 import {queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {Executor} from '../engine/engine.js'
@@ -70,19 +70,19 @@ export function replayMissingWriter(
       if (missing.length === 0) return {...nothing, refused: null}
       const refused = refusal(evidence)
       if (refused) return {...nothing, refused}
+      const names = [...new Set(active.filter((o) => missing.includes(o.assetId)).map((o) => o.name))]
       // A silent outlet's event carries the run's partition key, as Airflow's would have.
-      const events = await store.insertAssetEvents(
+      const {events, logId} = await store.insertAssetEvents(
         tx,
         ti,
         missing.map((assetId) => ({assetId, extra: settings.defaultExtra, partitionKey: ti.partitionKey})),
-      )
-      const names = [...new Set(active.filter((o) => missing.includes(o.assetId)).map((o) => o.name))]
-      const extra = replayAuditExtra(settings, identity, ti, names, events, evidence)
-      const {logId} = await store.insertLogRow(
-        tx,
-        {...ti, owners: settings.actor ?? identity.os_user},
-        replayLogEvent,
-        JSON.stringify(extra),
+        {
+          event: replayLogEvent,
+          tryNumber: ti.tryNumber,
+          logicalDate: ti.logicalDate,
+          owner: settings.actor ?? identity.os_user,
+          extra: extraAroundEventIds((eventIds) => replayAuditExtra(settings, identity, ti, names, eventIds, evidence)),
+        },
       )
       const registration = await queueEventConsumers(
         store,
@@ -141,7 +141,8 @@ function replayAuditExtra(
   identity: {host_name: string; os_user: string},
   ti: TaskInstanceContext,
   assets: string[],
-  events: ReadonlyArray<{eventId: number}>,
+  /** The ids' array, or the stand-in extraAroundEventIds writes them in place of. */
+  eventIds: unknown,
   evidence: TryEvidence,
 ) {
   return {
@@ -153,7 +154,7 @@ function replayAuditExtra(
       os_user: identity.os_user,
       ti: tiKey(ti),
       assets,
-      event_ids: events.map((e) => e.eventId),
+      event_ids: eventIds,
       evidence: evidence.kind,
     },
   }

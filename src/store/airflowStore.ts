@@ -36,8 +36,13 @@ export interface AirflowStore extends CatalogStore {
   readRowHolder(ex: Executor, tiId: string): Promise<RowHolder | undefined>
   /** Step 4 of complete: the state change Airflow's success path makes. */
   markTaskInstanceSuccess(ex: Executor, tiId: string, endDate: Date | null): Promise<void>
-  /** One multi-row INSERT … RETURNING for a task instance's events. */
-  insertAssetEvents(ex: Executor, source: TaskInstanceKey, events: readonly NewAssetEvent[]): Promise<InsertedEvent[]>
+  /** A task instance's events (one multi-row INSERT) and the audit row naming them, in one statement. */
+  insertAssetEvents(
+    ex: Executor,
+    source: TaskInstanceKey,
+    events: readonly NewAssetEvent[],
+    audit: AuditRow,
+  ): Promise<{events: InsertedEvent[]; logId: number}>
   /** Existing assets whose name or uri is one of these strings, by string (an alias target named by one string). */
   findAssetsByNameOrUri(
     ex: Executor,
@@ -245,6 +250,18 @@ export interface NewAssetEvent {
   extra: string
   /** asset_event.partition_key (3.2+; ignored before): the run's, or one the task chose (3.3+). */
   partitionKey: string | null
+}
+
+/**
+ * The audit `log` row written in the statement that inserts the events it names, about their
+ * source task instance: its extra is JSON text with room left for the events' ids (an array).
+ */
+export interface AuditRow {
+  event: string
+  tryNumber: number | null
+  logicalDate: Date | null
+  owner: string | null
+  extra: {before: string; after: string}
 }
 
 export interface InsertedEvent {

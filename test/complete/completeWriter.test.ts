@@ -59,6 +59,18 @@ describe('complete on Airflow 3.0', () => {
       host_name: expect.any(String),
       airlock: {command: 'complete', previous_state: 'running', events: 2, os_user: expect.any(String)},
     })
+    // Written in the statement that inserts the events: it names exactly those rows, in their
+    // order, and reads as JSON.stringify writes the extra (compact, keys in airlock's order).
+    expect(extra.airlock.event_ids).toEqual(events.map((e) => e.id))
+    expect(logs[0].extra).toBe(JSON.stringify(extra))
+    expect(Object.keys(extra.airlock)).toEqual([
+      'version',
+      'command',
+      'os_user',
+      'previous_state',
+      'events',
+      'event_ids',
+    ])
   })
 
   it('already success → already_success, nothing written, end_date unchanged', async () => {

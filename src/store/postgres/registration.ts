@@ -4,6 +4,7 @@ import type {Executor} from '../../engine/engine.js'
 import {prepared, Slots} from '../../engine/prepared.js'
 import type {
   AliasEmission,
+  AuditRow,
   ConsumerDecision,
   InsertedEvent,
   NewAssetEvent,
@@ -12,48 +13,96 @@ import type {
 } from '../airflowStore.js'
 
 /**
- * One multi-row INSERT … RETURNING for all of a task instance's events, whatever their number:
- * the asset ids travel as one array and the extras as one JSON array (each extra is one JSON
- * value, so the two zip by position in ROWS FROM; a text[] of extras cost a quoted array element
- * and a cast per event), unnested server-side. Mirrors the asset_event row of
- * `AssetManager.register_asset_change` (airflow-core/src/airflow/assets/manager.py, Airflow 3.0): asset_id,
- * extra, the source task instance's key, and the timestamp, taken from the clock at insert time
- * (UTC, never backdated: before 3.4 the scheduler ignores events older than the last
- * asset-triggered run). From 3.2 the event carries a partition_key: the run's, or from 3.3 one the
- * task chose for it (one event per key: `register_asset_changes_in_db` after apache/airflow #66782).
+ * A task instance's events and the audit `log` row naming them, in one statement (one round
+ * trip where two ran before; the rows are the same). The events are one multi-row INSERT: the
+ * asset ids travel as one array and the extras as one JSON array (each extra is one JSON value,
+ * so the two zip by position in ROWS FROM; a text[] of extras cost a quoted array element and a
+ * cast per event), unnested server-side. Mirrors the asset_event row of
+ * `AssetManager.register_asset_change` (airflow-core/src/airflow/assets/manager.py, Airflow 3.0):
+ * asset_id, extra, the source task instance's key, and the timestamp, taken from the clock at
+ * insert time (UTC, never backdated: before 3.4 the scheduler ignores events older than the last
+ * asset-triggered run). From 3.2 the event carries a partition_key: the run's, or from 3.3 one
+ * the task chose for it (one event per key: `register_asset_changes_in_db` after apache/airflow
+ * #66782).
+ *
+ * The log row is the one insertLogRow writes (`Log`, airflow-core/src/airflow/models/log.py), its
+ * subject the events' source task instance; its extra is the caller's JSON text with the events'
+ * ids written where the caller left room for them (`array_to_json` is compact, as
+ * JSON.stringify). Ids come from the sequence in the order the rows are inserted (ORDER BY the
+ * input's ordinality), so ordering by id is the input's order.
  */
 export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partition = capabilities.eventPartitionKey
+  const slots = new Slots<EventSlot>()
+  const param = (slot: EventSlot, type: string) => slots.ref(slot, type)
   const insert = prepared(
-    'insert_events',
-    `insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp"${partition ? ', partition_key' : ''})
-     select e.asset_id, e.extra, $1, $2, $3, $4::int, now.ts${partition ? ', e.partition_key' : ''}
-       from rows from (unnest($5::int[]), json_array_elements($6::json)${partition ? ', unnest($7::varchar[])' : ''})
-            with ordinality as e(asset_id, extra, ${partition ? 'partition_key, ' : ''}n)
-      cross join (select clock_timestamp() as ts) as now
-      order by e.n
-     returning id, asset_id`,
+    'insert_events_logged',
+    `with event as (
+       insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp"${partition ? ', partition_key' : ''})
+       select e.asset_id, e.extra, ${param('dagId', 'varchar')}, ${param('runId', 'varchar')}, ${param('taskId', 'varchar')}, ${param('mapIndex', 'int')}, now.ts${partition ? ', e.partition_key' : ''}
+         from rows from (unnest(${param('assetIds', 'int[]')}), json_array_elements(${param('extras', 'json')})${partition ? `, unnest(${param('partitionKeys', 'varchar[]')})` : ''})
+              with ordinality as e(asset_id, extra, ${partition ? 'partition_key, ' : ''}n)
+        cross join (select clock_timestamp() as ts) as now
+        order by e.n
+       returning id, asset_id
+     ), audit as (
+       insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
+       values (clock_timestamp(), ${param('dagId', 'varchar')}, ${param('taskId', 'varchar')}, ${param('runId', 'varchar')}, ${param('mapIndex', 'int')},
+               ${param('tryNumber', 'int')}, ${param('event', 'varchar')}, ${param('logicalDate', 'timestamptz')}, ${param('owner', 'varchar')},
+               ${param('extraBefore', 'text')} || coalesce((select array_to_json(array_agg(id order by id)) from event)::text, '[]') || ${param('extraAfter', 'text')})
+       returning id
+     )
+     -- The log row always, each event beside it (none: one row without an event).
+     select audit.id as log_id, event.id, event.asset_id from audit left join event on true order by event.id`,
   )
-  return async (ex: Executor, source: TaskInstanceKey, events: readonly NewAssetEvent[]): Promise<InsertedEvent[]> => {
-    if (events.length === 0) return []
-    const values: unknown[] = [
-      source.dagId,
-      source.runId,
-      source.taskId,
-      source.mapIndex,
-      events.map((e) => e.assetId),
-      `[${events.map((e) => e.extra).join(',')}]`,
-    ]
-    if (partition) values.push(events.map((e) => e.partitionKey))
-    const rows = await ex.query<{id: number; asset_id: number}>(insert(values))
-    // RETURNING follows the ORDER BY of the input's ordinality.
-    return rows.map((row, index) => ({
-      eventId: row.id,
-      assetId: row.asset_id,
-      partitionKey: partition ? events[index]!.partitionKey : null,
-    }))
+  return async (
+    ex: Executor,
+    source: TaskInstanceKey,
+    events: readonly NewAssetEvent[],
+    audit: AuditRow,
+  ): Promise<{events: InsertedEvent[]; logId: number}> => {
+    const values = slots.values({
+      dagId: source.dagId,
+      runId: source.runId,
+      taskId: source.taskId,
+      mapIndex: source.mapIndex,
+      assetIds: events.map((e) => e.assetId),
+      extras: `[${events.map((e) => e.extra).join(',')}]`,
+      partitionKeys: events.map((e) => e.partitionKey),
+      tryNumber: audit.tryNumber,
+      event: audit.event,
+      logicalDate: audit.logicalDate,
+      owner: audit.owner,
+      extraBefore: audit.extra.before,
+      extraAfter: audit.extra.after,
+    })
+    const rows = await ex.query<{log_id: number; id: number | null; asset_id: number | null}>(insert(values))
+    const inserted = rows.filter((row) => row.id !== null)
+    return {
+      logId: rows[0]!.log_id,
+      events: inserted.map((row, index) => ({
+        eventId: row.id!,
+        assetId: row.asset_id!,
+        partitionKey: partition ? events[index]!.partitionKey : null,
+      })),
+    }
   }
 }
+
+type EventSlot =
+  | 'dagId'
+  | 'runId'
+  | 'taskId'
+  | 'mapIndex'
+  | 'assetIds'
+  | 'extras'
+  | 'partitionKeys'
+  | 'tryNumber'
+  | 'event'
+  | 'logicalDate'
+  | 'owner'
+  | 'extraBefore'
+  | 'extraAfter'
 
 /** Existing assets whose name or uri is one of the given strings, by string. */
 export function findAssetsByNameOrUri() {
@@ -285,8 +334,9 @@ function queueText(
        select ${event}ev.asset_id, r.dag_id, 'uri', null from ${byAsset} join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
      ), consumer as (
        -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
-       -- tell which events reach a DAG the release does not queue.
-       select distinct ${perEvent ? 'reference.event_id, ' : ''}reference.asset_id, reference.dag_id, reference.alias_id,
+       -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+       -- insert and the rows returned each take their own distinct keys, one sort each.
+       select ${perEvent ? 'reference.event_id, ' : ''}reference.asset_id, reference.dag_id, reference.alias_id,
               case when ${partitioned} then (case when ${noPartitionKey} then 'not_queued_by_airflow' else 'partition_mapper' end)
                    when ${noPartitionKey} then 'queued'
                    else 'not_queued_by_airflow' end as kind

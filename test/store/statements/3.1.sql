@@ -138,14 +138,24 @@ update task_instance ti
  from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
 where ti.id = $2::uuid;
 
--- airlock_insert_events_1dc9895902c6
-insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp")
-select e.asset_id, e.extra, $1, $2, $3, $4::int, now.ts
-  from rows from (unnest($5::int[]), json_array_elements($6::json))
-       with ordinality as e(asset_id, extra, n)
- cross join (select clock_timestamp() as ts) as now
- order by e.n
-returning id, asset_id;
+-- airlock_insert_events_logged_8fbb04a1a84d
+with event as (
+  insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp")
+  select e.asset_id, e.extra, $1::varchar, $2::varchar, $3::varchar, $4::int, now.ts
+    from rows from (unnest($5::int[]), json_array_elements($6::json))
+         with ordinality as e(asset_id, extra, n)
+   cross join (select clock_timestamp() as ts) as now
+   order by e.n
+  returning id, asset_id
+), audit as (
+  insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
+  values (clock_timestamp(), $1::varchar, $3::varchar, $2::varchar, $4::int,
+          $7::int, $8::varchar, $9::timestamptz, $10::varchar,
+          $11::text || coalesce((select array_to_json(array_agg(id order by id)) from event)::text, '[]') || $12::text)
+  returning id
+)
+-- The log row always, each event beside it (none: one row without an event).
+select audit.id as log_id, event.id, event.asset_id from audit left join event on true order by event.id;
 
 -- airlock_assets_by_name_or_uri_5152f76de9ea
 select s.value, a.name, a.uri
@@ -191,7 +201,7 @@ insert into asset_alias_asset_event (alias_id, event_id)
 select * from unnest($1::int[], $2::int[]) as l(alias_id, event_id) order by 1, 2
 on conflict do nothing;
 
--- airlock_queue_per_asset_id_and_alias_skip_paused_a_95e176387b90
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_f096fe52228b
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -204,8 +214,9 @@ with reference as (
   select ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[]) as ev(asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
 ), consumer as (
   -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
-  -- tell which events reach a DAG the release does not queue.
-  select distinct reference.asset_id, reference.dag_id, reference.alias_id,
+  -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+  -- insert and the rows returned each take their own distinct keys, one sort each.
+  select reference.asset_id, reference.dag_id, reference.alias_id,
          case when false then (case when $4::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
               when $4::boolean then 'queued'
               else 'not_queued_by_airflow' end as kind

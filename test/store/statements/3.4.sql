@@ -141,14 +141,24 @@ where ti.id = $2::uuid;
 -- airlock_clear_task_state_06405cee4548
 delete from task_state where dag_run_id = $1::int and task_id = $2 and map_index = $3::int returning 1;
 
--- airlock_insert_events_19ddd2604cbf
-insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp", partition_key)
-select e.asset_id, e.extra, $1, $2, $3, $4::int, now.ts, e.partition_key
-  from rows from (unnest($5::int[]), json_array_elements($6::json), unnest($7::varchar[]))
-       with ordinality as e(asset_id, extra, partition_key, n)
- cross join (select clock_timestamp() as ts) as now
- order by e.n
-returning id, asset_id;
+-- airlock_insert_events_logged_e0b1f9b22685
+with event as (
+  insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp", partition_key)
+  select e.asset_id, e.extra, $1::varchar, $2::varchar, $3::varchar, $4::int, now.ts, e.partition_key
+    from rows from (unnest($5::int[]), json_array_elements($6::json), unnest($7::varchar[]))
+         with ordinality as e(asset_id, extra, partition_key, n)
+   cross join (select clock_timestamp() as ts) as now
+   order by e.n
+  returning id, asset_id
+), audit as (
+  insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
+  values (clock_timestamp(), $1::varchar, $3::varchar, $2::varchar, $4::int,
+          $8::int, $9::varchar, $10::timestamptz, $11::varchar,
+          $12::text || coalesce((select array_to_json(array_agg(id order by id)) from event)::text, '[]') || $13::text)
+  returning id
+)
+-- The log row always, each event beside it (none: one row without an event).
+select audit.id as log_id, event.id, event.asset_id from audit left join event on true order by event.id;
 
 -- airlock_assets_by_name_or_uri_5152f76de9ea
 select s.value, a.name, a.uri
@@ -194,7 +204,7 @@ insert into asset_alias_asset_event (alias_id, event_id)
 select * from unnest($1::int[], $2::int[]) as l(alias_id, event_id) order by 1, 2
 on conflict do nothing;
 
--- airlock_queue_per_event_all_skip_paused_6ebf356653aa
+-- airlock_queue_per_event_all_skip_paused_02e34648b010
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -207,8 +217,9 @@ with reference as (
   select ev.event_id, ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
 ), consumer as (
   -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
-  -- tell which events reach a DAG the release does not queue.
-  select distinct reference.event_id, reference.asset_id, reference.dag_id, reference.alias_id,
+  -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+  -- insert and the rows returned each take their own distinct keys, one sort each.
+  select reference.event_id, reference.asset_id, reference.dag_id, reference.alias_id,
          case when coalesce(d.timetable_partitioned, false) then (case when $6::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
               when $6::boolean then 'queued'
               else 'not_queued_by_airflow' end as kind
@@ -542,7 +553,7 @@ delete from asset_event where id = any($1::int[]) returning id;
 
 -- ======== With [core] multi_team = True: the statements whose text changes ========
 
--- airlock_queue_per_event_all_skip_paused_teams_6ae2c6609508
+-- airlock_queue_per_event_all_skip_paused_teams_89143f494dec
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -555,8 +566,9 @@ with reference as (
   select ev.event_id, ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
 ), consumer as (
   -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
-  -- tell which events reach a DAG the release does not queue.
-  select distinct reference.event_id, reference.asset_id, reference.dag_id, reference.alias_id,
+  -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+  -- insert and the rows returned each take their own distinct keys, one sort each.
+  select reference.event_id, reference.asset_id, reference.dag_id, reference.alias_id,
          case when coalesce(d.timetable_partitioned, false) then (case when $6::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
               when $6::boolean then 'queued'
               else 'not_queued_by_airflow' end as kind
