@@ -1,14 +1,14 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
 
-import {Flags} from '@oclif/core'
+import {Flags, type Interfaces} from '@oclif/core'
 
 import {lockHoldChart} from '../src/bench/chart.js'
 import {growthChart, growthMarkdown, growthOf, parseEventSizes, type Growth} from '../src/bench/growth.js'
 import {benchMarkdown, benchTerminal, scaleMarkdown} from '../src/bench/report.js'
 import {describeMachine, runBench, type BenchReport} from '../src/bench/runBench.js'
 import {runScale, type ScaleReport} from '../src/bench/scale.js'
-import {openScratchServer} from '../src/bench/scratch.js'
+import {openScratchServer, type ScratchServer} from '../src/bench/scratch.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {parseIntegerList} from '../src/cli/parseInput.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
@@ -143,21 +143,6 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
   protected async execute(): Promise<CommandOutcome<BenchResult>> {
     const {flags} = await this.parse(Bench)
     const quick = flags.quick
-    const plan = {
-      outlets: quick ? [0, 10] : parseIntegerList(flags.outlets, '--outlets'),
-      runs: quick ? 2 : flags.runs,
-      warmup: quick ? 1 : flags.warmup,
-      consumers: flags.consumers,
-      concurrency: quick ? [2] : parseIntegerList(flags.concurrency, '--concurrency'),
-      throughputOutlets: quick ? [10] : parseIntegerList(flags['throughput-outlets'], '--throughput-outlets'),
-      throughputItems: quick ? 20 : flags['throughput-items'],
-      throughputRounds: quick ? 1 : 3,
-      racers: quick ? 4 : flags.race,
-      memoryTis: quick ? 0 : flags['memory-tis'],
-      memoryEvents: quick ? 0 : flags['memory-events'],
-      stampRuns: quick ? 2 : flags['stamp-runs'],
-      stampHoldMs: quick ? 300 : flags['stamp-hold'],
-    }
     // Only a server named here: never AIRLOCK_DATABASE_URL, DATABASE_URL or Airflow's own
     // connection from the environment, which may well be production.
     const named = flags['database-url'] || flags.profile || flags.env
@@ -190,23 +175,8 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
 
     if (flags.sizes !== undefined && !flags.scale) throw usageError('--sizes goes with --scale.')
     if (flags.scale && flags.sizes !== undefined) {
-      const sizes = parseEventSizes(flags.sizes, flags['scale-events'])
       const machine = await describeMachine(adminUrl)
-      const reports: ScaleReport[] = []
-      for (const [i, taskInstances] of sizes.entries()) {
-        reports.push(
-          await runScale(
-            server,
-            {
-              taskInstances,
-              eventsPerTi: flags['scale-events'],
-              // The post-backfill world does not grow with the others: once, after the last.
-              backfillTis: i === sizes.length - 1 ? (quick ? 200 : flags['scale-backfill-tis']) : 0,
-            },
-            (line) => this.progress(line),
-          ),
-        )
-      }
+      const reports = await this.scaleWorlds(server, flags)
       const growth = growthOf(reports)
       const caption = `${machine.cpus} × ${machine.cpuModel}, PostgreSQL ${machine.postgres}, ${machine.date}`
       const scale = reports.at(-1)!
@@ -236,7 +206,7 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
       return {result: {machine, scale, written}}
     }
 
-    const report = await runBench(server, plan, (line) => this.progress(line))
+    const report = await runBench(server, benchPlan(flags), (line) => this.progress(line))
     const caption = `${report.machine.cpus} × ${report.machine.cpuModel}, PostgreSQL ${report.machine.postgres}, ${report.machine.date}`
     const written = await writeResults([
       ['results.md', benchMarkdown(report)],
@@ -246,9 +216,52 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
     return {result: {...report, written}}
   }
 
+  /** --sizes: the scale world at each size, smallest first; the post-backfill world once, after the last. */
+  private async scaleWorlds(server: ScratchServer, flags: BenchFlags): Promise<ScaleReport[]> {
+    const sizes = parseEventSizes(flags.sizes!, flags['scale-events'])
+    const reports: ScaleReport[] = []
+    for (const [i, taskInstances] of sizes.entries()) {
+      const last = i === sizes.length - 1
+      reports.push(
+        await runScale(
+          server,
+          {
+            taskInstances,
+            eventsPerTi: flags['scale-events'],
+            backfillTis: last ? (flags.quick ? 200 : flags['scale-backfill-tis']) : 0,
+          },
+          (line) => this.progress(line),
+        ),
+      )
+    }
+    return reports
+  }
+
   protected render(result: BenchResult): string {
     if ('scale' in result)
       return `${result.growth ? `${growthMarkdown(result.growth).join('\n')}\n\n` : ''}${scaleMarkdown(result.scale, result.machine)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
     return `${benchTerminal(result)}\n\n${benchMarkdown(result).split('\n').slice(0, 2).join('\n')}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
+  }
+}
+
+type BenchFlags = Interfaces.InferredFlags<typeof Bench.flags>
+
+/** What the lock-hold, throughput, race, memory and stamp runs measure; --quick is a smoke run. */
+function benchPlan(flags: BenchFlags) {
+  const quick = flags.quick
+  return {
+    outlets: quick ? [0, 10] : parseIntegerList(flags.outlets, '--outlets'),
+    runs: quick ? 2 : flags.runs,
+    warmup: quick ? 1 : flags.warmup,
+    consumers: flags.consumers,
+    concurrency: quick ? [2] : parseIntegerList(flags.concurrency, '--concurrency'),
+    throughputOutlets: quick ? [10] : parseIntegerList(flags['throughput-outlets'], '--throughput-outlets'),
+    throughputItems: quick ? 20 : flags['throughput-items'],
+    throughputRounds: quick ? 1 : 3,
+    racers: quick ? 4 : flags.race,
+    memoryTis: quick ? 0 : flags['memory-tis'],
+    memoryEvents: quick ? 0 : flags['memory-events'],
+    stampRuns: quick ? 2 : flags['stamp-runs'],
+    stampHoldMs: quick ? 300 : flags['stamp-hold'],
   }
 }

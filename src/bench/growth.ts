@@ -61,21 +61,26 @@ export function growthChart(growth: Growth, caption: string): string {
   const margin = {left: 70, right: 260, top: 40, bottom: 60}
   const plotW = width - margin.left - margin.right
   const plotH = height - margin.top - margin.bottom
+  // A log scale on both axes: commands a hundred times apart in time per row are all readable,
+  // and flat stays flat.
   const values = growth.rows.flatMap((row) => row.points.flatMap((p) => (p ? [p.microsPerRow] : [])))
-  const top = niceCeiling(Math.max(1, ...values))
+  const [bottom, top] = [
+    10 ** Math.floor(Math.log10(Math.max(0.1, Math.min(...values)))),
+    10 ** Math.ceil(Math.log10(Math.max(1, ...values))),
+  ]
   const events = growth.worlds.map((w) => Math.log10(w.events))
   const [low, high] = [Math.min(...events), Math.max(...events)]
   const x = (i: number) => margin.left + (high === low ? plotW / 2 : ((events[i]! - low) / (high - low)) * plotW)
-  const y = (v: number) => margin.top + plotH - (v / top) * plotH
+  const span = Math.log10(top / bottom) || 1
+  const y = (v: number) => margin.top + plotH - (Math.log10(v / bottom) / span) * plotH
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    `<text x="${margin.left}" y="22" font-size="14" font-weight="bold">time per row read (µs) as the world grows</text>`,
+    `<text x="${margin.left}" y="22" font-size="14" font-weight="bold">time per row read (µs, log scale) as the world grows</text>`,
   ]
-  for (let k = 0; k <= 4; k++) {
-    const v = (top * k) / 4
+  for (let v = bottom; v <= top * 1.0001; v *= 10) {
     parts.push(`<line x1="${margin.left}" x2="${margin.left + plotW}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/>`)
-    parts.push(`<text x="${margin.left - 8}" y="${y(v) + 4}" text-anchor="end">${+v.toFixed(1)}</text>`)
+    parts.push(`<text x="${margin.left - 8}" y="${y(v) + 4}" text-anchor="end">${+v.toPrecision(3)}</text>`)
   }
   growth.worlds.forEach((w, i) =>
     parts.push(`<text x="${x(i)}" y="${margin.top + plotH + 20}" text-anchor="middle">${count(w.events)}</text>`),
@@ -99,12 +104,6 @@ export function growthChart(growth: Growth, caption: string): string {
   parts.push(`<text x="${margin.left}" y="${height - 6}" fill="#555" font-size="11">${escapeXml(caption)}</text>`)
   parts.push('</svg>')
   return parts.join('\n') + '\n'
-}
-
-/** The smallest of 1, 2, 2.5, 5 × 10^n at or above `v`: round numbers on the y axis. */
-function niceCeiling(v: number): number {
-  const scale = 10 ** Math.floor(Math.log10(v))
-  return [1, 2, 2.5, 5, 10].map((m) => m * scale).find((n) => n >= v)!
 }
 
 /**

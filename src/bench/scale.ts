@@ -254,12 +254,12 @@ async function explainStatements(scratch: Scratch, day: Day): Promise<ScaleExpla
   )
   await explainOf(
     'missing events: the first page over every task instance',
-    'no index on end_date: task_instance is read in one sequential scan, its outlets joined by hash; each task instance then probes idx_asset_id_timestamp for its own events',
+    "no index on end_date: every successful task instance is read (a sequential scan or ti_state, as the planner prefers), its outlets joined by hash; each then reads its try's audit rows (idx_log_task_instance, idx_log_event) and probes its own events (asset_event_pkey for the ids an audit row names, else idx_asset_id_timestamp)",
     (ex) => store.selectTaskInstancePage(ex, missing, undefined, scanPageSize),
   )
   await explainOf(
     'missing events: one day of end dates',
-    'task_instance has no index on end_date: one sequential scan still, the probes only for the day',
+    'task_instance has no index on end_date: the day is filtered out of every successful task instance, the probes only for the day',
     (ex) => store.selectTaskInstancePage(ex, {...missing, since: day.since, until: day.until}, undefined, scanPageSize),
   )
   await explainOf(

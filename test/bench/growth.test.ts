@@ -70,6 +70,29 @@ describe('bench --scale --sizes: the growth across worlds', () => {
     expect(svg).toContain('caption &lt;&amp;&gt;')
   })
 
+  it('puts time per row on a log scale, a gridline per decade, so commands 100× apart both read', () => {
+    const svg = growthChart(
+      growthOf([
+        report(100_000, [
+          ['fast', 1, 100_000, 100],
+          ['slow', 100, 100_000, 100],
+        ]),
+        report(1_000_000, [
+          ['fast', 10, 1_000_000, 100],
+          ['slow', 1000, 1_000_000, 100],
+        ]),
+      ]),
+      '',
+    )
+    const labels = [...svg.matchAll(/text-anchor="end">([^<]+)</g)].map((m) => m[1])
+    expect(labels).toEqual(['10', '100', '1000'])
+    // 10 µs on the bottom gridline, 1000 µs on the top one: each line flat, a decade between them.
+    const heights = [...svg.matchAll(/<circle cx="[^"]+" cy="([^"]+)"/g)].map((m) => Number(m[1]))
+    expect(heights[0]).toBe(heights[1])
+    expect(heights[2]).toBe(heights[3])
+    expect(heights[0]! - heights[2]!).toBeGreaterThan(200)
+  })
+
   it('reads sizes in events with k and M, as whole task instances, and refuses what no world can be', () => {
     expect(parseEventSizes('100k,1M,10M', 10)).toEqual([10_000, 100_000, 1_000_000])
     expect(parseEventSizes('2500', 10)).toEqual([250])
