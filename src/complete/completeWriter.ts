@@ -11,7 +11,7 @@ import {
 import type {PlannedWrite} from '../protocol/plan.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {OutletEventInput} from '../selection/workItem.js'
-import type {AirflowStore} from '../store/airflowStore.js'
+import type {AirflowStore, AuditRow} from '../store/airflowStore.js'
 import {applyClear, planClear, recheckClear, type ClearPlan, type ClearReport} from './continueRun.js'
 
 /** What `complete` reports per task instance (besides the protocol's not_found and failed). */
@@ -122,12 +122,7 @@ export function completeWriter(
     return {outcome: 'conflict', previousState: state}
   }
 
-  // The audit row says who acted, as the rows Airflow writes for an operator's action name that
-  // user: the operator, not the DAG's owners.
-  const identity = auditIdentity()
-  const owner = settings.actor ?? identity.os_user
-  const completeAuditObject = (previousState: StoredState, events: number, eventIds: unknown, clear?: ClearPlan) =>
-    completeAuditExtra(settings.airlockVersion, identity, previousState, events, eventIds, clear)
+  const audit = completeAudit(settings)
 
   return {
     verb: 'complete',
@@ -147,9 +142,9 @@ export function completeWriter(
           ...emptyRegistration(),
           ...(await store.insertLogRow(
             tx,
-            {...ti, owners: owner},
+            {...ti, owners: audit.owner},
             'success',
-            JSON.stringify(completeAuditObject(ti.state, 0, [], clear)),
+            JSON.stringify(audit.extra(ti.state, 0, [], clear)),
           )),
           warnings: clear?.warnings ?? [],
           clear,
@@ -160,17 +155,11 @@ export function completeWriter(
         tx,
         ti,
         {outletEvents: input.outletEvents, defaultExtra: settings.defaultExtra},
-        (events) => ({
-          event: 'success',
-          tryNumber: ti.tryNumber,
-          logicalDate: ti.logicalDate,
-          owner,
-          extra: extraAroundEventIds((eventIds) => completeAuditObject(ti.state, events, eventIds, clear)),
-        }),
+        audit.row(ti, clear),
       )
-      const logId = emitted.logId
       const queued = await queueEventConsumers(store, tx, ti, emitted, {downstream: settings.downstream ?? true})
-      return {...queued, warnings: [...queued.warnings, ...(clear?.warnings ?? [])], logId, clear, stateCleared}
+      const warnings = [...queued.warnings, ...(clear?.warnings ?? [])]
+      return {...queued, warnings, logId: emitted.logId, clear, stateCleared}
     },
     // --plan: what register() would write, on reads alone (the declared outlets it emits for).
     plan: (_ex, ti, input) => Promise.resolve(planComplete(settings, ti, input)),
@@ -204,6 +193,30 @@ export function completeWriter(
       }
     },
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),
+  }
+}
+
+/**
+ * complete's audit row. It says who acted, as the rows Airflow writes for an operator's action
+ * name that user: the operator, not the DAG's owners; `row` is the one written with the events.
+ */
+function completeAudit(settings: CompleteSettings) {
+  const identity = auditIdentity()
+  const owner = settings.actor ?? identity.os_user
+  const extra = (previousState: StoredState, events: number, eventIds: unknown, clear?: ClearPlan) =>
+    completeAuditExtra(settings.airlockVersion, identity, previousState, events, eventIds, clear)
+  return {
+    owner,
+    extra,
+    row:
+      (ti: TaskInstanceContext, clear?: ClearPlan) =>
+      (events: number): AuditRow => ({
+        event: 'success',
+        tryNumber: ti.tryNumber,
+        logicalDate: ti.logicalDate,
+        owner,
+        extra: extraAroundEventIds((eventIds) => extra(ti.state, events, eventIds, clear)),
+      }),
   }
 }
 

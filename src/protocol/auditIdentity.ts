@@ -20,12 +20,14 @@ export function auditIdentity(): {host_name: string; os_user: string} {
  * A log row's extra as JSON text around the place its event ids go: `build` gets a stand-in for
  * the ids' array and returns the extra; the statement that inserts the events writes their ids
  * there (store.insertAssetEvents), so the row names exactly the rows written with it. The
- * stand-in is random, so no other value of the extra can be mistaken for it.
+ * stand-in is random (once per process), so no other value of the extra can be mistaken for it.
  */
 export function extraAroundEventIds(build: (eventIds: unknown) => unknown): {before: string; after: string} {
-  const standIn = `event_ids ${randomUUID()}`
-  const [before, after, ...more] = JSON.stringify(build(standIn)).split(JSON.stringify(standIn))
+  const [before, after, ...more] = JSON.stringify(build(standIn)).split(standInJson)
   if (before === undefined || after === undefined || more.length > 0)
     throw new Error('an audit extra names its event ids exactly once')
   return {before, after}
 }
+
+const standIn = `event_ids ${randomUUID()}`
+const standInJson = JSON.stringify(standIn)

@@ -240,6 +240,9 @@ export function consumerDags(consumers: readonly ConsumerDecision[], kind: Consu
  * the events are queued by key: one statement for the usual single key, one more per other key
  * (3.3 fan-out). From 3.3 a key-less event that partition-aware DAGs listen to is logged as
  * `_queue_partitioned_dags` logs it (missingPartitionKeyRows).
+ *
+ * The downstream preview (`options.downstream`) is read by the last of those statements, so it
+ * costs no round trip of its own: it sees every queue row the item wrote, still before the lock.
  */
 export async function queueEventConsumers(
   store: AirflowStore,
@@ -252,10 +255,16 @@ export async function queueEventConsumers(
   const warnings = [...emitted.warnings]
   const byKey = new Map<string | null, InsertedEvent[]>()
   for (const event of inserted) byKey.set(event.partitionKey, [...(byKey.get(event.partitionKey) ?? []), event])
+  // The downstream preview rides in the last queue statement, after every queue row of the item:
+  // the consumers of all its events' assets and aliases.
+  const preview = options.downstream
+    ? {assetIds: inserted.map((e) => e.assetId), aliasIds: [...new Set([...aliasesOfEvent.values()].flat())]}
+    : null
   const consumers: ConsumerDecision[] = []
-  for (const [partitionKey, events] of byKey) {
+  let downstream: Downstream[] = []
+  for (const [index, [partitionKey, events]] of [...byKey].entries()) {
     // An event emitted through several aliases queues the consumers of each.
-    const decisions = await store.queueConsumers(
+    const queued = await store.queueConsumers(
       tx,
       events.flatMap((e): RegisteredEvent[] => {
         const aliases = aliasesOfEvent.get(e.eventId) ?? []
@@ -265,8 +274,11 @@ export async function queueEventConsumers(
       }),
       partitionKey,
       {dagId: ti.dagId, taskId: ti.taskId},
+      index === byKey.size - 1 ? preview : null,
     )
+    const decisions = queued.decisions
     consumers.push(...decisions)
+    if (queued.downstream) downstream = downstreamOf(queued.downstream)
     warnings.push(...consumerWarnings(decisions, partitionKey))
     if (partitionKey === null && store.capabilities.missingPartitionKeyLog) {
       for (const row of missingPartitionKeyRows(ti, events, aliasesOfEvent, decisions))
@@ -274,12 +286,6 @@ export async function queueEventConsumers(
     }
   }
 
-  // The downstream preview: read after this item's queue rows, before the lock (one statement).
-  const aliasIds = [...new Set([...aliasesOfEvent.values()].flat())]
-  if (!options.downstream) return {events: inserted, consumers, warnings, downstream: []}
-  const downstream = downstreamOf(
-    await store.readDownstream(tx, [...new Set(inserted.map((e) => e.assetId))], aliasIds),
-  )
   return {events: inserted, consumers, warnings, downstream}
 }
 

@@ -112,11 +112,12 @@ export async function reemitEvent(
         spec.aliasIds.length > 0
           ? spec.aliasIds.map((aliasId) => ({eventId: newEventId, assetId: spec.assetId, aliasId}))
           : [{eventId: newEventId, assetId: spec.assetId, aliasId: null}]
-      const decisions = await store.queueConsumers(
+      const {decisions} = await store.queueConsumers(
         tx,
         throughAliases,
         spec.partitionKey,
         source?.dagId && source.taskId ? {dagId: source.dagId, taskId: source.taskId} : null,
+        null,
       )
       return {commit: {outcome: 'replayed', newEventId, queued: decisions.filter((d) => d.kind === 'queued').length}}
     },

@@ -55,13 +55,18 @@ export interface AirflowStore extends CatalogStore {
     createAliasesNamed: readonly string[],
   ): Promise<ResolvedAliasEmission[]>
   insertAliasEventLinks(ex: Executor, links: ReadonlyArray<{aliasId: number; eventId: number}>): Promise<void>
-  /** The consumers of the events, queued in key order; partition-aware ones reported, not queued. */
+  /**
+   * The consumers of the events, queued in key order; partition-aware ones reported, not queued.
+   * With `preview`, the same statement reads the downstream preview of those assets and aliases
+   * (as readDownstream does), its own queue rows included.
+   */
   queueConsumers(
     ex: Executor,
     events: readonly RegisteredEvent[],
     eventPartitionKey: string | null,
     producer: {dagId: string; taskId: string} | null,
-  ): Promise<ConsumerDecision[]>
+    preview: {assetIds: readonly number[]; aliasIds: readonly number[]} | null,
+  ): Promise<QueuedConsumers>
   /**
    * Deletes the task state store's keys of this task instance, as a success does when Airflow's
    * `[state_store] clear_on_success` is on (3.3+); how many were deleted. Call only when the
@@ -70,7 +75,7 @@ export interface AirflowStore extends CatalogStore {
   clearTaskState(ex: Executor, ti: TaskInstanceContext): Promise<number>
   /**
    * Every consumer DAG these events' assets and aliases reach, with what the scheduler reads to
-   * decide whether it creates a run (one statement).
+   * decide whether it creates a run (one statement; a write reads it with queueConsumers).
    */
   readDownstream(ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]): Promise<DownstreamFacts[]>
   /** After a commit: what the task instance's OpenLineage COMPLETE event is built from. */
@@ -223,6 +228,12 @@ export interface LineageRow {
 }
 
 /** A consumer DAG as the scheduler's asset-triggered step sees it. */
+/** What queueConsumers decided per consumer, and the downstream preview when it was asked for one. */
+export interface QueuedConsumers {
+  decisions: ConsumerDecision[]
+  downstream: DownstreamFacts[] | null
+}
+
 export interface DownstreamFacts {
   dagId: string
   paused: boolean

@@ -64,6 +64,7 @@ describe('SQL shape', () => {
       [{eventId: 1, assetId: 1, aliasId: null}],
       null,
       null,
+      null,
     )
     expect(statements[0]!.name!.length).toBeLessThanOrEqual(63)
     expect(statements[0]!.name).toMatch(/_[0-9a-f]{12}$/)
@@ -81,7 +82,7 @@ describe('SQL shape', () => {
   it('queue rows are inserted in key order, ON CONFLICT DO NOTHING before 3.4 and plain-inserted from 3.4', async () => {
     const events = [{eventId: 2, assetId: 9, aliasId: null}]
     const before = recorder()
-    await postgresStore(before34).queueConsumers(before.ex, events, null, null)
+    await postgresStore(before34).queueConsumers(before.ex, events, null, null, null)
     expect(before.sql[0]).toContain('order by asset_id, dag_id')
     // Airflow 3.0's _postgres_queue_dagruns: ON CONFLICT DO NOTHING, the first created_at is kept.
     expect(before.sql[0]).toContain('on conflict (asset_id, target_dag_id) do nothing')
@@ -91,7 +92,7 @@ describe('SQL shape', () => {
     )
 
     const after = recorder()
-    await postgresStore(from34).queueConsumers(after.ex, events, null, null)
+    await postgresStore(from34).queueConsumers(after.ex, events, null, null, null)
     expect(after.sql[0]).toContain('order by dag_id, event_id')
     expect(after.sql[0]).not.toContain('on conflict')
     // From apache/airflow #60022 (3.1.7, 3.2.0): every reference kind skips paused DAGs only.

@@ -13,7 +13,7 @@ import {
   requeueDagRun,
 } from './clear.js'
 import {postgresCatalog} from './catalog.js'
-import {readDownstream} from './downstream.js'
+import {downstreamReader, readDownstream} from './downstream.js'
 import {readLineageFacts} from './lineage.js'
 import {countEventSources, readQueueOrphans, streamClassifiedEvents} from './eventAudit.js'
 import {
@@ -59,6 +59,9 @@ import {
 export function postgresStore(capabilities: Capabilities): AirflowStore {
   // What --continue-run's clear reads from the catalog, once per store.
   const clearFacts = clearCatalog()
+  // The downstream preview's SQL and its cache of conditions: a write's queue statement and the
+  // plan's read share them.
+  const downstream = downstreamReader(capabilities)
   return {
     capabilities,
     ...postgresCatalog,
@@ -72,8 +75,8 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     findAssetsByNameOrUri: findAssetsByNameOrUri(),
     ensureAliasAssets: ensureAliasAssets(capabilities),
     insertAliasEventLinks: insertAliasEventLinks(),
-    queueConsumers: queueConsumers(capabilities),
-    readDownstream: readDownstream(capabilities),
+    queueConsumers: queueConsumers(capabilities, downstream),
+    readDownstream: readDownstream(downstream, capabilities),
     readLineageFacts: readLineageFacts(),
     insertLogRow: insertLogRow(),
     logRowExists: logRowExists(),

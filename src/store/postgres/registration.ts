@@ -2,12 +2,14 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, Slots} from '../../engine/prepared.js'
+import type {DownstreamReader, FactsEntry} from './downstream.js'
 import type {
   AliasEmission,
   AuditRow,
   ConsumerDecision,
   InsertedEvent,
   NewAssetEvent,
+  QueuedConsumers,
   RegisteredEvent,
   ResolvedAliasEmission,
 } from '../airflowStore.js'
@@ -71,7 +73,8 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
       partitionKeys: events.map((e) => e.partitionKey),
       tryNumber: audit.tryNumber,
       event: audit.event,
-      logicalDate: audit.logicalDate,
+      // The instant as ISO text: node-postgres's own Date formatting costs more per call.
+      logicalDate: audit.logicalDate?.toISOString() ?? null,
       owner: audit.owner,
       extraBefore: audit.extra.before,
       extraAfter: audit.extra.after,
@@ -254,25 +257,34 @@ export function insertAliasEventLinks() {
  *
  * Rows are inserted in key order: unsorted multi-row inserts from concurrent completions take the
  * key locks in different orders and deadlock. The text is chosen once per capability set.
+ *
+ * With a preview asked for, the same statement reads the downstream preview (DownstreamReader) of
+ * the assets and aliases it is given: one round trip for both, which the bulk throughput table
+ * in docs/bench.md measured as the difference that mattered. Its snapshot does not show the rows
+ * the statement itself queues, so the keys it queues count as queued (inserted now, or there
+ * already: ON CONFLICT DO NOTHING leaves a key queued either way).
  */
 export function queueConsumers(
   capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
+  downstream: DownstreamReader,
 ) {
   // Parameters are numbered as the text first names them; the caller fills them by name.
   const slots = new Slots<QueueSlot>()
   const param: QueueParam = (slot, type) => slots.ref(slot, type)
   const queue = prepared(
     `queue_${capabilities.queueShape}_${capabilities.consumerFilter}${capabilities.teamFilter ? '_teams' : ''}`,
-    queueText(capabilities, param),
+    queueText(capabilities, param, downstream),
   )
   return async (
     ex: Executor,
     events: readonly RegisteredEvent[],
     eventPartitionKey: string | null,
     producer: {dagId: string; taskId: string} | null,
-  ): Promise<ConsumerDecision[]> => {
-    if (events.length === 0) return []
+    preview: {assetIds: readonly number[]; aliasIds: readonly number[]} | null,
+  ): Promise<QueuedConsumers> => {
+    if (events.length === 0) return {decisions: [], downstream: null}
     const throughAlias = events.filter((e) => e.aliasId !== null)
+    const known = downstream.known()
     const bySlot: Record<QueueSlot, unknown> = {
       assetIds: events.map((e) => e.assetId),
       eventIds: events.map((e) => e.eventId),
@@ -282,15 +294,28 @@ export function queueConsumers(
       noPartitionKey: eventPartitionKey === null,
       producerDag: producer?.dagId ?? null,
       producerTask: producer?.taskId ?? null,
+      previewAssetIds: [...new Set(preview?.assetIds ?? [])],
+      previewAliasIds: [...new Set(preview?.aliasIds ?? [])],
+      knownHashes: known.hashes,
+      knownNames: known.names,
+      knownUris: known.uris,
     }
-    const values = slots.values(bySlot)
     const rows = await ex.query<{
-      kind: ConsumerDecision['kind']
+      kind: ConsumerDecision['kind'] | 'downstream'
       asset_id: number
       dag_id: string
       alias_id: number | null
-    }>(queue(values))
-    return rows.map((row) => ({kind: row.kind, assetId: row.asset_id, dagId: row.dag_id, aliasId: row.alias_id}))
+      downstream: FactsEntry[] | null
+    }>(queue(slots.values(bySlot)))
+    const facts = rows.find((row) => row.kind === 'downstream')
+    return {
+      decisions: rows.flatMap((row) =>
+        row.kind === 'downstream'
+          ? []
+          : [{kind: row.kind, assetId: row.asset_id, dagId: row.dag_id, aliasId: row.alias_id}],
+      ),
+      downstream: preview && facts ? downstream.facts(facts.downstream!, known) : null,
+    }
   }
 }
 
@@ -300,6 +325,7 @@ type QueueParam = (slot: QueueSlot, type: string) => string
 function queueText(
   capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
   param: QueueParam,
+  downstream: DownstreamReader,
 ): string {
   const perEvent = capabilities.queueShape === 'per_event'
   // Each branch unnests only the arrays it reads: a one-array unnest is PostgreSQL's fast path,
@@ -348,9 +374,23 @@ function queueText(
        ${queueInsert(perEvent)}
      )
      -- Unsorted: callers count the rows and sort the DAG names they report.
-     select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id from queued
+     select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream from queued
      union all
-     select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued'`
+     select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c
+     union all
+     -- The downstream preview, when asked for: this statement's snapshot does not show the rows it
+     -- queues, so the keys it queues (inserted, or there already) count as queued too.
+     select 'downstream', null, null, null, ${downstream.factsSql(
+       {
+         assetIds: param('previewAssetIds', 'int[]'),
+         aliasIds: param('previewAliasIds', 'int[]'),
+         hashes: param('knownHashes', 'text[]'),
+         names: param('knownNames', 'text[]'),
+         uris: param('knownUris', 'text[]'),
+       },
+       "select dag_id, asset_id from consumer where kind = 'queued'",
+     )}
+      where cardinality(${param('previewAssetIds', 'int[]')}) > 0`
 }
 
 /** One row per queue key: a consumer reached through several aliases is one row of consumer each. */
@@ -400,3 +440,8 @@ type QueueSlot =
   | 'noPartitionKey'
   | 'producerDag'
   | 'producerTask'
+  | 'previewAssetIds'
+  | 'previewAliasIds'
+  | 'knownHashes'
+  | 'knownNames'
+  | 'knownUris'

@@ -201,7 +201,7 @@ insert into asset_alias_asset_event (alias_id, event_id)
 select * from unnest($1::int[], $2::int[]) as l(alias_id, event_id) order by 1, 2
 on conflict do nothing;
 
--- airlock_queue_per_asset_all_skip_paused_6840c9a6c1bf
+-- airlock_queue_per_asset_all_skip_paused_52ac89cb69eb
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -232,12 +232,60 @@ with reference as (
   returning asset_id, target_dag_id
 )
 -- Unsorted: callers count the rows and sort the DAG names they report.
-select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id from queued
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream from queued
 union all
-select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued';
+select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c
+union all
+-- The downstream preview, when asked for: this statement's snapshot does not show the rows it
+-- queues, so the keys it queues (inserted, or there already) count as queued too.
+select 'downstream', null, null, null, (with consumer_dag as materialized (
+  -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
+  select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($5::int[])
+  union
+  select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any($6::int[])
+  union
+  select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any($5::int[])
+  union
+  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any($5::int[]))
+)
+-- The scheduler keeps a DAG whose flag is false (is_paused == false(), ~is_stale,
+-- has_import_errors == false()): a NULL flag excludes it as much as true does.
+select coalesce(json_agg(json_build_object(
+         'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
+         'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
+         'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
+         'partitioned', coalesce(d.timetable_partitioned, false),
+         'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
+         'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
+         -- From the alias links (few), each checked against the DAG's queue by its key.
+         'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                           where exists (select 1 from asset_dag_run_queue q where q.target_dag_id = d.dag_id and q.asset_id = l.asset_id) or exists (select 1 from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id and h.asset_id = l.asset_id) order by 1)
+       ) order by d.dag_id), '[]')
+  from consumer_dag d
+  -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
+  -- parses the whole document (a json column), megabytes for a large DAG.
+  left join lateral (
+    select s.dag_hash,
+           case when s.dag_hash = any($7::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
+           case when s.dag_hash = any($7::text[]) or s.data is not null then null else s.data_compressed end as data_compressed
+      from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
+  ) as sd on true
+  -- Three arrays rather than one object per queued asset: a consumer of hundreds of assets
+  -- costs a fraction as much to build and to parse.
+  cross join lateral (
+    select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
+           coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
+      from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q
+      join asset a on a.id = q.asset_id
+      left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+     -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
+     where not coalesce(sd.dag_hash = any($7::text[]), false) or a.name = any($8::text[]) or a.uri = any($9::text[])
+  ) as queue_rows)
+ where cardinality($5::int[]) > 0;
 
--- airlock_downstream_partitioned_efd91451435f
-with consumer as materialized (
+-- airlock_downstream_partitioned_a44d8fcde257
+select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
   union
@@ -249,17 +297,18 @@ with consumer as materialized (
 )
 -- The scheduler keeps a DAG whose flag is false (is_paused == false(), ~is_stale,
 -- has_import_errors == false()): a NULL flag excludes it as much as true does.
-select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as stale,
-       d.has_import_errors is not false as import_errors, d.max_active_runs,
-       (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
-       coalesce(d.timetable_partitioned, false) as partitioned,
-       sd.dag_hash, sd.timetable, sd.data_compressed,
-       queued.names, queued.uris, queued.active,
-       -- From the alias links (few), each checked against the DAG's queue by its key.
-       array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-              where exists (select 1 from asset_dag_run_queue q where q.target_dag_id = d.dag_id and q.asset_id = l.asset_id)
-              order by 1) as aliases
-  from consumer d
+select coalesce(json_agg(json_build_object(
+         'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
+         'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
+         'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
+         'partitioned', coalesce(d.timetable_partitioned, false),
+         'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
+         'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
+         -- From the alias links (few), each checked against the DAG's queue by its key.
+         'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                           where exists (select 1 from asset_dag_run_queue q where q.target_dag_id = d.dag_id and q.asset_id = l.asset_id) order by 1)
+       ) order by d.dag_id), '[]')
+  from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
   -- parses the whole document (a json column), megabytes for a large DAG.
   left join lateral (
@@ -268,8 +317,8 @@ select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as 
            case when s.dag_hash = any($3::text[]) or s.data is not null then null else s.data_compressed end as data_compressed
       from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
   ) as sd on true
-  -- Three arrays rather than one JSON object per queued asset: a consumer of hundreds of
-  -- assets costs a fraction as much to build and to parse.
+  -- Three arrays rather than one object per queued asset: a consumer of hundreds of assets
+  -- costs a fraction as much to build and to parse.
   cross join lateral (
     select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
            coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
@@ -278,8 +327,7 @@ select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as 
       left join asset_active aa on aa.name = a.name and aa.uri = a.uri
      -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
      where not coalesce(sd.dag_hash = any($3::text[]), false) or a.name = any($4::text[]) or a.uri = any($5::text[])
-  ) as queued
- order by d.dag_id;
+  ) as queue_rows) as facts;
 
 -- airlock_lineage_facts_1914d52b024c
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
