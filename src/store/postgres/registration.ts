@@ -31,7 +31,7 @@ import type {
  * subject the events' source task instance; its extra is the caller's JSON text with the events'
  * ids written where the caller left room for them (`array_to_json` is compact, as
  * JSON.stringify). Ids come from the sequence in the order the rows are inserted (ORDER BY the
- * input's ordinality), so ordering by id is the input's order.
+ * input's ordinality), so ordering by id is the input's order: the i-th id is the i-th event's.
  */
 export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partition = capabilities.eventPartitionKey
@@ -46,7 +46,7 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
               with ordinality as e(asset_id, extra, ${partition ? 'partition_key, ' : ''}n)
         cross join (select clock_timestamp() as ts) as now
         order by e.n
-       returning id, asset_id
+       returning id
      ), audit as (
        insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
        values (clock_timestamp(), ${param('dagId', 'varchar')}, ${param('taskId', 'varchar')}, ${param('runId', 'varchar')}, ${param('mapIndex', 'int')},
@@ -54,8 +54,9 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
                ${param('extraBefore', 'text')} || coalesce((select array_to_json(array_agg(id order by id)) from event)::text, '[]') || ${param('extraAfter', 'text')})
        returning id
      )
-     -- The log row always, each event beside it (none: one row without an event).
-     select audit.id as log_id, event.id, event.asset_id from audit left join event on true order by event.id`,
+     -- One row: the log row's id and the events' ids in the input's order, as one JSON array (one
+     -- row parses in a fraction of the time hundreds of rows take).
+     select audit.id as log_id, coalesce((select json_agg(id order by id) from event), '[]') as event_ids from audit`,
   )
   return async (
     ex: Executor,
@@ -79,13 +80,12 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
       extraBefore: audit.extra.before,
       extraAfter: audit.extra.after,
     })
-    const rows = await ex.query<{log_id: number; id: number | null; asset_id: number | null}>(insert(values))
-    const inserted = rows.filter((row) => row.id !== null)
+    const [row] = await ex.query<{log_id: number; event_ids: number[]}>(insert(values))
     return {
-      logId: rows[0]!.log_id,
-      events: inserted.map((row, index) => ({
-        eventId: row.id!,
-        assetId: row.asset_id!,
+      logId: row!.log_id,
+      events: row!.event_ids.map((eventId, index) => ({
+        eventId,
+        assetId: events[index]!.assetId,
         partitionKey: partition ? events[index]!.partitionKey : null,
       })),
     }

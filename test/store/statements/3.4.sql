@@ -141,7 +141,7 @@ where ti.id = $2::uuid;
 -- airlock_clear_task_state_06405cee4548
 delete from task_state where dag_run_id = $1::int and task_id = $2 and map_index = $3::int returning 1;
 
--- airlock_insert_events_logged_e0b1f9b22685
+-- airlock_insert_events_logged_15f1052c4b10
 with event as (
   insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp", partition_key)
   select e.asset_id, e.extra, $1::varchar, $2::varchar, $3::varchar, $4::int, now.ts, e.partition_key
@@ -149,7 +149,7 @@ with event as (
          with ordinality as e(asset_id, extra, partition_key, n)
    cross join (select clock_timestamp() as ts) as now
    order by e.n
-  returning id, asset_id
+  returning id
 ), audit as (
   insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
   values (clock_timestamp(), $1::varchar, $3::varchar, $2::varchar, $4::int,
@@ -157,8 +157,9 @@ with event as (
           $12::text || coalesce((select array_to_json(array_agg(id order by id)) from event)::text, '[]') || $13::text)
   returning id
 )
--- The log row always, each event beside it (none: one row without an event).
-select audit.id as log_id, event.id, event.asset_id from audit left join event on true order by event.id;
+-- One row: the log row's id and the events' ids in the input's order, as one JSON array (one
+-- row parses in a fraction of the time hundreds of rows take).
+select audit.id as log_id, coalesce((select json_agg(id order by id) from event), '[]') as event_ids from audit;
 
 -- airlock_assets_by_name_or_uri_5152f76de9ea
 select s.value, a.name, a.uri
