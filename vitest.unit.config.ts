@@ -12,6 +12,7 @@ export const unitTests = [
   'test/architecture/**/*.test.ts',
   'test/audit/lockForest.test.ts',
   'test/batch/tally.test.ts',
+  'test/bench/cpuTime.test.ts',
   'test/bench/growth.test.ts',
   'test/cli/helpText.test.ts',
   'test/cli/outputName.test.ts',

@@ -1,4 +1,5 @@
 import {renderTable} from '../output/table.js'
+import type {CpuPerItem} from './cpuTime.js'
 import type {BenchReport} from './runBench.js'
 import type {ScaleReport} from './scale.js'
 
@@ -83,6 +84,29 @@ function throughputSection(report: BenchReport): string[] {
           const withoutPreview = bare ? `; --no-downstream ${f(bare, 0)}, ${f(bare / floor, 2)}×` : ''
           return `${f(row.perSecond, 0)} (${f(row.perSecond / floor, 2)}× floor ${f(floor, 0)}${withoutPreview})`
         }),
+      ]),
+    ),
+    ...cpuSection(report),
+  ]
+}
+
+/** Where the time between complete and its floor goes: CPU per completion, client and server. */
+function cpuSection(report: BenchReport): string[] {
+  const rows = report.throughput
+  if (rows.length === 0) return []
+  const cell = (cpu: CpuPerItem) => `${f(cpu.clientMs)} / ${cpu.serverMs === null ? '-' : f(cpu.serverMs)}`
+  return [
+    '',
+    '### CPU per completion (ms, client / PostgreSQL; medians of the rounds; PostgreSQL only when it runs on this machine)',
+    '',
+    markdownTable(
+      ['outlets', 'concurrency', 'complete', '--no-downstream', 'raw floor'],
+      rows.map((row) => [
+        String(row.outlets),
+        String(row.concurrency),
+        cell(row.cpu.complete),
+        cell(row.cpu.noDownstream),
+        cell(row.cpu.floor),
       ]),
     ),
   ]

@@ -6,7 +6,8 @@ import {runProtocol} from '../protocol/protocol.js'
 import {percentile} from '../report/stats.js'
 import {selectTaskInstances} from '../selection/selection.js'
 import {floorItem, openFloorClient} from '../fixtures/rawFloor.js'
-import {benchWriter, type ScratchServer} from './scratch.js'
+import {isLocalServer, withCpuPerItem, type CpuPerItem} from './cpuTime.js'
+import {benchWriter, type ScratchDatabase, type ScratchServer} from './scratch.js'
 
 export interface ThroughputRow {
   outlets: number
@@ -23,6 +24,8 @@ export interface ThroughputRow {
   floorPerSecond: number | null
   /** Every round's completions/s, in round order, for the spread the medians hide. */
   runs: {complete: number[]; noDownstream: number[]; floor: number[]}
+  /** CPU per completion of each variant (medians of the rounds): where the gap to the floor goes. */
+  cpu: {complete: CpuPerItem; noDownstream: CpuPerItem; floor: CpuPerItem}
 }
 
 /**
@@ -43,17 +46,21 @@ export async function measureThroughput(
   await measureFloorThroughput(server, warmup)
   const variants = [
     () => completionsPerSecond(server, options, true),
-    async () => ({perSecond: (await completionsPerSecond(server, options, false)).perSecond}),
-    async () => ({perSecond: await measureFloorThroughput(server, options)}),
+    () => completionsPerSecond(server, options, false),
+    () => measureFloorThroughput(server, options),
   ] as const
-  const results: Array<Array<{perSecond: number; seconds?: number; items?: number; failed?: number}>> = [[], [], []]
+  const results: Array<Array<{perSecond: number; seconds: number; items: number; failed: number; cpu: CpuPerItem}>> = [
+    [],
+    [],
+    [],
+  ]
   for (let round = 0; round < rounds; round++) {
     for (let turn = 0; turn < variants.length; turn++) {
       const variant = (round + turn) % variants.length
       results[variant]!.push(await variants[variant]!())
     }
   }
-  const complete = results[0] as Array<{perSecond: number; seconds: number; items: number; failed: number}>
+  const complete = results[0]!
   const perSecond = results.map((runs) =>
     percentile(
       runs.map((run) => run.perSecond),
@@ -61,6 +68,16 @@ export async function measureThroughput(
     ),
   )
   const middle = complete.find((run) => run.perSecond === perSecond[0]) ?? complete[0]!
+  const cpuOf = (runs: ReadonlyArray<{cpu: CpuPerItem}>): CpuPerItem => {
+    const server = runs.flatMap((run) => (run.cpu.serverMs === null ? [] : [run.cpu.serverMs]))
+    return {
+      clientMs: percentile(
+        runs.map((run) => run.cpu.clientMs),
+        50,
+      ),
+      serverMs: server.length === runs.length ? percentile(server, 50) : null,
+    }
+  }
   return {
     outlets: options.outlets,
     concurrency: options.concurrency,
@@ -76,48 +93,58 @@ export async function measureThroughput(
       noDownstream: results[1]!.map((run) => run.perSecond),
       floor: results[2]!.map((run) => run.perSecond),
     },
+    cpu: {complete: cpuOf(results[0]!), noDownstream: cpuOf(results[1]!), floor: cpuOf(results[2]!)},
   }
 }
 
-/** One `complete` batch over a fresh world of `items` running task instances (`downstream`: the preview on, the default). */
+/** One `complete` batch over a fresh world of `items` running task instances (`downstream`: the preview on, the default), with the CPU it took. */
 async function completionsPerSecond(
   server: ScratchServer,
   options: {outlets: number; concurrency: number; items: number},
   downstream: boolean,
-): Promise<{items: number; seconds: number; perSecond: number; failed: number}> {
+): Promise<{items: number; seconds: number; perSecond: number; failed: number; cpu: CpuPerItem}> {
   const scratch = await server.create({
     seed: {dags: 1, runs: options.items, tasks: 1, outlets: options.outlets, consumers: 2},
     poolSize: options.concurrency + 1,
   })
   try {
-    const {store, db} = scratch.airflow
-    const started = performance.now()
-    const items = (async function* () {
-      for await (const {tiId} of selectTaskInstances(store, db.executor, {dagId: 'etl_001', runIds: [], taskIds: []}))
-        yield {ref: {tiId}, outletEvents: []}
-    })()
-    const batch = await prepareComplete(scratch.airflow, {
-      selection: {count: options.items, items, explicit: false},
-      settings: {
-        fromStates: ['running'],
-        emitEvents: true,
-        defaultExtra: '{}',
-        endDate: null,
-        airlockVersion: 'bench',
-        downstream,
-      },
-      write: {concurrency: options.concurrency, lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false},
-    })
-    const {tally} = await batch.run({shouldStop: () => false, onItem: () => undefined})
-    const seconds = (performance.now() - started) / 1000
-    return {
-      items: tally.selected,
-      seconds,
-      perSecond: tally.selected / seconds,
-      failed: tally.counts.get('failed') ?? 0,
-    }
+    return await withCpuPerItem(isLocalServer(server.adminUrl), () => completeBatch(scratch, options, downstream))
   } finally {
     await scratch.drop()
+  }
+}
+
+async function completeBatch(
+  scratch: ScratchDatabase,
+  options: {concurrency: number; items: number},
+  downstream: boolean,
+): Promise<{items: number; seconds: number; perSecond: number; failed: number; done: number}> {
+  const {store, db} = scratch.airflow
+  const started = performance.now()
+  const items = (async function* () {
+    for await (const {tiId} of selectTaskInstances(store, db.executor, {dagId: 'etl_001', runIds: [], taskIds: []}))
+      yield {ref: {tiId}, outletEvents: []}
+  })()
+  const batch = await prepareComplete(scratch.airflow, {
+    selection: {count: options.items, items, explicit: false},
+    settings: {
+      fromStates: ['running'],
+      emitEvents: true,
+      defaultExtra: '{}',
+      endDate: null,
+      airlockVersion: 'bench',
+      downstream,
+    },
+    write: {concurrency: options.concurrency, lockTimeoutMs: 30_000, statementTimeoutMs: 60_000, dryRun: false},
+  })
+  const {tally} = await batch.run({shouldStop: () => false, onItem: () => undefined})
+  const seconds = (performance.now() - started) / 1000
+  return {
+    items: tally.selected,
+    seconds,
+    perSecond: tally.selected / seconds,
+    failed: tally.counts.get('failed') ?? 0,
+    done: tally.counts.get('completed') ?? 0,
   }
 }
 
@@ -128,7 +155,7 @@ async function completionsPerSecond(
 async function measureFloorThroughput(
   server: ScratchServer,
   options: {outlets: number; concurrency: number; items: number},
-): Promise<number> {
+): Promise<{perSecond: number; seconds: number; items: number; failed: number; cpu: CpuPerItem}> {
   const scratch = await server.create({
     seed: {dags: 1, runs: options.items, tasks: 1, outlets: options.outlets, consumers: 2},
     poolSize: 1,
@@ -140,14 +167,23 @@ async function measureFloorThroughput(
     for await (const {tiId} of selectTaskInstances(store, db.executor, {dagId: 'etl_001', runIds: [], taskIds: []}))
       ids.push(tiId)
     let next = 0
-    let done = 0
-    const started = performance.now()
-    await Promise.all(
-      clients.map(async (client) => {
-        while (next < ids.length) if (await floorItem(client, ids[next++]!)) done++
-      }),
-    )
-    return done / ((performance.now() - started) / 1000)
+    const counted = await withCpuPerItem(isLocalServer(server.adminUrl), async () => {
+      let done = 0
+      const started = performance.now()
+      await Promise.all(
+        clients.map(async (client) => {
+          while (next < ids.length) if (await floorItem(client, ids[next++]!)) done++
+        }),
+      )
+      return {done, seconds: (performance.now() - started) / 1000}
+    })
+    return {
+      perSecond: counted.done / counted.seconds,
+      seconds: counted.seconds,
+      items: ids.length,
+      failed: 0,
+      cpu: counted.cpu,
+    }
   } finally {
     await Promise.all(clients.map((client) => client.end()))
     await scratch.drop()

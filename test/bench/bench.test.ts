@@ -36,7 +36,12 @@ describe('airlock bench --quick', () => {
     const out = envelope(result) as {
       result: {
         lockHold: Array<{outlets: number; lockHold: Record<string, {p50: number; n: number}>}>
-        throughput: Array<{perSecond: number; failed: number; floorPerSecond: number | null}>
+        throughput: Array<{
+          perSecond: number
+          failed: number
+          floorPerSecond: number | null
+          cpu: Record<'complete' | 'noDownstream' | 'floor', {clientMs: number; serverMs: number | null}>
+        }>
         race: {completed: number; alreadySuccess: number}
       }
     }
@@ -52,6 +57,12 @@ describe('airlock bench --quick', () => {
     expect(out.result.throughput[0]!.perSecond).toBeGreaterThan(0)
     // The raw floor ran the same items beside it.
     expect(out.result.throughput[0]!.floorPerSecond).toBeGreaterThan(0)
+    // Where the gap to the floor goes: each variant's CPU per completion, this process's and the
+    // local server's (a test server is always on this machine).
+    for (const variant of ['complete', 'noDownstream', 'floor'] as const) {
+      expect(out.result.throughput[0]!.cpu[variant].clientMs).toBeGreaterThan(0)
+      expect(out.result.throughput[0]!.cpu[variant].serverMs).toBeGreaterThan(0)
+    }
     expect(out.result.race).toMatchObject({completed: 1, alreadySuccess: 3})
 
     expect(await benchDatabases()).toBe(before)
