@@ -18,7 +18,7 @@ export interface ThroughputRow {
   seconds: number
   perSecond: number
   failed: number
-  /** The same batch with --no-downstream: what the preview's one statement per item costs. */
+  /** The same batch with --no-downstream: what the downstream preview costs. */
   noDownstreamPerSecond: number | null
   /** The raw node-postgres floor doing the same per-item transaction at the same concurrency (floorItem). */
   floorPerSecond: number | null

@@ -88,7 +88,7 @@ export const outcomeFlags = {
     allowNo: true,
     summary: 'Show which consumer DAGs each item starts (--no-downstream: skip it).',
     description:
-      'Per item, which consumer DAGs its events reach and whether each will run once it commits (their asset condition against their queue rows; paused, stale, import errors, max_active_runs), read before the row lock: one statement per item. --no-downstream skips that statement, for a bulk run where completions per second matter more.',
+      'Per item, which consumer DAGs its events reach and whether each will run once it commits (their asset condition against their queue rows; paused, stale, import errors, max_active_runs), read before the row lock by the statement that queues its consumers. --no-downstream skips that read, for a bulk run where every bit of completions per second matters.',
     helpGroup: 'OUTPUT',
   }),
 }

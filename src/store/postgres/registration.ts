@@ -268,13 +268,15 @@ export function queueConsumers(
   capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
   downstream: DownstreamReader,
 ) {
-  // Parameters are numbered as the text first names them; the caller fills them by name.
-  const slots = new Slots<QueueSlot>()
-  const param: QueueParam = (slot, type) => slots.ref(slot, type)
-  const queue = prepared(
-    `queue_${capabilities.queueShape}_${capabilities.consumerFilter}${capabilities.teamFilter ? '_teams' : ''}`,
-    queueText(capabilities, param, downstream),
-  )
+  // Two texts, with and without the preview: a statement is planned afresh on each connection
+  // for its first executions, and the preview's part would cost --no-downstream that planning.
+  // Parameters are numbered as each text first names them; the caller fills them by name.
+  const texts = [false, true].map((withPreview) => {
+    const slots = new Slots<QueueSlot>()
+    const param: QueueParam = (slot, type) => slots.ref(slot, type)
+    const name = `queue_${capabilities.queueShape}_${capabilities.consumerFilter}${capabilities.teamFilter ? '_teams' : ''}${withPreview ? '_preview' : ''}`
+    return {slots, queue: prepared(name, queueText(capabilities, param, withPreview ? downstream : null))}
+  })
   return async (
     ex: Executor,
     events: readonly RegisteredEvent[],
@@ -300,6 +302,7 @@ export function queueConsumers(
       knownNames: known.names,
       knownUris: known.uris,
     }
+    const {slots, queue} = texts[preview ? 1 : 0]!
     const rows = await ex.query<{
       kind: ConsumerDecision['kind'] | 'downstream'
       asset_id: number
@@ -325,7 +328,7 @@ type QueueParam = (slot: QueueSlot, type: string) => string
 function queueText(
   capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
   param: QueueParam,
-  downstream: DownstreamReader,
+  downstream: DownstreamReader | null,
 ): string {
   const perEvent = capabilities.queueShape === 'per_event'
   // Each branch unnests only the arrays it reads: a one-array unnest is PostgreSQL's fast path,
@@ -376,21 +379,27 @@ function queueText(
      -- Unsorted: callers count the rows and sort the DAG names they report.
      select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream from queued
      union all
-     select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c
+     select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c${downstream ? previewBranch(downstream, param) : ''}`
+}
+
+/**
+ * The downstream preview as one more row: this statement's snapshot does not show the rows it
+ * queues, so the keys it queues (inserted, or there already) count as queued too.
+ */
+function previewBranch(downstream: DownstreamReader, param: QueueParam): string {
+  const facts = downstream.factsSql(
+    {
+      assetIds: param('previewAssetIds', 'int[]'),
+      aliasIds: param('previewAliasIds', 'int[]'),
+      hashes: param('knownHashes', 'text[]'),
+      names: param('knownNames', 'text[]'),
+      uris: param('knownUris', 'text[]'),
+    },
+    "select dag_id, asset_id from consumer where kind = 'queued'",
+  )
+  return `
      union all
-     -- The downstream preview, when asked for: this statement's snapshot does not show the rows it
-     -- queues, so the keys it queues (inserted, or there already) count as queued too.
-     select 'downstream', null, null, null, ${downstream.factsSql(
-       {
-         assetIds: param('previewAssetIds', 'int[]'),
-         aliasIds: param('previewAliasIds', 'int[]'),
-         hashes: param('knownHashes', 'text[]'),
-         names: param('knownNames', 'text[]'),
-         uris: param('knownUris', 'text[]'),
-       },
-       "select dag_id, asset_id from consumer where kind = 'queued'",
-     )}
-      where cardinality(${param('previewAssetIds', 'int[]')}) > 0`
+     select 'downstream', null, null, null, ${facts}`
 }
 
 /** One row per queue key: a consumer reached through several aliases is one row of consumer each. */

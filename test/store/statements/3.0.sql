@@ -202,7 +202,42 @@ insert into asset_alias_asset_event (alias_id, event_id)
 select * from unnest($1::int[], $2::int[]) as l(alias_id, event_id) order by 1, 2
 on conflict do nothing;
 
--- airlock_queue_per_asset_id_and_alias_skip_paused_a_6b6e78007237
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_f7a2990ef46a
+with reference as (
+  -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
+  -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
+  select ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from unnest($1::int[]) as ev(asset_id) join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+  union all
+  select ev.asset_id, r.dag_id, 'alias', ev.alias_id from unnest($2::int[], $3::int[]) as ev(asset_id, alias_id) join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+  union all
+  select ev.asset_id, r.dag_id, 'name', null from unnest($1::int[]) as ev(asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+  union all
+  select ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[]) as ev(asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+), consumer as (
+  -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
+  -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+  -- insert and the rows returned each take their own distinct keys, one sort each.
+  select reference.asset_id, reference.dag_id, reference.alias_id,
+         case when false then (case when $4::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
+              when $4::boolean then 'queued'
+              else 'not_queued_by_airflow' end as kind
+    from reference
+    join dag d on d.dag_id = reference.dag_id
+
+   where not (reference.kind in ('id', 'alias') and (d.is_paused is not false or d.is_stale is not false))
+), queued as (
+  insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
+  select asset_id, dag_id, clock_timestamp() from (select distinct asset_id, dag_id from consumer where kind = 'queued') as k
+   order by asset_id, dag_id
+  on conflict (asset_id, target_dag_id) do nothing
+  returning asset_id, target_dag_id
+)
+-- Unsorted: callers count the rows and sort the DAG names they report.
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream from queued
+union all
+select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
+
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_432776647ec6
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -237,8 +272,6 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c
 union all
--- The downstream preview, when asked for: this statement's snapshot does not show the rows it
--- queues, so the keys it queues (inserted, or there already) count as queued too.
 select 'downstream', null, null, null, (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($5::int[])
@@ -282,8 +315,7 @@ select coalesce(json_agg(json_build_object(
       left join asset_active aa on aa.name = a.name and aa.uri = a.uri
      -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
      where not coalesce(sd.dag_hash = any($7::text[]), false) or a.name = any($8::text[]) or a.uri = any($9::text[])
-  ) as queue_rows)
- where cardinality($5::int[]) > 0;
+  ) as queue_rows);
 
 -- airlock_downstream_b7c6ecf65345
 select (with consumer_dag as materialized (

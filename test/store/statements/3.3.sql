@@ -205,7 +205,42 @@ insert into asset_alias_asset_event (alias_id, event_id)
 select * from unnest($1::int[], $2::int[]) as l(alias_id, event_id) order by 1, 2
 on conflict do nothing;
 
--- airlock_queue_per_asset_all_skip_paused_52ac89cb69eb
+-- airlock_queue_per_asset_all_skip_paused_a586ee6317a2
+with reference as (
+  -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
+  -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
+  select ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from unnest($1::int[]) as ev(asset_id) join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+  union all
+  select ev.asset_id, r.dag_id, 'alias', ev.alias_id from unnest($2::int[], $3::int[]) as ev(asset_id, alias_id) join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+  union all
+  select ev.asset_id, r.dag_id, 'name', null from unnest($1::int[]) as ev(asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+  union all
+  select ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[]) as ev(asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+), consumer as (
+  -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
+  -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+  -- insert and the rows returned each take their own distinct keys, one sort each.
+  select reference.asset_id, reference.dag_id, reference.alias_id,
+         case when coalesce(d.timetable_partitioned, false) then (case when $4::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
+              when $4::boolean then 'queued'
+              else 'not_queued_by_airflow' end as kind
+    from reference
+    join dag d on d.dag_id = reference.dag_id
+
+   where not (d.is_paused is not false)
+), queued as (
+  insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
+  select asset_id, dag_id, clock_timestamp() from (select distinct asset_id, dag_id from consumer where kind = 'queued') as k
+   order by asset_id, dag_id
+  on conflict (asset_id, target_dag_id) do nothing
+  returning asset_id, target_dag_id
+)
+-- Unsorted: callers count the rows and sort the DAG names they report.
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream from queued
+union all
+select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
+
+-- airlock_queue_per_asset_all_skip_paused_preview_b2ddc6d975ae
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -240,8 +275,6 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c
 union all
--- The downstream preview, when asked for: this statement's snapshot does not show the rows it
--- queues, so the keys it queues (inserted, or there already) count as queued too.
 select 'downstream', null, null, null, (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($5::int[])
@@ -285,8 +318,7 @@ select coalesce(json_agg(json_build_object(
       left join asset_active aa on aa.name = a.name and aa.uri = a.uri
      -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
      where not coalesce(sd.dag_hash = any($7::text[]), false) or a.name = any($8::text[]) or a.uri = any($9::text[])
-  ) as queue_rows)
- where cardinality($5::int[]) > 0;
+  ) as queue_rows);
 
 -- airlock_downstream_partitioned_a44d8fcde257
 select (with consumer_dag as materialized (
@@ -603,7 +635,54 @@ delete from asset_event where id = any($1::int[]) returning id;
 
 -- ======== With [core] multi_team = True: the statements whose text changes ========
 
--- airlock_queue_per_asset_all_skip_paused_teams_92f798460f87
+-- airlock_queue_per_asset_all_skip_paused_teams_1316ff4b3fd3
+with reference as (
+  -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
+  -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
+  select ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from unnest($1::int[]) as ev(asset_id) join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+  union all
+  select ev.asset_id, r.dag_id, 'alias', ev.alias_id from unnest($2::int[], $3::int[]) as ev(asset_id, alias_id) join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+  union all
+  select ev.asset_id, r.dag_id, 'name', null from unnest($1::int[]) as ev(asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+  union all
+  select ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[]) as ev(asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+), consumer as (
+  -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
+  -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+  -- insert and the rows returned each take their own distinct keys, one sort each.
+  select reference.asset_id, reference.dag_id, reference.alias_id,
+         case when coalesce(d.timetable_partitioned, false) then (case when $4::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
+              when $4::boolean then 'queued'
+              else 'not_queued_by_airflow' end as kind
+    from reference
+    join dag d on d.dag_id = reference.dag_id
+    left join lateral (select t.team_name from dag pd join dag_bundle_team t on t.dag_bundle_name = pd.bundle_name where pd.dag_id = $5::text) as source_team on true
+    left join lateral (select t.team_name from dag_bundle_team t where t.dag_bundle_name = d.bundle_name) as consumer_team on true
+    left join dag_schedule_asset_reference sref on sref.asset_id = reference.asset_id and sref.dag_id = reference.dag_id
+    left join task_outlet_asset_reference oref on oref.dag_id = $5::text and oref.task_id = $6::text and oref.asset_id = reference.asset_id
+   where not (d.is_paused is not false) and (consumer_team.team_name is null
+       or (source_team.team_name is null and coalesce(sref.allow_global_producers, true))
+       or consumer_team.team_name = source_team.team_name
+       or coalesce(nullif(sref.allow_producer_teams::jsonb, 'null'::jsonb), '[]'::jsonb) @> jsonb_build_array(source_team.team_name))
+  and (not (nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is not null or not coalesce(oref.allow_global_consumers, true))
+       or (consumer_team.team_name is null and coalesce(oref.allow_global_consumers, true))
+       or (consumer_team.team_name is not null
+           and (consumer_team.team_name is not distinct from source_team.team_name
+                or nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is null
+                or oref.allow_consumer_teams::jsonb @> jsonb_build_array(consumer_team.team_name))))
+), queued as (
+  insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
+  select asset_id, dag_id, clock_timestamp() from (select distinct asset_id, dag_id from consumer where kind = 'queued') as k
+   order by asset_id, dag_id
+  on conflict (asset_id, target_dag_id) do nothing
+  returning asset_id, target_dag_id
+)
+-- Unsorted: callers count the rows and sort the DAG names they report.
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream from queued
+union all
+select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
+
+-- airlock_queue_per_asset_all_skip_paused_teams_prev_e2783f261bd4
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -650,8 +729,6 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c
 union all
--- The downstream preview, when asked for: this statement's snapshot does not show the rows it
--- queues, so the keys it queues (inserted, or there already) count as queued too.
 select 'downstream', null, null, null, (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($7::int[])
@@ -695,5 +772,4 @@ select coalesce(json_agg(json_build_object(
       left join asset_active aa on aa.name = a.name and aa.uri = a.uri
      -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
      where not coalesce(sd.dag_hash = any($9::text[]), false) or a.name = any($10::text[]) or a.uri = any($11::text[])
-  ) as queue_rows)
- where cardinality($7::int[]) > 0;
+  ) as queue_rows);
