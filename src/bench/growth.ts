@@ -56,9 +56,9 @@ const palette = ['#2471a3', '#c0392b', '#27ae60', '#8e44ad', '#d35400', '#7f8c8d
  * self-contained SVG: flat lines are the claim.
  */
 export function growthChart(growth: Growth, caption: string): string {
-  const width = 760
+  const width = 860
   const height = 420
-  const margin = {left: 70, right: 260, top: 40, bottom: 60}
+  const margin = {left: 70, right: 330, top: 40, bottom: 60}
   const plotW = width - margin.left - margin.right
   const plotH = height - margin.top - margin.bottom
   // A log scale on both axes: commands a hundred times apart in time per row are all readable,
