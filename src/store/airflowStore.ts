@@ -227,13 +227,13 @@ export interface LineageRow {
   outputs: Array<{name: string; uri: string}>
 }
 
-/** A consumer DAG as the scheduler's asset-triggered step sees it. */
 /** What queueConsumers decided per consumer, and the downstream preview when it was asked for one. */
 export interface QueuedConsumers {
   decisions: ConsumerDecision[]
   downstream: DownstreamFacts[] | null
 }
 
+/** A consumer DAG as the scheduler's asset-triggered step sees it. */
 export interface DownstreamFacts {
   dagId: string
   paused: boolean

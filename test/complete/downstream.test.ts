@@ -2,6 +2,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {waitUntilAppBlocked} from '../support/locks.js'
 import {scenario, writeFootprint} from '../support/scenario.js'
 
 /**
@@ -97,6 +98,38 @@ describe('downstream preview', () => {
       ['report', true],
       ['weekly', true],
     ])
+  })
+
+  it("a queue key another transaction committed while the queue statement waited on it: that transaction's other rows count too", async () => {
+    const w = await world()
+    // Another producer of both assets, not committed yet: its queue rows for report hold the keys.
+    const other = await db.knex.transaction()
+    try {
+      await other('asset_dag_run_queue').insert(
+        ['etl.task_1.out_1', 'etl.task_2.out_1'].map((name) => ({
+          asset_id: w.asset(name).id,
+          target_dag_id: 'report',
+          created_at: new Date(),
+        })),
+      )
+      const completing = cli('complete', '--ti-id', w.ti('etl', 'task_1').id, '--json', '--yes')
+      // task_1's queue insert waits on the other transaction's key for its asset (ON CONFLICT).
+      await waitUntilAppBlocked(db.knex, 'airlock:complete')
+      await other.commit()
+      const result = await completing
+      expect(result.code).toBe(0)
+      const {result: report} = envelope(result) as {
+        result: {items: Array<{downstream: Array<{dag_id: string; ready: boolean; waiting_for: string[]}>}>}
+      }
+      // The statement's snapshot predates that commit; the preview must still see task_2's asset
+      // queued (by the other transaction), as the scheduler will.
+      expect(report.items[0]!.downstream.find((dag) => dag.dag_id === 'report')).toMatchObject({
+        ready: true,
+        waiting_for: [],
+      })
+    } finally {
+      if (!other.isCompleted()) await other.rollback()
+    }
   })
 
   it('one process, one item after another: the second reads the condition it cached and the rows the first committed', async () => {

@@ -101,6 +101,23 @@ describe('SQL shape', () => {
     expect(after.statements[0]!.name).not.toBe(before.statements[0]!.name)
   })
 
+  it('--no-downstream runs the queue statement without the preview; with it, the preview rides in the same statement', async () => {
+    const events = [
+      {eventId: 2, assetId: 9, aliasId: null},
+      {eventId: 3, assetId: 9, aliasId: null},
+    ]
+    const without = recorder()
+    await postgresStore(before34).queueConsumers(without.ex, events, null, null, null)
+    expect(without.sql[0]).not.toContain('consumer_dag')
+    const within = recorder()
+    await postgresStore(before34).queueConsumers(within.ex, events, null, null, {assetIds: [9, 9], aliasIds: []})
+    expect(within.statements).toHaveLength(1)
+    expect(within.sql[0]).toContain('consumer_dag')
+    expect(within.statements[0]!.name).not.toBe(without.statements[0]!.name)
+    // The preview's assets are bound once each.
+    expect(within.statements[0]!.values).toContainEqual([9])
+  })
+
   it('every transaction begins at READ COMMITTED with its SET LOCAL timeouts and application_name, in one round trip', () => {
     const text = beginStatement(
       {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, applicationName: "airlock:complete:it's"},

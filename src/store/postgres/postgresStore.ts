@@ -62,6 +62,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
   // The downstream preview's SQL and its cache of conditions: a write's queue statement and the
   // plan's read share them.
   const downstream = downstreamReader(capabilities)
+  const readDownstreamOnce = readDownstream(downstream, capabilities)
   return {
     capabilities,
     ...postgresCatalog,
@@ -75,8 +76,8 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     findAssetsByNameOrUri: findAssetsByNameOrUri(),
     ensureAliasAssets: ensureAliasAssets(capabilities),
     insertAliasEventLinks: insertAliasEventLinks(),
-    queueConsumers: queueConsumers(capabilities, downstream),
-    readDownstream: readDownstream(downstream, capabilities),
+    queueConsumers: queueConsumers(capabilities, downstream, readDownstreamOnce),
+    readDownstream: readDownstreamOnce,
     readLineageFacts: readLineageFacts(),
     insertLogRow: insertLogRow(),
     logRowExists: logRowExists(),

@@ -7,6 +7,7 @@ import type {
   AliasEmission,
   AuditRow,
   ConsumerDecision,
+  DownstreamFacts,
   InsertedEvent,
   NewAssetEvent,
   QueuedConsumers,
@@ -48,10 +49,13 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
         order by e.n
        returning id
      ), audit as (
+       -- An aggregate over the events (one row even for none): its clock_timestamp() is read once
+       -- they are written, so the row is stamped after its events, as when it was written next.
        insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
-       values (clock_timestamp(), ${param('dagId', 'varchar')}, ${param('taskId', 'varchar')}, ${param('runId', 'varchar')}, ${param('mapIndex', 'int')},
-               ${param('tryNumber', 'int')}, ${param('event', 'varchar')}, ${param('logicalDate', 'timestamptz')}, ${param('owner', 'varchar')},
-               ${param('extraBefore', 'text')} || coalesce((select array_to_json(array_agg(id order by id)) from event)::text, '[]') || ${param('extraAfter', 'text')})
+       select clock_timestamp(), ${param('dagId', 'varchar')}, ${param('taskId', 'varchar')}, ${param('runId', 'varchar')}, ${param('mapIndex', 'int')},
+              ${param('tryNumber', 'int')}, ${param('event', 'varchar')}, ${param('logicalDate', 'timestamptz')}, ${param('owner', 'varchar')},
+              ${param('extraBefore', 'text')} || coalesce(array_to_json(array_agg(event.id order by event.id))::text, '[]') || ${param('extraAfter', 'text')}
+         from event
        returning id
      )
      -- One row: the log row's id and the events' ids in the input's order, as one JSON array (one
@@ -267,6 +271,8 @@ export function insertAliasEventLinks() {
 export function queueConsumers(
   capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
   downstream: DownstreamReader,
+  /** The preview in a statement of its own (readDownstream), for a queue statement that raced. */
+  readAgain: (ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]) => Promise<DownstreamFacts[]>,
 ) {
   // Two texts, with and without the preview: a statement is planned afresh on each connection
   // for its first executions, and the preview's part would cost --no-downstream that planning.
@@ -286,7 +292,8 @@ export function queueConsumers(
   ): Promise<QueuedConsumers> => {
     if (events.length === 0) return {decisions: [], downstream: null}
     const throughAlias = events.filter((e) => e.aliasId !== null)
-    const known = downstream.known()
+    // What the condition cache knows, for the preview's text only.
+    const known = preview ? downstream.known() : {snapshot: new Map(), hashes: [], names: [], uris: []}
     const bySlot: Record<QueueSlot, unknown> = {
       assetIds: events.map((e) => e.assetId),
       eventIds: events.map((e) => e.eventId),
@@ -309,16 +316,18 @@ export function queueConsumers(
       dag_id: string
       alias_id: number | null
       downstream: FactsEntry[] | null
+      raced: boolean | null
     }>(queue(slots.values(bySlot)))
-    const facts = rows.find((row) => row.kind === 'downstream')
-    return {
-      decisions: rows.flatMap((row) =>
-        row.kind === 'downstream'
-          ? []
-          : [{kind: row.kind, assetId: row.asset_id, dagId: row.dag_id, aliasId: row.alias_id}],
-      ),
-      downstream: preview && facts ? downstream.facts(facts.downstream!, known) : null,
-    }
+    const decisions = rows.flatMap((row): ConsumerDecision[] =>
+      row.kind === 'downstream'
+        ? []
+        : [{kind: row.kind, assetId: row.asset_id, dagId: row.dag_id, aliasId: row.alias_id}],
+    )
+    const facts = preview ? rows.find((row) => row.kind === 'downstream') : undefined
+    if (!preview || !facts) return {decisions, downstream: null}
+    // Raced: read again, in a statement whose snapshot sees what the other transaction committed.
+    if (facts.raced) return {decisions, downstream: await readAgain(ex, preview.assetIds, preview.aliasIds)}
+    return {decisions, downstream: downstream.facts(facts.downstream!, known)}
   }
 }
 
@@ -377,14 +386,18 @@ function queueText(
        ${queueInsert(perEvent)}
      )
      -- Unsorted: callers count the rows and sort the DAG names they report.
-     select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream from queued
+     select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
      union all
-     select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c${downstream ? previewBranch(downstream, param) : ''}`
+     select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c${downstream ? previewBranch(downstream, param) : ''}`
 }
 
 /**
  * The downstream preview as one more row: this statement's snapshot does not show the rows it
- * queues, so the keys it queues (inserted, or there already) count as queued too.
+ * queues, so the keys it queues (inserted, or there already) count as queued too. `raced`: a key
+ * it queues was neither inserted by it nor in its snapshot, so another transaction committed it
+ * while this statement waited on that key (ON CONFLICT waits for an uncommitted row); that one
+ * may have queued other keys of the same consumers too, which the snapshot does not show either,
+ * and the caller reads the preview again in a statement of its own.
  */
 function previewBranch(downstream: DownstreamReader, param: QueueParam): string {
   const facts = downstream.factsSql(
@@ -399,7 +412,11 @@ function previewBranch(downstream: DownstreamReader, param: QueueParam): string 
   )
   return `
      union all
-     select 'downstream', null, null, null, ${facts}`
+     select 'downstream', null, null, null, ${facts},
+            exists (select 1 from consumer k
+                     where k.kind = 'queued'
+                       and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
+                       and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))`
 }
 
 /** One row per queue key: a consumer reached through several aliases is one row of consumer each. */

@@ -2,6 +2,51 @@
 -- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
 
+-- airlock_downstream_b7c6ecf65345
+select (with consumer_dag as materialized (
+  -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
+  select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
+  union
+  select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any($2::int[])
+  union
+  select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any($1::int[])
+  union
+  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any($1::int[]))
+)
+-- The scheduler keeps a DAG whose flag is false (is_paused == false(), ~is_stale,
+-- has_import_errors == false()): a NULL flag excludes it as much as true does.
+select coalesce(json_agg(json_build_object(
+         'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
+         'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
+         'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
+         'partitioned', false,
+         'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
+         'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
+         -- From the alias links (few), each checked against the DAG's queue by its key.
+         'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                           where exists (select 1 from asset_dag_run_queue q where q.target_dag_id = d.dag_id and q.asset_id = l.asset_id) order by 1)
+       ) order by d.dag_id), '[]')
+  from consumer_dag d
+  -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
+  -- parses the whole document (a json column), megabytes for a large DAG.
+  left join lateral (
+    select s.dag_hash,
+           case when s.dag_hash = any($3::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
+           case when s.dag_hash = any($3::text[]) or s.data is not null then null else s.data_compressed end as data_compressed
+      from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
+  ) as sd on true
+  -- Three arrays rather than one object per queued asset: a consumer of hundreds of assets
+  -- costs a fraction as much to build and to parse.
+  cross join lateral (
+    select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
+           coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
+      from (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q
+      join asset a on a.id = q.asset_id
+      left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+     -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
+     where not coalesce(sd.dag_hash = any($3::text[]), false) or a.name = any($4::text[]) or a.uri = any($5::text[])
+  ) as queue_rows) as facts;
+
 -- airlock_read_ti_id_outlets_036fbd8f188e
 select ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.start_date, ti.end_date,
       dr.id as dag_run_id, dr.logical_date, null::varchar as partition_key, d.owners, ti.dag_version_id,
@@ -138,7 +183,7 @@ update task_instance ti
  from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
 where ti.id = $2::uuid;
 
--- airlock_insert_events_logged_9d4e86d58584
+-- airlock_insert_events_logged_c469c1120676
 with event as (
   insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp")
   select e.asset_id, e.extra, $1::varchar, $2::varchar, $3::varchar, $4::int, now.ts
@@ -148,10 +193,13 @@ with event as (
    order by e.n
   returning id
 ), audit as (
+  -- An aggregate over the events (one row even for none): its clock_timestamp() is read once
+  -- they are written, so the row is stamped after its events, as when it was written next.
   insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
-  values (clock_timestamp(), $1::varchar, $3::varchar, $2::varchar, $4::int,
-          $7::int, $8::varchar, $9::timestamptz, $10::varchar,
-          $11::text || coalesce((select array_to_json(array_agg(id order by id)) from event)::text, '[]') || $12::text)
+  select clock_timestamp(), $1::varchar, $3::varchar, $2::varchar, $4::int,
+         $7::int, $8::varchar, $9::timestamptz, $10::varchar,
+         $11::text || coalesce(array_to_json(array_agg(event.id order by event.id))::text, '[]') || $12::text
+    from event
   returning id
 )
 -- One row: the log row's id and the events' ids in the input's order, as one JSON array (one
@@ -202,7 +250,7 @@ insert into asset_alias_asset_event (alias_id, event_id)
 select * from unnest($1::int[], $2::int[]) as l(alias_id, event_id) order by 1, 2
 on conflict do nothing;
 
--- airlock_queue_per_asset_id_and_alias_skip_paused_a_f7a2990ef46a
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_af8e790cdadd
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -233,11 +281,11 @@ with reference as (
   returning asset_id, target_dag_id
 )
 -- Unsorted: callers count the rows and sort the DAG names they report.
-select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream from queued
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
 union all
-select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
+select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_id_and_alias_skip_paused_a_432776647ec6
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_916a493beb2c
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -268,9 +316,9 @@ with reference as (
   returning asset_id, target_dag_id
 )
 -- Unsorted: callers count the rows and sort the DAG names they report.
-select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream from queued
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
 union all
-select kind, asset_id, dag_id, alias_id, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c
+select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c
 union all
 select 'downstream', null, null, null, (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
@@ -315,52 +363,11 @@ select coalesce(json_agg(json_build_object(
       left join asset_active aa on aa.name = a.name and aa.uri = a.uri
      -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
      where not coalesce(sd.dag_hash = any($7::text[]), false) or a.name = any($8::text[]) or a.uri = any($9::text[])
-  ) as queue_rows);
-
--- airlock_downstream_b7c6ecf65345
-select (with consumer_dag as materialized (
-  -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
-  select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
-  union
-  select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any($2::int[])
-  union
-  select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any($1::int[])
-  union
-  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any($1::int[]))
-)
--- The scheduler keeps a DAG whose flag is false (is_paused == false(), ~is_stale,
--- has_import_errors == false()): a NULL flag excludes it as much as true does.
-select coalesce(json_agg(json_build_object(
-         'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
-         'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
-         'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
-         'partitioned', false,
-         'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
-         'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
-         -- From the alias links (few), each checked against the DAG's queue by its key.
-         'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                           where exists (select 1 from asset_dag_run_queue q where q.target_dag_id = d.dag_id and q.asset_id = l.asset_id) order by 1)
-       ) order by d.dag_id), '[]')
-  from consumer_dag d
-  -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
-  left join lateral (
-    select s.dag_hash,
-           case when s.dag_hash = any($3::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
-           case when s.dag_hash = any($3::text[]) or s.data is not null then null else s.data_compressed end as data_compressed
-      from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
-  ) as sd on true
-  -- Three arrays rather than one object per queued asset: a consumer of hundreds of assets
-  -- costs a fraction as much to build and to parse.
-  cross join lateral (
-    select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
-           coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
-      from (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q
-      join asset a on a.id = q.asset_id
-      left join asset_active aa on aa.name = a.name and aa.uri = a.uri
-     -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
-     where not coalesce(sd.dag_hash = any($3::text[]), false) or a.name = any($4::text[]) or a.uri = any($5::text[])
-  ) as queue_rows) as facts;
+  ) as queue_rows),
+       exists (select 1 from consumer k
+                where k.kind = 'queued'
+                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
+                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_lineage_facts_1914d52b024c
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
