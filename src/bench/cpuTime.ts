@@ -4,6 +4,8 @@ import {readdir, readFile} from 'node:fs/promises'
  * Where a batch's CPU went, per completed item: this process (the client, airlock or the raw
  * floor, which run in the benchmark's own process one at a time) and PostgreSQL. On a machine
  * whose cores the client and the server share, the client's CPU is taken from the server's.
+ * The server's figure counts every PostgreSQL process on the machine (another cluster's too), so
+ * it is meant for a machine where the benchmark's server is the only busy one.
  */
 export interface CpuPerItem {
   clientMs: number
@@ -69,5 +71,6 @@ export function isLocalServer(url: string): boolean {
   } catch {
     return false
   }
-  return host.startsWith('/') || host === 'localhost' || host === '::1' || host.startsWith('127.')
+  // No host at all is libpq's default, the local socket.
+  return host === '' || host.startsWith('/') || host === 'localhost' || host === '::1' || host.startsWith('127.')
 }

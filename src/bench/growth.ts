@@ -63,11 +63,13 @@ export function growthChart(growth: Growth, caption: string): string {
   const plotH = height - margin.top - margin.bottom
   // A log scale on both axes: commands a hundred times apart in time per row are all readable,
   // and flat stays flat.
-  const values = growth.rows.flatMap((row) => row.points.flatMap((p) => (p ? [p.microsPerRow] : [])))
-  const [bottom, top] = [
-    10 ** Math.floor(Math.log10(Math.max(0.1, Math.min(...values)))),
-    10 ** Math.ceil(Math.log10(Math.max(1, ...values))),
-  ]
+  // Below 0.1 µs a row is drawn at 0.1 (no command reads a row that fast); no point at all: 1 to 10.
+  const floorValue = 0.1
+  const values = growth.rows.flatMap((row) =>
+    row.points.flatMap((p) => (p ? [Math.max(floorValue, p.microsPerRow)] : [])),
+  )
+  const bottom = values.length > 0 ? 10 ** Math.floor(Math.log10(Math.min(...values))) : 1
+  const top = Math.max(bottom * 10, values.length > 0 ? 10 ** Math.ceil(Math.log10(Math.max(...values))) : 10)
   const events = growth.worlds.map((w) => Math.log10(w.events))
   const [low, high] = [Math.min(...events), Math.max(...events)]
   const x = (i: number) => margin.left + (high === low ? plotW / 2 : ((events[i]! - low) / (high - low)) * plotW)
@@ -90,7 +92,7 @@ export function growthChart(growth: Growth, caption: string): string {
   )
   growth.rows.forEach((row, k) => {
     const color = palette[k % palette.length]!
-    const points = row.points.flatMap((p, i) => (p ? [[x(i), y(p.microsPerRow)] as const] : []))
+    const points = row.points.flatMap((p, i) => (p ? [[x(i), y(Math.max(floorValue, p.microsPerRow))] as const] : []))
     parts.push(
       `<polyline fill="none" stroke="${color}" stroke-width="2.5" points="${points.map(([px, py]) => `${px},${py}`).join(' ')}"/>`,
     )

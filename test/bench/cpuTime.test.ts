@@ -9,6 +9,7 @@ describe("the benchmark's CPU accounting", () => {
     expect(isLocalServer('postgresql://u@[::1]:5432/db')).toBe(true)
     expect(isLocalServer('postgresql://u@localhost/db?host=%2Fvar%2Frun%2Fpostgresql')).toBe(true)
     expect(isLocalServer('postgresql://u@localhost/db?host=db.internal')).toBe(false)
+    expect(isLocalServer('postgresql:///db')).toBe(true)
     expect(isLocalServer('not a url')).toBe(false)
     expect(isLocalServer('postgresql://u@db.internal:5432/db')).toBe(false)
     expect(isLocalServer('postgresql://u@10.0.0.5/db')).toBe(false)

@@ -93,6 +93,19 @@ describe('bench --scale --sizes: the growth across worlds', () => {
     expect(heights[0]! - heights[2]!).toBeGreaterThan(200)
   })
 
+  it('draws an empty growth and rows faster than 0.1 µs inside the axes, never NaN', () => {
+    const empty = growthChart({worlds: [{events: 1000, taskInstances: 100}], rows: []}, '')
+    expect(empty).not.toContain('NaN')
+    const fast = growthChart(
+      growthOf([report(100_000, [['fast', 0.001, 100_000, 100]]), report(1_000_000, [['fast', 0.01, 1_000_000, 100]])]),
+      '',
+    )
+    expect(fast).not.toContain('NaN')
+    const heights = [...fast.matchAll(/<circle cx="[^"]+" cy="([^"]+)"/g)].map((m) => Number(m[1]))
+    const gridlines = [...fast.matchAll(/<line x1="[^"]+" x2="[^"]+" y1="([^"]+)"/g)].map((m) => Number(m[1]))
+    for (const h of heights) expect(h).toBeLessThanOrEqual(Math.max(...gridlines))
+  })
+
   it('reads sizes in events with k and M, as whole task instances, and refuses what no world can be', () => {
     expect(parseEventSizes('100k,1M,10M', 10)).toEqual([10_000, 100_000, 1_000_000])
     expect(parseEventSizes('2500', 10)).toEqual([250])

@@ -125,6 +125,19 @@ describe('complete on Airflow 3.0', () => {
     expect(result.warnings.join()).toContain('etl.produce.out_2')
   })
 
+  it('every outlet inactive: completed with no event, and the audit row written with an empty event_ids', async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 0, inactive: 2}).build()
+    const target = world.ti('etl')
+    const result = await completeOne(db.knex, target.id)
+    expect(result.result).toEqual({outcome: 'completed'})
+    expect(result.events).toBe(0)
+    expect(await eventsOf(db.knex, target)).toEqual([])
+    const logs = await db.knex('log').where({dag_id: 'etl', task_id: 'produce', event: 'success'})
+    expect(logs).toHaveLength(1)
+    expect(logs[0].extra).toContain('"events":0,"event_ids":[]}')
+    expect(JSON.parse(logs[0].extra as string).airlock.event_ids).toEqual([])
+  })
+
   it('--actor names the operator as the owner of the audit row', async () => {
     const world = await scenario(db.knex).producer('etl', {outlets: 1, owner: 'analytics'}).build()
     await completeOne(db.knex, world.ti('etl').id, {actor: 'oncall-alice'})
