@@ -101,6 +101,8 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     const filter = eventFilterFromFlags(flags)
     // Up to a week: a retried request can land long after the first on a stuck worker.
     const windowSeconds = parseDuration(flags['duplicate-window'], '--duplicate-window', 7 * 24 * 3_600_000) / 1000
+    // Checked before anything is read, --fix or not: a typo in a cron line fails at once.
+    const lockTimeoutMs = parseDuration(flags['lock-timeout'], '--lock-timeout')
     const outputFile = await newOutputName(flags.output)
     const airflow = await this.openAirflow(flags, {
       verb: 'audit-events',
@@ -149,7 +151,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       onFinding,
     )
     progress?.stop()
-    const fix = flags.fix ? await this.repairDuplicates(airflow, groups, flags) : null
+    const fix = flags.fix ? await this.repairDuplicates(airflow, groups, {...flags, lockTimeoutMs}) : null
 
     const report: EventAuditReport = {counts, findings: kept, omitted, fix, ...(file ? {output_file: file.path} : {})}
     const summary = JSON.stringify({type: 'summary', counts, fix})
@@ -172,7 +174,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
   private async repairDuplicates(
     airflow: AirflowDatabase,
     groups: Parameters<typeof prepareDuplicateFix>[1],
-    flags: {'dry-run': boolean; 'lock-timeout': string; yes: boolean},
+    flags: {'dry-run': boolean; yes: boolean; lockTimeoutMs: number},
   ): Promise<NonNullable<EventAuditReport['fix']>> {
     if (groups.length === 0) {
       return {
@@ -188,7 +190,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     }
     const repair = prepareDuplicateFix(airflow, groups, {
       dryRun: flags['dry-run'],
-      lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
+      lockTimeoutMs: flags.lockTimeoutMs,
       statementTimeoutMs: 30_000,
       airlockVersion: this.config.version,
     })

@@ -34,7 +34,7 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
     ...connectionFlags,
     samples: Flags.integer({description: 'Snapshots to take.', default: 5, min: 1, max: 10_000}),
     interval: Flags.string({
-      description: 'Time between snapshots (500ms, 2s; a bare number is milliseconds).',
+      description: 'Time between snapshots, with its unit (500ms, 2s).',
       default: '200ms',
     }),
     'warn-wait': Flags.string({description: 'A wait longer than this is a warning.', default: '1s'}),

@@ -239,6 +239,20 @@ describe('airlock audit-events', () => {
     }
   })
 
+  it('--lock-timeout without its unit is exit 2 before anything is read, with --fix or without', async () => {
+    for (const args of [
+      ['--lock-timeout', '5'],
+      ['--lock-timeout', 'abc', '--fix'],
+      ['--lock-timeout', '5', '--fix'],
+    ]) {
+      const result = await runCli(['audit-events', '--database-url', db.url, ...args, '--json', '--verbose'])
+      expect(result.code).toBe(2)
+      expect(JSON.stringify(envelope(result))).toContain('--lock-timeout must be a duration with its unit')
+      // Refused before the first connection: no statement ran.
+      expect(result.stderr).not.toMatch(/^sql /m)
+    }
+  })
+
   it('--fix without --no-dry-run changes nothing', async () => {
     const before = await countRows(db.knex, 'asset_event')
     const {out} = await audit('--fix')
