@@ -10,8 +10,9 @@ export interface TableOptions {
 /**
  * A column and what it may lose when the table must fit a width. `keep`: what the row is about
  * (its key, its outcome): cut only when every other column is as narrow as it goes. `middle`: cut
- * in the middle, so a dag/run/task[map] key keeps the DAG's start and the task[map] at its end.
- * `optional`: context (timings) dropped whole before anything is cut.
+ * in the middle; a dag/run/task[map] key is cut by its parts (cutKey), so the task[map] and the
+ * run's time stay and rows of two runs never read alike. `optional`: context (timings) dropped
+ * whole before anything is cut.
  */
 export interface Column {
   header: string
@@ -43,7 +44,7 @@ export function renderTable(columns: Array<string | Column>, rows: Cell[][], opt
     shown
       .map(({column, width}) => {
         const value = values[column] ?? ''
-        return (specs[column]?.middle ? cutMiddle : cutEnd)(value, width).padEnd(width)
+        return (specs[column]?.middle ? cutKey : cutEnd)(value, width).padEnd(width)
       })
       .join('  ')
       .trimEnd()
@@ -78,7 +79,31 @@ function layout(specs: Column[], natural: number[], width: number): Array<{colum
 const cutEnd = (value: string, width: number) =>
   value.length <= width ? value : `${value.slice(0, Math.max(0, width - 1))}…`
 
-/** A third of the room for the start, the rest for the end: the end (task[map]) identifies the row. */
+/**
+ * A dag/run/task[map] key cut by its parts: the task[map] whole, then the run, whose type prefix
+ * (`scheduled__`, `manual__`, …) goes before its time does, and the DAG id's end goes first of
+ * all (down to a third of the room, at least 8 characters, or what the run's date leaves).
+ * Airflow's ids hold no `/`, so the parts are found by it; any other value is cut in the middle.
+ */
+export function cutKey(value: string, width: number): string {
+  if (value.length <= width) return value
+  const parts = value.split('/')
+  const task = parts.at(-1)!
+  const room = width - task.length - 2
+  if (parts.length !== 3 || room < 16) return cutMiddle(value, width)
+  const [dag, run] = parts as [string, string]
+  const dagAtLeast = Math.min(dag.length, Math.max(8, Math.floor(room / 3)))
+  const stamp = /^[a-z_]+?__(.+)$/.exec(run)?.[1]
+  const runs = stamp === undefined ? [run] : [run, `…${stamp}`]
+  for (const candidate of runs) {
+    if (room - candidate.length >= dagAtLeast) return `${cutEnd(dag, room - candidate.length)}/${candidate}/${task}`
+  }
+  // Tight: the run keeps at least its date (`…2026-12-03`), the DAG id what is left.
+  const runRoom = stamp === undefined ? room - dagAtLeast : Math.max(room - dagAtLeast, Math.min(12, room - 5))
+  return `${cutEnd(dag, room - runRoom)}/${cutEnd(runs.at(-1)!, runRoom)}/${task}`
+}
+
+/** A third of the room for the start, the rest for the end: the end identifies the row. */
 function cutMiddle(value: string, width: number): string {
   if (value.length <= width) return value
   const head = Math.floor((width - 1) / 3)

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {keyColumn, renderTable} from '../../src/output/table.js'
+import {cutKey, keyColumn, renderTable} from '../../src/output/table.js'
 
 describe('renderTable', () => {
   const rows = [
@@ -58,8 +58,9 @@ describe('renderTable keeps the part that names the row', () => {
     for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(80)
     expect(text).not.toContain('lock hold ms')
     const row = text.split('\n')[2]!
-    expect(row).toMatch(/^dotodo_daily_/)
+    expect(row).toMatch(/^dotodo_da/)
     expect(row).toContain('…')
+    expect(row).toContain('2024-06-01')
     expect(row).toContain('/analytics_task_7[3]')
     expect(row).toContain('completed')
   })
@@ -69,5 +70,42 @@ describe('renderTable keeps the part that names the row', () => {
     const rule = text.split('\n')[1]!
     expect(rule).toMatch(/^[─ ]+$/)
     expect(rule.length).toBeLessThanOrEqual(80)
+  })
+})
+
+describe('a dag/run/task[map] key cut to a width', () => {
+  const dag = 'sales_pipeline_daily_with_a_long_name'
+  const key = (day: string) => `${dag}/scheduled__2026-12-${day}T00:00:00+00:00/extract[12]`
+
+  it('two runs of one long DAG never read alike: the DAG id is cut first, then the run type, never the date', () => {
+    for (const width of [30, 40, 50, 60, 80]) {
+      const [first, second] = [cutKey(key('03'), width), cutKey(key('04'), width)]
+      expect(first.length).toBeLessThanOrEqual(width)
+      expect(first.endsWith('/extract[12]')).toBe(true)
+      expect(first).not.toBe(second)
+      expect(first).toContain('2026-12-03')
+    }
+    // Room to spare: the run whole, only the DAG id's end cut.
+    expect(cutKey(key('03'), 70)).toBe('sales_pipeline_daily…/scheduled__2026-12-03T00:00:00+00:00/extract[12]')
+  })
+
+  it('in a table at 80 columns, the rows of two runs differ', () => {
+    const text = renderTable(
+      [keyColumn('task instance'), {header: 'outcome', keep: true}, 'events', 'queued'],
+      [
+        [key('03'), 'completed (was running)', 3, 1],
+        [key('04'), 'completed (was running)', 3, 1],
+      ],
+      {width: 80},
+    )
+    const [, , first, second] = text.split('\n')
+    for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(80)
+    expect(first).toContain('2026-12-03')
+    expect(second).toContain('2026-12-04')
+  })
+
+  it('what is not a three-part key is cut in the middle, as before', () => {
+    expect(cutKey('a'.repeat(30) + 'z'.repeat(30), 21)).toBe('a'.repeat(6) + '…' + 'z'.repeat(14))
+    expect(cutKey('short', 10)).toBe('short')
   })
 })
