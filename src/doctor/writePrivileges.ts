@@ -65,7 +65,14 @@ export function privilegesFor(command: string): NeededPrivilege[] {
 }
 
 /** The commands that only read: what still works for a role without write privileges. */
-export const readOnlyCommands = ['doctor', 'export-events', 'audit-events (without --fix)', 'audit-locks']
+export const readOnlyCommands = [
+  'doctor',
+  'export-events',
+  'audit-events (without --fix)',
+  'audit-locks',
+  'complete --plan',
+  'replay-events --plan',
+]
 
 /** Every privilege `command` needs, or exit 2 naming the missing ones (doctor shows them all). */
 export async function requirePrivileges(db: Database, command: string): Promise<void> {

@@ -290,7 +290,9 @@ describe('airlock doctor', () => {
       expect(checked.code).toBe(9)
       const report = (envelope(checked) as unknown as DoctorJson).result
       expect(report.verdict).toMatch(/^read-only: /)
-      expect(report.verdict).toContain('Still works: doctor, export-events, audit-events (without --fix), audit-locks')
+      expect(report.verdict).toContain(
+        'Still works: doctor, export-events, audit-events (without --fix), audit-locks, complete --plan, replay-events --plan',
+      )
 
       const before = await database.knex('task_instance').where({dag_id: 'etl'}).first()
       const written = await runCli(['complete', '--database-url', url.toString(), '--dag-id', 'etl', '--yes', '--json'])
