@@ -18,6 +18,7 @@ import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
 import type {AirflowDatabase} from '../src/store/schemaCheck.js'
 import {prose} from '../src/cli/prose.js'
+import {requireAssets} from '../src/selection/assetFilter.js'
 import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {createProgress, type Progress} from '../src/output/progress.js'
 import {createLineFile} from '../src/output/lineFile.js'
@@ -110,6 +111,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       ...(flags.fix ? {writes: 'audit-events --fix'} : {}),
     })
     if (filter.sourceDagId) await requireSourceDag(airflow, filter.sourceDagId)
+    await requireAssets(airflow, filter.assets)
 
     const file = outputFile
       ? await createLineFile(outputFile).catch((error: unknown) => {

@@ -6,6 +6,7 @@ import {Flags} from '@oclif/core'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {expandOutputName} from '../src/cli/outputName.js'
+import {requireAssets} from '../src/selection/assetFilter.js'
 import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
 import {usageError} from '../src/errors.js'
@@ -62,6 +63,7 @@ airlock replay-events --from-file … --skip-existing against production.`)
     const output = flags.output === undefined ? undefined : expandOutputName(flags.output, '--output')
     const airflow = await this.openAirflow(flags, {verb: 'export-events', poolSize: 1})
     if (filter.sourceDagId) await requireSourceDag(airflow, filter.sourceDagId)
+    await requireAssets(airflow, filter.assets)
     const file = output ? fs.createWriteStream(output, {flags: 'wx'}) : undefined
     if (file)
       await new Promise((resolve, reject) =>

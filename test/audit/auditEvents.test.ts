@@ -239,6 +239,20 @@ describe('airlock audit-events', () => {
     }
   })
 
+  it('an --asset that names no asset is exit 4 for audit-events and export-events, not a clean run', async () => {
+    const audited = await runCli(['audit-events', '--database-url', db.url, '--asset', 'no.such.asset', '--json'])
+    expect(audited.code).toBe(4)
+    expect(JSON.stringify(envelope(audited))).toContain('No asset has the name or uri \\"no.such.asset\\"')
+    const exported = await runCli(['export-events', '--database-url', db.url, '--asset', 'no.such.asset'])
+    expect(exported.code).toBe(4)
+    expect(exported.stdout).toBe('')
+    // A real asset, by its name or by its uri, is audited as before.
+    const [asset] = await db.knex('asset').select('name', 'uri').limit(1)
+    for (const named of [asset.name, asset.uri]) {
+      expect((await runCli(['audit-events', '--database-url', db.url, '--asset', named, '--json'])).code).not.toBe(4)
+    }
+  })
+
   it('--lock-timeout without its unit is exit 2 before anything is read, with --fix or without', async () => {
     for (const args of [
       ['--lock-timeout', '5'],
