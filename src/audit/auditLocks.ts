@@ -1,3 +1,4 @@
+import {formatKey} from '../airflow/taskInstance.js'
 import type {Database, Executor} from '../engine/engine.js'
 import {sleep} from '../engine/retry.js'
 import {adviseOn, lockSettingNames, type SettingReport} from '../report/settingsAdvice.js'
@@ -43,6 +44,8 @@ export interface IdleHolder {
 
 export interface Aggregate {
   key: string
+  /** by_task_instance: dag/run/task[map] of the task instance whose id is `key`, when known. */
+  task_instance?: string | null
   samples: number
   max_wait_ms: number
   p95_wait_ms: number
@@ -77,7 +80,7 @@ export async function auditLocks(
   const server = await catalog.readServerInfo(pool)
   const deadlocksBefore = await catalog.readDeadlockCount(pool)
   const started = new Date()
-  const waits = {byTi: new Map<string, number[]>(), byQuery: new Map<string, number[]>()}
+  const waits: Waits = {byTi: new Map(), byQuery: new Map(), tiKeys: new Map()}
   const rootsSeen = new Set<string>()
   let worst: {forest: LockNode[]; sessions: SessionRow[]; blocked: number; index: number} | null = null
   let last: SessionRow[] = []
@@ -90,13 +93,7 @@ export async function auditLocks(
     let blocked = 0
     for (const tree of forest) {
       rootsSeen.add(`${tree.pid}:${sessions.find((s) => s.pid === tree.pid)?.xact_start?.toISOString() ?? ''}`)
-      for (const node of walk(tree)) {
-        if (node.wait_ms === null) continue
-        blocked++
-        const ti = node.task_instance
-        if (ti) push(waits.byTi, ti.id ?? `${ti.dag_id}/${ti.run_id}/${ti.task_id}[${ti.map_index}]`, node.wait_ms)
-        if (node.query) push(waits.byQuery, normaliseQuery(node.query), node.wait_ms)
-      }
+      blocked += countWaits(tree, waits)
     }
 
     if (!worst || blocked > worst.blocked) worst = {forest, sessions, blocked, index}
@@ -132,7 +129,7 @@ export async function auditLocks(
       .map(({pid, wait_ms, query, application_name}) => ({pid, wait_ms, query, application_name})),
     idle_in_transaction: idle,
     aggregates: {
-      by_task_instance: aggregate(waits.byTi),
+      by_task_instance: aggregate(waits.byTi).map((a) => ({...a, task_instance: waits.tiKeys.get(a.key) ?? null})),
       by_query: aggregate(waits.byQuery),
       roots_seen: rootsSeen.size,
       max_blocked: worst?.blocked ?? 0,
@@ -282,6 +279,34 @@ function judge(audit: LockAudit, t: LockThresholds): Finding[] {
 
 function push(map: Map<string, number[]>, key: string, value: number): void {
   map.set(key, [...(map.get(key) ?? []), value])
+}
+
+/** Wait times across the samples, by task instance and by query shape. */
+interface Waits {
+  byTi: Map<string, number[]>
+  byQuery: Map<string, number[]>
+  /** dag/run/task[map] of each task instance waited on, when the session named it or its row was read. */
+  tiKeys: Map<string, string>
+}
+
+/** One sample's tree into the waits; how many of its sessions wait. */
+function countWaits(tree: LockNode, waits: Waits): number {
+  let blocked = 0
+  for (const node of walk(tree)) {
+    if (node.wait_ms === null) continue
+    blocked++
+    const ti = node.task_instance
+    if (ti) {
+      const key = ti.id ?? `${ti.dag_id}/${ti.run_id}/${ti.task_id}[${ti.map_index}]`
+      push(waits.byTi, key, node.wait_ms)
+      if (ti.dag_id && ti.run_id && ti.task_id) {
+        const {dag_id: dagId, run_id: runId, task_id: taskId} = ti
+        waits.tiKeys.set(key, formatKey({dagId, runId, taskId, mapIndex: ti.map_index ?? -1}))
+      }
+    }
+    if (node.query) push(waits.byQuery, normaliseQuery(node.query), node.wait_ms)
+  }
+  return blocked
 }
 
 function aggregate(map: Map<string, number[]>): Aggregate[] {

@@ -87,7 +87,7 @@ export function renderLockAudit(audit: LockAudit, width?: number): string {
           [keyColumn('task instance'), 'samples', 'max', 'p95'],
           audit.aggregates.by_task_instance
             .slice(0, 10)
-            .map((a) => [a.key, a.samples, seconds(a.max_wait_ms), seconds(a.p95_wait_ms)]),
+            .map((a) => [a.task_instance ?? a.key, a.samples, seconds(a.max_wait_ms), seconds(a.p95_wait_ms)]),
           {width},
         ),
     )

@@ -121,7 +121,11 @@ describe('airlock audit-locks', () => {
     expect(root.children[0]!.children[0]!.wait_ms).toBeLessThanOrEqual(Date.now() - started + 5000)
     expect(root.task_instance).toMatchObject({id: target.id, source: 'inferred_from_waiter'})
     expect(out.result.idle_in_transaction.map((h) => h.pid)).toEqual([holder.pid])
-    expect(out.result.aggregates.by_task_instance[0]).toMatchObject({key: target.id})
+    expect(out.result.aggregates.by_task_instance[0]).toMatchObject({
+      key: target.id,
+      // Its key too, which the table shows in place of the id.
+      task_instance: `${target.dag_id}/${target.run_id}/${target.task_id}`,
+    })
     expect(out.result.findings.map((f) => f.code)).toContain('idle_root')
   })
 
