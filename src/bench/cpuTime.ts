@@ -4,8 +4,8 @@ import {readdir, readFile} from 'node:fs/promises'
  * Where a batch's CPU went, per completed item: this process (the client, airlock or the raw
  * floor, which run in the benchmark's own process one at a time) and PostgreSQL. On a machine
  * whose cores the client and the server share, the client's CPU is taken from the server's.
- * The server's figure counts every PostgreSQL process on the machine (another cluster's too), so
- * it is meant for a machine where the benchmark's server is the only busy one.
+ * The server's figure is that server's own processes (its postmaster and children), read from
+ * /proc when it runs on this machine.
  */
 export interface CpuPerItem {
   clientMs: number
@@ -16,48 +16,69 @@ export interface CpuPerItem {
 /** Ticks per second of /proc's utime and stime: USER_HZ, 100 on every Linux architecture Node runs on. */
 const ticksPerSecond = 100
 
+/** A process's fields after its command name (pid (comm) state ppid …), or undefined when it is gone. */
+async function statFields(pid: number): Promise<string[] | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined)
+  // The command name may hold spaces and parentheses: fields are counted after the last ')'.
+  const close = stat?.lastIndexOf(')') ?? -1
+  return close < 0 ? undefined : stat!.slice(close + 2).split(' ')
+}
+
 /**
- * CPU time of every PostgreSQL process on this machine so far, in ms: each process's user and
- * system time, and what each has reaped of its children (a backend that ended is added to the
- * postmaster's cutime and cstime, so connections closed during a batch still count). Null off
- * Linux.
+ * The postmaster of the server a connection talks to, when that server runs on this machine: the
+ * parent of the connection's backend. Null where /proc cannot tell (not Linux, another host).
  */
-export async function postgresCpuMs(): Promise<number | null> {
+export async function postmasterOf(backendPid: number): Promise<number | null> {
+  const fields = await statFields(backendPid)
+  // ppid: field 4 of proc(5), 1 after the state.
+  return fields ? Number(fields[1]) : null
+}
+
+/**
+ * CPU time of one PostgreSQL server so far, in ms: its postmaster's and every child's user and
+ * system time, and what the postmaster has reaped of children that ended (cutime, cstime), so
+ * connections closed during a batch still count. Another cluster on the machine is not counted.
+ * Null when the postmaster cannot be read.
+ */
+export async function postgresCpuMs(postmaster: number): Promise<number | null> {
+  const own = await statFields(postmaster)
+  if (!own) return null
   let pids: string[]
   try {
     pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name))
   } catch {
     return null
   }
-  let ticks = 0
+  // utime, stime, cutime, cstime: fields 14 to 17 of proc(5), 11 to 14 after the state.
+  const ticks = (fields: string[]) => [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index] ?? 0), 0)
+  let total = ticks(own)
   for (const pid of pids) {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
-    // pid (comm) state ppid …: the command name may hold spaces, so fields are counted after ')'.
-    const close = stat.lastIndexOf(')')
-    if (close < 0 || stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue
-    const fields = stat.slice(close + 2).split(' ')
-    // utime, stime, cutime, cstime: fields 14 to 17 of proc(5), 11 to 14 after the state.
-    for (const index of [11, 12, 13, 14]) ticks += Number(fields[index] ?? 0)
+    const fields = await statFields(Number(pid))
+    if (fields && Number(fields[1]) === postmaster) total += ticks(fields)
   }
-  return (ticks * 1000) / ticksPerSecond
+  return (total * 1000) / ticksPerSecond
 }
 
-/** Runs `work` and says how much CPU the client and the server spent on each of the items it reports done. */
+/**
+ * Runs `work` and says how much CPU the client and the server spent on each of the items it
+ * reports done; the server's only when its postmaster is on this machine (postmasterOf).
+ */
 export async function withCpuPerItem<T extends {done: number}>(
-  serverIsLocal: boolean,
+  postmaster: number | null,
   work: () => Promise<T>,
 ): Promise<T & {cpu: CpuPerItem}> {
-  const serverBefore = serverIsLocal ? await postgresCpuMs() : null
+  const serverBefore = postmaster === null ? null : await postgresCpuMs(postmaster)
   const clientBefore = process.cpuUsage()
   const result = await work()
   const client = process.cpuUsage(clientBefore)
-  const serverAfter = serverBefore === null ? null : await postgresCpuMs()
+  const serverAfter = postmaster === null || serverBefore === null ? null : await postgresCpuMs(postmaster)
   const per = (ms: number) => ms / Math.max(1, result.done)
   return {
     ...result,
     cpu: {
       clientMs: per((client.user + client.system) / 1000),
-      serverMs: serverBefore === null || serverAfter === null ? null : per(serverAfter - serverBefore),
+      // Never below zero: a child that ended and is not reaped yet counts before and not after.
+      serverMs: serverBefore === null || serverAfter === null ? null : per(Math.max(0, serverAfter - serverBefore)),
     },
   }
 }

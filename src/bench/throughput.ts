@@ -6,7 +6,8 @@ import {runProtocol} from '../protocol/protocol.js'
 import {percentile} from '../report/stats.js'
 import {selectTaskInstances} from '../selection/selection.js'
 import {floorItem, openFloorClient} from '../fixtures/rawFloor.js'
-import {isLocalServer, withCpuPerItem, type CpuPerItem} from './cpuTime.js'
+import {statement} from '../engine/prepared.js'
+import {isLocalServer, postmasterOf, withCpuPerItem, type CpuPerItem} from './cpuTime.js'
 import {benchWriter, type ScratchDatabase, type ScratchServer} from './scratch.js'
 
 export interface ThroughputRow {
@@ -108,7 +109,9 @@ async function completionsPerSecond(
     poolSize: options.concurrency + 1,
   })
   try {
-    return await withCpuPerItem(isLocalServer(server.adminUrl), () => completeBatch(scratch, options, downstream))
+    return await withCpuPerItem(await localPostmaster(server, scratch), () =>
+      completeBatch(scratch, options, downstream),
+    )
   } finally {
     await scratch.drop()
   }
@@ -167,7 +170,7 @@ async function measureFloorThroughput(
     for await (const {tiId} of selectTaskInstances(store, db.executor, {dagId: 'etl_001', runIds: [], taskIds: []}))
       ids.push(tiId)
     let next = 0
-    const counted = await withCpuPerItem(isLocalServer(server.adminUrl), async () => {
+    const counted = await withCpuPerItem(await localPostmaster(server, scratch), async () => {
       let done = 0
       const started = performance.now()
       await Promise.all(
@@ -234,4 +237,11 @@ export async function measureRace(
   } finally {
     await scratch.drop()
   }
+}
+
+/** The scratch server's postmaster, when it runs on this machine (its CPU is then read from /proc). */
+async function localPostmaster(server: ScratchServer, scratch: ScratchDatabase): Promise<number | null> {
+  if (!isLocalServer(server.adminUrl)) return null
+  const [row] = await scratch.db.executor.query<{pid: number}>(statement('select pg_backend_pid() as pid'))
+  return row ? postmasterOf(row.pid) : null
 }

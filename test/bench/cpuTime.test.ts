@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {isLocalServer, postgresCpuMs, withCpuPerItem} from '../../src/bench/cpuTime.js'
+import {isLocalServer, postgresCpuMs, postmasterOf, withCpuPerItem} from '../../src/bench/cpuTime.js'
 
 describe("the benchmark's CPU accounting", () => {
   it('counts a server as local only on loopback, localhost or a Unix socket', () => {
@@ -15,19 +15,26 @@ describe("the benchmark's CPU accounting", () => {
     expect(isLocalServer('postgresql://u@10.0.0.5/db')).toBe(false)
   })
 
-  it('reads PostgreSQL CPU from /proc as milliseconds, never less than before', async () => {
-    const first = await postgresCpuMs()
-    const second = await postgresCpuMs()
+  it("reads a server's CPU from /proc: its postmaster and the postmaster's children, never less than before", async () => {
+    // This process stands in for a postmaster: its parent is found the way a backend's is.
+    const parent = await postmasterOf(process.pid)
     if (process.platform !== 'linux') {
-      expect(first).toBeNull()
+      expect(parent).toBeNull()
       return
     }
+    expect(parent).toBe(process.ppid)
+    const first = await postgresCpuMs(process.pid)
+    // 30 ms of CPU, however busy the machine (/proc counts in 10 ms ticks).
+    const spent = process.cpuUsage()
+    while (process.cpuUsage(spent).user < 30_000) Math.sqrt(Math.random())
+    const second = await postgresCpuMs(process.pid)
     expect(first).toBeGreaterThanOrEqual(0)
-    expect(second).toBeGreaterThanOrEqual(first!)
+    expect(second).toBeGreaterThan(first!)
+    expect(await postgresCpuMs(2 ** 22 + 1)).toBeNull()
   })
 
   it("divides the client's CPU by the items done, and leaves the server's out when it is elsewhere", async () => {
-    const result = await withCpuPerItem(false, () => {
+    const result = await withCpuPerItem(null, () => {
       const until = Date.now() + 30
       while (Date.now() < until) Math.sqrt(Math.random())
       return Promise.resolve({done: 2})
