@@ -142,16 +142,12 @@ export function readDownstream(reader: DownstreamReader, capabilities: Pick<Capa
 /** The facts' scalar subquery, with or without the 3.2+ partitioned timetable column. */
 function factsText(partitionedTimetables: boolean, p: DownstreamParams, queuedHere?: string): string {
   const partitioned = partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
-  // The queue rows of a consumer: those the statement's snapshot shows, and those it queues itself.
-  const queueOf = (asset: string) =>
-    `exists (select 1 from asset_dag_run_queue q where q.target_dag_id = d.dag_id and q.asset_id = ${asset})` +
-    (queuedHere
-      ? ` or exists (select 1 from (${queuedHere}) as h where h.dag_id = d.dag_id and h.asset_id = ${asset})`
-      : '')
-  const queuedAssets = queuedHere
-    ? `(select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-                   union select h.asset_id from (${queuedHere}) as h where h.dag_id = d.dag_id)`
-    : `(select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id)`
+  // The assets of a consumer's queue rows: those the statement's snapshot shows, and those it
+  // queues itself (queuedHere), one definition for the assets listed and the aliases checked.
+  const queueAssets = queuedHere
+    ? `select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+                   union select h.asset_id from (${queuedHere}) as h where h.dag_id = d.dag_id`
+    : `select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id`
   return `(with consumer_dag as materialized (
        -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
        select d.* from dag d where d.dag_id in (${consumerDagsOf(p.assetIds, p.aliasIds)})
@@ -167,7 +163,7 @@ function factsText(partitionedTimetables: boolean, p: DownstreamParams, queuedHe
               'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
               -- From the alias links (few), each checked against the DAG's queue by its key.
               'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                                where ${queueOf('l.asset_id')} order by 1)
+                                where l.asset_id in (${queueAssets}) order by 1)
             ) order by d.dag_id), '[]')
        from consumer_dag d
        -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
@@ -183,7 +179,7 @@ function factsText(partitionedTimetables: boolean, p: DownstreamParams, queuedHe
        cross join lateral (
          select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
                 coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
-           from ${queuedAssets} as q
+           from (${queueAssets}) as q
            join asset a on a.id = q.asset_id
            left join asset_active aa on aa.name = a.name and aa.uri = a.uri
           -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.

@@ -48,19 +48,21 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
         cross join (select clock_timestamp() as ts) as now
         order by e.n
        returning id
+     ), written as (
+       -- The events' ids in the input's order, once: one JSON array (one row parses in a fraction
+       -- of the time hundreds of rows take), for the audit row's extra and for the caller.
+       select coalesce(array_to_json(array_agg(id order by id)), '[]') as ids from event
      ), audit as (
-       -- An aggregate over the events (one row even for none): its clock_timestamp() is read once
-       -- they are written, so the row is stamped after its events, as when it was written next.
+       -- Read from an aggregate over the events (one row even for none): its clock_timestamp() is
+       -- read once they are written, so the row is stamped after its events, as when it was next.
        insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
        select clock_timestamp(), ${param('dagId', 'varchar')}, ${param('taskId', 'varchar')}, ${param('runId', 'varchar')}, ${param('mapIndex', 'int')},
               ${param('tryNumber', 'int')}, ${param('event', 'varchar')}, ${param('logicalDate', 'timestamptz')}, ${param('owner', 'varchar')},
-              ${param('extraBefore', 'text')} || coalesce(array_to_json(array_agg(event.id order by event.id))::text, '[]') || ${param('extraAfter', 'text')}
-         from event
+              ${param('extraBefore', 'text')} || written.ids::text || ${param('extraAfter', 'text')}
+         from written
        returning id
      )
-     -- One row: the log row's id and the events' ids in the input's order, as one JSON array (one
-     -- row parses in a fraction of the time hundreds of rows take).
-     select audit.id as log_id, coalesce((select json_agg(id order by id) from event), '[]') as event_ids from audit`,
+     select audit.id as log_id, written.ids as event_ids from audit, written`,
   )
   return async (
     ex: Executor,
@@ -292,8 +294,8 @@ export function queueConsumers(
   ): Promise<QueuedConsumers> => {
     if (events.length === 0) return {decisions: [], downstream: null}
     const throughAlias = events.filter((e) => e.aliasId !== null)
-    // What the condition cache knows, for the preview's text only.
-    const known = preview ? downstream.known() : {snapshot: new Map(), hashes: [], names: [], uris: []}
+    // What the condition cache knows: only the preview's text binds it.
+    const known = preview ? downstream.known() : undefined
     const bySlot: Record<QueueSlot, unknown> = {
       assetIds: events.map((e) => e.assetId),
       eventIds: events.map((e) => e.eventId),
@@ -305,9 +307,9 @@ export function queueConsumers(
       producerTask: producer?.taskId ?? null,
       previewAssetIds: [...new Set(preview?.assetIds ?? [])],
       previewAliasIds: [...new Set(preview?.aliasIds ?? [])],
-      knownHashes: known.hashes,
-      knownNames: known.names,
-      knownUris: known.uris,
+      knownHashes: known?.hashes ?? [],
+      knownNames: known?.names ?? [],
+      knownUris: known?.uris ?? [],
     }
     const {slots, queue} = texts[preview ? 1 : 0]!
     const rows = await ex.query<{
@@ -323,8 +325,8 @@ export function queueConsumers(
         ? []
         : [{kind: row.kind, assetId: row.asset_id, dagId: row.dag_id, aliasId: row.alias_id}],
     )
-    const facts = preview ? rows.find((row) => row.kind === 'downstream') : undefined
-    if (!preview || !facts) return {decisions, downstream: null}
+    const facts = rows.find((row) => row.kind === 'downstream')
+    if (!preview || !known || !facts) return {decisions, downstream: null}
     // Raced: read again, in a statement whose snapshot sees what the other transaction committed.
     if (facts.raced) return {decisions, downstream: await readAgain(ex, preview.assetIds, preview.aliasIds)}
     return {decisions, downstream: downstream.facts(facts.downstream!, known)}

@@ -2,7 +2,7 @@
 -- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
 
--- airlock_downstream_b7c6ecf65345
+-- airlock_downstream_dcf4838d829d
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -24,7 +24,7 @@ select coalesce(json_agg(json_build_object(
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
          -- From the alias links (few), each checked against the DAG's queue by its key.
          'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                           where exists (select 1 from asset_dag_run_queue q where q.target_dag_id = d.dag_id and q.asset_id = l.asset_id) order by 1)
+                           where l.asset_id in (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) order by 1)
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
@@ -183,7 +183,7 @@ update task_instance ti
  from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
 where ti.id = $2::uuid;
 
--- airlock_insert_events_logged_c469c1120676
+-- airlock_insert_events_logged_6ea0657fc687
 with event as (
   insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp")
   select e.asset_id, e.extra, $1::varchar, $2::varchar, $3::varchar, $4::int, now.ts
@@ -192,19 +192,21 @@ with event as (
    cross join (select clock_timestamp() as ts) as now
    order by e.n
   returning id
+), written as (
+  -- The events' ids in the input's order, once: one JSON array (one row parses in a fraction
+  -- of the time hundreds of rows take), for the audit row's extra and for the caller.
+  select coalesce(array_to_json(array_agg(id order by id)), '[]') as ids from event
 ), audit as (
-  -- An aggregate over the events (one row even for none): its clock_timestamp() is read once
-  -- they are written, so the row is stamped after its events, as when it was written next.
+  -- Read from an aggregate over the events (one row even for none): its clock_timestamp() is
+  -- read once they are written, so the row is stamped after its events, as when it was next.
   insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
   select clock_timestamp(), $1::varchar, $3::varchar, $2::varchar, $4::int,
          $7::int, $8::varchar, $9::timestamptz, $10::varchar,
-         $11::text || coalesce(array_to_json(array_agg(event.id order by event.id))::text, '[]') || $12::text
-    from event
+         $11::text || written.ids::text || $12::text
+    from written
   returning id
 )
--- One row: the log row's id and the events' ids in the input's order, as one JSON array (one
--- row parses in a fraction of the time hundreds of rows take).
-select audit.id as log_id, coalesce((select json_agg(id order by id) from event), '[]') as event_ids from audit;
+select audit.id as log_id, written.ids as event_ids from audit, written;
 
 -- airlock_assets_by_name_or_uri_5152f76de9ea
 select s.value, a.name, a.uri
@@ -285,7 +287,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_id_and_alias_skip_paused_a_916a493beb2c
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_9be70c063933
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -341,7 +343,8 @@ select coalesce(json_agg(json_build_object(
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
          -- From the alias links (few), each checked against the DAG's queue by its key.
          'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                           where exists (select 1 from asset_dag_run_queue q where q.target_dag_id = d.dag_id and q.asset_id = l.asset_id) or exists (select 1 from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id and h.asset_id = l.asset_id) order by 1)
+                           where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1)
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
