@@ -128,6 +128,11 @@ export function completeWriter(
     verb: 'complete',
     // The serialized DAG also says which mapped tasks wait for this one's return value.
     readsOutlets: true,
+    // Its read, events, queue (with the preview), lock and update settle on their generic plans
+    // after five executions per connection (pg_prepared_statements' generic_plans and
+    // custom_plans, at 10 and 600 outlets); the five custom plans before that cost a bulk run
+    // about a tenth of the server's CPU per completion (docs/bench.md, bulk throughput).
+    genericPlans: true,
     committed: {outcome: 'completed'},
     decideBeforeRegistering: (ti) => refuseBeforeRegistering(settings, ti, decide),
     async register(tx, ti, input) {

@@ -55,6 +55,14 @@ export interface TransactionLocals {
   idleInTransactionTimeoutMs?: number
   /** The session tag, `airlock:<verb>:<subject>`, so lock audits can name the transaction. */
   applicationName: string
+  /**
+   * Run the transaction's prepared statements on their generic plans from the first execution
+   * (plan_cache_mode = force_generic_plan). PostgreSQL otherwise plans a prepared statement five
+   * times with its values on every new connection before it settles on the generic plan; for
+   * work whose statements settle there anyway (the protocol's: checked per statement with
+   * pg_prepared_statements), those plans are pure cost, paid again by every pooled connection.
+   */
+  genericPlans?: boolean
 }
 
 /** A transaction in progress: its statements, and COMMIT issued by the work when it chooses. */

@@ -34,6 +34,12 @@ export interface Writer<O extends {outcome: string}, Input, Registration, Receip
   verb: string
   /** Whether step 1 should read the task's declared outlets too (one round trip either way). */
   readsOutlets: boolean
+  /**
+   * Its transactions run their statements on generic plans from the first execution
+   * (TransactionLocals.genericPlans): for a writer whose statements PostgreSQL settles on the
+   * generic plan for anyway, so only the first five executions per connection change.
+   */
+  genericPlans?: boolean
   /** Step 1: stop early (nothing written) or undefined to go on. */
   decideBeforeRegistering(ti: TaskInstanceContext): O | undefined
   /** Step 2. */
@@ -156,6 +162,7 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
       lockTimeoutMs: options.lockTimeoutMs,
       statementTimeoutMs: options.statementTimeoutMs,
       applicationName: `airlock:${writer.verb}:${describeRef(ref)}`,
+      ...(writer.genericPlans ? {genericPlans: true} : {}),
     },
     dryRun: options.dryRun,
     retry: options.retry,

@@ -95,7 +95,7 @@ describe('--verbose', () => {
     expect(begins).toHaveLength(3)
     for (const line of begins) {
       expect(line).toMatch(
-        /^begin read committed \(lock_timeout \d+ms, statement_timeout \d+ms, idle_in_transaction_session_timeout \d+ms, application_name airlock:complete:\S+\) \d+\.\d ms$/,
+        /^begin read committed \(lock_timeout \d+ms, statement_timeout \d+ms, idle_in_transaction_session_timeout \d+ms, plan_cache_mode force_generic_plan, application_name airlock:complete:\S+\) \d+\.\d ms$/,
       )
     }
     expect(logged.filter((line) => /^rollback \d+\.\d ms$/.test(line))).toHaveLength(3)

@@ -56,6 +56,23 @@ describe('write transaction limits', () => {
     )
     expect(seen[0]!.v).toBe('3s')
   })
+
+  it('genericPlans runs the transaction on generic plans from the first execution, and only that transaction', async () => {
+    const setting = {text: "select current_setting('plan_cache_mode') as v"}
+    const inside = await db.transaction({...locals, genericPlans: true}, async (tx) => {
+      const [mode] = await tx.query<{v: string}>(setting)
+      // A named statement executed once: its one plan is the generic one (no custom plans first).
+      await tx.query({name: 'generic_probe', text: 'select id from item where id = $1', values: [1]})
+      const [plans] = await tx.query<{generic: string; custom: string}>({
+        text: `select generic_plans::text as generic, custom_plans::text as custom from pg_prepared_statements where name = 'generic_probe'`,
+      })
+      await tx.query({text: 'deallocate generic_probe'})
+      return {mode: mode!.v, plans}
+    })
+    expect(inside).toEqual({mode: 'force_generic_plan', plans: {generic: '1', custom: '0'}})
+    const [after] = await db.transaction(locals, (tx) => tx.query<{v: string}>(setting))
+    expect(after!.v).toBe('auto')
+  })
 })
 
 describe('sessions airlock opens', () => {

@@ -126,6 +126,12 @@ describe('SQL shape', () => {
     expect(text).toBe(
       "begin isolation level read committed; set local lock_timeout = '5000ms'; set local statement_timeout = '30000ms'; set local idle_in_transaction_session_timeout = '3000ms'; set local application_name = 'airlock:complete:it''s'",
     )
+    expect(
+      beginStatement(
+        {lockTimeoutMs: 5000, statementTimeoutMs: 30_000, applicationName: 'airlock:complete:x', genericPlans: true},
+        (v) => `'${v}'`,
+      ),
+    ).toContain("; set local plan_cache_mode = force_generic_plan; set local application_name = 'airlock:complete:x'")
   })
 
   it('the unlocked read takes no lock', async () => {

@@ -126,6 +126,7 @@ export function beginStatement(locals: TransactionLocals, escapeLiteral: (value:
     `set local lock_timeout = ${ms(locals.lockTimeoutMs)}`,
     `set local statement_timeout = ${ms(locals.statementTimeoutMs)}`,
     `set local idle_in_transaction_session_timeout = ${ms(locals.idleInTransactionTimeoutMs ?? writeTransactionIdleLimitMs)}`,
+    ...(locals.genericPlans ? ['set local plan_cache_mode = force_generic_plan'] : []),
     `set local application_name = ${escapeLiteral(truncateUtf8(locals.applicationName, 63))}`,
   ].join('; ')
 }
@@ -133,7 +134,7 @@ export function beginStatement(locals: TransactionLocals, escapeLiteral: (value:
 /** What --verbose says for BEGIN: the isolation level and every SET LOCAL, as beginStatement sets them. */
 function beginEvent(locals: TransactionLocals): string {
   const idleMs = locals.idleInTransactionTimeoutMs ?? writeTransactionIdleLimitMs
-  return `begin read committed (lock_timeout ${Math.trunc(locals.lockTimeoutMs)}ms, statement_timeout ${Math.trunc(locals.statementTimeoutMs)}ms, idle_in_transaction_session_timeout ${Math.trunc(idleMs)}ms, application_name ${truncateUtf8(locals.applicationName, 63)})`
+  return `begin read committed (lock_timeout ${Math.trunc(locals.lockTimeoutMs)}ms, statement_timeout ${Math.trunc(locals.statementTimeoutMs)}ms, idle_in_transaction_session_timeout ${Math.trunc(idleMs)}ms, ${locals.genericPlans ? 'plan_cache_mode force_generic_plan, ' : ''}application_name ${truncateUtf8(locals.applicationName, 63)})`
 }
 
 function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database {
