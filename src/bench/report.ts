@@ -87,6 +87,29 @@ function throughputSection(report: BenchReport): string[] {
       ]),
     ),
     ...cpuSection(report),
+    ...firstBatchSection(report),
+  ]
+}
+
+/** The warm-up batches: a process's first batch, V8 still compiling, beside the floor's. */
+function firstBatchSection(report: BenchReport): string[] {
+  const rows = report.throughput
+  if (rows.length === 0) return []
+  const cpu = (c: CpuPerItem) => `${f(c.clientMs)} / ${c.serverMs === null ? '-' : f(c.serverMs)}`
+  return [
+    '',
+    "### A process's first batch (the warm-up: completions/s, the ratio to the floor's first batch, CPU per completion client / PostgreSQL)",
+    '',
+    markdownTable(
+      ['outlets', 'concurrency', 'complete', 'raw floor', 'ratio'],
+      rows.map((row) => [
+        String(row.outlets),
+        String(row.concurrency),
+        `${f(row.firstBatch.complete, 0)} (${cpu(row.firstBatch.cpu.complete)})`,
+        `${f(row.firstBatch.floor, 0)} (${cpu(row.firstBatch.cpu.floor)})`,
+        `${f(row.firstBatch.complete / row.firstBatch.floor, 2)}×`,
+      ]),
+    ),
   ]
 }
 

@@ -27,24 +27,31 @@ export interface ThroughputRow {
   runs: {complete: number[]; noDownstream: number[]; floor: number[]}
   /** CPU per completion of each variant (medians of the rounds): where the gap to the floor goes. */
   cpu: {complete: CpuPerItem; noDownstream: CpuPerItem; floor: CpuPerItem}
+  /**
+   * The warm-up batches, `complete` first: what a process's first batch does, V8 still compiling
+   * (its compiler threads count in the client's CPU).
+   */
+  firstBatch: {complete: number; floor: number; cpu: {complete: CpuPerItem; floor: CpuPerItem}}
 }
 
 /**
  * Completions per second on distinct task instances, the whole `complete` path but rendering,
- * beside --no-downstream and the raw floor. Each variant runs on a fresh world per round; the
- * first batch of a process is slower than any after it (compilation, the server's caches for new
- * connections), so one warm-up of each path runs first, unmeasured, and the variants take turns
- * going first. What fsync does to a commit moves single batches by tens of percent on these
- * machines: the medians are what is compared.
+ * beside --no-downstream and the raw floor. Each variant runs on a fresh world per round, and
+ * the variants take turns going first. The first batch of a process is slower than any after it:
+ * V8 compiles the hot code on threads of this process while it runs, and airlock's path is long
+ * enough that a batch of 100 left its client CPU per completion still falling by half over the
+ * next three batches of 1,000 (docs/bench.md). So one warm-up batch of each path, as large as
+ * the measured ones, runs first; it is reported as the first batch, not in the medians. What
+ * fsync does to a commit moves single batches by tens of percent on these machines: the
+ * medians are what is compared.
  */
 export async function measureThroughput(
   server: ScratchServer,
   options: {outlets: number; concurrency: number; items: number; rounds?: number},
 ): Promise<ThroughputRow> {
   const rounds = options.rounds ?? 3
-  const warmup = {...options, items: Math.min(options.items, 100)}
-  await completionsPerSecond(server, warmup, true)
-  await measureFloorThroughput(server, warmup)
+  const firstComplete = await completionsPerSecond(server, options, true)
+  const firstFloor = await measureFloorThroughput(server, options)
   const variants = [
     () => completionsPerSecond(server, options, true),
     () => completionsPerSecond(server, options, false),
@@ -95,6 +102,11 @@ export async function measureThroughput(
       floor: results[2]!.map((run) => run.perSecond),
     },
     cpu: {complete: cpuOf(results[0]!), noDownstream: cpuOf(results[1]!), floor: cpuOf(results[2]!)},
+    firstBatch: {
+      complete: firstComplete.perSecond,
+      floor: firstFloor.perSecond,
+      cpu: {complete: firstComplete.cpu, floor: firstFloor.cpu},
+    },
   }
 }
 

@@ -41,6 +41,11 @@ describe('airlock bench --quick', () => {
           failed: number
           floorPerSecond: number | null
           cpu: Record<'complete' | 'noDownstream' | 'floor', {clientMs: number; serverMs: number | null}>
+          firstBatch: {
+            complete: number
+            floor: number
+            cpu: Record<'complete' | 'floor', {clientMs: number; serverMs: number | null}>
+          }
         }>
         race: {completed: number; alreadySuccess: number}
       }
@@ -63,6 +68,12 @@ describe('airlock bench --quick', () => {
       expect(out.result.throughput[0]!.cpu[variant].clientMs).toBeGreaterThan(0)
       expect(out.result.throughput[0]!.cpu[variant].serverMs).toBeGreaterThan(0)
     }
+    // The warm-up batches are reported as a process's first batch, with their CPU.
+    const {firstBatch} = out.result.throughput[0]!
+    expect(firstBatch.complete).toBeGreaterThan(0)
+    expect(firstBatch.floor).toBeGreaterThan(0)
+    expect(firstBatch.cpu.complete.clientMs).toBeGreaterThan(0)
+    expect(firstBatch.cpu.floor.serverMs).toBeGreaterThan(0)
     expect(out.result.race).toMatchObject({completed: 1, alreadySuccess: 3})
 
     expect(await benchDatabases()).toBe(before)
