@@ -81,10 +81,15 @@ export function evaluateCondition(encoded: unknown, {assets: queued, aliases}: Q
   return {met, leaves, satisfied, waitingFor: met ? [] : missing}
 }
 
-/** The names and uris an encoded condition's assets and refs mention: the queue rows that can matter to it. */
-export function conditionAssets(encoded: unknown): {names: string[]; uris: string[]} {
+/**
+ * What of the queue can matter to an encoded condition: the names and uris its assets and refs
+ * mention (the queue rows evaluateCondition may match), and whether it has an alias leaf (only
+ * then does it read the aliases linked to the queued assets).
+ */
+export function conditionAssets(encoded: unknown): {names: string[]; uris: string[]; aliases: boolean} {
   const names = new Set<string>()
   const uris = new Set<string>()
+  let aliases = false
   const visit = (node: unknown) => {
     const n = (node ?? {}) as Encoded
     const fields = n.__var ?? n
@@ -92,10 +97,11 @@ export function conditionAssets(encoded: unknown): {names: string[]; uris: strin
       if (typeof fields.name === 'string') names.add(fields.name)
       if (typeof fields.uri === 'string') uris.add(fields.uri)
     }
+    if (n.__type === 'asset_alias') aliases = true
     if (n.__type === 'asset_all' || n.__type === 'asset_any') {
       for (const child of (fields.objects as unknown[] | undefined) ?? []) visit(child)
     }
   }
   visit(encoded)
-  return {names: [...names], uris: [...uris]}
+  return {names: [...names], uris: [...uris], aliases}
 }

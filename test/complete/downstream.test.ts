@@ -1,6 +1,7 @@
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {envelope, runCli} from '../support/cli.js'
+import {airflowOf, completeOne} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked} from '../support/locks.js'
 import {scenario, writeFootprint} from '../support/scenario.js'
@@ -153,6 +154,24 @@ describe('downstream preview', () => {
     const other = items[0]!.task_id === 'task_1' ? 'etl.task_2.out_1' : 'etl.task_1.out_1'
     expect(report(items[0]!)).toMatchObject({ready: false, waiting_for: [other]})
     expect(report(items[1]!)).toMatchObject({ready: true, waiting_for: []})
+  })
+
+  it('a consumer scheduled on an alias: an item whose consumer condition is cached still reads the aliases linked to its queue', async () => {
+    const w = await scenario(db.knex)
+      .producer('etl', {tasks: 2, outlets: 1, aliases: ['lake']})
+      .consumer('lake_report', {on: [], alias: 'lake'})
+      .build()
+    // One store for both items, as one process runs them: the second finds the condition cached.
+    const airflow = await airflowOf(db.knex)
+    const throughLake = [{asset: {name: 'lake.daily', uri: 's3://lake/daily'}, alias: 'lake'}]
+    const lakeReport = async (taskId: string) => {
+      const item = await completeOne(db.knex, w.ti('etl', taskId).id, {outletEvents: throughLake, airflow})
+      expect(item.result).toEqual({outcome: 'completed'})
+      return (item.report!.downstream as Array<{dag_id: string}>).find((dag) => dag.dag_id === 'lake_report')
+    }
+    const met = {ready: true, waiting_for: [], satisfied: ['alias lake'], assets: 1}
+    expect(await lakeReport('task_1')).toMatchObject(met)
+    expect(await lakeReport('task_2')).toMatchObject(met)
   })
 
   it('a consumer whose is_paused is NULL gets no run, as the scheduler reads is_paused == false()', async () => {

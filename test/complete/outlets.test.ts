@@ -180,6 +180,21 @@ describe('partition keys the task chose per event (Airflow 3.3+)', () => {
     })
     afterAll(async () => v33?.drop())
 
+    it("the downstream preview of an item whose events carry two keys names the consumers of both keys' events", async () => {
+      const world = await scenario(v33.knex)
+        .producer('etl', {outlets: 2})
+        .consumer('first_report', {on: ['etl.produce.out_1']})
+        .consumer('second_report', {on: ['etl.produce.out_2']})
+        .build()
+      await v33.knex('dag_run').update({partition_key: 'run-key'})
+      // out_1's event carries "us", out_2's the run's key: two queue statements, and the preview
+      // rides in the second, whose own events reach only second_report.
+      const result = await completeOne(v33.knex, world.ti('etl').id, {outletEvents: keyed(['us'])})
+      expect(result.result).toEqual({outcome: 'completed'})
+      const downstream = result.report!.downstream as Array<{dag_id: string}>
+      expect(downstream.map((dag) => dag.dag_id)).toEqual(['first_report', 'second_report'])
+    })
+
     it('one event per key with the entry’s extra, the other outlet with the run’s key; keyed events queue no plain consumer', async () => {
       const world = await scenario(v33.knex)
         .producer('etl', {outlets: 2})

@@ -110,12 +110,16 @@ describe('SQL shape', () => {
     await postgresStore(before34).queueConsumers(without.ex, events, null, null, null)
     expect(without.sql[0]).not.toContain('consumer_dag')
     const within = recorder()
-    await postgresStore(before34).queueConsumers(within.ex, events, null, null, {assetIds: [9, 9], aliasIds: []})
+    // 11: an asset of the item's events under another partition key, queued by an earlier statement.
+    await postgresStore(before34).queueConsumers(within.ex, events, null, null, {assetIds: [9, 9, 11], aliasIds: []})
     expect(within.statements).toHaveLength(1)
     expect(within.sql[0]).toContain('consumer_dag')
     expect(within.statements[0]!.name).not.toBe(without.statements[0]!.name)
-    // The preview's assets are bound once each.
-    expect(within.statements[0]!.values).toContainEqual([9])
+    // The statement's own events find the preview's consumers in its reference rows; the preview
+    // is bound only the assets beyond them, once each.
+    expect(within.sql[0]).toContain('select dag_id from reference')
+    expect(within.statements[0]!.values).toContainEqual([11])
+    expect(within.statements[0]!.values).not.toContainEqual([9, 11])
   })
 
   it('every transaction begins at READ COMMITTED with its SET LOCAL timeouts and application_name, in one round trip', () => {

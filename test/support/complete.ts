@@ -24,9 +24,14 @@ export async function schemaOf(knex: Knex): Promise<AirflowSchema> {
 export async function completeOne(
   knex: Knex,
   ref: TaskInstanceRef | string,
-  options: Partial<CompleteSettings> & Partial<ProtocolOptions> & {outletEvents?: OutletEventInput[]} = {},
+  options: Partial<CompleteSettings> &
+    Partial<ProtocolOptions> & {
+      outletEvents?: OutletEventInput[]
+      /** The store to run on, shared by several items as in one process (its caches too); default a fresh one. */
+      airflow?: AirflowDatabase
+    } = {},
 ): Promise<ItemResult<CompleteOutcome>> {
-  const airflow = await airflowOf(knex)
+  const airflow = options.airflow ?? (await airflowOf(knex))
   const writer = completeWriter(airflow.store, {
     fromStates: options.fromStates ?? ['running'],
     emitEvents: options.emitEvents ?? true,

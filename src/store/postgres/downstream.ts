@@ -27,11 +27,15 @@ import {consumerDagsOf} from './fragments.js'
 export interface DownstreamReader {
   /**
    * A scalar subquery: one JSON array with an entry per consumer DAG of the assets and aliases the
-   * parameters name. `queuedHere` is a query of (dag_id, asset_id) rows that the embedding
-   * statement queues itself, which its own snapshot does not show.
+   * parameters name. An embedding statement may pass what it has found already:
+   * - `queuedHere`: a query of (dag_id, asset_id) rows it queues itself, which its own snapshot
+   *   does not show;
+   * - `consumersHere`: a query of the dag_ids scheduled on its own events' assets and aliases (its
+   *   consumers before any filter), so that the parameters name only the assets and aliases
+   *   beyond them (usually none) and the reference tables are not read twice.
    */
-  factsSql(params: DownstreamParams, queuedHere?: string): string
-  /** What to bind for `hashes`, `names` and `uris`, and the snapshot of the cache they describe. */
+  factsSql(params: DownstreamParams, here?: {queuedHere: string; consumersHere: string}): string
+  /** What to bind for `hashes`, `names`, `uris` and `noAliases`, and the snapshot of the cache they describe. */
   known(): Known
   /** The array's entries as facts, their conditions from the snapshot or parsed and cached. */
   facts(entries: readonly FactsEntry[], known: Known): DownstreamFacts[]
@@ -44,13 +48,24 @@ export interface DownstreamParams {
   hashes: string
   names: string
   uris: string
+  noAliases: string
+}
+
+interface CachedCondition {
+  condition: unknown
+  names: string[]
+  uris: string[]
+  /** Whether the condition has an alias leaf. */
+  aliases: boolean
 }
 
 export interface Known {
-  snapshot: ReadonlyMap<string, {condition: unknown; names: string[]; uris: string[]}>
+  snapshot: ReadonlyMap<string, CachedCondition>
   hashes: string[]
   names: string[]
   uris: string[]
+  /** The hashes whose conditions have no alias leaf: their DAGs' aliases are not read. */
+  noAliases: string[]
 }
 
 /** One entry of factsSql's array, as json_build_object writes it. */
@@ -74,9 +89,9 @@ export interface FactsEntry {
 
 export function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTimetables'>): DownstreamReader {
   // Conditions by serialized DAG hash, with the names and uris they mention (bounded).
-  const conditions = new Map<string, {condition: unknown; names: string[]; uris: string[]}>()
+  const conditions = new Map<string, CachedCondition>()
   return {
-    factsSql: (params, queuedHere) => factsText(capabilities.partitionedTimetables, params, queuedHere),
+    factsSql: (params, here) => factsText(capabilities.partitionedTimetables, params, here),
     known() {
       // What a statement was told is known: items running at once share the cache, and one may
       // evict an entry while another's statement runs.
@@ -87,6 +102,7 @@ export function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTi
         hashes: [...snapshot.keys()],
         names: values.flatMap((c) => c.names),
         uris: values.flatMap((c) => c.uris),
+        noAliases: [...snapshot].flatMap(([hash, c]) => (c.aliases ? [] : [hash])),
       }
     },
     facts: (entries, known) =>
@@ -127,30 +143,39 @@ export function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTi
 export function readDownstream(reader: DownstreamReader, capabilities: Pick<Capabilities, 'partitionedTimetables'>) {
   const read = prepared(
     `downstream${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
-    `select ${reader.factsSql({assetIds: '$1::int[]', aliasIds: '$2::int[]', hashes: '$3::text[]', names: '$4::text[]', uris: '$5::text[]'})} as facts`,
+    `select ${reader.factsSql({assetIds: '$1::int[]', aliasIds: '$2::int[]', hashes: '$3::text[]', names: '$4::text[]', uris: '$5::text[]', noAliases: '$6::text[]'})} as facts`,
   )
   return async (ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]): Promise<DownstreamFacts[]> => {
     if (assetIds.length === 0) return []
     const known = reader.known()
     const [row] = await ex.query<{facts: FactsEntry[]}>(
-      read([[...new Set(assetIds)], [...new Set(aliasIds)], known.hashes, known.names, known.uris]),
+      read([[...new Set(assetIds)], [...new Set(aliasIds)], known.hashes, known.names, known.uris, known.noAliases]),
     )
     return reader.facts(row!.facts, known)
   }
 }
 
 /** The facts' scalar subquery, with or without the 3.2+ partitioned timetable column. */
-function factsText(partitionedTimetables: boolean, p: DownstreamParams, queuedHere?: string): string {
+function factsText(
+  partitionedTimetables: boolean,
+  p: DownstreamParams,
+  here?: {queuedHere: string; consumersHere: string},
+): string {
   const partitioned = partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
   // The assets of a consumer's queue rows: those the statement's snapshot shows, and those it
   // queues itself (queuedHere), one definition for the assets listed and the aliases checked.
-  const queueAssets = queuedHere
+  const queueAssets = here
     ? `select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-                   union select h.asset_id from (${queuedHere}) as h where h.dag_id = d.dag_id`
+                   union select h.asset_id from (${here.queuedHere}) as h where h.dag_id = d.dag_id`
     : `select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id`
+  const consumers = here
+    ? `${here.consumersHere}
+       union
+       ${consumerDagsOf(p.assetIds, p.aliasIds)}`
+    : consumerDagsOf(p.assetIds, p.aliasIds)
   return `(with consumer_dag as materialized (
        -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
-       select d.* from dag d where d.dag_id in (${consumerDagsOf(p.assetIds, p.aliasIds)})
+       select d.* from dag d where d.dag_id in (${consumers})
      )
      -- The scheduler keeps a DAG whose flag is false (is_paused == false(), ~is_stale,
      -- has_import_errors == false()): a NULL flag excludes it as much as true does.
@@ -161,9 +186,11 @@ function factsText(partitionedTimetables: boolean, p: DownstreamParams, queuedHe
               'partitioned', ${partitioned},
               'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
               'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
-              -- From the alias links (few), each checked against the DAG's queue by its key.
-              'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                                where l.asset_id in (${queueAssets}) order by 1)
+              -- From the alias links (few), each checked against the DAG's queue by its key; not
+              -- read for a known condition without an alias leaf, which never looks at them.
+              'aliases', case when sd.dag_hash = any(${p.noAliases}) then '{}'::varchar[]
+                              else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                                          where l.asset_id in (${queueAssets}) order by 1) end
             ) order by d.dag_id), '[]')
        from consumer_dag d
        -- A serialized DAG whose hash the process has seen is not read again: reading its timetable

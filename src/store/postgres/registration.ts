@@ -305,11 +305,21 @@ export function queueConsumers(
       noPartitionKey: eventPartitionKey === null,
       producerDag: producer?.dagId ?? null,
       producerTask: producer?.taskId ?? null,
-      previewAssetIds: [...new Set(preview?.assetIds ?? [])],
-      previewAliasIds: [...new Set(preview?.aliasIds ?? [])],
+      // The statement's own events find their consumers in its reference rows: the preview is
+      // told only the assets and aliases beyond them (another partition key's events, queued by
+      // an earlier statement of the item), usually none.
+      previewAssetIds: beyond(
+        preview?.assetIds,
+        events.map((e) => e.assetId),
+      ),
+      previewAliasIds: beyond(
+        preview?.aliasIds,
+        throughAlias.map((e) => e.aliasId!),
+      ),
       knownHashes: known?.hashes ?? [],
       knownNames: known?.names ?? [],
       knownUris: known?.uris ?? [],
+      knownNoAliases: known?.noAliases ?? [],
     }
     const {slots, queue} = texts[preview ? 1 : 0]!
     const rows = await ex.query<{
@@ -334,6 +344,12 @@ export function queueConsumers(
 }
 
 type QueueParam = (slot: QueueSlot, type: string) => string
+
+/** The ids of `wanted` not in `here`, each once. */
+function beyond(wanted: readonly number[] | undefined, here: readonly number[]): number[] {
+  const seen = new Set(here)
+  return [...new Set(wanted ?? [])].filter((id) => !seen.has(id))
+}
 
 /** The queue statement for one capability set (test/store/statements/ shows each whole). */
 function queueText(
@@ -409,8 +425,12 @@ function previewBranch(downstream: DownstreamReader, param: QueueParam): string 
       hashes: param('knownHashes', 'text[]'),
       names: param('knownNames', 'text[]'),
       uris: param('knownUris', 'text[]'),
+      noAliases: param('knownNoAliases', 'text[]'),
     },
-    "select dag_id, asset_id from consumer where kind = 'queued'",
+    {
+      queuedHere: "select dag_id, asset_id from consumer where kind = 'queued'",
+      consumersHere: 'select dag_id from reference',
+    },
   )
   return `
      union all
@@ -473,3 +493,4 @@ type QueueSlot =
   | 'knownHashes'
   | 'knownNames'
   | 'knownUris'
+  | 'knownNoAliases'

@@ -2,7 +2,7 @@
 -- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
 
--- airlock_downstream_dcf4838d829d
+-- airlock_downstream_ba15bb9157e9
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -22,9 +22,11 @@ select coalesce(json_agg(json_build_object(
          'partitioned', false,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
-         -- From the alias links (few), each checked against the DAG's queue by its key.
-         'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                           where l.asset_id in (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) order by 1)
+         -- From the alias links (few), each checked against the DAG's queue by its key; not
+         -- read for a known condition without an alias leaf, which never looks at them.
+         'aliases', case when sd.dag_hash = any($6::text[]) then '{}'::varchar[]
+                         else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                                     where l.asset_id in (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) order by 1) end
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
@@ -287,7 +289,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_id_and_alias_skip_paused_a_9be70c063933
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_c55a8d276a1b
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -324,7 +326,9 @@ select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, 
 union all
 select 'downstream', null, null, null, (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
-  select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($5::int[])
+  select d.* from dag d where d.dag_id in (select dag_id from reference
+  union
+  select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($5::int[])
   union
   select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any($6::int[])
   union
@@ -341,10 +345,12 @@ select coalesce(json_agg(json_build_object(
          'partitioned', false,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
-         -- From the alias links (few), each checked against the DAG's queue by its key.
-         'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                           where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1)
+         -- From the alias links (few), each checked against the DAG's queue by its key; not
+         -- read for a known condition without an alias leaf, which never looks at them.
+         'aliases', case when sd.dag_hash = any($10::text[]) then '{}'::varchar[]
+                         else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                                     where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable

@@ -2,7 +2,7 @@
 -- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
--- airlock_downstream_partitioned_52a2d9968516
+-- airlock_downstream_partitioned_3619a4c99220
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -22,9 +22,11 @@ select coalesce(json_agg(json_build_object(
          'partitioned', coalesce(d.timetable_partitioned, false),
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
-         -- From the alias links (few), each checked against the DAG's queue by its key.
-         'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                           where l.asset_id in (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) order by 1)
+         -- From the alias links (few), each checked against the DAG's queue by its key; not
+         -- read for a known condition without an alias leaf, which never looks at them.
+         'aliases', case when sd.dag_hash = any($6::text[]) then '{}'::varchar[]
+                         else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                                     where l.asset_id in (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) order by 1) end
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
@@ -289,7 +291,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_preview_fe268f611d0e
+-- airlock_queue_per_event_all_skip_paused_preview_6d398bcfe1f6
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -325,7 +327,9 @@ select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, 
 union all
 select 'downstream', null, null, null, (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
-  select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($7::int[])
+  select d.* from dag d where d.dag_id in (select dag_id from reference
+  union
+  select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($7::int[])
   union
   select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any($8::int[])
   union
@@ -342,10 +346,12 @@ select coalesce(json_agg(json_build_object(
          'partitioned', coalesce(d.timetable_partitioned, false),
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
-         -- From the alias links (few), each checked against the DAG's queue by its key.
-         'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                           where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1)
+         -- From the alias links (few), each checked against the DAG's queue by its key; not
+         -- read for a known condition without an alias leaf, which never looks at them.
+         'aliases', case when sd.dag_hash = any($12::text[]) then '{}'::varchar[]
+                         else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                                     where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
@@ -689,7 +695,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_teams_prev_9eac3c93bf15
+-- airlock_queue_per_event_all_skip_paused_teams_prev_8ebb0595383b
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -737,7 +743,9 @@ select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, 
 union all
 select 'downstream', null, null, null, (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
-  select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($9::int[])
+  select d.* from dag d where d.dag_id in (select dag_id from reference
+  union
+  select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($9::int[])
   union
   select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any($10::int[])
   union
@@ -754,10 +762,12 @@ select coalesce(json_agg(json_build_object(
          'partitioned', coalesce(d.timetable_partitioned, false),
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
-         -- From the alias links (few), each checked against the DAG's queue by its key.
-         'aliases', array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                           where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1)
+         -- From the alias links (few), each checked against the DAG's queue by its key; not
+         -- read for a known condition without an alias leaf, which never looks at them.
+         'aliases', case when sd.dag_hash = any($14::text[]) then '{}'::varchar[]
+                         else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                                     where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
