@@ -91,11 +91,13 @@ function throughputSection(report: BenchReport): string[] {
   ]
 }
 
+/** CPU per completion as the tables print it: client / PostgreSQL (ms), `-` when the server's is unknown. */
+const cpuCell = (cpu: CpuPerItem) => `${f(cpu.clientMs)} / ${cpu.serverMs === null ? '-' : f(cpu.serverMs)}`
+
 /** The warm-up batches: a process's first batch, V8 still compiling, beside the floor's. */
 function firstBatchSection(report: BenchReport): string[] {
   const rows = report.throughput
   if (rows.length === 0) return []
-  const cpu = (c: CpuPerItem) => `${f(c.clientMs)} / ${c.serverMs === null ? '-' : f(c.serverMs)}`
   return [
     '',
     "### A process's first batch (the warm-up: completions/s, the ratio to the floor's first batch, CPU per completion client / PostgreSQL)",
@@ -105,8 +107,8 @@ function firstBatchSection(report: BenchReport): string[] {
       rows.map((row) => [
         String(row.outlets),
         String(row.concurrency),
-        `${f(row.firstBatch.complete, 0)} (${cpu(row.firstBatch.cpu.complete)})`,
-        `${f(row.firstBatch.floor, 0)} (${cpu(row.firstBatch.cpu.floor)})`,
+        `${f(row.firstBatch.complete, 0)} (${cpuCell(row.firstBatch.cpu.complete)})`,
+        `${f(row.firstBatch.floor, 0)} (${cpuCell(row.firstBatch.cpu.floor)})`,
         `${f(row.firstBatch.complete / row.firstBatch.floor, 2)}×`,
       ]),
     ),
@@ -117,7 +119,6 @@ function firstBatchSection(report: BenchReport): string[] {
 function cpuSection(report: BenchReport): string[] {
   const rows = report.throughput
   if (rows.length === 0) return []
-  const cell = (cpu: CpuPerItem) => `${f(cpu.clientMs)} / ${cpu.serverMs === null ? '-' : f(cpu.serverMs)}`
   return [
     '',
     '### CPU per completion (ms, client / PostgreSQL; medians of the rounds; PostgreSQL only when it runs on this machine)',
@@ -127,9 +128,9 @@ function cpuSection(report: BenchReport): string[] {
       rows.map((row) => [
         String(row.outlets),
         String(row.concurrency),
-        cell(row.cpu.complete),
-        cell(row.cpu.noDownstream),
-        cell(row.cpu.floor),
+        cpuCell(row.cpu.complete),
+        cpuCell(row.cpu.noDownstream),
+        cpuCell(row.cpu.floor),
       ]),
     ),
   ]
