@@ -6,7 +6,9 @@ import {runProtocol} from '../protocol/protocol.js'
 import {percentile} from '../report/stats.js'
 import {selectTaskInstances} from '../selection/selection.js'
 import {floorItem, openFloorClient} from '../fixtures/rawFloor.js'
+import type {Executor} from '../engine/engine.js'
 import {statement} from '../engine/prepared.js'
+import type {AirflowStore} from '../store/airflowStore.js'
 import {isLocalServer, postmasterOf, withCpuPerItem, type CpuPerItem} from './cpuTime.js'
 import {benchWriter, type ScratchDatabase, type ScratchServer} from './scratch.js'
 
@@ -33,6 +35,15 @@ export interface ThroughputRow {
    */
   firstBatch: {complete: number; floor: number; cpu: {complete: CpuPerItem; floor: CpuPerItem}}
 }
+
+/** The throughput world: one DAG, one task with `outlets` outlets, `runs` runs, two consumer DAGs per asset. */
+const worldSeed = (runs: number, outlets: number) => ({dags: 1, runs, tasks: 1, outlets, consumers: 2})
+
+/** Every task instance of that world (its one DAG is the seed's first, etl_001), in selection order. */
+const worldTaskInstances = (store: AirflowStore, ex: Executor) =>
+  selectTaskInstances(store, ex, {dagId: 'etl_001', runIds: [], taskIds: []})
+
+const median = (values: readonly number[]) => percentile(values, 50)
 
 /**
  * Completions per second on distinct task instances, the whole `complete` path but rendering,
@@ -69,21 +80,13 @@ export async function measureThroughput(
     }
   }
   const complete = results[0]!
-  const perSecond = results.map((runs) =>
-    percentile(
-      runs.map((run) => run.perSecond),
-      50,
-    ),
-  )
+  const perSecond = results.map((runs) => median(runs.map((run) => run.perSecond)))
   const middle = complete.find((run) => run.perSecond === perSecond[0]) ?? complete[0]!
   const cpuOf = (runs: ReadonlyArray<{cpu: CpuPerItem}>): CpuPerItem => {
     const server = runs.flatMap((run) => (run.cpu.serverMs === null ? [] : [run.cpu.serverMs]))
     return {
-      clientMs: percentile(
-        runs.map((run) => run.cpu.clientMs),
-        50,
-      ),
-      serverMs: server.length === runs.length ? percentile(server, 50) : null,
+      clientMs: median(runs.map((run) => run.cpu.clientMs)),
+      serverMs: server.length === runs.length ? median(server) : null,
     }
   }
   return {
@@ -117,7 +120,7 @@ async function completionsPerSecond(
   downstream: boolean,
 ): Promise<{items: number; seconds: number; perSecond: number; failed: number; cpu: CpuPerItem}> {
   const scratch = await server.create({
-    seed: {dags: 1, runs: options.items, tasks: 1, outlets: options.outlets, consumers: 2},
+    seed: worldSeed(options.items, options.outlets),
     poolSize: options.concurrency + 1,
   })
   try {
@@ -137,8 +140,7 @@ async function completeBatch(
   const {store, db} = scratch.airflow
   const started = performance.now()
   const items = (async function* () {
-    for await (const {tiId} of selectTaskInstances(store, db.executor, {dagId: 'etl_001', runIds: [], taskIds: []}))
-      yield {ref: {tiId}, outletEvents: []}
+    for await (const {tiId} of worldTaskInstances(store, db.executor)) yield {ref: {tiId}, outletEvents: []}
   })()
   const batch = await prepareComplete(scratch.airflow, {
     selection: {count: options.items, items, explicit: false},
@@ -172,15 +174,14 @@ async function measureFloorThroughput(
   options: {outlets: number; concurrency: number; items: number},
 ): Promise<{perSecond: number; seconds: number; items: number; failed: number; cpu: CpuPerItem}> {
   const scratch = await server.create({
-    seed: {dags: 1, runs: options.items, tasks: 1, outlets: options.outlets, consumers: 2},
+    seed: worldSeed(options.items, options.outlets),
     poolSize: 1,
   })
   const clients = await Promise.all(Array.from({length: options.concurrency}, () => openFloorClient(scratch.url)))
   try {
     const {store, db} = scratch.airflow
     const ids: string[] = []
-    for await (const {tiId} of selectTaskInstances(store, db.executor, {dagId: 'etl_001', runIds: [], taskIds: []}))
-      ids.push(tiId)
+    for await (const {tiId} of worldTaskInstances(store, db.executor)) ids.push(tiId)
     let next = 0
     const counted = await withCpuPerItem(await localPostmaster(server, scratch), async () => {
       let done = 0
@@ -220,7 +221,7 @@ export async function measureRace(
   options: {racers: number; outlets: number},
 ): Promise<RaceResult> {
   const scratch = await server.create({
-    seed: {dags: 1, runs: 1, tasks: 1, outlets: options.outlets, consumers: 2},
+    seed: worldSeed(1, options.outlets),
     poolSize: options.racers + 1,
   })
   try {
