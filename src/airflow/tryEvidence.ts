@@ -3,9 +3,12 @@
  * tell: the strongest evidence there is (the store reads it; its SQL cites the Airflow code that
  * writes each row). Only positive evidence that the events existed makes them `lost`; a path that
  * sets SUCCESS without events on purpose makes them `deliberate`; everything else is `unknown`,
- * never guessed lost.
+ * never guessed lost. An event that may be this try's (stamped between the previous try's end and
+ * this one's start, named by no audit row) outranks them all: neither lost nor deliberate can be
+ * told then, so the try is `unknown`.
  */
 export const tryEvidenceKinds = [
+  'unattributed_event',
   'worker_success',
   'airlock_events',
   'airlock_no_events',
@@ -21,6 +24,7 @@ export type TryEvidenceKind = (typeof tryEvidenceKinds)[number]
 export type TryVerdict = 'lost' | 'deliberate' | 'unknown'
 
 export const verdictOf: Record<TryEvidenceKind, TryVerdict> = {
+  unattributed_event: 'unknown',
   worker_success: 'lost',
   airlock_events: 'lost',
   airlock_no_events: 'deliberate',
@@ -53,6 +57,8 @@ export function replayableKinds(options: {
 }
 
 const surfaces: Record<TryEvidenceKind, string> = {
+  unattributed_event:
+    "an event of this outlet was stamped after the previous try's last write and before this try's start, and no airlock audit row names it: it is this try's or the previous one's, and the database cannot tell (audit-events lists it as unattributed)",
   worker_success:
     "Airflow's worker reported this try success (its `success` log row): its events were written, then lost",
   airlock_events: "airlock wrote this try's events (its audit row names them): they were written, then lost",

@@ -11,6 +11,7 @@ export const eventClasses = [
   'orphan_not_success',
   'superseded_by_rerun',
   'duplicate',
+  'unattributed',
   'missing_events',
   'missing_unknown',
   'not_emitted',
@@ -22,6 +23,7 @@ export const findingClasses: readonly AuditClass[] = [
   'orphan_missing_ti',
   'orphan_not_success',
   'duplicate',
+  'unattributed',
   'missing_events',
   'missing_unknown',
   'queue_orphan',
@@ -210,13 +212,6 @@ const blank = (cls: AuditClass): Finding => ({
 
 function eventFinding(event: ClassifiedEvent): Finding {
   const {source} = event
-  const key = `${source.dagId}/${source.runId}/${source.taskId}[${source.mapIndex ?? -1}]`
-  const evidence = {
-    orphan_missing_ti: `no task_instance or task_instance_history row for ${key}`,
-    orphan_not_success: `no try of ${key} succeeded (current or archived)`,
-    duplicate: `same asset, extra and partition key as event ${event.keptId} (kept), emitted for the same successful try`,
-    external: '',
-  }[event.class as 'orphan_missing_ti' | 'orphan_not_success' | 'duplicate' | 'external']
   return {
     class: event.class,
     event_id: event.id,
@@ -229,12 +224,46 @@ function eventFinding(event: ClassifiedEvent): Finding {
     timestamp: event.timestamp.toISOString(),
     kept_id: event.keptId,
     consumed: event.consumed,
-    evidence: evidence + (event.consumed ? '; consumed by a dag run' : ''),
+    evidence: eventEvidence(event) + (event.consumed ? '; consumed by a dag run' : ''),
     suggestion:
       event.class === 'duplicate'
         ? event.consumed
           ? 'consumed: left alone'
           : 'airlock audit-events --fix removes it'
-        : null,
+        : event.class === 'unattributed'
+          ? 'never removed by airlock: find out which try wrote it (the task logs of both tries) before deleting it'
+          : null,
   }
 }
+
+/** Why an event is in its class, in the terms of the try it belongs to (store/postgres/attribution.ts). */
+function eventEvidence(event: ClassifiedEvent): string {
+  const {source, attribution} = event
+  const key = `${source.dagId}/${source.runId}/${source.taskId}[${source.mapIndex ?? -1}]`
+  const {tryNumber, candidate, basis, successTry} = attribution
+  switch (event.class) {
+    case 'orphan_missing_ti':
+      return `no task_instance or task_instance_history row for ${key}`
+    case 'orphan_not_success':
+      return successTry === null
+        ? `no try of ${key} succeeded (current or archived)`
+        : `it belongs to try ${tryNumber} of ${key} (${basisText(basis)}), which did not succeed; the last successful try is ${successTry}`
+    case 'unattributed':
+      return basis === 'conflict'
+        ? `airlock audit rows of more than one try of ${key} name it (the latest: try ${candidate}): which try it belongs to cannot be told`
+        : `stamped after the last write of the try before try ${candidate} of ${key} and before try ${candidate} started, and no airlock audit row names it: a late copy of the earlier try's event or try ${candidate}'s own, the database cannot tell`
+    case 'duplicate':
+      return `same asset, extra, partition key and aliases as event ${event.keptId} (kept), both of try ${tryNumber} (the last successful one)`
+    default:
+      return ''
+  }
+}
+
+const basisText = (basis: ClassifiedEvent['attribution']['basis']): string =>
+  ({
+    named: 'an airlock audit row of that try names it',
+    window: "stamped between that try's start and its last write",
+    only_try: 'its only try',
+    gap: 'unattributed',
+    conflict: 'unattributed',
+  })[basis ?? 'only_try']

@@ -39,7 +39,13 @@ export async function* eventsById(
       yield {
         kind: 'emit',
         cursor: String(id),
-        spec: {...event, label: `event ${id}`, originalEventId: id, skipIfSince: null},
+        spec: {
+          ...event,
+          label: `event ${id}`,
+          originalEventId: id,
+          originalTimestamp: event.timestamp,
+          skipIfSince: null,
+        },
       }
     }
   }
@@ -98,6 +104,7 @@ export async function* eventsFromFile(
           aliasIds: parsed.aliases.map((name) => aliasIds.get(name)).filter((id): id is number => id !== undefined),
           unknownAliases: parsed.aliases.filter((name) => !aliasIds.has(name)),
           originalEventId: null,
+          originalTimestamp: parsed.timestamp,
           logicalDate: null,
           owners: null,
           skipIfSince: options.skipExisting ? parsed.timestamp : null,

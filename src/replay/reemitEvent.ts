@@ -12,6 +12,8 @@ export interface EventSpec extends EventContent {
   assetUri: string
   aliasIds: number[]
   originalEventId: number | null
+  /** When the original was stamped: with its id, what decides which try it (and so the copy) belongs to. */
+  originalTimestamp: Date
   logicalDate: Date | null
   owners: string | null
   /** --skip-existing: skip when the same content exists at or after this time. */
@@ -74,24 +76,19 @@ export async function reemitEvent(
         if (existing !== undefined) return {rollback: {outcome: 'skipped_existing', existingEventId: existing}}
       }
 
+      // The copy belongs to the try its original belongs to, and its audit row says so: stamped
+      // now, after that try's last write, it would otherwise pass for a later try's event (an
+      // audit would then count a rerun's own event as its duplicate, or a rerun's lost event as
+      // present). Unknown when the evidence cannot tell: the row then names no try.
+      const tryNumber = spec.source
+        ? await store.readEventTry(tx, spec.source, spec.originalEventId, spec.originalTimestamp)
+        : null
       const newEventId = await store.insertEventCopy(tx, spec)
       await store.insertAliasEventLinks(
         tx,
         spec.aliasIds.map((aliasId) => ({aliasId, eventId: newEventId})),
       )
-      const extra = {
-        host_name: identity.host_name,
-        airlock: {
-          version: settings.airlockVersion,
-          command: 'replay-events',
-          mode: settings.mode,
-          os_user: identity.os_user,
-          from: spec.label,
-          source_event_id: spec.originalEventId,
-          new_event_id: newEventId,
-          asset: spec.assetName,
-        },
-      }
+      const extra = reemitAuditExtra(spec, settings, identity, newEventId, tryNumber)
       const source = spec.source
       await store.insertLogRow(
         tx,
@@ -100,7 +97,7 @@ export async function reemitEvent(
           taskId: source?.taskId ?? null,
           runId: source?.runId ?? null,
           mapIndex: source?.mapIndex ?? null,
-          tryNumber: null,
+          tryNumber,
           logicalDate: spec.logicalDate,
           owners: settings.actor ?? identity.os_user,
         },
@@ -130,4 +127,32 @@ export async function reemitEvent(
   )
   const replayed = result.outcome === 'replayed' ? result : undefined
   return {label: spec.label, spec, result, events: replayed ? 1 : 0, queued: replayed?.queued ?? 0, warnings, totalMs}
+}
+
+/**
+ * The audit row's extra of a re-emitted event: what was copied, from where, and the try the copy
+ * belongs to (`event_ids` with the row's try_number name it, as complete's and replay's rows do).
+ */
+function reemitAuditExtra(
+  spec: EventSpec,
+  settings: EventReplaySettings,
+  identity: {host_name: string; os_user: string},
+  newEventId: number,
+  tryNumber: number | null,
+) {
+  return {
+    host_name: identity.host_name,
+    airlock: {
+      version: settings.airlockVersion,
+      command: 'replay-events',
+      mode: settings.mode,
+      os_user: identity.os_user,
+      from: spec.label,
+      source_event_id: spec.originalEventId,
+      new_event_id: newEventId,
+      event_ids: [newEventId],
+      try_number: tryNumber,
+      asset: spec.assetName,
+    },
+  }
 }

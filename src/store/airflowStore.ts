@@ -2,6 +2,7 @@ import type {QueuedAssets} from '../airflow/assetCondition.js'
 import type {EventLineParts} from '../airflow/eventLine.js'
 import type {Capabilities, PrimaryKeys, SchemaShape} from '../airflow/schema.js'
 import type {StoredState, TaskInstanceContext, TaskInstanceKey, TaskInstanceRef} from '../airflow/taskInstance.js'
+import type {AttributionBasis} from '../airflow/tryAttribution.js'
 import type {TryEvidence, TryEvidenceKind} from '../airflow/tryEvidence.js'
 import type {Executor} from '../engine/engine.js'
 
@@ -175,6 +176,12 @@ export interface AirflowStore extends CatalogStore {
   findMatchingEvent(ex: Executor, content: EventContent, since: Date): Promise<number | undefined>
   /** A new event with the given content and a fresh timestamp. */
   insertEventCopy(ex: Executor, content: EventContent): Promise<number>
+  /**
+   * The try of `source` an event belongs to (the audit's attribution: the audit row naming
+   * `eventId`, then the tries' spans against `timestamp`); null when the evidence cannot tell or
+   * the key has no try here. What a re-emitted copy's audit row names.
+   */
+  readEventTry(ex: Executor, source: TaskInstanceKey, eventId: number | null, timestamp: Date): Promise<number | null>
   /** How many of these event ids exist. */
   countEvents(ex: Executor, ids: readonly number[]): Promise<number>
   /** Lock, recheck consumption, delete the unconsumed ones. */
@@ -476,7 +483,7 @@ export interface RemovedDuplicates {
 }
 
 export type EventClass =
-  'ok' | 'external' | 'orphan_missing_ti' | 'orphan_not_success' | 'superseded_by_rerun' | 'duplicate'
+  'ok' | 'external' | 'orphan_missing_ti' | 'orphan_not_success' | 'superseded_by_rerun' | 'duplicate' | 'unattributed'
 
 export interface ClassifiedEvent {
   id: number
@@ -486,9 +493,19 @@ export interface ClassifiedEvent {
   source: Omit<TaskInstanceKey, 'mapIndex'> & {mapIndex: number | null}
   timestamp: Date
   class: EventClass
-  /** duplicate: the event kept for the group (the first). */
+  /** duplicate: the event kept for the group (the one an audit row names, else the first). */
   keptId: number | null
   consumed: boolean
+  /**
+   * The try the event belongs to and on what evidence (store/postgres/attribution.ts); for an
+   * unattributed event, no try and the latest one it may belong to. Null for orphan_missing_ti.
+   */
+  attribution: {
+    tryNumber: number | null
+    candidate: number | null
+    basis: AttributionBasis | null
+    successTry: number | null
+  }
 }
 
 export interface QueueOrphan {

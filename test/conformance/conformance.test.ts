@@ -10,7 +10,7 @@ import {completeOne, schemaOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {assignTeams} from '../support/multiTeam.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
-import {scenario, type ScenarioBuilder, type World} from '../support/scenario.js'
+import {rerunAsAirflowDoes, scenario, type ScenarioBuilder, type World} from '../support/scenario.js'
 import {airflowSucceeds, taskOutletsOf, type OutletEvent} from './airflowSuccess.js'
 import {createAssetTriggeredRuns} from './scheduler.js'
 import {snapshot, type Snapshot} from './snapshot.js'
@@ -323,6 +323,44 @@ const cases: Record<string, Case> = {
     expect(side) {
       expect(queuedDags(side)).toEqual(['busy'])
       expect(side.runs).toEqual([])
+    },
+  },
+  "a rerun: try 1 succeeded and was cleared, try 2 succeeds; its event and log row are try 2's, try 1's stays": {
+    mirrors:
+      'models/taskinstance.py clear_task_instances → prepare_db_for_next_try (TaskInstanceHistory.record_ti), models/dagrun.py schedule_tis (try_number + 1)',
+    world: (s) => s.producer('etl', {outlets: 1}).consumer('report', {on: ['etl']}),
+    task: {dag: 'etl'},
+    async setup(knex, world) {
+      // Try 1 ran and succeeded at a fixed time in the past (the same on both sides): its event
+      // stamped after its end_date and before its row's last write, as the API server writes them.
+      const ti = world.ti('etl')
+      await knex('task_instance').where({id: ti.id}).update({
+        state: 'success',
+        start_date: '2026-01-01T00:00:00Z',
+        end_date: '2026-01-01T00:10:00Z',
+        updated_at: '2026-01-01T00:10:01Z',
+      })
+      await knex('asset_event').insert({
+        asset_id: world.asset('etl.produce.out_1').id,
+        extra: '{}',
+        source_dag_id: ti.dag_id,
+        source_task_id: ti.task_id,
+        source_run_id: ti.run_id,
+        source_map_index: ti.map_index,
+        timestamp: '2026-01-01T00:10:00.500Z',
+      })
+      // Cleared, scheduled and started again as Airflow does it: a new id, try 2.
+      ti.id = await rerunAsAirflowDoes(knex, ti.id)
+    },
+    expect(side) {
+      expect(side.events).toEqual([
+        expect.stringContaining('at=2026-01-01T00:10:00.500Z') as string,
+        expect.stringContaining('at=new') as string,
+      ])
+      // The success row (Airflow's from 3.2, airlock's on every release) names try 2.
+      const successRows = side.logs.filter((row) => row.event === 'success')
+      expect(successRows.map((row) => row.try_number)).toEqual(successRows.map(() => 2))
+      expect(side.taskInstance.state).toBe('success')
     },
   },
   'a queue row already there: created_at is kept before 3.4, and the run is computed from it': {

@@ -819,6 +819,47 @@ export async function retryAsAirflowDoes(knex: Knex, tiId: string, state: string
 }
 
 /**
+ * A finished try run again as Airflow 3 runs it, step by step, each a write of its own:
+ * 1. the clear (`clear_task_instances` → `TaskInstance.prepare_db_for_next_try`,
+ *    airflow-core/src/airflow/models/taskinstance.py): `TaskInstanceHistory.record_ti` archives
+ *    the row as it stands (its state, dates and updated_at), the row gets a NEW id and state NULL;
+ * 2. the scheduler (`DagRun.schedule_tis`, airflow-core/src/airflow/models/dagrun.py): state
+ *    scheduled, `scheduled_dttm` now, `try_number + 1`;
+ * 3. unless `until` is 'scheduled', a worker starts it (the execution API's `ti_run`): state
+ *    running, `start_date` now, end_date cleared.
+ * Every update stamps updated_at (the ORM's onupdate). Returns the new id.
+ */
+export async function rerunAsAirflowDoes(
+  knex: Knex,
+  tiId: string,
+  until: 'scheduled' | 'running' = 'running',
+): Promise<string> {
+  await knex.raw(
+    `insert into task_instance_history (task_instance_id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, duration, updated_at, state, pool, pool_slots, dag_version_id)
+     select id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, duration, updated_at, state, pool, pool_slots, dag_version_id
+       from task_instance where id = ?`,
+    [tiId],
+  )
+  const {rows} = await knex.raw<{rows: Array<{id: string}>}>(
+    `update task_instance set id = gen_random_uuid(), state = null, updated_at = clock_timestamp() where id = ? returning id`,
+    [tiId],
+  )
+  const id = rows[0]!.id
+  await knex.raw(
+    `update task_instance set state = 'scheduled', scheduled_dttm = clock_timestamp(), try_number = try_number + 1, updated_at = clock_timestamp()
+      where id = ?`,
+    [id],
+  )
+  if (until === 'running')
+    await knex.raw(
+      `update task_instance set state = 'running', start_date = clock_timestamp(), end_date = null, updated_at = clock_timestamp()
+        where id = ?`,
+      [id],
+    )
+  return id
+}
+
+/**
  * The log row Airflow's worker path writes when the task instance's current try succeeds, from 3.2
  * (`ti_update_state`, apache/airflow #61932): evidence that this try really finished, so events it
  * lacks were lost.

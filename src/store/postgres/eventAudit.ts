@@ -2,6 +2,8 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {Executor} from '../../engine/engine.js'
 import {Params, statement} from '../../engine/prepared.js'
 import type {ClassifiedEvent, EventClass, EventFilter, QueueOrphan} from '../airflowStore.js'
+import {attributionBasis, basisOfCode} from '../../airflow/tryAttribution.js'
+import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
 import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
 
 /**
@@ -31,21 +33,24 @@ const sourced = 'e.source_dag_id is not null and e.source_run_id is not null and
  * through a server-side cursor (`batch` rows at a time, so memory stays flat whatever the table
  * holds). Airflow has no index on asset_event's source columns, so any plan that pages by source
  * key scans the table once per page; this one scans it a fixed number of times, joins by hash and
- * sorts once for the duplicate window. Each event gets one class:
+ * sorts once for the duplicate window. Each event is given to a try of its task instance by the
+ * one attribution rule (attributedTry: an audit row naming it, then the try's span), then gets
+ * one class:
  *   orphan_missing_ti   the key exists neither in task_instance nor in task_instance_history;
- *   orphan_not_success  it exists, but no try of it (current or archived) succeeded;
- *   superseded_by_rerun emitted before the LAST successful try began (the last write of the try
- *                       before it, from task_instance_history; never the try's own start_date,
- *                       which clocks and airlock's never-started completions make unreliable) and
- *                       not named by airlock's audit row of that try: an earlier try's events;
- *   duplicate           beyond the first of a group with the same source, asset, extra, partition
- *                       key and aliases within `windowSeconds` of it, or at any distance when
- *                       replay-events wrote it (a window over the group, ordered by id);
+ *   orphan_not_success  it exists, but no try of it (current or archived) succeeded, or the event
+ *                       belongs to a try after the last successful one;
+ *   unattributed        the evidence cannot tell which try it belongs to (stamped between two
+ *                       tries, or named by audit rows of two): never a duplicate, never removed;
+ *   superseded_by_rerun it belongs to a try before the last successful one;
+ *   duplicate           beyond the first of a group of the last successful try's events with the
+ *                       same asset, extra, partition key and aliases, within `windowSeconds` of
+ *                       it, or at any distance when replay-events' missing mode wrote it; the
+ *                       event an audit row names is the group's first, then by id;
  *   ok                  everything else.
- * The per-key facts (has a try, last successful try, when it began) are aggregated once per key,
- * never probed per event; evidence that only findings need (consumed, the asset's name, airlock's
- * replay rows) is looked up for those rows alone. Runs inside the caller's transaction (a cursor
- * lives in one); rows come in source key order.
+ * The per-key facts (the tries and their spans, the last successful try) are aggregated once per
+ * key, never probed per event; a key with one try (the common case) needs no further evidence,
+ * and evidence that only findings need (consumed, the asset's name) is looked up for those rows
+ * alone. Runs inside the caller's transaction (a cursor lives in one).
  */
 export function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   return async function* (
@@ -83,6 +88,10 @@ interface ClassifiedEventRow {
   class: EventClass
   kept_id: number | null
   consumed: boolean | null
+  try_number: number | null
+  candidate_try: number | null
+  basis: number | null
+  success_try: number | null
 }
 
 function classifiedEventOf(row: ClassifiedEventRow): ClassifiedEvent {
@@ -100,6 +109,12 @@ function classifiedEventOf(row: ClassifiedEventRow): ClassifiedEvent {
     class: row.class,
     keptId: row.kept_id,
     consumed: row.consumed ?? false,
+    attribution: {
+      tryNumber: row.try_number,
+      candidate: row.candidate_try,
+      basis: basisOfCode(row.basis),
+      successTry: row.success_try,
+    },
   }
 }
 
@@ -118,61 +133,39 @@ function classifiedEventsText(
   filter: EventFilter,
   windowSeconds: number,
 ): string {
-  const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
   const filterWhere = [sourced, ...eventFilterConditions(params, filter)]
   const window = `make_interval(secs => ${params.add(windowSeconds)}::float8)`
   const consumed = consumedCondition(capabilities, 'g.id')
   const key = {dagId: 'g.dag_id', runId: 'g.run_id', taskId: 'g.task_id', mapIndex: 'g.map_index'}
-  return `with k as (
-         select distinct e.source_dag_id as dag_id, e.source_run_id as run_id, e.source_task_id as task_id, coalesce(e.source_map_index, -1) as map_index
-           from asset_event e ${whereAll(filterWhere)}
-       ), tries as (
-         select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number, h.state, coalesce(h.updated_at, h.end_date, h.start_date) as last_write
-           from task_instance_history h join k on h.dag_id = k.dag_id and h.run_id = k.run_id and h.task_id = k.task_id and h.map_index = k.map_index
-         union all
-         select t.dag_id, t.run_id, t.task_id, t.map_index, t.try_number, t.state, coalesce(t.updated_at, t.end_date, t.start_date)
-           from task_instance t join k on t.dag_id = k.dag_id and t.run_id = k.run_id and t.task_id = k.task_id and t.map_index = k.map_index
-       ), success as (
-         select dag_id, run_id, task_id, map_index, max(try_number) as try_number from tries where state = 'success' group by 1, 2, 3, 4
-       ), facts as (
-         -- Per key: the last successful try, and when it began as events can tell (the last write
-         -- of any try before it; see tryBegan).
-         select t.dag_id, t.run_id, t.task_id, t.map_index, s.try_number as success_try,
-                coalesce(max(t.last_write) filter (where t.try_number < s.try_number), '-infinity') as began
-           from tries t left join success s on s.dag_id = t.dag_id and s.run_id = t.run_id and s.task_id = t.task_id and s.map_index = t.map_index
-          group by t.dag_id, t.run_id, t.task_id, t.map_index, s.try_number
+  return `with ${attributedEvents(capabilities, filterWhere)}
        ), ev as (
-         select e.id, e.asset_id, e.source_dag_id as dag_id, e.source_run_id as run_id, e.source_task_id as task_id,
-                coalesce(e.source_map_index, -1) as map_index, e.source_map_index, e."timestamp",
-                e.extra::jsonb::text as extra_text, ${partition} as partition_text,
-                -- The aliases the event went through: a direct event and an alias event of the same
-                -- asset and extra are both legitimate (each wakes its own consumers).
-                coalesce(al.alias_text, '') as alias_text,
+         select a.*,
                 case
-                  when f.dag_id is null then 'orphan_missing_ti'
-                  when f.success_try is null then 'orphan_not_success'
-                  when e."timestamp" <= f.began and not ${namedByAirlockRow('e.id', {dagId: 'f.dag_id', runId: 'f.run_id', taskId: 'f.task_id', mapIndex: 'f.map_index', tryNumber: 'f.success_try'})} then 'superseded_by_rerun'
+                  when not a.has_tries then 'orphan_missing_ti'
+                  when a.success_try is null then 'orphan_not_success'
+                  when a.attribution[1] is null then 'unattributed'
+                  when a.attribution[1] < a.success_try then 'superseded_by_rerun'
+                  -- A try after the last successful one: its events stand behind no success.
+                  when a.attribution[1] > a.success_try then 'orphan_not_success'
                   else 'candidate'
                 end as pre_class
-           from asset_event e
-           left join facts f on f.dag_id = e.source_dag_id and f.run_id = e.source_run_id and f.task_id = e.source_task_id and f.map_index = coalesce(e.source_map_index, -1)
-           left join (select l.event_id, string_agg(l.alias_id::text, ',' order by l.alias_id) as alias_text from asset_alias_asset_event l group by l.event_id) al
-             on al.event_id = e.id
-          ${whereAll(filterWhere)}
+           from attributed a
        ), g as (
          -- Non-candidates sit in partitions of their own (pre_class leads the key), so one window
-         -- serves every event and the duplicate groups hold candidates only.
+         -- serves every event and the duplicate groups hold candidates only: the events of the
+         -- last successful try. The event an audit row names is kept before any other.
          select ev.*, first_value(id) over w as first_id, first_value("timestamp") over w as first_ts, row_number() over w as n
            from ev
-         window w as (partition by pre_class, dag_id, run_id, task_id, map_index, asset_id, extra_text, partition_text, alias_text order by id)
+         window w as (partition by pre_class, dag_id, run_id, task_id, map_index, asset_id, extra_text, partition_text, alias_text
+                      order by attribution[3] = ${attributionBasis.named} desc, id)
        ), c as (
          select g.*,
                 case
                   when pre_class <> 'candidate' then pre_class
-                  when n > 1 and "timestamp" - first_ts <= ${window} then 'duplicate'
+                  when n > 1 and "timestamp" between first_ts - ${window} and first_ts + ${window} then 'duplicate'
                   -- Written by replay-events' missing mode: it only writes an event it found
                   -- missing, so a second event of the group in the same try is a duplicate at any distance.
-                  when n > 1 and ${namedByAirlockRow('g.id', key, ['airlock.replay-events'])} then 'duplicate'
+                  when n > 1 and ${namedByAirlockRow('g.id', key, ['airlock.replay-events'], {missingMode: true})} then 'duplicate'
                   else 'ok'
                 end as class
            from g
@@ -186,8 +179,58 @@ function classifiedEventsText(
               case when g.class <> 'ok' then g.dag_id end as source_dag_id,
               case when g.class <> 'ok' then g.run_id end as source_run_id,
               case when g.class <> 'ok' then g.task_id end as source_task_id,
-              case when g.class <> 'ok' then ${consumed} end as consumed
+              case when g.class <> 'ok' then ${consumed} end as consumed,
+              g.attribution[1] as try_number, g.attribution[2] as candidate_try, g.attribution[3] as basis, g.success_try
          from c as g`
+}
+
+/**
+ * The classifying statement's first CTEs, ending in `attributed`: every filtered event with its
+ * key's facts (has a try, its last successful try) and its attribution (attributedTry's array).
+ * `k` holds the keys, `tries` their tries (tryRows), `facts` one row per key.
+ */
+function attributedEvents(
+  capabilities: Pick<Capabilities, 'eventPartitionKey'>,
+  filterWhere: readonly string[],
+): string {
+  const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
+  const factsKey = {dagId: 'f.dag_id', runId: 'f.run_id', taskId: 'f.task_id', mapIndex: 'f.map_index'}
+  const inK = (alias: string) =>
+    `(${alias}.dag_id, ${alias}.run_id, ${alias}.task_id, ${alias}.map_index) in (select dag_id, run_id, task_id, map_index from k)`
+  const arrays = tryArraysOf('t')
+  const attribution = attributedTry({id: 'e.id', timestamp: 'e."timestamp"'}, factsKey, {
+    numbers: 'f.numbers',
+    starts: 'f.starts',
+    lastWrites: 'f.last_writes',
+  })
+  return `k as (
+         select distinct e.source_dag_id as dag_id, e.source_run_id as run_id, e.source_task_id as task_id, coalesce(e.source_map_index, -1) as map_index
+           from asset_event e ${whereAll(filterWhere)}
+       ), tries as (
+         ${tryRows(inK)}
+       ), facts as (
+         -- Per key: its last successful try and every try's span, for attributedTry.
+         select t.dag_id, t.run_id, t.task_id, t.map_index,
+                max(t.try_number) filter (where t.state = 'success') as success_try,
+                ${arrays.numbers} as numbers, ${arrays.starts} as starts, ${arrays.lastWrites} as last_writes
+           from tries t
+          group by t.dag_id, t.run_id, t.task_id, t.map_index
+       ), attributed as (
+         select e.id, e.asset_id, e.source_dag_id as dag_id, e.source_run_id as run_id, e.source_task_id as task_id,
+                coalesce(e.source_map_index, -1) as map_index, e.source_map_index, e."timestamp",
+                e.extra::jsonb::text as extra_text, ${partition} as partition_text,
+                -- The aliases the event went through: a direct event and an alias event of the same
+                -- asset and extra are both legitimate (each wakes its own consumers).
+                coalesce(al.alias_text, '') as alias_text,
+                f.dag_id is not null as has_tries, f.success_try,
+                case when f.dag_id is not null then ${attribution} end as attribution
+           from asset_event e
+           left join facts f on f.dag_id = e.source_dag_id and f.run_id = e.source_run_id and f.task_id = e.source_task_id and f.map_index = coalesce(e.source_map_index, -1)
+           left join (select l.event_id, string_agg(l.alias_id::text, ',' order by l.alias_id) as alias_text from asset_alias_asset_event l group by l.event_id) al
+             on al.event_id = e.id
+          ${whereAll(filterWhere)}
+         -- offset 0: each event is attributed once, not once per column below that reads it.
+         offset 0`
 }
 
 /**

@@ -2,6 +2,7 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {EventLineParts} from '../../airflow/eventLine.js'
 import type {Executor} from '../../engine/engine.js'
 import {Params, prepared, statement} from '../../engine/prepared.js'
+import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import {
   assetKey,
   type EventContent,
@@ -9,6 +10,7 @@ import {
   type RemovedDuplicates,
   type StoredEvent,
 } from '../airflowStore.js'
+import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
 import {consumerDagsOf, eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
 
 /** The columns every event read here returns, as the driver gives them. */
@@ -203,6 +205,37 @@ export function countEvents() {
 }
 
 /**
+ * The try of a key an event belongs to, by the audit's own rule (attributedTry over the key's
+ * tries): a re-emitted copy's audit row names it, so the copy counts as that try's and never as a
+ * later try's event. `eventId` null (an export line: its id is another database's) decides on the
+ * timestamp alone.
+ */
+export function readEventTry() {
+  const on = (alias: string) =>
+    `${alias}.dag_id = $1 and ${alias}.run_id = $2 and ${alias}.task_id = $3 and ${alias}.map_index = $4::int`
+  const arrays = tryArraysOf('t')
+  const eventTry = prepared(
+    'event_try',
+    `select case when f.numbers is not null
+                 then (${attributedTry({id: '$5::int', timestamp: '$6::timestamptz'}, {dagId: '$1', runId: '$2', taskId: '$3', mapIndex: '$4::int'}, {numbers: 'f.numbers', starts: 'f.starts', lastWrites: 'f.last_writes'})})[1]
+            end as try_number
+       from (select ${arrays.numbers} as numbers, ${arrays.starts} as starts, ${arrays.lastWrites} as last_writes
+               from (${tryRows(on)}) as t) as f`,
+  )
+  return async (
+    ex: Executor,
+    source: TaskInstanceKey,
+    eventId: number | null,
+    timestamp: Date,
+  ): Promise<number | null> => {
+    const [row] = await ex.query<{try_number: number | null}>(
+      eventTry([source.dagId, source.runId, source.taskId, source.mapIndex, eventId, timestamp]),
+    )
+    return row?.try_number ?? null
+  }
+}
+
+/**
  * One duplicate group's repair, decided on what holds under its locks, never on the audit's
  * earlier read:
  *
@@ -280,22 +313,7 @@ function repairStatements(
     'lock_events_skip_locked',
     'select id from asset_event where id = any($1::int[]) order by id for update skip locked',
   )
-  const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
-  const sameAsKept = prepared(
-    `duplicates_of_kept${capabilities.eventPartitionKey ? '_partitioned' : ''}`,
-    `with kept as (
-       select e.*, ${partition} as partition_text, e.extra::jsonb as extra_jsonb,
-              coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') as alias_text
-         from asset_event e where e.id = $1
-     )
-     select e.id from asset_event e, kept k
-      where e.id = any($2::int[]) and e.id <> k.id
-        and e.asset_id = k.asset_id and e.source_dag_id = k.source_dag_id and e.source_run_id = k.source_run_id
-        and e.source_task_id = k.source_task_id and coalesce(e.source_map_index, -1) = coalesce(k.source_map_index, -1)
-        and e.extra::jsonb = k.extra_jsonb and ${partition} = k.partition_text
-        and coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') = k.alias_text
-      order by e.id`,
-  )
+  const sameAsKept = sameAsKeptStatement(capabilities)
   // complete's audit row of a try lists the events it wrote for that try (extra.airlock.event_ids).
   const named = prepared(
     'events_named_by_success_row',
@@ -339,4 +357,43 @@ function repairStatements(
   )
   const deleteEvents = prepared('delete_events', 'delete from asset_event where id = any($1::int[]) returning id')
   return {lock, sameAsKept, named, consumers, consumed, deleteEvents}
+}
+
+/**
+ * Which extras are still the kept event's duplicates under the group's locks: same source task
+ * instance, asset, extra, partition key and aliases, and of the same try by the audit's
+ * attribution as it holds now.
+ */
+function sameAsKeptStatement(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+  const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
+  const keptKey = {
+    dagId: 'k.source_dag_id',
+    runId: 'k.source_run_id',
+    taskId: 'k.source_task_id',
+    mapIndex: 'k.map_index',
+  }
+  const keptTries = {numbers: 'f.numbers', starts: 'f.starts', lastWrites: 'f.last_writes'}
+  const arrays = tryArraysOf('t')
+  return prepared(
+    `duplicates_of_kept${capabilities.eventPartitionKey ? '_partitioned' : ''}`,
+    `with kept as (
+       select e.*, coalesce(e.source_map_index, -1) as map_index, ${partition} as partition_text, e.extra::jsonb as extra_jsonb,
+              coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') as alias_text
+         from asset_event e where e.id = $1
+     ), f as (
+       select ${arrays.numbers} as numbers, ${arrays.starts} as starts, ${arrays.lastWrites} as last_writes
+         from (${tryRows((alias) => `(${alias}.dag_id, ${alias}.run_id, ${alias}.task_id, ${alias}.map_index) = (select source_dag_id, source_run_id, source_task_id, map_index from kept)`)}) as t
+     )
+     select e.id from asset_event e, kept k, f
+      where e.id = any($2::int[]) and e.id <> k.id
+        and e.asset_id = k.asset_id and e.source_dag_id = k.source_dag_id and e.source_run_id = k.source_run_id
+        and e.source_task_id = k.source_task_id and coalesce(e.source_map_index, -1) = k.map_index
+        and e.extra::jsonb = k.extra_jsonb and ${partition} = k.partition_text
+        and coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') = k.alias_text
+        -- Both still of one try, by the audit's attribution as it holds now (a rerun since the
+        -- audit read them can make one a later try's event, or unattributed: no longer a duplicate).
+        and (${attributedTry({id: 'e.id', timestamp: 'e."timestamp"'}, keptKey, keptTries)})[1]
+          = (${attributedTry({id: 'k.id', timestamp: 'k."timestamp"'}, keptKey, keptTries)})[1]
+      order by e.id`,
+  )
 }

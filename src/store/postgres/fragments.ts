@@ -1,5 +1,6 @@
 import type {Params} from '../../engine/prepared.js'
 import type {EventFilter} from '../airflowStore.js'
+import {attributedTry, namesEvent} from './attribution.js'
 
 /**
  * The conditions of an event filter on `asset_event e` (time window, source DAG, asset names or
@@ -48,19 +49,24 @@ export function tryBegan(on: TryKey): string {
 /**
  * Whether an audit row airlock wrote names event `eventId` (complete's `success` row and
  * replay-events' row list the events they wrote in extra.airlock.event_ids): evidence that needs
- * no clock at all. Without `tryNumber`, a row of any try counts. log.extra is free text, so it is
+ * no clock at all. Without `tryNumber`, a row of any try counts; `missingMode`: only replay-events'
+ * missing mode (it writes an event only when it found the try without one, unlike re-emitting an
+ * event by id or from a file, which copies an event on purpose). log.extra is free text, so it is
  * read as JSON only on airlock's rows.
  */
 export function namedByAirlockRow(
   eventId: string,
   on: Omit<TryKey, 'tryNumber'> & {tryNumber?: string},
   events: readonly string[] = ['success', 'airlock.replay-events'],
+  options: {missingMode?: boolean} = {},
 ): string {
+  const json = `case when l.extra like '{%"airlock"%' then l.extra::jsonb end`
+  const mode = options.missingMode ? `and coalesce((${json}) -> 'airlock' ->> 'mode', 'missing') = 'missing' ` : ''
   return `exists (
     select 1 from log l
      where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId} and l.map_index = ${on.mapIndex}
        ${on.tryNumber ? `and l.try_number = ${on.tryNumber} ` : ''}and l.event in (${events.map((event) => `'${event}'`).join(', ')})
-       and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(${eventId}), false) else false end)`
+       ${mode}and coalesce((${json}) -> 'airlock' -> 'event_ids' @> to_jsonb(${eventId}), false))`
 }
 
 /**
@@ -100,14 +106,21 @@ export function namedByAirlockRow(
  * log.extra is free text: read as JSON only on rows whose event says who wrote them. airlock's
  * rows carry `"airlock":{` (JSON.stringify's spacing, which Python's json.dumps never writes).
  */
-function tryEvidenceRows(on: TryKey & {exceptLogId?: string}): string {
+function tryEvidenceRows(on: EvidenceOn): string {
   // A writer's recheck leaves out the log row its own transaction wrote.
   const key = `l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId}${on.exceptLogId ? ` and l.id is distinct from ${on.exceptLogId}` : ''}`
   const thisTry = `${key} and l.map_index = ${on.mapIndex} and l.try_number = ${on.tryNumber}`
   const airlockRow = `l.extra like '{%"airlock":{%'`
   const airlockEvents = "coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1)"
   const sinceTryBegan = `l.dttm > ${tryBegan(on)}`
-  return `select 1 as rank, 'worker_success' as kind, l.id as log_id from log l
+  // Ahead of every other row: an event that may be this try's makes "lost" and "marked success
+  // without events" both unprovable (eventOfThisTry).
+  const unattributed = on.unattributed
+    ? `select 0 as rank, 'unattributed_event' as kind, null::int as log_id where ${on.unattributed}
+         union all
+         `
+    : ''
+  return `${unattributed}select 1 as rank, 'worker_success' as kind, l.id as log_id from log l
           where ${thisTry} and l.event = 'success' and not (coalesce(l.extra, '') like '{%"airlock":{%')
          union all
          select 2, 'airlock_events', l.id from log l
@@ -136,13 +149,20 @@ function tryEvidenceRows(on: TryKey & {exceptLogId?: string}): string {
           where r.dag_id = ${on.dagId} and r.run_id = ${on.runId} and r.triggered_by = 'test'`
 }
 
+/**
+ * The try and, for a writer's recheck, the log row its own transaction wrote (never counted);
+ * `unattributed`: a condition that holds when an outlet's event may be this try's
+ * (eventOfThisTry's 'unattributed'), which outranks every other kind.
+ */
+type EvidenceOn = TryKey & {exceptLogId?: string; unattributed?: string}
+
 /** The strongest evidence of this try (tryEvidenceRows), as its kind: 'unknown' when there is none. */
-export function tryEvidenceKind(on: TryKey): string {
+export function tryEvidenceKind(on: EvidenceOn): string {
   return `coalesce((select v.kind from (${tryEvidenceRows(on)}) as v order by v.rank limit 1), 'unknown')`
 }
 
 /** The strongest evidence of this try with the log row it rests on (no row: unknown); `exceptLogId` is never counted. */
-export function tryEvidence(on: TryKey & {exceptLogId?: string}): string {
+export function tryEvidence(on: EvidenceOn): string {
   return `select v.kind, l.id as log_id, l.event, l.owner, l.dttm
             from (${tryEvidenceRows(on)}) as v left join log l on l.id = v.log_id
            order by v.rank limit 1`
@@ -159,32 +179,45 @@ export function tryEvidence(on: TryKey & {exceptLogId?: string}): string {
  * airlock without ever being queued) keeps no bound. Events replayed after the task ended are
  * later still, so no upper bound is ever applied.
  */
-export function tryEventsFrom(on: TryKey & {earliest: string}): string {
-  return `greatest(${tryBegan(on)}, coalesce(${on.earliest} - interval '1 day', '-infinity'))`
+export function tryEventsFrom(on: TryKey & {earliest: string; began?: string}): string {
+  return `greatest(${on.began ?? tryBegan(on)}, coalesce(${on.earliest} - interval '1 day', '-infinity'))`
 }
 
 /** `earliest` for tryEventsFrom, on a task_instance row. */
 export const tryEarliest = (ti: string) => `least(${ti}.queued_dttm, ${ti}.scheduled_dttm, ${ti}.start_date)`
 
 /**
- * "This asset has no event of this try": none that airlock's audit row of this try names (a
- * completion of a task that never started stamps its events before the start_date it sets), and
- * no event attributed to the task instance's key stamped since the try could have begun
- * (tryEventsFrom). The anti-join behind replay-events' missing mode and the audit's
- * missing_events, in one place; the two halves are separate so each reads an index
- * (idx_log_task_instance by try, idx_asset_id_timestamp by range) instead of every event of the
- * asset.
+ * Whether this try has an event of asset `assetId`, by the one attribution rule (attributedTry):
+ * `'attributed'` (an event is this try's), `'unattributed'` (an event may be this try's or the
+ * one before's, and the database cannot tell: never counted as present, never as lost) or
+ * `'none'`. The check behind replay-events' missing mode, the audit's missing_* classes and every
+ * writer's recheck under the row lock, in one place. `began` is tryBegan of the same try, computed
+ * once by the caller.
  *
- * The audit row first, in a CASE, so its order is kept (the planner reorders an AND of subplans
- * by their estimated cost): right after a bulk complete of old runs every try began long ago and
- * its events were stamped today, so the range probe reads every event of the backfill on that
- * asset for each task instance (task instances × events: loops=9,028 × ~17,800 index entries,
- * 15 s, in a user's trial), while each try's audit row names its events in one index probe.
+ * Only the current try is asked, so the key's tries reduce to two: this one (its start_date) and
+ * everything before it (ending at `began`); attributedTry then decides exactly as it does over all
+ * the tries in the audit's classification. Two halves, each on an index: the events airlock's
+ * audit row of this try names (idx_log_task_instance, then asset_event_pkey), then the events of
+ * the key stamped since the try could have begun (tryEventsFrom, idx_asset_id_timestamp). The
+ * audit row first, in a CASE, so its order is kept (the planner reorders an AND of subplans by
+ * their estimated cost): right after a bulk complete of old runs every try began long ago and its
+ * events were stamped today, so the range probe reads every event of the backfill on that asset
+ * for each task instance (task instances × events: loops=9,028 × ~17,800 index entries, 15 s, in
+ * a user's trial), while each try's audit row names its events in one index probe.
  */
-export function noEventOfThisTry(on: TryKey & {assetId: string; earliest: string; extra?: string}): string {
+export function eventOfThisTry(
+  on: TryKey & {assetId: string; earliest: string; began: string; start: string; extra?: string},
+): string {
+  const key = {dagId: on.dagId, runId: on.runId, taskId: on.taskId, mapIndex: on.mapIndex}
   const eventOfKey = `e.asset_id = ${on.assetId}
        and e.source_dag_id = ${on.dagId} and e.source_run_id = ${on.runId} and e.source_task_id = ${on.taskId}
        and e.source_map_index = ${on.mapIndex}${on.extra ? `\n       and ${on.extra}` : ''}`
+  const first = `${on.began} = '-infinity'::timestamptz`
+  const tries = {
+    numbers: `case when ${first} then array[${on.tryNumber}] else array[${on.tryNumber} - 1, ${on.tryNumber}] end`,
+    starts: `case when ${first} then array[${on.start}]::timestamptz[] else array[null, ${on.start}]::timestamptz[] end`,
+    lastWrites: `case when ${first} then array[null]::timestamptz[] else array[${on.began}, null]::timestamptz[] end`,
+  }
   return `case when exists (
     select 1 from log l
      where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId} and l.map_index = ${on.mapIndex}
@@ -199,12 +232,17 @@ export function noEventOfThisTry(on: TryKey & {assetId: string; earliest: string
                  select named.id::int
                    from jsonb_path_query(case when l.extra like '{%"airlock"%' then l.extra::jsonb end,
                                          '$.airlock.event_ids[*] ? (@.type() == "number")') as named(id)))
-           and ${eventOfKey}))
-   then false
-   else not exists (
-    select 1 from asset_event e
+           and ${eventOfKey}
+           -- Named by this try's row alone: a row of another try naming it too is a conflict.
+           and not exists (select 1 from log l where ${namesEvent('e.id', key)} and l.try_number <> ${on.tryNumber})))
+   then 'attributed'
+   else coalesce((
+    select case when bool_or(x.a[1] = ${on.tryNumber}) then 'attributed'
+                when bool_or(x.a[1] is null and x.a[2] = ${on.tryNumber}) then 'unattributed' end
+      from asset_event e
+     cross join lateral (select ${attributedTry({id: 'e.id', timestamp: 'e."timestamp"'}, key, tries)} as a) as x
      where ${eventOfKey}
-       and e."timestamp" > ${tryEventsFrom(on)})
+       and e."timestamp" > ${tryEventsFrom(on)}), 'none')
    end`
 }
 

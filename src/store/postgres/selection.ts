@@ -10,7 +10,7 @@ import {
   type TaskInstanceFilter,
   type UnknownSelectors,
 } from '../airflowStore.js'
-import {noEventOfThisTry, tryEarliest, tryEvidence, tryEvidenceKind, whereAll} from './fragments.js'
+import {eventOfThisTry, tryBegan, tryEarliest, tryEvidence, tryEvidenceKind, whereAll} from './fragments.js'
 
 /**
  * The FROM and WHERE of a task-instance selection, with its bound values. `runs`: only the task
@@ -44,16 +44,12 @@ function filtered(
   if (filter.taskIds.length > 0) where.push(`ti.task_id = any(${params.add([...filter.taskIds])}::text[])`)
   if (filter.mapIndex !== undefined) where.push(`ti.map_index = ${params.add(filter.mapIndex)}::int`)
   if (filter.states) where.push(`ti.state = any(${params.add([...filter.states])}::text[])`)
-  if (filter.evidence) where.push(`${evidenceOf('ti')} = any(${params.add([...filter.evidence])}::text[])`)
+  if (filter.evidence) where.push(`${missingEvidenceOf('ti')} = any(${params.add([...filter.evidence])}::text[])`)
 
   if (filter.missingEventsOnly) {
-    // An active declared outlet with no event of this try.
-    where.push(`exists (
-      select 1 from task_outlet_asset_reference r
-        join asset a on a.id = r.asset_id
-        join asset_active aa on aa.name = a.name and aa.uri = a.uri
-       where r.dag_id = ti.dag_id and r.task_id = ti.task_id
-         and ${noEventOfThisTry({assetId: 'a.id', dagId: 'ti.dag_id', runId: 'ti.run_id', taskId: 'ti.task_id', mapIndex: 'ti.map_index', tryNumber: 'ti.try_number', earliest: tryEarliest('ti')})})`)
+    // An active declared outlet that this try has no event of (or may not have: unattributed).
+    joins.push(`cross join lateral (select ${tryBegan(tiTry('ti'))} as began) as tb`)
+    where.push(outletWhere('ti', `<> 'attributed'`))
   }
 
   // A stable hash of the id: N hosts with --shard 1/N … N/N split one backfill without overlap.
@@ -65,15 +61,42 @@ function filtered(
   return `from task_instance ti ${joins.join(' ')} ${whereAll(where)}`
 }
 
-/** The strongest evidence of the try of task instance `ti` (a row alias), as its kind. */
-const evidenceOf = (ti: string) =>
-  tryEvidenceKind({
-    dagId: `${ti}.dag_id`,
-    runId: `${ti}.run_id`,
-    taskId: `${ti}.task_id`,
-    mapIndex: `${ti}.map_index`,
-    tryNumber: `${ti}.try_number`,
+/** The current try of task instance `ti` (a row alias). */
+const tiTry = (ti: string) => ({
+  dagId: `${ti}.dag_id`,
+  runId: `${ti}.run_id`,
+  taskId: `${ti}.task_id`,
+  mapIndex: `${ti}.map_index`,
+  tryNumber: `${ti}.try_number`,
+})
+
+/**
+ * "An active declared outlet of `ti`'s try whose eventOfThisTry is `test`" (`<> 'attributed'`:
+ * missing or maybe missing; `= 'unattributed'`: maybe missing). Needs `tb.began` (tryBegan of
+ * the try, joined once per task instance by `filtered`).
+ */
+function outletWhere(ti: string, test: string): string {
+  const state = eventOfThisTry({
+    ...tiTry(ti),
+    assetId: 'a.id',
+    earliest: tryEarliest(ti),
+    began: 'tb.began',
+    start: `${ti}.start_date`,
   })
+  return `exists (
+      select 1 from task_outlet_asset_reference r
+        join asset a on a.id = r.asset_id
+        join asset_active aa on aa.name = a.name and aa.uri = a.uri
+       where r.dag_id = ${ti}.dag_id and r.task_id = ${ti}.task_id
+         and ${state} ${test})`
+}
+
+/**
+ * The strongest evidence of the try of task instance `ti` (a row alias) whose outlets miss events,
+ * as its kind: an outlet whose event may be this try's makes it `unattributed_event`.
+ */
+const missingEvidenceOf = (ti: string) =>
+  tryEvidenceKind({...tiTry(ti), unattributed: outletWhere(ti, `= 'unattributed'`)})
 
 /**
  * One keyset page of the selection (WHERE id > last ORDER BY id LIMIT n): memory stays flat and
@@ -96,7 +119,7 @@ export function selectTaskInstancePage() {
     const params = new Params()
     const from = filtered(filter, params, after === undefined ? undefined : (p) => `ti.id > ${p.add(after)}::uuid`)
     // A missing-events page says, per task instance, how its try came to be success.
-    const columns = `ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state${filter.missingEventsOnly ? `, ${evidenceOf('ti')} as evidence` : ''}`
+    const columns = `ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state${filter.missingEventsOnly ? `, ${missingEvidenceOf('ti')} as evidence` : ''}`
     const page = filter.missingEventsOnly
       ? `select s.* from (select ${columns} ${from} offset 0) as s order by s.id limit ${params.add(limit)}::int`
       : `select ${columns} ${from} order by ti.id limit ${params.add(limit)}::int`
@@ -220,28 +243,43 @@ export function countTaskInstances() {
 }
 
 /**
- * Which of the given (active, declared outlet) assets have NO event of this task instance's try
- * (noEventOfThisTry): the events its last successful try should have emitted; and the strongest
- * evidence of how the try came to be success (tryEvidence), which decides whether they were lost.
+ * Which of the given (active, declared outlet) assets have no event of this task instance's try
+ * (eventOfThisTry: none, or only one that may be this try's): the events its last successful try
+ * should have emitted; and the strongest evidence of how the try came to be success
+ * (tryEvidence), which decides whether they were lost (`unattributed_event` when an event may be
+ * this try's: then nothing can be told).
  * One statement, so the recheck under the row lock costs one round trip. `ignore` leaves out the
  * events and the log row this very transaction wrote (for that recheck).
  */
 export function readMissingOutlets() {
   const on = {dagId: '$2', runId: '$3', taskId: '$4', mapIndex: '$5::int', tryNumber: '$6::int'}
+  const state = eventOfThisTry({
+    ...on,
+    assetId: 'a.asset_id',
+    earliest: 'ti.earliest',
+    began: 'ti.began',
+    start: 'ti.start_date',
+    extra: 'e.id <> all($7::int[])',
+  })
   const missing = prepared(
     'missing_outlets',
     `with ti as (
-       select ${tryEarliest('t')} as earliest from task_instance t
+       select ${tryEarliest('t')} as earliest, t.start_date, ${tryBegan(on)} as began from task_instance t
         where t.dag_id = $2 and t.run_id = $3 and t.task_id = $4 and t.map_index = $5::int
-     ), missing as (
-       select a.asset_id
+     ), outlets as (
+       select a.asset_id, ${state} as state
          from unnest($1::int[]) as a(asset_id)
          left join ti on true
-        where ${noEventOfThisTry({...on, assetId: 'a.asset_id', earliest: 'ti.earliest', extra: 'e.id <> all($7::int[])'})}
+     ), missing as (
+       select o.asset_id, o.state from outlets o where o.state <> 'attributed'
      )
      select (select coalesce(array_agg(m.asset_id order by m.asset_id), '{}') from missing m) as missing,
             coalesce(ev.kind, 'unknown') as kind, ev.log_id, ev.event, ev.owner, ev.dttm
-       from (select 1) as one left join lateral (${tryEvidence({...on, exceptLogId: '$8::int'})}) as ev on true`,
+       from (select 1) as one left join lateral (${tryEvidence({
+         ...on,
+         exceptLogId: '$8::int',
+         unattributed: "exists (select 1 from missing m where m.state = 'unattributed')",
+       })}) as ev on true`,
   )
   return async (
     ex: Executor,

@@ -1,0 +1,118 @@
+/**
+ * Which try of its task instance an asset event belongs to: the one rule behind the event audit's
+ * classes (`superseded_by_rerun`, `duplicate`, `unattributed`, `orphan_not_success`) and the
+ * missing-events check that replay-events, the audit and every writer's recheck share. The table
+ * of cases is in docs/audit-events.md ("Which try an event belongs to").
+ *
+ * The evidence, strongest first:
+ * 1. `named`: an audit row airlock wrote for a try names the event (complete's `success` row,
+ *    replay-events' `airlock.replay-events` row: `extra.airlock.event_ids`, with the row's
+ *    `try_number`). No clock is involved. Rows of two different tries naming one event
+ *    contradict each other: `conflict`.
+ * 2. `window`: the event was stamped within the try's span: from its `start_date` to its last
+ *    write (`updated_at`, else `end_date`). Airflow's success path stamps the events on the API
+ *    server after the worker's `end_date` and before the row's own `updated_at`
+ *    (`ti_update_state` registers them, then updates the row), so the span ends at the last write,
+ *    not at `end_date`. A try's archived copy (`TaskInstanceHistory.record_ti`, called from
+ *    `TaskInstance.prepare_db_for_next_try` when the next try is prepared,
+ *    airflow-core/src/airflow/models/taskinstance.py) keeps both columns.
+ * 3. `only_try`: the key has no earlier try, so an event before the first try's start has no
+ *    other try to belong to (a worker whose clock runs ahead of the API server's).
+ * 4. `gap`: stamped after one try's last write and before the next try's start (or before a next
+ *    try that has not started: a cleared task instance keeps the old `start_date` until a worker
+ *    starts it, and `DagRun.schedule_tis` only advances `try_number`): the earlier try's late copy
+ *    or the later try's event under a skewed clock. The database cannot tell; the event is
+ *    unattributed, never deleted, and the later try counts as maybe having it.
+ * The last-write rule (an event stamped after a try's last write is not that try's) only bounds
+ * the spans; it never attributes an event on its own.
+ */
+
+import {attributionBasis} from '../../airflow/tryAttribution.js'
+
+/** A task-instance key as SQL expressions (columns or placeholders). */
+export interface KeyColumns {
+  dagId: string
+  runId: string
+  taskId: string
+  mapIndex: string
+}
+
+/**
+ * The tries of one key as three SQL arrays in try-number order, one element per try: its number,
+ * its start_date and its last write (tryRows).
+ */
+export interface TryArrays {
+  numbers: string
+  starts: string
+  lastWrites: string
+}
+
+/** The airlock audit rows that can name an event: complete's success row and replay-events' row. */
+export const namingEvents = ['success', 'airlock.replay-events'] as const
+
+/**
+ * Whether `log l` is an airlock row of this key naming event `eventId` in extra.airlock.event_ids.
+ * log.extra is free text: read as JSON only on airlock's rows (`"airlock"` in it).
+ */
+export function namesEvent(eventId: string, key: KeyColumns): string {
+  return `l.dag_id = ${key.dagId} and l.task_id = ${key.taskId} and l.run_id = ${key.runId} and l.map_index = ${key.mapIndex}
+       and l.event in (${namingEvents.map((event) => `'${event}'`).join(', ')}) and l.try_number is not null
+       and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(${eventId}), false) else false end`
+}
+
+/**
+ * The rows of every try of the keys `where` selects (`where` gets the alias, `h` or `t`): the
+ * archived ones from task_instance_history, and the current one from task_instance unless a try
+ * of the same number is archived (between a clear and `DagRun.schedule_tis` both carry the
+ * number, and the archived row is the try that ran). Columns: dag_id, run_id, task_id, map_index,
+ * try_number, state, start_date, last_write.
+ */
+export function tryRows(where: (alias: 'h' | 't') => string): string {
+  return `select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number, h.state, h.start_date,
+                coalesce(h.updated_at, h.end_date, h.start_date) as last_write
+           from task_instance_history h where ${where('h')}
+         union all
+         select t.dag_id, t.run_id, t.task_id, t.map_index, t.try_number, t.state, t.start_date,
+                coalesce(t.updated_at, t.end_date, t.start_date)
+           from task_instance t where ${where('t')}
+            and not exists (select 1 from task_instance_history x
+                             where x.dag_id = t.dag_id and x.task_id = t.task_id and x.run_id = t.run_id
+                               and x.map_index = t.map_index and x.try_number = t.try_number)`
+}
+
+/** TryArrays aggregated over tryRows grouped by key (`rows` is the alias of those rows). */
+export const tryArraysOf = (rows: string) => ({
+  numbers: `array_agg(${rows}.try_number order by ${rows}.try_number)`,
+  starts: `array_agg(${rows}.start_date order by ${rows}.try_number)`,
+  lastWrites: `array_agg(${rows}.last_write order by ${rows}.try_number)`,
+})
+
+/**
+ * The try event `event` belongs to, as an int[3] SQL expression: [the try (NULL: unattributed),
+ * the latest try it may belong to, the basis (attributionBasis)]. `tries` are the key's tries
+ * (TryArrays). A key with one try needs no evidence at all: the event can be no other try's, so
+ * neither the log nor the clocks are read (the common case costs nothing).
+ */
+export function attributedTry(event: {id: string; timestamp: string}, key: KeyColumns, tries: TryArrays): string {
+  const b = attributionBasis
+  return `case when cardinality(${tries.numbers}) = 1 then array[(${tries.numbers})[1], (${tries.numbers})[1], ${b.only_try}]
+  else (
+    select case
+             when n.tries = 1 then array[n.first_try, n.first_try, ${b.named}]
+             when n.tries > 1 then array[null, n.last_try, ${b.conflict}]
+             when s.in_window then array[s.try_number, s.try_number, ${b.window}]
+             when s.first then array[s.try_number, s.try_number, ${b.only_try}]
+             else array[null, s.try_number, ${b.gap}]
+           end
+      from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try
+              from log l where ${namesEvent(event.id, key)}) as n,
+           -- The try whose span the stamp falls in: the first whose last write is not before it,
+           -- else the last try; in its window when it started after the try before it ended.
+           (select u.try_number, u.i = 1 as first,
+                   u.start_date is not null and (u.i = 1 or u.start_date > u.before) and ${event.timestamp} >= u.start_date as in_window
+              from (select x.try_number, x.start_date, x.last_write, x.i, max(x.last_write) over (order by x.i rows between unbounded preceding and 1 preceding) as before
+                      from unnest(${tries.numbers}, ${tries.starts}, ${tries.lastWrites}) with ordinality as x(try_number, start_date, last_write, i)) as u
+             where u.last_write >= ${event.timestamp} or u.i = cardinality(${tries.numbers})
+             order by u.i limit 1) as s
+  ) end`
+}
