@@ -15,6 +15,7 @@ export const unitTests = [
   'test/bench/cpuTime.test.ts',
   'test/bench/growth.test.ts',
   'test/cli/helpText.test.ts',
+  'test/cli/interrupt.test.ts',
   'test/cli/outputName.test.ts',
   'test/cli/parseInput.test.ts',
   'test/cli/promptColor.test.ts',

@@ -156,12 +156,6 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     const fix = flags.fix ? await this.repairDuplicates(airflow, groups, {...flags, lockTimeoutMs}) : null
 
     const report: EventAuditReport = {counts, findings: kept, omitted, fix, ...(file ? {output_file: file.path} : {})}
-    const summary = JSON.stringify({type: 'summary', counts, fix})
-    if (file) {
-      file.write(summary)
-      await file.close()
-    }
-    if (flags.ndjson) this.emit(summary)
     const failOn = (flags['fail-on'] as AuditClass[] | undefined) ?? defaultFailOn
     const failedFix = fix?.groups.some((g) => g.outcome === 'failed')
     const exit = failedFix
@@ -169,6 +163,14 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       : failOn.some((cls) => counts[cls] > 0)
         ? ExitCode.auditFindings
         : ExitCode.ok
+    // The summary says the outcome: a signal from here on keeps this exit.
+    this.settle(exit)
+    const summary = JSON.stringify({type: 'summary', counts, fix})
+    if (file) {
+      file.write(summary)
+      await file.close()
+    }
+    if (flags.ndjson) this.emit(summary)
     return {result: report, exit}
   }
 

@@ -1,5 +1,6 @@
 import {describeEvidence, verdictOf, type TryVerdict} from '../airflow/tryEvidence.js'
 import {readLimits} from '../engine/engine.js'
+import {retryingReads} from '../engine/retry.js'
 import {selectTaskInstances} from '../selection/selection.js'
 import type {ClassifiedEvent, EventFilter} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
@@ -156,7 +157,7 @@ export async function auditEvents(
   }
   if (filter.assets.length === 0) {
     options.onStage?.('looking for successful task instances missing their events…')
-    for await (const {tiId, row} of selectTaskInstances(store, pool, selection)) {
+    for await (const {tiId, row} of selectTaskInstances(store, retryingReads(db), selection)) {
       const kind = row?.evidence ?? 'unknown'
       const cls = missingClassOf[verdictOf[kind]]
       counts[cls]++

@@ -226,6 +226,10 @@ export abstract class AirlockCommand<R> extends Command {
       )
       .finally(stopWatching)
     for (const warning of tally.warnings()) this.note(warning)
+    const exit = interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit})
+    // A batch that is the whole command: its summary is the command's, so its exit stands from
+    // here (a quiet batch is part of a command that settles its own exit).
+    if (!options.quiet) this.settle(exit)
     const report = output.finish(tally, batch.dryRun, interrupted)
     // The items are in the database whatever became of their copy (a full disk): said, not a failure.
     await file
@@ -241,8 +245,16 @@ export abstract class AirlockCommand<R> extends Command {
         ...(batch.dryRun && batch.breakdown ? {breakdown: batch.breakdown} : {}),
         ...(batch.plan ? {plan: planCaveat} : {}),
       },
-      exit: interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit}),
+      exit,
     }
+  }
+
+  /**
+   * The command's exit is decided and its summary about to be printed: from now on a signal ends
+   * the process with this exit at once, never with 130 or by the signal itself (Interrupts.settle).
+   */
+  protected settle(exit: ExitCode): void {
+    this.interrupts.settle(exit)
   }
 
   /** A second signal in a batch: what has finished, said before the process exits at once. */

@@ -76,6 +76,17 @@ export class Interrupts {
   readonly inBatch = (): boolean => this.batch !== undefined
 
   /**
+   * The batch is over and its exit decided, before its summary is printed: from now on a signal
+   * exits with `exit` at once (as after dispose), never with 130 as a second signal in a batch
+   * would. Between the summary and the command's end (an --output file closing, lineage being
+   * sent) the operator has already been told the outcome; a signal must not change it.
+   */
+  settle(exit: number): void {
+    process.exitCode = exit
+    this.dispose()
+  }
+
+  /**
    * The command is done (its summary printed) and cleans up. A signal from now on must not end
    * the process by the signal itself, which a supervisor reads differently from an exit code: it
    * exits at once with the exit the command decided (130 when it was interrupted; exit 6's

@@ -1,3 +1,4 @@
+import type {ClassifiedError, Executor, Statement} from './engine.js'
 /**
  * Backoff before retrying a whole transaction after 40001 / 40P01 / 55P03: exponential with full
  * jitter, so completions that collided do not collide again in lockstep.
@@ -16,3 +17,33 @@ export function backoffDelay(policy: RetryPolicy, attempt: number, random: () =>
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/**
+ * The pool for reads that may simply be read again: each statement retried with the same backoff
+ * as a writer's transaction when the session was lost (a killed backend, a reset connection: the
+ * pool discards that connection and the retry takes another) or the statement was a serialization
+ * failure or deadlock victim. A selection's scan is such a read: nothing it did stays behind, so
+ * one killed connection costs one page read again instead of the whole run. Anything else (a
+ * timeout, a permission, bad SQL) is thrown at once, as is the last attempt's failure.
+ */
+export function retryingReads(
+  db: {executor: Executor; classify(error: unknown): ClassifiedError},
+  policy: RetryPolicy = defaultRetryPolicy,
+): Executor {
+  return {
+    async query<Row>(statement: Statement): Promise<Row[]> {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await db.executor.query<Row>(statement)
+        } catch (error) {
+          // A server that does not answer at all is not asked again: each try would wait the
+          // whole connect timeout.
+          const {kind, connectTimeout} = db.classify(error)
+          const again = (kind === 'unreachable' && !connectTimeout) || kind === 'retryable'
+          if (!again || attempt >= policy.maxAttempts) throw error
+          await sleep(backoffDelay(policy, attempt))
+        }
+      }
+    },
+  }
+}

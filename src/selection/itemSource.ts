@@ -1,3 +1,4 @@
+import {retryingReads} from '../engine/retry.js'
 import {describeRef, type TaskInstanceKey, type TaskInstanceRef} from '../airflow/taskInstance.js'
 import {AirlockError, usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
@@ -101,19 +102,18 @@ export async function openItemSource(
   }
 
   const {db, store} = airflow
-  const first = filter.missingEventsOnly ? await readFirstScanPage(store, db.executor, filter) : undefined
-  const {count, breakdown} = first?.whole
-    ? summarizeRows(first.rows)
-    : await summarizeSelection(store, db.executor, filter)
+  // The selection's reads are retried on a lost session: one killed connection during a scan
+  // costs a page read again, not the run.
+  const reads = retryingReads(db)
+  const first = filter.missingEventsOnly ? await readFirstScanPage(store, reads, filter) : undefined
+  const {count, breakdown} = first?.whole ? summarizeRows(first.rows) : await summarizeSelection(store, reads, filter)
   await requireNamedSelectors(airflow, filter, count)
   const warnings: string[] = []
   // Every named id exists, yet nothing matched (a window or a map index that holds nothing): an
   // empty result, said in so many words.
   if (count === 0 && !filter.states && !filter.missingEventsOnly)
     warnings.push(`no task instance matches ${describeFilter(filter)}`)
-  const items = mapItems(
-    first ? pagesFrom(store, db.executor, filter, first) : selectTaskInstances(store, db.executor, filter),
-  )
+  const items = mapItems(first ? pagesFrom(store, reads, filter, first) : selectTaskInstances(store, reads, filter))
   return {count, breakdown, explicit: false, items, warnings}
 }
 

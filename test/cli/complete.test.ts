@@ -452,6 +452,54 @@ describe('airlock complete', () => {
     expect(result.code).toBe(0)
   })
 
+  it.each([
+    ['human', [] as string[], 'selected:'],
+    ['ndjson', ['--ndjson'], '"type":"summary"'],
+    [
+      'ndjson and --output, whose file closes after the summary',
+      ['--ndjson', '--output', 'OUTPUT'],
+      '"type":"summary"',
+    ],
+  ])(
+    'signals after the summary of a run with a failed item keep its exit 5, never 130 or death by the signal (%s)',
+    async (_, mode, summaryText) => {
+      const world = await threeRunningTasks()
+      const blocked = world.ti('etl', 'task_2')
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-late-signal-'))
+      const flags = mode.map((flag) => (flag === 'OUTPUT' ? path.join(dir, 'items.ndjson') : flag))
+      try {
+        await whileRowLocked(db.knex, blocked.id, async () => {
+          const args = ['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--lock-timeout', '50ms']
+          const {child, finished} = startCli([...args, ...flags])
+          let ended = false
+          void finished.then(() => (ended = true))
+          let out = ''
+          await new Promise<void>((resolve) => {
+            child.stdout.on('data', (chunk: Buffer) => {
+              out += chunk.toString()
+              if (out.includes(summaryText)) resolve()
+            })
+          })
+          // From the moment the summary is out until the process is gone: a signal every millisecond.
+          let sent = 0
+          while (!ended) {
+            if (child.exitCode === null && child.signalCode === null) {
+              child.kill('SIGINT')
+              sent++
+            }
+            await new Promise((resolve) => setTimeout(resolve, 1))
+          }
+          const result = await finished
+          expect(sent).toBeGreaterThan(0)
+          expect(result.signal).toBeNull()
+          expect(result.code).toBe(5)
+        })
+      } finally {
+        await fs.rm(dir, {recursive: true, force: true})
+      }
+    },
+  )
+
   it('SIGINT before the batch (the selection waits behind a table lock): exit 130, an INTERRUPTED envelope, nothing written', async () => {
     await threeRunningTasks()
     const footprint = await writeFootprint(db.knex)

@@ -145,6 +145,27 @@ describe('replay-events, missing mode', () => {
     expect(await writeFootprint(db.knex)).toEqual(after)
   })
 
+  it('a connection killed during the missing-events scan costs one read again: the replay still repairs everything', async () => {
+    await scenario(db.knex)
+      .producer('etl', {tasks: 2, outlets: 1, state: 'success', emitted: true, workerLog: true})
+      .build()
+    await loseEvents(['etl.task_1.out_1', 'etl.task_2.out_1'])
+    // The scan waits on a table lock (nothing else in the replay reads that table first), and is
+    // killed there, as a DBA's pg_terminate_backend or a failover would kill it.
+    const holder = await db.knex.transaction()
+    await holder.raw('lock table task_outlet_asset_reference in access exclusive mode')
+    const replay = startCli(['replay-events', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--json'])
+    try {
+      const pid = await waitUntilAppBlocked(db.knex, 'airlock:replay-events')
+      await db.knex.raw('select pg_terminate_backend(?)', [pid])
+    } finally {
+      await holder.commit()
+    }
+    const result = await replay.finished
+    expect(result.code, result.stderr).toBe(0)
+    expect(envelope(result)).toMatchObject({result: {summary: {selected: 2, events_created: 2}}})
+  })
+
   it('two replayers racing on one task instance produce one set of events', async () => {
     const world = await scenario(db.knex)
       .producer('etl', {outlets: 2, state: 'success', emitted: true, workerLog: true})

@@ -1,0 +1,61 @@
+import {afterEach, describe, expect, it, vi} from 'vitest'
+
+import {Interrupts} from '../../src/cli/interrupt.js'
+import {ExitCode} from '../../src/exitCodes.js'
+
+/**
+ * The signal handling of a command, in-process: what a signal does at each stage of a batch.
+ * process.exit is replaced by a spy, so "the process exits with N" is what the handler asks for.
+ */
+describe('signals around a batch', () => {
+  const listeners = {SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM')}
+  afterEach(() => {
+    vi.restoreAllMocks()
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.removeAllListeners(signal)
+      for (const listener of listeners[signal]) process.on(signal, listener)
+    }
+    process.exitCode = undefined
+  })
+
+  const exits = () => {
+    const exit = vi.spyOn(process, 'exit').mockImplementation((() => undefined) as never)
+    return exit
+  }
+
+  it('in a batch, the first signal stops taking items and the second exits 130 at once', () => {
+    const exit = exits()
+    const firsts: string[] = []
+    const interrupts = new Interrupts((signal) => firsts.push(signal))
+    let stoppedAtOnce = 0
+    interrupts.startBatch(() => stoppedAtOnce++)
+    process.emit('SIGINT', 'SIGINT')
+    expect(firsts).toEqual(['SIGINT'])
+    expect(interrupts.requested()).toBe(true)
+    expect(exit).not.toHaveBeenCalled()
+    process.emit('SIGINT', 'SIGINT')
+    expect(stoppedAtOnce).toBe(1)
+    expect(exit).toHaveBeenCalledWith(ExitCode.interrupted)
+  })
+
+  it('once the batch settled on its exit (its summary printed), any number of signals exit with that exit, never 130', () => {
+    const exit = exits()
+    const interrupts = new Interrupts(() => undefined)
+    let stoppedAtOnce = 0
+    interrupts.startBatch(() => stoppedAtOnce++)
+    interrupts.settle(ExitCode.partialFailure)
+    process.emit('SIGINT', 'SIGINT')
+    process.emit('SIGTERM', 'SIGTERM')
+    process.emit('SIGINT', 'SIGINT')
+    expect(stoppedAtOnce).toBe(0)
+    expect(exit.mock.calls.map(([code]) => code)).toEqual([
+      ExitCode.partialFailure,
+      ExitCode.partialFailure,
+      ExitCode.partialFailure,
+    ])
+    // The command's own end (dispose after the output) changes nothing.
+    interrupts.dispose()
+    process.emit('SIGINT', 'SIGINT')
+    expect(exit).toHaveBeenLastCalledWith(ExitCode.partialFailure)
+  })
+})
