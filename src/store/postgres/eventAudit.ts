@@ -139,7 +139,10 @@ function classifiedEventsText(
   const key = {dagId: 'g.dag_id', runId: 'g.run_id', taskId: 'g.task_id', mapIndex: 'g.map_index'}
   return `with ${attributedEvents(capabilities, filterWhere)}
        ), ev as (
-         select a.*,
+         -- The attribution as three scalars and no array: narrower rows for the sort below.
+         select a.id, a.asset_id, a.dag_id, a.run_id, a.task_id, a.map_index, a.source_map_index, a."timestamp",
+                a.extra_text, a.partition_text, a.alias_text, a.success_try,
+                a.attribution[1] as try_number, a.attribution[2] as candidate_try, a.attribution[3] as basis,
                 case
                   when not a.has_tries then 'orphan_missing_ti'
                   when a.success_try is null then 'orphan_not_success'
@@ -150,6 +153,8 @@ function classifiedEventsText(
                   else 'candidate'
                 end as pre_class
            from attributed a
+         -- offset 0: projected here, so the sort below carries the scalars, not the array.
+         offset 0
        ), g as (
          -- Non-candidates sit in partitions of their own (pre_class leads the key), so one window
          -- serves every event and the duplicate groups hold candidates only: the events of the
@@ -157,7 +162,7 @@ function classifiedEventsText(
          select ev.*, first_value(id) over w as first_id, first_value("timestamp") over w as first_ts, row_number() over w as n
            from ev
          window w as (partition by pre_class, dag_id, run_id, task_id, map_index, asset_id, extra_text, partition_text, alias_text
-                      order by attribution[3] = ${attributionBasis.named} desc, id)
+                      order by basis = ${attributionBasis.named} desc, id)
        ), c as (
          select g.*,
                 case
@@ -180,7 +185,11 @@ function classifiedEventsText(
               case when g.class <> 'ok' then g.run_id end as source_run_id,
               case when g.class <> 'ok' then g.task_id end as source_task_id,
               case when g.class <> 'ok' then ${consumed} end as consumed,
-              g.attribution[1] as try_number, g.attribution[2] as candidate_try, g.attribution[3] as basis, g.success_try
+              -- The attribution only where it explains a finding: an ok event's is its key's only try.
+              case when g.class <> 'ok' then g.try_number end as try_number,
+              case when g.class <> 'ok' then g.candidate_try end as candidate_try,
+              case when g.class <> 'ok' then g.basis end as basis,
+              case when g.class <> 'ok' then g.success_try end as success_try
          from c as g`
 }
 
@@ -196,7 +205,7 @@ function attributedEvents(
   const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
   const factsKey = {dagId: 'f.dag_id', runId: 'f.run_id', taskId: 'f.task_id', mapIndex: 'f.map_index'}
   const inK = (alias: string) =>
-    `(${alias}.dag_id, ${alias}.run_id, ${alias}.task_id, ${alias}.map_index) in (select dag_id, run_id, task_id, map_index from k)`
+    `exists (select 1 from k where k.dag_id = ${alias}.dag_id and k.run_id = ${alias}.run_id and k.task_id = ${alias}.task_id and k.map_index = ${alias}.map_index)`
   const arrays = tryArraysOf('t')
   const attribution = attributedTry({id: 'e.id', timestamp: 'e."timestamp"'}, factsKey, {
     numbers: 'f.numbers',

@@ -191,8 +191,8 @@ export const tryEarliest = (ti: string) => `least(${ti}.queued_dttm, ${ti}.sched
  * `'attributed'` (an event is this try's), `'unattributed'` (an event may be this try's or the
  * one before's, and the database cannot tell: never counted as present, never as lost) or
  * `'none'`. The check behind replay-events' missing mode, the audit's missing_* classes and every
- * writer's recheck under the row lock, in one place. `began` is tryBegan of the same try, computed
- * once by the caller.
+ * writer's recheck under the row lock, in one place. `began`: tryBegan of the same try, when the
+ * caller has it.
  *
  * Only the current try is asked, so the key's tries reduce to two: this one (its start_date) and
  * everything before it (ending at `began`); attributedTry then decides exactly as it does over all
@@ -206,18 +206,28 @@ export const tryEarliest = (ti: string) => `least(${ti}.queued_dttm, ${ti}.sched
  * a user's trial), while each try's audit row names its events in one index probe.
  */
 export function eventOfThisTry(
-  on: TryKey & {assetId: string; earliest: string; began: string; start: string; extra?: string},
+  on: TryKey & {assetId: string; earliest: string; start: string; began?: string; extra?: string},
 ): string {
   const key = {dagId: on.dagId, runId: on.runId, taskId: on.taskId, mapIndex: on.mapIndex}
   const eventOfKey = `e.asset_id = ${on.assetId}
        and e.source_dag_id = ${on.dagId} and e.source_run_id = ${on.runId} and e.source_task_id = ${on.taskId}
        and e.source_map_index = ${on.mapIndex}${on.extra ? `\n       and ${on.extra}` : ''}`
-  const first = `${on.began} = '-infinity'::timestamptz`
+  // The previous tries' end, read once per look at the events (b, behind offset 0) rather than
+  // at each of its uses below: inlined, its history probe ran per event and per use.
+  const began = 'b.began'
+  const first = `${began} = '-infinity'::timestamptz`
   const tries = {
     numbers: `case when ${first} then array[${on.tryNumber}] else array[${on.tryNumber} - 1, ${on.tryNumber}] end`,
     starts: `case when ${first} then array[${on.start}]::timestamptz[] else array[null, ${on.start}]::timestamptz[] end`,
-    lastWrites: `case when ${first} then array[null]::timestamptz[] else array[${on.began}, null]::timestamptz[] end`,
+    lastWrites: `case when ${first} then array[null]::timestamptz[] else array[${began}, null]::timestamptz[] end`,
   }
+  // Each event of the key since the try could have begun, with its attribution (offset 0: the
+  // attribution computed once per event, not once per element read).
+  const attributedEventsOfKey = `select ${attributedTry({id: 'e.id', timestamp: 'e."timestamp"'}, key, tries)} as a
+      from (select ${on.began ?? tryBegan(on)} as began offset 0) as b
+      join asset_event e
+        on ${eventOfKey}
+       and e."timestamp" > ${tryEventsFrom({...on, began})}`
   return `case when exists (
     select 1 from log l
      where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId} and l.map_index = ${on.mapIndex}
@@ -236,13 +246,13 @@ export function eventOfThisTry(
            -- Named by this try's row alone: a row of another try naming it too is a conflict.
            and not exists (select 1 from log l where ${namesEvent('e.id', key)} and l.try_number <> ${on.tryNumber})))
    then 'attributed'
-   else coalesce((
-    select case when bool_or(x.a[1] = ${on.tryNumber}) then 'attributed'
-                when bool_or(x.a[1] is null and x.a[2] = ${on.tryNumber}) then 'unattributed' end
-      from asset_event e
-     cross join lateral (select ${attributedTry({id: 'e.id', timestamp: 'e."timestamp"'}, key, tries)} as a) as x
-     where ${eventOfKey}
-       and e."timestamp" > ${tryEventsFrom(on)}), 'none')
+   when exists (
+    select 1 from (${attributedEventsOfKey} offset 0) as x where x.a[1] = ${on.tryNumber})
+   then 'attributed'
+   when exists (
+    select 1 from (${attributedEventsOfKey} offset 0) as x where x.a[1] is null and x.a[2] = ${on.tryNumber})
+   then 'unattributed'
+   else 'none'
    end`
 }
 

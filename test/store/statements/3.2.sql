@@ -402,8 +402,8 @@ returning id;
 -- airlock_log_exists_bf1d39573d1b
 select 1 from log where id = $1;
 
--- airlock_missing_outlets_3dc85480a199
-with ti as (
+-- airlock_missing_outlets_871aeca87566
+with ti as materialized (
      select least(t.queued_dttm, t.scheduled_dttm, t.start_date) as earliest, t.start_date, coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
    where h.dag_id = $2 and h.run_id = $3 and h.task_id = $4 and h.map_index = $5::int
      and h.try_number < $6::int), '-infinity') as began from task_instance t
@@ -432,11 +432,8 @@ with ti as (
      and l.event in ('success', 'airlock.replay-events') and l.try_number is not null
      and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end and l.try_number <> $6::int)))
  then 'attributed'
- else coalesce((
-  select case when bool_or(x.a[1] = $6::int) then 'attributed'
-              when bool_or(x.a[1] is null and x.a[2] = $6::int) then 'unattributed' end
-    from asset_event e
-   cross join lateral (select case when cardinality(case when ti.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end) = 1 then array[(case when ti.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], (case when ti.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], 3]
+ when exists (
+  select 1 from (select case when cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end) = 1 then array[(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], (case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], 3]
 else (
   select case
            when n.tries = 1 then array[n.first_try, n.first_try, 1]
@@ -454,15 +451,50 @@ else (
          (select u.try_number, u.i = 1 as first,
                  u.start_date is not null and (u.i = 1 or u.start_date > u.before) and e."timestamp" >= u.start_date as in_window
             from (select x.try_number, x.start_date, x.last_write, x.i, max(x.last_write) over (order by x.i rows between unbounded preceding and 1 preceding) as before
-                    from unnest(case when ti.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end, case when ti.began = '-infinity'::timestamptz then array[ti.start_date]::timestamptz[] else array[null, ti.start_date]::timestamptz[] end, case when ti.began = '-infinity'::timestamptz then array[null]::timestamptz[] else array[ti.began, null]::timestamptz[] end) with ordinality as x(try_number, start_date, last_write, i)) as u
-           where u.last_write >= e."timestamp" or u.i = cardinality(case when ti.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)
+                    from unnest(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end, case when b.began = '-infinity'::timestamptz then array[ti.start_date]::timestamptz[] else array[null, ti.start_date]::timestamptz[] end, case when b.began = '-infinity'::timestamptz then array[null]::timestamptz[] else array[b.began, null]::timestamptz[] end) with ordinality as x(try_number, start_date, last_write, i)) as u
+           where u.last_write >= e."timestamp" or u.i = cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)
            order by u.i limit 1) as s
-) end as a) as x
-   where e.asset_id = a.asset_id
+) end as a
+    from (select ti.began as began offset 0) as b
+    join asset_event e
+      on e.asset_id = a.asset_id
      and e.source_dag_id = $2 and e.source_run_id = $3 and e.source_task_id = $4
      and e.source_map_index = $5::int
      and e.id <> all($7::int[])
-     and e."timestamp" > greatest(ti.began, coalesce(ti.earliest - interval '1 day', '-infinity'))), 'none')
+     and e."timestamp" > greatest(b.began, coalesce(ti.earliest - interval '1 day', '-infinity')) offset 0) as x where x.a[1] = $6::int)
+ then 'attributed'
+ when exists (
+  select 1 from (select case when cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end) = 1 then array[(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], (case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], 3]
+else (
+  select case
+           when n.tries = 1 then array[n.first_try, n.first_try, 1]
+           when n.tries > 1 then array[null, n.last_try, 5]
+           when s.in_window then array[s.try_number, s.try_number, 2]
+           when s.first then array[s.try_number, s.try_number, 3]
+           else array[null, s.try_number, 4]
+         end
+    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try
+            from log l where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.map_index = $5::int
+     and l.event in ('success', 'airlock.replay-events') and l.try_number is not null
+     and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end) as n,
+         -- The try whose span the stamp falls in: the first whose last write is not before it,
+         -- else the last try; in its window when it started after the try before it ended.
+         (select u.try_number, u.i = 1 as first,
+                 u.start_date is not null and (u.i = 1 or u.start_date > u.before) and e."timestamp" >= u.start_date as in_window
+            from (select x.try_number, x.start_date, x.last_write, x.i, max(x.last_write) over (order by x.i rows between unbounded preceding and 1 preceding) as before
+                    from unnest(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end, case when b.began = '-infinity'::timestamptz then array[ti.start_date]::timestamptz[] else array[null, ti.start_date]::timestamptz[] end, case when b.began = '-infinity'::timestamptz then array[null]::timestamptz[] else array[b.began, null]::timestamptz[] end) with ordinality as x(try_number, start_date, last_write, i)) as u
+           where u.last_write >= e."timestamp" or u.i = cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)
+           order by u.i limit 1) as s
+) end as a
+    from (select ti.began as began offset 0) as b
+    join asset_event e
+      on e.asset_id = a.asset_id
+     and e.source_dag_id = $2 and e.source_run_id = $3 and e.source_task_id = $4
+     and e.source_map_index = $5::int
+     and e.id <> all($7::int[])
+     and e."timestamp" > greatest(b.began, coalesce(ti.earliest - interval '1 day', '-infinity')) offset 0) as x where x.a[1] is null and x.a[2] = $6::int)
+ then 'unattributed'
+ else 'none'
  end as state
        from unnest($1::int[]) as a(asset_id)
        left join ti on true
