@@ -70,17 +70,25 @@ describe.each(fixtureVersions)('which try an event belongs to, on %s', (version)
     return row!.id as number
   }
 
+  /**
+   * Try 1 completed by airlock, its event copied after its last write (re-emitted by airlock, or a
+   * late unnamed copy), then the task instance rerun as Airflow reruns it: try 2 running.
+   */
+  async function copiedThenRerun(copiedBy: 'replay-events --event-id' | 'a late unnamed copy') {
+    const {dagId, tiId} = await producer()
+    await airlockCompletes(tiId)
+    const [original] = await eventIds(db.knex, dagId)
+    const copy = copiedBy === 'a late unnamed copy' ? await lateCopy(original!) : await reemit(original!)
+    return {dagId, original: original!, copy, second: await rerunAsAirflowDoes(db.knex, tiId)}
+  }
+
   const findingsOf = (report: EventAuditReport, cls: string) =>
     report.findings.filter((finding) => finding.class === cls)
 
   it.each(['replay-events --event-id', 'a late unnamed copy'] as const)(
     "--fix never deletes a rerun's own event when try 1's event was copied after its last write (%s)",
     async (copiedBy) => {
-      const {dagId, tiId} = await producer()
-      await airlockCompletes(tiId)
-      const [original] = await eventIds(db.knex, dagId)
-      const copy = copiedBy === 'a late unnamed copy' ? await lateCopy(original!) : await reemit(original!)
-      const second = await rerunAsAirflowDoes(db.knex, tiId)
+      const {dagId, original, copy, second} = await copiedThenRerun(copiedBy)
       await airflowCompletes(second)
       const rerunEvent = (await eventIds(db.knex, dagId)).at(-1)!
       expect(rerunEvent).toBeGreaterThan(copy)
@@ -142,11 +150,7 @@ describe.each(fixtureVersions)('which try an event belongs to, on %s', (version)
   it.each(['replay-events --event-id', 'a late unnamed copy'] as const)(
     'a new try whose event airlock names is never a duplicate of a stray copy of the old one (%s)',
     async (copiedBy) => {
-      const {dagId, tiId} = await producer()
-      await airlockCompletes(tiId)
-      const [original] = await eventIds(db.knex, dagId)
-      const copy = copiedBy === 'a late unnamed copy' ? await lateCopy(original!) : await reemit(original!)
-      const second = await rerunAsAirflowDoes(db.knex, tiId)
+      const {dagId, copy, second} = await copiedThenRerun(copiedBy)
       await airlockCompletes(second)
 
       const {code, report} = await audit(dagId, '--fail-on', 'duplicate')

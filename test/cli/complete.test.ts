@@ -25,6 +25,32 @@ const complete = (...args: string[]) => runCli(['complete', '--database-url', db
 /** DAG etl, one run, task_1…task_3 running, two active outlets each, no consumers. */
 const threeRunningTasks = () => scenario(db.knex).producer('etl', {tasks: 3, outlets: 2}).build()
 
+/**
+ * Runs the CLI and, from the moment its stdout shows `summaryText` until the process is gone,
+ * sends it a SIGINT every millisecond: what a late Ctrl-C or a supervisor's SIGTERM meets.
+ */
+async function signalledAfter(args: string[], summaryText: string) {
+  const {child, finished} = startCli(args)
+  let ended = false
+  void finished.then(() => (ended = true))
+  let out = ''
+  await new Promise<void>((resolve) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+      if (out.includes(summaryText)) resolve()
+    })
+  })
+  let sent = 0
+  while (!ended) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGINT')
+      sent++
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1))
+  }
+  return {result: await finished, sent}
+}
+
 describe('airlock complete', () => {
   it('a dag run with --json: the JSON envelope, exit 3 when one of its task instances conflicts', async () => {
     const world = await scenario(db.knex)
@@ -427,24 +453,10 @@ describe('airlock complete', () => {
 
   it('a signal that lands after the summary, while the command cleans up, keeps the exit it decided, never death by the signal', async () => {
     await threeRunningTasks()
-    const {child, finished} = startCli(['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--dry-run'])
-    // From the moment the summary is out until the process is gone: a signal every millisecond.
-    let ended = false
-    void finished.then(() => (ended = true))
-    await new Promise<void>((resolve) => {
-      child.stdout.on('data', (chunk: Buffer) => {
-        if (chunk.toString().includes('selected:')) resolve()
-      })
-    })
-    let sent = 0
-    while (!ended) {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGINT')
-        sent++
-      }
-      await new Promise((resolve) => setTimeout(resolve, 1))
-    }
-    const result = await finished
+    const {result, sent} = await signalledAfter(
+      ['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--dry-run'],
+      'selected:',
+    )
     expect(sent).toBeGreaterThan(0)
     expect(result.signal).toBeNull()
     // The dry run had finished, exit 0 decided: a late SIGINT does not turn it into 130 (an
@@ -470,26 +482,7 @@ describe('airlock complete', () => {
       try {
         await whileRowLocked(db.knex, blocked.id, async () => {
           const args = ['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--lock-timeout', '50ms']
-          const {child, finished} = startCli([...args, ...flags])
-          let ended = false
-          void finished.then(() => (ended = true))
-          let out = ''
-          await new Promise<void>((resolve) => {
-            child.stdout.on('data', (chunk: Buffer) => {
-              out += chunk.toString()
-              if (out.includes(summaryText)) resolve()
-            })
-          })
-          // From the moment the summary is out until the process is gone: a signal every millisecond.
-          let sent = 0
-          while (!ended) {
-            if (child.exitCode === null && child.signalCode === null) {
-              child.kill('SIGINT')
-              sent++
-            }
-            await new Promise((resolve) => setTimeout(resolve, 1))
-          }
-          const result = await finished
+          const {result, sent} = await signalledAfter([...args, ...flags], summaryText)
           expect(sent).toBeGreaterThan(0)
           expect(result.signal).toBeNull()
           expect(result.code).toBe(5)
