@@ -27,14 +27,19 @@ export default class AuditEvents extends AirlockCommand<EventAuditReport> {
   static override summary = 'Find duplicate, orphaned and missing asset events; remove duplicates (--fix).'
   static override description =
     prose(`Every event gets exactly one class, with its evidence: external (no source task: never a finding),
-orphan_missing_ti, orphan_not_success, superseded_by_rerun (an earlier successful try's events:
-legitimate), duplicate (beyond the first of a group with the same asset, source, extra and
-partition key within --duplicate-window), ok. Per successful task instance whose active outlets
-have no event of its last try: missing_events when the events were written and then lost
-(Airflow's worker logged the success, 3.2+, or airlock wrote them: what replay-events writes),
-missing_unknown when nothing says whether they were lost or marked success without them (a bulk
-mark; Airflow 3.0/3.1), not_emitted (counted, not a finding) when it was marked success on
-purpose. queue_orphan: queue rows or alias links pointing at something gone.
+orphan_missing_ti, orphan_not_success, superseded_by_rerun (an earlier try's events: legitimate),
+duplicate (beyond the first of a group of the last successful try's events with the same asset,
+source, extra and partition key within --duplicate-window), unattributed (stamped between two
+tries and named by no airlock audit row: which try it belongs to cannot be told; never removed),
+ok. Which try an event belongs to: the airlock audit row that names it, else the try whose span
+(start_date to its last write) holds its timestamp, else the task instance's only try.
+
+Per successful task instance whose active outlets have no event of its last try: missing_events
+when the events were written and then lost (Airflow's worker logged the success, 3.2+, or airlock
+wrote them: what replay-events writes), missing_unknown when nothing says whether they were lost
+or marked success without them (a bulk mark; Airflow 3.0/3.1) or an unattributed event may be
+the try's own, not_emitted (counted, not a finding) when it was marked success on purpose.
+queue_orphan: queue rows or alias links pointing at something gone.
 
 --fix removes duplicate extras that no dag run consumed, one transaction per group, recorded in
 Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or a confirmation).`)
