@@ -5,10 +5,12 @@
  * - `window`: stamped between that try's start and its last write;
  * - `only_try`: the key has no other try it could belong to;
  * - `gap`: stamped between one try's last write and the next try's start: unattributed;
- * - `conflict`: audit rows of two tries name it: unattributed.
+ * - `conflict`: audit rows of two tries name it: unattributed;
+ * - `unknown_try`: an airlock row names it without a try (a copy of an unattributed event):
+ *   unattributed.
  * The codes are what the SQL returns.
  */
-export const attributionBasis = {named: 1, window: 2, only_try: 3, gap: 4, conflict: 5} as const
+export const attributionBasis = {named: 1, window: 2, only_try: 3, gap: 4, conflict: 5, unknown_try: 6} as const
 export type AttributionBasis = keyof typeof attributionBasis
 
 export function basisOfCode(code: number | null): AttributionBasis | null {

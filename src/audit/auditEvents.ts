@@ -250,6 +250,8 @@ function eventEvidence(event: ClassifiedEvent): string {
         ? `no try of ${key} succeeded (current or archived)`
         : `it belongs to try ${tryNumber} of ${key} (${basisText(basis)}), which did not succeed; the last successful try is ${successTry}`
     case 'unattributed':
+      if (basis === 'unknown_try')
+        return `an airlock audit row names it without a try (a re-emitted copy of an event of ${key} whose own try could not be told): it may be try ${candidate}'s or an earlier one's`
       return basis === 'conflict'
         ? `airlock audit rows of more than one try of ${key} name it (the latest: try ${candidate}): which try it belongs to cannot be told`
         : `stamped after the last write of the try before try ${candidate} of ${key} and before try ${candidate} started, and no airlock audit row names it: a late copy of the earlier try's event or try ${candidate}'s own, the database cannot tell`
@@ -267,4 +269,5 @@ const basisText = (basis: ClassifiedEvent['attribution']['basis']): string =>
     only_try: 'its only try',
     gap: 'unattributed',
     conflict: 'unattributed',
+    unknown_try: 'unattributed',
   })[basis ?? 'only_try']

@@ -7,7 +7,7 @@ import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
 import {envelope, runCli} from '../support/cli.js'
 import {schemaOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {rerunAsAirflowDoes, scenario} from '../support/scenario.js'
+import {failForRetryAsAirflowDoes, rerunAsAirflowDoes, scenario} from '../support/scenario.js'
 import {airflowSucceeds, taskOutletsOf} from '../conformance/airflowSuccess.js'
 
 /**
@@ -237,6 +237,57 @@ describe.each(fixtureVersions)('which try an event belongs to, on %s', (version)
     const orphan = findingsOf(report, 'orphan_not_success')
     expect(orphan.map((f) => f.event_id)).toEqual([later])
     expect(orphan[0]!.evidence).toContain('belongs to try 2')
+    expect(first).toBeDefined()
+  })
+
+  it("a copy of an event that is itself unattributed names no try: it never stands in for the last try's lost event", async () => {
+    const {dagId, tiId} = await producer()
+    await airflowCompletes(tiId)
+    const [first] = await eventIds(db.knex, dagId)
+    const stray = await lateCopy(first!)
+    const second = await rerunAsAirflowDoes(db.knex, tiId)
+    await airflowCompletes(second)
+    const [, , lost] = await eventIds(db.knex, dagId)
+    await db.knex('asset_event').where({id: lost}).delete()
+    // Re-emitting the stray copy: its own try cannot be told, so neither can the new copy's.
+    const copy = await reemit(stray)
+    const row = await db.knex('log').where({event: 'airlock.replay-events', dag_id: dagId}).first()
+    expect(row.try_number).toBeNull()
+    expect(JSON.parse(row.extra).airlock).toMatchObject({event_ids: [copy], try_number: null})
+
+    const {report} = await audit(dagId)
+    expect(findingsOf(report, 'unattributed').map((f) => f.event_id)).toEqual([stray, copy])
+    expect(findingsOf(report, 'unattributed')[1]!.evidence).toContain('without a try')
+    expect(findingsOf(report, 'missing_unknown').map((f) => f.ti_id)).toEqual([second])
+    expect(findingsOf(report, 'duplicate')).toEqual([])
+  })
+
+  it("a try archived for its retry and then marked success by airlock is that try's success: its events are ok, nothing missing", async () => {
+    const {dagId, tiId} = await producer()
+    const retrying = await failForRetryAsAirflowDoes(db.knex, tiId)
+    const result = await cli('complete', '--ti-id', retrying, '--from-state', 'up_for_retry', '--yes', '--json')
+    expect(result.code, result.stderr).toBe(0)
+
+    const {code, report} = await audit(dagId)
+    expect(code).toBe(0)
+    expect(report.counts).toMatchObject({ok: 1, orphan_not_success: 0, missing_events: 0, missing_unknown: 0})
+  })
+
+  it("a rerun whose earlier tries were pruned from task_instance_history: an event try 1's audit row names is still try 1's", async () => {
+    const {dagId, tiId} = await producer()
+    await airlockCompletes(tiId)
+    const [first] = await eventIds(db.knex, dagId)
+    const second = await rerunAsAirflowDoes(db.knex, tiId)
+    await airlockCompletes(second)
+    const [, own] = await eventIds(db.knex, dagId)
+    // airflow db clean removes archived tries; the audit rows stay.
+    await db.knex('task_instance_history').where({dag_id: dagId}).delete()
+    // Try 2's own event is lost: try 1's event must not stand in for it.
+    await db.knex('asset_event').where({id: own}).delete()
+
+    const {report} = await audit(dagId)
+    expect(report.counts).toMatchObject({superseded_by_rerun: 1, ok: 0})
+    expect(findingsOf(report, 'missing_events').map((f) => f.ti_id)).toEqual([second])
     expect(first).toBeDefined()
   })
 })

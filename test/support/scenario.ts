@@ -819,6 +819,29 @@ export async function retryAsAirflowDoes(knex: Knex, tiId: string, state: string
 }
 
 /**
+ * A running try that failed and will be retried, as Airflow 3's execution API records it
+ * (`ti_update_state` with a retry payload, airflow-core/src/airflow/api_fastapi/execution_api/
+ * routes/task_instances.py): `prepare_db_for_next_try` archives the try (`record_ti` writes an
+ * unfinished try as failed, with an end date) and gives the row a NEW id; the row then reads
+ * up_for_retry with its end date, and keeps its try_number until `DagRun.schedule_tis` runs it
+ * again. Returns the new id.
+ */
+export async function failForRetryAsAirflowDoes(knex: Knex, tiId: string): Promise<string> {
+  await knex.raw(
+    `insert into task_instance_history (task_instance_id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, duration, updated_at, state, pool, pool_slots, dag_version_id)
+     select id, task_id, dag_id, run_id, map_index, try_number, start_date, clock_timestamp(), duration, updated_at, 'failed', pool, pool_slots, dag_version_id
+       from task_instance where id = ?`,
+    [tiId],
+  )
+  const {rows} = await knex.raw<{rows: Array<{id: string}>}>(
+    `update task_instance set id = gen_random_uuid(), state = 'up_for_retry', end_date = clock_timestamp(), updated_at = clock_timestamp()
+      where id = ? returning id`,
+    [tiId],
+  )
+  return rows[0]!.id
+}
+
+/**
  * A finished try run again as Airflow 3 runs it, step by step, each a write of its own:
  * 1. the clear (`clear_task_instances` → `TaskInstance.prepare_db_for_next_try`,
  *    airflow-core/src/airflow/models/taskinstance.py): `TaskInstanceHistory.record_ti` archives

@@ -18,7 +18,9 @@
  *    airflow-core/src/airflow/models/taskinstance.py) keeps both columns.
  * 3. `only_try`: the key has no earlier try, so an event before the first try's start has no
  *    other try to belong to (a worker whose clock runs ahead of the API server's).
- * 4. `gap`: stamped after one try's last write and before the next try's start (or before a next
+ * 4. `unknown_try`: an airlock row names it without a try (a re-emitted copy of an event that was
+ *    itself unattributed): unattributed, the key's last try counting as maybe having it.
+ * 5. `gap`: stamped after one try's last write and before the next try's start (or before a next
  *    try that has not started: a cleared task instance keeps the old `start_date` until a worker
  *    starts it, and `DagRun.schedule_tis` only advances `try_number`): the earlier try's late copy
  *    or the later try's event under a skewed clock. The database cannot tell; the event is
@@ -51,26 +53,35 @@ export interface TryArrays {
 export const namingEvents = ['success', 'airlock.replay-events'] as const
 
 /**
- * Whether `log l` is an airlock row of this key naming event `eventId` in extra.airlock.event_ids.
+ * Whether `log l` is an airlock row of this key naming event `eventId` in extra.airlock.event_ids,
+ * whatever its try_number (a re-emitted copy whose original's try could not be told has none).
  * log.extra is free text: read as JSON only on airlock's rows (`"airlock"` in it).
  */
 export function namesEvent(eventId: string, key: KeyColumns): string {
   return `l.dag_id = ${key.dagId} and l.task_id = ${key.taskId} and l.run_id = ${key.runId} and l.map_index = ${key.mapIndex}
-       and l.event in (${namingEvents.map((event) => `'${event}'`).join(', ')}) and l.try_number is not null
+       and l.event in (${namingEvents.map((event) => `'${event}'`).join(', ')})
        and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(${eventId}), false) else false end`
 }
 
 /**
  * The rows of every try of the keys `where` selects (`where` gets the alias, `h` or `t`): the
  * archived ones from task_instance_history, and the current one from task_instance unless a try
- * of the same number is archived (between a clear and `DagRun.schedule_tis` both carry the
- * number, and the archived row is the try that ran). Columns: dag_id, run_id, task_id, map_index,
- * try_number, state, start_date, last_write.
+ * of the same number is archived. Both carry the number between a clear and `DagRun.schedule_tis`
+ * (the archived row is the try that ran) and after a retry is archived (`ti_update_state` calls
+ * `prepare_db_for_next_try` for up_for_retry) until the scheduler runs it: a task instance marked
+ * success then (airlock `complete --from-state up_for_retry`, a mark in the UI) succeeded in that
+ * try, so the current row's success is the try's state, the archived row its span. Columns:
+ * dag_id, run_id, task_id, map_index, try_number, state, start_date, last_write.
  */
 export function tryRows(where: (alias: 'h' | 't') => string): string {
-  return `select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number, h.state, h.start_date,
+  return `select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number,
+                case when c.state = 'success' then c.state else h.state end as state, h.start_date,
                 coalesce(h.updated_at, h.end_date, h.start_date) as last_write
-           from task_instance_history h where ${where('h')}
+           from task_instance_history h
+           left join task_instance c
+             on c.dag_id = h.dag_id and c.task_id = h.task_id and c.run_id = h.run_id and c.map_index = h.map_index
+            and c.try_number = h.try_number
+          where ${where('h')}
          union all
          select t.dag_id, t.run_id, t.task_id, t.map_index, t.try_number, t.state, t.start_date,
                 coalesce(t.updated_at, t.end_date, t.start_date)
@@ -90,26 +101,34 @@ export const tryArraysOf = (rows: string) => ({
 /**
  * The try event `event` belongs to, as an int[3] SQL expression: [the try (NULL: unattributed),
  * the latest try it may belong to, the basis (attributionBasis)]. `tries` are the key's tries
- * (TryArrays). A key with one try needs no evidence at all: the event can be no other try's, so
- * neither the log nor the clocks are read (the common case costs nothing).
+ * (TryArrays). A key whose only try is its first needs no evidence at all: the event can be no
+ * other try's, so neither the log nor the clocks are read (the common case costs nothing). A
+ * single try numbered above 1 had earlier ones whose archived rows are gone (`airflow db clean`
+ * prunes task_instance_history): their audit rows still name their events.
  */
 export function attributedTry(event: {id: string; timestamp: string}, key: KeyColumns, tries: TryArrays): string {
   const b = attributionBasis
-  return `case when cardinality(${tries.numbers}) = 1 then array[(${tries.numbers})[1], (${tries.numbers})[1], ${b.only_try}]
+  const only = `(${tries.numbers})[1]`
+  const last = `(${tries.numbers})[cardinality(${tries.numbers})]`
+  return `case when cardinality(${tries.numbers}) = 1 and ${only} <= 1 then array[${only}, ${only}, ${b.only_try}]
   else (
     select case
+             -- A row naming it with no try: a copy of an event whose own try could not be told.
+             when n.untried then array[null, ${last}, ${b.unknown_try}]
              when n.tries = 1 then array[n.first_try, n.first_try, ${b.named}]
              when n.tries > 1 then array[null, n.last_try, ${b.conflict}]
              when s.in_window then array[s.try_number, s.try_number, ${b.window}]
              when s.first then array[s.try_number, s.try_number, ${b.only_try}]
              else array[null, s.try_number, ${b.gap}]
            end
-      from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try
+      from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try,
+                   coalesce(bool_or(l.try_number is null), false) as untried
               from log l where ${namesEvent(event.id, key)}) as n,
            -- The try whose span the stamp falls in: the first whose last write is not before it,
-           -- else the last try; in its window when it started after the try before it ended.
-           (select u.try_number, u.i = 1 as first,
-                   u.start_date is not null and (u.i = 1 or u.start_date > u.before) and ${event.timestamp} >= u.start_date as in_window
+           -- else the last try; in its window when it started after the tries before it ended
+           -- (tries without any timestamp bound nothing, as in tryBegan).
+           (select u.try_number, u.i = 1 or u.before is null as first,
+                   u.start_date is not null and u.start_date > coalesce(u.before, '-infinity') and ${event.timestamp} >= u.start_date as in_window
               from (select x.try_number, x.start_date, x.last_write, x.i, max(x.last_write) over (order by x.i rows between unbounded preceding and 1 preceding) as before
                       from unnest(${tries.numbers}, ${tries.starts}, ${tries.lastWrites}) with ordinality as x(try_number, start_date, last_write, i)) as u
              where u.last_write >= ${event.timestamp} or u.i = cardinality(${tries.numbers})

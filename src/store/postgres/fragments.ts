@@ -243,8 +243,8 @@ export function eventOfThisTry(
                    from jsonb_path_query(case when l.extra like '{%"airlock"%' then l.extra::jsonb end,
                                          '$.airlock.event_ids[*] ? (@.type() == "number")') as named(id)))
            and ${eventOfKey}
-           -- Named by this try's row alone: a row of another try naming it too is a conflict.
-           and not exists (select 1 from log l where ${namesEvent('e.id', key)} and l.try_number <> ${on.tryNumber})))
+           -- Named by this try's row alone: a row of another try (or of none) naming it too is a conflict.
+           and not exists (select 1 from log l where ${namesEvent('e.id', key)} and l.try_number is distinct from ${on.tryNumber})))
    then 'attributed'
    when exists (
     select 1 from (${attributedEventsOfKey} offset 0) as x where x.a[1] = ${on.tryNumber})
