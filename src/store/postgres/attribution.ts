@@ -64,7 +64,8 @@ export function namesEvent(eventId: string, key: KeyColumns): string {
 }
 
 /**
- * The rows of every try of the keys `where` selects (`where` gets the alias, `h` or `t`): the
+ * The rows of every try of the keys `where` (and `join`, a join clause) select (each gets the
+ * alias, `h` or `t`): the
  * archived ones from task_instance_history, and the current one from task_instance unless a try
  * of the same number is archived. Both carry the number between a clear and `DagRun.schedule_tis`
  * (the archived row is the try that ran) and after a retry is archived (`ti_update_state` calls
@@ -73,11 +74,11 @@ export function namesEvent(eventId: string, key: KeyColumns): string {
  * try, so the current row's success is the try's state, the archived row its span. Columns:
  * dag_id, run_id, task_id, map_index, try_number, state, start_date, last_write.
  */
-export function tryRows(where: (alias: 'h' | 't') => string): string {
+export function tryRows(where: (alias: 'h' | 't') => string, join: (alias: 'h' | 't') => string = () => ''): string {
   return `select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number,
                 case when c.state = 'success' then c.state else h.state end as state, h.start_date,
                 coalesce(h.updated_at, h.end_date, h.start_date) as last_write
-           from task_instance_history h
+           from task_instance_history h ${join('h')}
            left join task_instance c
              on c.dag_id = h.dag_id and c.task_id = h.task_id and c.run_id = h.run_id and c.map_index = h.map_index
             and c.try_number = h.try_number
@@ -85,7 +86,7 @@ export function tryRows(where: (alias: 'h' | 't') => string): string {
          union all
          select t.dag_id, t.run_id, t.task_id, t.map_index, t.try_number, t.state, t.start_date,
                 coalesce(t.updated_at, t.end_date, t.start_date)
-           from task_instance t where ${where('t')}
+           from task_instance t ${join('t')} where ${where('t')}
             and not exists (select 1 from task_instance_history x
                              where x.dag_id = t.dag_id and x.task_id = t.task_id and x.run_id = t.run_id
                                and x.map_index = t.map_index and x.try_number = t.try_number)`

@@ -142,14 +142,16 @@ function classifiedEventsText(
          -- The attribution as three scalars and no array: narrower rows for the sort below.
          select a.id, a.asset_id, a.dag_id, a.run_id, a.task_id, a.map_index, a.source_map_index, a."timestamp",
                 a.extra_text, a.partition_text, a.alias_text, a.success_try,
-                a.attribution[1] as try_number, a.attribution[2] as candidate_try, a.attribution[3] as basis,
+                coalesce(a.only_try, a.attribution[1]) as try_number,
+                coalesce(a.only_try, a.attribution[2]) as candidate_try,
+                case when a.only_try is not null then ${attributionBasis.only_try} else a.attribution[3] end as basis,
                 case
                   when not a.has_tries then 'orphan_missing_ti'
                   when a.success_try is null then 'orphan_not_success'
-                  when a.attribution[1] is null then 'unattributed'
-                  when a.attribution[1] < a.success_try then 'superseded_by_rerun'
+                  when coalesce(a.only_try, a.attribution[1]) is null then 'unattributed'
+                  when coalesce(a.only_try, a.attribution[1]) < a.success_try then 'superseded_by_rerun'
                   -- A try after the last successful one: its events stand behind no success.
-                  when a.attribution[1] > a.success_try then 'orphan_not_success'
+                  when coalesce(a.only_try, a.attribution[1]) > a.success_try then 'orphan_not_success'
                   else 'candidate'
                 end as pre_class
            from attributed a
@@ -204,8 +206,9 @@ function attributedEvents(
 ): string {
   const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
   const factsKey = {dagId: 'f.dag_id', runId: 'f.run_id', taskId: 'f.task_id', mapIndex: 'f.map_index'}
-  const inK = (alias: string) =>
-    `exists (select 1 from k where k.dag_id = ${alias}.dag_id and k.run_id = ${alias}.run_id and k.task_id = ${alias}.task_id and k.map_index = ${alias}.map_index)`
+  // k is distinct: a plain join (a semi join sorted k once more to make it unique).
+  const joinK = (alias: string) =>
+    `join k on k.dag_id = ${alias}.dag_id and k.run_id = ${alias}.run_id and k.task_id = ${alias}.task_id and k.map_index = ${alias}.map_index`
   const arrays = tryArraysOf('t')
   const attribution = attributedTry({id: 'e.id', timestamp: 'e."timestamp"'}, factsKey, {
     numbers: 'f.numbers',
@@ -216,11 +219,14 @@ function attributedEvents(
          select distinct e.source_dag_id as dag_id, e.source_run_id as run_id, e.source_task_id as task_id, coalesce(e.source_map_index, -1) as map_index
            from asset_event e ${whereAll(filterWhere)}
        ), tries as (
-         ${tryRows(inK)}
+         ${tryRows(() => 'true', joinK)}
        ), facts as (
          -- Per key: its last successful try and every try's span, for attributedTry.
          select t.dag_id, t.run_id, t.task_id, t.map_index,
                 max(t.try_number) filter (where t.state = 'success') as success_try,
+                -- A first try with nothing before it: every event of the key is its (attributedTry's
+                -- own shortcut, taken here without building an array per event).
+                case when count(*) = 1 and min(t.try_number) <= 1 then min(t.try_number) end as only_try,
                 ${arrays.numbers} as numbers, ${arrays.starts} as starts, ${arrays.lastWrites} as last_writes
            from tries t
           group by t.dag_id, t.run_id, t.task_id, t.map_index
@@ -231,8 +237,8 @@ function attributedEvents(
                 -- The aliases the event went through: a direct event and an alias event of the same
                 -- asset and extra are both legitimate (each wakes its own consumers).
                 coalesce(al.alias_text, '') as alias_text,
-                f.dag_id is not null as has_tries, f.success_try,
-                case when f.dag_id is not null then ${attribution} end as attribution
+                f.dag_id is not null as has_tries, f.success_try, f.only_try,
+                case when f.dag_id is not null and f.only_try is null then ${attribution} end as attribution
            from asset_event e
            left join facts f on f.dag_id = e.source_dag_id and f.run_id = e.source_run_id and f.task_id = e.source_task_id and f.map_index = coalesce(e.source_map_index, -1)
            left join (select l.event_id, string_agg(l.alias_id::text, ',' order by l.alias_id) as alias_text from asset_alias_asset_event l group by l.event_id) al

@@ -405,7 +405,7 @@ returning id;
 -- airlock_log_exists_bf1d39573d1b
 select 1 from log where id = $1;
 
--- airlock_missing_outlets_871aeca87566
+-- airlock_missing_outlets_36fa708c322d
 with ti as materialized (
      select least(t.queued_dttm, t.scheduled_dttm, t.start_date) as earliest, t.start_date, coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
    where h.dag_id = $2 and h.run_id = $3 and h.task_id = $4 and h.map_index = $5::int
@@ -430,29 +430,33 @@ with ti as materialized (
      and e.source_dag_id = $2 and e.source_run_id = $3 and e.source_task_id = $4
      and e.source_map_index = $5::int
      and e.id <> all($7::int[])
-         -- Named by this try's row alone: a row of another try naming it too is a conflict.
+         -- Named by this try's row alone: a row of another try (or of none) naming it too is a conflict.
          and not exists (select 1 from log l where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.map_index = $5::int
-     and l.event in ('success', 'airlock.replay-events') and l.try_number is not null
-     and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end and l.try_number <> $6::int)))
+     and l.event in ('success', 'airlock.replay-events')
+     and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end and l.try_number is distinct from $6::int)))
  then 'attributed'
  when exists (
-  select 1 from (select case when cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end) = 1 then array[(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], (case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], 3]
+  select 1 from (select case when cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end) = 1 and (case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1] <= 1 then array[(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], (case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], 3]
 else (
   select case
+           -- A row naming it with no try: a copy of an event whose own try could not be told.
+           when n.untried then array[null, (case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)], 6]
            when n.tries = 1 then array[n.first_try, n.first_try, 1]
            when n.tries > 1 then array[null, n.last_try, 5]
            when s.in_window then array[s.try_number, s.try_number, 2]
            when s.first then array[s.try_number, s.try_number, 3]
            else array[null, s.try_number, 4]
          end
-    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try
+    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try,
+                 coalesce(bool_or(l.try_number is null), false) as untried
             from log l where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.map_index = $5::int
-     and l.event in ('success', 'airlock.replay-events') and l.try_number is not null
+     and l.event in ('success', 'airlock.replay-events')
      and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end) as n,
          -- The try whose span the stamp falls in: the first whose last write is not before it,
-         -- else the last try; in its window when it started after the try before it ended.
-         (select u.try_number, u.i = 1 as first,
-                 u.start_date is not null and (u.i = 1 or u.start_date > u.before) and e."timestamp" >= u.start_date as in_window
+         -- else the last try; in its window when it started after the tries before it ended
+         -- (tries without any timestamp bound nothing, as in tryBegan).
+         (select u.try_number, u.i = 1 or u.before is null as first,
+                 u.start_date is not null and u.start_date > coalesce(u.before, '-infinity') and e."timestamp" >= u.start_date as in_window
             from (select x.try_number, x.start_date, x.last_write, x.i, max(x.last_write) over (order by x.i rows between unbounded preceding and 1 preceding) as before
                     from unnest(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end, case when b.began = '-infinity'::timestamptz then array[ti.start_date]::timestamptz[] else array[null, ti.start_date]::timestamptz[] end, case when b.began = '-infinity'::timestamptz then array[null]::timestamptz[] else array[b.began, null]::timestamptz[] end) with ordinality as x(try_number, start_date, last_write, i)) as u
            where u.last_write >= e."timestamp" or u.i = cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)
@@ -467,23 +471,27 @@ else (
      and e."timestamp" > greatest(b.began, coalesce(ti.earliest - interval '1 day', '-infinity')) offset 0) as x where x.a[1] = $6::int)
  then 'attributed'
  when exists (
-  select 1 from (select case when cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end) = 1 then array[(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], (case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], 3]
+  select 1 from (select case when cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end) = 1 and (case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1] <= 1 then array[(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], (case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[1], 3]
 else (
   select case
+           -- A row naming it with no try: a copy of an event whose own try could not be told.
+           when n.untried then array[null, (case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)[cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)], 6]
            when n.tries = 1 then array[n.first_try, n.first_try, 1]
            when n.tries > 1 then array[null, n.last_try, 5]
            when s.in_window then array[s.try_number, s.try_number, 2]
            when s.first then array[s.try_number, s.try_number, 3]
            else array[null, s.try_number, 4]
          end
-    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try
+    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try,
+                 coalesce(bool_or(l.try_number is null), false) as untried
             from log l where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.map_index = $5::int
-     and l.event in ('success', 'airlock.replay-events') and l.try_number is not null
+     and l.event in ('success', 'airlock.replay-events')
      and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end) as n,
          -- The try whose span the stamp falls in: the first whose last write is not before it,
-         -- else the last try; in its window when it started after the try before it ended.
-         (select u.try_number, u.i = 1 as first,
-                 u.start_date is not null and (u.i = 1 or u.start_date > u.before) and e."timestamp" >= u.start_date as in_window
+         -- else the last try; in its window when it started after the tries before it ended
+         -- (tries without any timestamp bound nothing, as in tryBegan).
+         (select u.try_number, u.i = 1 or u.before is null as first,
+                 u.start_date is not null and u.start_date > coalesce(u.before, '-infinity') and e."timestamp" >= u.start_date as in_window
             from (select x.try_number, x.start_date, x.last_write, x.i, max(x.last_write) over (order by x.i rows between unbounded preceding and 1 preceding) as before
                     from unnest(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end, case when b.began = '-infinity'::timestamptz then array[ti.start_date]::timestamptz[] else array[null, ti.start_date]::timestamptz[] end, case when b.began = '-infinity'::timestamptz then array[null]::timestamptz[] else array[b.began, null]::timestamptz[] end) with ordinality as x(try_number, start_date, last_write, i)) as u
            where u.last_write >= e."timestamp" or u.i = cardinality(case when b.began = '-infinity'::timestamptz then array[$6::int] else array[$6::int - 1, $6::int] end)
@@ -658,25 +666,29 @@ insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_t
 values ($1, $2::json, $3, $4, $5, $6::int, clock_timestamp(), $7)
 returning id;
 
--- airlock_event_try_ea05f26281be
+-- airlock_event_try_ed70addeafb4
 select case when f.numbers is not null
-               then (case when cardinality(f.numbers) = 1 then array[(f.numbers)[1], (f.numbers)[1], 3]
+               then (case when cardinality(f.numbers) = 1 and (f.numbers)[1] <= 1 then array[(f.numbers)[1], (f.numbers)[1], 3]
 else (
   select case
+           -- A row naming it with no try: a copy of an event whose own try could not be told.
+           when n.untried then array[null, (f.numbers)[cardinality(f.numbers)], 6]
            when n.tries = 1 then array[n.first_try, n.first_try, 1]
            when n.tries > 1 then array[null, n.last_try, 5]
            when s.in_window then array[s.try_number, s.try_number, 2]
            when s.first then array[s.try_number, s.try_number, 3]
            else array[null, s.try_number, 4]
          end
-    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try
+    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try,
+                 coalesce(bool_or(l.try_number is null), false) as untried
             from log l where l.dag_id = $1 and l.task_id = $3 and l.run_id = $2 and l.map_index = $4::int
-     and l.event in ('success', 'airlock.replay-events') and l.try_number is not null
+     and l.event in ('success', 'airlock.replay-events')
      and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb($5::int), false) else false end) as n,
          -- The try whose span the stamp falls in: the first whose last write is not before it,
-         -- else the last try; in its window when it started after the try before it ended.
-         (select u.try_number, u.i = 1 as first,
-                 u.start_date is not null and (u.i = 1 or u.start_date > u.before) and $6::timestamptz >= u.start_date as in_window
+         -- else the last try; in its window when it started after the tries before it ended
+         -- (tries without any timestamp bound nothing, as in tryBegan).
+         (select u.try_number, u.i = 1 or u.before is null as first,
+                 u.start_date is not null and u.start_date > coalesce(u.before, '-infinity') and $6::timestamptz >= u.start_date as in_window
             from (select x.try_number, x.start_date, x.last_write, x.i, max(x.last_write) over (order by x.i rows between unbounded preceding and 1 preceding) as before
                     from unnest(f.numbers, f.starts, f.last_writes) with ordinality as x(try_number, start_date, last_write, i)) as u
            where u.last_write >= $6::timestamptz or u.i = cardinality(f.numbers)
@@ -684,13 +696,18 @@ else (
 ) end)[1]
           end as try_number
      from (select array_agg(t.try_number order by t.try_number) as numbers, array_agg(t.start_date order by t.try_number) as starts, array_agg(t.last_write order by t.try_number) as last_writes
-             from (select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number, h.state, h.start_date,
+             from (select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number,
+              case when c.state = 'success' then c.state else h.state end as state, h.start_date,
               coalesce(h.updated_at, h.end_date, h.start_date) as last_write
-         from task_instance_history h where h.dag_id = $1 and h.run_id = $2 and h.task_id = $3 and h.map_index = $4::int
+         from task_instance_history h
+         left join task_instance c
+           on c.dag_id = h.dag_id and c.task_id = h.task_id and c.run_id = h.run_id and c.map_index = h.map_index
+          and c.try_number = h.try_number
+        where h.dag_id = $1 and h.run_id = $2 and h.task_id = $3 and h.map_index = $4::int
        union all
        select t.dag_id, t.run_id, t.task_id, t.map_index, t.try_number, t.state, t.start_date,
               coalesce(t.updated_at, t.end_date, t.start_date)
-         from task_instance t where t.dag_id = $1 and t.run_id = $2 and t.task_id = $3 and t.map_index = $4::int
+         from task_instance t  where t.dag_id = $1 and t.run_id = $2 and t.task_id = $3 and t.map_index = $4::int
           and not exists (select 1 from task_instance_history x
                            where x.dag_id = t.dag_id and x.task_id = t.task_id and x.run_id = t.run_id
                              and x.map_index = t.map_index and x.try_number = t.try_number)) as t) as f;
@@ -701,20 +718,25 @@ select count(*) as n from asset_event where id = any($1::int[]);
 -- airlock_lock_events_skip_locked_b8464b4a255d
 select id from asset_event where id = any($1::int[]) order by id for update skip locked;
 
--- airlock_duplicates_of_kept_partitioned_7f8c418fd905
+-- airlock_duplicates_of_kept_partitioned_243d90aba5ae
 with kept as (
      select e.*, coalesce(e.source_map_index, -1) as map_index, coalesce(e.partition_key, '') as partition_text, e.extra::jsonb as extra_jsonb,
             coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') as alias_text
        from asset_event e where e.id = $1
    ), f as (
      select array_agg(t.try_number order by t.try_number) as numbers, array_agg(t.start_date order by t.try_number) as starts, array_agg(t.last_write order by t.try_number) as last_writes
-       from (select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number, h.state, h.start_date,
+       from (select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number,
+              case when c.state = 'success' then c.state else h.state end as state, h.start_date,
               coalesce(h.updated_at, h.end_date, h.start_date) as last_write
-         from task_instance_history h where (h.dag_id, h.run_id, h.task_id, h.map_index) = (select source_dag_id, source_run_id, source_task_id, map_index from kept)
+         from task_instance_history h
+         left join task_instance c
+           on c.dag_id = h.dag_id and c.task_id = h.task_id and c.run_id = h.run_id and c.map_index = h.map_index
+          and c.try_number = h.try_number
+        where (h.dag_id, h.run_id, h.task_id, h.map_index) = (select source_dag_id, source_run_id, source_task_id, map_index from kept)
        union all
        select t.dag_id, t.run_id, t.task_id, t.map_index, t.try_number, t.state, t.start_date,
               coalesce(t.updated_at, t.end_date, t.start_date)
-         from task_instance t where (t.dag_id, t.run_id, t.task_id, t.map_index) = (select source_dag_id, source_run_id, source_task_id, map_index from kept)
+         from task_instance t  where (t.dag_id, t.run_id, t.task_id, t.map_index) = (select source_dag_id, source_run_id, source_task_id, map_index from kept)
           and not exists (select 1 from task_instance_history x
                            where x.dag_id = t.dag_id and x.task_id = t.task_id and x.run_id = t.run_id
                              and x.map_index = t.map_index and x.try_number = t.try_number)) as t
@@ -727,45 +749,53 @@ with kept as (
       and coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') = k.alias_text
       -- Both still of one try, by the audit's attribution as it holds now (a rerun since the
       -- audit read them can make one a later try's event, or unattributed: no longer a duplicate).
-      and (case when cardinality(f.numbers) = 1 then array[(f.numbers)[1], (f.numbers)[1], 3]
+      and (case when cardinality(f.numbers) = 1 and (f.numbers)[1] <= 1 then array[(f.numbers)[1], (f.numbers)[1], 3]
 else (
   select case
+           -- A row naming it with no try: a copy of an event whose own try could not be told.
+           when n.untried then array[null, (f.numbers)[cardinality(f.numbers)], 6]
            when n.tries = 1 then array[n.first_try, n.first_try, 1]
            when n.tries > 1 then array[null, n.last_try, 5]
            when s.in_window then array[s.try_number, s.try_number, 2]
            when s.first then array[s.try_number, s.try_number, 3]
            else array[null, s.try_number, 4]
          end
-    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try
+    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try,
+                 coalesce(bool_or(l.try_number is null), false) as untried
             from log l where l.dag_id = k.source_dag_id and l.task_id = k.source_task_id and l.run_id = k.source_run_id and l.map_index = k.map_index
-     and l.event in ('success', 'airlock.replay-events') and l.try_number is not null
+     and l.event in ('success', 'airlock.replay-events')
      and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end) as n,
          -- The try whose span the stamp falls in: the first whose last write is not before it,
-         -- else the last try; in its window when it started after the try before it ended.
-         (select u.try_number, u.i = 1 as first,
-                 u.start_date is not null and (u.i = 1 or u.start_date > u.before) and e."timestamp" >= u.start_date as in_window
+         -- else the last try; in its window when it started after the tries before it ended
+         -- (tries without any timestamp bound nothing, as in tryBegan).
+         (select u.try_number, u.i = 1 or u.before is null as first,
+                 u.start_date is not null and u.start_date > coalesce(u.before, '-infinity') and e."timestamp" >= u.start_date as in_window
             from (select x.try_number, x.start_date, x.last_write, x.i, max(x.last_write) over (order by x.i rows between unbounded preceding and 1 preceding) as before
                     from unnest(f.numbers, f.starts, f.last_writes) with ordinality as x(try_number, start_date, last_write, i)) as u
            where u.last_write >= e."timestamp" or u.i = cardinality(f.numbers)
            order by u.i limit 1) as s
 ) end)[1]
-        = (case when cardinality(f.numbers) = 1 then array[(f.numbers)[1], (f.numbers)[1], 3]
+        = (case when cardinality(f.numbers) = 1 and (f.numbers)[1] <= 1 then array[(f.numbers)[1], (f.numbers)[1], 3]
 else (
   select case
+           -- A row naming it with no try: a copy of an event whose own try could not be told.
+           when n.untried then array[null, (f.numbers)[cardinality(f.numbers)], 6]
            when n.tries = 1 then array[n.first_try, n.first_try, 1]
            when n.tries > 1 then array[null, n.last_try, 5]
            when s.in_window then array[s.try_number, s.try_number, 2]
            when s.first then array[s.try_number, s.try_number, 3]
            else array[null, s.try_number, 4]
          end
-    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try
+    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try,
+                 coalesce(bool_or(l.try_number is null), false) as untried
             from log l where l.dag_id = k.source_dag_id and l.task_id = k.source_task_id and l.run_id = k.source_run_id and l.map_index = k.map_index
-     and l.event in ('success', 'airlock.replay-events') and l.try_number is not null
+     and l.event in ('success', 'airlock.replay-events')
      and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(k.id), false) else false end) as n,
          -- The try whose span the stamp falls in: the first whose last write is not before it,
-         -- else the last try; in its window when it started after the try before it ended.
-         (select u.try_number, u.i = 1 as first,
-                 u.start_date is not null and (u.i = 1 or u.start_date > u.before) and k."timestamp" >= u.start_date as in_window
+         -- else the last try; in its window when it started after the tries before it ended
+         -- (tries without any timestamp bound nothing, as in tryBegan).
+         (select u.try_number, u.i = 1 or u.before is null as first,
+                 u.start_date is not null and u.start_date > coalesce(u.before, '-infinity') and k."timestamp" >= u.start_date as in_window
             from (select x.try_number, x.start_date, x.last_write, x.i, max(x.last_write) over (order by x.i rows between unbounded preceding and 1 preceding) as before
                     from unnest(f.numbers, f.starts, f.last_writes) with ordinality as x(try_number, start_date, last_write, i)) as u
            where u.last_write >= k."timestamp" or u.i = cardinality(f.numbers)
