@@ -52,7 +52,8 @@ describe('failures outside an item transaction', () => {
     expect(await countRows(db.knex, 'asset_event')).toBe(before)
   })
 
-  it('the backend terminated while the selection runs: exit 7 with the SQLSTATE, not exit 1', async () => {
+  it('the backend terminated at every read of the selection: read again a bounded number of times, then exit 7 with the SQLSTATE, not exit 1', async () => {
+    let terminated = 0
     const result = await whileTableLocked(async () => {
       const running = startCli([
         'complete',
@@ -65,13 +66,22 @@ describe('failures outside an item transaction', () => {
         '60s',
         '--json',
       ])
-      const pid = await waitUntilAppBlocked(db.knex, 'airlock:complete')
-      await db.knex.raw('select pg_terminate_backend(?)', [pid])
+      let ended = false
+      void running.finished.then(() => (ended = true))
+      // A read is retried on a lost session (a new connection each time): end every one of them.
+      while (!ended) {
+        const pid = await waitUntilAppBlocked(db.knex, 'airlock:complete', 500).catch(() => undefined)
+        if (pid === undefined) continue
+        await db.knex.raw('select pg_terminate_backend(?)', [pid])
+        terminated++
+      }
       return running.finished
     })
     const out = envelope(result) as {status: number; error: {code: string; message: string}}
     expect(result.code).toBe(7)
     expect(out.error.code).toBe('DATABASE_UNREACHABLE')
     expect(out.error.message).toContain('57P01')
+    // The first read and three more, as a writer's transaction is tried (defaultRetryPolicy).
+    expect(terminated).toBe(4)
   })
 })
