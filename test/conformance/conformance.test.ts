@@ -328,7 +328,9 @@ const cases: Record<string, Case> = {
   "a rerun: try 1 succeeded and was cleared, try 2 succeeds; its event and log row are try 2's, try 1's stays": {
     mirrors:
       'models/taskinstance.py clear_task_instances → prepare_db_for_next_try (TaskInstanceHistory.record_ti), models/dagrun.py schedule_tis (try_number + 1)',
-    world: (s) => s.producer('etl', {outlets: 1}).consumer('report', {on: ['etl']}),
+    // No consumer: the rows of the rerun's success are the point here; what a consumer's run takes
+    // of two tries' events is the scheduler's window, which the other worlds compare.
+    world: (s) => s.producer('etl', {outlets: 1}),
     task: {dag: 'etl'},
     async setup(knex, world) {
       // Try 1 ran and succeeded at a fixed time in the past (the same on both sides): its event
