@@ -142,16 +142,20 @@ async function windowRun(
     compareVersions(schema.behaviourVersion, '3.1.0') < 0
       ? ''
       : `or e.id in (select l.event_id from asset_alias_asset_event l join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id where r.dag_id = :dag)`
+  // triggered_date read in SQL, to the microsecond: a JavaScript Date keeps milliseconds, and an
+  // event stamped in the same millisecond as its queue row fell outside the truncated window.
   const {rows: events} = await trx.raw<{rows: Array<{id: number}>}>(
-    `with previous as (
-       select max(run_after) as run_after from dag_run where dag_id = :dag and run_type = 'asset_triggered' and run_after < :triggered
+    `with triggered as (
+       select max(q.created_at) as at from asset_dag_run_queue q where q.target_dag_id = :dag and q.asset_id = any(:assets)
+     ), previous as (
+       select max(run_after) as run_after from dag_run, triggered where dag_id = :dag and run_type = 'asset_triggered' and run_after < triggered.at
      )
-     select e.id from asset_event e, previous
+     select e.id from asset_event e, previous, triggered
       where (e.asset_id in (select asset_id from dag_schedule_asset_reference where dag_id = :dag) ${aliasBranch})
-        and e."timestamp" <= :triggered
+        and e."timestamp" <= triggered.at
         and e."timestamp" > coalesce(previous.run_after, '-infinity')
       order by e."timestamp", e.id`,
-    {dag: dagId, triggered},
+    {dag: dagId, assets: rows.map((r) => r.asset_id)},
   )
   const run = await createRun(
     trx,
