@@ -57,7 +57,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     ...eventFilterFlags,
     'duplicate-window': Flags.string({
       description:
-        'Identical events closer than this to the first of their group are duplicates (500ms, 5s, 10m, 2h; up to 168h).',
+        'Identical events of one try closer than this to the one their group keeps (the one an audit row names, else the first) are duplicates (500ms, 5s, 10m, 2h; up to 168h).',
       default: '10m',
     }),
     'fail-on': Flags.string({
