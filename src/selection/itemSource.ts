@@ -1,5 +1,5 @@
-import {retryingReads} from '../engine/retry.js'
 import {describeRef, type TaskInstanceKey, type TaskInstanceRef} from '../airflow/taskInstance.js'
+import {retryingReads} from '../engine/retry.js'
 import {AirlockError, usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'

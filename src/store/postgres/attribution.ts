@@ -27,6 +27,10 @@
  *    unattributed, never deleted, and the later try counts as maybe having it.
  * The last-write rule (an event stamped after a try's last write is not that try's) only bounds
  * the spans; it never attributes an event on its own.
+ *
+ * The Airflow code named here was read in stored copies of airflow-core whose release could not
+ * be established (unverified; docs/audit-events.md says so); an early copy and a recent one
+ * agreed wherever both were read.
  */
 
 import {attributionBasis} from '../../airflow/tryAttribution.js'
@@ -53,23 +57,28 @@ export interface TryArrays {
 export const namingEvents = ['success', 'airlock.replay-events'] as const
 
 /**
- * Whether `log l` is an airlock row of this key naming event `eventId` in extra.airlock.event_ids,
- * whatever its try_number (a re-emitted copy whose original's try could not be told has none).
+ * Whether `log l` is an airlock row of this key (of one of `events`) naming event `eventId` in
+ * extra.airlock.event_ids, whatever its try_number (a re-emitted copy whose original's try could not be told has none).
  * log.extra is free text: read as JSON only on airlock's rows (`"airlock"` in it).
  */
-export function namesEvent(eventId: string, key: KeyColumns): string {
+export function namesEvent(
+  eventId: string,
+  key: KeyColumns,
+  events: readonly (typeof namingEvents)[number][] = namingEvents,
+): string {
   return `l.dag_id = ${key.dagId} and l.task_id = ${key.taskId} and l.run_id = ${key.runId} and l.map_index = ${key.mapIndex}
-       and l.event in (${namingEvents.map((event) => `'${event}'`).join(', ')})
+       and l.event in (${events.map((event) => `'${event}'`).join(', ')})
        and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(${eventId}), false) else false end`
 }
 
 /**
- * The rows of every try of the keys `where` (and `join`, a join clause) select (each gets the
- * alias, `h` or `t`): the
- * archived ones from task_instance_history, and the current one from task_instance unless a try
- * of the same number is archived. Both carry the number between a clear and `DagRun.schedule_tis`
- * (the archived row is the try that ran) and after a retry is archived (`ti_update_state` calls
- * `prepare_db_for_next_try` for up_for_retry) until the scheduler runs it: a task instance marked
+ * The rows of every try of the keys `where` (and `join`, a join clause) select, each given the
+ * alias `h` or `t`: the archived ones from task_instance_history, and the current one from
+ * task_instance unless a try of the same number is archived. Both carry the number between a
+ * clear and `DagRun.schedule_tis` (the archived row is the try that ran) and after a retry is
+ * archived (`ti_update_state`, airflow-core/src/airflow/api_fastapi/execution_api/routes/
+ * task_instances.py, calls `prepare_db_for_next_try` for a retry payload) until the scheduler
+ * runs it again: a task instance marked
  * success then (airlock `complete --from-state up_for_retry`, a mark in the UI) succeeded in that
  * try, so the current row's success is the try's state, the archived row its span. Columns:
  * dag_id, run_id, task_id, map_index, try_number, state, start_date, last_write.

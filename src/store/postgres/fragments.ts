@@ -1,6 +1,6 @@
 import type {Params} from '../../engine/prepared.js'
 import type {EventFilter} from '../airflowStore.js'
-import {attributedTry, namesEvent} from './attribution.js'
+import {attributedTry, namesEvent, namingEvents} from './attribution.js'
 
 /**
  * The conditions of an event filter on `asset_event e` (time window, source DAG, asset names or
@@ -48,25 +48,23 @@ export function tryBegan(on: TryKey): string {
 
 /**
  * Whether an audit row airlock wrote names event `eventId` (complete's `success` row and
- * replay-events' row list the events they wrote in extra.airlock.event_ids): evidence that needs
- * no clock at all. Without `tryNumber`, a row of any try counts; `missingMode`: only replay-events'
- * missing mode (it writes an event only when it found the try without one, unlike re-emitting an
- * event by id or from a file, which copies an event on purpose). log.extra is free text, so it is
- * read as JSON only on airlock's rows.
+ * replay-events' row list the events they wrote in extra.airlock.event_ids; namesEvent): evidence
+ * that needs no clock at all. Without `tryNumber`, a row of any try counts; `missingMode`: only
+ * replay-events' missing mode (it writes an event only when it found the try without one, unlike
+ * re-emitting an event by id or from a file, which copies an event on purpose).
  */
 export function namedByAirlockRow(
   eventId: string,
   on: Omit<TryKey, 'tryNumber'> & {tryNumber?: string},
-  events: readonly string[] = ['success', 'airlock.replay-events'],
+  events: Parameters<typeof namesEvent>[2] = namingEvents,
   options: {missingMode?: boolean} = {},
 ): string {
-  const json = `case when l.extra like '{%"airlock"%' then l.extra::jsonb end`
-  const mode = options.missingMode ? `and coalesce((${json}) -> 'airlock' ->> 'mode', 'missing') = 'missing' ` : ''
+  const mode = options.missingMode
+    ? ` and coalesce((case when l.extra like '{%"airlock"%' then l.extra::jsonb end) -> 'airlock' ->> 'mode', 'missing') = 'missing'`
+    : ''
   return `exists (
     select 1 from log l
-     where l.dag_id = ${on.dagId} and l.task_id = ${on.taskId} and l.run_id = ${on.runId} and l.map_index = ${on.mapIndex}
-       ${on.tryNumber ? `and l.try_number = ${on.tryNumber} ` : ''}and l.event in (${events.map((event) => `'${event}'`).join(', ')})
-       ${mode}and coalesce((${json}) -> 'airlock' -> 'event_ids' @> to_jsonb(${eventId}), false))`
+     where ${namesEvent(eventId, on, events)}${on.tryNumber ? ` and l.try_number = ${on.tryNumber}` : ''}${mode})`
 }
 
 /**

@@ -800,14 +800,14 @@ else (
 ) end)[1]
     order by e.id;
 
--- airlock_events_named_by_success_row_ac9c9a3c7b1b
+-- airlock_events_named_by_success_row_d186a7de5078
 select e.id from asset_event e
   where e.id = any($1::int[])
     and exists (
 select 1 from log l
  where l.dag_id = e.source_dag_id and l.task_id = e.source_task_id and l.run_id = e.source_run_id and l.map_index = coalesce(e.source_map_index, -1)
    and l.event in ('success')
-   and coalesce((case when l.extra like '{%"airlock"%' then l.extra::jsonb end) -> 'airlock' -> 'event_ids' @> to_jsonb(e.id), false));
+   and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(e.id), false) else false end);
 
 -- airlock_lock_consumer_dags_a8d10f4607a6
 with wanted as (
