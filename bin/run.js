@@ -31,9 +31,13 @@ if (version) {
   const {execute} = await import('@oclif/core/execute')
   await execute({dir: import.meta.url})
 }
-// Every command closes its pools; this only guards a cron job against a stray handle keeping the
-// process alive after the result was printed. unref(): it never delays a clean exit.
-setTimeout(() => process.exit(), 2000).unref()
+// The process ends here, by process.exit, never by its event loop draining: a draining Node closes
+// its signal handles before the process is gone, and a SIGINT in that window would end it by the
+// signal (what a supervisor reads as killed) instead of with the exit the command decided. This
+// also keeps a stray handle from holding a cron job open after the result was printed. The
+// writes are flushed first (a pipe is asynchronous on macOS).
+await Promise.all([process.stdout, process.stderr].map((stream) => new Promise((resolve) => stream.write('', resolve))))
+process.exit()
 
 /**
  * `airlock --version` (or `-v`) alone: the line oclif prints, its config.userAgent

@@ -56,9 +56,10 @@ export class Interrupts {
     // Only the race in the base command awaits it; a rejection nobody awaits is not a crash.
     this.beforeBatch.catch(() => undefined)
     const early = globalThis as EarlySignals
-    early.airlockReleaseEarlySignals?.()
+    // Ours before the early ones go (see dispose: never a moment without a listener).
     process.on('SIGINT', this.handler)
     process.on('SIGTERM', this.handler)
+    early.airlockReleaseEarlySignals?.()
     if (early.airlockEarlySignal) this.handler(early.airlockEarlySignal)
   }
 
@@ -95,9 +96,11 @@ export class Interrupts {
   dispose(): void {
     if (this.disposed) return
     this.disposed = true
-    process.off('SIGINT', this.handler)
-    process.off('SIGTERM', this.handler)
+    // The new listeners first: Node restores a signal's default action (death by it) the moment its
+    // last listener goes, so removing first would leave that window open.
     process.on('SIGINT', lateSignal)
     process.on('SIGTERM', lateSignal)
+    process.off('SIGINT', this.handler)
+    process.off('SIGTERM', this.handler)
   }
 }

@@ -58,4 +58,36 @@ describe('signals around a batch', () => {
     process.emit('SIGINT', 'SIGINT')
     expect(exit).toHaveBeenLastCalledWith(ExitCode.partialFailure)
   })
+
+  it('never leaves a signal without a listener, at start or at dispose: Node would restore death by the signal', () => {
+    exits()
+    // What bin/run.js installs before oclif loads, released when the command starts.
+    const early = () => undefined
+    process.removeAllListeners('SIGINT')
+    process.removeAllListeners('SIGTERM')
+    process.on('SIGINT', early)
+    process.on('SIGTERM', early)
+    const global = globalThis as {airlockReleaseEarlySignals?: () => void}
+    global.airlockReleaseEarlySignals = () => {
+      process.off('SIGINT', early)
+      process.off('SIGTERM', early)
+    }
+    // Each removal is recorded with how many listeners its signal had at that moment.
+    const removals: Array<{signal: string; before: number}> = []
+    const off = process.off.bind(process)
+    vi.spyOn(process, 'off').mockImplementation(((signal: string, listener: () => void) => {
+      removals.push({signal, before: process.listenerCount(signal)})
+      return off(signal, listener)
+    }) as never)
+    try {
+      const interrupts = new Interrupts(() => undefined)
+      interrupts.settle(ExitCode.ok)
+    } finally {
+      delete global.airlockReleaseEarlySignals
+    }
+    expect(removals).toHaveLength(4)
+    for (const removal of removals) expect(removal.before).toBeGreaterThan(1)
+    expect(process.listenerCount('SIGINT')).toBe(1)
+    expect(process.listenerCount('SIGTERM')).toBe(1)
+  })
 })
