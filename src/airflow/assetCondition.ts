@@ -25,9 +25,27 @@ export interface ConditionResult {
   leaves: string[]
   /** The leaves the queue satisfies. */
   satisfied: string[]
-  /** When not met: the leaves still missing (for an `any`, every one of its missing leaves). */
+  /**
+   * When not met: the fewest missing leaves that would make it true. An AND needs every part it
+   * misses, an OR only its cheapest side (the first, when two cost the same), so an alternative
+   * is never listed as something the DAG waits for.
+   */
   waitingFor: string[]
 }
+
+/**
+ * A condition as a tree of labelled leaves, parsed once from its encoding: what the preview folds
+ * over a batch and what `explain` prints.
+ */
+export type ConditionTree =
+  | {kind: 'asset'; label: string; name: string; uri: string}
+  | {kind: 'ref'; label: string; name?: string; uri?: string}
+  | {kind: 'alias'; label: string; name: string}
+  | {kind: 'all' | 'any'; children: ConditionTree[]}
+  /** A node of a type this release of airlock does not know: never true, as for the scheduler's evaluator. */
+  | {kind: 'unknown'; type: string}
+
+export type ConditionLeaf = Extract<ConditionTree, {label: string}>
 
 interface Encoded {
   __type?: string
@@ -35,50 +53,112 @@ interface Encoded {
   [field: string]: unknown
 }
 
-export function evaluateCondition(encoded: unknown, {assets: queued, aliases}: QueuedAssets): ConditionResult {
-  const leaves: string[] = []
-  const satisfied: string[] = []
-  const missing: string[] = []
-  const visit = (node: unknown): boolean => {
+/** The tree of an encoded condition (fields flat, or under `__var`); undefined without one. */
+export function parseCondition(encoded: unknown): ConditionTree | undefined {
+  if (encoded === undefined || encoded === null) return undefined
+  const parse = (node: unknown): ConditionTree => {
     const n = (node ?? {}) as Encoded
     const fields = n.__var ?? n
     // Names and uris are strings in every encoding; anything else names nothing.
     const text = (value: unknown) => (typeof value === 'string' ? value : '')
-    const leaf = (label: string, value: boolean) => {
-      leaves.push(label)
-      ;(value ? satisfied : missing).push(label)
-      return value
-    }
     switch (n.__type) {
       case 'asset':
-        return leaf(
-          text(fields.name),
-          queued.some((q) => q.name === fields.name && q.uri === fields.uri),
-        )
+        return {kind: 'asset', label: text(fields.name), name: text(fields.name), uri: text(fields.uri)}
       case 'asset_ref':
         return fields.name !== undefined
-          ? leaf(
-              `Asset.ref(name=${text(fields.name)})`,
-              queued.some((q) => q.active && q.name === fields.name),
-            )
-          : leaf(
-              `Asset.ref(uri=${text(fields.uri)})`,
-              queued.some((q) => q.active && q.uri === fields.uri),
-            )
+          ? {kind: 'ref', label: `Asset.ref(name=${text(fields.name)})`, name: text(fields.name)}
+          : {kind: 'ref', label: `Asset.ref(uri=${text(fields.uri)})`, uri: text(fields.uri)}
       case 'asset_alias':
-        return leaf(`alias ${text(fields.name)}`, aliases.includes(text(fields.name)))
+        return {kind: 'alias', label: `alias ${text(fields.name)}`, name: text(fields.name)}
       case 'asset_all':
-      case 'asset_any': {
-        // Every child is visited (no short cut), so every leaf is counted.
-        const results = ((fields.objects as unknown[] | undefined) ?? []).map(visit)
-        return n.__type === 'asset_all' ? results.every(Boolean) : results.some(Boolean)
-      }
+      case 'asset_any':
+        return {
+          kind: n.__type === 'asset_all' ? 'all' : 'any',
+          children: ((fields.objects as unknown[] | undefined) ?? []).map(parse),
+        }
       default:
-        return false
+        return {kind: 'unknown', type: text(n.__type)}
     }
   }
-  const met = encoded !== undefined && encoded !== null && visit(encoded)
-  return {met, leaves, satisfied, waitingFor: met ? [] : missing}
+  return parse(encoded)
+}
+
+/** Whether the queue satisfies one leaf, as `AssetEvaluator` decides it. */
+export function leafQueued(leaf: ConditionLeaf, {assets: queued, aliases}: QueuedAssets): boolean {
+  switch (leaf.kind) {
+    case 'asset':
+      return queued.some((q) => q.name === leaf.name && q.uri === leaf.uri)
+    case 'ref':
+      return leaf.name !== undefined
+        ? queued.some((q) => q.active && q.name === leaf.name)
+        : queued.some((q) => q.active && q.uri === leaf.uri)
+    case 'alias':
+      return aliases.includes(leaf.name)
+  }
+}
+
+/** Every leaf of a tree, in the condition's order. */
+export function leavesOf(tree: ConditionTree | undefined): ConditionLeaf[] {
+  if (!tree || tree.kind === 'unknown') return []
+  return 'children' in tree ? tree.children.flatMap(leavesOf) : [tree]
+}
+
+/**
+ * `AssetEvaluator.run` over a tree whose leaves `isMet` decides: every leaf is visited (no short
+ * cut), so every leaf is counted. No tree is never met: the scheduler would not create a run.
+ */
+export function evaluateTree(tree: ConditionTree | undefined, isMet: (leaf: ConditionLeaf) => boolean): ConditionResult {
+  const leaves = leavesOf(tree)
+  const satisfied = leaves.filter(isMet).map((leaf) => leaf.label)
+  const met = tree !== undefined && metOf(tree, isMet)
+  return {
+    met,
+    leaves: leaves.map((leaf) => leaf.label),
+    satisfied,
+    waitingFor: met || !tree ? [] : (missingOf(tree, isMet) ?? []),
+  }
+}
+
+function metOf(tree: ConditionTree, isMet: (leaf: ConditionLeaf) => boolean): boolean {
+  switch (tree.kind) {
+    case 'all':
+      return tree.children.every((child) => metOf(child, isMet))
+    case 'any':
+      return tree.children.some((child) => metOf(child, isMet))
+    case 'unknown':
+      return false
+    default:
+      return isMet(tree)
+  }
+}
+
+/** The fewest leaves that would make a node true; undefined when nothing can (an unknown node, an empty OR). */
+function missingOf(tree: ConditionTree, isMet: (leaf: ConditionLeaf) => boolean): string[] | undefined {
+  if (metOf(tree, isMet)) return []
+  switch (tree.kind) {
+    case 'all': {
+      const parts = tree.children.map((child) => missingOf(child, isMet))
+      if (parts.some((part) => part === undefined)) return undefined
+      return [...new Set(parts.flatMap((part) => part!))]
+    }
+    case 'any': {
+      let best: string[] | undefined
+      for (const child of tree.children) {
+        const part = missingOf(child, isMet)
+        if (part !== undefined && (best === undefined || part.length < best.length)) best = part
+      }
+      return best
+    }
+    case 'unknown':
+      return undefined
+    default:
+      return [tree.label]
+  }
+}
+
+/** An encoded condition against a consumer's queue rows (parseCondition, then evaluateTree). */
+export function evaluateCondition(encoded: unknown, queued: QueuedAssets): ConditionResult {
+  return evaluateTree(parseCondition(encoded), (leaf) => leafQueued(leaf, queued))
 }
 
 /**

@@ -1,4 +1,4 @@
-import {evaluateCondition} from '../airflow/assetCondition.js'
+import {evaluateTree, leafQueued, parseCondition, type ConditionTree} from '../airflow/assetCondition.js'
 import type {DownstreamFacts} from '../store/airflowStore.js'
 
 /**
@@ -24,6 +24,27 @@ export interface Downstream {
 }
 
 /**
+ * What a preview was decided from, kept beside it for the batch's fold and never printed: the
+ * condition's tree, the exclusion that blocks whatever the condition, and whether the DAG is at
+ * its active-run cap. A non-enumerable property, so JSON and spreads leave it out.
+ */
+interface DownstreamBasis {
+  tree: ConditionTree | undefined
+  always: DownstreamBlock | undefined
+  atLimit: boolean
+}
+
+const basisKey = 'basis'
+
+function withBasis(preview: Downstream, basis: DownstreamBasis): Downstream {
+  return Object.defineProperty(preview, basisKey, {value: basis, enumerable: false})
+}
+
+function basisOf(preview: Downstream): DownstreamBasis | undefined {
+  return (preview as unknown as Record<string, DownstreamBasis | undefined>)[basisKey]
+}
+
+/**
  * The scheduler's decision per consumer: its own condition against its queue rows, then the
  * exclusions. A paused, stale or import-error DAG is blocked whatever its condition (it gets no
  * run while so); `max_active_runs` blocks only a DAG whose condition holds (the next loop after a
@@ -34,7 +55,8 @@ export function downstreamOf(facts: readonly DownstreamFacts[]): Downstream[] {
     if (dag.partitioned) {
       return {dag_id: dag.dagId, ready: false, waiting_for: [], blocked_by: 'partitioned', satisfied: [], assets: 0}
     }
-    const result = evaluateCondition(dag.condition, dag.queued)
+    const tree = parseCondition(dag.condition)
+    const result = evaluateTree(tree, (leaf) => leafQueued(leaf, dag.queued))
     const always: DownstreamBlock | undefined = dag.paused
       ? 'paused'
       : dag.stale
@@ -44,14 +66,17 @@ export function downstreamOf(facts: readonly DownstreamFacts[]): Downstream[] {
           : undefined
     const atLimit = dag.maxActiveRuns !== null && dag.activeRuns >= dag.maxActiveRuns
     const blocked = always ?? (result.met && atLimit ? 'max_active_runs' : undefined)
-    return {
-      dag_id: dag.dagId,
-      ready: result.met && blocked === undefined,
-      waiting_for: result.waitingFor,
-      ...(blocked ? {blocked_by: blocked} : {}),
-      satisfied: result.satisfied,
-      assets: result.leaves.length,
-    }
+    return withBasis(
+      {
+        dag_id: dag.dagId,
+        ready: result.met && blocked === undefined,
+        waiting_for: result.waitingFor,
+        ...(blocked ? {blocked_by: blocked} : {}),
+        satisfied: result.satisfied,
+        assets: result.leaves.length,
+      },
+      {tree, always, atLimit},
+    )
   })
 }
 
@@ -61,44 +86,71 @@ export interface DownstreamSummary extends Downstream {
   items: number
 }
 
+interface Folded {
+  summary: DownstreamSummary
+  satisfied: Set<string>
+  basis: DownstreamBasis | undefined
+}
+
 /**
- * Folds each item's preview into one line per consumer DAG: ready when an item found it ready
- * (it runs once that item committed) or when the items together satisfy every asset it names and
- * nothing blocks it (a dry run's items each see only their own rows); otherwise what no item
- * satisfied is what it waits for. Memory is one entry per consumer, whatever the item count.
+ * Folds each item's preview into one line per consumer DAG. Ready when an item found it ready (it
+ * runs once that item committed), or when its condition, evaluated over the leaves the items
+ * satisfy together (a dry run's items each see only their own rows), holds and nothing blocks
+ * it; otherwise it waits for the fewest leaves that would make that combined queue true. Memory is
+ * one entry per consumer, whatever the item count.
  */
 export class DownstreamFold {
-  private readonly byDag = new Map<string, DownstreamSummary>()
+  private readonly byDag = new Map<string, Folded>()
 
   add(previews: readonly Downstream[]): void {
     for (const preview of previews) {
+      const basis = basisOf(preview)
       const seen = this.byDag.get(preview.dag_id)
       if (!seen) {
-        this.byDag.set(preview.dag_id, {...preview, satisfied: [...preview.satisfied], items: 1})
+        this.byDag.set(preview.dag_id, {
+          summary: {...preview, satisfied: [...preview.satisfied], items: 1},
+          satisfied: new Set(preview.satisfied),
+          basis: basis && {...basis},
+        })
         continue
       }
-      seen.items++
-      seen.satisfied = [...new Set([...seen.satisfied, ...preview.satisfied])].sort()
-      seen.assets = Math.max(seen.assets, preview.assets)
-      seen.waiting_for = [...new Set([...seen.waiting_for, ...preview.waiting_for])]
-        .filter((asset) => !seen.satisfied.includes(asset))
-        .sort()
-      seen.ready ||= preview.ready
-      const blocked = preview.blocked_by ?? seen.blocked_by
-      if (blocked) seen.blocked_by = blocked
+      const dag = seen.summary
+      dag.items++
+      for (const leaf of preview.satisfied) seen.satisfied.add(leaf)
+      dag.assets = Math.max(dag.assets, preview.assets)
+      dag.ready ||= preview.ready
+      const blocked = preview.blocked_by ?? dag.blocked_by
+      if (blocked) dag.blocked_by = blocked
+      // The latest item's condition (a DAG re-parsed mid-batch); a block or a cap any item saw.
+      if (basis)
+        seen.basis = {
+          tree: basis.tree,
+          always: seen.basis?.always ?? basis.always,
+          atLimit: (seen.basis?.atLimit ?? false) || basis.atLimit,
+        }
     }
   }
 
   summary(): DownstreamSummary[] {
     return [...this.byDag.values()]
-      .map((dag) => {
-        const ready = dag.ready || (dag.waiting_for.length === 0 && dag.blocked_by === undefined && dag.assets > 0)
-        const {blocked_by, ...rest} = dag
+      .map(({summary: dag, satisfied, basis}) => {
+        const satisfiedList = [...satisfied].sort()
+        if (!basis || dag.blocked_by === 'partitioned') {
+          // Not evaluated (a partitioned timetable): as the items said.
+          const {blocked_by, ...rest} = dag
+          return {...rest, satisfied: satisfiedList, ...(blocked_by ? {blocked_by} : {})}
+        }
+        const result = evaluateTree(basis.tree, (leaf) => satisfied.has(leaf.label))
+        const blocked = basis.always ?? (result.met && basis.atLimit ? 'max_active_runs' : undefined)
+        const ready = dag.ready || (result.met && blocked === undefined)
         return {
-          ...rest,
+          dag_id: dag.dag_id,
           ready,
-          waiting_for: ready ? [] : dag.waiting_for,
-          ...(!ready && blocked_by ? {blocked_by} : {}),
+          waiting_for: ready ? [] : result.waitingFor,
+          ...(!ready && blocked ? {blocked_by: blocked} : {}),
+          satisfied: satisfiedList,
+          assets: dag.assets,
+          items: dag.items,
         }
       })
       .sort((a, b) => a.dag_id.localeCompare(b.dag_id))

@@ -48,7 +48,16 @@ describe('evaluateCondition', () => {
   it('OR nested in AND: one side of the OR is enough', () => {
     const condition = all(asset('a'), any(asset('b'), asset('c')))
     expect(evaluateCondition(condition, rows([queued('a'), queued('c')]))).toMatchObject({met: true, waitingFor: []})
-    expect(evaluateCondition(condition, rows([queued('a')]))).toMatchObject({met: false, waitingFor: ['b', 'c']})
+    // What would make it true: one side of the OR (the first of the smallest), never both.
+    expect(evaluateCondition(condition, rows([queued('a')]))).toMatchObject({met: false, waitingFor: ['b']})
+  })
+
+  it('waits for the smallest missing set of each OR, and for every missing part of an AND', () => {
+    const condition = all(any(all(asset('a'), asset('b')), asset('c')), asset('d'))
+    expect(evaluateCondition(condition, rows([]))).toMatchObject({met: false, waitingFor: ['c', 'd']})
+    // a queued: the AND branch now misses one asset, as few as the other side; the first wins.
+    expect(evaluateCondition(condition, rows([queued('a')]))).toMatchObject({met: false, waitingFor: ['b', 'd']})
+    expect(evaluateCondition(condition, rows([queued('c'), queued('d')]))).toMatchObject({met: true, waitingFor: []})
   })
 
   it('an asset matches by name and uri together, never by name alone', () => {
@@ -133,6 +142,47 @@ describe('DownstreamFold', () => {
     expect(fold.summary()).toEqual([
       {dag_id: 'report', ready: true, waiting_for: [], satisfied: ['a', 'b'], assets: 2, items: 2},
       {dag_id: 'weekly', ready: false, waiting_for: ['b'], satisfied: ['a'], assets: 2, items: 1},
+    ])
+  })
+})
+
+describe('DownstreamFold over OR conditions', () => {
+  it('evaluates the condition over the queue the items make together, not their leaves one by one', () => {
+    // (A | B) & C: one item queues A, another C. The scheduler runs the consumer; nothing waits for B.
+    const condition = all(any(asset('a'), asset('b')), asset('c'))
+    const fold = new DownstreamFold()
+    fold.add(downstreamOf([facts('report', {condition, queued: rows([queued('a')])})]))
+    fold.add(downstreamOf([facts('report', {condition, queued: rows([queued('c')])})]))
+    expect(fold.summary()).toEqual([
+      {dag_id: 'report', ready: true, waiting_for: [], satisfied: ['a', 'c'], assets: 3, items: 2},
+    ])
+  })
+
+  it('still waiting: only what would make the combined queue true', () => {
+    const condition = all(any(asset('a'), asset('b')), asset('c'), asset('d'))
+    const fold = new DownstreamFold()
+    fold.add(downstreamOf([facts('report', {condition, queued: rows([queued('b')])})]))
+    fold.add(downstreamOf([facts('report', {condition, queued: rows([queued('c')])})]))
+    expect(fold.summary()).toEqual([
+      {dag_id: 'report', ready: false, waiting_for: ['d'], satisfied: ['b', 'c'], assets: 4, items: 2},
+    ])
+  })
+
+  it('max_active_runs blocks a consumer the items satisfy only together', () => {
+    const condition = all(asset('a'), asset('b'))
+    const fold = new DownstreamFold()
+    fold.add(downstreamOf([facts('report', {condition, activeRuns: 16, queued: rows([queued('a')])})]))
+    fold.add(downstreamOf([facts('report', {condition, activeRuns: 16, queued: rows([queued('b')])})]))
+    expect(fold.summary()).toEqual([
+      {
+        dag_id: 'report',
+        ready: false,
+        waiting_for: [],
+        blocked_by: 'max_active_runs',
+        satisfied: ['a', 'b'],
+        assets: 2,
+        items: 2,
+      },
     ])
   })
 })
