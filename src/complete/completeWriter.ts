@@ -11,7 +11,7 @@ import {
 import type {PlannedWrite} from '../protocol/plan.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {OutletEventInput} from '../selection/workItem.js'
-import type {AirflowStore, AuditRow} from '../store/airflowStore.js'
+import type {AirflowStore, AuditRow, ConsumerDecision} from '../store/airflowStore.js'
 import {applyClear, planClear, recheckClear, type ClearPlan, type ClearReport} from './continueRun.js'
 
 /** What `complete` reports per task instance (besides the protocol's not_found and failed). */
@@ -296,8 +296,16 @@ function refuseAfterRegistering(
   registration: CompleteRegistration,
 ): CompleteOutcome | undefined {
   if (registration.clear?.refusal) return {outcome: 'unsupported_downstream', detail: registration.clear.refusal}
+  return refusePartitionMapped(settings, registration.consumers)
+}
+
+/** Consumers only a partition mapper queues: refused unless --allow-unqueued-consumers (the write's and the plan's rule). */
+function refusePartitionMapped(
+  settings: CompleteSettings,
+  consumers: readonly ConsumerDecision[],
+): CompleteOutcome | undefined {
   if (settings.allowUnqueuedConsumers) return undefined
-  const partitioned = consumerDags(registration.consumers, 'partition_mapper')
+  const partitioned = consumerDags(consumers, 'partition_mapper')
   if (partitioned.length === 0) return undefined
   return {
     outcome: 'unsupported_consumer',
@@ -321,6 +329,7 @@ function planComplete(
   return {
     result: {outcome: 'completed'},
     outlets,
+    refuseAfterQueue: (consumers) => refusePartitionMapped(settings, consumers),
     warnings: [
       ...inactive.map((o) => `no event for ${describeOutlet(o)}: it is not an active asset`),
       ...(input.outletEvents.length > 0

@@ -243,13 +243,15 @@ export function consumerDags(consumers: readonly ConsumerDecision[], kind: Consu
  *
  * The downstream preview (`options.downstream`) is read by the last of those statements, so it
  * costs no round trip of its own: it sees every queue row the item wrote, still before the lock.
+ * `options.plan` (`--plan`) runs the same decision on SELECT alone (store.planConsumers): the
+ * events are the planned ones, with stand-in ids, and nothing is written.
  */
 export async function queueEventConsumers(
   store: AirflowStore,
   tx: Executor,
   ti: TaskInstanceContext,
   emitted: Omit<EmittedEvents, 'logId'>,
-  options: {downstream: boolean} = {downstream: true},
+  options: {downstream: boolean; plan?: boolean} = {downstream: true},
 ): Promise<Registration> {
   const {events: inserted, aliasesOfEvent} = emitted
   const warnings = [...emitted.warnings]
@@ -264,7 +266,9 @@ export async function queueEventConsumers(
   let downstream: Downstream[] = []
   for (const [index, [partitionKey, events]] of [...byKey].entries()) {
     // An event emitted through several aliases queues the consumers of each.
-    const queued = await store.queueConsumers(
+    // --plan decides with the same statement on SELECT alone, and writes no log row.
+    const queue = options.plan ? store.planConsumers.bind(store) : store.queueConsumers.bind(store)
+    const queued = await queue(
       tx,
       events.flatMap((e): RegisteredEvent[] => {
         const aliases = aliasesOfEvent.get(e.eventId) ?? []
@@ -280,7 +284,7 @@ export async function queueEventConsumers(
     consumers.push(...decisions)
     if (queued.downstream) downstream = downstreamOf(queued.downstream)
     warnings.push(...consumerWarnings(decisions, partitionKey))
-    if (partitionKey === null && store.capabilities.missingPartitionKeyLog) {
+    if (partitionKey === null && store.capabilities.missingPartitionKeyLog && !options.plan) {
       for (const row of missingPartitionKeyRows(ti, events, aliasesOfEvent, decisions))
         await store.insertLogRow(tx, row.subject, row.event, row.extra)
     }

@@ -1,10 +1,10 @@
 import {performance} from 'node:perf_hooks'
 
-import {type OutletAsset, type TaskInstanceContext, type TaskInstanceRef} from '../airflow/taskInstance.js'
+import type {OutletAsset, TaskInstanceContext, TaskInstanceRef} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
-import type {DownstreamFacts} from '../store/airflowStore.js'
+import type {ConsumerDecision} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
-import {downstreamOf} from './downstream.js'
+import {queueEventConsumers} from './eventRegistration.js'
 import {idNotFoundDetail, type ItemResult} from './outcomes.js'
 
 /**
@@ -17,6 +17,8 @@ export interface PlannedWrite<O extends {outcome: string}> {
   /** The outlets that would get an event (each an active asset). */
   outlets: ReadonlyArray<OutletAsset & {assetId: number}>
   warnings: string[]
+  /** The writer's refusal once it knows how its consumers are queued (decideAfterRegistering's, on the plan). */
+  refuseAfterQueue?: (consumers: readonly ConsumerDecision[]) => O | undefined
 }
 
 export interface Planner<O extends {outcome: string}, Input> {
@@ -27,13 +29,14 @@ export interface Planner<O extends {outcome: string}, Input> {
 
 /** Said with every plan: what only the write itself decides. */
 export const planCaveat =
-  'a plan reads, it writes nothing: the state is read without the row lock, and what the write decides on its own rows (consumers the release cannot queue, --strict-outlets, the recheck under the lock) is decided when it runs'
+  'a plan reads, it writes nothing: the state is read without the row lock (the write reads it again and rechecks it under the lock), and the outlet_events of an input are resolved when written'
 
 /**
  * The read-only plan of one item (`--plan`): the protocol's step 1 and the writer's decision on
- * reads, then the downstream preview as if its events were queued (each consumer's condition
- * against its queue rows and this item's outlets). Runs on SELECT alone: no transaction writes,
- * no row is locked. Reported as the dry-run outcome it predicts ("would_complete").
+ * reads, then which consumers its events would queue, decided by the write's own queue statement
+ * run on SELECT alone (the release's paused, partition and team rules, as the write applies
+ * them), and the downstream preview over the queue that would leave. No transaction writes, no
+ * row is locked. Reported as the dry-run outcome it predicts ("would_complete").
  */
 export async function planProtocol<O extends {outcome: string}, Input>(
   airflow: Pick<AirflowDatabase, 'db' | 'store'>,
@@ -67,31 +70,32 @@ export async function planProtocol<O extends {outcome: string}, Input>(
   const early = planner.decideBeforeRegistering(ti)
   if (early) return item(early)
   const planned = await planner.plan(ex, ti, input)
-  const facts =
-    planned.outlets.length === 0
-      ? []
-      : await store.readDownstream(
-          ex,
-          planned.outlets.map((o) => o.assetId),
-          [],
-        )
-  const downstream = options.downstream ? downstreamOf(facts.map((dag) => withPlanned(dag, planned.outlets))) : []
+  // The write's own decision of which consumers it queues (queueEventConsumers, on SELECT alone):
+  // the events as they would be written, each with a stand-in id and the partition key it would carry.
+  const partitionKey = store.capabilities.eventPartitionKey ? ti.partitionKey : null
+  const queued = await queueEventConsumers(
+    store,
+    ex,
+    ti,
+    {
+      events: planned.outlets.map((o, index) => ({eventId: -(index + 1), assetId: o.assetId, partitionKey})),
+      aliasesOfEvent: new Map(),
+      warnings: [],
+    },
+    {downstream: options.downstream, plan: true},
+  )
+  const refused = planned.refuseAfterQueue?.(queued.consumers)
+  const warnings = [...planned.warnings, ...queued.warnings]
+  if (refused) return item(refused, planned.outlets.length, 0, warnings)
   return {
-    // No queue row count: which consumers a release queues (paused, stale, teams, partitioned) is
-    // decided by the queue statement itself; the consumers are in the downstream preview.
-    ...item(planned.result, planned.outlets.length, 0, planned.warnings),
-    report: options.downstream ? {downstream} : {},
+    ...item(
+      planned.result,
+      planned.outlets.length,
+      queued.consumers.filter((c) => c.kind === 'queued').length,
+      warnings,
+    ),
+    report: options.downstream ? {downstream: queued.downstream} : {},
   }
-}
-
-/** A consumer's queue as it would be once this item's events are queued. */
-function withPlanned(dag: DownstreamFacts, outlets: ReadonlyArray<OutletAsset>): DownstreamFacts {
-  const queued = [...dag.queued.assets]
-  for (const outlet of outlets) {
-    if (!queued.some((q) => q.name === outlet.name && q.uri === outlet.uri))
-      queued.push({name: outlet.name, uri: outlet.uri, active: outlet.active})
-  }
-  return {...dag, queued: {...dag.queued, assets: queued}}
 }
 
 /** A writer as a planner; one without a plan is a bug of the command that offered --plan. */

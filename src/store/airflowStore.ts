@@ -69,6 +69,17 @@ export interface AirflowStore extends CatalogStore {
     preview: {assetIds: readonly number[]; aliasIds: readonly number[]} | null,
   ): Promise<QueuedConsumers>
   /**
+   * queueConsumers on SELECT alone, for `--plan`: the same statement's decision, the keys it would
+   * queue selected instead of inserted (no event exists yet: `events` carry stand-in ids).
+   */
+  planConsumers(
+    ex: Executor,
+    events: readonly RegisteredEvent[],
+    eventPartitionKey: string | null,
+    producer: {dagId: string; taskId: string} | null,
+    preview: {assetIds: readonly number[]; aliasIds: readonly number[]} | null,
+  ): Promise<QueuedConsumers>
+  /**
    * Deletes the task state store's keys of this task instance, as a success does when Airflow's
    * `[state_store] clear_on_success` is on (3.3+); how many were deleted. Call only when the
    * capability says so.

@@ -6,7 +6,8 @@ import {compareVersions} from '../../src/airflow/revisions.js'
 import type {AirflowSchema} from '../../src/airflow/schema.js'
 import {fixtureVersions, type FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import type {OutletEventInput} from '../../src/selection/workItem.js'
-import {completeOne, schemaOf} from '../support/complete.js'
+import type {ItemResult} from '../../src/protocol/outcomes.js'
+import {completeOne, planOne, schemaOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {assignTeams} from '../support/multiTeam.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
@@ -653,15 +654,28 @@ function conformance(table: Record<string, Case>, open: () => Promise<TestDataba
       airflowSucceeds(db.knex, schema, tiId, await taskOutletsOf(db.knex, tiId), c.outletEvents ?? []),
     )
     let preview: Downstream[] = []
+    let planned: ItemResult<{outcome: string}> | undefined
+    let written: ItemResult<{outcome: string}> | undefined
     const airlock = await side(c, async (tiId) => {
-      const item = await completeOne(db.knex, tiId, {
+      const options = {
         outletEvents: toAirlockInputs(c.outletEvents ?? []),
         strictOutlets: c.airlock?.(schema).strictOutlets,
         allowUnqueuedConsumers: c.airlock?.(schema).allowUnqueuedConsumers,
-      })
+      }
+      planned = await planOne(db.knex, tiId, options)
+      const item = await completeOne(db.knex, tiId, options)
+      written = item
       preview = (item.report?.downstream as Downstream[] | undefined) ?? []
       return item
     })
+    // --plan says what the write does: its outcome, the keys it queues and every consumer's
+    // preview. An input's outlet_events are resolved when written (the plan says so), so a world
+    // whose worker emits through an alias or per partition key is compared on its outcome only.
+    expect(outcomeOf(planned!)).toBe(outcomeOf(written!))
+    if (!c.outletEvents?.some((e) => e.source_alias_name !== undefined || e.partition_key !== undefined)) {
+      expect(planned!.queued).toBe(written!.queued)
+      expect(planned!.report?.downstream ?? []).toEqual(preview)
+    }
     // The downstream preview says ready exactly for the consumers it reaches that the
     // transcribed scheduler step then gives a run.
     const reached = new Set(preview.map((dag) => dag.dag_id))
@@ -736,4 +750,9 @@ function toAirlockInputs(events: readonly OutletEvent[]): OutletEventInput[] {
     })
   }
   return inputs
+}
+
+/** An item's outcome as a write reports it: a plan's would_* is the write's own. */
+function outcomeOf(item: ItemResult<{outcome: string}>): string {
+  return item.result.outcome
 }

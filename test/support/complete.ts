@@ -5,6 +5,7 @@ import type {TaskInstanceRef} from '../../src/airflow/taskInstance.js'
 import {completeWriter, type CompleteOutcome, type CompleteSettings} from '../../src/complete/completeWriter.js'
 import {postgresEngine} from '../../src/engine/postgres/postgresEngine.js'
 import type {ItemResult} from '../../src/protocol/outcomes.js'
+import {planProtocol, plannerOf} from '../../src/protocol/plan.js'
 import {runProtocol, type ProtocolOptions} from '../../src/protocol/protocol.js'
 import type {OutletEventInput} from '../../src/selection/workItem.js'
 import {checkAirflowSchema, requireAirflow, type AirflowDatabase} from '../../src/store/schemaCheck.js'
@@ -21,18 +22,15 @@ export async function schemaOf(knex: Knex): Promise<AirflowSchema> {
 }
 
 /** One `complete` item through the real protocol, with test-friendly defaults. */
-export async function completeOne(
-  knex: Knex,
-  ref: TaskInstanceRef | string,
-  options: Partial<CompleteSettings> &
-    Partial<ProtocolOptions> & {
-      outletEvents?: OutletEventInput[]
-      /** The store to run on, shared by several items as in one process (its caches too); default a fresh one. */
-      airflow?: AirflowDatabase
-    } = {},
-): Promise<ItemResult<CompleteOutcome>> {
-  const airflow = options.airflow ?? (await airflowOf(knex))
-  const writer = completeWriter(airflow.store, {
+type CompleteOptions = Partial<CompleteSettings> &
+  Partial<ProtocolOptions> & {
+    outletEvents?: OutletEventInput[]
+    /** The store to run on, shared by several items as in one process (its caches too); default a fresh one. */
+    airflow?: AirflowDatabase
+  }
+
+function writerOf(airflow: AirflowDatabase, options: CompleteOptions) {
+  return completeWriter(airflow.store, {
     fromStates: options.fromStates ?? ['running'],
     emitEvents: options.emitEvents ?? true,
     strictOutlets: options.strictOutlets ?? false,
@@ -44,6 +42,31 @@ export async function completeOne(
     actor: options.actor,
     continueRun: options.continueRun,
   })
+}
+
+/** One `complete --plan` item: what the write would do, on SELECT alone. */
+export async function planOne(
+  knex: Knex,
+  ref: TaskInstanceRef | string,
+  options: CompleteOptions = {},
+): Promise<ItemResult<CompleteOutcome>> {
+  const airflow = options.airflow ?? (await airflowOf(knex))
+  return planProtocol(
+    airflow,
+    typeof ref === 'string' ? {tiId: ref} : ref,
+    {outletEvents: options.outletEvents ?? []},
+    plannerOf(writerOf(airflow, options)),
+    {downstream: options.downstream ?? true},
+  )
+}
+
+export async function completeOne(
+  knex: Knex,
+  ref: TaskInstanceRef | string,
+  options: CompleteOptions = {},
+): Promise<ItemResult<CompleteOutcome>> {
+  const airflow = options.airflow ?? (await airflowOf(knex))
+  const writer = writerOf(airflow, options)
   return runProtocol(
     airflow,
     typeof ref === 'string' ? {tiId: ref} : ref,

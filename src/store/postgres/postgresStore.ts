@@ -78,6 +78,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     ensureAliasAssets: ensureAliasAssets(capabilities),
     insertAliasEventLinks: insertAliasEventLinks(),
     queueConsumers: queueConsumers(capabilities, downstream, readDownstreamOnce),
+    planConsumers: queueConsumers(capabilities, downstream, readDownstreamOnce, 'plan'),
     readDownstream: readDownstreamOnce,
     readLineageFacts: readLineageFacts(),
     insertLogRow: insertLogRow(),

@@ -275,6 +275,11 @@ export function queueConsumers(
   downstream: DownstreamReader,
   /** The preview in a statement of its own (readDownstream), for a queue statement that raced. */
   readAgain: (ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]) => Promise<DownstreamFacts[]>,
+  /**
+   * 'plan': the same decision on SELECT alone (`--plan`): the keys it would queue are selected,
+   * not inserted, so the plan and the write cannot disagree on which consumers are queued.
+   */
+  mode: 'write' | 'plan' = 'write',
 ) {
   // Two texts, with and without the preview: a statement is planned afresh on each connection
   // for its first executions, and the preview's part would cost --no-downstream that planning.
@@ -282,8 +287,8 @@ export function queueConsumers(
   const texts = [false, true].map((withPreview) => {
     const slots = new Slots<QueueSlot>()
     const param: QueueParam = (slot, type) => slots.ref(slot, type)
-    const name = `queue_${capabilities.queueShape}_${capabilities.consumerFilter}${capabilities.teamFilter ? '_teams' : ''}${withPreview ? '_preview' : ''}`
-    return {slots, queue: prepared(name, queueText(capabilities, param, withPreview ? downstream : null))}
+    const name = `${mode === 'plan' ? 'plan_' : ''}queue_${capabilities.queueShape}_${capabilities.consumerFilter}${capabilities.teamFilter ? '_teams' : ''}${withPreview ? '_preview' : ''}`
+    return {slots, queue: prepared(name, queueText(capabilities, param, withPreview ? downstream : null, mode))}
   })
   return async (
     ex: Executor,
@@ -356,6 +361,7 @@ function queueText(
   capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
   param: QueueParam,
   downstream: DownstreamReader | null,
+  mode: 'write' | 'plan',
 ): string {
   const perEvent = capabilities.queueShape === 'per_event'
   // Each branch unnests only the arrays it reads: a one-array unnest is PostgreSQL's fast path,
@@ -401,7 +407,7 @@ function queueText(
          ${teams.joins}
         where not (${skipped}) ${teams.passes}
      ), queued as (
-       ${queueInsert(perEvent)}
+       ${mode === 'write' ? queueInsert(perEvent) : queueSelect(perEvent)}
      )
      -- Unsorted: callers count the rows and sort the DAG names they report.
      select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
@@ -453,6 +459,15 @@ function queueInsert(perEvent: boolean): string {
         order by asset_id, dag_id
        on conflict (asset_id, target_dag_id) do nothing
        returning asset_id, target_dag_id`
+}
+
+/** The plan's stand-in for queueInsert: the keys the insert would return (a key already queued is not, before 3.4). */
+function queueSelect(perEvent: boolean): string {
+  return perEvent
+    ? `select distinct asset_id, dag_id as target_dag_id, event_id from consumer where kind = 'queued'`
+    : `select distinct k.asset_id, k.dag_id as target_dag_id from consumer k
+        where k.kind = 'queued'
+          and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id)`
 }
 
 /**

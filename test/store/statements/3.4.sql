@@ -379,6 +379,122 @@ select coalesce(json_agg(json_build_object(
                   and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
                   and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
+-- airlock_plan_queue_per_event_all_skip_paused_603b9acbb4ed
+with reference as (
+  -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
+  -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
+  select ev.event_id, ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'alias', ev.alias_id from unnest($3::int[], $4::int[], $5::int[]) as ev(event_id, asset_id, alias_id) join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'name', null from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+), consumer as (
+  -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
+  -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+  -- insert and the rows returned each take their own distinct keys, one sort each.
+  select reference.event_id, reference.asset_id, reference.dag_id, reference.alias_id,
+         case when coalesce(d.timetable_partitioned, false) then (case when $6::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
+              when $6::boolean then 'queued'
+              else 'not_queued_by_airflow' end as kind
+    from reference
+    join dag d on d.dag_id = reference.dag_id
+
+   where not (d.is_paused is not false)
+), queued as (
+  select distinct asset_id, dag_id as target_dag_id, event_id from consumer where kind = 'queued'
+)
+-- Unsorted: callers count the rows and sort the DAG names they report.
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
+union all
+select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
+
+-- airlock_plan_queue_per_event_all_skip_paused_previ_7dd5af578cec
+with reference as (
+  -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
+  -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
+  select ev.event_id, ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'alias', ev.alias_id from unnest($3::int[], $4::int[], $5::int[]) as ev(event_id, asset_id, alias_id) join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'name', null from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+), consumer as (
+  -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
+  -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+  -- insert and the rows returned each take their own distinct keys, one sort each.
+  select reference.event_id, reference.asset_id, reference.dag_id, reference.alias_id,
+         case when coalesce(d.timetable_partitioned, false) then (case when $6::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
+              when $6::boolean then 'queued'
+              else 'not_queued_by_airflow' end as kind
+    from reference
+    join dag d on d.dag_id = reference.dag_id
+
+   where not (d.is_paused is not false)
+), queued as (
+  select distinct asset_id, dag_id as target_dag_id, event_id from consumer where kind = 'queued'
+)
+-- Unsorted: callers count the rows and sort the DAG names they report.
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
+union all
+select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c
+union all
+select 'downstream', null, null, null, (with consumer_dag as materialized (
+  -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
+  select d.* from dag d where d.dag_id in (select dag_id from reference
+  union
+  select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($7::int[])
+  union
+  select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any($8::int[])
+  union
+  select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any($7::int[])
+  union
+  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any($7::int[]))
+)
+-- The scheduler keeps a DAG whose flag is false (is_paused == false(), ~is_stale,
+-- has_import_errors == false()): a NULL flag excludes it as much as true does.
+select coalesce(json_agg(json_build_object(
+         'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
+         'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
+         'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
+         'partitioned', coalesce(d.timetable_partitioned, false),
+         'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
+         'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
+         -- From the alias links (few), each checked against the DAG's queue by its key; not
+         -- read for a known condition without an alias leaf, which never looks at them.
+         'aliases', case when sd.dag_hash = any($12::text[]) then '{}'::varchar[]
+                         else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                                     where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
+       ) order by d.dag_id), '[]')
+  from consumer_dag d
+  -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
+  -- parses the whole document (a json column), megabytes for a large DAG.
+  left join lateral (
+    select s.dag_hash,
+           case when s.dag_hash = any($9::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
+           case when s.dag_hash = any($9::text[]) or s.data is not null then null else s.data_compressed end as data_compressed
+      from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
+  ) as sd on true
+  -- Three arrays rather than one object per queued asset: a consumer of hundreds of assets
+  -- costs a fraction as much to build and to parse.
+  cross join lateral (
+    select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
+           coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
+      from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q
+      join asset a on a.id = q.asset_id
+      left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+     -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
+     where not coalesce(sd.dag_hash = any($9::text[]), false) or a.name = any($10::text[]) or a.uri = any($11::text[])
+  ) as queue_rows),
+       exists (select 1 from consumer k
+                where k.kind = 'queued'
+                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
+                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+
 -- airlock_lineage_facts_1914d52b024c
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
       (extract(epoch from ti.end_date) * 1000000)::bigint::text as end_micros,
@@ -923,6 +1039,146 @@ with reference as (
   select asset_id, dag_id, clock_timestamp(), event_id from (select distinct event_id, asset_id, dag_id from consumer where kind = 'queued') as k
    order by dag_id, event_id
   returning asset_id, target_dag_id
+)
+-- Unsorted: callers count the rows and sort the DAG names they report.
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
+union all
+select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c
+union all
+select 'downstream', null, null, null, (with consumer_dag as materialized (
+  -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
+  select d.* from dag d where d.dag_id in (select dag_id from reference
+  union
+  select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($9::int[])
+  union
+  select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any($10::int[])
+  union
+  select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any($9::int[])
+  union
+  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any($9::int[]))
+)
+-- The scheduler keeps a DAG whose flag is false (is_paused == false(), ~is_stale,
+-- has_import_errors == false()): a NULL flag excludes it as much as true does.
+select coalesce(json_agg(json_build_object(
+         'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
+         'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
+         'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
+         'partitioned', coalesce(d.timetable_partitioned, false),
+         'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
+         'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
+         -- From the alias links (few), each checked against the DAG's queue by its key; not
+         -- read for a known condition without an alias leaf, which never looks at them.
+         'aliases', case when sd.dag_hash = any($14::text[]) then '{}'::varchar[]
+                         else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                                     where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
+       ) order by d.dag_id), '[]')
+  from consumer_dag d
+  -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
+  -- parses the whole document (a json column), megabytes for a large DAG.
+  left join lateral (
+    select s.dag_hash,
+           case when s.dag_hash = any($11::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
+           case when s.dag_hash = any($11::text[]) or s.data is not null then null else s.data_compressed end as data_compressed
+      from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
+  ) as sd on true
+  -- Three arrays rather than one object per queued asset: a consumer of hundreds of assets
+  -- costs a fraction as much to build and to parse.
+  cross join lateral (
+    select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
+           coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
+      from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q
+      join asset a on a.id = q.asset_id
+      left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+     -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
+     where not coalesce(sd.dag_hash = any($11::text[]), false) or a.name = any($12::text[]) or a.uri = any($13::text[])
+  ) as queue_rows),
+       exists (select 1 from consumer k
+                where k.kind = 'queued'
+                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
+                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+
+-- airlock_plan_queue_per_event_all_skip_paused_teams_1316a85d112d
+with reference as (
+  -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
+  -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
+  select ev.event_id, ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'alias', ev.alias_id from unnest($3::int[], $4::int[], $5::int[]) as ev(event_id, asset_id, alias_id) join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'name', null from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+), consumer as (
+  -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
+  -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+  -- insert and the rows returned each take their own distinct keys, one sort each.
+  select reference.event_id, reference.asset_id, reference.dag_id, reference.alias_id,
+         case when coalesce(d.timetable_partitioned, false) then (case when $6::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
+              when $6::boolean then 'queued'
+              else 'not_queued_by_airflow' end as kind
+    from reference
+    join dag d on d.dag_id = reference.dag_id
+    left join lateral (select t.team_name from dag pd join dag_bundle_team t on t.dag_bundle_name = pd.bundle_name where pd.dag_id = $7::text) as source_team on true
+    left join lateral (select t.team_name from dag_bundle_team t where t.dag_bundle_name = d.bundle_name) as consumer_team on true
+    left join dag_schedule_asset_reference sref on sref.asset_id = reference.asset_id and sref.dag_id = reference.dag_id
+    left join task_outlet_asset_reference oref on oref.dag_id = $7::text and oref.task_id = $8::text and oref.asset_id = reference.asset_id
+   where not (d.is_paused is not false) and (consumer_team.team_name is null
+       or (source_team.team_name is null and coalesce(sref.allow_global_producers, true))
+       or consumer_team.team_name = source_team.team_name
+       or coalesce(nullif(sref.allow_producer_teams::jsonb, 'null'::jsonb), '[]'::jsonb) @> jsonb_build_array(source_team.team_name))
+  and (not (nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is not null or not coalesce(oref.allow_global_consumers, true))
+       or (consumer_team.team_name is null and coalesce(oref.allow_global_consumers, true))
+       or (consumer_team.team_name is not null
+           and (consumer_team.team_name is not distinct from source_team.team_name
+                or nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is null
+                or oref.allow_consumer_teams::jsonb @> jsonb_build_array(consumer_team.team_name))))
+), queued as (
+  select distinct asset_id, dag_id as target_dag_id, event_id from consumer where kind = 'queued'
+)
+-- Unsorted: callers count the rows and sort the DAG names they report.
+select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
+union all
+select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
+
+-- airlock_plan_queue_per_event_all_skip_paused_teams_66813a093e3a
+with reference as (
+  -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
+  -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
+  select ev.event_id, ev.asset_id, r.dag_id, 'id' as kind, null::int as alias_id from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join dag_schedule_asset_reference r on r.asset_id = ev.asset_id
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'alias', ev.alias_id from unnest($3::int[], $4::int[], $5::int[]) as ev(event_id, asset_id, alias_id) join dag_schedule_asset_alias_reference r on r.alias_id = ev.alias_id
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'name', null from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_name_reference r on r.name = a.name
+  union all
+  select ev.event_id, ev.asset_id, r.dag_id, 'uri', null from unnest($1::int[], $2::int[]) as ev(event_id, asset_id) join asset a on a.id = ev.asset_id join dag_schedule_asset_uri_reference r on r.uri = a.uri
+), consumer as (
+  -- With the alias a consumer was reached through (null: by the asset itself), so a caller can
+  -- tell which events reach a DAG the release does not queue. Not distinct here: the queue
+  -- insert and the rows returned each take their own distinct keys, one sort each.
+  select reference.event_id, reference.asset_id, reference.dag_id, reference.alias_id,
+         case when coalesce(d.timetable_partitioned, false) then (case when $6::boolean then 'not_queued_by_airflow' else 'partition_mapper' end)
+              when $6::boolean then 'queued'
+              else 'not_queued_by_airflow' end as kind
+    from reference
+    join dag d on d.dag_id = reference.dag_id
+    left join lateral (select t.team_name from dag pd join dag_bundle_team t on t.dag_bundle_name = pd.bundle_name where pd.dag_id = $7::text) as source_team on true
+    left join lateral (select t.team_name from dag_bundle_team t where t.dag_bundle_name = d.bundle_name) as consumer_team on true
+    left join dag_schedule_asset_reference sref on sref.asset_id = reference.asset_id and sref.dag_id = reference.dag_id
+    left join task_outlet_asset_reference oref on oref.dag_id = $7::text and oref.task_id = $8::text and oref.asset_id = reference.asset_id
+   where not (d.is_paused is not false) and (consumer_team.team_name is null
+       or (source_team.team_name is null and coalesce(sref.allow_global_producers, true))
+       or consumer_team.team_name = source_team.team_name
+       or coalesce(nullif(sref.allow_producer_teams::jsonb, 'null'::jsonb), '[]'::jsonb) @> jsonb_build_array(source_team.team_name))
+  and (not (nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is not null or not coalesce(oref.allow_global_consumers, true))
+       or (consumer_team.team_name is null and coalesce(oref.allow_global_consumers, true))
+       or (consumer_team.team_name is not null
+           and (consumer_team.team_name is not distinct from source_team.team_name
+                or nullif(oref.allow_consumer_teams::jsonb, 'null'::jsonb) is null
+                or oref.allow_consumer_teams::jsonb @> jsonb_build_array(consumer_team.team_name))))
+), queued as (
+  select distinct asset_id, dag_id as target_dag_id, event_id from consumer where kind = 'queued'
 )
 -- Unsorted: callers count the rows and sort the DAG names they report.
 select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
