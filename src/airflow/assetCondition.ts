@@ -107,7 +107,10 @@ export function leavesOf(tree: ConditionTree | undefined): ConditionLeaf[] {
  * `AssetEvaluator.run` over a tree whose leaves `isMet` decides: every leaf is visited (no short
  * cut), so every leaf is counted. No tree is never met: the scheduler would not create a run.
  */
-export function evaluateTree(tree: ConditionTree | undefined, isMet: (leaf: ConditionLeaf) => boolean): ConditionResult {
+export function evaluateTree(
+  tree: ConditionTree | undefined,
+  isMet: (leaf: ConditionLeaf) => boolean,
+): ConditionResult {
   const leaves = leavesOf(tree)
   const satisfied = leaves.filter(isMet).map((leaf) => leaf.label)
   const met = tree !== undefined && metOf(tree, isMet)
