@@ -54,6 +54,9 @@ export async function up(knex: Knex): Promise<void> {
   })
   await knex.schema.alterTable('dag', (t) => {
     t.boolean('timetable_partitioned').notNullable().defaultTo(false)
+    // 0b112f49112d "Add exceeds max runs flag to dag model." (apache/airflow #60006):
+    // sa.Column("exceeds_max_non_backfill", sa.Boolean(), server_default="0", nullable=False).
+    t.boolean('exceeds_max_non_backfill').notNullable().defaultTo(false)
   })
 
   await knex.raw(`
@@ -83,7 +86,10 @@ export async function down(knex: Knex): Promise<void> {
     create index idx_dag_bundle_team_team_id on dag_bundle_team (team_id);
     alter table dag_bundle_team add constraint dag_bundle_team_team_id_fkey foreign key (team_id) references team (id) on delete cascade;
   `)
-  await knex.schema.alterTable('dag', (t) => t.dropColumn('timetable_partitioned'))
+  await knex.schema.alterTable('dag', (t) => {
+    t.dropColumn('timetable_partitioned')
+    t.dropColumn('exceeds_max_non_backfill')
+  })
   await knex.schema.alterTable('dag_run', (t) => {
     t.dropColumn('partition_date')
     t.dropColumn('partition_key')

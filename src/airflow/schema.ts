@@ -14,6 +14,12 @@ export interface Capabilities {
   eventPartitionKey: boolean
   /** dag.timetable_partitioned (3.2+): partition-aware consumers exist and must not be queued by airlock. */
   partitionedTimetables: boolean
+  /**
+   * dag.exceeds_max_non_backfill (3.2+, apache/airflow #60006, migration 0b112f49112d): the
+   * scheduler's cached "max_active_runs reached" flag, which `dags_needing_dagruns` excludes a DAG
+   * on, asset-triggered ones included.
+   */
+  maxRunsFlag: boolean
   /** 'per_asset': (asset_id, target_dag_id) upserted (before 3.4); 'per_event': one row per event (3.4). */
   queueShape: 'per_asset' | 'per_event'
   /** dag_schedule_asset_reference.allow_producer_teams etc. (3.3+). */
@@ -221,6 +227,7 @@ export function detectCapabilities(
   return {
     eventPartitionKey: has('asset_event', 'partition_key'),
     partitionedTimetables: has('dag', 'timetable_partitioned'),
+    maxRunsFlag: has('dag', 'exceeds_max_non_backfill'),
     queueShape: has('asset_dag_run_queue', 'asset_event_id') ? 'per_event' : 'per_asset',
     multiTeam:
       has('dag_schedule_asset_reference', 'allow_producer_teams') &&
@@ -265,6 +272,8 @@ export const adaptiveColumns: ReadonlyArray<{table: string; column?: string; add
   {table: 'asset_event', column: 'partition_key', addedIn: '665854ef0536'},
   // "Add partition fields to DagModel" (3.2.0).
   {table: 'dag', column: 'timetable_partitioned', addedIn: '6222ce48e289'},
+  // "Add exceeds max runs flag to dag model." (3.2.0, apache/airflow #60006).
+  {table: 'dag', column: 'exceeds_max_non_backfill', addedIn: '0b112f49112d'},
   // 0096_3_2_0_remove_team_id.py renames 3.1.0's dag_bundle_team.team_id to team_name.
   {table: 'dag_bundle_team', column: 'team_name', addedIn: 'b12d4f98a91e'},
   // "Add access control columns to dag_schedule_asset_reference" (3.3.0). The stored copy of the

@@ -17,6 +17,8 @@ export interface Downstream {
   /** The assets (names; refs and aliases as written) its condition still misses. */
   waiting_for: string[]
   blocked_by?: DownstreamBlock
+  /** Why, where the block needs saying (the scheduler's cached cap flag). */
+  reason?: string
   /** The assets of its condition the queue satisfies, this completion's included. */
   satisfied: string[]
   /** How many assets (refs, aliases) its condition names. */
@@ -31,8 +33,18 @@ export interface Downstream {
 interface DownstreamBasis {
   tree: ConditionTree | undefined
   always: DownstreamBlock | undefined
+  reason?: string | undefined
   atLimit: boolean
 }
+
+/**
+ * What the 3.2+ flag means, from the scheduler's code (`SchedulerJobRunner._set_exceeds_max_active_runs`,
+ * airflow-core/src/airflow/jobs/scheduler_job_runner.py; `DagModelOperation.update_dags` in
+ * dag_processing/collection.py; apache/airflow #60006, #73032).
+ */
+export const maxRunsFlagReason =
+  "the scheduler's cached flag dag.exceeds_max_non_backfill says max_active_runs is reached, and the scheduler passes the DAG over while it is set; it is recomputed when a run is created, when a scheduled, manual or asset-triggered run finishes, and when the DAG processor parses the file (other run types finishing leave it set: apache/airflow #73032)"
+
 
 const basisKey = 'basis'
 
@@ -57,13 +69,17 @@ export function downstreamOf(facts: readonly DownstreamFacts[]): Downstream[] {
     }
     const tree = parseCondition(dag.condition)
     const result = evaluateTree(tree, (leaf) => leafQueued(leaf, dag.queued))
+    // 3.2+: dags_needing_dagruns leaves out a DAG whose cached cap flag is set, whatever its condition.
     const always: DownstreamBlock | undefined = dag.paused
       ? 'paused'
       : dag.stale
         ? 'stale'
         : dag.importErrors
           ? 'import_errors'
-          : undefined
+          : dag.maxRunsFlag
+            ? 'max_active_runs'
+            : undefined
+    const reason = always === 'max_active_runs' ? maxRunsFlagReason : undefined
     const atLimit = dag.maxActiveRuns !== null && dag.activeRuns >= dag.maxActiveRuns
     const blocked = always ?? (result.met && atLimit ? 'max_active_runs' : undefined)
     return withBasis(
@@ -72,10 +88,11 @@ export function downstreamOf(facts: readonly DownstreamFacts[]): Downstream[] {
         ready: result.met && blocked === undefined,
         waiting_for: result.waitingFor,
         ...(blocked ? {blocked_by: blocked} : {}),
+        ...(reason ? {reason} : {}),
         satisfied: result.satisfied,
         assets: result.leaves.length,
       },
-      {tree, always, atLimit},
+      {tree, always, reason, atLimit},
     )
   })
 }
@@ -126,6 +143,7 @@ export class DownstreamFold {
         seen.basis = {
           tree: basis.tree,
           always: seen.basis?.always ?? basis.always,
+          reason: seen.basis?.always ? seen.basis.reason : basis.reason,
           atLimit: (seen.basis?.atLimit ?? false) || basis.atLimit,
         }
     }
@@ -148,6 +166,7 @@ export class DownstreamFold {
           ready,
           waiting_for: ready ? [] : result.waitingFor,
           ...(!ready && blocked ? {blocked_by: blocked} : {}),
+          ...(!ready && blocked && blocked === basis.always && basis.reason ? {reason: basis.reason} : {}),
           satisfied: satisfiedList,
           assets: dag.assets,
           items: dag.items,

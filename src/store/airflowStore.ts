@@ -262,6 +262,8 @@ export interface DownstreamFacts {
   activeRuns: number
   /** 3.2+: a partitioned timetable (queued through a partition mapper, not evaluated here). */
   partitioned: boolean
+  /** 3.2+: `dag.exceeds_max_non_backfill`, the scheduler's cached cap flag (false before 3.2). */
+  maxRunsFlag: boolean
   /** `dag.timetable.__var.asset_condition` of its latest serialized DAG; undefined without one. */
   condition: unknown
   /** Its queue rows' assets and their aliases (this completion's included). */

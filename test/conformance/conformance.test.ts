@@ -308,6 +308,19 @@ const cases: Record<string, Case> = {
       expect(side.runs).toEqual([expect.stringMatching(/^by_name run_after=new/) as string])
     },
   },
+  "3.2+: a consumer whose cached cap flag outlived the cap: queued, no run, the flag named": {
+    mirrors:
+      'models/dag.py DagModel.dags_needing_dagruns (exceeds_max_non_backfill == false()); apache/airflow #73032',
+    world: (s) => s.producer('etl', {outlets: 1}).consumer('report', {on: ['etl']}),
+    task: {dag: 'etl'},
+    appliesTo: (schema) => schema.capabilities.maxRunsFlag,
+    // No active run at all: only the flag, left set by a run type that does not recompute it.
+    setup: (knex) => knex('dag').where({dag_id: 'report'}).update({exceeds_max_non_backfill: true}),
+    expect(side) {
+      expect(side.queue.map((q) => q.split(' created')[0])).toEqual(['etl.produce.out_1 -> report'])
+      expect(side.runs).toEqual([])
+    },
+  },
   'a consumer at max_active_runs: queued, no run': {
     mirrors: 'tests/unit/models/test_dag.py::test_dags_needing_dagruns_asset_triggered_dag_max_active_runs',
     world: (s) => s.producer('etl', {outlets: 1}).consumer('busy', {on: ['etl'], maxActiveRuns: 1}),

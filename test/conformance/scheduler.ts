@@ -17,7 +17,7 @@ import type {AirflowSchema} from '../../src/airflow/schema.js'
  * an asset is true when queued, an `asset_ref` resolves by name or uri to an active asset, an
  * alias is true when any asset linked to it is, `asset_all` / `asset_any` take all / any of their
  * objects. A DAG excluded (paused, stale, import errors, max_active_runs reached by queued and
- * running runs) gets no run; the DAG rows are read `FOR NO KEY UPDATE SKIP LOCKED` (`with_row_locks(…,
+ * running runs, and from 3.2 the cached `exceeds_max_non_backfill` flag) gets no run; the DAG rows are read `FOR NO KEY UPDATE SKIP LOCKED` (`with_row_locks(…,
  * of=DagModel, skip_locked=True)`, key_share by default since apache/airflow #42082), so a DAG row
  * another session holds in a conflicting mode is passed over this loop.
  */
@@ -57,9 +57,12 @@ export async function createAssetTriggeredRuns(knex: Knex, schema: AirflowSchema
       if (condition === undefined || !(await evaluate(trx, condition, statuses))) continue
       // The exclusion list and the final DagModel query: a paused or stale DAG, one with import
       // errors, or one already at max_active_runs (queued + running) gets no run; its rows stay.
+      // 3.2+ (apache/airflow #60006): `exceeds_max_non_backfill == expression.false()` in the same
+      // WHERE clause, the scheduler's cached cap flag, whatever the DAG's runs are now.
+      const flag = schema.capabilities.maxRunsFlag ? 'and d.exceeds_max_non_backfill is false' : ''
       const {rows: dags} = await trx.raw<{rows: Array<{eligible: boolean}>}>(
         // `is_paused == false()` and `has_import_errors == false()`: a NULL flag excludes the DAG too.
-        `select d.is_paused is false and d.is_stale is false and d.has_import_errors is false
+        `select d.is_paused is false and d.is_stale is false and d.has_import_errors is false ${flag}
                 and (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) < d.max_active_runs as eligible
            from dag d where d.dag_id = ? for no key update of d skip locked`,
         [dagId],

@@ -95,6 +95,7 @@ const facts = (dagId: string, extra: Partial<DownstreamFacts> = {}): DownstreamF
   maxActiveRuns: 16,
   activeRuns: 0,
   partitioned: false,
+  maxRunsFlag: false,
   condition: all(asset('a'), asset('b')),
   queued: rows([queued('a'), queued('b')]),
   ...extra,
@@ -121,6 +122,15 @@ describe('downstreamOf', () => {
     expect(busy).toMatchObject({ready: false, blocked_by: 'max_active_runs', waiting_for: []})
     expect(waiting).toMatchObject({ready: false, waiting_for: ['b']})
     expect(waiting).not.toHaveProperty('blocked_by')
+  })
+
+  it("3.2+: the scheduler's cached cap flag blocks the DAG whatever its runs and condition, and says why", () => {
+    const [flagged] = downstreamOf([facts('report', {maxRunsFlag: true, activeRuns: 0})])
+    expect(flagged).toMatchObject({ready: false, blocked_by: 'max_active_runs'})
+    expect(flagged!.reason).toContain('exceeds_max_non_backfill')
+    const fold = new DownstreamFold()
+    fold.add([flagged!])
+    expect(fold.summary()[0]).toMatchObject({ready: false, blocked_by: 'max_active_runs', reason: flagged!.reason})
   })
 
   it('a partitioned timetable is not evaluated', () => {

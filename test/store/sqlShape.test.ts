@@ -25,6 +25,7 @@ function recorder(): {ex: Executor; sql: string[]; statements: Statement[]} {
 const before34 = {
   eventPartitionKey: false,
   partitionedTimetables: false,
+  maxRunsFlag: false,
   queueShape: 'per_asset',
   multiTeam: false,
   inletReferences: false,
@@ -39,6 +40,7 @@ const before34 = {
 const from34 = {
   eventPartitionKey: true,
   partitionedTimetables: true,
+  maxRunsFlag: true,
   queueShape: 'per_event',
   multiTeam: false,
   inletReferences: true,

@@ -11,6 +11,7 @@ import {postgresStore} from '../../src/store/postgres/postgresStore.js'
 const base = {
   eventPartitionKey: false,
   partitionedTimetables: false,
+  maxRunsFlag: false,
   queueShape: 'per_asset',
   multiTeam: false,
   inletReferences: false,
@@ -27,6 +28,7 @@ const from32 = {
   inletReferences: true,
   eventPartitionKey: true,
   partitionedTimetables: true,
+  maxRunsFlag: true,
   consumerFilter: 'all_skip_paused',
   aliasAssetShape: 'declared',
 } as const

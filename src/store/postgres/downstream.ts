@@ -16,8 +16,11 @@ import {consumerDagsOf} from './fragments.js'
  * what an `asset_ref` and an alias resolve against. Mirrors what `DagModel.dags_needing_dagruns`
  * and `SchedulerJobRunner._create_dag_runs_asset_triggered` read (airflow-core/src/airflow/models/
  * dag.py, airflow-core/src/airflow/jobs/scheduler_job_runner.py; read on main, whose 3.0-era copy
- * agrees on these reads; `exceeds_max_non_backfill`, newer than 3.0 and of unverified release, is
- * not read).
+ * agrees on these reads). From 3.2 (migration 0b112f49112d, apache/airflow #60006) it also reads
+ * `dag.exceeds_max_non_backfill`, the scheduler's cached cap flag, which the WHERE clause of
+ * `dags_needing_dagruns` excludes a DAG on, asset-triggered ones included (read in copies of main
+ * from January to March 2026, before 3.2.0 shipped: the release of that clause is unverified,
+ * the column's is the migration's own).
  *
  * Two statements embed it: the queue statement (`queueConsumers`, the preview of a write, read in
  * the same statement that queues the item's consumers) and `readDownstream` (the read-only plan).
@@ -77,6 +80,7 @@ export interface FactsEntry {
   max_active_runs: number | null
   active_runs: number
   partitioned: boolean
+  max_runs_flag: boolean
   dag_hash: string | null
   timetable: {__var?: {asset_condition?: unknown}} | null
   /** `data_compressed`, base64, when `data` is NULL and the hash is new to the process. */
@@ -87,11 +91,11 @@ export interface FactsEntry {
   aliases: string[]
 }
 
-export function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTimetables'>): DownstreamReader {
+export function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>): DownstreamReader {
   // Conditions by serialized DAG hash, with the names and uris they mention (bounded).
   const conditions = new Map<string, CachedCondition>()
   return {
-    factsSql: (params, here) => factsText(capabilities.partitionedTimetables, params, here),
+    factsSql: (params, here) => factsText(capabilities, params, here),
     known() {
       // What a statement was told is known: items running at once share the cache, and one may
       // evict an entry while another's statement runs.
@@ -114,6 +118,7 @@ export function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTi
         maxActiveRuns: row.max_active_runs,
         activeRuns: row.active_runs,
         partitioned: row.partitioned,
+        maxRunsFlag: row.max_runs_flag,
         condition: row.dag_hash === null ? undefined : conditionOf(known, row),
         queued: {
           assets: row.names.map((name, i) => ({name, uri: row.uris[i]!, active: row.active[i]!})),
@@ -140,9 +145,12 @@ export function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTi
 }
 
 /** The read-only plan's preview: the facts alone, one statement (a write reads them in its queue statement). */
-export function readDownstream(reader: DownstreamReader, capabilities: Pick<Capabilities, 'partitionedTimetables'>) {
+export function readDownstream(
+  reader: DownstreamReader,
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
+) {
   const read = prepared(
-    `downstream${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
+    `downstream${capabilities.partitionedTimetables ? '_partitioned' : ''}${capabilities.maxRunsFlag ? '_flag' : ''}`,
     `select ${reader.factsSql({assetIds: '$1::int[]', aliasIds: '$2::int[]', hashes: '$3::text[]', names: '$4::text[]', uris: '$5::text[]', noAliases: '$6::text[]'})} as facts`,
   )
   return async (ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]): Promise<DownstreamFacts[]> => {
@@ -157,11 +165,14 @@ export function readDownstream(reader: DownstreamReader, capabilities: Pick<Capa
 
 /** The facts' scalar subquery, with or without the 3.2+ partitioned timetable column. */
 function factsText(
-  partitionedTimetables: boolean,
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
   p: DownstreamParams,
   here?: {queuedHere: string; consumersHere: string},
 ): string {
-  const partitioned = partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
+  const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
+  // 3.2+ `dags_needing_dagruns` keeps a DAG whose flag is false (`exceeds_max_non_backfill ==
+  // expression.false()`): the column is NOT NULL, so true is the only excluding value.
+  const maxRunsFlag = capabilities.maxRunsFlag ? 'd.exceeds_max_non_backfill is true' : 'false'
   // The assets of a consumer's queue rows: those the statement's snapshot shows, and those it
   // queues itself (queuedHere), one definition for the assets listed and the aliases checked.
   const queueAssets = here
@@ -183,7 +194,7 @@ function factsText(
               'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
               'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
               'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
-              'partitioned', ${partitioned},
+              'partitioned', ${partitioned}, 'max_runs_flag', ${maxRunsFlag},
               'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
               'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
               -- From the alias links (few), each checked against the DAG's queue by its key; not

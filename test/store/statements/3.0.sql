@@ -1,8 +1,8 @@
 -- Every statement airlock prepares on an Airflow 3.0 database (Airflow defaults).
 -- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
--- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"queueShape":"per_asset","multiTeam":false,"inletReferences":false,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
+-- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"maxRunsFlag":false,"queueShape":"per_asset","multiTeam":false,"inletReferences":false,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
 
--- airlock_downstream_ba15bb9157e9
+-- airlock_downstream_f2ac419a80b5
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -19,7 +19,7 @@ select coalesce(json_agg(json_build_object(
          'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
          'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
-         'partitioned', false,
+         'partitioned', false, 'max_runs_flag', false,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
          -- From the alias links (few), each checked against the DAG's queue by its key; not
@@ -289,7 +289,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_id_and_alias_skip_paused_a_c55a8d276a1b
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_57d951db4109
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -342,7 +342,7 @@ select coalesce(json_agg(json_build_object(
          'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
          'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
-         'partitioned', false,
+         'partitioned', false, 'max_runs_flag', false,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
          -- From the alias links (few), each checked against the DAG's queue by its key; not
@@ -411,7 +411,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_asset_id_and_alias_skip_pau_0ef7a59a0db5
+-- airlock_plan_queue_per_asset_id_and_alias_skip_pau_89935f23885d
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -462,7 +462,7 @@ select coalesce(json_agg(json_build_object(
          'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
          'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
-         'partitioned', false,
+         'partitioned', false, 'max_runs_flag', false,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
          -- From the alias links (few), each checked against the DAG's queue by its key; not

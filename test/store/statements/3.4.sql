@@ -1,8 +1,8 @@
 -- Every statement airlock prepares on an Airflow 3.4 database (Airflow defaults).
 -- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
--- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
+-- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
--- airlock_downstream_partitioned_3619a4c99220
+-- airlock_downstream_partitioned_flag_b3da1285497e
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -19,7 +19,7 @@ select coalesce(json_agg(json_build_object(
          'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
          'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
-         'partitioned', coalesce(d.timetable_partitioned, false),
+         'partitioned', coalesce(d.timetable_partitioned, false), 'max_runs_flag', d.exceeds_max_non_backfill is true,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
          -- From the alias links (few), each checked against the DAG's queue by its key; not
@@ -291,7 +291,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_preview_6d398bcfe1f6
+-- airlock_queue_per_event_all_skip_paused_preview_462514d29c3b
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -343,7 +343,7 @@ select coalesce(json_agg(json_build_object(
          'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
          'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
-         'partitioned', coalesce(d.timetable_partitioned, false),
+         'partitioned', coalesce(d.timetable_partitioned, false), 'max_runs_flag', d.exceeds_max_non_backfill is true,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
          -- From the alias links (few), each checked against the DAG's queue by its key; not
@@ -410,7 +410,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_previ_7dd5af578cec
+-- airlock_plan_queue_per_event_all_skip_paused_previ_db5b6563db7b
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -459,7 +459,7 @@ select coalesce(json_agg(json_build_object(
          'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
          'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
-         'partitioned', coalesce(d.timetable_partitioned, false),
+         'partitioned', coalesce(d.timetable_partitioned, false), 'max_runs_flag', d.exceeds_max_non_backfill is true,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
          -- From the alias links (few), each checked against the DAG's queue by its key; not
@@ -999,7 +999,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_teams_prev_8ebb0595383b
+-- airlock_queue_per_event_all_skip_paused_teams_prev_4ad29bad1499
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1063,7 +1063,7 @@ select coalesce(json_agg(json_build_object(
          'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
          'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
-         'partitioned', coalesce(d.timetable_partitioned, false),
+         'partitioned', coalesce(d.timetable_partitioned, false), 'max_runs_flag', d.exceeds_max_non_backfill is true,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
          -- From the alias links (few), each checked against the DAG's queue by its key; not
@@ -1142,7 +1142,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_teams_66813a093e3a
+-- airlock_plan_queue_per_event_all_skip_paused_teams_2b15f746991c
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1203,7 +1203,7 @@ select coalesce(json_agg(json_build_object(
          'dag_id', d.dag_id, 'paused', d.is_paused is not false, 'stale', d.is_stale is not false,
          'import_errors', d.has_import_errors is not false, 'max_active_runs', d.max_active_runs,
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
-         'partitioned', coalesce(d.timetable_partitioned, false),
+         'partitioned', coalesce(d.timetable_partitioned, false), 'max_runs_flag', d.exceeds_max_non_backfill is true,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
          'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
          -- From the alias links (few), each checked against the DAG's queue by its key; not
