@@ -208,8 +208,7 @@ export function renderDownstream(downstream: readonly DownstreamSummary[], dryRu
     if (dag.ready) return `${dag.dag_id}: ${dryRun ? 'would run' : 'will run'} (${of})`
     if (dag.blocked_by === 'partitioned')
       return `${dag.dag_id}: partitioned timetable, queued through its partition mapper (not evaluated)`
-    if (dag.blocked_by === 'max_active_runs' && dag.reason)
-      return `${dag.dag_id}: no run while ${dag.reason} (${of})`
+    if (dag.blocked_by === 'max_active_runs' && dag.reason) return `${dag.dag_id}: no run while ${dag.reason} (${of})`
     if (dag.blocked_by === 'max_active_runs')
       return `${dag.dag_id}: condition met (${of}), but no run while ${blockedWords.max_active_runs}`
     if (dag.blocked_by) return `${dag.dag_id}: no run while ${blockedWords[dag.blocked_by]} (${of})`

@@ -45,7 +45,6 @@ interface DownstreamBasis {
 export const maxRunsFlagReason =
   "the scheduler's cached flag dag.exceeds_max_non_backfill says max_active_runs is reached, and the scheduler passes the DAG over while it is set; it is recomputed when a run is created, when a scheduled, manual or asset-triggered run finishes, and when the DAG processor parses the file (other run types finishing leave it set: apache/airflow #73032)"
 
-
 const basisKey = 'basis'
 
 function withBasis(preview: Downstream, basis: DownstreamBasis): Downstream {

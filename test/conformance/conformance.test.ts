@@ -308,9 +308,8 @@ const cases: Record<string, Case> = {
       expect(side.runs).toEqual([expect.stringMatching(/^by_name run_after=new/) as string])
     },
   },
-  "3.2+: a consumer whose cached cap flag outlived the cap: queued, no run, the flag named": {
-    mirrors:
-      'models/dag.py DagModel.dags_needing_dagruns (exceeds_max_non_backfill == false()); apache/airflow #73032',
+  '3.2+: a consumer whose cached cap flag outlived the cap: queued, no run, the flag named': {
+    mirrors: 'models/dag.py DagModel.dags_needing_dagruns (exceeds_max_non_backfill == false()); apache/airflow #73032',
     world: (s) => s.producer('etl', {outlets: 1}).consumer('report', {on: ['etl']}),
     task: {dag: 'etl'},
     appliesTo: (schema) => schema.capabilities.maxRunsFlag,

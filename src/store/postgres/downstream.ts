@@ -91,7 +91,9 @@ export interface FactsEntry {
   aliases: string[]
 }
 
-export function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>): DownstreamReader {
+export function downstreamReader(
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
+): DownstreamReader {
   // Conditions by serialized DAG hash, with the names and uris they mention (bounded).
   const conditions = new Map<string, CachedCondition>()
   return {
