@@ -39,6 +39,7 @@ export const commandExitCodes: Record<string, ExitCode[]> = {
   'audit-events': [...onAirflow, ExitCode.partialFailure, ExitCode.auditFindings],
   'audit-locks': [...connected, ExitCode.partialFailure, ExitCode.auditFindings],
   'export-events': [...onAirflow, ExitCode.partialFailure],
+  explain: [...onAirflow, ExitCode.notFound, ExitCode.auditFindings],
   doctor: [...onAirflow, ExitCode.readOnly],
   bench: connected,
 }

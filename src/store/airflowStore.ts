@@ -90,6 +90,16 @@ export interface AirflowStore extends CatalogStore {
    * decide whether it creates a run (one statement; a write reads it with queueConsumers).
    */
   readDownstream(ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]): Promise<DownstreamFacts[]>
+  /** `explain`: the next page of DAG ids (by id, after `after`) the selection names. */
+  pageExplainDags(ex: Executor, selection: ExplainSelection, after: string, limit: number): Promise<string[]>
+  /**
+   * `explain`: what the scheduler reads about these DAGs (flags, runs against the cap, latest
+   * condition, queue rows and the events that queued them), the assets and aliases their
+   * conditions name with their last events, their last `runsPerDag` asset-triggered runs with the
+   * events each consumed, and (3.2+) their pending partition runs. A bounded number of statements
+   * whatever the page's size.
+   */
+  readExplainPage(ex: Executor, dagIds: readonly string[], runsPerDag: number): Promise<ExplainPage>
   /** After a commit: what the task instance's OpenLineage COMPLETE event is built from. */
   readLineageFacts(ex: Executor, tiId: string): Promise<LineageRow | undefined>
   /** A row of Airflow's audit `log`. */
@@ -592,3 +602,83 @@ export interface SessionRow {
 
 /** The key by which assets are matched across databases: name and uri together. */
 export const assetKey = (asset: {name: string; uri: string}) => `${asset.name}\u0000${asset.uri}`
+
+/** Which DAGs `explain` reads: every asset-scheduled one, these ids, or the consumers of these assets (names or uris). */
+export type ExplainSelection =
+  {kind: 'all'} | {kind: 'dags'; dagIds: readonly string[]} | {kind: 'assets'; assets: readonly string[]}
+
+export interface ExplainEvent {
+  id: number
+  timestamp: Date
+  sourceDagId: string | null
+  sourceRunId: string | null
+  sourceTaskId: string | null
+  sourceMapIndex: number | null
+}
+
+/** A DAG as `dags_needing_dagruns` reads it, with its queue rows. */
+export interface ExplainDag {
+  dagId: string
+  paused: boolean
+  stale: boolean
+  importErrors: boolean
+  maxActiveRuns: number | null
+  /** Its QUEUED and RUNNING runs of every type (what the scheduler counts against max_active_runs). */
+  activeRuns: number
+  /** 3.2+ `exceeds_max_non_backfill`. */
+  maxRunsFlag: boolean
+  partitioned: boolean
+  /** Whether it has a serialized DAG at all. */
+  serialized: boolean
+  /** `timetable.__var.asset_condition` of its latest serialized DAG. */
+  condition: unknown
+  queue: Array<{
+    assetId: number
+    /** null: the asset row is gone (an orphan queue row). */
+    asset: {name: string; uri: string; active: boolean} | null
+    createdAt: Date
+    /** The event that queued it (3.4: the row's own; before: the asset's latest at or before the row). */
+    event: ExplainEvent | null
+  }>
+}
+
+export interface ExplainAsset {
+  id: number
+  name: string
+  uri: string
+  active: boolean
+  lastEvent: ExplainEvent | null
+}
+
+export interface ExplainAlias {
+  name: string
+  assetIds: number[]
+  lastEvent: ExplainEvent | null
+}
+
+export interface ExplainRun {
+  dagId: string
+  runId: string
+  state: string | null
+  runAfter: Date
+  queuedAt: Date | null
+  /** dagrun_asset_event: the events the run consumed. */
+  eventIds: number[]
+}
+
+/** A pending `asset_partition_dag_run` (no run created yet) and the assets it received events of. */
+export interface ExplainPartition {
+  id: number
+  dagId: string
+  partitionKey: string
+  createdAt: Date
+  received: Array<{assetId: number; sourceKeys: string[]}>
+}
+
+export interface ExplainPage {
+  dags: ExplainDag[]
+  assets: ExplainAsset[]
+  aliases: ExplainAlias[]
+  runs: ExplainRun[]
+  partitions: ExplainPartition[]
+}

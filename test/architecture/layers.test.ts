@@ -29,6 +29,7 @@ const rank: Record<string, number> = {
   replay: 7,
   audit: 7,
   export: 7,
+  explain: 7,
   doctor: 7,
   bench: 8,
   cli: 9,

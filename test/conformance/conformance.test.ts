@@ -7,13 +7,15 @@ import type {AirflowSchema} from '../../src/airflow/schema.js'
 import {fixtureVersions, type FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
 import type {OutletEventInput} from '../../src/selection/workItem.js'
 import type {ItemResult} from '../../src/protocol/outcomes.js'
-import {completeOne, planOne, schemaOf} from '../support/complete.js'
+import {airflowOf, completeOne, planOne, schemaOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {assignTeams} from '../support/multiTeam.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
 import {rerunAsAirflowDoes, scenario, type ScenarioBuilder, type World} from '../support/scenario.js'
 import {airflowSucceeds, taskOutletsOf, type OutletEvent} from './airflowSuccess.js'
 import {createAssetTriggeredRuns} from './scheduler.js'
+import {runExplain} from '../../src/explain/runExplain.js'
+import type {DagExplanation} from '../../src/explain/explainDag.js'
 import {snapshot, type Snapshot} from './snapshot.js'
 
 /**
@@ -656,7 +658,20 @@ function conformance(table: Record<string, Case>, open: () => Promise<TestDataba
     const ti = world.ti(c.task.dag, c.task.task, {mapIndex: c.task.mapIndex})
     const since = await now()
     await succeed(ti.id)
-    return snapshot(db.knex, schema, since, ti, () => createAssetTriggeredRuns(db.knex, schema))
+    // What explain says of every asset-scheduled DAG, read before the scheduler's step takes it.
+    const explained = await explainVerdicts(db.knex)
+    const side = await snapshot(db.knex, schema, since, ti, () => createAssetTriggeredRuns(db.knex, schema))
+    // explain's verdict is what the transcribed scheduler step then does: will_run exactly for
+    // the DAGs it gives a run. Partitioned consumers get their runs from their partition runs,
+    // a step the transcription does not carry: compared on the others.
+    const ran = [...new Set(side.runs.map((run) => run.split(' ')[0]!))].sort()
+    expect(
+      explained
+        .filter((dag) => dag.verdict === 'will_run')
+        .map((dag) => dag.dag_id)
+        .sort(),
+    ).toEqual(ran.filter((dag) => explained.some((e) => e.dag_id === dag && e.partitions === undefined)))
+    return side
   }
 
   it.each(Object.entries(table))('%s', async (_, c) => {
@@ -767,4 +782,13 @@ function toAirlockInputs(events: readonly OutletEvent[]): OutletEventInput[] {
 /** An item's outcome as a write reports it: a plan's would_* is the write's own. */
 function outcomeOf(item: ItemResult<{outcome: string}>): string {
   return item.result.outcome
+}
+
+/** `airlock explain --all` on the world as it stands, every DAG's explanation (partitioned ones aside in the comparison). */
+async function explainVerdicts(knex: Knex): Promise<DagExplanation[]> {
+  const dags: DagExplanation[] = []
+  await runExplain(await airflowOf(knex), {selection: {kind: 'all'}, runs: 0, stuckAfterMs: 3_600_000}, (dag) =>
+    dags.push(dag),
+  )
+  return dags
 }

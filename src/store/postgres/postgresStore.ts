@@ -14,6 +14,7 @@ import {
 } from './clear.js'
 import {postgresCatalog} from './catalog.js'
 import {downstreamReader, readDownstream} from './downstream.js'
+import {explainStatements} from './explain.js'
 import {readLineageFacts} from './lineage.js'
 import {countEventSources, readQueueOrphans, streamClassifiedEvents} from './eventAudit.js'
 import {
@@ -111,5 +112,6 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     countEventSources: countEventSources(),
     streamClassifiedEvents: streamClassifiedEvents(capabilities),
     readQueueOrphans: readQueueOrphans(capabilities),
+    ...explainStatements(capabilities),
   }
 }

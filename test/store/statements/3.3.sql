@@ -957,6 +957,94 @@ select event_id from dagrun_asset_event where event_id = any($1::int[]) union se
 -- airlock_delete_events_12ff729a7d17
 delete from asset_event where id = any($1::int[]) returning id;
 
+-- airlock_explain_dag_page_6f5822a9ec85
+select d.dag_id from dag d
+where d.dag_id > $1
+  and case $2::text when 'all' then (exists (select 1 from dag_schedule_asset_reference r where r.dag_id = d.dag_id)
+    or exists (select 1 from dag_schedule_asset_alias_reference r where r.dag_id = d.dag_id)
+    or exists (select 1 from dag_schedule_asset_name_reference r where r.dag_id = d.dag_id)
+    or exists (select 1 from dag_schedule_asset_uri_reference r where r.dag_id = d.dag_id)
+    or d.timetable_partitioned)
+                    when 'dags' then d.dag_id = any($4::text[])
+                    else d.dag_id in (select r.dag_id from dag_schedule_asset_reference r join asset a on a.id = r.asset_id
+                  where a.name = any($3::text[]) or a.uri = any($3::text[])
+           union select r.dag_id from dag_schedule_asset_name_reference r where r.name = any($3::text[])
+           union select r.dag_id from dag_schedule_asset_uri_reference r where r.uri = any($3::text[])
+           union select r.dag_id from dag_schedule_asset_alias_reference r
+                   join asset_alias_asset l on l.alias_id = r.alias_id join asset a on a.id = l.asset_id
+                  where a.name = any($3::text[]) or a.uri = any($3::text[])) end
+order by d.dag_id
+limit $5;
+
+-- airlock_explain_dags_partitioned_flag_per_asset_31a35f1036da
+select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as stale,
+      d.has_import_errors is not false as import_errors, d.max_active_runs,
+      (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
+      d.exceeds_max_non_backfill is true as max_runs_flag, coalesce(d.timetable_partitioned, false) as partitioned,
+      sd.timetable, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,
+      coalesce((select json_agg(json_build_object(
+                  'asset_id', q.asset_id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null,
+                  'created_at', q.created_at, 'event', (select json_build_object('id', e.id, 'timestamp', e."timestamp", 'source_dag_id', e.source_dag_id, 'source_run_id', e.source_run_id, 'source_task_id', e.source_task_id, 'source_map_index', e.source_map_index) from (select e.* from asset_event e where e.asset_id = q.asset_id and e."timestamp" <= q.created_at
+    order by e."timestamp" desc, e.id desc limit 1) as e))
+                order by q.created_at, q.asset_id)
+                 from asset_dag_run_queue q
+                 left join asset a on a.id = q.asset_id
+                 left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+                where q.target_dag_id = d.dag_id), '[]') as queue
+ from dag d
+ -- The latest serialized DAG, as the scheduler loads it (SerializedDagModel by created_at).
+ left join lateral (
+   select s.dag_hash, s.data -> 'dag' -> 'timetable' as timetable,
+          case when s.data is null then s.data_compressed end as data_compressed
+     from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
+ ) as sd on true
+where d.dag_id = any($1::text[])
+order by d.dag_id;
+
+-- airlock_explain_assets_d17905656cd2
+select a.id, a.name, a.uri, aa.name is not null as active,
+      (select json_build_object('id', e.id, 'timestamp', e."timestamp", 'source_dag_id', e.source_dag_id, 'source_run_id', e.source_run_id, 'source_task_id', e.source_task_id, 'source_map_index', e.source_map_index) from asset_event e where e.asset_id = a.id order by e."timestamp" desc, e.id desc limit 1) as last_event
+ from asset a
+ left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+where a.name = any($1::text[]) or a.uri = any($2::text[])
+order by a.id;
+
+-- airlock_explain_aliases_8b1970077bc1
+select al.name,
+      array(select l.asset_id from asset_alias_asset l where l.alias_id = al.id order by 1) as asset_ids,
+      (select json_build_object('id', e.id, 'timestamp', e."timestamp", 'source_dag_id', e.source_dag_id, 'source_run_id', e.source_run_id, 'source_task_id', e.source_task_id, 'source_map_index', e.source_map_index) from asset_alias_asset_event l join asset_event e on e.id = l.event_id
+        where l.alias_id = al.id order by e."timestamp" desc, e.id desc limit 1) as last_event
+ from asset_alias al
+where al.name = any($1::text[])
+order by al.name;
+
+-- airlock_explain_assets_by_id_909062dc0bcf
+select a.id, a.name, a.uri, aa.name is not null as active, null::json as last_event
+ from asset a
+ left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+where a.id = any($1::int[])
+order by a.id;
+
+-- airlock_explain_runs_749ba30d02ef
+select d.dag_id, r.run_id, r.state, r.run_after, r.queued_at,
+      array(select c.event_id from dagrun_asset_event c where c.dag_run_id = r.id order by 1) as event_ids
+ from unnest($1::text[]) as d(dag_id)
+ cross join lateral (
+   select r.* from dag_run r where r.dag_id = d.dag_id and r.run_type = 'asset_triggered'
+    order by r.run_after desc, r.id desc limit $2
+ ) as r
+order by d.dag_id, r.run_after desc, r.id desc;
+
+-- airlock_explain_partitions_99f112bb5579
+select p.id, p.target_dag_id, p.partition_key, p.created_at,
+      coalesce((select json_agg(json_build_object('asset_id', k.asset_id, 'source_keys', k.keys) order by k.asset_id)
+                  from (select l.asset_id, array_agg(distinct l.source_partition_key order by l.source_partition_key) as keys
+                          from partitioned_asset_key_log l where l.asset_partition_dag_run_id = p.id
+                         group by l.asset_id) as k), '[]') as received
+ from asset_partition_dag_run p
+where p.target_dag_id = any($1::text[]) and p.created_dag_run_id is null
+order by p.target_dag_id, p.created_at, p.id;
+
 -- ======== With [core] multi_team = True: the statements whose text changes ========
 
 -- airlock_queue_per_asset_all_skip_paused_teams_d9d014ccaf1a

@@ -1,0 +1,96 @@
+import {ago, type ConditionJson, type DagExplanation, type EventJson, type LeafJson} from '../explain/explainDag.js'
+import type {ExplainSummary} from '../explain/runExplain.js'
+
+/** Condition lines shown per DAG for people; --json lists every leaf. */
+const leafLines = 30
+
+/**
+ * One DAG as an answer: the verdict in a sentence ("report_daily: waiting for ledger (last event
+ * 2026-12-05 03:12, 26 h ago); 2 of 3 assets queued"), then its condition as a tree with each
+ * leaf's state, its pending partition runs, its last runs and its findings.
+ */
+export function renderExplainedDag(dag: DagExplanation, now: Date): string {
+  const lines = [headline(dag, now)]
+  if (dag.condition) {
+    const tree = conditionLines(dag.condition, '    ', now)
+    lines.push('  condition:')
+    lines.push(...tree.slice(0, leafLines))
+    if (tree.length > leafLines) lines.push(`    … and ${tree.length - leafLines} more lines (--json lists them all)`)
+  }
+  for (const p of dag.partitions ?? []) {
+    lines.push(
+      `  partition ${p.partition_key} (pending since ${short(p.created_at)}): ${p.verdict === 'will_run' ? 'will run' : `waiting for ${p.waiting_for.join(', ')}`}${p.received.length > 0 ? `; received ${p.received.join(', ')}` : ''}`,
+    )
+  }
+  if (dag.runs.length > 0) {
+    const [latest] = dag.runs
+    lines.push(
+      `  runs: the last ${dag.runs.length} asset-triggered (latest ${latest!.run_id}, ${latest!.state ?? 'no state'}, ${latest!.events.length} event${latest!.events.length === 1 ? '' : 's'})`,
+    )
+  }
+  for (const finding of dag.findings) lines.push(`  ! ${finding.kind}: ${finding.detail}`)
+  return lines.join('\n')
+}
+
+function headline(dag: DagExplanation, now: Date): string {
+  const leaves = leavesOf(dag.condition)
+  const queued = leaves.filter((l) => l.state === 'queued').length
+  const of = `${queued} of ${leaves.length} asset${leaves.length === 1 ? '' : 's'} queued`
+  switch (dag.verdict) {
+    case 'will_run':
+      return `${dag.dag_id}: will run: the scheduler's next loop creates its run (${of})`
+    case 'blocked':
+      return `${dag.dag_id}: blocked by ${dag.blocked_by}: ${dag.reason} (${of})`
+    case 'not_asset_scheduled':
+      return `${dag.dag_id}: not asset-scheduled (its latest serialized DAG has no asset condition)`
+    case 'waiting': {
+      const missing = dag.waiting_for.map((label) => {
+        const leaf = leaves.find((l) => l.leaf === label)
+        const last = leaf?.last_event
+        return last ? `${label} (last event ${short(last.timestamp)}, ${ago(new Date(last.timestamp), now)})` : label
+      })
+      const rest = leaves.length - dag.waiting_for.length
+      return `${dag.dag_id}: waiting for ${missing.join(', ') || 'an event with a partition key'}${dag.condition ? `; ${queued === rest && rest > 0 ? `all other ${rest} queued` : of}` : ''}`
+    }
+  }
+}
+
+function conditionLines(node: ConditionJson, indent: string, now: Date): string[] {
+  if ('all' in node) return [`${indent}all of`, ...node.all.flatMap((n) => conditionLines(n, `${indent}  `, now))]
+  if ('any' in node) return [`${indent}any of`, ...node.any.flatMap((n) => conditionLines(n, `${indent}  `, now))]
+  if ('unknown' in node)
+    return [`${indent}✗ ${node.unknown || 'an unknown node'} (a type airlock does not know: never true)`]
+  return [`${indent}${leafLine(node, now)}`]
+}
+
+function leafLine(leaf: LeafJson, now: Date): string {
+  switch (leaf.state) {
+    case 'queued':
+      return `✓ ${leaf.leaf}: queued${leaf.since ? ` ${short(leaf.since)}` : ''}${leaf.event ? ` by event ${describe(leaf.event)}` : ''}`
+    case 'unresolved':
+      return `✗ ${leaf.leaf}: no active asset answers it (the scheduler counts it false)`
+    case 'missing':
+      return `✗ ${leaf.leaf}: missing${leaf.last_event ? `; last event ${describe(leaf.last_event)}, ${ago(new Date(leaf.last_event.timestamp), now)}` : '; never had an event'}`
+  }
+}
+
+function leavesOf(node: ConditionJson | null): LeafJson[] {
+  if (!node) return []
+  if ('all' in node) return node.all.flatMap(leavesOf)
+  if ('any' in node) return node.any.flatMap(leavesOf)
+  if ('unknown' in node) return []
+  return [node]
+}
+
+const describe = (event: EventJson) => `${event.id} of ${short(event.timestamp)} from ${event.source}`
+
+/** An instant to the minute, UTC: "2026-12-05 03:12Z". */
+const short = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)}Z`
+
+export function renderExplainSummary(summary: ExplainSummary): string {
+  const {verdicts, findings} = summary
+  const found = Object.entries(findings)
+    .filter(([, n]) => n > 0)
+    .map(([kind, n]) => `${n} ${kind}`)
+  return `${summary.dags} DAG${summary.dags === 1 ? '' : 's'}: ${verdicts.will_run} will run, ${verdicts.waiting} waiting, ${verdicts.blocked} blocked, ${verdicts.not_asset_scheduled} not asset-scheduled; ${found.length > 0 ? `findings: ${found.join(', ')}` : 'no findings'}.`
+}

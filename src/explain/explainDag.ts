@@ -1,0 +1,419 @@
+import {
+  evaluateTree,
+  leafQueued,
+  parseCondition,
+  type ConditionLeaf,
+  type ConditionTree,
+  type QueuedAssets,
+} from '../airflow/assetCondition.js'
+import type {
+  ExplainAsset,
+  ExplainDag,
+  ExplainEvent,
+  ExplainPage,
+  ExplainPartition,
+  ExplainRun,
+} from '../store/airflowStore.js'
+import {maxRunsFlagReason} from '../protocol/downstream.js'
+
+/**
+ * `airlock explain`: the scheduler's asset-triggered step for one DAG, as it will take it on its
+ * next loop, from what the database holds now. The decision is `DagModel.dags_needing_dagruns`
+ * (airflow-core/src/airflow/models/dag.py): the DAG's condition evaluated by `AssetEvaluator`
+ * against its queue rows, then the exclusions of its WHERE clause (paused, stale, import errors;
+ * from 3.2 the cached `exceeds_max_non_backfill` flag) and of its `exclusion_list` (QUEUED and
+ * RUNNING runs of every type at `max_active_runs`). The same evaluation as the downstream preview
+ * (src/airflow/assetCondition.ts), and the conformance suite holds both to the transcribed
+ * scheduler step on every release line.
+ */
+export type Verdict = 'will_run' | 'waiting' | 'blocked' | 'not_asset_scheduled'
+
+export type ExplainBlock = 'paused' | 'stale' | 'import_errors' | 'max_active_runs'
+
+export const findingKinds = ['stuck', 'duplicate_run', 'orphan_queue', 'duplicate_partition_run'] as const
+export type FindingKind = (typeof findingKinds)[number]
+
+export interface EventJson {
+  id: number
+  timestamp: string
+  /** `dag/run/task[map]` of the task that emitted it, or `external` (no source task). */
+  source: string
+}
+
+export interface LeafJson {
+  leaf: string
+  kind: 'asset' | 'ref' | 'alias'
+  /** unresolved: an Asset.ref no active asset answers, so the scheduler counts it false. */
+  state: 'queued' | 'missing' | 'unresolved'
+  /** queued: when its queue row was written, and the event that wrote it. */
+  since?: string
+  event?: EventJson | null
+  /** missing: the asset's (or alias's) last event, if it ever had one. */
+  last_event?: EventJson | null
+}
+
+export type ConditionJson = {all: ConditionJson[]} | {any: ConditionJson[]} | {unknown: string} | LeafJson
+
+export interface FindingJson {
+  kind: FindingKind
+  detail: string
+  /** duplicate_run: the runs, and the events both consumed. */
+  runs?: string[]
+  events?: number[]
+}
+
+export interface DagExplanation {
+  dag_id: string
+  verdict: Verdict
+  /** The leaves that would make the condition true (every missing part of an AND, the cheapest side of an OR). */
+  waiting_for: string[]
+  blocked_by?: ExplainBlock
+  reason?: string
+  condition: ConditionJson | null
+  /** When the queue rows first made the condition true (the queue's rows in order), if they do. */
+  met_since?: string
+  queued: Array<{asset: string; uri: string; since: string; event: EventJson | null}>
+  partitions?: Array<{
+    partition_key: string
+    created_at: string
+    verdict: 'will_run' | 'waiting'
+    waiting_for: string[]
+    received: string[]
+  }>
+  runs: Array<{run_id: string; state: string | null; run_after: string; queued_at: string | null; events: number[]}>
+  findings: FindingJson[]
+}
+
+export interface ExplainOptions {
+  now: Date
+  /** A condition that has held (or a partition run pending) this long with no run is `stuck`. */
+  stuckAfterMs: number
+}
+
+/** The page's DAGs, each explained. */
+export function explainPage(page: ExplainPage, options: ExplainOptions): DagExplanation[] {
+  const context = pageContext(page)
+  return page.dags.map((dag) =>
+    explainDag(
+      dag,
+      context,
+      page.runs.filter((r) => r.dagId === dag.dagId),
+      page.partitions.filter((p) => p.dagId === dag.dagId),
+      options,
+    ),
+  )
+}
+
+interface PageContext {
+  byKey: Map<string, ExplainAsset>
+  byId: Map<number, ExplainAsset>
+  activeByName: Map<string, ExplainAsset>
+  activeByUri: Map<string, ExplainAsset>
+  aliases: Map<string, {assetIds: Set<number>; lastEvent: ExplainEvent | null}>
+}
+
+const keyOf = (name: string, uri: string) => JSON.stringify([name, uri])
+
+function pageContext(page: ExplainPage): PageContext {
+  const context: PageContext = {
+    byKey: new Map(),
+    byId: new Map(),
+    activeByName: new Map(),
+    activeByUri: new Map(),
+    aliases: new Map(),
+  }
+  for (const asset of page.assets) {
+    context.byKey.set(keyOf(asset.name, asset.uri), asset)
+    context.byId.set(asset.id, asset)
+    if (asset.active) {
+      context.activeByName.set(asset.name, asset)
+      context.activeByUri.set(asset.uri, asset)
+    }
+  }
+  for (const alias of page.aliases)
+    context.aliases.set(alias.name, {assetIds: new Set(alias.assetIds), lastEvent: alias.lastEvent})
+  return context
+}
+
+function explainDag(
+  dag: ExplainDag,
+  context: PageContext,
+  runs: readonly ExplainRun[],
+  partitions: readonly ExplainPartition[],
+  options: ExplainOptions,
+): DagExplanation {
+  const tree = parseCondition(dag.condition)
+  const rows = dag.queue.filter((q) => q.asset !== null)
+  const findings: FindingJson[] = [...orphanFindings(dag), ...duplicateRuns(runs)]
+  const runsJson = runs.map((r) => ({
+    run_id: r.runId,
+    state: r.state,
+    run_after: r.runAfter.toISOString(),
+    queued_at: r.queuedAt?.toISOString() ?? null,
+    events: r.eventIds,
+  }))
+  const queued = rows.map((q) => ({
+    asset: q.asset!.name,
+    uri: q.asset!.uri,
+    since: q.createdAt.toISOString(),
+    event: eventJson(q.event),
+  }))
+  const base = {dag_id: dag.dagId, queued, runs: runsJson}
+
+  if (dag.partitioned) return explainPartitioned(dag, tree, context, partitions, options, base, findings)
+  if (!tree) {
+    return {
+      ...base,
+      verdict: 'not_asset_scheduled',
+      waiting_for: [],
+      condition: null,
+      findings,
+    }
+  }
+
+  const queue = queuedAssets(rows, context)
+  const isMet = (leaf: ConditionLeaf) => leafQueued(leaf, queue)
+  const result = evaluateTree(tree, isMet)
+  const always: ExplainBlock | undefined = dag.paused
+    ? 'paused'
+    : dag.stale
+      ? 'stale'
+      : dag.importErrors
+        ? 'import_errors'
+        : dag.maxRunsFlag
+          ? 'max_active_runs'
+          : undefined
+  const atLimit = dag.maxActiveRuns !== null && dag.activeRuns >= dag.maxActiveRuns
+  const blocked = always ?? (result.met && atLimit ? 'max_active_runs' : undefined)
+  const reason = blockReason(dag, blocked, always)
+  const metSince = result.met ? metSinceOf(tree, rows, context) : undefined
+  if (metSince && options.now.getTime() - metSince.getTime() > options.stuckAfterMs) {
+    findings.unshift({
+      kind: 'stuck',
+      detail: `its condition has held since ${metSince.toISOString()} (${ago(metSince, options.now)}) and no run was created${blocked ? `: ${reason}` : ''}`,
+    })
+  }
+  return {
+    ...base,
+    verdict: blocked ? 'blocked' : result.met ? 'will_run' : 'waiting',
+    waiting_for: result.waitingFor,
+    ...(blocked ? {blocked_by: blocked, reason} : {}),
+    condition: conditionJson(tree, isMet, rows, context),
+    ...(metSince ? {met_since: metSince.toISOString()} : {}),
+    findings,
+  }
+}
+
+/** What a block means for this DAG now, in words. */
+function blockReason(dag: ExplainDag, blocked: ExplainBlock | undefined, always: ExplainBlock | undefined): string {
+  switch (blocked) {
+    case 'paused':
+      return 'it is paused: the scheduler creates no run for a paused DAG (its queue rows stay)'
+    case 'stale':
+      return 'it is stale (its file is gone): the scheduler creates no run for it'
+    case 'import_errors':
+      return 'its file has import errors: the scheduler creates no run for it until it parses again'
+    case 'max_active_runs':
+      return always === 'max_active_runs'
+        ? maxRunsFlagReason
+        : `${dag.activeRuns} of its runs are queued or running, max_active_runs ${dag.maxActiveRuns}: the loop after one ends creates its run`
+    default:
+      return ''
+  }
+}
+
+/** The queue as AssetEvaluator sees it: the queued assets, and the aliases linked to any of them. */
+function queuedAssets(rows: ExplainDag['queue'], context: PageContext): QueuedAssets {
+  const ids = new Set(rows.map((r) => r.assetId))
+  return {
+    assets: rows.map((r) => r.asset!),
+    aliases: [...context.aliases].filter(([, alias]) => [...alias.assetIds].some((id) => ids.has(id))).map(([n]) => n),
+  }
+}
+
+/**
+ * When the queue first made the condition true: its rows taken in the order they were written,
+ * the first prefix that satisfies it (a condition only becomes truer as rows are added, so a
+ * binary search over the prefixes finds it).
+ */
+function metSinceOf(tree: ConditionTree, rows: ExplainDag['queue'], context: PageContext): Date | undefined {
+  const sorted = [...rows].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
+  const metWith = (n: number) => {
+    const queue = queuedAssets(sorted.slice(0, n), context)
+    return evaluateTree(tree, (leaf) => leafQueued(leaf, queue)).met
+  }
+  if (!metWith(sorted.length)) return undefined
+  let low = 1
+  let high = sorted.length
+  while (low < high) {
+    const mid = Math.floor((low + high) / 2)
+    if (metWith(mid)) high = mid
+    else low = mid + 1
+  }
+  return sorted[low - 1]?.createdAt
+}
+
+/** The condition as a tree, each leaf with its state and its evidence. */
+function conditionJson(
+  tree: ConditionTree,
+  isMet: (leaf: ConditionLeaf) => boolean,
+  rows: ExplainDag['queue'],
+  context: PageContext,
+): ConditionJson {
+  switch (tree.kind) {
+    case 'all':
+      return {all: tree.children.map((child) => conditionJson(child, isMet, rows, context))}
+    case 'any':
+      return {any: tree.children.map((child) => conditionJson(child, isMet, rows, context))}
+    case 'unknown':
+      return {unknown: tree.type}
+    default:
+      return leafJson(tree, isMet(tree), rows, context)
+  }
+}
+
+function leafJson(leaf: ConditionLeaf, met: boolean, rows: ExplainDag['queue'], context: PageContext): LeafJson {
+  if (leaf.kind === 'alias') {
+    const alias = context.aliases.get(leaf.name)
+    const row = met ? rows.find((r) => alias?.assetIds.has(r.assetId)) : undefined
+    return met
+      ? {
+          leaf: leaf.label,
+          kind: 'alias',
+          state: 'queued',
+          since: row!.createdAt.toISOString(),
+          event: eventJson(row!.event),
+        }
+      : {leaf: leaf.label, kind: 'alias', state: 'missing', last_event: eventJson(alias?.lastEvent ?? null)}
+  }
+  // The asset the leaf names: by (name, uri), or an Asset.ref's active asset.
+  const asset =
+    leaf.kind === 'asset'
+      ? context.byKey.get(keyOf(leaf.name, leaf.uri))
+      : leaf.name !== undefined
+        ? context.activeByName.get(leaf.name)
+        : context.activeByUri.get(leaf.uri!)
+  if (met) {
+    const row = rows.find((r) => r.asset!.name === asset?.name && r.asset!.uri === asset.uri)
+    return {
+      leaf: leaf.label,
+      kind: leaf.kind,
+      state: 'queued',
+      ...(row ? {since: row.createdAt.toISOString(), event: eventJson(row.event)} : {}),
+    }
+  }
+  if (leaf.kind === 'ref' && !asset) return {leaf: leaf.label, kind: 'ref', state: 'unresolved', last_event: null}
+  return {leaf: leaf.label, kind: leaf.kind, state: 'missing', last_event: eventJson(asset?.lastEvent ?? null)}
+}
+
+/**
+ * A partitioned consumer (3.2+) gets its runs from its pending partition runs
+ * (`asset_partition_dag_run` with no run yet), each satisfied by the assets whose events it
+ * received (`partitioned_asset_key_log`), not from the queue. A pending row whose condition holds
+ * gets its run on the scheduler's next loop; two pending rows for one key split the events
+ * between them, so neither may ever hold (apache/airflow #71070, fixed from 3.4 by a unique key).
+ * A partition mapper that rolls several upstream keys into one (a rollup) needs more than one key
+ * per asset, which only Python can tell: airlock counts an asset received once any key arrived.
+ */
+function explainPartitioned(
+  dag: ExplainDag,
+  tree: ConditionTree | undefined,
+  context: PageContext,
+  partitions: readonly ExplainPartition[],
+  options: ExplainOptions,
+  base: Pick<DagExplanation, 'dag_id' | 'queued' | 'runs'>,
+  findings: FindingJson[],
+): DagExplanation {
+  const evaluated = partitions.map((p) => {
+    const received = new Set(p.received.map((r) => r.assetId))
+    const queue: QueuedAssets = {
+      assets: [...received].flatMap((id) => {
+        const asset = context.byId.get(id)
+        return asset ? [{name: asset.name, uri: asset.uri, active: asset.active}] : []
+      }),
+      aliases: [...context.aliases].filter(([, a]) => [...a.assetIds].some((id) => received.has(id))).map(([n]) => n),
+    }
+    const result = evaluateTree(tree, (leaf) => leafQueued(leaf, queue))
+    return {partition: p, result, queue}
+  })
+  const keys = new Map<string, number>()
+  for (const p of partitions) keys.set(p.partitionKey, (keys.get(p.partitionKey) ?? 0) + 1)
+  for (const [key, count] of keys) {
+    if (count > 1)
+      findings.push({
+        kind: 'duplicate_partition_run',
+        detail: `${count} pending partition runs for key ${key}: the events are split between them, so neither may ever run (apache/airflow #71070)`,
+      })
+  }
+  const oldest = partitions[0]
+  if (oldest && options.now.getTime() - oldest.createdAt.getTime() > options.stuckAfterMs) {
+    findings.unshift({
+      kind: 'stuck',
+      detail: `its partition run for key ${oldest.partitionKey} has been pending since ${oldest.createdAt.toISOString()} (${ago(oldest.createdAt, options.now)})`,
+    })
+  }
+  const ready = evaluated.find((e) => e.result.met)
+  const first = evaluated[0]
+  const nothingYet = tree ? evaluateTree(tree, () => false).waitingFor : []
+  return {
+    ...base,
+    verdict: ready ? 'will_run' : 'waiting',
+    waiting_for: ready ? [] : (first?.result.waitingFor ?? nothingYet),
+    condition: tree ? conditionJson(tree, () => false, [], context) : null,
+    partitions: evaluated.map(({partition, result, queue}) => ({
+      partition_key: partition.partitionKey,
+      created_at: partition.createdAt.toISOString(),
+      verdict: result.met ? 'will_run' : 'waiting',
+      waiting_for: result.waitingFor,
+      received: queue.assets.map((a) => a.name),
+    })),
+    findings,
+  }
+}
+
+/** Queue rows whose asset row is gone: the scheduler cannot match them to any condition. */
+function orphanFindings(dag: ExplainDag): FindingJson[] {
+  return dag.queue
+    .filter((q) => q.asset === null)
+    .map((q) => ({
+      kind: 'orphan_queue' as const,
+      detail: `queue row for asset id ${q.assetId}, which no longer exists (written ${q.createdAt.toISOString()})`,
+    }))
+}
+
+/** Two asset-triggered runs that consumed the same event: one event, two runs (the HA race of apache/airflow #54491, #63507). */
+function duplicateRuns(runs: readonly ExplainRun[]): FindingJson[] {
+  const findings: FindingJson[] = []
+  for (let i = 0; i < runs.length; i++) {
+    const mine = new Set(runs[i]!.eventIds)
+    for (let j = i + 1; j < runs.length; j++) {
+      const shared = runs[j]!.eventIds.filter((id) => mine.has(id))
+      if (shared.length === 0) continue
+      findings.push({
+        kind: 'duplicate_run',
+        detail: `runs ${runs[j]!.runId} and ${runs[i]!.runId} both consumed event${shared.length === 1 ? '' : 's'} ${shared.join(', ')}`,
+        runs: [runs[j]!.runId, runs[i]!.runId],
+        events: shared,
+      })
+    }
+  }
+  return findings
+}
+
+function eventJson(event: ExplainEvent | null): EventJson | null {
+  if (!event) return null
+  const source =
+    event.sourceDagId === null || event.sourceTaskId === null
+      ? 'external'
+      : `${event.sourceDagId}/${event.sourceRunId ?? ''}/${event.sourceTaskId}${event.sourceMapIndex !== null && event.sourceMapIndex >= 0 ? `[${event.sourceMapIndex}]` : ''}`
+  return {id: event.id, timestamp: event.timestamp.toISOString(), source}
+}
+
+/** "26 h ago", "3 min ago". */
+export function ago(then: Date, now: Date): string {
+  const seconds = Math.max(0, Math.round((now.getTime() - then.getTime()) / 1000))
+  if (seconds < 120) return `${seconds} s ago`
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min ago`
+  if (seconds < 172_800) return `${Math.round(seconds / 3600)} h ago`
+  return `${Math.round(seconds / 86_400)} d ago`
+}

@@ -1,0 +1,330 @@
+import {leavesOf, parseCondition} from '../../airflow/assetCondition.js'
+import type {Capabilities} from '../../airflow/schema.js'
+import {serializedDagJson} from '../../airflow/serializedDag.js'
+import type {Executor} from '../../engine/engine.js'
+import {prepared} from '../../engine/prepared.js'
+import type {
+  ExplainAlias,
+  ExplainAsset,
+  ExplainDag,
+  ExplainEvent,
+  ExplainPage,
+  ExplainPartition,
+  ExplainRun,
+  ExplainSelection,
+} from '../airflowStore.js'
+
+/**
+ * What `airlock explain` reads, on SELECT alone, in a bounded number of statements per page of
+ * DAGs (never one per DAG or per leaf): the page's DAG ids, their scheduler facts and queue rows,
+ * the assets and aliases their conditions name, their last asset-triggered runs, and (3.2+) their
+ * pending partition runs. What each mirrors:
+ *
+ * - the facts are what `DagModel.dags_needing_dagruns` (airflow-core/src/airflow/models/dag.py)
+ *   reads: the DAG's queue rows (`asset_dag_run_queue`), its latest serialized DAG's
+ *   `timetable.asset_condition`, the exclusions (`is_paused`, `is_stale`, `has_import_errors`,
+ *   from 3.2 `exceeds_max_non_backfill`) and its QUEUED and RUNNING runs of every type against
+ *   `max_active_runs` (the `exclusion_list` query; backfill runs count there);
+ * - the event that queued a row: from 3.4 the row's own `asset_event_id`; before, the asset's
+ *   latest event stamped at or before the row's `created_at` (the row is written in the
+ *   transaction that writes the event, `AssetManager.register_asset_change`);
+ * - the runs are those `_create_dag_runs_asset_triggered` creates (`run_type` 'asset_triggered')
+ *   with the events `dagrun_asset_event` says each consumed;
+ * - partition runs (3.2+): `asset_partition_dag_run` rows with no `created_dag_run_id` are the
+ *   pending ones, and `partitioned_asset_key_log` says which asset events (and source keys) each
+ *   received (`AssetManager._queue_partitioned_dags`; the scheduler's step that turns them into
+ *   runs was read in a copy of main from before 3.2.0 shipped and in PR threads: unverified).
+ */
+export function explainStatements(
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>,
+) {
+  const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
+  const maxRunsFlag = capabilities.maxRunsFlag ? 'd.exceeds_max_non_backfill is true' : 'false'
+  // The asset-scheduled DAGs: a reference of any of the four kinds, or (3.2+) a partitioned timetable.
+  const scheduled = `(exists (select 1 from dag_schedule_asset_reference r where r.dag_id = d.dag_id)
+          or exists (select 1 from dag_schedule_asset_alias_reference r where r.dag_id = d.dag_id)
+          or exists (select 1 from dag_schedule_asset_name_reference r where r.dag_id = d.dag_id)
+          or exists (select 1 from dag_schedule_asset_uri_reference r where r.dag_id = d.dag_id)
+          ${capabilities.partitionedTimetables ? 'or d.timetable_partitioned' : ''})`
+  // Every consumer of an asset named by its name or uri: the four reference kinds, an alias
+  // linked to it included.
+  const consumersOf = `(select r.dag_id from dag_schedule_asset_reference r join asset a on a.id = r.asset_id
+                        where a.name = any($3::text[]) or a.uri = any($3::text[])
+                 union select r.dag_id from dag_schedule_asset_name_reference r where r.name = any($3::text[])
+                 union select r.dag_id from dag_schedule_asset_uri_reference r where r.uri = any($3::text[])
+                 union select r.dag_id from dag_schedule_asset_alias_reference r
+                         join asset_alias_asset l on l.alias_id = r.alias_id join asset a on a.id = l.asset_id
+                        where a.name = any($3::text[]) or a.uri = any($3::text[]))`
+  const page = prepared(
+    'explain_dag_page',
+    `select d.dag_id from dag d
+      where d.dag_id > $1
+        and case $2::text when 'all' then ${scheduled}
+                          when 'dags' then d.dag_id = any($4::text[])
+                          else d.dag_id in ${consumersOf} end
+      order by d.dag_id
+      limit $5`,
+  )
+  const eventJson = (e: string) =>
+    `json_build_object('id', ${e}.id, 'timestamp', ${e}."timestamp", 'source_dag_id', ${e}.source_dag_id, 'source_run_id', ${e}.source_run_id, 'source_task_id', ${e}.source_task_id, 'source_map_index', ${e}.source_map_index)`
+  const queuedBy =
+    capabilities.queueShape === 'per_event'
+      ? `select e.* from asset_event e where e.id = q.asset_event_id`
+      : `select e.* from asset_event e where e.asset_id = q.asset_id and e."timestamp" <= q.created_at
+          order by e."timestamp" desc, e.id desc limit 1`
+  const facts = prepared(
+    `explain_dags${capabilities.partitionedTimetables ? '_partitioned' : ''}${capabilities.maxRunsFlag ? '_flag' : ''}_${capabilities.queueShape}`,
+    `select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as stale,
+            d.has_import_errors is not false as import_errors, d.max_active_runs,
+            (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
+            ${maxRunsFlag} as max_runs_flag, ${partitioned} as partitioned,
+            sd.timetable, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,
+            coalesce((select json_agg(json_build_object(
+                        'asset_id', q.asset_id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null,
+                        'created_at', q.created_at, 'event', (select ${eventJson('e')} from (${queuedBy}) as e))
+                      order by q.created_at, q.asset_id)
+                       from asset_dag_run_queue q
+                       left join asset a on a.id = q.asset_id
+                       left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+                      where q.target_dag_id = d.dag_id), '[]') as queue
+       from dag d
+       -- The latest serialized DAG, as the scheduler loads it (SerializedDagModel by created_at).
+       left join lateral (
+         select s.dag_hash, s.data -> 'dag' -> 'timetable' as timetable,
+                case when s.data is null then s.data_compressed end as data_compressed
+           from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
+       ) as sd on true
+      where d.dag_id = any($1::text[])
+      order by d.dag_id`,
+  )
+  const assets = prepared(
+    'explain_assets',
+    `select a.id, a.name, a.uri, aa.name is not null as active,
+            (select ${eventJson('e')} from asset_event e where e.asset_id = a.id order by e."timestamp" desc, e.id desc limit 1) as last_event
+       from asset a
+       left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+      where a.name = any($1::text[]) or a.uri = any($2::text[])
+      order by a.id`,
+  )
+  const aliases = prepared(
+    'explain_aliases',
+    `select al.name,
+            array(select l.asset_id from asset_alias_asset l where l.alias_id = al.id order by 1) as asset_ids,
+            (select ${eventJson('e')} from asset_alias_asset_event l join asset_event e on e.id = l.event_id
+              where l.alias_id = al.id order by e."timestamp" desc, e.id desc limit 1) as last_event
+       from asset_alias al
+      where al.name = any($1::text[])
+      order by al.name`,
+  )
+  const assetsById = prepared(
+    'explain_assets_by_id',
+    `select a.id, a.name, a.uri, aa.name is not null as active, null::json as last_event
+       from asset a
+       left join asset_active aa on aa.name = a.name and aa.uri = a.uri
+      where a.id = any($1::int[])
+      order by a.id`,
+  )
+  const runs = prepared(
+    'explain_runs',
+    `select d.dag_id, r.run_id, r.state, r.run_after, r.queued_at,
+            array(select c.event_id from dagrun_asset_event c where c.dag_run_id = r.id order by 1) as event_ids
+       from unnest($1::text[]) as d(dag_id)
+       cross join lateral (
+         select r.* from dag_run r where r.dag_id = d.dag_id and r.run_type = 'asset_triggered'
+          order by r.run_after desc, r.id desc limit $2
+       ) as r
+      order by d.dag_id, r.run_after desc, r.id desc`,
+  )
+  const partitions = capabilities.partitionedTimetables
+    ? prepared(
+        'explain_partitions',
+        `select p.id, p.target_dag_id, p.partition_key, p.created_at,
+                coalesce((select json_agg(json_build_object('asset_id', k.asset_id, 'source_keys', k.keys) order by k.asset_id)
+                            from (select l.asset_id, array_agg(distinct l.source_partition_key order by l.source_partition_key) as keys
+                                    from partitioned_asset_key_log l where l.asset_partition_dag_run_id = p.id
+                                   group by l.asset_id) as k), '[]') as received
+           from asset_partition_dag_run p
+          where p.target_dag_id = any($1::text[]) and p.created_dag_run_id is null
+          order by p.target_dag_id, p.created_at, p.id`,
+      )
+    : undefined
+
+  return {
+    async pageExplainDags(ex: Executor, selection: ExplainSelection, after: string, limit: number): Promise<string[]> {
+      const rows = await ex.query<{dag_id: string}>(
+        page([
+          after,
+          selection.kind,
+          selection.kind === 'assets' ? [...selection.assets] : [],
+          selection.kind === 'dags' ? [...selection.dagIds] : [],
+          limit,
+        ]),
+      )
+      return rows.map((row) => row.dag_id)
+    },
+
+    async readExplainPage(ex: Executor, dagIds: readonly string[], runsPerDag: number): Promise<ExplainPage> {
+      if (dagIds.length === 0) return {dags: [], assets: [], aliases: [], runs: [], partitions: []}
+      const dagRows = await ex.query<DagRow>(facts([[...dagIds]]))
+      const dags = dagRows.map(toDag)
+      // The leaves every condition of the page names, read in one statement each: the assets (by
+      // name, uri or an Asset.ref's one of them) and the aliases.
+      const names = new Set<string>()
+      const uris = new Set<string>()
+      const aliasNames = new Set<string>()
+      for (const dag of dags) {
+        for (const leaf of leavesOf(parseCondition(dag.condition))) {
+          if (leaf.kind === 'alias') aliasNames.add(leaf.name)
+          else {
+            if (leaf.name !== undefined) names.add(leaf.name)
+            if (leaf.uri !== undefined) uris.add(leaf.uri)
+          }
+        }
+      }
+      const aliasRows = aliasNames.size > 0 ? await ex.query<AliasRow>(aliases([[...aliasNames]])) : []
+      const linked = aliasRows.flatMap((row) => row.asset_ids)
+      const partitionRows = partitions ? await ex.query<PartitionRow>(partitions([[...dagIds]])) : []
+      const received = partitionRows.flatMap((row) => row.received.map((r) => r.asset_id))
+      const assetRows =
+        names.size + uris.size + linked.length + received.length > 0
+          ? await ex.query<AssetRow>(assets([[...names], [...uris]]))
+          : []
+      // Assets an alias links to, or a partition run received, that no leaf names by itself.
+      const known = new Set(assetRows.map((row) => row.id))
+      const extra = [...new Set([...linked, ...received])].filter((id) => !known.has(id))
+      const extraRows = extra.length > 0 ? await ex.query<AssetRow>(assetsById([extra])) : []
+      const runRows = await ex.query<RunRow>(runs([[...dagIds], runsPerDag]))
+      return {
+        dags,
+        assets: [...assetRows, ...extraRows].map(toAsset),
+        aliases: aliasRows.map((row): ExplainAlias => ({
+          name: row.name,
+          assetIds: row.asset_ids,
+          lastEvent: toEvent(row.last_event),
+        })),
+        runs: runRows.map((row): ExplainRun => ({
+          dagId: row.dag_id,
+          runId: row.run_id,
+          state: row.state,
+          runAfter: row.run_after,
+          queuedAt: row.queued_at,
+          eventIds: row.event_ids,
+        })),
+        partitions: partitionRows.map((row): ExplainPartition => ({
+          id: row.id,
+          dagId: row.target_dag_id,
+          partitionKey: row.partition_key,
+          createdAt: new Date(row.created_at),
+          received: row.received.map((r) => ({assetId: r.asset_id, sourceKeys: r.source_keys})),
+        })),
+      }
+    },
+  }
+}
+
+interface EventJson {
+  id: number
+  timestamp: string
+  source_dag_id: string | null
+  source_run_id: string | null
+  source_task_id: string | null
+  source_map_index: number | null
+}
+
+interface DagRow {
+  dag_id: string
+  paused: boolean
+  stale: boolean
+  import_errors: boolean
+  max_active_runs: number | null
+  active_runs: number
+  max_runs_flag: boolean
+  partitioned: boolean
+  timetable: {__var?: {asset_condition?: unknown}} | null
+  data_compressed: string | null
+  serialized: boolean
+  queue: Array<{
+    asset_id: number
+    name: string | null
+    uri: string | null
+    active: boolean
+    created_at: string
+    event: EventJson | null
+  }>
+}
+
+interface AssetRow {
+  id: number
+  name: string
+  uri: string
+  active: boolean
+  last_event: EventJson | null
+}
+
+interface AliasRow {
+  name: string
+  asset_ids: number[]
+  last_event: EventJson | null
+}
+
+interface RunRow {
+  dag_id: string
+  run_id: string
+  state: string | null
+  run_after: Date
+  queued_at: Date | null
+  event_ids: number[]
+}
+
+interface PartitionRow {
+  id: number
+  target_dag_id: string
+  partition_key: string
+  created_at: string
+  received: Array<{asset_id: number; source_keys: string[]}>
+}
+
+function toEvent(row: EventJson | null): ExplainEvent | null {
+  if (!row) return null
+  return {
+    id: row.id,
+    timestamp: new Date(row.timestamp),
+    sourceDagId: row.source_dag_id,
+    sourceRunId: row.source_run_id,
+    sourceTaskId: row.source_task_id,
+    sourceMapIndex: row.source_map_index,
+  }
+}
+
+function toAsset(row: AssetRow): ExplainAsset {
+  return {id: row.id, name: row.name, uri: row.uri, active: row.active, lastEvent: toEvent(row.last_event)}
+}
+
+function toDag(row: DagRow): ExplainDag {
+  // A compressed serialized DAG is inflated here; its timetable is read the same way.
+  const timetable = row.data_compressed
+    ? (
+        serializedDagJson(null, Buffer.from(row.data_compressed, 'base64')) as
+          {dag?: {timetable?: DagRow['timetable']}} | undefined
+      )?.dag?.timetable
+    : row.timetable
+  return {
+    dagId: row.dag_id,
+    paused: row.paused,
+    stale: row.stale,
+    importErrors: row.import_errors,
+    maxActiveRuns: row.max_active_runs,
+    activeRuns: row.active_runs,
+    maxRunsFlag: row.max_runs_flag,
+    partitioned: row.partitioned,
+    serialized: row.serialized,
+    condition: timetable?.__var?.asset_condition,
+    queue: row.queue.map((q) => ({
+      assetId: q.asset_id,
+      // A row whose asset is gone (no asset row): an orphan the scheduler cannot match.
+      asset: q.name === null || q.uri === null ? null : {name: q.name, uri: q.uri, active: q.active},
+      createdAt: new Date(q.created_at),
+      event: toEvent(q.event),
+    })),
+  }
+}
