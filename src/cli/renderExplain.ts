@@ -50,7 +50,8 @@ function headline(dag: DagExplanation, now: Date): string {
         return last ? `${label} (last event ${short(last.timestamp)}, ${ago(new Date(last.timestamp), now)})` : label
       })
       const rest = leaves.length - dag.waiting_for.length
-      return `${dag.dag_id}: waiting for ${missing.join(', ') || 'an event with a partition key'}${dag.condition ? `; ${queued === rest && rest > 0 ? `all other ${rest} queued` : of}` : ''}`
+      const others = rest === 1 ? 'the other asset is queued' : `all other ${rest} are queued`
+      return `${dag.dag_id}: waiting for ${missing.join(', ') || 'an event with a partition key'}${dag.condition ? `; ${queued === rest && rest > 0 ? others : of}` : ''}`
     }
   }
 }
