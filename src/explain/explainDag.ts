@@ -94,14 +94,32 @@ export interface ExplainOptions {
 export function explainPage(page: ExplainPage, options: ExplainOptions): DagExplanation[] {
   const context = pageContext(page)
   return page.dags.map((dag) =>
-    explainDag(
-      dag,
-      context,
-      page.runs.filter((r) => r.dagId === dag.dagId),
-      page.partitions.filter((p) => p.dagId === dag.dagId),
-      options,
+    inContractOrder(
+      explainDag(
+        dag,
+        context,
+        page.runs.filter((r) => r.dagId === dag.dagId),
+        page.partitions.filter((p) => p.dagId === dag.dagId),
+        options,
+      ),
     ),
   )
+}
+
+/** The answer first (verdict, what it waits for, what blocks it), the evidence after, as the docs list the fields. */
+function inContractOrder(e: DagExplanation): DagExplanation {
+  return {
+    dag_id: e.dag_id,
+    verdict: e.verdict,
+    waiting_for: e.waiting_for,
+    ...(e.blocked_by ? {blocked_by: e.blocked_by, reason: e.reason} : {}),
+    condition: e.condition,
+    ...(e.met_since ? {met_since: e.met_since} : {}),
+    queued: e.queued,
+    ...(e.partitions ? {partitions: e.partitions} : {}),
+    runs: e.runs,
+    findings: e.findings,
+  }
 }
 
 interface PageContext {
@@ -216,7 +234,7 @@ function blockReason(dag: ExplainDag, blocked: ExplainBlock | undefined, always:
     case 'max_active_runs':
       return always === 'max_active_runs'
         ? maxRunsFlagReason
-        : `${dag.activeRuns} of its runs are queued or running, max_active_runs ${dag.maxActiveRuns}: the loop after one ends creates its run`
+        : `${dag.activeRuns} of its runs ${dag.activeRuns === 1 ? 'is' : 'are'} queued or running, max_active_runs ${dag.maxActiveRuns}: the loop after one ends creates its run`
     default:
       return ''
   }
