@@ -37,16 +37,32 @@ interface QueueRow {
   asset_event_id?: number
   name: string
   uri: string
+  /** max(created_at) of the DAG's queue rows, as text to the microsecond. */
+  triggered_text: string
 }
 
 const key = (name: string, uri: string) => JSON.stringify([name, uri])
 
-export async function createAssetTriggeredRuns(knex: Knex, schema: AirflowSchema): Promise<CreatedRun[]> {
+export async function createAssetTriggeredRuns(
+  knex: Knex,
+  schema: AirflowSchema,
+  /**
+   * Called once the queue rows are read, before any DAG row is locked: a second scheduler can run
+   * its whole loop here, as in the HA race of apache/airflow #54491 and #63507 (the queue is read
+   * without a lock, so this loop goes on with rows the other one already consumed).
+   */
+  afterQueueRead?: () => Promise<void>,
+): Promise<CreatedRun[]> {
   return knex.transaction(async (trx) => {
     // dags_needing_dagruns: every ADRQ row, statuses keyed by AssetUniqueKey(name, uri).
     const {rows: queue} = await trx.raw<{rows: QueueRow[]}>(
-      `select q.*, a.name, a.uri from asset_dag_run_queue q join asset a on a.id = q.asset_id order by q.target_dag_id, q.asset_id`,
+      // triggered_date comes from this read (`triggered_date_by_dag`), to the microsecond: a
+      // JavaScript Date keeps milliseconds, and an event stamped in the same millisecond as its
+      // queue row fell outside the truncated window.
+      `select q.*, a.name, a.uri, (max(q.created_at) over (partition by q.target_dag_id))::text as triggered_text
+         from asset_dag_run_queue q join asset a on a.id = q.asset_id order by q.target_dag_id, q.asset_id`,
     )
+    await afterQueueRead?.()
     const byDag = new Map<string, QueueRow[]>()
     for (const row of queue) byDag.set(row.target_dag_id, [...(byDag.get(row.target_dag_id) ?? []), row])
 
@@ -69,15 +85,33 @@ export async function createAssetTriggeredRuns(knex: Knex, schema: AirflowSchema
       )
       if (!dags[0]?.eligible) continue
 
+      // 3.2+ (apache/airflow #60773, "Add row lock to ADRQ before Dag run creation"; its release
+      // from the thread of #68045, unverified): the DAG's queue rows are read again FOR UPDATE
+      // SKIP LOCKED, newest first, triggered_date from them; none left (another scheduler took
+      // them) is no run.
+      const locked = compareVersions(schema.behaviourVersion, '3.2.0') >= 0 ? await lockQueue(trx, dagId) : rows
+      if (locked.length === 0) continue
       const run =
         schema.capabilities.queueShape === 'per_event'
-          ? await perEventRun(trx, dagId, rows)
-          : await windowRun(trx, schema, dagId, rows)
+          ? await perEventRun(trx, dagId, locked)
+          : await windowRun(trx, schema, dagId, locked)
       if (run) runs.push(run)
     }
 
     return runs
   })
+}
+
+/** The DAG's queue rows, locked as 3.2's `_create_dag_runs_asset_triggered` locks them (`with_row_locks(…, skip_locked=True, key_share=False)`). */
+async function lockQueue(trx: Knex.Transaction, dagId: string): Promise<QueueRow[]> {
+  const {rows} = await trx.raw<{rows: QueueRow[]}>(
+    `select q.*, a.name, a.uri, (max(q.created_at) over ())::text as triggered_text
+       from (select * from asset_dag_run_queue where target_dag_id = ? order by created_at desc for update skip locked) as q
+       join asset a on a.id = q.asset_id
+      order by q.asset_id`,
+    [dagId],
+  )
+  return rows
 }
 
 /** `dag.timetable.__var.asset_condition` of the DAG's latest serialized DAG (undefined: none, or not asset-scheduled). */
@@ -140,16 +174,15 @@ async function windowRun(
   dagId: string,
   rows: QueueRow[],
 ): Promise<CreatedRun> {
-  const triggered = new Date(Math.max(...rows.map((r) => r.created_at.getTime())))
   const aliasBranch =
     compareVersions(schema.behaviourVersion, '3.1.0') < 0
       ? ''
       : `or e.id in (select l.event_id from asset_alias_asset_event l join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id where r.dag_id = :dag)`
-  // triggered_date read in SQL, to the microsecond: a JavaScript Date keeps milliseconds, and an
-  // event stamped in the same millisecond as its queue row fell outside the truncated window.
+  // triggered_date as the queue read found it: a loop that read the queue before another
+  // scheduler consumed it goes on with that instant (the HA race of apache/airflow #54491).
   const {rows: events} = await trx.raw<{rows: Array<{id: number}>}>(
     `with triggered as (
-       select max(q.created_at) as at from asset_dag_run_queue q where q.target_dag_id = :dag and q.asset_id = any(:assets)
+       select :triggered::timestamptz as at
      ), previous as (
        select max(run_after) as run_after from dag_run, triggered where dag_id = :dag and run_type = 'asset_triggered' and run_after < triggered.at
      )
@@ -158,12 +191,12 @@ async function windowRun(
         and e."timestamp" <= triggered.at
         and e."timestamp" > coalesce(previous.run_after, '-infinity')
       order by e."timestamp", e.id`,
-    {dag: dagId, assets: rows.map((r) => r.asset_id)},
+    {dag: dagId, triggered: rows[0]!.triggered_text},
   )
   const run = await createRun(
     trx,
     dagId,
-    triggered,
+    rows[0]!.triggered_text,
     events.map((e) => e.id),
   )
   await trx.raw(`delete from asset_dag_run_queue where target_dag_id = ? and asset_id = any(?)`, [
@@ -206,16 +239,18 @@ async function perEventRun(trx: Knex.Transaction, dagId: string, rows: QueueRow[
 async function createRun(
   trx: Knex.Transaction,
   dagId: string,
-  runAfter: Date,
+  /** The instant, or its text to the microsecond (run_after = triggered_date exactly, as Airflow writes it). */
+  runAfterAt: Date | string,
   eventIds: number[],
 ): Promise<CreatedRun> {
+  const runAfter = new Date(runAfterAt)
   const runId = `asset_triggered__${runAfter.toISOString().replace('Z', '+00:00')}_${Math.random().toString(36).slice(2, 10)}`
   const {rows} = await trx.raw<{rows: Array<{id: number}>}>(
     `insert into dag_run (dag_id, run_id, logical_date, run_after, conf, state, queued_at, run_type, triggered_by, clear_number, log_template_id, created_dag_version_id)
-     values (?, ?, null, ?, '{}', 'queued', clock_timestamp(), 'asset_triggered', 'ASSET', 0, (select max(id) from log_template),
+     values (?, ?, null, ?::timestamptz, '{}', 'queued', clock_timestamp(), 'asset_triggered', 'ASSET', 0, (select max(id) from log_template),
              (select id from dag_version where dag_id = ? order by created_at desc limit 1))
      returning id`,
-    [dagId, runId, runAfter, dagId],
+    [dagId, runId, runAfterAt, dagId],
   )
   const runPk = rows[0]!.id
   if (eventIds.length > 0)

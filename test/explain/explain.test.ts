@@ -1,6 +1,7 @@
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {completeOne} from '../support/complete.js'
+import {createAssetTriggeredRuns} from '../conformance/scheduler.js'
+import {completeOne, schemaOf} from '../support/complete.js'
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {createReadOnlyRole} from '../support/roles.js'
@@ -181,6 +182,32 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
     expect(lines.map((l) => l.dag_id).slice(0, 2)).toEqual(['both', 'either'])
   })
 
+  it('two schedulers racing (the queue read without a lock): both create a run from one event, and explain names it', async () => {
+    const w = await world()
+    await completeOne(db.knex, w.ti('etl', 'a').id)
+    const schema = await schemaOf(db.knex)
+    // The second scheduler runs its whole loop after the first read the queue and before it locks
+    // the DAG row; the first then goes on with the rows the second already consumed.
+    const first = await createAssetTriggeredRuns(db.knex, schema, async () => {
+      await createAssetTriggeredRuns(db.knex, schema)
+    })
+    const runs = await db.knex('dag_run').where({dag_id: 'either', run_type: 'asset_triggered'}).pluck('run_id')
+    const {result, report} = await explain('--dag-id', 'either', '--fail-on', 'duplicate_run', '--json')
+    if (version === '3.0') {
+      // 3.0 goes on with the queue it read: two runs, both consuming the event.
+      expect(runs).toHaveLength(2)
+      expect(first.map((r) => r.dagId)).toContain('either')
+      expect(result.code).toBe(6)
+      expect(dagOf(report, 'either').findings.map((f) => f.kind)).toEqual(['duplicate_run'])
+    } else {
+      // From 3.2 the queue rows are locked and read again before the run: the second loop finds
+      // none left, one run, nothing to report.
+      expect(runs).toHaveLength(1)
+      expect(result.code).toBe(0)
+      expect(dagOf(report, 'either').findings).toEqual([])
+    }
+  })
+
   it('stuck: a condition held past --stuck-after with no run; an orphan queue row is named', async () => {
     const w = await world()
     await completeOne(db.knex, w.ti('etl', 'a').id)
@@ -279,5 +306,22 @@ describe('airlock explain on partitioned consumers (3.3)', () => {
       expect.objectContaining({partition_key: '2026-12-02', verdict: 'waiting', waiting_for: [assets[0]!.name]}),
     ])
     expect(parts.findings).toEqual([expect.objectContaining({kind: 'duplicate_partition_run'})])
+
+    // A partition run pending past --stuck-after is stuck, for cron.
+    await db.knex('asset_partition_dag_run').update({created_at: db.knex.raw(`created_at - interval '2 days'`)})
+    const stuck = await runCli([
+      'explain',
+      '--database-url',
+      db.url,
+      '--dag-id',
+      'parts',
+      '--json',
+      '--fail-on',
+      'stuck',
+    ])
+    expect(stuck.code).toBe(6)
+    const [first] = (envelope(stuck) as unknown as Report).result.dags[0]!.findings
+    expect(first).toMatchObject({kind: 'stuck'})
+    expect(first!.detail).toMatch(/partition run for key 2026-12-01 has been pending since .* \(2 d ago\)/)
   })
 })
