@@ -47,6 +47,8 @@ export interface ScaleReport {
   commands: ScaleCommandRow[]
   /** export-events beside its floor, the same lines through one COPY … TO STDOUT (floorExport), run back to back. */
   exportFloor: {lines: number; floorSeconds: number; exportSeconds: number}
+  /** explain --all beside one plain scan of the queue table it explains. */
+  explainFloor: {rows: number; scanSeconds: number; explainSeconds: number}
   explain: ScaleExplainRow[]
 }
 
@@ -75,13 +77,20 @@ export async function runScale(
     })
     await analyzeDatabase(scratch.db.knex)
     const world = {...facts, dags: seed.dags, seedSeconds: (Date.now() - started) / 1000}
-    const {commands, summary, day, exportFloor} = await timeCommands(scratch, facts, dir, progress)
+    const {commands, summary, day, exportFloor, explainFloor} = await timeCommands(scratch, facts, dir, progress)
     progress('scale: EXPLAIN (ANALYZE) of the statements behind them…')
     const explain = await explainStatements(scratch, day)
     await scratch.drop()
     dropped = true
     if (plan.backfillTis) commands.push(...(await timePostBackfill(server, plan.backfillTis, progress)))
-    return {world, audit: {counts: summary.counts, planted: facts.planted}, commands, exportFloor, explain}
+    return {
+      world,
+      audit: {counts: summary.counts, planted: facts.planted},
+      commands,
+      exportFloor,
+      explainFloor,
+      explain,
+    }
   } finally {
     await fs.rm(dir, {recursive: true, force: true})
     if (!dropped) await scratch.drop()
@@ -99,6 +108,7 @@ async function timeCommands(
   summary: {counts: Record<string, number>}
   day: Day
   exportFloor: ScaleReport['exportFloor']
+  explainFloor: ScaleReport['explainFloor']
 }> {
   const url = scratch.url
   const commands: ScaleCommandRow[] = []
@@ -133,6 +143,16 @@ async function timeCommands(
   )
   await fs.rm(path.join(dir, 'export.ndjson'), {force: true})
   const exportFloor = await timeExportFloor(url, path.join(dir, 'floor.ndjson'), commands.at(-1)!.seconds, progress)
+  // explain --all over a queue that holds a row for every asset each consumer is scheduled on
+  // (one asset short, so each waits), beside a plain scan of the queue table.
+  const queue = await fillQueue(scratch.db.executor)
+  await run(
+    'explain --all',
+    `explain --all over ${queue.dags} consumer DAGs, ${queue.rows} queue rows (--ndjson)`,
+    ['explain', '--database-url', url, '--all', '--ndjson'],
+    queue.rows,
+  )
+  const explainFloor = {...(await timeQueueScan(scratch.db.executor)), explainSeconds: commands.at(-1)!.seconds}
   // A dry run over a window, across every DAG (--all-dags needs a filter to mean it).
   const overWindow = (command: string, since: Date, until?: Date) => [
     command,
@@ -166,7 +186,36 @@ async function timeCommands(
     overWindow('complete', day.runSince, day.runUntil),
     day.runTis,
   )
-  return {commands, summary, day, exportFloor}
+  return {commands, summary, day, exportFloor, explainFloor}
+}
+
+/**
+ * The consumers' queue as a long pause of the scheduler leaves it: a row for every asset each
+ * consumer is scheduled on by id but the newest one (3.0's key, one row per asset and DAG).
+ */
+async function fillQueue(ex: Executor): Promise<{dags: number; rows: number}> {
+  await ex.query({
+    text: `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
+           select r.asset_id, r.dag_id, now() from dag_schedule_asset_reference r
+            where r.asset_id < (select max(m.asset_id) from dag_schedule_asset_reference m where m.dag_id = r.dag_id)
+           on conflict do nothing`,
+    values: [],
+  })
+  const [row] = await ex.query<{dags: number; rows: number}>({
+    text: `select count(distinct target_dag_id)::int as dags, count(*)::int as rows from asset_dag_run_queue`,
+    values: [],
+  })
+  return row!
+}
+
+/** Every queue row with its asset's name and uri, read once in the bench's own process: what explain must at least read. */
+async function timeQueueScan(ex: Executor): Promise<{rows: number; scanSeconds: number}> {
+  const started = performance.now()
+  const rows = await ex.query({
+    text: `select q.target_dag_id, q.created_at, a.name, a.uri from asset_dag_run_queue q join asset a on a.id = q.asset_id`,
+    values: [],
+  })
+  return {rows: rows.length, scanSeconds: (performance.now() - started) / 1000}
 }
 
 /** The export's floor right after the export itself, into a file on the same disk, which is then removed. */

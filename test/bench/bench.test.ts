@@ -97,6 +97,7 @@ describe('airlock bench --quick', () => {
             commands: Array<{args: string[]; rows: number; seconds: number; peakRssMb: number; exitCode: number}>
             explain: Array<{what: string; seqScans: Array<{table: string; rows: number}>}>
             exportFloor: {lines: number; floorSeconds: number; exportSeconds: number}
+            explainFloor: {rows: number; scanSeconds: number; explainSeconds: number}
           }
         }
       }
@@ -116,6 +117,7 @@ describe('airlock bench --quick', () => {
     expect(scale.commands.map((c) => c.args[0])).toEqual([
       'audit-events',
       'export-events',
+      'explain',
       'replay-events',
       'replay-events',
       'complete',
@@ -134,6 +136,9 @@ describe('airlock bench --quick', () => {
     expect(scale.exportFloor.lines).toBe(scale.world.events)
     expect(scale.exportFloor.floorSeconds).toBeGreaterThan(0)
     expect(scale.exportFloor.exportSeconds).toBe(scale.commands[1]!.seconds)
+    // explain --all read a queue the bench filled, timed beside one scan of it.
+    expect(scale.explainFloor.rows).toBe(scale.commands[2]!.rows)
+    expect(scale.explainFloor.explainSeconds).toBe(scale.commands[2]!.seconds)
     // The classification pass reads asset_event in full, and says so.
     const pass = scale.explain.find((e) => e.what.includes('classification'))!
     expect(pass.seqScans.filter((s) => s.table === 'asset_event').map((s) => s.rows)).toEqual([
@@ -174,6 +179,7 @@ describe('airlock bench --quick', () => {
     expect(growth.rows.map((row) => row.key)).toEqual([
       'audit-events',
       'export-events',
+      'explain --all',
       'replay-events --dry-run, every task instance',
       'replay-events --dry-run, one day',
       'complete --dry-run, one day of runs',
