@@ -14,7 +14,7 @@ import type {
   ExplainPartition,
   ExplainRun,
 } from '../store/airflowStore.js'
-import {maxRunsFlagReason} from '../protocol/downstream.js'
+import {exclusionsOf, maxRunsFlagReason, type ExclusionBlock} from '../protocol/downstream.js'
 
 /**
  * `airlock explain`: the scheduler's asset-triggered step for one DAG, as it will take it on its
@@ -28,7 +28,7 @@ import {maxRunsFlagReason} from '../protocol/downstream.js'
  */
 export type Verdict = 'will_run' | 'waiting' | 'blocked' | 'not_asset_scheduled'
 
-export type ExplainBlock = 'paused' | 'stale' | 'import_errors' | 'max_active_runs'
+export type ExplainBlock = ExclusionBlock
 
 export const findingKinds = ['stuck', 'duplicate_run', 'orphan_queue', 'duplicate_partition_run'] as const
 export type FindingKind = (typeof findingKinds)[number]
@@ -192,17 +192,7 @@ function explainDag(
   const queue = queuedAssets(rows, context)
   const isMet = (leaf: ConditionLeaf) => leafQueued(leaf, queue)
   const result = evaluateTree(tree, isMet)
-  const always: ExplainBlock | undefined = dag.paused
-    ? 'paused'
-    : dag.stale
-      ? 'stale'
-      : dag.importErrors
-        ? 'import_errors'
-        : dag.maxRunsFlag
-          ? 'max_active_runs'
-          : undefined
-  const atLimit = dag.maxActiveRuns !== null && dag.activeRuns >= dag.maxActiveRuns
-  const blocked = always ?? (result.met && atLimit ? 'max_active_runs' : undefined)
+  const {always, blocked} = exclusionsOf(dag, result.met)
   const reason = blockReason(dag, blocked, always)
   const metSince = result.met ? metSinceOf(tree, rows, context) : undefined
   if (metSince && options.now.getTime() - metSince.getTime() > options.stuckAfterMs) {

@@ -55,6 +55,39 @@ function basisOf(preview: Downstream): DownstreamBasis | undefined {
   return (preview as unknown as Record<string, DownstreamBasis | undefined>)[basisKey]
 }
 
+/** What keeps a DAG whose condition is evaluated from getting its run. */
+export type ExclusionBlock = Exclude<DownstreamBlock, 'partitioned'>
+
+/** What `dags_needing_dagruns` reads about a DAG besides its queue. */
+export type ExclusionFacts = Pick<
+  DownstreamFacts,
+  'paused' | 'stale' | 'importErrors' | 'maxRunsFlag' | 'maxActiveRuns' | 'activeRuns'
+>
+
+/**
+ * The exclusions of `dags_needing_dagruns` (airflow-core/src/airflow/models/dag.py), one rule for
+ * the preview and for `explain`: `always`, what its WHERE clause leaves out whatever the condition
+ * (paused, stale, import errors; from 3.2 the cached `exceeds_max_non_backfill` flag); `atLimit`,
+ * its `exclusion_list` (QUEUED and RUNNING runs of every type at `max_active_runs`, a NULL cap no
+ * limit), which matters only once the condition holds; `blocked`, the one that applies now.
+ */
+export function exclusionsOf(
+  dag: ExclusionFacts,
+  met: boolean,
+): {always: ExclusionBlock | undefined; atLimit: boolean; blocked: ExclusionBlock | undefined} {
+  const always: ExclusionBlock | undefined = dag.paused
+    ? 'paused'
+    : dag.stale
+      ? 'stale'
+      : dag.importErrors
+        ? 'import_errors'
+        : dag.maxRunsFlag
+          ? 'max_active_runs'
+          : undefined
+  const atLimit = dag.maxActiveRuns !== null && dag.activeRuns >= dag.maxActiveRuns
+  return {always, atLimit, blocked: always ?? (met && atLimit ? 'max_active_runs' : undefined)}
+}
+
 /**
  * The scheduler's decision per consumer: its own condition against its queue rows, then the
  * exclusions. A paused, stale or import-error DAG is blocked whatever its condition (it gets no
@@ -68,19 +101,8 @@ export function downstreamOf(facts: readonly DownstreamFacts[]): Downstream[] {
     }
     const tree = parseCondition(dag.condition)
     const result = evaluateTree(tree, (leaf) => leafQueued(leaf, dag.queued))
-    // 3.2+: dags_needing_dagruns leaves out a DAG whose cached cap flag is set, whatever its condition.
-    const always: DownstreamBlock | undefined = dag.paused
-      ? 'paused'
-      : dag.stale
-        ? 'stale'
-        : dag.importErrors
-          ? 'import_errors'
-          : dag.maxRunsFlag
-            ? 'max_active_runs'
-            : undefined
+    const {always, atLimit, blocked} = exclusionsOf(dag, result.met)
     const reason = always === 'max_active_runs' ? maxRunsFlagReason : undefined
-    const atLimit = dag.maxActiveRuns !== null && dag.activeRuns >= dag.maxActiveRuns
-    const blocked = always ?? (result.met && atLimit ? 'max_active_runs' : undefined)
     return withBasis(
       {
         dag_id: dag.dagId,

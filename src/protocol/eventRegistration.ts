@@ -267,7 +267,7 @@ export async function queueEventConsumers(
   for (const [index, [partitionKey, events]] of [...byKey].entries()) {
     // An event emitted through several aliases queues the consumers of each.
     // --plan decides with the same statement on SELECT alone, and writes no log row.
-    const queue = options.plan ? store.planConsumers.bind(store) : store.queueConsumers.bind(store)
+    const queue = options.plan ? store.planConsumers : store.queueConsumers
     const queued = await queue(
       tx,
       events.flatMap((e): RegisteredEvent[] => {

@@ -61,24 +61,12 @@ export interface AirflowStore extends CatalogStore {
    * With `preview`, the same statement reads the downstream preview of those assets and aliases
    * (as readDownstream does), its own queue rows included.
    */
-  queueConsumers(
-    ex: Executor,
-    events: readonly RegisteredEvent[],
-    eventPartitionKey: string | null,
-    producer: {dagId: string; taskId: string} | null,
-    preview: {assetIds: readonly number[]; aliasIds: readonly number[]} | null,
-  ): Promise<QueuedConsumers>
+  queueConsumers: QueueConsumers
   /**
    * queueConsumers on SELECT alone, for `--plan`: the same statement's decision, the keys it would
    * queue selected instead of inserted (no event exists yet: `events` carry stand-in ids).
    */
-  planConsumers(
-    ex: Executor,
-    events: readonly RegisteredEvent[],
-    eventPartitionKey: string | null,
-    producer: {dagId: string; taskId: string} | null,
-    preview: {assetIds: readonly number[]; aliasIds: readonly number[]} | null,
-  ): Promise<QueuedConsumers>
+  planConsumers: QueueConsumers
   /**
    * Deletes the task state store's keys of this task instance, as a success does when Airflow's
    * `[state_store] clear_on_success` is on (3.3+); how many were deleted. Call only when the
@@ -254,6 +242,15 @@ export interface LineageRow {
   confOpenLineage: Record<string, unknown> | null
   outputs: Array<{name: string; uri: string}>
 }
+
+/** The queue statement's call, writing (queueConsumers) or planning (planConsumers). */
+export type QueueConsumers = (
+  ex: Executor,
+  events: readonly RegisteredEvent[],
+  eventPartitionKey: string | null,
+  producer: {dagId: string; taskId: string} | null,
+  preview: {assetIds: readonly number[]; aliasIds: readonly number[]} | null,
+) => Promise<QueuedConsumers>
 
 /** What queueConsumers decided per consumer, and the downstream preview when it was asked for one. */
 export interface QueuedConsumers {

@@ -71,8 +71,8 @@ export interface Known {
   noAliases: string[]
 }
 
-/** One entry of factsSql's array, as json_build_object writes it. */
-export interface FactsEntry {
+/** A DAG as the scheduler's asset step reads it, in a row: its flags, its runs against the cap, its latest timetable. */
+export interface SchedulerDagRow {
   dag_id: string
   paused: boolean
   stale: boolean
@@ -81,10 +81,25 @@ export interface FactsEntry {
   active_runs: number
   partitioned: boolean
   max_runs_flag: boolean
-  dag_hash: string | null
   timetable: {__var?: {asset_condition?: unknown}} | null
-  /** `data_compressed`, base64, when `data` is NULL and the hash is new to the process. */
+  /** `data_compressed`, base64, when `data` is NULL (and, for the preview, the hash is new to the process). */
   data_compressed: string | null
+}
+
+/** The asset condition of a row's timetable; a compressed serialized DAG is inflated for it. */
+export function conditionOfRow(row: Pick<SchedulerDagRow, 'timetable' | 'data_compressed'>): unknown {
+  const timetable = row.data_compressed
+    ? (
+        serializedDagJson(null, Buffer.from(row.data_compressed, 'base64')) as
+          {dag?: {timetable?: SchedulerDagRow['timetable']}} | undefined
+      )?.dag?.timetable
+    : row.timetable
+  return timetable?.__var?.asset_condition
+}
+
+/** One entry of factsSql's array, as json_build_object writes it. */
+export interface FactsEntry extends SchedulerDagRow {
+  dag_hash: string | null
   names: string[]
   uris: string[]
   active: boolean[]
@@ -132,14 +147,7 @@ export function downstreamReader(
   function conditionOf(known: Known, row: FactsEntry): unknown {
     const cached = known.snapshot.get(row.dag_hash!)
     if (cached) return cached.condition
-    // A compressed serialized DAG is inflated here; its timetable is read the same way.
-    const timetable = row.data_compressed
-      ? (
-          serializedDagJson(null, Buffer.from(row.data_compressed, 'base64')) as
-            {dag?: {timetable?: FactsEntry['timetable']}} | undefined
-        )?.dag?.timetable
-      : row.timetable
-    const condition = timetable?.__var?.asset_condition
+    const condition = conditionOfRow(row)
     if (conditions.size >= cachedConditions) conditions.delete(conditions.keys().next().value!)
     conditions.set(row.dag_hash!, {condition, ...conditionAssets(condition)})
     return condition

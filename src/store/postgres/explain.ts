@@ -1,6 +1,5 @@
 import {leavesOf, parseCondition} from '../../airflow/assetCondition.js'
 import type {Capabilities} from '../../airflow/schema.js'
-import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
 import type {
@@ -13,6 +12,7 @@ import type {
   ExplainRun,
   ExplainSelection,
 } from '../airflowStore.js'
+import {conditionOfRow, type SchedulerDagRow} from './downstream.js'
 
 /**
  * What `airlock explain` reads, on SELECT alone, in a bounded number of statements per page of
@@ -231,17 +231,7 @@ interface EventJson {
   source_map_index: number | null
 }
 
-interface DagRow {
-  dag_id: string
-  paused: boolean
-  stale: boolean
-  import_errors: boolean
-  max_active_runs: number | null
-  active_runs: number
-  max_runs_flag: boolean
-  partitioned: boolean
-  timetable: {__var?: {asset_condition?: unknown}} | null
-  data_compressed: string | null
+interface DagRow extends SchedulerDagRow {
   serialized: boolean
   queue: Array<{
     asset_id: number
@@ -301,13 +291,6 @@ function toAsset(row: AssetRow): ExplainAsset {
 }
 
 function toDag(row: DagRow): ExplainDag {
-  // A compressed serialized DAG is inflated here; its timetable is read the same way.
-  const timetable = row.data_compressed
-    ? (
-        serializedDagJson(null, Buffer.from(row.data_compressed, 'base64')) as
-          {dag?: {timetable?: DagRow['timetable']}} | undefined
-      )?.dag?.timetable
-    : row.timetable
   return {
     dagId: row.dag_id,
     paused: row.paused,
@@ -318,7 +301,7 @@ function toDag(row: DagRow): ExplainDag {
     maxRunsFlag: row.max_runs_flag,
     partitioned: row.partitioned,
     serialized: row.serialized,
-    condition: timetable?.__var?.asset_condition,
+    condition: conditionOfRow(row),
     queue: row.queue.map((q) => ({
       assetId: q.asset_id,
       // A row whose asset is gone (no asset row): an orphan the scheduler cannot match.
