@@ -11,7 +11,8 @@ import {
 import type {PlannedWrite} from '../protocol/plan.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {OutletEventInput} from '../selection/workItem.js'
-import type {AirflowStore, AuditRow, ConsumerDecision} from '../store/airflowStore.js'
+import type {Executor} from '../engine/engine.js'
+import {assetKey, type AirflowStore, type AuditRow, type ConsumerDecision} from '../store/airflowStore.js'
 import {applyClear, planClear, recheckClear, type ClearPlan, type ClearReport} from './continueRun.js'
 
 /** What `complete` reports per task instance (besides the protocol's not_found and failed). */
@@ -166,8 +167,9 @@ export function completeWriter(
       const warnings = [...queued.warnings, ...(clear?.warnings ?? [])]
       return {...queued, warnings, logId: emitted.logId, clear, stateCleared}
     },
-    // --plan: what register() would write, on reads alone (the declared outlets it emits for).
-    plan: (_ex, ti, input) => Promise.resolve(planComplete(settings, ti, input)),
+    // --plan: what register() would write, on reads alone (the declared outlets it emits for,
+    // and the input's emissions through aliases whose alias and asset exist).
+    plan: (ex, ti, input) => planComplete(store, ex, settings, ti, input),
     decideAfterRegistering: (registration) => refuseAfterRegistering(settings, registration),
     async decideUnderLock(tx, lockedState, ti, registration) {
       const decision = decide(lockedState)
@@ -318,24 +320,87 @@ function uniqueByAsset<T extends {assetId: number}>(outlets: readonly T[]): T[] 
   return [...new Map(outlets.map((o) => [o.assetId, o])).values()]
 }
 
-/** complete's plan: the active declared outlets get an event each; what the input adds is resolved when written. */
-function planComplete(
+/**
+ * complete's plan: the active declared outlets get an event each, and the input's emissions
+ * through an alias the task declares get one per (asset, alias) whose asset and alias exist (the
+ * queue decision needs their ids). An alias target that does not exist yet is created by the
+ * write, and partition keys chosen per event are written by it too: the plan says so.
+ */
+async function planComplete(
+  store: AirflowStore,
+  ex: Executor,
   settings: CompleteSettings,
   ti: TaskInstanceContext,
   input: {outletEvents: OutletEventInput[]},
-): PlannedWrite<CompleteOutcome> {
+): Promise<PlannedWrite<CompleteOutcome>> {
   const outlets = settings.emitEvents ? uniqueByAsset(activeOutlets(ti)) : []
   const inactive = settings.emitEvents ? ti.outlets.filter((o) => !o.active) : []
+  const keyed = input.outletEvents.filter((e) => e.partitionKeys && !e.alias).length
+  const aliases = settings.emitEvents ? await planAliasEmissions(store, ex, ti, input.outletEvents) : noAliases
   return {
     result: {outcome: 'completed'},
     outlets,
+    aliasEvents: aliases.events,
     refuseAfterQueue: (consumers) => refusePartitionMapped(settings, consumers),
     warnings: [
       ...inactive.map((o) => `no event for ${describeOutlet(o)}: it is not an active asset`),
-      ...(input.outletEvents.length > 0
-        ? [`${input.outletEvents.length} outlet_events of the input are resolved when written, not planned`]
+      ...aliases.warnings,
+      ...(keyed > 0
+        ? [
+            `${keyed} outlet_events of the input choose partition keys: their events are resolved when written, not planned`,
+          ]
         : []),
       ...(settings.continueRun ? ['--continue-run: the downstream clear is planned when written'] : []),
     ],
   }
+}
+
+const noAliases = {events: [], warnings: []}
+
+/** The emissions through aliases the write would make, by the ids they would queue with. */
+async function planAliasEmissions(
+  store: AirflowStore,
+  ex: Executor,
+  ti: TaskInstanceContext,
+  entries: readonly OutletEventInput[],
+): Promise<{events: Array<{assetId: number; aliasIds: number[]}>; warnings: string[]}> {
+  const throughAlias = entries.filter((e): e is OutletEventInput & {alias: string} => e.alias !== undefined)
+  if (throughAlias.length === 0) return noAliases
+  const warnings: string[] = []
+  const undeclared = throughAlias.filter(
+    (e) => ti.outletsFrom === 'serialized_dag' && !ti.declaredAliases.includes(e.alias),
+  )
+  if (undeclared.length > 0)
+    warnings.push(
+      `outlet_events emit through ${[...new Set(undeclared.map((e) => e.alias))].join(', ')}, which the task does not declare: the write refuses the item`,
+    )
+  const strings = [...new Set(throughAlias.flatMap((e) => (typeof e.asset === 'string' ? [e.asset] : [])))]
+  const byString = await store.findAssetsByNameOrUri(ex, strings)
+  const targets = throughAlias.flatMap((e) => {
+    if (undeclared.includes(e)) return []
+    if (typeof e.asset !== 'string') return [{alias: e.alias, name: e.asset.name, uri: e.asset.uri}]
+    const found = byString.get(e.asset) ?? []
+    return found.length === 1 ? [{alias: e.alias, ...found[0]!}] : []
+  })
+  const ids = await store.resolveAssetsAndAliases(
+    ex,
+    targets.map((t) => ({name: t.name, uri: t.uri})),
+    [...new Set(targets.map((t) => t.alias))],
+  )
+  const byAsset = new Map<number, Set<number>>()
+  for (const target of targets) {
+    const assetId = ids.assetIds.get(assetKey(target))
+    const aliasId = ids.aliasIds.get(target.alias)
+    if (assetId === undefined) {
+      warnings.push(
+        `${target.name} (${target.uri}) through alias ${target.alias} does not exist yet: the write creates it; its consumers are not planned`,
+      )
+      continue
+    }
+    // An alias with no row yet has no consumer scheduled on it; the asset's own consumers still count.
+    const aliasIdsOf = byAsset.get(assetId) ?? new Set<number>()
+    if (aliasId !== undefined) aliasIdsOf.add(aliasId)
+    byAsset.set(assetId, aliasIdsOf)
+  }
+  return {events: [...byAsset].map(([assetId, aliasIds]) => ({assetId, aliasIds: [...aliasIds]})), warnings}
 }

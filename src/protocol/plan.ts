@@ -17,6 +17,8 @@ export interface PlannedWrite<O extends {outcome: string}> {
   /** The outlets that would get an event (each an active asset). */
   outlets: ReadonlyArray<OutletAsset & {assetId: number}>
   warnings: string[]
+  /** Events the write would emit through aliases (each asset once, with every alias it goes through). */
+  aliasEvents?: ReadonlyArray<{assetId: number; aliasIds: readonly number[]}>
   /** The writer's refusal once it knows how its consumers are queued (decideAfterRegistering's, on the plan). */
   refuseAfterQueue?: (consumers: readonly ConsumerDecision[]) => O | undefined
 }
@@ -73,27 +75,26 @@ export async function planProtocol<O extends {outcome: string}, Input>(
   // The write's own decision of which consumers it queues (queueEventConsumers, on SELECT alone):
   // the events as they would be written, each with a stand-in id and the partition key it would carry.
   const partitionKey = store.capabilities.eventPartitionKey ? ti.partitionKey : null
+  const planEvents = [
+    ...planned.outlets.map((o) => ({assetId: o.assetId, aliasIds: [] as readonly number[]})),
+    ...(planned.aliasEvents ?? []),
+  ].map((e, index) => ({...e, eventId: -(index + 1)}))
   const queued = await queueEventConsumers(
     store,
     ex,
     ti,
     {
-      events: planned.outlets.map((o, index) => ({eventId: -(index + 1), assetId: o.assetId, partitionKey})),
-      aliasesOfEvent: new Map(),
+      events: planEvents.map((e) => ({eventId: e.eventId, assetId: e.assetId, partitionKey})),
+      aliasesOfEvent: new Map(planEvents.filter((e) => e.aliasIds.length > 0).map((e) => [e.eventId, [...e.aliasIds]])),
       warnings: [],
     },
     {downstream: options.downstream, plan: true},
   )
   const refused = planned.refuseAfterQueue?.(queued.consumers)
   const warnings = [...planned.warnings, ...queued.warnings]
-  if (refused) return item(refused, planned.outlets.length, 0, warnings)
+  if (refused) return item(refused, planEvents.length, 0, warnings)
   return {
-    ...item(
-      planned.result,
-      planned.outlets.length,
-      queued.consumers.filter((c) => c.kind === 'queued').length,
-      warnings,
-    ),
+    ...item(planned.result, planEvents.length, queued.consumers.filter((c) => c.kind === 'queued').length, warnings),
     report: options.downstream ? {downstream: queued.downstream} : {},
   }
 }

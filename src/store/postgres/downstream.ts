@@ -37,11 +37,22 @@ export interface DownstreamReader {
    *   consumers before any filter), so that the parameters name only the assets and aliases
    *   beyond them (usually none) and the reference tables are not read twice.
    */
-  factsSql(params: DownstreamParams, here?: {queuedHere: string; consumersHere: string}): string
+  factsSql(params: DownstreamParams, here?: FactsHere): string
   /** What to bind for `hashes`, `names`, `uris` and `noAliases`, and the snapshot of the cache they describe. */
   known(): Known
   /** The array's entries as facts, their conditions from the snapshot or parsed and cached. */
   facts(entries: readonly FactsEntry[], known: Known): DownstreamFacts[]
+}
+
+/**
+ * What an embedding statement has found already (DownstreamReader.factsSql). `linksHere`: a query
+ * of (alias_id, asset_id) links the statement's events would make, for a plan, whose aliases are
+ * not linked to their assets yet.
+ */
+export interface FactsHere {
+  queuedHere: string
+  consumersHere: string
+  linksHere?: string
 }
 
 /** The placeholders of factsSql's parameters: the assets and aliases, then what the cache knows. */
@@ -177,7 +188,7 @@ export function readDownstream(
 function factsText(
   capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
   p: DownstreamParams,
-  here?: {queuedHere: string; consumersHere: string},
+  here?: FactsHere,
 ): string {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
   // 3.2+ `dags_needing_dagruns` keeps a DAG whose flag is false (`exceeds_max_non_backfill ==
@@ -189,6 +200,9 @@ function factsText(
     ? `select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
                    union select h.asset_id from (${here.queuedHere}) as h where h.dag_id = d.dag_id`
     : `select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id`
+  const links = here?.linksHere
+    ? `(select alias_id, asset_id from asset_alias_asset union select h.alias_id, h.asset_id from (${here.linksHere}) as h)`
+    : 'asset_alias_asset'
   const consumers = here
     ? `${here.consumersHere}
        union
@@ -210,7 +224,7 @@ function factsText(
               -- From the alias links (few), each checked against the DAG's queue by its key; not
               -- read for a known condition without an alias leaf, which never looks at them.
               'aliases', case when sd.dag_hash = any(${p.noAliases}) then '{}'::varchar[]
-                              else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                              else array(select distinct al.name from asset_alias al join ${links} l on l.alias_id = al.id
                                           where l.asset_id in (${queueAssets}) order by 1) end
             ) order by d.dag_id), '[]')
        from consumer_dag d

@@ -412,7 +412,7 @@ function queueText(
      -- Unsorted: callers count the rows and sort the DAG names they report.
      select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
      union all
-     select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c${downstream ? previewBranch(downstream, param) : ''}`
+     select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c${downstream ? previewBranch(downstream, param, mode === 'plan' ? `select ev.alias_id, ev.asset_id from ${byAlias}` : undefined) : ''}`
 }
 
 /**
@@ -423,7 +423,7 @@ function queueText(
  * may have queued other keys of the same consumers too, which the snapshot does not show either,
  * and the caller reads the preview again in a statement of its own.
  */
-function previewBranch(downstream: DownstreamReader, param: QueueParam): string {
+function previewBranch(downstream: DownstreamReader, param: QueueParam, linksHere?: string): string {
   const facts = downstream.factsSql(
     {
       assetIds: param('previewAssetIds', 'int[]'),
@@ -436,6 +436,8 @@ function previewBranch(downstream: DownstreamReader, param: QueueParam): string 
     {
       queuedHere: "select dag_id, asset_id from consumer where kind = 'queued'",
       consumersHere: 'select dag_id from reference',
+      // A plan's alias events are not linked to their assets yet: the links the write would make.
+      ...(linksHere ? {linksHere} : {}),
     },
   )
   return `

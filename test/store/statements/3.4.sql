@@ -410,7 +410,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_previ_db5b6563db7b
+-- airlock_plan_queue_per_event_all_skip_paused_previ_18a55e885464
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -465,7 +465,7 @@ select coalesce(json_agg(json_build_object(
          -- From the alias links (few), each checked against the DAG's queue by its key; not
          -- read for a known condition without an alias leaf, which never looks at them.
          'aliases', case when sd.dag_hash = any($12::text[]) then '{}'::varchar[]
-                         else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                         else array(select distinct al.name from asset_alias al join (select alias_id, asset_id from asset_alias_asset union select h.alias_id, h.asset_id from (select ev.alias_id, ev.asset_id from unnest($3::int[], $4::int[], $5::int[]) as ev(event_id, asset_id, alias_id)) as h) l on l.alias_id = al.id
                                      where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
               union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
        ) order by d.dag_id), '[]')
@@ -1229,7 +1229,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_teams_2b15f746991c
+-- airlock_plan_queue_per_event_all_skip_paused_teams_7f9373978727
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1296,7 +1296,7 @@ select coalesce(json_agg(json_build_object(
          -- From the alias links (few), each checked against the DAG's queue by its key; not
          -- read for a known condition without an alias leaf, which never looks at them.
          'aliases', case when sd.dag_hash = any($14::text[]) then '{}'::varchar[]
-                         else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
+                         else array(select distinct al.name from asset_alias al join (select alias_id, asset_id from asset_alias_asset union select h.alias_id, h.asset_id from (select ev.alias_id, ev.asset_id from unnest($3::int[], $4::int[], $5::int[]) as ev(event_id, asset_id, alias_id)) as h) l on l.alias_id = al.id
                                      where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
               union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
        ) order by d.dag_id), '[]')
