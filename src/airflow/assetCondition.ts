@@ -83,17 +83,25 @@ export function parseCondition(encoded: unknown): ConditionTree | undefined {
   return parse(encoded)
 }
 
-/** Whether the queue satisfies one leaf, as `AssetEvaluator` decides it. */
-export function leafQueued(leaf: ConditionLeaf, {assets: queued, aliases}: QueuedAssets): boolean {
-  switch (leaf.kind) {
-    case 'asset':
-      return queued.some((q) => q.name === leaf.name && q.uri === leaf.uri)
-    case 'ref':
-      return leaf.name !== undefined
-        ? queued.some((q) => q.active && q.name === leaf.name)
-        : queued.some((q) => q.active && q.uri === leaf.uri)
-    case 'alias':
-      return aliases.includes(leaf.name)
+/**
+ * Whether the queue satisfies a leaf, as `AssetEvaluator` decides it: the predicate over an index
+ * of the queue built once (a consumer of thousands of assets holds thousands of queue rows, and
+ * every leaf is looked up in them).
+ */
+export function queuedLeaf({assets: queued, aliases}: QueuedAssets): (leaf: ConditionLeaf) => boolean {
+  const keys = new Set(queued.map((q) => JSON.stringify([q.name, q.uri])))
+  const activeNames = new Set(queued.filter((q) => q.active).map((q) => q.name))
+  const activeUris = new Set(queued.filter((q) => q.active).map((q) => q.uri))
+  const aliasNames = new Set(aliases)
+  return (leaf) => {
+    switch (leaf.kind) {
+      case 'asset':
+        return keys.has(JSON.stringify([leaf.name, leaf.uri]))
+      case 'ref':
+        return leaf.name !== undefined ? activeNames.has(leaf.name) : activeUris.has(leaf.uri!)
+      case 'alias':
+        return aliasNames.has(leaf.name)
+    }
   }
 }
 
@@ -161,7 +169,7 @@ function missingOf(tree: ConditionTree, isMet: (leaf: ConditionLeaf) => boolean)
 
 /** An encoded condition against a consumer's queue rows (parseCondition, then evaluateTree). */
 export function evaluateCondition(encoded: unknown, queued: QueuedAssets): ConditionResult {
-  return evaluateTree(parseCondition(encoded), (leaf) => leafQueued(leaf, queued))
+  return evaluateTree(parseCondition(encoded), queuedLeaf(queued))
 }
 
 /**

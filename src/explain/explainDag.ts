@@ -1,6 +1,6 @@
 import {
   evaluateTree,
-  leafQueued,
+  queuedLeaf,
   parseCondition,
   type ConditionLeaf,
   type ConditionTree,
@@ -190,7 +190,7 @@ function explainDag(
   }
 
   const queue = queuedAssets(rows, context)
-  const isMet = (leaf: ConditionLeaf) => leafQueued(leaf, queue)
+  const isMet = queuedLeaf(queue)
   const result = evaluateTree(tree, isMet)
   const {always, blocked} = exclusionsOf(dag, result.met)
   const reason = blockReason(dag, blocked, always)
@@ -248,7 +248,7 @@ function metSinceOf(tree: ConditionTree, rows: ExplainDag['queue'], context: Pag
   const sorted = [...rows].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
   const metWith = (n: number) => {
     const queue = queuedAssets(sorted.slice(0, n), context)
-    return evaluateTree(tree, (leaf) => leafQueued(leaf, queue)).met
+    return evaluateTree(tree, queuedLeaf(queue)).met
   }
   if (!metWith(sorted.length)) return undefined
   let low = 1
@@ -302,7 +302,7 @@ function leafJson(leaf: ConditionLeaf, met: boolean, rows: ExplainDag['queue'], 
         ? context.activeByName.get(leaf.name)
         : context.activeByUri.get(leaf.uri!)
   if (met) {
-    const row = rows.find((r) => r.asset!.name === asset?.name && r.asset!.uri === asset.uri)
+    const row = asset ? rowOf(rows, asset) : undefined
     return {
       leaf: leaf.label,
       kind: leaf.kind,
@@ -312,6 +312,18 @@ function leafJson(leaf: ConditionLeaf, met: boolean, rows: ExplainDag['queue'], 
   }
   if (leaf.kind === 'ref' && !asset) return {leaf: leaf.label, kind: 'ref', state: 'unresolved', last_event: null}
   return {leaf: leaf.label, kind: leaf.kind, state: 'missing', last_event: eventJson(asset?.lastEvent ?? null)}
+}
+
+/** Queue rows by asset key, built once per queue (a consumer of thousands of assets has thousands). */
+const rowIndexes = new WeakMap<ExplainDag['queue'], Map<string, ExplainDag['queue'][number]>>()
+
+function rowOf(rows: ExplainDag['queue'], asset: {name: string; uri: string}): ExplainDag['queue'][number] | undefined {
+  let index = rowIndexes.get(rows)
+  if (!index) {
+    index = new Map(rows.map((r) => [keyOf(r.asset!.name, r.asset!.uri), r]))
+    rowIndexes.set(rows, index)
+  }
+  return index.get(keyOf(asset.name, asset.uri))
 }
 
 /**
@@ -341,7 +353,7 @@ function explainPartitioned(
       }),
       aliases: [...context.aliases].filter(([, a]) => [...a.assetIds].some((id) => received.has(id))).map(([n]) => n),
     }
-    const result = evaluateTree(tree, (leaf) => leafQueued(leaf, queue))
+    const result = evaluateTree(tree, queuedLeaf(queue))
     return {partition: p, result, queue}
   })
   const keys = new Map<string, number>()
