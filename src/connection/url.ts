@@ -18,13 +18,32 @@ export function toDatabaseUrl(raw: string, origin: string): string {
   const scheme = match[1]!.toLowerCase()
   const canonical = `${scheme === 'postgres' ? 'postgresql' : scheme}://${url.slice(match[0].length)}`
   engineFor(canonical, origin)
+  let parsed: URL
   try {
-    new URL(canonical)
+    parsed = new URL(canonical)
   } catch {
     // Not echoed: an unescaped '/', '#' or '?' in the password is what usually breaks it.
     throw usageError(
       `${origin} is not a valid URL; percent-encode special characters in the user and password (/ as %2F, # as %23, ? as %3F, @ as %40).`,
     )
+  }
+
+  // The parts the driver decodes: a '%' not followed by two hex digits fails there, later and as
+  // an unexpected error. Named by part, never echoed (it may be the password).
+  const parts: Array<[string, string]> = [
+    ['user name', parsed.username],
+    ['password', parsed.password],
+    ['database name', parsed.pathname],
+    ['query string', parsed.search],
+  ]
+  for (const [part, value] of parts) {
+    try {
+      decodeURIComponent(value)
+    } catch {
+      throw usageError(
+        `${origin}: the ${part} holds a malformed percent-escape ('%' must be followed by two hex digits; write a literal % as %25).`,
+      )
+    }
   }
 
   return canonical

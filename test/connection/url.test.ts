@@ -31,6 +31,18 @@ describe('toDatabaseUrl', () => {
     expect(describeTarget('postgresql://airflow:pa/ss#w@db/airflow')).toBe('(unparseable URL)')
   })
 
+  it.each([
+    ['user name', 'postgresql://po%zzstgres@127.0.0.1:5432/x'],
+    ['password', 'postgresql://airflow:s3cr%t@db/airflow'],
+    ['database name', 'postgresql://airflow@db/air%flow'],
+    ['query string', 'postgresql://airflow@db/airflow?application_name=a%zb'],
+  ])('refuses a malformed percent-escape in the %s with exit 2, naming the part, never echoing it', (part, url) => {
+    const error = captureError(() => toDatabaseUrl(url, '--database-url'))
+    expect(error.exit).toBe(2)
+    expect(error.message).toContain(`the ${part} holds a malformed percent-escape`)
+    expect(error.message).not.toContain('s3cr')
+  })
+
   it('refuses a non-URL with exit 2 without echoing its password', () => {
     const error = captureError(() => toDatabaseUrl('sqlite:////tmp/x.db', '--database-url'))
     expect(error.exit).toBe(2)
