@@ -53,9 +53,23 @@ interface Encoded {
   [field: string]: unknown
 }
 
+/** Trees by the encoded condition they were parsed from: the store hands every item the same object per DAG hash. */
+const parsed = new WeakMap<object, ConditionTree>()
+
 /** The tree of an encoded condition (fields flat, or under `__var`); undefined without one. */
 export function parseCondition(encoded: unknown): ConditionTree | undefined {
   if (encoded === undefined || encoded === null) return undefined
+  if (typeof encoded === 'object') {
+    const known = parsed.get(encoded)
+    if (known) return known
+    const tree = parseTree(encoded)
+    parsed.set(encoded, tree)
+    return tree
+  }
+  return parseTree(encoded)
+}
+
+function parseTree(encoded: unknown): ConditionTree {
   const parse = (node: unknown): ConditionTree => {
     const n = (node ?? {}) as Encoded
     const fields = n.__var ?? n
