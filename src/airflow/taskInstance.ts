@@ -29,7 +29,11 @@ export interface TaskInstanceKey {
 }
 
 /** How an input names a task instance: by id, or by its natural key. */
-export type TaskInstanceRef = {tiId: string} | {key: TaskInstanceKey}
+/**
+ * A task instance named by id or by key. An id may carry the key its selection saw (`seen`), so
+ * an item that fails before its own read is still named by its key in every report.
+ */
+export type TaskInstanceRef = {tiId: string; seen?: TaskInstanceKey} | {key: TaskInstanceKey}
 
 /** What the unlocked read (protocol step 1) learns about a task instance and its run and DAG. */
 export interface TaskInstanceContext extends TaskInstanceKey {

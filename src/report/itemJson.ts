@@ -43,7 +43,9 @@ export const dryRunOutcomeNames: Readonly<Record<string, string>> = {
 
 /** An item in its JSON shape (snake_case, as Airflow's columns; docs/exit-codes-and-json.md). */
 export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
-  const key = item.ti ?? ('key' in item.ref ? {id: null, ...item.ref.key} : null)
+  // The key read by the item itself, else the one it was named by or its selection saw.
+  const key =
+    item.ti ?? ('key' in item.ref ? {id: null, ...item.ref.key} : item.ref.seen ? {id: null, ...item.ref.seen} : null)
   const result = item.result as {
     outcome: string
     previousState?: string | null

@@ -171,7 +171,11 @@ async function* take<T>(items: AsyncIterable<T>, limit: number): AsyncGenerator<
 }
 
 async function* mapItems(refs: AsyncIterable<SelectedRef>): AsyncGenerator<WorkItem> {
-  for await (const {tiId} of refs) yield {ref: {tiId}, outletEvents: []}
+  for await (const {tiId, row, key} of refs) {
+    const seen =
+      key ?? (row ? {dagId: row.dagId, runId: row.runId, taskId: row.taskId, mapIndex: row.mapIndex} : undefined)
+    yield {ref: seen ? {tiId, seen} : {tiId}, outletEvents: []}
+  }
 }
 
 /** The filter flags as the operator wrote them, for a message. */

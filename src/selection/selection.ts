@@ -1,3 +1,4 @@
+import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import {
   rangeOfRuns,
@@ -22,6 +23,8 @@ export interface SelectionFilter extends TaskInstanceFilter {
 export interface SelectedRef {
   tiId: string
   row?: SelectedTaskInstance
+  /** The key the selection saw, when it read one. */
+  key?: TaskInstanceKey
 }
 
 export const pageSize = 1000
@@ -64,9 +67,9 @@ export async function* selectTaskInstances(
     yield* readAhead(
       budget,
       pageSize,
-      (after: {n: number; id: string} | undefined, limit) =>
+      (after: {n: number; id: string; key: TaskInstanceKey} | undefined, limit) =>
         store.selectTaskInstanceIdsOfRuns(ex, filter, runs, after, limit),
-      (row) => ({tiId: row.id}),
+      (row) => ({tiId: row.id, key: row.key}),
     )
     if (runs.length < runPageSize) return
     afterRun = runs.at(-1)

@@ -153,7 +153,7 @@ export interface AirflowStore extends CatalogStore {
     runs: ReadonlyArray<{dagId: string; runId: string}>,
     after: {n: number; id: string} | undefined,
     limit: number,
-  ): Promise<Array<{n: number; id: string}>>
+  ): Promise<Array<{n: number; id: string; key: TaskInstanceKey}>>
   countTaskInstances(ex: Executor, filter: TaskInstanceFilter): Promise<number>
   /** The selection grouped by DAG, run and state (at most `maxGroups` groups, in key order). */
   summarizeTaskInstances(

@@ -1,4 +1,4 @@
-import type {TaskInstanceContext} from '../../airflow/taskInstance.js'
+import type {TaskInstanceContext, TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {TryEvidenceKind} from '../../airflow/tryEvidence.js'
 import type {Executor} from '../../engine/engine.js'
 import {Params, prepared, statement} from '../../engine/prepared.js'
@@ -227,17 +227,32 @@ export function selectTaskInstanceIdsOfRuns() {
     runs: ReadonlyArray<{dagId: string; runId: string}>,
     after: {n: number; id: string} | undefined,
     limit: number,
-  ): Promise<Array<{n: number; id: string}>> => {
+  ): Promise<Array<{n: number; id: string; key: TaskInstanceKey}>> => {
     const params = new Params()
     const keyset =
       after === undefined
         ? undefined
         : (p: Params) => `(page.n, ti.id) > (${p.add(after.n)}::bigint, ${p.add(after.id)}::uuid)`
     const from = filtered(filter, params, keyset, runs)
-    const rows = await ex.query<{n: string; id: string}>(
-      statement(`select page.n, ti.id ${from} order by page.n, ti.id limit ${params.add(limit)}::int`, params.values),
+    // The key too: an item that fails before its own read is still named by it.
+    const rows = await ex.query<{
+      n: string
+      id: string
+      dag_id: string
+      run_id: string
+      task_id: string
+      map_index: number
+    }>(
+      statement(
+        `select page.n, ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index ${from} order by page.n, ti.id limit ${params.add(limit)}::int`,
+        params.values,
+      ),
     )
-    return rows.map((row) => ({n: Number(row.n), id: row.id}))
+    return rows.map((row) => ({
+      n: Number(row.n),
+      id: row.id,
+      key: {dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index},
+    }))
   }
 }
 
