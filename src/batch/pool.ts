@@ -4,6 +4,12 @@ export interface BatchOptions<R> {
   /** Checked before each item is taken: true after SIGINT/SIGTERM. In-flight items finish. */
   shouldStop: () => boolean
   onResult: (result: R) => void
+  /**
+   * A result that says the server is gone (a connection-class failure the engine's retries did
+   * not survive): no new item is taken after it, the in-flight ones resolve, and the batch ends
+   * with `lost`, one event rather than a failure per item left.
+   */
+  lostServer?: (result: R) => boolean
 }
 
 /**
@@ -14,11 +20,11 @@ export async function runBatch<Item, R>(
   items: AsyncIterable<Item> | Iterable<Item>,
   work: (item: Item) => Promise<R>,
   options: BatchOptions<R>,
-): Promise<{interrupted: boolean}> {
+): Promise<{interrupted: boolean; lost: boolean}> {
   const iterator: AsyncIterator<Item> | Iterator<Item> =
     Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]()
   // Set by the workers, read after they all stopped.
-  const run: {interrupted: boolean; failure?: {error: unknown}} = {interrupted: false}
+  const run: {interrupted: boolean; lost: boolean; failure?: {error: unknown}} = {interrupted: false, lost: false}
   // Async generators queue concurrent next() calls, but a plain iterable may not: serialise them.
   let pulling: Promise<unknown> = Promise.resolve()
   const next = () => {
@@ -32,7 +38,7 @@ export async function runBatch<Item, R>(
   const worker = async () => {
     try {
       for (;;) {
-        if (run.failure) return
+        if (run.failure || run.lost) return
         if (options.shouldStop()) {
           run.interrupted = true
           return
@@ -40,7 +46,9 @@ export async function runBatch<Item, R>(
 
         const step = await next()
         if (step.done === true) return
-        options.onResult(await work(step.value))
+        const result = await work(step.value)
+        if (options.lostServer?.(result)) run.lost = true
+        options.onResult(result)
       }
     } catch (error) {
       run.failure ??= {error}
@@ -48,7 +56,8 @@ export async function runBatch<Item, R>(
   }
 
   await Promise.all(Array.from({length: Math.max(1, options.concurrency)}, worker))
-  if (run.interrupted || run.failure) await Promise.resolve(iterator.return?.(undefined)).catch(() => undefined)
+  if (run.interrupted || run.failure || run.lost)
+    await Promise.resolve(iterator.return?.(undefined)).catch(() => undefined)
   if (run.failure) throw run.failure.error
-  return {interrupted: run.interrupted}
+  return {interrupted: run.interrupted, lost: run.lost}
 }

@@ -42,7 +42,8 @@ export interface PreparedBatch<J extends {outcome: string}, Name extends string>
   notes?: readonly string[] | undefined
   /** Who holds a task instance's row: an item waiting for it longer than a second says so. */
   holderOf?: ((tiId: string) => Promise<RowHolder | undefined>) | undefined
-  run(hooks: BatchHooks<J, Name>): Promise<{tally: Tally<Name>; interrupted: boolean}>
+  /** `lost`: the server went away mid-batch; the items not yet taken were never reached. */
+  run(hooks: BatchHooks<J, Name>): Promise<{tally: Tally<Name>; interrupted: boolean; lost?: boolean}>
 }
 
 /** The settings every write batch shares: how many at once and each transaction's limits. */

@@ -210,7 +210,7 @@ export abstract class AirlockCommand<R> extends Command {
           output.status(wait && this.scrub(describeLockWait(wait)), wait && `${wait.label} ${wait.holder?.pid ?? ''}`),
         )
       : () => undefined
-    const {tally, interrupted} = await batch
+    const {tally, interrupted, lost} = await batch
       .run({
         shouldStop: this.interrupts.requested,
         onItem: (json, tally) => {
@@ -226,7 +226,13 @@ export abstract class AirlockCommand<R> extends Command {
       )
       .finally(stopWatching)
     for (const warning of tally.warnings()) this.note(warning)
-    const exit = interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit})
+    // The server went away: one event, exit 7, with what became of every item and how to go on.
+    if (lost) this.note(lostServerNote(tally.selected, batch.count))
+    const exit = lost
+      ? ExitCode.unreachable
+      : interrupted
+        ? ExitCode.interrupted
+        : tally.exit({explicit: batch.explicit})
     // A batch that is the whole command: its summary is the command's, so its exit stands from
     // here (a quiet batch is part of a command that settles its own exit).
     if (!options.quiet) this.settle(exit)
@@ -474,4 +480,10 @@ export async function newOutputName(name: string | undefined): Promise<string | 
   const unwritable = await whyNotWritable(expanded)
   if (unwritable) throw usageError(`--output: ${unwritable}. Nothing was written.`)
   return expanded
+}
+
+/** What a run cut short by a lost server says: what was done, what never started, how to go on. */
+function lostServerNote(taken: number, selected: number | null): string {
+  const never = selected === null ? '' : `, ${Math.max(0, selected - taken)} never reached`
+  return `the database server went away: ${taken} item${taken === 1 ? '' : 's'} taken (each committed, rolled back or failed as its line says)${never}; no new item was started. When the server is back, run the same command again (what committed is already_success, or not selected again), or resume with --checkpoint where the command has it.`
 }

@@ -1,4 +1,5 @@
 import {runBatch} from '../batch/pool.js'
+import {lostServer} from '../protocol/outcomes.js'
 import type {PreparedBatch, WriteOptions} from '../batch/prepared.js'
 import {Tally} from '../batch/tally.js'
 import {LineageSender} from '../lineage/lineage.js'
@@ -65,7 +66,7 @@ export async function prepareComplete(
         request.lineage && !write.plan
           ? new LineageSender(airflow, request.lineage, request.settings.airlockVersion, 'completed')
           : undefined
-      const {interrupted} = await runBatch(
+      const {interrupted, lost} = await runBatch(
         source.items,
         async (item: WorkItem) => {
           const input = {outletEvents: item.outletEvents}
@@ -76,13 +77,14 @@ export async function prepareComplete(
         {
           concurrency: write.concurrency,
           shouldStop,
+          lostServer,
           onResult(item) {
             tally.add(item)
             onItem(toItemJson(item), tally)
           },
         },
       )
-      return {tally, interrupted}
+      return {tally, interrupted, lost}
     },
   }
 }

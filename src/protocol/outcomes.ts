@@ -51,3 +51,10 @@ export interface ItemResult<O extends {outcome: string}> {
   /** What a committed (or dry-run) item did beyond its events, in its JSON shape (complete --continue-run: continue_run). */
   report?: Record<string, unknown>
 }
+
+/**
+ * An item that failed because the server could not be reached or the session was lost, after the
+ * engine's retries: the batch takes no new item after it (runBatch's `lostServer`).
+ */
+export const lostServer = (item: {result: {outcome: string; kind?: string | undefined}}): boolean =>
+  item.result.outcome === 'failed' && item.result.kind === 'unreachable'

@@ -1,6 +1,7 @@
 import {performance} from 'node:perf_hooks'
 
 import {runBatch} from '../batch/pool.js'
+import {lostServer} from '../protocol/outcomes.js'
 import type {BatchHooks, PreparedBatch, WriteOptions} from '../batch/prepared.js'
 import {Tally} from '../batch/tally.js'
 import {usageError} from '../errors.js'
@@ -232,7 +233,7 @@ async function replayMissing(
 ) {
   const tally = new Tally(replayOutcomes)
   const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
-  const {interrupted} = await runBatch(
+  const {interrupted, lost} = await runBatch(
     numbered,
     async ({item, sequence}) => {
       const result = write.plan
@@ -249,6 +250,7 @@ async function replayMissing(
     {
       concurrency: write.concurrency,
       shouldStop,
+      lostServer,
       onResult: (item) => {
         tally.add(item)
         onItem(toItemJson(item), tally)
@@ -256,7 +258,7 @@ async function replayMissing(
     },
   )
   await checkpoint.save()
-  return {tally, interrupted}
+  return {tally, interrupted, lost}
 }
 
 /** Event mode (by id or from a file): each event emitted again through its own transaction. */
