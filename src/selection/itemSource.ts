@@ -97,6 +97,11 @@ export async function openItemSource(
   if (fromFile) {
     const warnings: string[] = []
     const file = await openInputFile(fromFile, (message) => warnings.push(message))
+    // A pipeline's empty file (an audit that found nothing) stays exit 0, but is said, by name.
+    if (file.count === 0)
+      warnings.push(
+        `${fromFile === '-' ? 'standard input' : fromFile} holds no task instance (empty, or blank lines only): nothing to do`,
+      )
     const limit = filter.limit ?? Number.POSITIVE_INFINITY
     return {count: Math.min(file.count, limit), explicit: true, items: take(file.items(), limit), warnings}
   }

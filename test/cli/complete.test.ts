@@ -243,6 +243,25 @@ describe('airlock complete', () => {
     await fs.rm(dir, {recursive: true, force: true})
   })
 
+  it('an empty --from-file (0 bytes, blank lines, empty stdin) is exit 0 with a warning naming the file', async () => {
+    await threeRunningTasks()
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-empty-input-'))
+    try {
+      const empty = path.join(dir, 'findings.ndjson')
+      await fs.writeFile(empty, '\n  \n\n')
+      const human = await complete('--from-file', empty, '--yes')
+      expect(human.code).toBe(0)
+      expect(human.stderr).toContain(`warning: ${empty} holds no task instance`)
+      const json = await runCli(['complete', '--database-url', db.url, '--from-file', '-', '--yes', '--json'], {
+        stdin: '',
+      })
+      expect(json.code).toBe(0)
+      expect(envelope(json).warnings).toEqual([expect.stringContaining('standard input holds no task instance')])
+    } finally {
+      await fs.rm(dir, {recursive: true, force: true})
+    }
+  })
+
   it.each([
     [['--extra', '{not json'], '--extra'],
     [['--extra', '[1,2]'], '--extra'],
