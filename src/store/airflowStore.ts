@@ -265,7 +265,7 @@ export interface DownstreamFacts {
   stale: boolean
   importErrors: boolean
   maxActiveRuns: number | null
-  /** Queued and running runs of the DAG. */
+  /** Queued and running runs of the DAG, of every type (what the scheduler counts against max_active_runs). */
   activeRuns: number
   /** 3.2+: a partitioned timetable (queued through a partition mapper, not evaluated here). */
   partitioned: boolean
@@ -613,22 +613,10 @@ export interface ExplainEvent {
   sourceMapIndex: number | null
 }
 
-/** A DAG as `dags_needing_dagruns` reads it, with its queue rows. */
-export interface ExplainDag {
-  dagId: string
-  paused: boolean
-  stale: boolean
-  importErrors: boolean
-  maxActiveRuns: number | null
-  /** Its QUEUED and RUNNING runs of every type (what the scheduler counts against max_active_runs). */
-  activeRuns: number
-  /** 3.2+ `exceeds_max_non_backfill`. */
-  maxRunsFlag: boolean
-  partitioned: boolean
+/** A DAG as `dags_needing_dagruns` reads it (the preview's facts but its queue), with its queue rows and their events. */
+export interface ExplainDag extends Omit<DownstreamFacts, 'queued'> {
   /** Whether it has a serialized DAG at all. */
   serialized: boolean
-  /** `timetable.__var.asset_condition` of its latest serialized DAG. */
-  condition: unknown
   queue: Array<{
     assetId: number
     /** null: the asset row is gone (an orphan queue row). */
