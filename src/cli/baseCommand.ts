@@ -5,7 +5,7 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 import {redact} from '../connection/url.js'
 import type {Database, OpenOptions} from '../engine/engine.js'
 import type {StatementLog} from '../engine/engine.js'
-import {AirlockError, usageError} from '../errors.js'
+import {AirlockError, unreachableError, usageError} from '../errors.js'
 import {createLineFile, whyNotWritable} from '../output/lineFile.js'
 import {expandOutputName} from './outputName.js'
 import {ExitCode} from '../exitCodes.js'
@@ -226,13 +226,13 @@ export abstract class AirlockCommand<R> extends Command {
       )
       .finally(stopWatching)
     for (const warning of tally.warnings()) this.note(warning)
-    // The server went away: one event, exit 7, with what became of every item and how to go on.
-    if (lost) this.note(lostServerNote(tally.selected, batch.count))
-    const exit = lost
-      ? ExitCode.unreachable
-      : interrupted
-        ? ExitCode.interrupted
-        : tally.exit({explicit: batch.explicit})
+    // The server went away: one event, exit 7, reported as a batch the database cut short (the
+    // error envelope, or the stream's error line, with every item that finished).
+    if (lost) {
+      const error = lostServerError(tally.selected, batch.count)
+      this.failedAfter(error, options.quiet ? undefined : output.fail(tally, batch.dryRun, this.errorLine(error)))
+    }
+    const exit = interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit})
     // A batch that is the whole command: its summary is the command's, so its exit stands from
     // here (a quiet batch is part of a command that settles its own exit).
     if (!options.quiet) this.settle(exit)
@@ -483,7 +483,11 @@ export async function newOutputName(name: string | undefined): Promise<string | 
 }
 
 /** What a run cut short by a lost server says: what was done, what never started, how to go on. */
-function lostServerNote(taken: number, selected: number | null): string {
-  const never = selected === null ? '' : `, ${Math.max(0, selected - taken)} never reached`
-  return `the database server went away: ${taken} item${taken === 1 ? '' : 's'} taken (each committed, rolled back or failed as its line says)${never}; no new item was started. When the server is back, run the same command again (what committed is already_success, or not selected again), or resume with --checkpoint where the command has it.`
+function lostServerError(taken: number, selected: number): AirlockError {
+  return unreachableError(
+    `The database server went away during the batch: ${taken} item${taken === 1 ? '' : 's'} taken (each committed, rolled back or failed as its line says), ${Math.max(0, selected - taken)} never reached; no new item was started after the first that could not reach it.`,
+    [
+      'When the server is back, run the same command again: what committed is already_success (or no longer selected); --checkpoint resumes where the command has it.',
+    ],
+  )
 }
