@@ -5,6 +5,7 @@ import path from 'node:path'
 import {performance} from 'node:perf_hooks'
 
 import type {Executor, Statement} from '../engine/engine.js'
+import {statement} from '../engine/prepared.js'
 import {analyzeDatabase} from '../fixtures/admin.js'
 import {floorExport, openFloorClient} from '../fixtures/rawFloor.js'
 import {fillScaleWorld, scaleSeed, type ScaleWorldFacts} from '../fixtures/scaleWorld.js'
@@ -154,7 +155,7 @@ async function timeCommands(
   )
   const explainFloor = {...(await timeQueueScan(scratch.db.executor)), explainSeconds: commands.at(-1)!.seconds}
   // The rows go again: the commands below are timed on the world as it was.
-  await scratch.db.executor.query({text: 'delete from asset_dag_run_queue', values: []})
+  await scratch.db.executor.query(statement('delete from asset_dag_run_queue'))
   // A dry run over a window, across every DAG (--all-dags needs a filter to mean it).
   const overWindow = (command: string, since: Date, until?: Date) => [
     command,
@@ -196,27 +197,26 @@ async function timeCommands(
  * consumer is scheduled on by id but the newest one (3.0's key, one row per asset and DAG).
  */
 async function fillQueue(ex: Executor): Promise<{dags: number; rows: number}> {
-  await ex.query({
-    text: `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
+  await ex.query(
+    statement(`insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
            select r.asset_id, r.dag_id, now() from dag_schedule_asset_reference r
             where r.asset_id < (select max(m.asset_id) from dag_schedule_asset_reference m where m.dag_id = r.dag_id)
-           on conflict do nothing`,
-    values: [],
-  })
-  const [row] = await ex.query<{dags: number; rows: number}>({
-    text: `select count(distinct target_dag_id)::int as dags, count(*)::int as rows from asset_dag_run_queue`,
-    values: [],
-  })
+           on conflict do nothing`),
+  )
+  const [row] = await ex.query<{dags: number; rows: number}>(
+    statement(`select count(distinct target_dag_id)::int as dags, count(*)::int as rows from asset_dag_run_queue`),
+  )
   return row!
 }
 
 /** Every queue row with its asset's name and uri, read once in the bench's own process: what explain must at least read. */
 async function timeQueueScan(ex: Executor): Promise<{rows: number; scanSeconds: number}> {
   const started = performance.now()
-  const rows = await ex.query({
-    text: `select q.target_dag_id, q.created_at, a.name, a.uri from asset_dag_run_queue q join asset a on a.id = q.asset_id`,
-    values: [],
-  })
+  const rows = await ex.query(
+    statement(
+      `select q.target_dag_id, q.created_at, a.name, a.uri from asset_dag_run_queue q join asset a on a.id = q.asset_id`,
+    ),
+  )
   return {rows: rows.length, scanSeconds: (performance.now() - started) / 1000}
 }
 

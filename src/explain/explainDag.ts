@@ -6,13 +6,14 @@ import {
   type ConditionTree,
   type QueuedAssets,
 } from '../airflow/assetCondition.js'
-import type {
-  ExplainAsset,
-  ExplainDag,
-  ExplainEvent,
-  ExplainPage,
-  ExplainPartition,
-  ExplainRun,
+import {
+  assetKey,
+  type ExplainAsset,
+  type ExplainDag,
+  type ExplainEvent,
+  type ExplainPage,
+  type ExplainPartition,
+  type ExplainRun,
 } from '../store/airflowStore.js'
 import {exclusionsOf, maxRunsFlagReason, type ExclusionBlock} from '../protocol/downstream.js'
 
@@ -130,7 +131,12 @@ interface PageContext {
   aliases: Map<string, {assetIds: Set<number>; lastEvent: ExplainEvent | null}>
 }
 
-const keyOf = (name: string, uri: string) => JSON.stringify([name, uri])
+const keyOf = (name: string, uri: string) => assetKey({name, uri})
+
+/** The aliases linked to any of these assets: what an alias leaf is satisfied by. */
+function linkedAliases(ids: ReadonlySet<number>, context: PageContext): string[] {
+  return [...context.aliases].filter(([, alias]) => [...alias.assetIds].some((id) => ids.has(id))).map(([name]) => name)
+}
 
 function pageContext(page: ExplainPage): PageContext {
   const context: PageContext = {
@@ -235,7 +241,7 @@ function queuedAssets(rows: ExplainDag['queue'], context: PageContext): QueuedAs
   const ids = new Set(rows.map((r) => r.assetId))
   return {
     assets: rows.map((r) => r.asset!),
-    aliases: [...context.aliases].filter(([, alias]) => [...alias.assetIds].some((id) => ids.has(id))).map(([n]) => n),
+    aliases: linkedAliases(ids, context),
   }
 }
 
@@ -351,7 +357,7 @@ function explainPartitioned(
         const asset = context.byId.get(id)
         return asset ? [{name: asset.name, uri: asset.uri, active: asset.active}] : []
       }),
-      aliases: [...context.aliases].filter(([, a]) => [...a.assetIds].some((id) => received.has(id))).map(([n]) => n),
+      aliases: linkedAliases(received, context),
     }
     const result = evaluateTree(tree, queuedLeaf(queue))
     return {partition: p, result, queue}
