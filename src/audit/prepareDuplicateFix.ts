@@ -1,9 +1,10 @@
 import {runBatch} from '../batch/pool.js'
 import type {PreparedBatch} from '../batch/prepared.js'
 import {Tally} from '../batch/tally.js'
-import {runTransaction} from '../engine/transaction.js'
+import {runTransaction, type Failed} from '../engine/transaction.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
+import {lostServer} from '../protocol/outcomes.js'
 import {noLogSubject} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import type {DuplicateGroup} from './auditEvents.js'
@@ -70,15 +71,16 @@ export function prepareDuplicateFix(
     warnings: [],
     async run({shouldStop, onItem}) {
       const tally = new Tally(fixOutcomes)
-      const {interrupted} = await runBatch(groups, (group) => fixGroup(airflow, group, options), {
+      const {interrupted, lost} = await runBatch(groups, (group) => fixGroup(airflow, group, options), {
         concurrency: 1,
         shouldStop,
-        onResult(fix) {
+        lostServer: ({failure}) => failure !== undefined && lostServer({result: failure}),
+        onResult({fix}) {
           tally.add({result: {outcome: fix.outcome}, events: 0, queued: 0, warnings: []})
           onItem(fix, tally)
         },
       })
-      return {tally, interrupted}
+      return {tally, interrupted, lost}
     },
   }
 }
@@ -87,7 +89,7 @@ async function fixGroup(
   airflow: Pick<AirflowDatabase, 'db' | 'store'>,
   group: DuplicateGroup,
   options: {dryRun: boolean; lockTimeoutMs: number; statementTimeoutMs: number; airlockVersion: string},
-): Promise<GroupFix> {
+): Promise<{fix: GroupFix; failure?: Failed}> {
   const {db, store} = airflow
   const identity = auditIdentity()
   let seen = {consumed: [] as number[], pending: [] as number[], named: [] as number[], changed: [] as number[]}
@@ -143,8 +145,9 @@ async function fixGroup(
     changed: seen.changed,
   }
   const none = {refused_consumed: [], refused_pending: [], refused_named: [], changed: []}
-  if (result.outcome === 'failed') return {...base, ...none, outcome: 'failed', error: result.message}
-  if (result.outcome === 'removed') return {...base, removed: result.removed, outcome: 'removed'}
-  if (result.outcome === 'skipped_busy') return {...base, ...none, outcome: 'skipped_busy'}
-  return {...base, outcome: result.outcome}
+  if (result.outcome === 'failed')
+    return {fix: {...base, ...none, outcome: 'failed', error: result.message}, failure: result}
+  if (result.outcome === 'removed') return {fix: {...base, removed: result.removed, outcome: 'removed'}}
+  if (result.outcome === 'skipped_busy') return {fix: {...base, ...none, outcome: 'skipped_busy'}}
+  return {fix: {...base, outcome: result.outcome}}
 }

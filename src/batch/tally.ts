@@ -2,7 +2,7 @@ import {ExitCode, worstItemExit} from '../exitCodes.js'
 
 /** What a tally needs of an item, whichever writer produced it. */
 export interface Countable<Name extends string = string> {
-  result: {outcome: Name}
+  result: {outcome: Name; commitUnknown?: boolean}
   events: number
   queued: number
   warnings: string[]
@@ -25,6 +25,8 @@ export type Summary<Name extends string> = {selected: number} & Record<Name, num
  */
 export class Tally<Name extends string = string> {
   selected = 0
+  /** Failed items whose COMMIT was sent when the connection was lost: done or not, unknown. */
+  commitUnknown = 0
   eventsCreated = 0
   runsQueued = 0
   readonly counts = new Map<Name, number>()
@@ -37,6 +39,7 @@ export class Tally<Name extends string = string> {
   add(item: Countable<Name>): void {
     this.selected++
     this.counts.set(item.result.outcome, (this.counts.get(item.result.outcome) ?? 0) + 1)
+    if (item.result.commitUnknown) this.commitUnknown++
     this.eventsCreated += item.events
     this.runsQueued += item.queued
     for (const warning of item.warnings) this.warningCounts.set(warning, (this.warningCounts.get(warning) ?? 0) + 1)

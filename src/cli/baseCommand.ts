@@ -17,6 +17,7 @@ import {confirmBulkWrite} from './confirm.js'
 import {databaseFailureOf} from './databaseFailures.js'
 import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
 import {Interrupts} from './interrupt.js'
+import {resumeCaveats, resumeCommand} from './resumeCommand.js'
 import {LockWaits, watchLockWaits} from '../protocol/lockWaits.js'
 import {planCaveat} from '../protocol/plan.js'
 import {describeLockWait, renderBreakdown, type BatchReport} from './renderItems.js'
@@ -228,10 +229,8 @@ export abstract class AirlockCommand<R> extends Command {
     for (const warning of tally.warnings()) this.note(warning)
     // The server went away: one event, exit 7, reported as a batch the database cut short (the
     // error envelope, or the stream's error line, with every item that finished).
-    if (lost) {
-      const error = lostServerError(tally.selected, batch.count)
-      this.failedAfter(error, options.quiet ? undefined : output.fail(tally, batch.dryRun, this.errorLine(error)))
-    }
+    const error = lost && lostServerError(tally, batch.count, this.resumeAdvice())
+    if (error) this.failedAfter(error, !options.quiet && output.fail(tally, batch.dryRun, this.errorLine(error)))
     const exit = interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit})
     // A batch that is the whole command: its summary is the command's, so its exit stands from
     // here (a quiet batch is part of a command that settles its own exit).
@@ -273,6 +272,14 @@ export abstract class AirlockCommand<R> extends Command {
       process.stderr.write(
         `Stopped at once by a second signal: ${partial ? `${partial.summary.selected} item(s) had finished (above)` : 'no item had finished'}; transactions still open were rolled back by the server. Running the same command again is safe.\n`,
       )
+    }
+  }
+
+  /** The operator's own command line, to take up a run the server cut short. */
+  private resumeAdvice(): {command: string; caveats: string[]} {
+    return {
+      command: this.scrub(resumeCommand(this.config.bin, this.id ?? '', this.argv)),
+      caveats: resumeCaveats(this.argv),
     }
   }
 
@@ -482,12 +489,21 @@ export async function newOutputName(name: string | undefined): Promise<string | 
   return expanded
 }
 
-/** What a run cut short by a lost server says: what was done, what never started, how to go on. */
-function lostServerError(taken: number, selected: number): AirlockError {
+/**
+ * What a run cut short by a lost server says: how many items were done, failed (and of those,
+ * left unknown by a COMMIT in flight) and never reached, and the command that takes it up.
+ */
+function lostServerError(tally: Tally, selected: number, resume: {command: string; caveats: string[]}): AirlockError {
+  const failed = tally.counts.get('failed') ?? 0
+  const unknown =
+    tally.commitUnknown > 0
+      ? ` (${tally.commitUnknown} unknown: the COMMIT was sent and the connection lost; the next run reads whether it committed)`
+      : ''
   return unreachableError(
-    `The database server went away during the batch: ${taken} item${taken === 1 ? '' : 's'} taken (each committed, rolled back or failed as its line says), ${Math.max(0, selected - taken)} never reached; no new item was started after the first that could not reach it.`,
+    `The database server went away during the batch: of ${selected} selected, ${tally.selected - failed} done, ${failed} failed${unknown}, ${Math.max(0, selected - tally.selected)} never reached. No new item was started after the first that could not reach it; each line above says what became of its item.`,
     [
-      'When the server is back, run the same command again: what committed is already_success (or no longer selected); --checkpoint resumes where the command has it.',
+      `When the server is back, run the same command again: every item is rechecked under its lock, so what committed reads already_success or is no longer selected${resume.caveats.length > 0 ? ` (${resume.caveats.join('; ')})` : ''}.`,
+      `Resume with: ${resume.command}`,
     ],
   )
 }

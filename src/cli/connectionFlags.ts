@@ -7,6 +7,7 @@ import type {ResolvedConnection} from '../connection/profiles.js'
 import {resolveConnection} from '../connection/resolve.js'
 import {passwordOf} from '../connection/url.js'
 import type {OpenOptions} from '../engine/engine.js'
+import {parseDuration} from './parseInput.js'
 import {sandboxHome, sandboxUrl} from '../sandbox/sandbox.js'
 
 /** The connection flags every database command takes. */
@@ -33,6 +34,14 @@ export const connectionFlags = {
     helpGroup: 'CONNECTION',
     exclusive: ['database-url', 'profile', 'env'],
   }),
+  'connect-timeout': Flags.string({
+    description:
+      'How long to wait for the server to answer a new connection (500ms, 10s, 1m). A batch whose server stops answering ends within it plus the retries (a few hundred milliseconds), never in proportion to the items left. Also AIRLOCK_CONNECT_TIMEOUT.',
+    env: 'AIRLOCK_CONNECT_TIMEOUT',
+    default: '10s',
+    helpGroup: 'CONNECTION',
+    helpValue: 'DURATION',
+  }),
   'assume-version': Flags.string({
     description: `For an alembic head airlock does not know (a patch release newer than airlock): treat the database as the newest release airlock knows of this Airflow line (${releasedLines.join(', ')}). airlock still checks every column it depends on and refuses a mismatch; ignored when airlock knows the head.`,
     env: 'AIRLOCK_ASSUME_VERSION',
@@ -54,6 +63,7 @@ export interface ConnectionFlagValues {
   profile?: string | undefined
   env?: string | undefined
   embedded?: boolean | undefined
+  'connect-timeout'?: string | undefined
   'assume-version'?: string | undefined
 }
 
@@ -64,6 +74,11 @@ export async function openFromFlags(
   remember: (secret: string) => void,
 ): Promise<OpenedDatabase & {notes: string[]}> {
   const notes: string[] = []
+  // Read before anything starts (the sandbox included): a bad value is exit 2 with nothing done.
+  const connectTimeoutMs =
+    flags['connect-timeout'] === undefined
+      ? options.connectTimeoutMs
+      : parseDuration(flags['connect-timeout'], '--connect-timeout (or AIRLOCK_CONNECT_TIMEOUT)', 600_000)
   let connection: ResolvedConnection
   if (flags.embedded) {
     const {url, started} = await sandboxUrl(sandboxHome())
@@ -82,7 +97,11 @@ export async function openFromFlags(
   const password = passwordOf(connection.url)
   if (password) remember(password)
   return {
-    ...(await openDatabase(connection, {...options, warn: options.warn ?? ((message) => notes.push(message))})),
+    ...(await openDatabase(connection, {
+      ...options,
+      ...(connectTimeoutMs === undefined ? {} : {connectTimeoutMs}),
+      warn: options.warn ?? ((message) => notes.push(message)),
+    })),
     notes,
   }
 }

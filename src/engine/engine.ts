@@ -85,6 +85,12 @@ export interface ClassifiedError {
   code: string | null
   /** `unreachable` because nothing answered before the connect timeout. */
   connectTimeout?: boolean
+  /**
+   * A connection-class failure another attempt may survive: the session was lost (reset,
+   * terminated, admin shutdown) or the server refused a new one for now (too many connections,
+   * starting or shutting down). Not a connect timeout: asking again would wait it out again.
+   */
+  connectionLost?: boolean
 }
 
 export interface OpenOptions {

@@ -38,8 +38,8 @@ export function retryingReads(
         } catch (error) {
           // A server that does not answer at all is not asked again: each try would wait the
           // whole connect timeout.
-          const {kind, connectTimeout} = db.classify(error)
-          const again = (kind === 'unreachable' && !connectTimeout) || kind === 'retryable'
+          const {kind, connectionLost} = db.classify(error)
+          const again = connectionLost === true || kind === 'retryable'
           if (!again || attempt >= policy.maxAttempts) throw error
           await sleep(backoffDelay(policy, attempt))
         }

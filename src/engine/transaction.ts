@@ -4,7 +4,14 @@ import type {Database, ErrorClass, Executor, TransactionLocals} from './engine.j
 import {backoffDelay, defaultRetryPolicy, sleep, type RetryPolicy} from './retry.js'
 
 /** An item that could not be done: after the last retry, or for a reason no retry fixes. */
-export type Failed = {outcome: 'failed'; sqlstate: string | null; message: string; kind?: ErrorClass}
+export type Failed = {
+  outcome: 'failed'
+  sqlstate: string | null
+  message: string
+  kind?: ErrorClass
+  /** The COMMIT was sent and the connection lost before its answer, and no re-read could tell. */
+  commitUnknown?: boolean
+}
 
 /** What one run of the work decided: keep what it wrote, or undo it and report an outcome. */
 export type Decision<O> = {commit: O} | {rollback: O}
@@ -96,12 +103,17 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
         break
       }
 
-      return done({outcome: 'failed', sqlstate: step.code, message: step.reason, kind: step.kind}, attempt)
+      // A session that could not be had again after the retries: the server is gone, whatever
+      // the last attempt's words were (a full server is as gone to this batch as a closed port).
+      const kind = step.connectionLost ? 'unreachable' : step.kind
+      return done({outcome: 'failed', sqlstate: step.code, message: step.reason, kind}, attempt)
     }
   }
 }
 
-type AttemptStep<O> = {done: O | Failed} | {kind: ErrorClass; code: string | null; reason: string; retryable: boolean}
+type AttemptStep<O> =
+  | {done: O | Failed}
+  | {kind: ErrorClass; code: string | null; reason: string; retryable: boolean; connectionLost: boolean}
 
 /** One transaction of the work: its outcome, or why it failed and whether that is worth retrying. */
 async function attemptOnce<O>(
@@ -141,14 +153,17 @@ async function attemptOnce<O>(
   } catch (error) {
     work.settled?.()
     if (error instanceof RollbackWith) return {done: error.outcome as O}
-    const {kind, code} = db.classify(error)
+    const {kind, code, connectionLost = false} = db.classify(error)
     const reason = error instanceof Error ? error.message : String(error)
     if (committing !== undefined) return {done: await resolveLostCommit(db, work, committing, code, reason)}
+    // A lost session before COMMIT was sent: the server rolled the transaction back, so running
+    // it again from its first statement is as safe as after a deadlock.
     return {
       kind,
       code,
       reason,
-      retryable: kind === 'retryable' || kind === 'lock_timeout' || work.retryAlso?.(error) === true,
+      connectionLost,
+      retryable: kind === 'retryable' || kind === 'lock_timeout' || connectionLost || work.retryAlso?.(error) === true,
     }
   }
 }
@@ -168,10 +183,14 @@ async function resolveLostCommit<O>(
       message: `connection lost during COMMIT (${reason}); a re-read shows nothing was committed: safe to run again`,
     }
   } catch {
+    // Nothing can be known until the server answers again: the batch stops here as for any
+    // lost server, and the next run's own read finds what this COMMIT did.
     return {
       outcome: 'failed',
       sqlstate: code,
-      message: `connection lost during COMMIT (${reason}) and the database could not be re-read: outcome unknown; ${work.unknownCommitAdvice}`,
+      message: `unknown: the COMMIT was sent and the connection lost (${reason}), and the database could not be re-read; ${work.unknownCommitAdvice}`,
+      kind: 'unreachable',
+      commitUnknown: true,
     }
   }
 }

@@ -10,7 +10,7 @@ import {LineageSender} from '../lineage/lineage.js'
 import {lineageWarnings, type LineageSettings} from '../lineage/settings.js'
 import {plannerOf, planProtocol} from '../protocol/plan.js'
 import {runProtocol} from '../protocol/protocol.js'
-import {toItemJson, type ItemJson} from '../report/itemJson.js'
+import {errorJson, toItemJson, type ErrorJson, type ItemJson} from '../report/itemJson.js'
 import {readFindingsFile, type FindingsInput} from '../selection/findingsFile.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
 import type {WorkItem} from '../selection/workItem.js'
@@ -55,7 +55,7 @@ export interface EventItemJson {
   events: number
   queued: number
   timings: {total_ms: number}
-  error?: {sqlstate: string | null; message: string}
+  error?: ErrorJson
 }
 
 export interface ReplayRequest {
@@ -267,7 +267,7 @@ async function replayEvents(
   request: ReplayRequest,
   checkpoint: Checkpoint,
   {shouldStop, onItem}: BatchHooks<ItemJson | EventItemJson, ReplayOutcomeName>,
-): Promise<{tally: Tally<ReplayOutcomeName>; interrupted: boolean}> {
+): Promise<{tally: Tally<ReplayOutcomeName>; interrupted: boolean; lost: boolean}> {
   const {mode, write} = request
   if (mode.kind === 'missing') throw new Error('replayEvents is for event mode')
   const tally = new Tally(replayOutcomes)
@@ -285,7 +285,7 @@ async function replayEvents(
     actor: request.actor,
   } as const
   const numbered = withSequence(works, (work) => work.cursor, checkpoint)
-  const {interrupted} = await runBatch(
+  const {interrupted, lost} = await runBatch(
     numbered,
     async ({item: work, sequence}) => {
       const started = performance.now()
@@ -307,6 +307,7 @@ async function replayEvents(
     {
       concurrency: write.concurrency,
       shouldStop,
+      lostServer,
       onResult: (item) => {
         tally.add(item)
         onItem(toEventItemJson(item, write.dryRun), tally)
@@ -314,7 +315,7 @@ async function replayEvents(
     },
   )
   await checkpoint.save()
-  return {tally, interrupted}
+  return {tally, interrupted, lost}
 }
 
 async function* emptyItems(): AsyncGenerator<WorkItem> {}
@@ -347,8 +348,10 @@ function toEventItemJson(item: EventItem, dryRun: boolean): EventItemJson {
     events: item.events,
     queued: item.queued,
     timings: {total_ms: Math.round(item.totalMs * 100) / 100},
-    ...('message' in result && result.message
-      ? {error: {sqlstate: 'sqlstate' in result ? result.sqlstate : null, message: result.message}}
-      : {}),
+    ...(result.outcome === 'failed'
+      ? {error: errorJson(result)}
+      : 'message' in result && result.message
+        ? {error: {sqlstate: null, message: result.message}}
+        : {}),
   }
 }

@@ -1,4 +1,18 @@
-import type {ItemResult} from '../protocol/outcomes.js'
+import type {Failed, ItemResult} from '../protocol/outcomes.js'
+
+/** A failed item's error in its JSON shape: the server's code, what happened, and whether a COMMIT was left unknown. */
+export interface ErrorJson {
+  sqlstate: string | null
+  message: string
+  /** The COMMIT was sent and the connection lost: the next run's read finds whether it committed. */
+  commit_unknown?: true
+}
+
+export const errorJson = (failed: Failed): ErrorJson => ({
+  sqlstate: failed.sqlstate ?? null,
+  message: failed.message,
+  ...(failed.commitUnknown ? {commit_unknown: true} : {}),
+})
 
 export interface ItemJson {
   ti_id: string | null
@@ -17,7 +31,7 @@ export interface ItemJson {
     stamp_to_commit_ms: number | null
     total_ms: number
   }
-  error?: {sqlstate: string | null; message: string}
+  error?: ErrorJson
   /** Why an item was refused (inactive_outlet: which assets). */
   detail?: string
   /** complete --continue-run: the downstream task instances cleared and the run's state. */
@@ -71,7 +85,7 @@ export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
       stamp_to_commit_ms: item.timings.stampToCommitMs === null ? null : ms(item.timings.stampToCommitMs),
       total_ms: ms(item.timings.totalMs),
     },
-    ...(result.outcome === 'failed' ? {error: {sqlstate: result.sqlstate ?? null, message: result.message ?? ''}} : {}),
+    ...(item.result.outcome === 'failed' ? {error: errorJson(item.result as Failed)} : {}),
     ...(result.detail ? {detail: result.detail} : {}),
     ...item.report,
   }

@@ -310,9 +310,21 @@ describe('engineFor: the engine seam', () => {
   })
 
   it('classifies failures by code: a reset connection and a refused login are the network and the server, not a bug', () => {
+    // A lost connection, or a server full for now, is worth another attempt; a wrong password is not.
     expect(classifyDatabaseError(Object.assign(new Error('read ECONNRESET'), {code: 'ECONNRESET'}))).toEqual({
       kind: 'unreachable',
       code: null,
+      connectionLost: true,
+    })
+    expect(classifyDatabaseError(Object.assign(new Error('terminating connection'), {code: '57P01'}))).toEqual({
+      kind: 'unreachable',
+      code: '57P01',
+      connectionLost: true,
+    })
+    expect(classifyDatabaseError(Object.assign(new Error('too many clients already'), {code: '53300'}))).toEqual({
+      kind: 'login',
+      code: '53300',
+      connectionLost: true,
     })
     expect(classifyDatabaseError(Object.assign(new Error('password authentication failed'), {code: '28P01'}))).toEqual({
       kind: 'login',

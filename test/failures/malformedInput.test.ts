@@ -107,6 +107,7 @@ describe('malformed input is never exit 1 and writes nothing', () => {
     ['explain --asset', (v: string) => ['explain', '--database-url', db.url, '--asset', v]],
     ['export-events --since', (v: string) => ['export-events', '--database-url', db.url, '--since', v]],
     ['--profile', (v: string) => ['doctor', '--profile', v]],
+    ['--connect-timeout', (v: string) => ['doctor', '--database-url', db.url, '--connect-timeout', v]],
   ])('%s', async (what, argv) => {
     await fc.assert(
       fc.asyncProperty(argvValue, async (value) => {
@@ -121,6 +122,7 @@ describe('malformed input is never exit 1 and writes nothing', () => {
   it.each([
     ['AIRLOCK_PROFILE', (v: string) => ({AIRLOCK_PROFILE: v})],
     ['AIRLOCK_ASSUME_VERSION', (v: string) => ({AIRLOCK_ASSUME_VERSION: v})],
+    ['AIRLOCK_CONNECT_TIMEOUT', (v: string) => ({AIRLOCK_CONNECT_TIMEOUT: v})],
     ['AIRFLOW__DATABASE__SQL_ALCHEMY_CONN', (v: string) => ({AIRFLOW__DATABASE__SQL_ALCHEMY_CONN: v})],
     ['AIRFLOW__CORE__MULTI_TEAM', (v: string) => ({AIRFLOW__CORE__MULTI_TEAM: v})],
   ])('the environment variable %s', async (what, env) => {

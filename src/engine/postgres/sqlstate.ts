@@ -67,6 +67,9 @@ const sessionLostSqlStates: ReadonlySet<string> = new Set([
 ])
 const sessionLostClasses = ['08', '53']
 
+/** Logins the server refuses for now, not for good: it is full, starting up or shutting down. */
+const refusedForNowSqlStates: ReadonlySet<string> = new Set([SqlState.cannotConnectNow, SqlState.tooManyConnections])
+
 /**
  * node-postgres's own errors for a connection that broke or never came up carry no code. They are
  * the driver's English strings (client.js, connection.js, pg-pool), not the server's localised
@@ -135,12 +138,13 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
   if (code !== null) {
     if (retryableSqlStates.has(code)) return {kind: 'retryable', code}
     if (code === SqlState.lockNotAvailable) return {kind: 'lock_timeout', code}
+    if (refusedForNowSqlStates.has(code)) return {kind: 'login', code, connectionLost: true}
     if (loginSqlStates.has(code)) return {kind: 'login', code}
     if (code === SqlState.objectNotInPrerequisiteState && severityOf(error) === 'FATAL') return {kind: 'login', code}
     if (code === SqlState.insufficientPrivilege) return {kind: 'permission', code}
     if (code === SqlState.queryCanceled) return {kind: 'timeout', code}
     if (sessionLostSqlStates.has(code) || sessionLostClasses.includes(code.slice(0, 2)))
-      return {kind: 'unreachable', code}
+      return {kind: 'unreachable', code, connectionLost: true}
     return {kind: 'other', code}
   }
 
@@ -148,8 +152,8 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
   if (isMissingPassword(error)) return {kind: 'login', code: null}
   if (isConnectTimeout(error)) return {kind: 'unreachable', code: null, connectTimeout: true}
   const driverMessage = error instanceof Error && driverConnectionMessages.includes(error.message)
-  if (networkErrnos.has(errno) || driverMessage || isTlsVerificationError(error))
-    return {kind: 'unreachable', code: null}
+  if (isTlsVerificationError(error)) return {kind: 'unreachable', code: null}
+  if (networkErrnos.has(errno) || driverMessage) return {kind: 'unreachable', code: null, connectionLost: true}
   return {kind: 'other', code: null}
 }
 
