@@ -163,11 +163,15 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     const report: EventAuditReport = {counts, findings: kept, omitted, fix, ...(file ? {output_file: file.path} : {})}
     const failOn = (flags['fail-on'] as AuditClass[] | undefined) ?? defaultFailOn
     const failedFix = fix?.groups.some((g) => g.outcome === 'failed')
+    const audited = Object.values(counts).reduce((sum, n) => sum + n, 0)
     const exit = failedFix
       ? ExitCode.partialFailure
-      : failOn.some((cls) => counts[cls] > 0)
-        ? ExitCode.auditFindings
-        : ExitCode.ok
+      : this.exitUnlessEmpty(
+          flags,
+          audited === 0,
+          'no event, task instance or queue row matched',
+          failOn.some((cls) => counts[cls] > 0) ? ExitCode.auditFindings : ExitCode.ok,
+        )
     // The summary says the outcome: a signal from here on keeps this exit.
     this.settle(exit)
     const summary = JSON.stringify({type: 'summary', counts, fix})

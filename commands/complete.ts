@@ -153,7 +153,11 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       // A plan runs on SELECT alone, in a read-only session.
       ...(flags.plan ? {readOnly: true} : {writes: flags['continue-run'] ? 'complete --continue-run' : 'complete'}),
     })
-    return this.writeBatch(await prepareComplete(airflow, request), {yes: flags.yes, outputFile: flags.output})
+    return this.writeBatch(await prepareComplete(airflow, request), {
+      yes: flags.yes,
+      outputFile: flags.output,
+      failIfEmpty: flags['fail-if-empty'],
+    })
   }
 
   protected render(report: BatchReport): string {

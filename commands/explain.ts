@@ -4,6 +4,7 @@ import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {parseDuration} from '../src/cli/parseInput.js'
 import {prose} from '../src/cli/prose.js'
+import {failIfEmptyFlag} from '../src/cli/selectionFlags.js'
 import {renderExplainedDag, renderExplainSummary} from '../src/cli/renderExplain.js'
 import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
@@ -68,6 +69,7 @@ queue row whose asset is gone). --fail-on makes a finding exit 6, for cron.`)
       multiple: true,
       options: [...findingKinds],
     }),
+    ...failIfEmptyFlag,
     ndjson: Flags.boolean({
       description: 'Stream one JSON line per DAG, then a summary line.',
       exclusive: ['json'],
@@ -100,7 +102,12 @@ queue row whose asset is gone). --fail-on makes a finding exit 6, for cron.`)
       else this.emit(`${renderExplainedDag(dag, this.now)}\n`)
     })
     const failOn = (flags['fail-on'] ?? []) as FindingKind[]
-    const exit = failOn.some((kind) => summary.findings[kind] > 0) ? ExitCode.auditFindings : ExitCode.ok
+    const exit = this.exitUnlessEmpty(
+      flags,
+      summary.dags === 0,
+      'no asset-scheduled DAG matched',
+      failOn.some((kind) => summary.findings[kind] > 0) ? ExitCode.auditFindings : ExitCode.ok,
+    )
     this.settle(exit)
     if (flags.ndjson) this.emit(JSON.stringify({type: 'summary', ...summary}))
     return {result: {summary, dags}, exit}

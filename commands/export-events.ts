@@ -10,6 +10,7 @@ import {requireAssets} from '../src/selection/assetFilter.js'
 import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
 import {usageError} from '../src/errors.js'
+import {ExitCode} from '../src/exitCodes.js'
 import {exportEvents} from '../src/export/exportEvents.js'
 import {createProgress} from '../src/output/progress.js'
 import {prose} from '../src/cli/prose.js'
@@ -92,6 +93,7 @@ airlock replay-events --from-file … --skip-existing against production.`)
     }
 
     return {
+      exit: this.exitUnlessEmpty(flags, result.exported === 0, 'no event matched', ExitCode.ok),
       result: {
         exported: result.exported,
         output: output ?? 'stdout',

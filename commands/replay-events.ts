@@ -131,7 +131,11 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       lockTimeoutMs: write.lockTimeoutMs,
       ...(flags.plan ? {readOnly: true} : {writes: 'replay-events'}),
     })
-    return this.writeBatch(await prepareReplay(airflow, request), {yes: flags.yes, outputFile: flags.output})
+    return this.writeBatch(await prepareReplay(airflow, request), {
+      yes: flags.yes,
+      outputFile: flags.output,
+      failIfEmpty: flags['fail-if-empty'],
+    })
   }
 
   protected render(report: BatchReport<ItemJson | EventItemJson>): string {

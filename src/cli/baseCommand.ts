@@ -18,6 +18,7 @@ import {databaseFailureOf} from './databaseFailures.js'
 import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
 import {Interrupts} from './interrupt.js'
 import {resumeCaveats, resumeCommand} from './resumeCommand.js'
+import {emptySelectionNote} from './selectionFlags.js'
 import {LockWaits, watchLockWaits} from '../protocol/lockWaits.js'
 import {planCaveat} from '../protocol/plan.js'
 import {describeLockWait, renderBreakdown, type BatchReport} from './renderItems.js'
@@ -166,7 +167,7 @@ export abstract class AirlockCommand<R> extends Command {
    */
   protected async writeBatch<J extends {outcome: string}, Name extends string>(
     batch: PreparedBatch<J, Name>,
-    options: {yes: boolean; outputFile?: string | undefined; quiet?: boolean},
+    options: {yes: boolean; outputFile?: string | undefined; quiet?: boolean; failIfEmpty?: boolean},
   ): Promise<CommandOutcome<BatchReport<J>>> {
     const outputFile = await newOutputName(options.outputFile)
     for (const warning of batch.warnings) this.note(warning)
@@ -231,7 +232,7 @@ export abstract class AirlockCommand<R> extends Command {
     // error envelope, or the stream's error line, with every item that finished).
     const error = lost && lostServerError(tally, batch.count, this.resumeAdvice())
     if (error) this.failedAfter(error, !options.quiet && output.fail(tally, batch.dryRun, this.errorLine(error)))
-    const exit = interrupted ? ExitCode.interrupted : tally.exit({explicit: batch.explicit})
+    const exit = this.batchExit(tally, batch, interrupted, options.failIfEmpty === true)
     // A batch that is the whole command: its summary is the command's, so its exit stands from
     // here (a quiet batch is part of a command that settles its own exit).
     if (!options.quiet) this.settle(exit)
@@ -273,6 +274,36 @@ export abstract class AirlockCommand<R> extends Command {
         `Stopped at once by a second signal: ${partial ? `${partial.summary.selected} item(s) had finished (above)` : 'no item had finished'}; transactions still open were rolled back by the server. Running the same command again is safe.\n`,
       )
     }
+  }
+
+  /** A finished batch's exit: 130 when interrupted, 4 for an empty selection under --fail-if-empty, else its items'. */
+  private batchExit<Name extends string>(
+    tally: Tally<Name>,
+    batch: {count: number; label: string; explicit: boolean},
+    interrupted: boolean,
+    failIfEmpty: boolean,
+  ): ExitCode {
+    if (interrupted) return ExitCode.interrupted
+    if (failIfEmpty && batch.count === 0) {
+      this.note(emptySelectionNote(`${batch.label} selected nothing`))
+      return ExitCode.notFound
+    }
+    return tally.exit({explicit: batch.explicit})
+  }
+
+  /**
+   * --fail-if-empty for a command that reports its own exit: exit 4, said in a warning, when its
+   * selection matched nothing; otherwise the exit it decided.
+   */
+  protected exitUnlessEmpty(
+    flags: {'fail-if-empty'?: boolean},
+    empty: boolean,
+    what: string,
+    exit: ExitCode,
+  ): ExitCode {
+    if (!flags['fail-if-empty'] || !empty) return exit
+    this.note(emptySelectionNote(what))
+    return ExitCode.notFound
   }
 
   /** The operator's own command line, to take up a run the server cut short. */

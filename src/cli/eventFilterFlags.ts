@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {checkRange, parseWindowBound} from './parseInput.js'
+import {failIfEmptyFlag} from './selectionFlags.js'
 
 /** The event selection of export-events and audit-events: time window, source DAG, assets. */
 export const eventFilterFlags = {
@@ -18,6 +19,7 @@ export const eventFilterFlags = {
     multiple: true,
     helpGroup: 'SELECTION',
   }),
+  ...failIfEmptyFlag,
 }
 
 export function eventFilterFromFlags(flags: {

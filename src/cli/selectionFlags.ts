@@ -7,6 +7,22 @@ import {checkRange, parseShard, parseTaskInstanceRef, parseWindowBound} from './
 /** PostgreSQL's integer: numbers beyond it are refused before any query (not by the server, in SQL's words). */
 export const maxInt4 = 2_147_483_647
 
+/**
+ * For scripts that must tell "nothing matched" from "done": every command that selects takes it.
+ * Without it an empty selection is exit 0 (a cron's quiet night), said in a warning.
+ */
+export const failIfEmptyFlag = {
+  'fail-if-empty': Flags.boolean({
+    description:
+      'Exit 4 when the selection is empty (nothing matched), for scripts that must know; without it an empty selection is exit 0 with a warning.',
+    default: false,
+    helpGroup: 'SELECTION',
+  }),
+}
+
+/** What --fail-if-empty says when it decides the exit. */
+export const emptySelectionNote = (what: string) => `--fail-if-empty: ${what}: exit 4`
+
 /** The selection flags, shared by every command that works on task instances. */
 export const selectionFlags = {
   'ti-id': Flags.string({
@@ -62,6 +78,7 @@ export const selectionFlags = {
     description: 'K/N: only the K-th of N hash partitions, so N hosts can share one backfill without overlap.',
     helpGroup: 'SELECTION',
   }),
+  ...failIfEmptyFlag,
 }
 
 export interface SelectionFlagValues {
@@ -76,6 +93,7 @@ export interface SelectionFlagValues {
   limit?: number | undefined
   shard?: string | undefined
   'all-dags'?: boolean | undefined
+  'fail-if-empty'?: boolean | undefined
 }
 
 export function selectionFromFlags(flags: SelectionFlagValues): SelectionRequest {
