@@ -24,8 +24,17 @@ export interface PreparedBatch<J extends {outcome: string}, Name extends string>
   count: number
   /** A filter selection's runs and states, shown before the question and in a dry run's report. */
   breakdown?: SelectionBreakdown | undefined
-  /** The question: "Mark 12 task instances as success?" is {action: 'mark', noun: 'task instances as success'}. */
-  prompt: {action: string; noun: string; /** Asked whatever the count (a delete). */ always?: boolean}
+  /**
+   * The question: "Mark 12 task instances as success?" is {action: 'mark', noun: 'task instances
+   * as success'}. `changing`: how many of the items the write would change, where the selection
+   * can tell (the rest it leaves as they are): the question's number, and none asked when 0.
+   */
+  prompt: {
+    action: string
+    noun: string
+    /** Asked whatever the count (a delete). */ always?: boolean
+    changing?: number | undefined
+  }
   /** The progress line's label. */
   label: string
   /** Outcomes that are not problems: the human table lists the first items, then only problems. */

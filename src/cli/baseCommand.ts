@@ -7,6 +7,7 @@ import type {Database, OpenOptions} from '../engine/engine.js'
 import type {StatementLog} from '../engine/engine.js'
 import {AirlockError, unreachableError, usageError} from '../errors.js'
 import {createLineFile, whyNotWritable} from '../output/lineFile.js'
+import {tableWidth} from '../output/width.js'
 import {expandOutputName} from './outputName.js'
 import {ExitCode} from '../exitCodes.js'
 import type {Tally} from '../batch/tally.js'
@@ -98,14 +99,9 @@ export abstract class AirlockCommand<R> extends Command {
     process.stdout.write(`\u001B[2J\u001B[H${text}\n`)
   }
 
-  /** The width human tables fit: the terminal's when stdout or stderr is one, else unbounded. */
+  /** The width human tables fit: COLUMNS when set, else the terminal's, else unbounded (tableWidth). */
   protected get terminalWidth(): number | undefined {
-    const columns = process.stdout.isTTY
-      ? process.stdout.columns
-      : process.stderr.isTTY
-        ? process.stderr.columns
-        : undefined
-    return columns && columns > 0 ? columns : undefined
+    return tableWidth(process.env, process.stdout, process.stderr)
   }
 
   /** Whether stdout is a terminal a person watches. */
@@ -173,12 +169,13 @@ export abstract class AirlockCommand<R> extends Command {
     for (const warning of batch.warnings) this.note(warning)
     for (const note of batch.notes ?? []) this.progress(note)
     // What a filter reaches, before anyone is asked to confirm it or a dry run lists its items.
-    const asking = !options.yes && !batch.dryRun && (batch.count > 1 || Boolean(batch.prompt.always))
+    const asking = !options.yes && !batch.dryRun && ((batch.prompt.changing ?? batch.count) > 1 || batch.prompt.always)
     if (batch.breakdown && this.outputMode === 'human' && (asking || batch.dryRun) && batch.count > 0) {
       process.stderr.write(`${this.scrub(renderBreakdown(batch.breakdown, batch.count, this.terminalWidth))}\n\n`)
     }
     await confirmBulkWrite({
       count: batch.count,
+      changing: batch.prompt.changing,
       action: batch.prompt.action,
       noun: batch.prompt.noun,
       yes: options.yes,

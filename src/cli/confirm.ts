@@ -9,6 +9,8 @@ import {interruptedError} from './interrupt.js'
  */
 export async function confirmBulkWrite(options: {
   count: number
+  /** Of `count`, how many the write would change (the rest left as they are), where known. */
+  changing?: number | undefined
   action: string
   noun: string
   yes: boolean
@@ -17,9 +19,13 @@ export async function confirmBulkWrite(options: {
   /** Ask even for one item: a delete is asked about however small it is. */
   always?: boolean
 }): Promise<void> {
-  if (options.yes || options.dryRun || options.count === 0 || (options.count === 1 && !options.always)) return
+  const asked = options.changing ?? options.count
+  if (options.yes || options.dryRun || asked === 0 || (asked === 1 && !options.always)) return
+  // The number asked about is what would change; the rest of the selection is said beside it.
+  const rest = options.count - asked
+  const what = `${asked} ${options.noun}${rest > 0 ? ` (of ${options.count} selected; the other ${rest} would be left as they are)` : ''}`
   if (options.machineOutput || !process.stdin.isTTY) {
-    throw usageError(`Refusing to ${options.action} ${options.count} ${options.noun} without confirmation.`, [
+    throw usageError(`Refusing to ${options.action} ${what} without confirmation.`, [
       options.always ? 'Pass --yes to confirm.' : 'Pass --yes to confirm (or --dry-run to see what would happen).',
     ])
   }
@@ -30,7 +36,7 @@ export async function confirmBulkWrite(options: {
   try {
     answer = await confirm(
       {
-        message: `${capitalise(options.action)} ${options.count} ${options.noun}?`,
+        message: `${capitalise(options.action)} ${what}?`,
         default: false,
         theme: promptTheme(),
       },

@@ -1,3 +1,4 @@
+import type {StoredState} from '../airflow/taskInstance.js'
 import {runBatch} from '../batch/pool.js'
 import {lostServer} from '../protocol/outcomes.js'
 import type {PreparedBatch, WriteOptions} from '../batch/prepared.js'
@@ -8,6 +9,7 @@ import {plannerOf, planProtocol} from '../protocol/plan.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
+import type {SelectionBreakdown} from '../selection/selection.js'
 import type {WorkItem} from '../selection/workItem.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {completeOutcomes, completeWriter, type CompleteSettings} from './completeWriter.js'
@@ -44,7 +46,11 @@ export async function prepareComplete(
   return {
     count: source.count,
     breakdown: source.breakdown,
-    prompt: {action: 'mark', noun: 'task instances as success'},
+    prompt: {
+      action: 'mark',
+      noun: 'task instances as success',
+      changing: wouldChange(source.count, source.breakdown, request.settings.fromStates),
+    },
     label: 'complete',
     doneOutcomes: ['completed', 'would_complete', 'already_success'],
     explicit: source.explicit,
@@ -87,4 +93,25 @@ export async function prepareComplete(
       return {tally, interrupted, lost}
     },
   }
+}
+
+/**
+ * How many selected task instances are in a --from-state state, so a completion would change
+ * them (the others end already_success or conflict, untouched), where the breakdown holds the
+ * whole selection; undefined where it does not (an explicit list, a breakdown cut short).
+ */
+function wouldChange(
+  count: number,
+  breakdown: SelectionBreakdown | undefined,
+  fromStates: readonly StoredState[],
+): number | undefined {
+  if (!breakdown || breakdown.truncated) return undefined
+  const taken = new Set<string>(fromStates.map((state) => state ?? 'none'))
+  let listed = 0
+  let changing = 0
+  for (const run of breakdown.runs) {
+    listed += run.task_instances
+    for (const [state, n] of Object.entries(run.states)) if (taken.has(state)) changing += n
+  }
+  return listed === count ? changing : undefined
 }

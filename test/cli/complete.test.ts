@@ -174,6 +174,44 @@ describe('airlock complete', () => {
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
 
+  it('the refusal counts what would change: the task instances in a --from-state state, of those selected; none to change is no question', async () => {
+    await scenario(db.knex).producer('etl', {tasks: 5, outlets: 1}).build()
+    const run = await db.knex('task_instance').where({dag_id: 'etl'}).first('run_id')
+    const ids = await db.knex('task_instance').where({dag_id: 'etl'}).orderBy('task_id').pluck('id')
+    await db.knex('task_instance').whereIn('id', ids.slice(0, 3)).update({state: 'success'})
+    const footprint = await writeFootprint(db.knex)
+    const refused = await complete('--dag-id', 'etl', '--run-id', run!.run_id as string)
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain(
+      'Refusing to mark 2 task instances as success (of 5 selected; the other 3 would be left as they are) without confirmation.',
+    )
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+
+    // All already success: nothing would change, so nothing is asked; each item says so, exit 0.
+    await db.knex('task_instance').whereIn('id', ids).update({state: 'success'})
+    const settled = await complete('--dag-id', 'etl', '--run-id', run!.run_id as string, '--json')
+    expect(settled.code, settled.stderr).toBe(0)
+    expect((envelope(settled) as {result: {summary: Record<string, number>}}).result.summary).toMatchObject({
+      selected: 5,
+      already_success: 5,
+      completed: 0,
+    })
+  })
+
+  it('piped output honours COLUMNS when set, and keeps every value whole when not', async () => {
+    const dagId = `etl_${'long_name_'.repeat(8)}`
+    await scenario(db.knex).producer(dagId, {tasks: 2, outlets: 1}).build()
+    const args = ['complete', '--database-url', db.url, '--dag-id', dagId, '--yes', '--dry-run']
+    const narrow = await runCli(args, {env: {COLUMNS: '80'}})
+    expect(narrow.code, narrow.stderr).toBe(0)
+    const lines = narrow.stdout.split('\n').filter((line) => line.includes('task_1'))
+    expect(lines).toHaveLength(1)
+    expect(lines[0]!.length).toBeLessThanOrEqual(80)
+    expect(lines[0]).toContain('…')
+    const whole = await runCli(args)
+    expect(whole.stdout.split('\n').find((line) => line.includes('task_1'))).toContain(dagId)
+  })
+
   it('a lock held past --lock-timeout: the item fails after retries, exit 5, nothing written', async () => {
     const world = await scenario(db.knex).producer('etl', {outlets: 2}).build()
     const target = world.ti('etl')
