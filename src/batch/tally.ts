@@ -16,6 +16,8 @@ export type Summary<Name extends string> = {selected: number} & Record<Name, num
     events_created: number
     runs_queued: number
     dry_run: boolean
+    /** A run stopped early (a signal, a lost server): the selected items never taken. */
+    not_reached?: number
   }
 
 /**

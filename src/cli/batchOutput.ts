@@ -37,7 +37,8 @@ export class BatchOutput<J extends ItemLike> {
   constructor(
     private readonly mode: OutputMode,
     label: string,
-    total: number | null,
+    /** The selection's size, where known: what an interrupted run never reached is the rest of it. */
+    private readonly total: number | null,
     private readonly doneOutcomes: readonly string[],
     private readonly emit: (line: string) => void,
     /** Every item, whatever the mode keeps: the --output file. */
@@ -105,6 +106,8 @@ export class BatchOutput<J extends ItemLike> {
   ): BatchReport<J> {
     this.progress.stop()
     const summary = tally.summary(dryRun)
+    // `selected` counts the items taken; a run stopped early says how many of the selection it never took.
+    if (interrupted && this.total !== null) summary.not_reached = Math.max(0, this.total - tally.selected)
     const downstream = this.sawDownstream ? this.downstream.summary() : undefined
     const lineage = this.lineage.size > 0 ? Object.fromEntries(this.lineage) : undefined
     const line = JSON.stringify({

@@ -168,14 +168,16 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
   const counts = Object.entries(s)
     .filter(
       ([key, value]) =>
-        typeof value === 'number' && !['selected', 'events_created', 'runs_queued'].includes(key) && value > 0,
+        typeof value === 'number' &&
+        !['selected', 'events_created', 'runs_queued', 'not_reached'].includes(key) &&
+        value > 0,
     )
     .map(
       ([key, value]) =>
         `${value.toLocaleString('en-US')} ${((s.dry_run && dryRunOutcomeNames[key]) || key).replaceAll('_', ' ')}`,
     )
   parts.push(
-    `${report.plan ? 'PLAN (read-only: nothing written, no row locked): ' : s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${plural(s.selected as number, noun)} selected: ` +
+    `${report.plan ? 'PLAN (read-only: nothing written, no row locked): ' : s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${selectedPhrase(s, noun)}: ` +
       `${counts.join(', ') || 'nothing to do'}; ${plural(s.events_created as number, 'event')}, ${report.plan ? 'the consumers under Downstream' : plural(s.runs_queued as number, 'queue row')}.` +
       (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
   )
@@ -184,6 +186,14 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
   if (lineage) parts.push(lineage)
   if (report.downstream && report.downstream.length > 0) parts.push(renderDownstream(report.downstream, s.dry_run))
   return parts.join('\n\n')
+}
+
+/** "12 task instances selected", or for a run stopped early "189 … selected, 179 done, 10 not reached". */
+function selectedPhrase(s: BatchReport['summary'], noun: string): string {
+  const taken = s.selected as number
+  const notReached = s.not_reached as number | undefined
+  if (notReached === undefined) return `${plural(taken, noun)} selected`
+  return `${plural(taken + notReached, noun)} selected, ${taken.toLocaleString('en-US')} done, ${notReached.toLocaleString('en-US')} not reached`
 }
 
 /** "OpenLineage COMPLETE events: 3 sent, 1 failed (…)."; nothing when lineage was off throughout. */

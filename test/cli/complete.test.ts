@@ -458,12 +458,14 @@ describe('airlock complete', () => {
       expect(code).toBe(130)
       const out = JSON.parse(stdout) as {
         status: number
-        result: {interrupted: boolean; summary: {selected: number; conflict: number}}
+        result: {interrupted: boolean; summary: {selected: number; conflict: number; not_reached: number}}
       }
       expect(out.status).toBe(130)
       expect(out.result.interrupted).toBe(true)
       expect(out.result.summary.conflict).toBe(1)
       expect(out.result.summary.selected).toBeLessThan(3 + 1)
+      // What was never taken is counted: the summary accounts for the whole selection.
+      expect(out.result.summary.selected + out.result.summary.not_reached).toBe(3)
     })
   })
 
