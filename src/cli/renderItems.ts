@@ -127,7 +127,8 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
         (item.error ? `: ${item.error.sqlstate ?? ''} ${item.error.message}`.trimEnd() : ''),
       item.events,
       item.queued,
-      item.timings.lock_hold_ms.toFixed(2),
+      // A plan takes no lock: there is no hold to measure, not a hold of 0.
+      report.plan ? '—' : item.timings.lock_hold_ms.toFixed(2),
       item.timings.total_ms.toFixed(1),
     ])
     .sort((a, b) => String(a[0]).localeCompare(String(b[0])))
@@ -178,7 +179,7 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
     )
   parts.push(
     `${report.plan ? 'PLAN (read-only: nothing written, no row locked): ' : s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${selectedPhrase(s, noun)}: ` +
-      `${counts.join(', ') || 'nothing to do'}; ${plural(s.events_created as number, 'event')}, ${report.plan ? 'the consumers under Downstream' : plural(s.runs_queued as number, 'queue row')}.` +
+      `${counts.join(', ') || 'nothing to do'}; ${plural(s.events_created as number, 'event')}, ${plural(s.runs_queued as number, 'queue row')}${report.plan ? ` planned${report.downstream?.length ? ' (what they make ready: Downstream, below)' : ''}` : ''}.` +
       (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
   )
   if (report.plan) parts.push(`Plan: ${report.plan}.`)

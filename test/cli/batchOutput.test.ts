@@ -2,7 +2,7 @@ import {describe, expect, it} from 'vitest'
 
 import {Tally} from '../../src/batch/tally.js'
 import {BatchOutput} from '../../src/cli/batchOutput.js'
-import {renderBatch} from '../../src/cli/renderItems.js'
+import {renderBatch, type BatchReport} from '../../src/cli/renderItems.js'
 import {ExitCode} from '../../src/exitCodes.js'
 
 const outcomes = {completed: ExitCode.ok, already_success: ExitCode.ok, failed: ExitCode.partialFailure}
@@ -21,7 +21,7 @@ function stoppedAfter(selected: number, taken: number, interrupted: boolean) {
     }
     tally.add(item)
   }
-  return output.finish(tally, false, interrupted)
+  return output.finish(tally, false, interrupted) as BatchReport
 }
 
 describe('the summary of a run stopped early', () => {

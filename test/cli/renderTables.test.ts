@@ -84,3 +84,31 @@ describe('tables keep the task id and map index visible', () => {
     expect(text).toContain('Selected 8,964 task instances in more than 30 runs')
   })
 })
+
+describe('a plan says what it plans and marks what it cannot measure', () => {
+  const planned = (downstream: boolean) =>
+    renderBatch({
+      summary: {dry_run: true, selected: 2, completed: 2, events_created: 4, runs_queued: 3},
+      items: [item('an_task_7', -1), item('an_task_12', -1)].map((i) => ({
+        ...i,
+        outcome: 'would_complete',
+        timings: {...i.timings, lock_hold_ms: 0},
+      })),
+      plan: 'a plan reads, it writes nothing',
+      ...(downstream
+        ? {downstream: [{dag_id: 'report', ready: true, waiting_for: [], satisfied: ['a'], assets: 1, items: 2}]}
+        : {}),
+    } as Parameters<typeof renderBatch>[0])
+
+  it('the planned queue rows in the summary, and no lock hold where no lock is taken', () => {
+    const text = planned(true)
+    expect(text).toContain('4 events, 3 queue rows planned (what they make ready: Downstream, below).')
+    const row = lines(text).find((line) => line.includes('an_task_7'))!
+    expect(row).toContain('—')
+    expect(row).not.toContain('0.00')
+  })
+
+  it('without a downstream preview the summary points nowhere', () => {
+    expect(planned(false)).toContain('4 events, 3 queue rows planned.')
+  })
+})
