@@ -26,6 +26,7 @@ export const unitTests = [
   'test/connection/resolve.test.ts',
   'test/connection/url.test.ts',
   'test/report/itemJson.test.ts',
+  'test/docs/readmeInstall.test.ts',
   'test/docs/storeMethods.test.ts',
   'test/docs/supportedVersions.test.ts',
   'test/engine/statementLog.test.ts',
