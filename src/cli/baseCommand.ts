@@ -2,7 +2,7 @@ import type {Writable} from 'node:stream'
 
 import {Command, Flags, type Interfaces} from '@oclif/core'
 
-import {redact} from '../connection/url.js'
+import {passwordOf, redact} from '../connection/url.js'
 import type {Database, OpenOptions} from '../engine/engine.js'
 import type {StatementLog} from '../engine/engine.js'
 import {AirlockError, unreachableError, usageError} from '../errors.js'
@@ -337,6 +337,12 @@ export abstract class AirlockCommand<R> extends Command {
       // The flags did not parse, so the mode comes from the raw arguments: a script that asked for
       // --json still gets its error as an envelope.
       if (this.argv.includes('--json')) this.outputMode = 'json'
+      // oclif's messages quote flag values ("--database-url=postgresql://u:pw@h/db cannot also be
+      // provided when using --embedded"): a URL's password is scrubbed like any other secret.
+      for (const arg of this.argv) {
+        const password = passwordOf(arg.startsWith('--') ? arg.slice(arg.indexOf('=') + 1) : arg)
+        if (password) this.secrets.add(password)
+      }
       if (error instanceof AirlockError) throw error
       const first = (error instanceof Error ? error.message : String(error))
         .replace(/\s+/g, ' ')

@@ -361,6 +361,25 @@ describe('airlock doctor', () => {
     expect(out).toMatchObject({status: 2, error: {code: 'USAGE'}})
   })
 
+  it('a refused flag combination that echoes a --database-url never prints its password', async () => {
+    for (const url of [
+      'postgresql://airflow:Sup3rSecretPw@db/airflow',
+      'postgresql://db/airflow?password=Sup3rSecretPw',
+    ])
+      for (const args of [
+        ['--embedded', '--database-url', url],
+        ['--embedded', `--database-url=${url}`],
+      ]) {
+        const human = await runCli(['doctor', ...args])
+        expect(human.code, args.join(' ')).toBe(2)
+        expect(human.stderr, args.join(' ')).toContain('--database-url')
+        expect(human.stdout + human.stderr, args.join(' ')).not.toContain('Sup3rSecretPw')
+        const json = await runCli(['doctor', ...args, '--json'])
+        expect(json.code).toBe(2)
+        expect(json.stdout + json.stderr, args.join(' ')).not.toContain('Sup3rSecretPw')
+      }
+  })
+
   it('exits 2 when no database is configured, naming the ways to configure one', async () => {
     const result = await runCli(['doctor'])
     expect(result.code).toBe(2)
