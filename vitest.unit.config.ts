@@ -27,6 +27,7 @@ export const unitTests = [
   'test/report/itemJson.test.ts',
   'test/docs/storeMethods.test.ts',
   'test/docs/supportedVersions.test.ts',
+  'test/docs/windowFlags.test.ts',
   'test/engine/statementLog.test.ts',
   'test/lineage/settings.test.ts',
   'test/lineage/staticUuid.test.ts',
