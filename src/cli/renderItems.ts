@@ -8,8 +8,8 @@ import type {SelectionBreakdown} from '../selection/selection.js'
 const detailRows = 20
 
 /** `dag/run/task[map]`, as far as the item names it. */
-const itemLabel = (item: ItemJson) =>
-  `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${item.map_index !== null && item.map_index >= 0 ? `[${item.map_index}]` : ''}`
+export const itemLabel = (item: Partial<Pick<ItemJson, 'ti_id' | 'dag_id' | 'run_id' | 'task_id' | 'map_index'>>) =>
+  `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${(item.map_index ?? -1) >= 0 ? `[${item.map_index}]` : ''}`
 
 /** Runs listed before a bulk write; the rest are summed up in one line. */
 const breakdownRows = 20
@@ -74,6 +74,7 @@ export interface BatchReport<J = ItemJson> {
   downstream?: DownstreamSummary[]
   /** Committed items' OpenLineage COMPLETE events by what became of them (sent, failed, would_send, disabled). */
   lineage?: Record<string, number>
+  /** The first failed item and why: `dag/run/task[map]: why`. */
   lineage_first_failure?: string
 }
 
@@ -186,7 +187,10 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
   return parts.join('\n\n')
 }
 
-/** "OpenLineage COMPLETE events: 3 sent, 1 failed (…)."; nothing when lineage was off throughout. */
+/**
+ * "OpenLineage COMPLETE events: 3 sent, 1 failed (first failure: etl/r1/load: HTTP 400; …).";
+ * nothing when lineage was off throughout.
+ */
 function lineageLine(report: BatchReport): string | undefined {
   if (!report.lineage || ('disabled' in report.lineage && Object.keys(report.lineage).length === 1)) return undefined
   const counts = Object.entries(report.lineage).map(([kind, n]) => `${n} ${kind.replace('_', ' ')}`)

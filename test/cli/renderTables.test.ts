@@ -1,6 +1,8 @@
 import {describe, expect, it} from 'vitest'
 
 import type {Finding} from '../../src/audit/auditEvents.js'
+import {Tally} from '../../src/batch/tally.js'
+import {BatchOutput} from '../../src/cli/batchOutput.js'
 import {renderEventAudit, type EventAuditReport} from '../../src/cli/renderEventAudit.js'
 import {renderBatch, renderBreakdown} from '../../src/cli/renderItems.js'
 import type {ItemJson} from '../../src/report/itemJson.js'
@@ -82,5 +84,28 @@ describe('tables keep the task id and map index visible', () => {
     // 20 runs of 10 listed: 8,764 remain, in at least the 10 more runs the breakdown counted.
     expect(text).toContain('… and 8,764 more task instances in at least 10 more runs')
     expect(text).toContain('Selected 8,964 task instances in more than 30 runs')
+  })
+})
+
+describe('the OpenLineage line of a batch', () => {
+  it('names the first failure by its task instance and says why, without repeating "failed"', () => {
+    const output = new BatchOutput<ItemJson>('json', 'complete', 3, ['completed'], () => undefined)
+    const tally = new Tally({completed: 0})
+    const lineageOf = (task: string, mapIndex: number, lineage: string) => {
+      const json = {...item(task, mapIndex), lineage}
+      tally.add({result: {outcome: 'completed'}, events: 2, queued: 1, warnings: []})
+      output.add(json, tally)
+    }
+    lineageOf('an_task_1', -1, 'sent')
+    lineageOf('an_task_7', 3, 'failed (ECONNREFUSED after 3 attempts)')
+    lineageOf('an_task_9', -1, 'failed (HTTP 400)')
+    const report = output.finish(tally, false, false)
+    expect(report.lineage).toEqual({sent: 1, failed: 2})
+    expect(report.lineage_first_failure).toBe(`${dag}/${run}/an_task_7[3]: ECONNREFUSED after 3 attempts`)
+    const text = renderBatch(report)
+    expect(text).toContain(
+      `OpenLineage COMPLETE events: 1 sent, 2 failed (first failure: ${dag}/${run}/an_task_7[3]: ECONNREFUSED after 3 attempts; the completions stand).`,
+    )
+    expect(text).not.toMatch(/failure: failed/)
   })
 })
