@@ -5,7 +5,7 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 import {passwordOf, redact} from '../connection/url.js'
 import type {Database, OpenOptions} from '../engine/engine.js'
 import type {StatementLog} from '../engine/engine.js'
-import {AirlockError, unreachableError, usageError} from '../errors.js'
+import {AirlockError, isDoctorAction, unreachableError, usageError} from '../errors.js'
 import {createLineFile, whyNotWritable} from '../output/lineFile.js'
 import {expandOutputName} from './outputName.js'
 import {ExitCode} from '../exitCodes.js'
@@ -436,7 +436,7 @@ export abstract class AirlockCommand<R> extends Command {
           name: error.name,
           code: error.code,
           message: this.scrub(error.message),
-          actions: error.actions.map((a) => this.scrub(a)),
+          actions: this.actionsFor(error.actions).map((a) => this.scrub(a)),
         },
       }
     }
@@ -449,7 +449,7 @@ export abstract class AirlockCommand<R> extends Command {
           name: 'AirlockError',
           code: known.code,
           message: this.scrub(known.message),
-          actions: [...known.actions],
+          actions: this.actionsFor(known.actions),
         },
       }
     }
@@ -464,6 +464,11 @@ export abstract class AirlockCommand<R> extends Command {
         actions: ['Re-run with AIRLOCK_DEBUG=1 for the stack trace and report it.'],
       },
     }
+  }
+
+  /** What to do next, without "run airlock doctor" when the command that failed is doctor. */
+  private actionsFor(actions: readonly string[]): string[] {
+    return this.id === 'doctor' ? actions.filter((action) => !isDoctorAction(action)) : [...actions]
   }
 
   private writeStdout(text: string): void {

@@ -338,6 +338,20 @@ describe('airlock doctor', () => {
     expect(result.stdout + result.stderr).not.toContain('Sup3rSecretPw')
   })
 
+  it('a failing doctor never tells the operator to run doctor; the other commands still do', async () => {
+    const url = 'postgresql://airflow@127.0.0.1:1/airflow'
+    const doctor = await runCli(['doctor', '--database-url', url])
+    expect(doctor.code).toBe(7)
+    expect(doctor.stderr).toContain('Cannot connect')
+    expect(doctor.stderr).not.toContain('airlock doctor')
+    const json = envelope(await runCli(['doctor', '--database-url', url, '--json'])) as {error: {actions: string[]}}
+    expect(json.error.actions.filter((action) => action.includes('airlock doctor'))).toEqual([])
+    // Other commands keep the advice: doctor is where their connection is checked.
+    const exported = await runCli(['export-events', '--database-url', url])
+    expect(exported.code).toBe(7)
+    expect(exported.stderr).toContain('airlock doctor shows which connection setting is in use')
+  })
+
   it("reads Airflow's own AIRFLOW__DATABASE__SQL_ALCHEMY_CONN (psycopg2 style) and says so", async () => {
     const database = await createTestDatabase('3.2', 1)
     databases.push(database)
