@@ -82,7 +82,7 @@ export interface BatchReport<J = ItemJson> {
 export function renderEventItems(
   items: ReadonlyArray<{
     source: string
-    asset: string
+    asset: string | null
     outcome: string
     new_event_id: number | null
     existing_event_id: number | null

@@ -579,6 +579,17 @@ describe('replay-events by id and from a file; export-events', () => {
     expect(missing.code).toBe(4)
   })
 
+  it('an --event-id that does not exist is an item naming that id, with no asset', async () => {
+    const result = await cli('replay-events', '--event-id', '999998', '--event-id', '999999', '--yes', '--json')
+    expect(result.code).toBe(4)
+    const items = (envelope(result) as {result: {items: Array<Record<string, unknown>>}}).result.items
+    expect(items.map((item) => [item.event_id, item.outcome, item.asset])).toEqual([
+      [999998, 'not_found', null],
+      [999999, 'not_found', null],
+    ])
+    expect(items[0]).toMatchObject({source: 'event 999998', source_dag_id: null, new_event_id: null})
+  })
+
   it('a mistyped --dag-id or --task-id of a missing-events selection is exit 4, never a clean zero', async () => {
     const world = await scenario(db.knex)
       .producer('typo_etl', {tasks: 2, outlets: 1, state: 'success', emitted: true, workerLog: true})
