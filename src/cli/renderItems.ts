@@ -83,6 +83,10 @@ export function renderEventItems(
   items: ReadonlyArray<{
     source: string
     asset: string | null
+    source_dag_id: string | null
+    source_run_id: string | null
+    source_task_id: string | null
+    source_map_index: number | null
     outcome: string
     new_event_id: number | null
     existing_event_id: number | null
@@ -94,6 +98,8 @@ export function renderEventItems(
   return renderTable(
     [
       keyColumn('from'),
+      // The task instance that produced the event, named as the other tables name one.
+      keyColumn('task instance'),
       {header: 'asset', keep: true, middle: true},
       {header: 'outcome', keep: true},
       'new event',
@@ -101,6 +107,14 @@ export function renderEventItems(
     ],
     items.map((item) => [
       item.source,
+      item.source_task_id === null
+        ? null
+        : itemLabel({
+            dag_id: item.source_dag_id,
+            run_id: item.source_run_id,
+            task_id: item.source_task_id,
+            map_index: item.source_map_index,
+          }),
       item.asset,
       item.outcome + (item.error ? `: ${item.error.message}` : ''),
       item.new_event_id ?? (item.existing_event_id ? `exists: ${item.existing_event_id}` : null),

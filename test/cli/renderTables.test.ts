@@ -4,7 +4,7 @@ import type {Finding} from '../../src/audit/auditEvents.js'
 import {Tally} from '../../src/batch/tally.js'
 import {BatchOutput} from '../../src/cli/batchOutput.js'
 import {renderEventAudit, type EventAuditReport} from '../../src/cli/renderEventAudit.js'
-import {renderBatch, renderBreakdown} from '../../src/cli/renderItems.js'
+import {renderBatch, renderBreakdown, renderEventItems} from '../../src/cli/renderItems.js'
 import type {ItemJson} from '../../src/report/itemJson.js'
 
 /** The identifying part of every row stays readable at a terminal's width (the trial's 80 and 120 columns). */
@@ -72,6 +72,35 @@ describe('tables keep the task id and map index visible', () => {
       expect(text).toContain('replay-events --from-file findings.ndjson --dry-run')
     })
   }
+
+  it("the event items table names each event's source task instance, at 80 and 120 columns", () => {
+    const event = (id: number, task: string | null, mapIndex: number | null) => ({
+      source: `event ${id}`,
+      asset: 'warehouse.daily_rollup',
+      source_dag_id: task ? dag : null,
+      source_run_id: task ? run : null,
+      source_task_id: task,
+      source_map_index: mapIndex,
+      outcome: 'replayed',
+      new_event_id: id + 1000,
+      existing_event_id: null,
+      queued: 1,
+    })
+    for (const width of [80, 120]) {
+      const text = renderEventItems(
+        [event(41, 'an_task_7', 3), event(42, 'an_task_12', -1), event(43, null, null)],
+        width,
+      )
+      for (const line of lines(text)) expect(line.length, line).toBeLessThanOrEqual(width)
+      expect(lines(text)[0]).toMatch(/^from +task instance +asset/)
+      expect(text).toContain('an_task_7[3]')
+      expect(text).toContain('an_task_12 ')
+      // Where there is room, the run's date too (at 80 columns the asset shares it).
+      if (width >= 120) expect(text).toContain('2024-06-01')
+      // An event without a source task (an external producer) says so with a dash.
+      expect(lines(text).find((line) => line.startsWith('event 43'))).toMatch(/^event 43 +- +wareho/)
+    }
+  })
 
   it('a truncated breakdown counts the task instances really left, not the sum of the runs it counted', () => {
     const runs = Array.from({length: 30}, (_, i) => ({
