@@ -14,6 +14,7 @@ export const unitTests = [
   'test/batch/tally.test.ts',
   'test/bench/cpuTime.test.ts',
   'test/bench/growth.test.ts',
+  'test/cli/commandNotFound.test.ts',
   'test/cli/helpText.test.ts',
   'test/cli/interrupt.test.ts',
   'test/cli/outputName.test.ts',
