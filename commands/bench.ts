@@ -63,7 +63,8 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
       description:
         'Run on the embedded sandbox, starting it if needed (the default when no other connection is named).',
       helpGroup: 'CONNECTION',
-      exclusive: ['database-url', 'profile', 'env'],
+      // Not 'env': --env excludes --embedded itself (see connectionFlags).
+      exclusive: ['database-url', 'profile'],
     }),
     outlets: Flags.string({description: 'Outlet counts for the lock-hold table.', default: '0,10,100,300,600,1000'}),
     runs: Flags.integer({description: 'Measured runs per point.', default: 14, min: 1}),

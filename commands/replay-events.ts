@@ -69,6 +69,17 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
   static override flags = {
     ...connectionFlags,
     ...taskSelection,
+    // Missing mode selects successful task instances by when they ended, not by their run.
+    since: {
+      ...taskSelection.since,
+      description:
+        'Missing mode: task instances whose end_date is at or after this ISO-8601 UTC time, or this long ago (90m, 26h, 7d).',
+    },
+    until: {
+      ...taskSelection.until,
+      description:
+        'Missing mode: task instances whose end_date is before this ISO-8601 UTC time, or this long ago (90m, 26h, 7d).',
+    },
     'event-id': Flags.integer({
       description: 'Re-emit this event (asset_event.id). Repeatable.',
       multiple: true,

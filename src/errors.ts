@@ -19,6 +19,14 @@ export class AirlockError extends Error {
   }
 }
 
+/**
+ * An action that sends the operator to `airlock doctor`. Written through this helper so the base
+ * command can recognise it and leave it out when the command that failed is doctor itself.
+ */
+export const doctorAction = (what: string) => `airlock doctor ${what}`
+
+export const isDoctorAction = (action: string) => action.startsWith(doctorAction(''))
+
 export const usageError = (message: string, actions: string[] = []) =>
   new AirlockError('USAGE', ExitCode.usage, message, actions)
 

@@ -2,10 +2,10 @@ import type {Writable} from 'node:stream'
 
 import {Command, Flags, type Interfaces} from '@oclif/core'
 
-import {redact} from '../connection/url.js'
+import {passwordOf, redact} from '../connection/url.js'
 import type {Database, OpenOptions} from '../engine/engine.js'
 import type {StatementLog} from '../engine/engine.js'
-import {AirlockError, unreachableError, usageError} from '../errors.js'
+import {AirlockError, isDoctorAction, unreachableError, usageError} from '../errors.js'
 import {createLineFile, whyNotWritable} from '../output/lineFile.js'
 import {tableWidth} from '../output/width.js'
 import {expandOutputName} from './outputName.js'
@@ -372,6 +372,12 @@ export abstract class AirlockCommand<R> extends Command {
       // The flags did not parse, so the mode comes from the raw arguments: a script that asked for
       // --json still gets its error as an envelope.
       if (this.argv.includes('--json')) this.outputMode = 'json'
+      // oclif's messages quote flag values ("--database-url=postgresql://u:pw@h/db cannot also be
+      // provided when using --embedded"): a URL's password is scrubbed like any other secret.
+      for (const arg of this.argv) {
+        const password = passwordOf(arg.startsWith('--') ? arg.slice(arg.indexOf('=') + 1) : arg)
+        if (password) this.secrets.add(password)
+      }
       if (error instanceof AirlockError) throw error
       const first = (error instanceof Error ? error.message : String(error))
         .replace(/\s+/g, ' ')
@@ -465,7 +471,7 @@ export abstract class AirlockCommand<R> extends Command {
           name: error.name,
           code: error.code,
           message: this.scrub(error.message),
-          actions: error.actions.map((a) => this.scrub(a)),
+          actions: this.actionsFor(error.actions).map((a) => this.scrub(a)),
         },
       }
     }
@@ -478,7 +484,7 @@ export abstract class AirlockCommand<R> extends Command {
           name: 'AirlockError',
           code: known.code,
           message: this.scrub(known.message),
-          actions: [...known.actions],
+          actions: this.actionsFor(known.actions),
         },
       }
     }
@@ -493,6 +499,11 @@ export abstract class AirlockCommand<R> extends Command {
         actions: ['Re-run with AIRLOCK_DEBUG=1 for the stack trace and report it.'],
       },
     }
+  }
+
+  /** What to do next, without "run airlock doctor" when the command that failed is doctor. */
+  private actionsFor(actions: readonly string[]): string[] {
+    return this.id === 'doctor' ? actions.filter((action) => !isDoctorAction(action)) : [...actions]
   }
 
   private writeStdout(text: string): void {

@@ -1,7 +1,8 @@
 import type {Tally} from '../batch/tally.js'
 import {createProgress, type Progress} from '../output/progress.js'
 import {DownstreamFold, type Downstream} from '../protocol/downstream.js'
-import type {BatchReport} from './renderItems.js'
+import type {ItemJson} from '../report/itemJson.js'
+import {itemLabel, type BatchReport} from './renderItems.js'
 
 /** A file every item goes to as a JSON line (--output). */
 export interface ItemSink {
@@ -59,7 +60,9 @@ export class BatchOutput<J extends ItemLike> {
     if (lineage) {
       const kind = lineage.startsWith('failed') ? 'failed' : lineage
       this.lineage.set(kind, (this.lineage.get(kind) ?? 0) + 1)
-      if (kind === 'failed') this.firstLineageFailure ??= lineage
+      // "etl/run/load[2]: HTTP 400": which item, and why (the item's own value reads "failed (why)").
+      if (kind === 'failed')
+        this.firstLineageFailure ??= `${itemLabel(json as ItemLike & Partial<ItemJson>)}: ${lineage.replace(/^failed \((.*)\)$/s, '$1')}`
     }
     if (this.mode === 'ndjson') this.emit(line)
     else if (this.mode === 'json') this.kept.push(json)

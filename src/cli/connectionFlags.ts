@@ -24,15 +24,20 @@ export const connectionFlags = {
     helpValue: 'NAME',
     exclusive: ['env'],
   }),
+  // --embedded excludes --env from --env's side: oclif's usage line folds --env into --profile's
+  // group, and a flag named again in --embedded's list rendered as an empty alternative
+  // (`[--embedded | … | [--profile NAME | --env NAME] | ]`). oclif checks the exclusive list of
+  // every flag given, so either side refuses the pair.
   env: Flags.string({
     description: 'Deprecated: use --profile, which takes the same names.',
     helpGroup: 'CONNECTION',
     helpValue: 'NAME',
+    exclusive: ['embedded'],
   }),
   embedded: Flags.boolean({
     description: 'Use the local embedded sandbox, starting it if needed (see airlock sandbox --help).',
     helpGroup: 'CONNECTION',
-    exclusive: ['database-url', 'profile', 'env'],
+    exclusive: ['database-url', 'profile'],
   }),
   'connect-timeout': Flags.string({
     description:

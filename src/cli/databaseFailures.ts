@@ -1,4 +1,5 @@
 import {classifyDatabaseError} from '../engine/engines.js'
+import {doctorAction} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 
 interface DatabaseFailure {
@@ -22,14 +23,14 @@ const databaseFailures: Record<
     what: 'The database connection was lost during the run (the server ended the session, restarted, or the network broke)',
     actions: [
       'Items finished before the failure are in the database; running the same command again is safe.',
-      'airlock doctor checks the connection.',
+      doctorAction('checks the connection.'),
     ],
   },
   login: {
     exit: ExitCode.unreachable,
     code: 'DATABASE_UNREACHABLE',
     what: 'The database refused the connection during the run',
-    actions: ['airlock doctor checks the connection and the login.'],
+    actions: [doctorAction('checks the connection and the login.')],
   },
   timeout: {
     exit: ExitCode.partialFailure,
@@ -56,7 +57,7 @@ const databaseFailures: Record<
     exit: ExitCode.usage,
     code: 'PERMISSION_DENIED',
     what: 'The database user lacks a privilege airlock needs',
-    actions: ['airlock doctor lists the privileges each command needs and which are missing.'],
+    actions: [doctorAction('lists the privileges each command needs and which are missing.')],
   },
 }
 

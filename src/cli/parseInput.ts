@@ -5,14 +5,16 @@ import {usageError} from '../errors.js'
  * Flag values checked at the edge, into the types src/ works with. Messages name the flag and
  * what is allowed.
  */
-export function parseTimestamp(value: string, flag: string): Date {
+export function parseTimestamp(
+  value: string,
+  flag: string,
+  forms = 'an ISO-8601 timestamp such as 2026-12-01 or 2026-12-01T03:00:00Z',
+): Date {
   // ISO-8601; without a zone designator the value is taken as UTC, as Airflow stores it.
   const withZone = /[zZ]|[+-]\d\d:?\d\d$/.test(value) || /^\d{4}-\d\d-\d\d$/.test(value) ? value : `${value}Z`
   const date = new Date(/^\d{4}-\d\d-\d\d$/.test(withZone) ? `${withZone}T00:00:00Z` : withZone)
   if (!/^\d{4}-\d\d-\d\d/.test(value) || Number.isNaN(date.getTime())) {
-    throw usageError(
-      `${flag} must be an ISO-8601 timestamp such as 2026-12-01 or 2026-12-01T03:00:00Z (got "${value}").`,
-    )
+    throw usageError(`${flag} must be ${forms} (got "${value}").`)
   }
   // JavaScript rolls an impossible date over (2025-02-30 is March 2): refuse it as written.
   const impossible = impossibleCalendarPart(value)
@@ -26,19 +28,17 @@ const relativeTime = /^(\d+)(m|h|d)$/
 
 export const isRelativeTime = (value: string) => relativeTime.test(value.trim())
 
+/** What --since and --until take, for every message that refuses a value of theirs. */
+const windowBoundForms =
+  'an ISO-8601 time (2026-12-01, 2026-12-01T03:00:00Z) or a whole duration back from now: 90m, 26h or 7d'
+
 /**
  * A window bound (--since, --until): an ISO-8601 time as parseTimestamp takes it, or a duration
  * back from `now` (26h, 7d, 90m), resolved once when the command starts.
  */
 export function parseWindowBound(value: string, flag: string, now = new Date()): Date {
   const match = relativeTime.exec(value.trim())
-  if (!match) {
-    if (/^\d+(?:\.\d+)?\s*[a-z]*$/i.test(value.trim()))
-      throw usageError(
-        `${flag} must be an ISO-8601 time (2026-12-01, 2026-12-01T03:00:00Z) or a whole duration back from now: 90m, 26h or 7d (got "${value}").`,
-      )
-    return parseTimestamp(value, flag)
-  }
+  if (!match) return parseTimestamp(value, flag, windowBoundForms)
   const unit = {m: 60_000, h: 3_600_000, d: 86_400_000}[match[2] as 'm' | 'h' | 'd']
   const bound = new Date(now.getTime() - Number(match[1]) * unit)
   // Before year 0 or past what a Date holds: a typo, not a window.

@@ -8,8 +8,8 @@ import type {SelectionBreakdown} from '../selection/selection.js'
 const detailRows = 20
 
 /** `dag/run/task[map]`, as far as the item names it. */
-const itemLabel = (item: ItemJson) =>
-  `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${item.map_index !== null && item.map_index >= 0 ? `[${item.map_index}]` : ''}`
+export const itemLabel = (item: Partial<Pick<ItemJson, 'ti_id' | 'dag_id' | 'run_id' | 'task_id' | 'map_index'>>) =>
+  `${item.dag_id ?? '?'}/${item.run_id ?? '?'}/${item.task_id ?? item.ti_id ?? '?'}${(item.map_index ?? -1) >= 0 ? `[${item.map_index}]` : ''}`
 
 /** Runs listed before a bulk write; the rest are summed up in one line. */
 const breakdownRows = 20
@@ -74,6 +74,7 @@ export interface BatchReport<J = ItemJson> {
   downstream?: DownstreamSummary[]
   /** Committed items' OpenLineage COMPLETE events by what became of them (sent, failed, would_send, disabled). */
   lineage?: Record<string, number>
+  /** The first failed item and why: `dag/run/task[map]: why`. */
   lineage_first_failure?: string
 }
 
@@ -81,7 +82,11 @@ export interface BatchReport<J = ItemJson> {
 export function renderEventItems(
   items: ReadonlyArray<{
     source: string
-    asset: string
+    asset: string | null
+    source_dag_id: string | null
+    source_run_id: string | null
+    source_task_id: string | null
+    source_map_index: number | null
     outcome: string
     new_event_id: number | null
     existing_event_id: number | null
@@ -93,6 +98,8 @@ export function renderEventItems(
   return renderTable(
     [
       keyColumn('from'),
+      // The task instance that produced the event, named as the other tables name one.
+      keyColumn('task instance'),
       {header: 'asset', keep: true, middle: true},
       {header: 'outcome', keep: true},
       'new event',
@@ -100,6 +107,14 @@ export function renderEventItems(
     ],
     items.map((item) => [
       item.source,
+      item.source_task_id === null
+        ? null
+        : itemLabel({
+            dag_id: item.source_dag_id,
+            run_id: item.source_run_id,
+            task_id: item.source_task_id,
+            map_index: item.source_map_index,
+          }),
       item.asset,
       item.outcome + (item.error ? `: ${item.error.message}` : ''),
       item.new_event_id ?? (item.existing_event_id ? `exists: ${item.existing_event_id}` : null),
@@ -197,7 +212,10 @@ function selectedPhrase(s: BatchReport['summary'], noun: string): string {
   return `${plural(taken + notReached, noun)} selected, ${taken.toLocaleString('en-US')} done, ${notReached.toLocaleString('en-US')} not reached`
 }
 
-/** "OpenLineage COMPLETE events: 3 sent, 1 failed (…)."; nothing when lineage was off throughout. */
+/**
+ * "OpenLineage COMPLETE events: 3 sent, 1 failed (first failure: etl/r1/load: HTTP 400; …).";
+ * nothing when lineage was off throughout.
+ */
 function lineageLine(report: BatchReport): string | undefined {
   if (!report.lineage || ('disabled' in report.lineage && Object.keys(report.lineage).length === 1)) return undefined
   const counts = Object.entries(report.lineage).map(([kind, n]) => `${n} ${kind.replace('_', ' ')}`)

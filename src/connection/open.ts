@@ -1,6 +1,6 @@
 import type {Database, Engine, OpenOptions} from '../engine/engine.js'
 import {engineFor} from '../engine/engines.js'
-import {AirlockError, unreachableError} from '../errors.js'
+import {AirlockError, doctorAction, unreachableError} from '../errors.js'
 import type {ResolvedConnection} from './profiles.js'
 import {describeTarget, passwordOf, redact} from './url.js'
 
@@ -47,7 +47,7 @@ function classifyConnectError(
         ...(advice?.actions ?? [
           'Check that the server is running and that host, port, database, user and password are right.',
         ]),
-        'airlock doctor shows which connection setting is in use.',
+        doctorAction('shows which connection setting is in use.'),
       ],
       error,
     )

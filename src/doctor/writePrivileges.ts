@@ -1,5 +1,5 @@
 import type {Database} from '../engine/engine.js'
-import {AirlockError} from '../errors.js'
+import {AirlockError, doctorAction} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {catalogFor} from '../store/openStore.js'
 import type {PrivilegeCheck} from '../store/airflowStore.js'
@@ -85,7 +85,7 @@ export async function requirePrivileges(db: Database, command: string): Promise<
     ExitCode.usage,
     `${command} needs privileges this database user lacks: ${denied.map((p) => `${p.privilege} on ${p.object.replace(/^public\./, '')}`).join(', ')}. Nothing was written.`,
     [
-      'airlock doctor lists every privilege and the command that needs it.',
+      doctorAction('lists every privilege and the command that needs it.'),
       `Commands that only read still work: ${readOnlyCommands.join(', ')}.`,
     ],
   )

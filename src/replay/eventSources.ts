@@ -2,12 +2,19 @@ import {assetKey} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {checkedLines, checkReadable} from '../selection/ndjsonInput.js'
 import {parseEventLine, type ParsedEventLine} from './parseEventLine.js'
-import type {EventSpec} from './reemitEvent.js'
+import type {EventNames, EventSpec} from './reemitEvent.js'
 
 /** What an event source yields: an event to emit, or a line/id that cannot be (reported, then skipped). */
 export type EventWork =
   | {kind: 'emit'; cursor: string; spec: EventSpec}
-  | {kind: 'unresolved'; cursor: string; label: string; outcome: 'not_found' | 'unknown_asset'; message: string}
+  | {
+      kind: 'unresolved'
+      cursor: string
+      label: string
+      names: EventNames
+      outcome: 'not_found' | 'unknown_asset'
+      message: string
+    }
 
 const chunkSize = 500
 
@@ -30,6 +37,7 @@ export async function* eventsById(
           kind: 'unresolved',
           cursor: String(id),
           label: `event ${id}`,
+          names: {eventId: id, asset: null, source: null},
           outcome: 'not_found',
           message: `asset_event ${id} does not exist`,
         }
@@ -84,6 +92,7 @@ export async function* eventsFromFile(
           kind: 'unresolved',
           cursor: String(line),
           label,
+          names: {eventId: null, asset: parsed.asset.name, source: parsed.source},
           outcome: 'unknown_asset',
           message: `no asset named ${parsed.asset.name} with uri ${parsed.asset.uri} in this database`,
         }

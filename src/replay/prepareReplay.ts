@@ -44,7 +44,8 @@ export type ReplayOutcomeName = keyof typeof replayOutcomes
 export interface EventItemJson {
   source: string
   event_id: number | null
-  asset: string
+  /** Null when the event id does not exist. */
+  asset: string | null
   source_dag_id: string | null
   source_run_id: string | null
   source_task_id: string | null
@@ -294,7 +295,7 @@ async function replayEvents(
           ? await reemitEvent(airflow, work.spec, settings)
           : {
               label: work.label,
-              spec: null,
+              names: work.names,
               result: {outcome: work.outcome, message: work.message},
               events: 0,
               queued: 0,
@@ -333,15 +334,15 @@ async function* withSequence<T>(
  * event id: the id it got was rolled back and does not exist.
  */
 function toEventItemJson(item: EventItem, dryRun: boolean): EventItemJson {
-  const {spec, result} = item
+  const {names, result} = item
   return {
     source: item.label,
-    event_id: spec?.originalEventId ?? null,
-    asset: spec?.assetName ?? '',
-    source_dag_id: spec?.source?.dagId ?? null,
-    source_run_id: spec?.source?.runId ?? null,
-    source_task_id: spec?.source?.taskId ?? null,
-    source_map_index: spec?.source?.mapIndex ?? null,
+    event_id: names.eventId,
+    asset: names.asset,
+    source_dag_id: names.source?.dagId ?? null,
+    source_run_id: names.source?.runId ?? null,
+    source_task_id: names.source?.taskId ?? null,
+    source_map_index: names.source?.mapIndex ?? null,
     outcome: dryRun && result.outcome === 'replayed' ? 'would_replay' : result.outcome,
     new_event_id: result.outcome === 'replayed' && !dryRun ? result.newEventId : null,
     existing_event_id: result.outcome === 'skipped_existing' ? result.existingEventId : null,

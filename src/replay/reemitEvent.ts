@@ -1,3 +1,4 @@
+import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import {runTransaction, type Failed} from '../engine/transaction.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import type {EventContent} from '../store/airflowStore.js'
@@ -38,11 +39,20 @@ export interface EventReplaySettings {
 /** An event that could not be emitted here (its id does not exist, its asset is unknown). */
 export type UnresolvedOutcome = {outcome: 'not_found' | 'unknown_asset'; message: string}
 
+/**
+ * What an event item names, resolved or not: the event id asked for (--event-id), the asset, the
+ * source task instance. A missing id names no asset; a file line names the asset it asked for.
+ */
+export interface EventNames {
+  eventId: number | null
+  asset: string | null
+  source: TaskInstanceKey | null
+}
+
 export interface EventItem {
   /** "event 42" or "<file> line 7". */
   label: string
-  /** What was (or would have been) emitted; null when the line or id resolved to nothing. */
-  spec: EventSpec | null
+  names: EventNames
   result: EventReplayOutcome | UnresolvedOutcome | Failed
   events: number
   queued: number
@@ -126,7 +136,15 @@ export async function reemitEvent(
     (alias) => `${spec.label}: asset alias ${alias} does not exist here; the event is emitted without that link`,
   )
   const replayed = result.outcome === 'replayed' ? result : undefined
-  return {label: spec.label, spec, result, events: replayed ? 1 : 0, queued: replayed?.queued ?? 0, warnings, totalMs}
+  return {
+    label: spec.label,
+    names: {eventId: spec.originalEventId, asset: spec.assetName, source: spec.source},
+    result,
+    events: replayed ? 1 : 0,
+    queued: replayed?.queued ?? 0,
+    warnings,
+    totalMs,
+  }
 }
 
 /**

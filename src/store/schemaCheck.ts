@@ -31,7 +31,7 @@ import {
 } from '../airflow/config.js'
 import {unplacedRevisions} from '../airflow/unplacedRevisions.js'
 import type {Database} from '../engine/engine.js'
-import {unsupportedSchemaError, usageError} from '../errors.js'
+import {doctorAction, unsupportedSchemaError, usageError} from '../errors.js'
 import type {AirflowStore} from './airflowStore.js'
 import {catalogFor, storeFor} from './openStore.js'
 
@@ -240,11 +240,12 @@ export interface AirflowDatabase {
 export async function requireAirflow(db: Database, options: SchemaCheckOptions = {}): Promise<AirflowDatabase> {
   const check = await checkAirflowSchema(db, options)
   if (check.supported) return {db, schema: check.schema, store: storeFor(db, check.schema.capabilities)}
-  throw unsupportedSchemaError(`Unsupported database: ${check.reason}.`, [
+  throw unsupportedSchemaError(
+    `Unsupported database: ${check.reason}.`,
     check.alembicHead === undefined
-      ? 'Point airlock at the Airflow metadata database (airlock doctor shows which one it uses).'
-      : 'airlock doctor shows the alembic head, the release it places and every column that differs.',
-  ])
+      ? ['Point airlock at the Airflow metadata database.', doctorAction('shows which one it uses.')]
+      : [doctorAction('shows the alembic head, the release it places and every column that differs.')],
+  )
 }
 
 /** What the operator must hear on every run about where the database was placed, if anything. */

@@ -34,3 +34,40 @@ describe('--help', () => {
     }
   })
 })
+
+describe('a mistyped command', () => {
+  it('exits 2 at once with the nearest command on stderr, never a prompt, with stdin not a terminal', async () => {
+    const started = Date.now()
+    const result = await runCli(['complet', '--dag-id', 'etl', '--yes'])
+    expect(result.code).toBe(2)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toBe(
+      'Error: Unknown command "complet": did you mean complete?\n' +
+        '  → airlock complete --help shows how to use it; airlock --help lists every command.\n',
+    )
+    // oclif's not-found plugin waits up to 10 s for an answer; nothing here waits for one.
+    expect(Date.now() - started).toBeLessThan(8_000)
+  })
+
+  it('a command under a topic is suggested by its full name; --json gets the error envelope', async () => {
+    const topic = await runCli(['sandbox', 'strat'])
+    expect(topic.code).toBe(2)
+    expect(topic.stderr).toContain('did you mean sandbox start')
+    // `help` with a mistyped name: the same usage error, never "a bug in airlock".
+    const help = await runCli(['help', 'complet'])
+    expect(help.code).toBe(2)
+    expect(help.stderr).toContain('did you mean complete?')
+    expect((await runCli(['help', 'sandbx', 'start'])).stderr).toContain('did you mean sandbox start?')
+    const json = await runCli(['complet', '--json'])
+    expect(json.code).toBe(2)
+    expect(JSON.parse(json.stdout)).toEqual({
+      status: 2,
+      error: {
+        name: 'AirlockError',
+        code: 'USAGE',
+        message: 'Unknown command "complet": did you mean complete?',
+        actions: ['airlock complete --help shows how to use it; airlock --help lists every command.'],
+      },
+    })
+  })
+})

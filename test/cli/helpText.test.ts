@@ -1,10 +1,11 @@
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {Config, type Command} from '@oclif/core'
+import {Config, Parser, type Command} from '@oclif/core'
 import {Help} from '@oclif/core/help'
 import {describe, expect, it} from 'vitest'
 
+import {connectionFlags} from '../../src/cli/connectionFlags.js'
 import AirlockHelp, {helpMargin} from '../../src/cli/help.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -70,5 +71,45 @@ describe('help text', () => {
         expect(wide, `${name} at ${maxWidth}`).toEqual([])
       }
     }
+  })
+
+  it("every command's usage line nests its brackets and names a flag on each side of every |", async () => {
+    const config = await Config.load(root)
+    expect(config.commands.length).toBeGreaterThan(10)
+    for (const maxWidth of [80, 200]) {
+      const airlock = new AirlockPages(config, {maxWidth})
+      for (const command of config.commands) {
+        const page = airlock.page(command)
+        const usage = page.slice(page.indexOf('USAGE\n'), page.indexOf('\n\n', page.indexOf('USAGE\n')))
+        const name = `${command.id} at ${maxWidth}: ${usage}`
+        expect(usage, name).toMatch(/^USAGE\n {2}\$ airlock /)
+        expect(usage, name).not.toMatch(/\|\s*[\])]|[[(]\s*\||\|\s*\|/)
+        let depth = 0
+        for (const char of usage) {
+          if (char === '[' || char === '(') depth++
+          if (char === ']' || char === ')') depth--
+          expect(depth, name).toBeGreaterThanOrEqual(0)
+        }
+        expect(depth, name).toBe(0)
+      }
+    }
+  })
+
+  it('the connection flags the usage line groups are refused together, in either order', async () => {
+    const pairs = [
+      ['--embedded', '--database-url', 'postgresql://h/airflow'],
+      ['--embedded', '--profile', 'prod'],
+      ['--embedded', '--env', 'prod'],
+      ['--env', 'prod', '--embedded'],
+      ['--profile', 'prod', '--env', 'prod'],
+    ]
+    for (const argv of pairs)
+      await expect(Parser.parse(argv, {flags: connectionFlags}), argv.join(' ')).rejects.toThrow(
+        /cannot also be provided/,
+      )
+    // --database-url overrides a profile rather than excluding it.
+    await expect(
+      Parser.parse(['--database-url', 'postgresql://h/airflow', '--profile', 'prod'], {flags: connectionFlags}),
+    ).resolves.toBeDefined()
   })
 })

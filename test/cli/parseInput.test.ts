@@ -42,6 +42,13 @@ describe('flag parsing', () => {
     // A number without a unit, or a unit a window does not take, is refused with the forms.
     for (const bad of ['26', '1.5h', '30s', '2w'])
       expect(usage(() => parseWindowBound(bad, '--since', now))).toContain('90m, 26h or 7d')
+    // Anything else it cannot read names both forms too, not only the time.
+    for (const bad of ['yesterday', 'last tuesday', '2026-13-45', '12/01/2026', 'now']) {
+      const message = usage(() => parseWindowBound(bad, '--until', now))
+      expect(message, bad).toBe(
+        `--until must be an ISO-8601 time (2026-12-01, 2026-12-01T03:00:00Z) or a whole duration back from now: 90m, 26h or 7d (got "${bad}").`,
+      )
+    }
     expect(usage(() => parseWindowBound('2025-02-30', '--since', now))).toContain('February 2025 has 28 days')
     expect(usage(() => parseWindowBound('999999999d', '--since', now))).toContain('before the year 1')
   })

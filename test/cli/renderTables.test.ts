@@ -1,8 +1,10 @@
 import {describe, expect, it} from 'vitest'
 
 import type {Finding} from '../../src/audit/auditEvents.js'
+import {Tally} from '../../src/batch/tally.js'
+import {BatchOutput} from '../../src/cli/batchOutput.js'
 import {renderEventAudit, type EventAuditReport} from '../../src/cli/renderEventAudit.js'
-import {renderBatch, renderBreakdown} from '../../src/cli/renderItems.js'
+import {renderBatch, renderBreakdown, renderEventItems} from '../../src/cli/renderItems.js'
 import type {ItemJson} from '../../src/report/itemJson.js'
 
 /** The identifying part of every row stays readable at a terminal's width (the trial's 80 and 120 columns). */
@@ -71,6 +73,35 @@ describe('tables keep the task id and map index visible', () => {
     })
   }
 
+  it("the event items table names each event's source task instance, at 80 and 120 columns", () => {
+    const event = (id: number, task: string | null, mapIndex: number | null) => ({
+      source: `event ${id}`,
+      asset: 'warehouse.daily_rollup',
+      source_dag_id: task ? dag : null,
+      source_run_id: task ? run : null,
+      source_task_id: task,
+      source_map_index: mapIndex,
+      outcome: 'replayed',
+      new_event_id: id + 1000,
+      existing_event_id: null,
+      queued: 1,
+    })
+    for (const width of [80, 120]) {
+      const text = renderEventItems(
+        [event(41, 'an_task_7', 3), event(42, 'an_task_12', -1), event(43, null, null)],
+        width,
+      )
+      for (const line of lines(text)) expect(line.length, line).toBeLessThanOrEqual(width)
+      expect(lines(text)[0]).toMatch(/^from +task instance +asset/)
+      expect(text).toContain('an_task_7[3]')
+      expect(text).toContain('an_task_12 ')
+      // Where there is room, the run's date too (at 80 columns the asset shares it).
+      if (width >= 120) expect(text).toContain('2024-06-01')
+      // An event without a source task (an external producer) says so with a dash.
+      expect(lines(text).find((line) => line.startsWith('event 43'))).toMatch(/^event 43 +- +wareho/)
+    }
+  })
+
   it('a truncated breakdown counts the task instances really left, not the sum of the runs it counted', () => {
     const runs = Array.from({length: 30}, (_, i) => ({
       dag_id: 'etl',
@@ -110,5 +141,28 @@ describe('a plan says what it plans and marks what it cannot measure', () => {
 
   it('without a downstream preview the summary points nowhere', () => {
     expect(planned(false)).toContain('4 events, 3 queue rows planned.')
+  })
+})
+
+describe('the OpenLineage line of a batch', () => {
+  it('names the first failure by its task instance and says why, without repeating "failed"', () => {
+    const output = new BatchOutput<ItemJson>('json', 'complete', 3, ['completed'], () => undefined)
+    const tally = new Tally({completed: 0})
+    const lineageOf = (task: string, mapIndex: number, lineage: string) => {
+      const json = {...item(task, mapIndex), lineage}
+      tally.add({result: {outcome: 'completed'}, events: 2, queued: 1, warnings: []})
+      output.add(json, tally)
+    }
+    lineageOf('an_task_1', -1, 'sent')
+    lineageOf('an_task_7', 3, 'failed (ECONNREFUSED after 3 attempts)')
+    lineageOf('an_task_9', -1, 'failed (HTTP 400)')
+    const report = output.finish(tally, false, false)
+    expect(report.lineage).toEqual({sent: 1, failed: 2})
+    expect(report.lineage_first_failure).toBe(`${dag}/${run}/an_task_7[3]: ECONNREFUSED after 3 attempts`)
+    const text = renderBatch(report)
+    expect(text).toContain(
+      `OpenLineage COMPLETE events: 1 sent, 2 failed (first failure: ${dag}/${run}/an_task_7[3]: ECONNREFUSED after 3 attempts; the completions stand).`,
+    )
+    expect(text).not.toMatch(/failure: failed/)
   })
 })

@@ -338,6 +338,20 @@ describe('airlock doctor', () => {
     expect(result.stdout + result.stderr).not.toContain('Sup3rSecretPw')
   })
 
+  it('a failing doctor never tells the operator to run doctor; the other commands still do', async () => {
+    const url = 'postgresql://airflow@127.0.0.1:1/airflow'
+    const doctor = await runCli(['doctor', '--database-url', url])
+    expect(doctor.code).toBe(7)
+    expect(doctor.stderr).toContain('Cannot connect')
+    expect(doctor.stderr).not.toContain('airlock doctor')
+    const json = envelope(await runCli(['doctor', '--database-url', url, '--json'])) as {error: {actions: string[]}}
+    expect(json.error.actions.filter((action) => action.includes('airlock doctor'))).toEqual([])
+    // Other commands keep the advice: doctor is where their connection is checked.
+    const exported = await runCli(['export-events', '--database-url', url])
+    expect(exported.code).toBe(7)
+    expect(exported.stderr).toContain('airlock doctor shows which connection setting is in use')
+  })
+
   it("reads Airflow's own AIRFLOW__DATABASE__SQL_ALCHEMY_CONN (psycopg2 style) and says so", async () => {
     const database = await createTestDatabase('3.2', 1)
     databases.push(database)
@@ -359,6 +373,25 @@ describe('airlock doctor', () => {
     const out = envelope(json) as {status: number; error: {code: string}}
     expect(json.code).toBe(2)
     expect(out).toMatchObject({status: 2, error: {code: 'USAGE'}})
+  })
+
+  it('a refused flag combination that echoes a --database-url never prints its password', async () => {
+    for (const url of [
+      'postgresql://airflow:Sup3rSecretPw@db/airflow',
+      'postgresql://db/airflow?password=Sup3rSecretPw',
+    ])
+      for (const args of [
+        ['--embedded', '--database-url', url],
+        ['--embedded', `--database-url=${url}`],
+      ]) {
+        const human = await runCli(['doctor', ...args])
+        expect(human.code, args.join(' ')).toBe(2)
+        expect(human.stderr, args.join(' ')).toContain('--database-url')
+        expect(human.stdout + human.stderr, args.join(' ')).not.toContain('Sup3rSecretPw')
+        const json = await runCli(['doctor', ...args, '--json'])
+        expect(json.code).toBe(2)
+        expect(json.stdout + json.stderr, args.join(' ')).not.toContain('Sup3rSecretPw')
+      }
   })
 
   it('exits 2 when no database is configured, naming the ways to configure one', async () => {

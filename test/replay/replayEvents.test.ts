@@ -579,6 +579,42 @@ describe('replay-events by id and from a file; export-events', () => {
     expect(missing.code).toBe(4)
   })
 
+  it('an event-level item names its source task instance, in the table and in the JSON item', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 1, state: 'success', emitted: true, workerLog: true})
+      .build()
+    const original = (await eventsOf(db.knex, world.ti('etl')))[0]!
+    const run = original.source_run_id as string
+    const json = await cli('replay-events', '--event-id', String(original.id), '--dry-run', '--json')
+    expect((envelope(json) as {result: {items: unknown[]}}).result.items).toEqual([
+      expect.objectContaining({
+        source: `event ${original.id}`,
+        event_id: original.id,
+        source_dag_id: 'etl',
+        source_run_id: run,
+        source_task_id: 'produce',
+        source_map_index: -1,
+      }),
+    ])
+    const human = await cli('replay-events', '--event-id', String(original.id), '--dry-run')
+    expect(human.code).toBe(0)
+    const [header, , row] = human.stdout.split('\n')
+    expect(header).toMatch(/^from +task instance +asset +outcome/)
+    expect(row).toContain(`event ${original.id}`)
+    expect(row).toContain(`etl/${run}/produce`)
+  })
+
+  it('an --event-id that does not exist is an item naming that id, with no asset', async () => {
+    const result = await cli('replay-events', '--event-id', '999998', '--event-id', '999999', '--yes', '--json')
+    expect(result.code).toBe(4)
+    const items = (envelope(result) as {result: {items: Array<Record<string, unknown>>}}).result.items
+    expect(items.map((item) => [item.event_id, item.outcome, item.asset])).toEqual([
+      [999998, 'not_found', null],
+      [999999, 'not_found', null],
+    ])
+    expect(items[0]).toMatchObject({source: 'event 999998', source_dag_id: null, new_event_id: null})
+  })
+
   it('a mistyped --dag-id or --task-id of a missing-events selection is exit 4, never a clean zero', async () => {
     const world = await scenario(db.knex)
       .producer('typo_etl', {tasks: 2, outlets: 1, state: 'success', emitted: true, workerLog: true})
