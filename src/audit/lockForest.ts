@@ -1,3 +1,4 @@
+import {parseSessionTag} from '../protocol/sessionTag.js'
 import type {SessionRow} from '../store/airflowStore.js'
 
 /**
@@ -46,7 +47,6 @@ export type TupleLookup = Map<string, {id: string; dag_id: string; run_id: strin
 
 export const tupleKey = (page: number, tuple: number) => `${page}:${tuple}`
 
-const taggedTi = /^airlock:[^:]+:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i
 const queueWrite = /\b(insert|update|delete)\b[\s\S]*\b(asset_dag_run_queue|asset_event|asset_alias_asset_event)\b/i
 
 /** The task_instance tuple a session waits for or queues on, if any. */
@@ -72,10 +72,10 @@ export function categorise(session: SessionRow): WaitCategory | null {
 }
 
 export function identify(session: SessionRow, tuples: TupleLookup): TaskInstanceGuess | null {
-  const tagged = taggedTi.exec(session.application_name)
+  const tagged = parseSessionTag(session.application_name)
   if (tagged)
     return {
-      id: tagged[1]!.toLowerCase(),
+      id: tagged.tiId,
       dag_id: null,
       run_id: null,
       task_id: null,

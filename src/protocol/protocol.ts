@@ -14,6 +14,7 @@ import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {describeHolder, type LockWaits} from './lockWaits.js'
 import {idNotFoundDetail, type ItemResult, type ProtocolOutcome} from './outcomes.js'
 import type {PlannedWrite} from './plan.js'
+import {sessionTag} from './sessionTag.js'
 
 /**
  * THE write protocol, the one place that orders a task instance's write. Per task instance, one
@@ -144,6 +145,8 @@ interface Item {
   lastRetry: RetryFromStart | undefined
   /** Row locks this item waited for, to clear from lockWaits however it ends. */
   waitedOn: Set<string>
+  /** The task instance id its transactions tag themselves with: the id named, then the id each read found. */
+  taggedId: string | undefined
 }
 
 type Airflow = Pick<AirflowDatabase, 'db' | 'store'>
@@ -155,15 +158,23 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   writer: Writer<O, Input, Registration, Receipt>,
   options: ProtocolOptions,
 ): Promise<ItemResult<O>> {
-  const item: Item = {current: ref, known: undefined, lastRetry: undefined, waitedOn: new Set()}
+  const item: Item = {
+    current: ref,
+    known: undefined,
+    lastRetry: undefined,
+    waitedOn: new Set(),
+    taggedId: 'tiId' in ref ? ref.tiId : undefined,
+  }
   let attempt = freshAttempt<Registration, Receipt>()
+  const tag = () => sessionTag(writer.verb, item.taggedId ?? describeRef(item.current))
   const transaction = runTransaction<ProtocolOutcome<O>>(airflow.db, {
     locals: {
       lockTimeoutMs: options.lockTimeoutMs,
       statementTimeoutMs: options.statementTimeoutMs,
-      applicationName: `airlock:${writer.verb}:${describeRef(ref)}`,
+      applicationName: tag(),
       ...(writer.genericPlans ? {genericPlans: true} : {}),
     },
+    applicationName: tag,
     dryRun: options.dryRun,
     retry: options.retry,
     ...(options.lockSliceMs === null ? {} : {lockSliceMs: options.lockSliceMs ?? lockWaitSliceMs}),
@@ -212,6 +223,12 @@ async function runAttempt<O extends {outcome: string}, Input, Registration, Rece
     return {
       rollback: 'tiId' in item.current ? {outcome: 'not_found', detail: idNotFoundDetail} : {outcome: 'not_found'},
     }
+  if (ti.id !== item.taggedId) {
+    // Named by key, or a new try since: BEGIN's tag could not name the row this transaction is
+    // about to lock. One round trip, once per item (later transactions begin with the id).
+    item.taggedId = ti.id
+    await tx.setApplicationName(sessionTag(writer.verb, ti.id))
+  }
   const early = writer.decideBeforeRegistering(ti)
   if (early) return {rollback: early}
 
@@ -236,6 +253,7 @@ async function runAttempt<O extends {outcome: string}, Input, Registration, Rece
     // Gone by id between the read and the lock: a new try (new id) or a deleted run. Read it
     // again by key from the start; what was registered for the old try rolls back.
     item.current = {key: {dagId: ti.dagId, runId: ti.runId, taskId: ti.taskId, mapIndex: ti.mapIndex}}
+    item.taggedId = undefined
     throw new RetryFromStart(
       'the task instance got a new try (a new id) between the unlocked read and the lock, on every attempt',
     )
