@@ -26,7 +26,7 @@ function line(node: LockNode, prefix: string): string {
   const who = `pid ${node.pid}${node.application_name ? ` ${node.application_name}` : ''}${node.user ? ` (${node.user}${connected})` : connected}`
   const what =
     node.wait_ms !== null
-      ? `waits ${node.wait_event_type ?? ''}/${node.wait_event ?? ''} ${seconds(node.wait_ms)}${node.category ? ` [${node.category}]` : ''}`
+      ? `waits ${node.wait_event_type ?? ''}/${node.wait_event ?? ''} ${seconds(node.wait_ms)}${node.waited_before_ms ? ` (${seconds(node.waited_before_ms)} of it in earlier slices)` : ''}${node.category ? ` [${node.category}]` : ''}`
       : `${node.state ?? '?'} · transaction ${seconds(node.transaction_age_ms)} · state for ${seconds(node.since_state_change_ms)}`
   const blocks = node.blocked_below > 0 ? ` · blocks ${node.blocked_below}` : ''
   const also = node.also_blocked_by.length ? ` · also blocked by ${node.also_blocked_by.join(', ')}` : ''

@@ -147,6 +147,12 @@ interface Item {
   waitedOn: Set<string>
   /** The task instance id its transactions tag themselves with: the id named, then the id each read found. */
   taggedId: string | undefined
+  /**
+   * How long it has waited for that row's lock in transactions that ended in a lock timeout (a
+   * slice, or an attempt) without getting it: carried in the tag, so audit-locks can report the
+   * whole wait, not the current slice's.
+   */
+  waitedMs: number
 }
 
 type Airflow = Pick<AirflowDatabase, 'db' | 'store'>
@@ -164,9 +170,10 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     lastRetry: undefined,
     waitedOn: new Set(),
     taggedId: 'tiId' in ref ? ref.tiId : undefined,
+    waitedMs: 0,
   }
   let attempt = freshAttempt<Registration, Receipt>()
-  const tag = () => sessionTag(writer.verb, item.taggedId ?? describeRef(item.current))
+  const tag = () => sessionTag(writer.verb, item.taggedId ?? describeRef(item.current), item.waitedMs)
   const transaction = runTransaction<ProtocolOutcome<O>>(airflow.db, {
     locals: {
       lockTimeoutMs: options.lockTimeoutMs,
@@ -210,7 +217,7 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
 /** Steps 1 to 4 of one attempt, in the writer's order (or Airflow's, for the benchmark). */
 async function runAttempt<O extends {outcome: string}, Input, Registration, Receipt>(
   tx: WorkTransaction<ProtocolOutcome<O>>,
-  {store}: Airflow,
+  {db, store}: Airflow,
   item: Item,
   attempt: Attempt<Registration, Receipt>,
   input: Input,
@@ -227,6 +234,7 @@ async function runAttempt<O extends {outcome: string}, Input, Registration, Rece
     // Named by key, or a new try since: BEGIN's tag could not name the row this transaction is
     // about to lock. One round trip, once per item (later transactions begin with the id).
     item.taggedId = ti.id
+    item.waitedMs = 0
     await tx.setApplicationName(sessionTag(writer.verb, ti.id))
   }
   const early = writer.decideBeforeRegistering(ti)
@@ -240,13 +248,13 @@ async function runAttempt<O extends {outcome: string}, Input, Registration, Rece
   }
   let locked
   if (options.order === 'lock_first') {
-    locked = await lockRow(tx, store, ti, item, attempt, options)
+    locked = await lockRow(tx, {db, store}, ti, item, attempt, options)
     await register()
   } else {
     await register()
     const refused = writer.decideAfterRegistering?.(attempt.registration as Registration)
     if (refused) return {rollback: refused}
-    locked = await lockRow(tx, store, ti, item, attempt, options)
+    locked = await lockRow(tx, {db, store}, ti, item, attempt, options)
   }
 
   if (!locked) {
@@ -254,6 +262,7 @@ async function runAttempt<O extends {outcome: string}, Input, Registration, Rece
     // again by key from the start; what was registered for the old try rolls back.
     item.current = {key: {dagId: ti.dagId, runId: ti.runId, taskId: ti.taskId, mapIndex: ti.mapIndex}}
     item.taggedId = undefined
+    item.waitedMs = 0
     throw new RetryFromStart(
       'the task instance got a new try (a new id) between the unlocked read and the lock, on every attempt',
     )
@@ -292,7 +301,7 @@ async function readCurrent(
 /** Step 3, timed: how long the row lock was waited for, and when it was granted. */
 async function lockRow<Registration, Receipt>(
   tx: Executor,
-  store: Airflow['store'],
+  {db, store}: Airflow,
   context: TaskInstanceContext,
   item: Item,
   attempt: Attempt<Registration, Receipt>,
@@ -305,7 +314,12 @@ async function lockRow<Registration, Receipt>(
     const locked = await store.lockTaskInstance(tx, context.id)
     attempt.lockedAt = performance.now()
     options.lockWaits?.done(context.id)
+    item.waitedMs = 0
     return locked
+  } catch (error) {
+    // A slice (or an attempt) that timed out: the next transaction waits on for the same row.
+    if (db.classify(error).kind === 'lock_timeout') item.waitedMs += performance.now() - begin
+    throw error
   } finally {
     // Also when the wait ended in a lock timeout: a failed item says where its time went.
     attempt.lockWaitMs = performance.now() - begin

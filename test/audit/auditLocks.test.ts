@@ -335,6 +335,7 @@ describe('audit-locks JSON shape (documented in the README)', () => {
       'wait_event',
       'wait_event_type',
       'wait_ms',
+      'waited_before_ms',
     ])
     for (const finding of r.findings as Array<Record<string, unknown>>) {
       expect(['info', 'warning', 'critical']).toContain(finding.severity)
