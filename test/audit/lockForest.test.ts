@@ -16,6 +16,7 @@ const session = (pid: number, blockedBy: number[], extra: Partial<SessionRow> = 
   query: 'select 1',
   client_addr: '10.0.0.7',
   backend_start: new Date('2026-12-02T02:00:00Z'),
+  backend_xid: null,
   blocked_by: blockedBy,
   sampled_at: at,
   wait_start: blockedBy.length ? new Date('2026-12-02T03:00:07Z') : null,
