@@ -37,6 +37,7 @@ export const unitTests = [
   'test/output/**/*.test.ts',
   'test/protocol/auditExtra.test.ts',
   'test/protocol/downstream.test.ts',
+  'test/protocol/sessionTag.test.ts',
   'test/replay/checkpoint.test.ts',
   'test/selection/findingsFile.test.ts',
   'test/selection/inputFile.test.ts',

@@ -15,8 +15,10 @@ export default class AuditLocks extends AirlockCommand<LockAudit> {
     prose(`Samples pg_stat_activity, pg_locks and pg_blocking_pids and reports one tree per root blocker
 (wait times, transaction ages, queries, how many sessions each blocks), which task instance each
 wait is about (exact from airlock's application_name tag, else a best guess from the waiter's
-tuple lock), waits on queue and event inserts as their own category, sessions idle in a
-transaction that hold task_instance row locks, and the timeout settings. Needs only pg_monitor.
+tuple lock), waits on queue and event inserts as their own category, every session holding
+task_instance row locks (active or idle in a transaction, waited on or not) with the rows it
+holds where PostgreSQL can tell (the pgrowlocks extension, where installed; --watch does not run
+it), and the timeout settings. Needs only pg_monitor.
 
 Severities: warning when a wait exceeds --warn-wait or a root blocks --warn-blocked sessions;
 critical when a wait exceeds --crit-wait, a root is idle in a transaction, or an idle holder of
@@ -98,7 +100,8 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
     if (flags.watch && (!this.interactiveStdout || this.outputMode !== 'human'))
       throw usageError('--watch needs a terminal; use --samples and --interval for a report.')
     const {db} = await this.openDatabase(flags, {verb: 'audit-locks', poolSize: 1, idleInTransactionTimeoutMs: null})
-    const options = {samples: flags.samples, intervalMs, thresholds}
+    // pgrowlocks reads the whole task_instance table: once per report, not once per refresh.
+    const options = {samples: flags.samples, intervalMs, thresholds, readRowLocks: !flags.watch}
     let audit = await auditLocks(db, options)
     if (flags.watch) {
       const stopped = this.untilInterrupted()

@@ -6,6 +6,16 @@ import {percentile} from '../report/stats.js'
 import type {CatalogStore, SessionRow} from '../store/airflowStore.js'
 import {catalogFor} from '../store/openStore.js'
 import {buildForest, taskInstanceTuple, tupleKey, walk, type LockNode, type TupleLookup} from './lockForest.js'
+import {
+  heldLabel,
+  idleHolders,
+  readRowLocks,
+  rowLockCandidates,
+  taskInstanceHolders,
+  type IdleHolder,
+  type RowLockStatus,
+  type TaskInstanceHolder,
+} from './lockHolders.js'
 
 export type Severity = 'info' | 'warning' | 'critical'
 export const severityRank: Record<Severity, number> = {info: 0, warning: 1, critical: 2}
@@ -32,16 +42,6 @@ export interface Finding {
   message: string
 }
 
-export interface IdleHolder {
-  pid: number
-  user: string | null
-  application_name: string
-  idle_ms: number
-  transaction_age_ms: number | null
-  last_query: string | null
-  blocking: number
-}
-
 export interface Aggregate {
   key: string
   /** by_task_instance: dag/run/task[map] of the task instance whose id is `key`, when known. */
@@ -53,9 +53,11 @@ export interface Aggregate {
 
 export interface LockAudit {
   sampling: {samples: number; interval_ms: number; started_at: string; finished_at: string; shown_sample: number}
-  visibility: {can_monitor: boolean; hidden_sessions: number; note: string | null}
+  visibility: {can_monitor: boolean; hidden_sessions: number; note: string | null; pgrowlocks: RowLockStatus}
   trees: LockNode[]
   queue_contention: Array<Pick<LockNode, 'pid' | 'wait_ms' | 'query' | 'application_name'>>
+  /** Every session holding task_instance row locks, active or idle, waited on or not, with the rows it holds where known. */
+  task_instance_holders: TaskInstanceHolder[]
   idle_in_transaction: IdleHolder[]
   aggregates: {by_task_instance: Aggregate[]; by_query: Aggregate[]; roots_seen: number; max_blocked: number}
   settings: SettingReport[]
@@ -66,13 +68,14 @@ export interface LockAudit {
 
 /**
  * Samples the database's sessions `samples` times, `intervalMs` apart, and reports the blocking
- * forest of the worst sample, who holds task_instance row locks while idle in a transaction,
- * queue contention, per-TI and per-query wait statistics across the window, and the settings
- * that decide how long any of it can last.
+ * forest of the worst sample, who holds task_instance row locks in it (which rows, from
+ * pgrowlocks, read once after the samples unless `readRowLocks` is false), queue contention,
+ * per-TI and per-query wait statistics across the window, and the settings that decide how long
+ * any of it can last.
  */
 export async function auditLocks(
   db: Database,
-  options: {samples: number; intervalMs: number; thresholds: LockThresholds},
+  options: {samples: number; intervalMs: number; thresholds: LockThresholds; readRowLocks?: boolean},
 ): Promise<LockAudit> {
   // Lock audits need no Airflow version: they read the server's catalog and sessions only.
   const catalog = catalogFor(db)
@@ -102,7 +105,8 @@ export async function auditLocks(
   const finished = new Date()
   const trees = worst?.forest ?? []
   const sessions = worst?.sessions ?? last
-  const idle = idleHolders(sessions, trees)
+  const rowLocks = await readRowLocks(db, catalog, rowLockCandidates(sessions), options.readRowLocks ?? true)
+  const holders = await taskInstanceHolders(catalog, pool, sessions, trees, rowLocks)
   const settings = (await catalog.readSettings(pool, lockSettingNames)).map(adviseOn)
   const deadlocks = {total: await catalog.readDeadlockCount(pool), delta: 0}
   deadlocks.delta = deadlocks.total - deadlocksBefore
@@ -121,13 +125,15 @@ export async function auditLocks(
       note: server.canMonitor
         ? null
         : `${server.currentUser} is not a member of pg_monitor: queries, wait details and lock owners of other users' sessions are hidden (${hidden} sessions here). Grant pg_monitor to see them.`,
+      pgrowlocks: rowLocks.status,
     },
     trees,
     queue_contention: trees
       .flatMap((tree) => [...walk(tree)])
       .filter((n) => n.category === 'queue')
       .map(({pid, wait_ms, query, application_name}) => ({pid, wait_ms, query, application_name})),
-    idle_in_transaction: idle,
+    task_instance_holders: holders,
+    idle_in_transaction: idleHolders(holders),
     aggregates: {
       by_task_instance: aggregate(waits.byTi).map((a) => ({...a, task_instance: waits.tiKeys.get(a.key) ?? null})),
       by_query: aggregate(waits.byQuery),
@@ -200,22 +206,6 @@ async function nameTaggedTaskInstances(
   }
 }
 
-/** Sessions idle in a transaction that hold row locks on task_instance (FOR UPDATE or a write). */
-function idleHolders(sessions: readonly SessionRow[], trees: readonly LockNode[]): IdleHolder[] {
-  const blocking = new Map(trees.flatMap((tree) => [...walk(tree)]).map((node) => [node.pid, node.blocked_below]))
-  return sessions
-    .filter((s) => s.state?.startsWith('idle in transaction') && s.row_locked_tables.includes('task_instance'))
-    .map((s) => ({
-      pid: s.pid,
-      user: s.usename,
-      application_name: s.application_name,
-      idle_ms: s.state_change ? s.sampled_at.getTime() - s.state_change.getTime() : 0,
-      transaction_age_ms: s.xact_start ? s.sampled_at.getTime() - s.xact_start.getTime() : null,
-      last_query: s.query ? s.query.replace(/\s+/g, ' ').slice(0, 200) : null,
-      blocking: blocking.get(s.pid) ?? 0,
-    }))
-}
-
 function judge(audit: LockAudit, t: LockThresholds): Finding[] {
   const findings: Finding[] = []
   for (const tree of audit.trees) {
@@ -253,7 +243,7 @@ function judge(audit: LockAudit, t: LockThresholds): Finding[] {
       severity,
       code: 'idle_ti_holder',
       pid: holder.pid,
-      message: `pid ${holder.pid} holds task_instance row locks idle in a transaction for ${(holder.idle_ms / 1000).toFixed(1)} s (last: ${holder.last_query ?? '?'})`,
+      message: `pid ${holder.pid} holds task_instance row locks (${heldLabel(holder.held_rows)}) idle in a transaction for ${(holder.idle_ms / 1000).toFixed(1)} s (last: ${holder.last_query ?? '?'})`,
     })
   }
 

@@ -1,3 +1,4 @@
+import {parseSessionTag} from '../protocol/sessionTag.js'
 import type {SessionRow} from '../store/airflowStore.js'
 
 /**
@@ -27,6 +28,12 @@ export interface LockNode {
   wait_event_type: string | null
   wait_event: string | null
   wait_ms: number | null
+  /**
+   * airlock's own sessions wait for their task instance's row lock in slices, each a transaction
+   * of its own: how long its earlier slices waited (from its tag), included in wait_ms. Null for
+   * any other session and wait.
+   */
+  waited_before_ms: number | null
   transaction_age_ms: number | null
   since_state_change_ms: number | null
   query: string | null
@@ -46,7 +53,6 @@ export type TupleLookup = Map<string, {id: string; dag_id: string; run_id: strin
 
 export const tupleKey = (page: number, tuple: number) => `${page}:${tuple}`
 
-const taggedTi = /^airlock:[^:]+:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i
 const queueWrite = /\b(insert|update|delete)\b[\s\S]*\b(asset_dag_run_queue|asset_event|asset_alias_asset_event)\b/i
 
 /** The task_instance tuple a session waits for or queues on, if any. */
@@ -72,10 +78,10 @@ export function categorise(session: SessionRow): WaitCategory | null {
 }
 
 export function identify(session: SessionRow, tuples: TupleLookup): TaskInstanceGuess | null {
-  const tagged = taggedTi.exec(session.application_name)
+  const tagged = parseSessionTag(session.application_name)
   if (tagged)
     return {
-      id: tagged[1]!.toLowerCase(),
+      id: tagged.tiId,
       dag_id: null,
       run_id: null,
       task_id: null,
@@ -107,6 +113,9 @@ export function buildForest(sessions: readonly SessionRow[], tuples: TupleLookup
     const session = byPid.get(pid)
     const kids = (children.get(pid) ?? []).filter((c) => !placed.has(c.pid)).map((c) => build(c.pid, depth + 1))
     const now = session?.sampled_at ?? new Date()
+    const category = session ? categorise(session) : null
+    const waitedBefore = category === 'task_instance' ? parseSessionTag(session!.application_name)?.waitedMs : undefined
+    const waiting = session?.waiting_on ? ms(now, session.wait_start ?? session.state_change) : null
     const node: LockNode = {
       pid,
       application_name: session?.application_name ?? '',
@@ -114,7 +123,8 @@ export function buildForest(sessions: readonly SessionRow[], tuples: TupleLookup
       state: session?.state ?? 'not visible (another database or a background process)',
       wait_event_type: session?.wait_event_type ?? null,
       wait_event: session?.wait_event ?? null,
-      wait_ms: session?.waiting_on ? ms(now, session.wait_start ?? session.state_change) : null,
+      wait_ms: waiting !== null && waitedBefore ? waiting + waitedBefore : waiting,
+      waited_before_ms: waiting !== null && waitedBefore ? waitedBefore : null,
       transaction_age_ms: session ? ms(now, session.xact_start) : null,
       since_state_change_ms: session ? ms(now, session.state_change) : null,
       query: session?.query ? session.query.replace(/\s+/g, ' ').slice(0, 200) : null,
@@ -123,7 +133,7 @@ export function buildForest(sessions: readonly SessionRow[], tuples: TupleLookup
       terminate: depth === 0 ? `select pg_terminate_backend(${pid})` : null,
       depth,
       blocked_below: kids.reduce((sum, kid) => sum + 1 + kid.blocked_below, 0),
-      category: session ? categorise(session) : null,
+      category,
       task_instance: session ? identify(session, tuples) : null,
       also_blocked_by: session ? session.blocked_by.slice(1) : [],
       children: kids,

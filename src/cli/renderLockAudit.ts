@@ -1,9 +1,18 @@
 import type {LockAudit} from '../audit/auditLocks.js'
 import {walk, type LockNode} from '../audit/lockForest.js'
+import {heldLabel, type RowLockStatus} from '../audit/lockHolders.js'
 import {csvCell} from '../output/csv.js'
 import {keyColumn, renderTable} from '../output/table.js'
 
 const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)}s`)
+
+const rowSource: Record<RowLockStatus, string> = {
+  read: 'pgrowlocks',
+  not_read: "airlock's tags only: pgrowlocks not run",
+  not_installed: "airlock's tags only: pgrowlocks is not installed",
+  not_permitted: "airlock's tags only: pgrowlocks not permitted",
+  too_slow: "airlock's tags only: pgrowlocks too slow",
+}
 
 function tiLabel(node: LockNode): string {
   const ti = node.task_instance
@@ -26,7 +35,7 @@ function line(node: LockNode, prefix: string): string {
   const who = `pid ${node.pid}${node.application_name ? ` ${node.application_name}` : ''}${node.user ? ` (${node.user}${connected})` : connected}`
   const what =
     node.wait_ms !== null
-      ? `waits ${node.wait_event_type ?? ''}/${node.wait_event ?? ''} ${seconds(node.wait_ms)}${node.category ? ` [${node.category}]` : ''}`
+      ? `waits ${node.wait_event_type ?? ''}/${node.wait_event ?? ''} ${seconds(node.wait_ms)}${node.waited_before_ms ? ` (${seconds(node.waited_before_ms)} of it in earlier slices)` : ''}${node.category ? ` [${node.category}]` : ''}`
       : `${node.state ?? '?'} · transaction ${seconds(node.transaction_age_ms)} · state for ${seconds(node.since_state_change_ms)}`
   const blocks = node.blocked_below > 0 ? ` · blocks ${node.blocked_below}` : ''
   const also = node.also_blocked_by.length ? ` · also blocked by ${node.also_blocked_by.join(', ')}` : ''
@@ -51,18 +60,20 @@ export function renderLockAudit(audit: LockAudit, width?: number): string {
   parts.push(
     audit.trees.length === 0 ? 'No session is blocked.' : audit.trees.flatMap((tree) => renderTree(tree)).join('\n'),
   )
-  if (audit.idle_in_transaction.length > 0) {
+  if (audit.task_instance_holders.length > 0) {
     parts.push(
-      'Idle in transaction, holding task_instance row locks:\n' +
+      `Holding task_instance row locks (rows from ${rowSource[audit.visibility.pgrowlocks]}):\n` +
         renderTable(
-          ['pid', 'user', 'idle', 'transaction', 'blocking', 'last query'],
-          audit.idle_in_transaction.map((h) => [
+          ['pid', 'user', 'state', 'transaction', 'in state', 'blocking', 'task instances', 'query'],
+          audit.task_instance_holders.map((h) => [
             h.pid,
             h.user,
-            seconds(h.idle_ms),
+            h.state,
             seconds(h.transaction_age_ms),
+            seconds(h.since_state_change_ms),
             h.blocking,
-            (h.last_query ?? '').slice(0, 60),
+            heldLabel(h.held_rows),
+            (h.query ?? '').slice(0, 60),
           ]),
           {width},
         ),

@@ -69,6 +69,8 @@ export interface TransactionLocals {
 export interface Transaction extends Executor {
   /** COMMIT now; the transaction engine then neither commits nor rolls back again. */
   commit(): Promise<void>
+  /** Tag the rest of the transaction anew (its session tag), once it knows what it works on. */
+  setApplicationName(applicationName: string): Promise<void>
 }
 
 /**

@@ -23,6 +23,8 @@ export interface WorkTransaction<O> extends Executor {
    * work that must time the commit exactly; otherwise return a `commit` decision.
    */
   commit(outcome: O): Promise<void>
+  /** Tag the rest of this transaction anew, once the work knows what it works on. */
+  setApplicationName(applicationName: string): Promise<void>
 }
 
 export interface TransactionWork<O> {
@@ -46,6 +48,11 @@ export interface TransactionWork<O> {
   unknownCommitAdvice: string
   /** Called before each attempt, before a connection is taken: the writer forgets the last attempt. */
   beginAttempt?(attempt: number): void
+  /**
+   * The session tag of each transaction, asked after beginAttempt (default
+   * locals.applicationName): for work whose tag says what an earlier transaction learned.
+   */
+  applicationName?(): string
   /** Called when COMMIT or ROLLBACK has returned (the protocol stops its lock-hold clock there). */
   settled?(): void
   /**
@@ -124,12 +131,14 @@ async function attemptOnce<O>(
 ): Promise<AttemptStep<O>> {
   let committing: O | undefined
   work.beginAttempt?.(attempt)
+  const tagged = work.applicationName ? {...locals, applicationName: work.applicationName()} : locals
   try {
-    const outcome = await db.transaction(locals, async (tx) => {
+    const outcome = await db.transaction(tagged, async (tx) => {
       const state = {committed: false}
       const decision = await work.run(
         {
           query: (statement) => tx.query(statement),
+          setApplicationName: (applicationName) => tx.setApplicationName(applicationName),
           async commit(outcome) {
             if (work.dryRun) throw new RollbackWith(outcome)
             committing = outcome

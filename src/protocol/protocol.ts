@@ -14,6 +14,7 @@ import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {describeHolder, type LockWaits} from './lockWaits.js'
 import {idNotFoundDetail, type ItemResult, type ProtocolOutcome} from './outcomes.js'
 import type {PlannedWrite} from './plan.js'
+import {sessionTag} from './sessionTag.js'
 
 /**
  * THE write protocol, the one place that orders a task instance's write. Per task instance, one
@@ -144,6 +145,14 @@ interface Item {
   lastRetry: RetryFromStart | undefined
   /** Row locks this item waited for, to clear from lockWaits however it ends. */
   waitedOn: Set<string>
+  /** The task instance id its transactions tag themselves with: the id named, then the id each read found. */
+  taggedId: string | undefined
+  /**
+   * How long it has waited for that row's lock in transactions that ended in a lock timeout (a
+   * slice, or an attempt) without getting it: carried in the tag, so audit-locks can report the
+   * whole wait, not the current slice's.
+   */
+  waitedMs: number
 }
 
 type Airflow = Pick<AirflowDatabase, 'db' | 'store'>
@@ -155,15 +164,24 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
   writer: Writer<O, Input, Registration, Receipt>,
   options: ProtocolOptions,
 ): Promise<ItemResult<O>> {
-  const item: Item = {current: ref, known: undefined, lastRetry: undefined, waitedOn: new Set()}
+  const item: Item = {
+    current: ref,
+    known: undefined,
+    lastRetry: undefined,
+    waitedOn: new Set(),
+    taggedId: 'tiId' in ref ? ref.tiId : undefined,
+    waitedMs: 0,
+  }
   let attempt = freshAttempt<Registration, Receipt>()
+  const tag = () => sessionTag(writer.verb, item.taggedId ?? describeRef(item.current), item.waitedMs)
   const transaction = runTransaction<ProtocolOutcome<O>>(airflow.db, {
     locals: {
       lockTimeoutMs: options.lockTimeoutMs,
       statementTimeoutMs: options.statementTimeoutMs,
-      applicationName: `airlock:${writer.verb}:${describeRef(ref)}`,
+      applicationName: tag(),
       ...(writer.genericPlans ? {genericPlans: true} : {}),
     },
+    applicationName: tag,
     dryRun: options.dryRun,
     retry: options.retry,
     ...(options.lockSliceMs === null ? {} : {lockSliceMs: options.lockSliceMs ?? lockWaitSliceMs}),
@@ -199,7 +217,7 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
 /** Steps 1 to 4 of one attempt, in the writer's order (or Airflow's, for the benchmark). */
 async function runAttempt<O extends {outcome: string}, Input, Registration, Receipt>(
   tx: WorkTransaction<ProtocolOutcome<O>>,
-  {store}: Airflow,
+  {db, store}: Airflow,
   item: Item,
   attempt: Attempt<Registration, Receipt>,
   input: Input,
@@ -212,6 +230,13 @@ async function runAttempt<O extends {outcome: string}, Input, Registration, Rece
     return {
       rollback: 'tiId' in item.current ? {outcome: 'not_found', detail: idNotFoundDetail} : {outcome: 'not_found'},
     }
+  if (ti.id !== item.taggedId) {
+    // Named by key, or a new try since: BEGIN's tag could not name the row this transaction is
+    // about to lock. One round trip, once per item (later transactions begin with the id).
+    item.taggedId = ti.id
+    item.waitedMs = 0
+    await tx.setApplicationName(sessionTag(writer.verb, ti.id))
+  }
   const early = writer.decideBeforeRegistering(ti)
   if (early) return {rollback: early}
 
@@ -223,19 +248,21 @@ async function runAttempt<O extends {outcome: string}, Input, Registration, Rece
   }
   let locked
   if (options.order === 'lock_first') {
-    locked = await lockRow(tx, store, ti, item, attempt, options)
+    locked = await lockRow(tx, {db, store}, ti, item, attempt, options)
     await register()
   } else {
     await register()
     const refused = writer.decideAfterRegistering?.(attempt.registration as Registration)
     if (refused) return {rollback: refused}
-    locked = await lockRow(tx, store, ti, item, attempt, options)
+    locked = await lockRow(tx, {db, store}, ti, item, attempt, options)
   }
 
   if (!locked) {
     // Gone by id between the read and the lock: a new try (new id) or a deleted run. Read it
     // again by key from the start; what was registered for the old try rolls back.
     item.current = {key: {dagId: ti.dagId, runId: ti.runId, taskId: ti.taskId, mapIndex: ti.mapIndex}}
+    item.taggedId = undefined
+    item.waitedMs = 0
     throw new RetryFromStart(
       'the task instance got a new try (a new id) between the unlocked read and the lock, on every attempt',
     )
@@ -274,7 +301,7 @@ async function readCurrent(
 /** Step 3, timed: how long the row lock was waited for, and when it was granted. */
 async function lockRow<Registration, Receipt>(
   tx: Executor,
-  store: Airflow['store'],
+  {db, store}: Airflow,
   context: TaskInstanceContext,
   item: Item,
   attempt: Attempt<Registration, Receipt>,
@@ -287,7 +314,12 @@ async function lockRow<Registration, Receipt>(
     const locked = await store.lockTaskInstance(tx, context.id)
     attempt.lockedAt = performance.now()
     options.lockWaits?.done(context.id)
+    item.waitedMs = 0
     return locked
+  } catch (error) {
+    // A slice (or an attempt) that timed out: the next transaction waits on for the same row.
+    if (db.classify(error).kind === 'lock_timeout') item.waitedMs += performance.now() - begin
+    throw error
   } finally {
     // Also when the wait ended in a lock timeout: a failed item says where its time went.
     attempt.lockWaitMs = performance.now() - begin

@@ -228,6 +228,22 @@ export interface CatalogStore {
     tuple: number,
   ): Promise<(TaskInstanceKey & {id: string}) | undefined>
   findTaskInstancesById(ex: Executor, ids: readonly string[]): Promise<Array<TaskInstanceKey & {id: string}>>
+  /** Whether pgrowlocks can be called here (installed in this database, on the search path). */
+  readRowLockSupport(ex: Executor): Promise<boolean>
+  /**
+   * The task_instance rows that transactions `xids` hold row locks on, from pgrowlocks, which
+   * reads the whole table: call it once per report, with a statement timeout.
+   */
+  readTaskInstanceRowLocks(ex: Executor, xids: readonly string[]): Promise<TaskInstanceRowLock[]>
+}
+
+/** A task_instance row that some transactions hold a row lock on, as pgrowlocks reports it. */
+export interface TaskInstanceRowLock extends TaskInstanceKey {
+  id: string
+  /** The locking transactions (several when the row is share-locked by more than one). */
+  xids: string[]
+  /** Their lock modes, in the order of xids: `For Update`, `For No Key Update`, `For Share`, `For Key Share`, `Update`, `No Key Update`. */
+  modes: string[]
 }
 
 /** A committed task instance as its OpenLineage COMPLETE event needs it (instants in epoch microseconds). */
@@ -579,6 +595,8 @@ export interface SessionRow {
   /** The client's address; null for a Unix-socket connection. */
   client_addr: string | null
   backend_start: Date | null
+  /** Its transaction's id, once it has one (a write or a row lock takes one); what pgrowlocks names lockers by. */
+  backend_xid: string | null
   blocked_by: number[]
   sampled_at: Date
   /** When the current lock wait began, where the server reports it, else null. */

@@ -302,6 +302,7 @@ describe('audit-locks JSON shape (documented in the README)', () => {
       'queue_contention',
       'sampling',
       'settings',
+      'task_instance_holders',
       'trees',
       'visibility',
     ])
@@ -312,7 +313,36 @@ describe('audit-locks JSON shape (documented in the README)', () => {
       finished_at: expect.any(String),
       shown_sample: expect.any(Number),
     })
-    expect(r.visibility).toEqual({can_monitor: true, hidden_sessions: expect.any(Number), note: null})
+    expect(r.visibility).toEqual({
+      can_monitor: true,
+      hidden_sessions: expect.any(Number),
+      note: null,
+      pgrowlocks: expect.stringMatching(/^(read|not_read|not_installed|not_permitted|too_slow)$/),
+    })
+    const holder = (r.task_instance_holders as Array<Record<string, unknown>>)[0]!
+    expect(Object.keys(holder).sort()).toEqual([
+      'application_name',
+      'blocking',
+      'held_rows',
+      'pid',
+      'query',
+      'since_state_change_ms',
+      'state',
+      'transaction_age_ms',
+      'user',
+    ])
+    expect(Object.keys(holder.held_rows as object).sort()).toEqual(['note', 'source', 'task_instances'])
+    const idle = (r.idle_in_transaction as Array<Record<string, unknown>>)[0]!
+    expect(Object.keys(idle).sort()).toEqual([
+      'application_name',
+      'blocking',
+      'held_rows',
+      'idle_ms',
+      'last_query',
+      'pid',
+      'transaction_age_ms',
+      'user',
+    ])
     expect(r.deadlocks).toEqual({total: expect.any(Number), delta: expect.any(Number)})
     const node = (r.trees as Array<Record<string, unknown>>)[0]!
     expect(Object.keys(node).sort()).toEqual([
@@ -335,6 +365,7 @@ describe('audit-locks JSON shape (documented in the README)', () => {
       'wait_event',
       'wait_event_type',
       'wait_ms',
+      'waited_before_ms',
     ])
     for (const finding of r.findings as Array<Record<string, unknown>>) {
       expect(['info', 'warning', 'critical']).toContain(finding.severity)

@@ -16,6 +16,7 @@ const session = (pid: number, blockedBy: number[], extra: Partial<SessionRow> = 
   query: 'select 1',
   client_addr: '10.0.0.7',
   backend_start: new Date('2026-12-02T02:00:00Z'),
+  backend_xid: null,
   blocked_by: blockedBy,
   sampled_at: at,
   wait_start: blockedBy.length ? new Date('2026-12-02T03:00:07Z') : null,
@@ -62,5 +63,27 @@ describe('buildForest', () => {
     )
     expect(categorise(session(1, [2], {query: 'update variable set val = 1'}))).toBe('other')
     expect(categorise(session(1, []))).toBeNull()
+  })
+
+  it("adds the earlier slices of an airlock session's row-lock wait (from its tag) to the current slice's", () => {
+    const id = '0196f0e2-7d1c-7b3a-9c4e-2f1a5b6c7d8e'
+    const waiting = {query: 'select state from task_instance where id = $1 for update'}
+    const forest = buildForest(
+      [
+        session(1, []),
+        session(2, [1], {...waiting, application_name: `airlock:complete:${id}:w2800`}),
+        // A queue wait of the same item's next registration is its own wait: the tag's is for the row.
+        session(3, [1], {
+          query: 'insert into asset_dag_run_queue (asset_id) values (1)',
+          application_name: `airlock:complete:${id}:w2800`,
+        }),
+        session(4, [1], {...waiting, application_name: `airlock:complete:${id}`}),
+      ],
+      new Map(),
+    )
+    const [row, queue, first] = forest[0]!.children
+    expect(row).toMatchObject({pid: 2, wait_ms: 5800, waited_before_ms: 2800, task_instance: {id, guess: false}})
+    expect(queue).toMatchObject({pid: 3, wait_ms: 3000, waited_before_ms: null})
+    expect(first).toMatchObject({pid: 4, wait_ms: 3000, waited_before_ms: null})
   })
 })

@@ -179,6 +179,14 @@ function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database 
             state.committed = true
             await control(client, 'commit', 'commit')
           },
+          async setApplicationName(applicationName) {
+            const name = truncateUtf8(applicationName, 63)
+            await control(
+              client,
+              `set local application_name = ${client.escapeLiteral(name)}`,
+              `set local application_name ${name}`,
+            )
+          },
         }
         const result = await work(tx)
         if (!state.committed) {
