@@ -32,6 +32,8 @@ export const unitTests = [
   'test/docs/supportedVersions.test.ts',
   'test/docs/windowFlags.test.ts',
   'test/engine/statementLog.test.ts',
+  'test/lineage/datasets.test.ts',
+  'test/lineage/event.test.ts',
   'test/lineage/settings.test.ts',
   'test/lineage/staticUuid.test.ts',
   'test/output/**/*.test.ts',

@@ -1,3 +1,4 @@
+import {datasetOf} from './datasets.js'
 import {generateStaticUuid, pythonIsoformat, type MicroInstant} from './staticUuid.js'
 
 /** What the database says about a committed task instance, for its COMPLETE event. */
@@ -41,7 +42,8 @@ export const producer = 'https://github.com/airflow-airlock/airlock'
  *   rootParentJobNamespace, rootParentJobName) or, failing that, a complete parent;
  * - job `{namespace, "{dag_id}.{task_id}"}` with the job-type facet (BATCH, AIRFLOW, TASK);
  * - eventTime: the recorded end_date, as Python's isoformat writes it;
- * - outputs: the assets airlock wrote events for (see datasetOf);
+ * - outputs: the datasets the provider's converters make of the assets airlock wrote events for
+ *   (datasets.ts `datasetOf`); an asset the provider makes no dataset of is left out;
  * - a processing_engine facet naming airlock, so nobody takes it for the worker's event.
  */
 export function completeEvent(facts: LineageFacts, identity: LineageIdentity): Record<string, unknown> {
@@ -87,7 +89,7 @@ export function completeEvent(facts: LineageFacts, identity: LineageIdentity): R
       },
     },
     inputs: [],
-    outputs: facts.outputs.map(datasetOf),
+    outputs: facts.outputs.flatMap((asset) => datasetOf(asset.uri) ?? []),
   }
 }
 
@@ -118,19 +120,4 @@ function rootFromConf(
     read('rootParentRunId', 'rootParentJobNamespace', 'rootParentJobName') ??
     read('parentRunId', 'parentJobNamespace', 'parentJobName')
   )
-}
-
-/**
- * An asset as an OpenLineage dataset: a URI with an authority (s3://bucket/key,
- * postgres://host:5432/db.schema.table) is namespace `scheme://authority` and name the path
- * without its leading slash, the OpenLineage naming convention for those schemes; any other URI
- * is namespace = its scheme and name = the rest. Airflow's provider converts some schemes with
- * its own per-scheme functions; airlock's rule is documented in docs/lineage.md.
- */
-export function datasetOf(asset: {name: string; uri: string}): {namespace: string; name: string} {
-  const match = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\/([^/?#]*)(.*)$/.exec(asset.uri)
-  if (match && match[2]) return {namespace: `${match[1]}://${match[2]}`, name: match[3]!.replace(/^\//, '') || '/'}
-  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):(.*)$/.exec(asset.uri)
-  if (scheme) return {namespace: scheme[1]!, name: scheme[2]!.replace(/^\/\//, '')}
-  return {namespace: 'airflow', name: asset.uri || asset.name}
 }
