@@ -104,6 +104,14 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     }),
     ...writeFlags,
     ...outcomeFlags,
+    'lineage-for-replays': Flags.boolean({
+      summary:
+        "Missing mode: send a replayed try's OpenLineage COMPLETE too (off: its worker's listener already sent one).",
+      description:
+        "A missing-mode replay writes the lost events of a try whose success Airflow recorded, and Airflow's OpenLineage listener sent that try's COMPLETE then; a second one makes a new job version and new output dataset versions in a backend such as Marquez. Send it anyway when the worker's never arrived.",
+      default: false,
+      helpGroup: 'OUTPUT',
+    }),
     extra: Flags.string({
       description: 'Missing mode: JSON object for the extra of replayed events (default {}).',
       helpGroup: 'WRITING',
@@ -135,6 +143,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       actor: flags.actor,
       downstream: flags.downstream,
       lineage: await lineageFromFlags(flags),
+      lineageForReplays: flags['lineage-for-replays'],
     }
     const airflow = await this.openAirflow(flags, {
       verb: 'replay-events',

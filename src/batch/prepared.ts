@@ -51,8 +51,27 @@ export interface PreparedBatch<J extends {outcome: string}, Name extends string>
   notes?: readonly string[] | undefined
   /** Who holds a task instance's row: an item waiting for it longer than a second says so. */
   holderOf?: ((tiId: string) => Promise<RowHolder | undefined>) | undefined
-  /** `lost`: the server went away mid-batch; the items not yet taken were never reached. */
-  run(hooks: BatchHooks<J, Name>): Promise<{tally: Tally<Name>; interrupted: boolean; lost?: boolean}>
+  /**
+   * `lost`: the server went away mid-batch; the items not yet taken were never reached.
+   * `lineage`: what became of the COMMIT events the batch handed to its lineage outbox.
+   */
+  run(hooks: BatchHooks<J, Name>): Promise<{
+    tally: Tally<Name>
+    interrupted: boolean
+    lost?: boolean
+    lineage?: {delivery: LineageDeliveryReport; required: boolean} | undefined
+  }>
+}
+
+/** What became of a batch's OpenLineage COMPLETE events (the lineage outbox's report). */
+export interface LineageDeliveryReport {
+  sent: number
+  unconfirmed: number
+  failed: number
+  not_tried: number
+  /** Where the events not confirmed stay. */
+  spool: string
+  first_failure?: string
 }
 
 /** The settings every write batch shares: how many at once and each transaction's limits. */

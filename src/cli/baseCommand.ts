@@ -23,7 +23,7 @@ import {emptySelectionNote} from './selectionFlags.js'
 import {LockWaits, watchLockWaits} from '../protocol/lockWaits.js'
 import {planCaveat} from '../protocol/plan.js'
 import {describeLockWait, renderBreakdown, type BatchReport} from './renderItems.js'
-import type {PreparedBatch} from '../batch/prepared.js'
+import type {LineageDeliveryReport, PreparedBatch} from '../batch/prepared.js'
 
 /** What a command hands back: the result that becomes `--json`'s `result`, and its exit code. */
 export interface CommandOutcome<R> {
@@ -209,7 +209,7 @@ export abstract class AirlockCommand<R> extends Command {
           output.status(wait && this.scrub(describeLockWait(wait)), wait && `${wait.label} ${wait.holder?.pid ?? ''}`),
         )
       : () => undefined
-    const {tally, interrupted, lost} = await batch
+    const {tally, interrupted, lost, lineage} = await batch
       .run({
         shouldStop: this.interrupts.requested,
         onItem: (json, tally) => {
@@ -229,7 +229,8 @@ export abstract class AirlockCommand<R> extends Command {
     // error envelope, or the stream's error line, with every item that finished).
     const error = lost && lostServerError(tally, batch.count, this.resumeAdvice())
     if (error) this.failedAfter(error, !options.quiet && output.fail(tally, batch.dryRun, this.errorLine(error)))
-    const exit = this.batchExit(tally, batch, interrupted, options.failIfEmpty === true)
+    if (lineage) output.delivered(lineage.delivery)
+    const exit = this.batchExit(tally, batch, interrupted, options.failIfEmpty === true, lineage)
     // A batch that is the whole command: its summary is the command's, so its exit stands from
     // here (a quiet batch is part of a command that settles its own exit).
     if (!options.quiet) this.settle(exit)
@@ -279,13 +280,22 @@ export abstract class AirlockCommand<R> extends Command {
     batch: {count: number; label: string; explicit: boolean},
     interrupted: boolean,
     failIfEmpty: boolean,
+    lineage?: {delivery: LineageDeliveryReport; required: boolean},
   ): ExitCode {
     if (interrupted) return ExitCode.interrupted
     if (failIfEmpty && batch.count === 0) {
       this.note(emptySelectionNote(`${batch.label} selected nothing`))
       return ExitCode.notFound
     }
-    return tally.exit({explicit: batch.explicit})
+    const exit = tally.exit({explicit: batch.explicit})
+    const kept = lineage ? lineage.delivery.unconfirmed + lineage.delivery.failed + lineage.delivery.not_tried : 0
+    if (lineage?.required && kept > 0 && exit !== ExitCode.partialFailure) {
+      this.note(
+        `--lineage-required: ${kept} OpenLineage COMPLETE event${kept === 1 ? ' was' : 's were'} not confirmed (kept in ${lineage.delivery.spool}): exit 5`,
+      )
+      return ExitCode.partialFailure
+    }
+    return exit
   }
 
   /**

@@ -1,3 +1,4 @@
+import type {LineageDeliveryReport} from '../batch/prepared.js'
 import type {Tally} from '../batch/tally.js'
 import {createProgress, type Progress} from '../output/progress.js'
 import {DownstreamFold, type Downstream} from '../protocol/downstream.js'
@@ -34,6 +35,7 @@ export class BatchOutput<J extends ItemLike> {
   /** What became of each committed item's OpenLineage COMPLETE: sent, failed, would_send, disabled. */
   private readonly lineage = new Map<string, number>()
   private firstLineageFailure: string | undefined
+  private delivery: LineageDeliveryReport | undefined
 
   constructor(
     private readonly mode: OutputMode,
@@ -46,6 +48,33 @@ export class BatchOutput<J extends ItemLike> {
     private readonly sink?: ItemSink,
   ) {
     this.progress = createProgress({label, total, enabled: mode !== 'json' || !process.stderr.isTTY})
+  }
+
+  /** What the lineage outbox delivered once the batch stopped waiting for it. */
+  delivered(report: LineageDeliveryReport): void {
+    this.delivery = report
+  }
+
+  /**
+   * The run's COMPLETE events by what became of them: the outbox's report where events were
+   * handed to it (the items' own `queued`/`spooled` were only the way there), and the spool that
+   * holds every one not confirmed.
+   */
+  private lineageSummary(): {lineage?: Record<string, number>; firstFailure?: string; spool?: string} {
+    const items = Object.fromEntries([...this.lineage].filter(([kind]) => kind !== 'queued' && kind !== 'spooled'))
+    if (!this.delivery) {
+      return this.lineage.size > 0
+        ? {lineage: items, ...(this.firstLineageFailure ? {firstFailure: this.firstLineageFailure} : {})}
+        : {}
+    }
+    const {sent, unconfirmed, failed, not_tried: notTried, spool, first_failure: firstFailure} = this.delivery
+    const lineage = {...items, sent, unconfirmed, failed: failed + (items.failed ?? 0), not_tried: notTried}
+    const kept = unconfirmed + failed + notTried
+    return {
+      lineage,
+      ...((firstFailure ?? this.firstLineageFailure) ? {firstFailure: firstFailure ?? this.firstLineageFailure} : {}),
+      ...(kept > 0 ? {spool} : {}),
+    }
   }
 
   add<Name extends string>(json: J, tally: Tally<Name>): void {
@@ -112,7 +141,7 @@ export class BatchOutput<J extends ItemLike> {
     // `selected` counts the items taken; a run stopped early says how many of the selection it never took.
     if (interrupted && this.total !== null) summary.not_reached = Math.max(0, this.total - tally.selected)
     const downstream = this.sawDownstream ? this.downstream.summary() : undefined
-    const lineage = this.lineage.size > 0 ? Object.fromEntries(this.lineage) : undefined
+    const {lineage, firstFailure, spool} = this.lineageSummary()
     const line = JSON.stringify({
       type: 'summary',
       ...summary,
@@ -129,7 +158,11 @@ export class BatchOutput<J extends ItemLike> {
       items: this.kept,
       ...(downstream ? {downstream} : {}),
       ...(lineage
-        ? {lineage, ...(this.firstLineageFailure ? {lineage_first_failure: this.firstLineageFailure} : {})}
+        ? {
+            lineage,
+            ...(firstFailure ? {lineage_first_failure: firstFailure} : {}),
+            ...(spool ? {lineage_spool: spool} : {}),
+          }
         : {}),
       ...(this.omitted ? {omitted: this.omitted} : {}),
       ...(interrupted ? {interrupted} : {}),

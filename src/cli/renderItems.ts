@@ -72,10 +72,15 @@ export interface BatchReport<J = ItemJson> {
   interrupted?: boolean
   /** Every consumer DAG the batch's events reach, as the scheduler's next step will see them. */
   downstream?: DownstreamSummary[]
-  /** Committed items' OpenLineage COMPLETE events by what became of them (sent, failed, would_send, disabled). */
+  /**
+   * Committed items' OpenLineage COMPLETE events by what became of them: sent, unconfirmed,
+   * failed, not_tried (each kept in the spool), would_send, disabled.
+   */
   lineage?: Record<string, number>
-  /** The first failed item and why: `dag/run/task[map]: why`. */
+  /** The first event not confirmed and why: `dag/run/task[map]: unconfirmed: why`. */
   lineage_first_failure?: string
+  /** Where the events not confirmed are kept, when there are any: `airlock lineage resend` sends them. */
+  lineage_spool?: string
 }
 
 /** Items of an event-level replay (by id, from a file): where each came from and what it became. */
@@ -218,11 +223,16 @@ function selectedPhrase(s: BatchReport['summary'], noun: string): string {
  */
 function lineageLine(report: BatchReport): string | undefined {
   if (!report.lineage || ('disabled' in report.lineage && Object.keys(report.lineage).length === 1)) return undefined
-  const counts = Object.entries(report.lineage).map(([kind, n]) => `${n} ${kind.replace('_', ' ')}`)
+  const counts = Object.entries(report.lineage)
+    .filter(([, n]) => n > 0)
+    .map(([kind, n]) => `${n} ${kind.replace('_', ' ')}`)
   const failure = report.lineage_first_failure
     ? ` (first failure: ${report.lineage_first_failure}; the completions stand)`
     : ''
-  return `OpenLineage COMPLETE events: ${counts.join(', ')}${failure}.`
+  const spool = report.lineage_spool
+    ? `\nThe events not confirmed are kept in ${report.lineage_spool}: airlock lineage resend sends them.`
+    : ''
+  return `OpenLineage COMPLETE events: ${counts.join(', ') || 'none'}${failure}.${spool}`
 }
 
 const downstreamRows = 50

@@ -1,8 +1,10 @@
+import path from 'node:path'
+
 import {Flags} from '@oclif/core'
 
 import type {WriteOptions} from '../batch/prepared.js'
-
 import {lineageSettings, type LineageSettings} from '../lineage/settings.js'
+import {sandboxHome} from '../sandbox/sandbox.js'
 import {parseDuration} from './parseInput.js'
 
 /** The flags every batch writer shares (pacing, timeouts, dry run, confirmation, streaming. */
@@ -83,6 +85,26 @@ export const outcomeFlags = {
     summary: 'Send OpenLineage COMPLETE events when a backend is configured (--no-lineage: never).',
     helpGroup: 'OUTPUT',
   }),
+  'lineage-spool': Flags.string({
+    summary: 'Where COMPLETE events wait until the backend confirms them (default: $AIRLOCK_HOME/lineage-spool).',
+    description:
+      'One file per event, written before the first attempt to send it and removed once the backend confirmed it: what is left was never confirmed, and `airlock lineage resend` sends it.',
+    helpGroup: 'OUTPUT',
+    helpValue: 'DIR',
+  }),
+  'lineage-wait': Flags.string({
+    summary: 'After the last completion, how long to wait for COMPLETE events still being sent (default 30s).',
+    description:
+      'Events are sent alongside the completions, never holding them up; what is still queued or in flight when the wait ends stays in the spool for `airlock lineage resend`.',
+    default: '30s',
+    helpGroup: 'OUTPUT',
+    helpValue: 'DURATION',
+  }),
+  'lineage-required': Flags.boolean({
+    summary: 'Exit 5 when a COMPLETE event was not confirmed by the backend (for cron); it stays in the spool.',
+    default: false,
+    helpGroup: 'OUTPUT',
+  }),
   downstream: Flags.boolean({
     default: true,
     allowNo: true,
@@ -97,8 +119,24 @@ export const outcomeFlags = {
 export function lineageFromFlags(flags: {
   'openlineage-url'?: string | undefined
   lineage: boolean
+  'lineage-spool'?: string | undefined
+  'lineage-wait': string
+  'lineage-required': boolean
 }): Promise<LineageSettings> {
-  return lineageSettings({openlineageUrl: flags['openlineage-url'], lineage: flags.lineage})
+  return lineageSettings({
+    openlineageUrl: flags['openlineage-url'],
+    lineage: flags.lineage,
+    delivery: {
+      spoolDir: lineageSpoolDir(flags['lineage-spool']),
+      waitMs: parseDuration(flags['lineage-wait'], '--lineage-wait', 24 * 3_600_000),
+      required: flags['lineage-required'],
+    },
+  })
+}
+
+/** --lineage-spool, else the spool under airlock's home (AIRLOCK_HOME). */
+export function lineageSpoolDir(flag: string | undefined): string {
+  return flag ? path.resolve(flag) : path.join(sandboxHome(), 'lineage-spool')
 }
 
 /** The batch's write options from the flags: --plan is a dry run that writes nothing at all. */

@@ -3,7 +3,7 @@ import {runBatch} from '../batch/pool.js'
 import {lostServer} from '../protocol/outcomes.js'
 import type {PreparedBatch, WriteOptions} from '../batch/prepared.js'
 import {Tally} from '../batch/tally.js'
-import {LineageSender} from '../lineage/lineage.js'
+import {LineageSender, lineageReport} from '../lineage/lineage.js'
 import {lineageWarnings, type LineageSettings} from '../lineage/settings.js'
 import {plannerOf, planProtocol} from '../protocol/plan.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
@@ -90,7 +90,7 @@ export async function prepareComplete(
           },
         },
       )
-      return {tally, interrupted, lost}
+      return {tally, interrupted, lost, lineage: await lineageReport(lineage, request.lineage)}
     },
   }
 }

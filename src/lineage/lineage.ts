@@ -1,20 +1,23 @@
+import {formatKey, type TaskInstanceKey} from '../airflow/taskInstance.js'
 import type {ItemResult} from '../protocol/outcomes.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {completeEvent} from './event.js'
-import {sendEvent, type LineageOutcome} from './send.js'
+import {LineageOutbox, type LineageDelivery} from './outbox.js'
 import type {LineageSettings} from './settings.js'
+import {LineageSpool} from './spool.js'
 
-/** After this many failures in a row the backend is taken for down: the rest are not tried. */
-const breakAfter = 3
+/** What an item's `lineage` says: queued to be sent, left in the spool, off, or (dry run) what it would send. */
+export type LineageItemOutcome = 'queued' | 'spooled' | 'disabled' | 'would_send' | {failed: string}
 
 /**
  * Finishes a committed item's lineage, after its COMMIT and never inside a transaction: reads
- * what the event is built from, sends it (or, in a dry run, says what it would send), and records
- * the outcome on the item (`lineage`, and `lineage_event` in a dry run). Never throws and never
- * changes the item's outcome: a lineage backend that is down is reported, not a failed completion.
+ * what the event is built from, writes it to the spool and hands it to the outbox, which sends it
+ * while the batch goes on (in a dry run: says what it would send). Never throws and never
+ * changes the item's outcome: a lineage backend that is slow or down is reported, not a failed
+ * completion, and nothing it did not confirm is lost (`airlock lineage resend`).
  */
 export class LineageSender {
-  private failuresInARow = 0
+  private outbox: Promise<LineageOutbox> | undefined
 
   constructor(
     private readonly airflow: Pick<AirflowDatabase, 'db' | 'store'>,
@@ -25,33 +28,80 @@ export class LineageSender {
 
   async finish<O extends {outcome: string}>(item: ItemResult<O>): Promise<ItemResult<O>> {
     if (item.result.outcome !== this.committedOutcome || !item.ti) return item
-    const outcome = await this.outcomeFor(item.ti.id, item.dryRun)
-    const {lineage, event} = outcome
+    const {lineage, event} = await this.outcomeFor(item.ti, item.dryRun)
     return {
       ...item,
       report: {...item.report, lineage: describe(lineage), ...(event && item.dryRun ? {lineage_event: event} : {})},
     }
   }
 
-  private async outcomeFor(tiId: string, dryRun: boolean): Promise<{lineage: LineageOutcome; event?: unknown}> {
+  /**
+   * Stops taking events and waits, up to the settings' wait, for the ones queued: what the
+   * backend confirmed, and what stays in the spool. Undefined when nothing was handed over.
+   */
+  async close(): Promise<LineageDelivery | undefined> {
+    if (!this.outbox || !this.settings.enabled) return undefined
+    return (await this.outbox).close(this.settings.delivery.waitMs)
+  }
+
+  private async outcomeFor(
+    ti: TaskInstanceKey & {id: string},
+    dryRun: boolean,
+  ): Promise<{lineage: LineageItemOutcome; event?: unknown}> {
     if (!this.settings.enabled) return {lineage: 'disabled'}
-    const {db, store} = this.airflow
-    const facts = await store.readLineageFacts(db.executor, tiId).catch(() => undefined)
-    if (!facts) return {lineage: {failed: 'the task instance could not be read back after its commit'}}
-    // A dry run rolled back: the end date it would record is now, its outputs are not readable.
-    const endMicros = facts.endMicros ?? BigInt(Date.now()) * 1000n
-    const event = completeEvent(
-      {...facts, endDate: {epochMicros: endMicros}, runInstant: {epochMicros: facts.runMicros}},
-      {namespace: this.settings.namespace, airlockVersion: this.airlockVersion},
-    )
+    const event = await buildComplete(this.airflow, ti.id, this.settings.namespace, this.airlockVersion)
+    if (!event) return {lineage: {failed: 'the task instance could not be read back after its commit'}}
     if (dryRun) return {lineage: 'would_send', event}
-    if (this.failuresInARow >= breakAfter) {
-      return {lineage: {failed: `not tried: the last ${breakAfter} events to this backend failed`}}
+    try {
+      const outbox = await this.openOutbox()
+      const runId = (event.run as {runId: string}).runId
+      await outbox.spool.put(runId, event)
+      return {lineage: outbox.enqueue(runId, formatKey(ti)), event}
+    } catch (error) {
+      // The spool cannot be written (a full disk, a directory it may not write): said per item,
+      // and the event can be rebuilt from the database (airlock lineage resend --dag-id …).
+      return {lineage: {failed: `not spooled: ${error instanceof Error ? error.message : String(error)}`}}
     }
-    const lineage = await sendEvent(this.settings, event)
-    this.failuresInARow = lineage === 'sent' ? 0 : this.failuresInARow + 1
-    return {lineage, event}
+  }
+
+  private openOutbox(): Promise<LineageOutbox> {
+    if (!this.settings.enabled) throw new Error('lineage is off')
+    const {url, apiKey, delivery} = this.settings
+    this.outbox ??= LineageSpool.open(delivery.spoolDir).then(
+      (spool) => new LineageOutbox({url, apiKey}, spool, delivery.policy),
+    )
+    return this.outbox
   }
 }
 
-const describe = (outcome: LineageOutcome) => (typeof outcome === 'string' ? outcome : `failed (${outcome.failed})`)
+/**
+ * The COMPLETE for a task instance's current try, from the database; undefined when it cannot
+ * be read. A dry run rolled back: the end date it would record is now (its outputs, rolled back
+ * too, cannot be read).
+ */
+export async function buildComplete(
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  tiId: string,
+  namespace: string,
+  airlockVersion: string,
+): Promise<Record<string, unknown> | undefined> {
+  const {db, store} = airflow
+  const facts = await store.readLineageFacts(db.executor, tiId).catch(() => undefined)
+  if (!facts) return undefined
+  const endMicros = facts.endMicros ?? BigInt(Date.now()) * 1000n
+  return completeEvent(
+    {...facts, endDate: {epochMicros: endMicros}, runInstant: {epochMicros: facts.runMicros}},
+    {namespace, airlockVersion},
+  )
+}
+
+/** A batch's lineage after its last item: the outbox closed, and whether the run must have had it all confirmed. */
+export async function lineageReport(
+  sender: LineageSender | undefined,
+  settings: LineageSettings | undefined,
+): Promise<{delivery: LineageDelivery; required: boolean} | undefined> {
+  const delivery = await sender?.close()
+  return delivery && settings?.enabled ? {delivery, required: settings.delivery.required} : undefined
+}
+
+const describe = (outcome: LineageItemOutcome) => (typeof outcome === 'string' ? outcome : `failed (${outcome.failed})`)

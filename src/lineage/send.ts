@@ -1,22 +1,40 @@
-/** What became of an item's COMPLETE event. */
-export type LineageOutcome = 'sent' | 'disabled' | 'would_send' | {failed: string}
+/**
+ * What became of one POST of a COMPLETE event: `sent` (the backend answered 2xx), `unconfirmed`
+ * (the request may have arrived: a timeout, or a connection lost after the body went out),
+ * `failed` (it did not arrive or was refused: a refused connection, an unknown host, an HTTP
+ * error). Only `sent` removes an event from the spool.
+ */
+export type Delivery = 'sent' | {unconfirmed: string} | {failed: string}
+
+/** How a COMPLETE is POSTed: the OpenLineage HTTP transport's `timeout` and `retry` settings. */
+export interface SendPolicy {
+  timeoutMs: number
+  /** Attempts in all (the transport's retry `total` + 1). */
+  attempts: number
+  /** The first back-off; each retry doubles it (the transport's `backoff_factor`, in milliseconds). */
+  backoffMs: number
+}
+
+export const defaultSendPolicy: SendPolicy = {timeoutMs: 5000, attempts: 3, backoffMs: 200}
+
+/** Errors after which the request cannot have reached the backend. */
+const neverArrived = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'])
 
 /**
  * POSTs one RunEvent as the client's HTTP transport does (JSON body, `Authorization: Bearer` when
- * there is an API key), with a timeout and a few retries with back-off on what may pass (a
- * refused connection, a timeout, 429 and 5xx). Never throws: a backend that is down is the
- * item's `failed (why)`, never the completion's.
+ * there is an API key), with the policy's timeout and retries with back-off on what may pass (a
+ * refused connection, a timeout, 429 and 5xx). Never throws.
  */
 export async function sendEvent(
   target: {url: string; apiKey: string | undefined},
-  event: unknown,
-  options: {timeoutMs?: number; attempts?: number; backoffMs?: number} = {},
-): Promise<LineageOutcome> {
-  const timeoutMs = options.timeoutMs ?? 5000
-  const attempts = options.attempts ?? 3
-  const body = JSON.stringify(event)
+  body: string,
+  policy: SendPolicy = defaultSendPolicy,
+  /** Aborted when the run stops waiting: the attempt in flight ends unconfirmed, no retry follows. */
+  stop?: AbortSignal,
+): Promise<Delivery> {
   let why = ''
-  for (let attempt = 1; attempt <= attempts; attempt++) {
+  let mayHaveArrived = false
+  for (let attempt = 1; attempt <= policy.attempts; attempt++) {
     try {
       const response = await fetch(target.url, {
         method: 'POST',
@@ -25,7 +43,9 @@ export async function sendEvent(
           ...(target.apiKey ? {authorization: `Bearer ${target.apiKey}`} : {}),
         },
         body,
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: stop
+          ? AbortSignal.any([AbortSignal.timeout(policy.timeoutMs), stop])
+          : AbortSignal.timeout(policy.timeoutMs),
       })
       // The body is not needed; reading it frees the connection.
       await response.arrayBuffer().catch(() => undefined)
@@ -33,18 +53,24 @@ export async function sendEvent(
       why = `HTTP ${response.status}`
       if (response.status !== 429 && response.status < 500) return {failed: why}
     } catch (error) {
-      why = describeFailure(error, timeoutMs)
+      const failure = describeFailure(error, policy.timeoutMs)
+      why = failure.why
+      mayHaveArrived ||= failure.mayHaveArrived
     }
-    if (attempt < attempts) await sleep((options.backoffMs ?? 200) * 2 ** (attempt - 1))
+    if (stop?.aborted) return {unconfirmed: `${why}: the run stopped waiting for the backend`}
+    if (attempt < policy.attempts) await sleep(policy.backoffMs * 2 ** (attempt - 1))
   }
-  return {failed: `${why} after ${attempts} attempts`}
+  const attempts = `${why} after ${policy.attempts} attempt${policy.attempts === 1 ? '' : 's'}`
+  return mayHaveArrived ? {unconfirmed: attempts} : {failed: attempts}
 }
 
-function describeFailure(error: unknown, timeoutMs: number): string {
-  if (error instanceof DOMException && error.name === 'TimeoutError') return `no answer within ${timeoutMs} ms`
-  const cause = (error as {cause?: {code?: string}}).cause
-  if (cause?.code) return cause.code
-  return error instanceof Error ? error.message : String(error)
+function describeFailure(error: unknown, timeoutMs: number): {why: string; mayHaveArrived: boolean} {
+  if (error instanceof DOMException && error.name === 'TimeoutError')
+    return {why: `no answer within ${timeoutMs} ms`, mayHaveArrived: true}
+  if (error instanceof DOMException && error.name === 'AbortError') return {why: 'cut short', mayHaveArrived: true}
+  const code = (error as {cause?: {code?: string}}).cause?.code
+  if (code) return {why: code, mayHaveArrived: !neverArrived.has(code)}
+  return {why: error instanceof Error ? error.message : String(error), mayHaveArrived: true}
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

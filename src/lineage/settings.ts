@@ -4,10 +4,29 @@ import path from 'node:path'
 
 import {AirflowConfigError, readAirflowString} from '../airflow/config.js'
 import {usageError} from '../errors.js'
+import {defaultSendPolicy, type SendPolicy} from './send.js'
+
+/** How a run delivers its COMPLETE events: the spool, how long it waits for them, the POST policy. */
+export interface LineageDeliverySettings {
+  /** The durable outbox: one file per event not yet confirmed. */
+  spoolDir: string
+  /** After the last completion, how long the run waits for events still being sent. */
+  waitMs: number
+  /** --lineage-required: a run whose events were not all confirmed exits 5. */
+  required: boolean
+  policy: SendPolicy
+}
 
 /** Where COMPLETE events go, or why none are sent. */
 export type LineageSettings =
-  | {enabled: true; url: string; apiKey: string | undefined; namespace: string; source: string}
+  | {
+      enabled: true
+      url: string
+      apiKey: string | undefined
+      namespace: string
+      source: string
+      delivery: LineageDeliverySettings
+    }
   | {
       enabled: false
       reason: string
@@ -19,6 +38,9 @@ interface HttpTransport {
   url: string
   endpoint: string
   apiKey: string | undefined
+  /** The transport's `timeout` (seconds) and `retry` ({total, backoff_factor}), as written. */
+  timeout?: unknown
+  retry?: unknown
 }
 
 /**
@@ -50,7 +72,11 @@ function openlineageOption(key: string, env: NodeJS.ProcessEnv): {value: string;
 }
 
 export async function lineageSettings(
-  flags: {openlineageUrl?: string | undefined; lineage: boolean},
+  flags: {
+    openlineageUrl?: string | undefined
+    lineage: boolean
+    delivery?: Omit<LineageDeliverySettings, 'policy'> | undefined
+  },
   env: NodeJS.ProcessEnv = process.env,
   cwd: string = process.cwd(),
 ): Promise<LineageSettings> {
@@ -68,7 +94,21 @@ export async function lineageSettings(
     }
   }
   const namespace = openlineageOption('namespace', env)?.value || env.OPENLINEAGE_NAMESPACE || 'default'
-  return {enabled: true, url: endpointUrl(found, found.source), apiKey: found.apiKey, namespace, source: found.source}
+  return {
+    enabled: true,
+    url: endpointUrl(found, found.source),
+    apiKey: found.apiKey,
+    namespace,
+    source: found.source,
+    delivery: {
+      ...(flags.delivery ?? {
+        spoolDir: path.join(os.tmpdir(), 'airlock-lineage-spool'),
+        waitMs: 30_000,
+        required: false,
+      }),
+      policy: sendPolicy(found, env),
+    },
+  }
 }
 
 type Found = (HttpTransport & {source: string}) | {unsupported: string}
@@ -136,6 +176,8 @@ function fromTransport(transport: unknown, source: string): Found {
     url?: unknown
     endpoint?: unknown
     auth?: {type?: unknown; apiKey?: unknown; api_key?: unknown}
+    timeout?: unknown
+    retry?: unknown
   }
   if (t.type !== 'http')
     return {unsupported: `${source}: transport type ${JSON.stringify(t.type)} is not sent by airlock (http only)`}
@@ -145,8 +187,66 @@ function fromTransport(transport: unknown, source: string): Found {
     url: t.url,
     endpoint: typeof t.endpoint === 'string' ? t.endpoint : 'api/v1/lineage',
     apiKey: t.auth?.type === 'api_key' && typeof key === 'string' && key ? key : undefined,
+    timeout: t.timeout,
+    retry: t.retry,
     source,
   }
+}
+
+/**
+ * The POST policy, from the transport's own settings as the OpenLineage client names them
+ * (openlineage-python transport/http.py HttpConfig: `timeout` in seconds, default 5.0; `retry`
+ * with `total` retries and `backoff_factor` in seconds), the environment's
+ * `OPENLINEAGE__TRANSPORT__TIMEOUT`, `OPENLINEAGE__TRANSPORT__RETRY` (JSON),
+ * `OPENLINEAGE__TRANSPORT__RETRY__TOTAL` and `…__BACKOFF_FACTOR` winning over the file, as the
+ * client lets them. Unset: airlock's own (5 s, 2 retries, 0.2 s), so a backend that is down is
+ * found in well under a second per event. A value that is not a number is exit 2.
+ */
+function sendPolicy(transport: HttpTransport & {source: string}, env: NodeJS.ProcessEnv): SendPolicy {
+  const fromEnvJson = env.OPENLINEAGE__TRANSPORT__RETRY ? parseRetryJson(env.OPENLINEAGE__TRANSPORT__RETRY) : {}
+  const retry = {...retryOf(transport.retry, transport.source), ...fromEnvJson}
+  const timeout = env.OPENLINEAGE__TRANSPORT__TIMEOUT ?? transport.timeout
+  const total = env.OPENLINEAGE__TRANSPORT__RETRY__TOTAL ?? retry.total
+  const backoff = env.OPENLINEAGE__TRANSPORT__RETRY__BACKOFF_FACTOR ?? retry.backoff_factor
+  return {
+    timeoutMs:
+      timeout === undefined
+        ? defaultSendPolicy.timeoutMs
+        : Math.round(number(timeout, 'the transport timeout (seconds)', 0.001, 600) * 1000),
+    attempts:
+      total === undefined ? defaultSendPolicy.attempts : number(total, 'the transport retry total', 0, 20, true) + 1,
+    backoffMs:
+      backoff === undefined
+        ? defaultSendPolicy.backoffMs
+        : Math.round(number(backoff, 'the transport retry backoff_factor (seconds)', 0, 60) * 1000),
+  }
+}
+
+function retryOf(retry: unknown, source: string): {total?: unknown; backoff_factor?: unknown} {
+  if (retry === undefined || retry === null) return {}
+  if (typeof retry !== 'object')
+    throw usageError(`${source}: the http transport's retry must be a mapping ({total, backoff_factor}).`)
+  return retry as {total?: unknown; backoff_factor?: unknown}
+}
+
+function parseRetryJson(text: string): {total?: unknown; backoff_factor?: unknown} {
+  try {
+    return retryOf(JSON.parse(text), 'OPENLINEAGE__TRANSPORT__RETRY')
+  } catch (error) {
+    if (error instanceof SyntaxError)
+      throw usageError('OPENLINEAGE__TRANSPORT__RETRY is not JSON ({"total": 3, "backoff_factor": 0.3}).')
+    throw error
+  }
+}
+
+function number(value: unknown, what: string, min: number, max: number, integer = false): number {
+  const n =
+    typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN
+  if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n)))
+    throw usageError(
+      `OpenLineage: ${what} must be ${integer ? 'a whole number' : 'a number'} from ${min} to ${max}, got ${JSON.stringify(value)}.`,
+    )
+  return n
 }
 
 function endpointUrl(transport: HttpTransport, source: string): string {

@@ -6,7 +6,7 @@ import type {BatchHooks, PreparedBatch, WriteOptions} from '../batch/prepared.js
 import {Tally} from '../batch/tally.js'
 import {usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
-import {LineageSender} from '../lineage/lineage.js'
+import {LineageSender, lineageReport} from '../lineage/lineage.js'
 import {lineageWarnings, type LineageSettings} from '../lineage/settings.js'
 import {plannerOf, planProtocol} from '../protocol/plan.js'
 import {runProtocol} from '../protocol/protocol.js'
@@ -72,6 +72,8 @@ export interface ReplayRequest {
   actor?: string | undefined
   /** Where each replayed item's OpenLineage COMPLETE goes (after its commit; missing mode). */
   lineage?: LineageSettings | undefined
+  /** --lineage-for-replays: send the COMPLETE of a replayed try, which its worker's listener already sent. */
+  lineageForReplays?: boolean | undefined
   /** The downstream preview of each missing-mode item (--no-downstream: off). Default on. */
   downstream?: boolean | undefined
 }
@@ -156,6 +158,7 @@ export async function prepareReplay(
   const source: ItemSource = done
     ? {count: 0, items: emptyItems(), explicit: true}
     : await openItemSource(airflow, selection)
+  const sendsLineage = Boolean(request.lineage && request.lineageForReplays && !write.plan)
   const writer = replayMissingWriter(airflow.store, {
     defaultExtra: request.defaultExtra,
     airlockVersion: request.airlockVersion,
@@ -170,13 +173,20 @@ export async function prepareReplay(
     prompt: {action: 'replay the missing events of', noun: 'task instances'},
     plan: write.plan,
     explicit: named,
-    warnings: [...(source.warnings ?? []), ...lineageWarnings(request.lineage)],
+    warnings: [
+      ...(source.warnings ?? []),
+      ...lineageWarnings(sendsLineage ? request.lineage : undefined),
+      ...(request.lineage?.enabled && !sendsLineage && !write.plan ? [noReplayLineage] : []),
+    ],
     run: (hooks) => {
-      const lineage =
-        request.lineage && !write.plan
-          ? new LineageSender(airflow, request.lineage, request.airlockVersion, 'replayed')
-          : undefined
-      return replayMissing(airflow, write, writer, source, checkpoint, hooks, lineage, request.downstream ?? true)
+      const lineage = sendsLineage
+        ? new LineageSender(airflow, request.lineage!, request.airlockVersion, 'replayed')
+        : undefined
+      return replayMissing(airflow, write, writer, source, checkpoint, hooks, {
+        sender: lineage,
+        settings: request.lineage,
+        downstream: request.downstream ?? true,
+      })
     },
   }
 }
@@ -229,8 +239,15 @@ async function replayMissing(
   source: ItemSource,
   checkpoint: Checkpoint,
   {shouldStop, onItem, lockWaits}: BatchHooks<ItemJson | EventItemJson, ReplayOutcomeName>,
-  lineage: LineageSender | undefined,
-  downstream: boolean,
+  {
+    sender: lineage,
+    settings: lineageSettings,
+    downstream,
+  }: {
+    sender: LineageSender | undefined
+    settings: LineageSettings | undefined
+    downstream: boolean
+  },
 ) {
   const tally = new Tally(replayOutcomes)
   const numbered = withSequence(source.items, (item) => ('tiId' in item.ref ? item.ref.tiId : ''), checkpoint)
@@ -259,7 +276,7 @@ async function replayMissing(
     },
   )
   await checkpoint.save()
-  return {tally, interrupted, lost}
+  return {tally, interrupted, lost, lineage: await lineageReport(lineage, lineageSettings)}
 }
 
 /** Event mode (by id or from a file): each event emitted again through its own transaction. */
@@ -318,6 +335,15 @@ async function replayEvents(
   await checkpoint.save()
   return {tally, interrupted, lost}
 }
+
+/**
+ * Why a replay sends no COMPLETE by default: a missing-mode replay writes the lost events of a
+ * try whose success Airflow recorded, and the provider's listener sent that try's COMPLETE when
+ * it did (plugins/listener.py `on_task_instance_success`); a second one makes a new job version
+ * and new output dataset versions in a backend such as Marquez.
+ */
+const noReplayLineage =
+  "OpenLineage: no COMPLETE is sent for a replayed try: Airflow's listener sent one when the try succeeded (--lineage-for-replays sends another)"
 
 async function* emptyItems(): AsyncGenerator<WorkItem> {}
 

@@ -90,6 +90,11 @@ export interface AirflowStore extends CatalogStore {
   readExplainPage(ex: Executor, dagIds: readonly string[], runsPerDag: number): Promise<ExplainPage>
   /** After a commit: what the task instance's OpenLineage COMPLETE event is built from. */
   readLineageFacts(ex: Executor, tiId: string): Promise<LineageRow | undefined>
+  /** The task instances whose current try airlock completed in the window (its own `success` audit row), still success. */
+  readAirlockCompletions(
+    ex: Executor,
+    window: {since: Date; until: Date; dagId?: string | undefined},
+  ): Promise<string[]>
   /** A row of Airflow's audit `log`. */
   insertLogRow(ex: Executor, subject: LogSubject, event: string, extra: string): Promise<{logId: number}>
   /** How a writer learns, after a lost COMMIT, whether its transaction landed. */

@@ -1,5 +1,5 @@
 import {readFileSync} from 'node:fs'
-import {mkdtemp, rm, writeFile} from 'node:fs/promises'
+import {mkdtemp, readdir, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
@@ -45,6 +45,7 @@ interface Received {
 }
 
 let db: TestDatabase
+let home: string
 let server: http.Server
 let received: Received[] = []
 let respond: (res: http.ServerResponse) => void = (res) => res.writeHead(201).end()
@@ -52,6 +53,8 @@ let url = ''
 
 beforeAll(async () => {
   db = await createTestDatabase('3.2', 4)
+  // The spool lives under airlock's home: this test's own, never the runner's.
+  home = await mkdtemp(path.join(os.tmpdir(), 'airlock-home-'))
   server = http.createServer((req, res) => {
     let text = ''
     req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')))
@@ -66,6 +69,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise((resolve) => server?.close(resolve))
   await db?.drop()
+  if (home) await rm(home, {recursive: true, force: true})
 })
 
 /** etl.produce (try 2, map index 3) runs in a run whose logical_date has microseconds. */
@@ -84,7 +88,20 @@ async function world() {
 }
 
 const complete = (tiId: string, env: Record<string, string>, ...args: string[]) =>
-  runCli(['complete', '--database-url', db.url, '--ti-id', tiId, '--yes', '--json', ...args], {env})
+  runCli(['complete', '--database-url', db.url, '--ti-id', tiId, '--yes', '--json', ...args], {
+    env: {AIRLOCK_HOME: home, ...env},
+  })
+
+/** The run ids the spool holds (events never confirmed). */
+const spooled = async () =>
+  (await readdir(path.join(home, 'lineage-spool')).catch(() => [])).filter((f) => f.endsWith('.json'))
+
+interface LineageResult {
+  items: Array<{outcome: string; lineage: string}>
+  lineage: Record<string, number>
+  lineage_first_failure?: string
+  lineage_spool?: string
+}
 
 describe('OpenLineage COMPLETE after complete', () => {
   it('posts exactly one valid COMPLETE with the run id the provider computes for that try', async () => {
@@ -109,12 +126,16 @@ describe('OpenLineage COMPLETE after complete', () => {
     // The amazon provider's s3 converter: namespace s3://{bucket}, name the key.
     expect(w.assets('etl')[0]!.uri).toBe('s3://lake/etl/produce/out_1')
     expect(body.outputs).toEqual([{namespace: 's3://lake', name: 'etl/produce/out_1'}])
-    const [item] = (envelope(result) as {result: {items: Array<{lineage: string}>}}).result.items
-    expect(item!.lineage).toBe('sent')
+    // The item was handed to the outbox (it never waits on the backend); the summary says it was confirmed.
+    const report = (envelope(result) as {result: LineageResult}).result
+    expect(report.items[0]!.lineage).toBe('queued')
+    expect(report.lineage).toEqual({sent: 1, unconfirmed: 0, failed: 0, not_tried: 0})
+    expect(report.lineage_spool).toBeUndefined()
+    expect(await spooled()).toEqual([])
     expect(result.stdout + result.stderr).not.toContain('secret-key')
   })
 
-  it('a backend that refuses connections leaves the completion committed, the item lineage failed, exit 0', async () => {
+  it('a backend that refuses connections leaves the completion committed, its event failed and kept in the spool, exit 0 (5 with --lineage-required)', async () => {
     const w = await world()
     const closed = http.createServer()
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
@@ -122,14 +143,12 @@ describe('OpenLineage COMPLETE after complete', () => {
     await new Promise((resolve) => closed.close(resolve))
     const result = await complete(w.ti('etl').id, {OPENLINEAGE_URL: `http://127.0.0.1:${port}`})
     expect(result.code).toBe(0)
-    const {result: report} = envelope(result) as {
-      result: {items: Array<{outcome: string; lineage: string}>; lineage: Record<string, number>}
-    }
-    expect(report.items[0]).toMatchObject({
-      outcome: 'completed',
-      lineage: expect.stringMatching(/^failed \(ECONNREFUSED/),
-    })
-    expect(report.lineage).toEqual({failed: 1})
+    const {result: report} = envelope(result) as {result: LineageResult}
+    expect(report.items[0]).toMatchObject({outcome: 'completed', lineage: 'queued'})
+    expect(report.lineage).toEqual({sent: 0, unconfirmed: 0, failed: 1, not_tried: 0})
+    expect(report.lineage_first_failure).toMatch(/^etl\/.*\/produce\[3\]: failed: ECONNREFUSED after 3 attempts$/)
+    expect(report.lineage_spool).toBe(path.join(home, 'lineage-spool'))
+    expect(await spooled()).toHaveLength(1)
     expect(
       (
         await db
@@ -138,6 +157,18 @@ describe('OpenLineage COMPLETE after complete', () => {
           .first()
       ).state,
     ).toBe('success')
+
+    // For cron: the same, required, is exit 5, the completion still committed.
+    const again = await world()
+    const required = await complete(
+      again.ti('etl').id,
+      {OPENLINEAGE_URL: `http://127.0.0.1:${port}`},
+      '--lineage-required',
+    )
+    expect(required.code).toBe(5)
+    expect(JSON.stringify(envelope(required).warnings)).toContain(
+      '--lineage-required: 1 OpenLineage COMPLETE event was not confirmed',
+    )
   })
 
   it('a backend answering 503 is retried, then reported; a 400 is not retried', async () => {
@@ -146,16 +177,15 @@ describe('OpenLineage COMPLETE after complete', () => {
     const failing = await complete(w.ti('etl').id, {OPENLINEAGE_URL: url})
     expect(failing.code).toBe(0)
     expect(received).toHaveLength(3)
-    const item = (envelope(failing) as {result: {items: Array<{lineage: string}>}}).result.items[0]!
-    expect(item.lineage).toBe('failed (HTTP 503 after 3 attempts)')
+    expect((envelope(failing) as {result: LineageResult}).result.lineage_first_failure).toMatch(
+      /: failed: HTTP 503 after 3 attempts$/,
+    )
 
     const again = await world()
     respond = (res) => res.writeHead(400).end()
     const refused = await complete(again.ti('etl').id, {OPENLINEAGE_URL: url})
     expect(received).toHaveLength(1)
-    expect((envelope(refused) as {result: {items: Array<{lineage: string}>}}).result.items[0]!.lineage).toBe(
-      'failed (HTTP 400)',
-    )
+    expect((envelope(refused) as {result: LineageResult}).result.lineage_first_failure).toMatch(/: failed: HTTP 400$/)
   })
 
   it('a dry run sends nothing and shows the event it would send; --no-lineage sends nothing', async () => {
@@ -193,23 +223,34 @@ describe('OpenLineage COMPLETE after complete', () => {
     ).toBe('running')
   })
 
-  it('replay-events finishes the lineage of the task instance whose lost events it writes', async () => {
+  it("replay-events sends no COMPLETE for a replayed try (its worker's listener did), unless --lineage-for-replays", async () => {
     received = []
-    const w = await scenario(db.knex)
-      .producer('etl', {outlets: 1, state: 'success', emitted: true, workerLog: true})
-      .build()
-    await db.knex('asset_event').where({source_dag_id: 'etl'}).delete()
-    const result = await runCli(
-      ['replay-events', '--database-url', db.url, '--ti-id', w.ti('etl').id, '--yes', '--json'],
-      {env: {OPENLINEAGE_URL: url}},
-    )
+    const replay = async (...args: string[]) => {
+      const w = await scenario(db.knex)
+        .producer('etl', {outlets: 1, state: 'success', emitted: true, workerLog: true})
+        .build()
+      await db.knex('asset_event').where({source_dag_id: 'etl'}).delete()
+      return runCli(
+        ['replay-events', '--database-url', db.url, '--ti-id', w.ti('etl').id, '--yes', '--json', ...args],
+        {
+          env: {OPENLINEAGE_URL: url, AIRLOCK_HOME: home},
+        },
+      )
+    }
+    const quiet = await replay()
+    expect(quiet.code).toBe(0)
+    expect(received).toEqual([])
+    expect(JSON.stringify(envelope(quiet).warnings)).toContain('--lineage-for-replays')
+
+    const result = await replay('--lineage-for-replays')
     expect(result.code).toBe(0)
     expect(received).toHaveLength(1)
     expectValid(received[0]!.body)
     expect(received[0]!.body).toMatchObject({eventType: 'COMPLETE', job: {name: 'etl.produce'}})
     expect(received[0]!.body.outputs).toHaveLength(1)
-    const item = (envelope(result) as {result: {items: Array<{outcome: string; lineage: string}>}}).result.items[0]!
-    expect(item).toMatchObject({outcome: 'replayed', lineage: 'sent'})
+    const report = (envelope(result) as {result: LineageResult}).result
+    expect(report.items[0]).toMatchObject({outcome: 'replayed', lineage: 'queued'})
+    expect(report.lineage).toMatchObject({sent: 1})
   })
 
   it('OPENLINEAGE_CONFIG: the http transport of an openlineage.yml, its api_key as the Bearer token; another transport is off, said why', async () => {

@@ -16,6 +16,7 @@ import {postgresCatalog} from './catalog.js'
 import {downstreamReader, readDownstream} from './downstream.js'
 import {explainStatements} from './explain.js'
 import {readLineageFacts} from './lineage.js'
+import {readAirlockCompletions} from './lineageRebuild.js'
 import {countEventSources, readQueueOrphans, streamClassifiedEvents} from './eventAudit.js'
 import {
   countEvents,
@@ -82,6 +83,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     planConsumers: queueConsumers(capabilities, downstream, readDownstreamOnce, 'plan'),
     readDownstream: readDownstreamOnce,
     readLineageFacts: readLineageFacts(),
+    readAirlockCompletions: readAirlockCompletions(),
     insertLogRow: insertLogRow(),
     logRowExists: logRowExists(),
     readMissingOutlets: readMissingOutlets(),

@@ -1,0 +1,124 @@
+import {Flags} from '@oclif/core'
+
+import {AirlockCommand, type CommandOutcome} from '../../src/cli/baseCommand.js'
+import {connectionFlags} from '../../src/cli/connectionFlags.js'
+import {checkRange, parseDuration, parseWindowBound} from '../../src/cli/parseInput.js'
+import {prose} from '../../src/cli/prose.js'
+import {lineageSpoolDir} from '../../src/cli/writeFlags.js'
+import {usageError} from '../../src/errors.js'
+import {ExitCode} from '../../src/exitCodes.js'
+import {resendFromDatabase, resendSpool, type ResendReport} from '../../src/lineage/resend.js'
+import {lineageSettings} from '../../src/lineage/settings.js'
+import {renderTable} from '../../src/output/table.js'
+
+export default class LineageResend extends AirlockCommand<ResendReport> {
+  static override summary =
+    'Send again the OpenLineage COMPLETE events no backend confirmed (the spool), or rebuild them.'
+  static override description =
+    prose(`complete (and replay-events --lineage-for-replays) write each COMPLETE event to a spool
+before sending it, and remove it once the backend confirmed it: what is left was never
+confirmed (the backend was down, slow, or the run stopped waiting). This sends each again, through
+the same transport settings, and removes each one confirmed.
+
+With --since (and --dag-id, --until) it rebuilds instead, from the database: the COMPLETE of every
+task instance whose current try airlock completed in that window (airlock's own audit row of the
+try), for a spool that was lost or never written. The run id is a hash of the try, so an event the
+backend already had arrives again under the same run.
+
+Exit 0 when every event was confirmed (or there was none), 5 when some were not: they stay in the
+spool for the next resend.`)
+
+  static override examples = [
+    {description: 'What the spool holds, nothing sent', command: '<%= config.bin %> lineage resend --dry-run'},
+    {
+      description: 'Send it (cron-friendly: exit 5 while something is left)',
+      command: '<%= config.bin %> lineage resend --json',
+    },
+    {
+      description: 'Rebuild a lost spool: every COMPLETE of one DAG airlock completed in the last day',
+      command:
+        '<%= config.bin %> lineage resend --database-url postgresql://airflow@db/airflow --dag-id etl_daily --since 1d',
+    },
+  ]
+
+  static override flags = {
+    ...connectionFlags,
+    'lineage-spool': Flags.string({
+      summary: 'The spool to send from (default: $AIRLOCK_HOME/lineage-spool, where complete writes it).',
+      helpValue: 'DIR',
+    }),
+    'openlineage-url': Flags.string({
+      summary:
+        'The OpenLineage backend (default: the settings complete reads: OPENLINEAGE_URL, openlineage.yml, [openlineage]).',
+    }),
+    'lineage-wait': Flags.string({
+      summary: 'How long to wait for the events being sent; what is left stays in the spool (default 5m).',
+      default: '5m',
+      helpValue: 'DURATION',
+    }),
+    since: Flags.string({
+      summary:
+        'Rebuild from the database: task instances airlock completed at or after this time, or this long ago (90m, 26h, 7d).',
+      helpGroup: 'REBUILD',
+    }),
+    until: Flags.string({
+      summary: 'With --since: completed before this time, or this long ago (default: now).',
+      helpGroup: 'REBUILD',
+    }),
+    'dag-id': Flags.string({summary: 'With --since: only this DAG.', helpGroup: 'REBUILD'}),
+    'dry-run': Flags.boolean({summary: 'List the events it would send; send nothing, change no file.', default: false}),
+  }
+
+  protected async execute(): Promise<CommandOutcome<ResendReport>> {
+    const {flags} = await this.parse(LineageResend)
+    if ((flags['dag-id'] || flags.until) && !flags.since)
+      throw usageError(
+        '--dag-id and --until rebuild from the database: give --since too (or neither, to send the spool).',
+      )
+    const since = flags.since ? parseWindowBound(flags.since, '--since') : undefined
+    const until = flags.until ? parseWindowBound(flags.until, '--until') : new Date()
+    if (since) checkRange(since, until)
+    const settings = await lineageSettings({
+      openlineageUrl: flags['openlineage-url'],
+      lineage: true,
+      delivery: {
+        spoolDir: lineageSpoolDir(flags['lineage-spool']),
+        waitMs: parseDuration(flags['lineage-wait'], '--lineage-wait', 24 * 3_600_000),
+        required: true,
+      },
+    })
+    if (!settings.enabled)
+      throw usageError(`No OpenLineage backend to send to: ${settings.reason}. Nothing was sent.`, [
+        'Set OPENLINEAGE_URL (or pass --openlineage-url), as for complete.',
+      ])
+    const report = since
+      ? await resendFromDatabase(
+          await this.openAirflow(flags, {verb: 'lineage-resend', poolSize: 1}),
+          settings,
+          {since, until, dagId: flags['dag-id']},
+          {dryRun: flags['dry-run'], airlockVersion: this.config.version},
+        )
+      : await resendSpool(settings, flags['dry-run'])
+    const kept = report.items.filter((item) => item.outcome !== 'sent' && item.outcome !== 'would_send').length
+    return {result: report, exit: kept > 0 ? ExitCode.partialFailure : ExitCode.ok}
+  }
+
+  protected render(report: ResendReport): string {
+    if (report.items.length === 0) return 'Nothing to send: the spool holds no event.'
+    const table = renderTable(
+      ['run id', 'job', 'from', 'outcome'],
+      report.items.map((item) => [
+        item.run_id,
+        item.job,
+        item.source,
+        item.error ? `${item.outcome}: ${item.error}` : item.outcome,
+      ]),
+      {width: this.terminalWidth},
+    )
+    const counts = new Map<string, number>()
+    for (const item of report.items) counts.set(item.outcome, (counts.get(item.outcome) ?? 0) + 1)
+    const summary = [...counts].map(([outcome, n]) => `${n} ${outcome.replace('_', ' ')}`).join(', ')
+    const left = report.delivery && report.items.some((item) => item.outcome !== 'sent')
+    return `${table}\n\n${report.dry_run ? 'DRY RUN (nothing sent): ' : ''}${report.items.length} COMPLETE event${report.items.length === 1 ? '' : 's'}: ${summary}.${left ? `\nThe events not confirmed stay in ${report.delivery!.spool}; run airlock lineage resend again.` : ''}`
+  }
+}

@@ -1,0 +1,105 @@
+import type {AirflowDatabase} from '../store/schemaCheck.js'
+import {buildComplete} from './lineage.js'
+import {LineageOutbox, type LineageDelivery} from './outbox.js'
+import type {LineageSettings} from './settings.js'
+import {LineageSpool} from './spool.js'
+
+type Enabled = Extract<LineageSettings, {enabled: true}>
+
+/** One COMPLETE event resend took: where it came from, and what became of it. */
+export interface ResendItem {
+  run_id: string
+  /** The event's job (`{dag_id}.{task_id}`). */
+  job: string | null
+  /** `spool`: a file left by an earlier run; `database`: rebuilt from airlock's audit rows. */
+  source: 'spool' | 'database'
+  ti_id: string | null
+  outcome: 'sent' | 'unconfirmed' | 'failed' | 'not_tried' | 'would_send'
+  error?: string
+}
+
+export interface ResendReport {
+  items: ResendItem[]
+  delivery: LineageDelivery | null
+  dry_run: boolean
+}
+
+/**
+ * Sends again what the spool holds: every COMPLETE an earlier run did not have confirmed, through
+ * the same outbox as a run (its policy, its breaker), each removed once confirmed. A dry run
+ * lists them and sends nothing.
+ */
+export async function resendSpool(settings: Enabled, dryRun: boolean): Promise<ResendReport> {
+  const spool = await LineageSpool.open(settings.delivery.spoolDir)
+  const entries: Array<{runId: string; job: string | null}> = []
+  for (const runId of await spool.runIds()) {
+    const body = await spool.read(runId)
+    if (body !== undefined) entries.push({runId, job: jobOf(body)})
+  }
+  return deliver(settings, spool, entries, 'spool', dryRun)
+}
+
+/**
+ * Rebuilds, from the database, the COMPLETE of every task instance whose current try airlock
+ * completed in the window (its own audit row), spools it and sends it: a spool that was lost, or
+ * a run whose events never reached it, costs nothing but this. The run id is a hash of the try,
+ * so an event the backend already has arrives again under the same run.
+ */
+export async function resendFromDatabase(
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  settings: Enabled,
+  window: {since: Date; until: Date; dagId?: string | undefined},
+  options: {dryRun: boolean; airlockVersion: string},
+): Promise<ResendReport> {
+  const tiIds = await airflow.store.readAirlockCompletions(airflow.db.executor, window)
+  const spool = await LineageSpool.open(settings.delivery.spoolDir)
+  const entries: Array<{runId: string; job: string | null; tiId: string}> = []
+  for (const tiId of tiIds) {
+    const event = await buildComplete(airflow, tiId, settings.namespace, options.airlockVersion)
+    if (!event) continue
+    const runId = (event.run as {runId: string}).runId
+    if (!options.dryRun) await spool.put(runId, event)
+    entries.push({runId, job: (event.job as {name: string}).name, tiId})
+  }
+  return deliver(settings, spool, entries, 'database', options.dryRun)
+}
+
+async function deliver(
+  settings: Enabled,
+  spool: LineageSpool,
+  entries: ReadonlyArray<{runId: string; job: string | null; tiId?: string}>,
+  source: ResendItem['source'],
+  dryRun: boolean,
+): Promise<ResendReport> {
+  const items = new Map<string, ResendItem>(
+    entries.map((entry) => [
+      entry.runId,
+      {run_id: entry.runId, job: entry.job, source, ti_id: entry.tiId ?? null, outcome: 'would_send'},
+    ]),
+  )
+  if (dryRun || entries.length === 0) return {items: [...items.values()], delivery: null, dry_run: dryRun}
+  const outbox = new LineageOutbox(
+    {url: settings.url, apiKey: settings.apiKey},
+    spool,
+    settings.delivery.policy,
+    {concurrency: 4, capacity: entries.length},
+    (runId, settled) => {
+      const item = items.get(runId)
+      if (!item) return
+      item.outcome = settled.outcome
+      if ('why' in settled) item.error = settled.why
+    },
+  )
+  for (const entry of entries) outbox.enqueue(entry.runId, entry.job ?? entry.runId)
+  const delivery = await outbox.close(settings.delivery.waitMs)
+  return {items: [...items.values()], delivery, dry_run: false}
+}
+
+function jobOf(body: string): string | null {
+  try {
+    const name = (JSON.parse(body) as {job?: {name?: unknown}}).job?.name
+    return typeof name === 'string' ? name : null
+  } catch {
+    return null
+  }
+}
