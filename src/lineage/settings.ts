@@ -226,7 +226,7 @@ function retryOf(retry: unknown, source: string): {total?: unknown; backoff_fact
   if (retry === undefined || retry === null) return {}
   if (typeof retry !== 'object')
     throw usageError(`${source}: the http transport's retry must be a mapping ({total, backoff_factor}).`)
-  return retry as {total?: unknown; backoff_factor?: unknown}
+  return retry
 }
 
 function parseRetryJson(text: string): {total?: unknown; backoff_factor?: unknown} {

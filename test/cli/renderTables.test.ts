@@ -129,7 +129,7 @@ describe('a plan says what it plans and marks what it cannot measure', () => {
       ...(downstream
         ? {downstream: [{dag_id: 'report', ready: true, waiting_for: [], satisfied: ['a'], assets: 1, items: 2}]}
         : {}),
-    } as Parameters<typeof renderBatch>[0])
+    })
 
   it('the planned queue rows in the summary, and no lock hold where no lock is taken', () => {
     const text = planned(true)
