@@ -1,0 +1,204 @@
+import {mkdtemp, readdir, rm} from 'node:fs/promises'
+import http from 'node:http'
+import type {AddressInfo} from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+
+import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
+
+import {envelope, runCli, startCli} from '../support/cli.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {scenario} from '../support/scenario.js'
+
+/**
+ * Delivery of the COMPLETE events against a real collector on 127.0.0.1 that the test makes slow,
+ * silent, down or flapping: no completion waits on it, a timeout is unconfirmed (not failed),
+ * nothing unconfirmed is lost (the spool), and `lineage resend` delivers exactly what is missing.
+ */
+let db: TestDatabase
+let home: string
+
+/** A collector: it records each POST's run id, and answers as `answer` says (hold: answer later, or never). */
+class Collector {
+  readonly runIds: string[] = []
+  answer: 'ok' | 'hold' | 'never' | 'flap' = 'ok'
+  private held: http.ServerResponse[] = []
+  private readonly flapped = new Set<string>()
+  private posts = 0
+  private readonly server = http.createServer((req, res) => {
+    let text = ''
+    req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')))
+    req.on('end', () => {
+      const runId = (JSON.parse(text) as {run: {runId: string}}).run.runId
+      this.posts++
+      if (this.answer === 'never') return void this.held.push(res)
+      if (this.answer === 'hold') {
+        this.runIds.push(runId)
+        return void this.held.push(res)
+      }
+      // Flapping: each event's first request is a 503 or a dropped connection (retried by the sender).
+      if (this.answer === 'flap' && !this.flapped.has(runId)) {
+        this.flapped.add(runId)
+        return void (this.posts % 2 === 0 ? res.writeHead(503).end() : res.destroy())
+      }
+      this.runIds.push(runId)
+      res.writeHead(201).end()
+    })
+  })
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve))
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`
+  }
+
+  /** Answers every request held so far. */
+  release(): void {
+    for (const res of this.held.splice(0)) res.writeHead(201).end()
+  }
+
+  async stop(): Promise<void> {
+    for (const res of this.held.splice(0)) res.destroy()
+    this.server.closeAllConnections()
+    await new Promise((resolve) => this.server.close(resolve))
+  }
+}
+
+let collector: Collector
+let url: string
+beforeAll(async () => {
+  db = await createTestDatabase('3.0')
+})
+afterAll(async () => db?.drop())
+afterEach(async () => {
+  await collector?.stop()
+  if (home) await rm(home, {recursive: true, force: true})
+})
+
+async function setUp(tasks: number) {
+  home = await mkdtemp(path.join(os.tmpdir(), 'airlock-home-'))
+  collector = new Collector()
+  url = await collector.start()
+  await scenario(db.knex).producer('etl', {tasks, outlets: 1}).build()
+}
+
+const env = (extra: Record<string, string> = {}) => ({OPENLINEAGE_URL: url, AIRLOCK_HOME: home, ...extra})
+const completeArgs = () => ['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--concurrency', '1']
+const spooled = async () =>
+  (await readdir(path.join(home, 'lineage-spool')).catch(() => []))
+    .filter((name) => name.endsWith('.json'))
+    .map((name) => name.slice(0, -'.json'.length))
+    .sort()
+
+interface Summary {
+  type: string
+  lineage?: Record<string, number>
+}
+
+describe('delivering COMPLETE events', () => {
+  it('no completion waits on the collector: every item is done while the collector has answered none', async () => {
+    await setUp(10)
+    collector.answer = 'hold'
+    const running = startCli([...completeArgs(), '--ndjson'], {env: env()})
+    let out = ''
+    await new Promise<void>((resolve) => {
+      running.child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString()
+        if (out.split('"type":"item"').length > 10) resolve()
+      })
+    })
+    // All ten committed and reported; the collector has received some and answered none.
+    expect(Number((await db.knex('task_instance').where({state: 'success'}).count({n: '*'}))[0]!.n)).toBe(10)
+    collector.answer = 'ok'
+    collector.release()
+    const result = await running.finished
+    expect(result.code, result.stderr).toBe(0)
+    const summary = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Summary)
+      .find((line) => line.type === 'summary')!
+    expect(summary.lineage).toEqual({sent: 10, unconfirmed: 0, failed: 0, not_tried: 0})
+    expect(new Set(collector.runIds).size).toBe(10)
+    expect(await spooled()).toEqual([])
+  })
+
+  it('a collector that never answers: unconfirmed (it may have arrived), kept in the spool, and the run ends at --lineage-wait', async () => {
+    await setUp(2)
+    collector.answer = 'never'
+    const result = await runCli([...completeArgs(), '--json', '--lineage-wait', '2s'], {
+      env: env({OPENLINEAGE__TRANSPORT__TIMEOUT: '0.5', OPENLINEAGE__TRANSPORT__RETRY__TOTAL: '0'}),
+    })
+    expect(result.code, result.stderr).toBe(0)
+    const report = (envelope(result) as {result: {lineage: Record<string, number>; lineage_spool: string}}).result
+    expect(report.lineage).toEqual({sent: 0, unconfirmed: 2, failed: 0, not_tried: 0})
+    expect(report.lineage_spool).toBe(path.join(home, 'lineage-spool'))
+    expect(await spooled()).toHaveLength(2)
+  })
+
+  it('a collector that is down: nothing lost; a re-run of complete sends nothing, lineage resend delivers each event exactly once', async () => {
+    await setUp(5)
+    await collector.stop()
+    const result = await runCli([...completeArgs(), '--json'], {env: env()})
+    expect(result.code).toBe(0)
+    // Refused: failed (it cannot have arrived), or not tried once three in a row were refused.
+    const lineage = (envelope(result) as {result: {lineage: Record<string, number>}}).result.lineage
+    expect(lineage).toMatchObject({sent: 0, unconfirmed: 0})
+    expect(lineage.failed! + lineage.not_tried!).toBe(5)
+    expect(lineage.failed).toBeGreaterThanOrEqual(3)
+    const waiting = await spooled()
+    expect(waiting).toHaveLength(5)
+    const rerun = await runCli([...completeArgs(), '--json'], {env: env()})
+    expect((envelope(rerun) as {result: {summary: {already_success: number}}}).result.summary.already_success).toBe(5)
+
+    collector = new Collector()
+    url = await collector.start()
+    const dry = await runCli(['lineage', 'resend', '--dry-run', '--json'], {env: env()})
+    expect(dry.code).toBe(0)
+    expect(collector.runIds).toEqual([])
+    const listed = (envelope(dry) as {result: {items: Array<{run_id: string; outcome: string}>}}).result.items
+    expect(listed.map((item) => item.run_id).sort()).toEqual(waiting)
+    expect(listed.every((item) => item.outcome === 'would_send')).toBe(true)
+
+    const resent = await runCli(['lineage', 'resend', '--json'], {env: env()})
+    expect(resent.code, resent.stderr).toBe(0)
+    expect([...collector.runIds].sort()).toEqual(waiting)
+    expect(await spooled()).toEqual([])
+    // Nothing is left: a second resend sends nothing.
+    const again = await runCli(['lineage', 'resend'], {env: env()})
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain('Nothing to send')
+    expect(collector.runIds).toHaveLength(5)
+  })
+
+  it('a flapping collector: the retries deliver every event, each run id confirmed once', async () => {
+    await setUp(6)
+    collector.answer = 'flap'
+    const result = await runCli([...completeArgs(), '--json'], {
+      env: env({OPENLINEAGE__TRANSPORT__RETRY__BACKOFF_FACTOR: '0.01'}),
+    })
+    expect(result.code).toBe(0)
+    expect((envelope(result) as {result: {lineage: Record<string, number>}}).result.lineage).toMatchObject({sent: 6})
+    expect(collector.runIds).toHaveLength(6)
+    expect(new Set(collector.runIds).size).toBe(6)
+    expect(await spooled()).toEqual([])
+  })
+
+  it('a lost spool is rebuilt from the database: lineage resend --since sends the COMPLETE of every try airlock completed, once each', async () => {
+    await setUp(4)
+    const done = await runCli([...completeArgs(), '--no-lineage'])
+    expect(done.code).toBe(0)
+    expect(collector.runIds).toEqual([])
+    const args = ['lineage', 'resend', '--database-url', db.url, '--dag-id', 'etl', '--since', '1h']
+    const dry = await runCli([...args, '--dry-run', '--json'], {env: env()})
+    expect(dry.code, dry.stderr).toBe(0)
+    expect((envelope(dry) as {result: {items: unknown[]}}).result.items).toHaveLength(4)
+    expect(collector.runIds).toEqual([])
+    const rebuilt = await runCli([...args, '--json'], {env: env()})
+    expect(rebuilt.code, rebuilt.stderr).toBe(0)
+    expect(new Set(collector.runIds).size).toBe(4)
+    expect(collector.runIds).toHaveLength(4)
+    expect(await spooled()).toEqual([])
+    // --dag-id without --since is a usage error: the spool or a window, never a guess.
+    expect((await runCli(['lineage', 'resend', '--dag-id', 'etl'], {env: env()})).code).toBe(2)
+  })
+})
