@@ -74,6 +74,12 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
     'throughput-outlets': Flags.string({description: 'Outlet counts for the throughput table.', default: '10,300'}),
     'throughput-items': Flags.integer({description: 'Task instances per throughput point.', default: 400, min: 1}),
     race: Flags.integer({description: 'Concurrent completions of one task instance (0 skips).', default: 32, min: 0}),
+    'lineage-items': Flags.integer({
+      description:
+        'Task instances in the lineage delivery run: complete with lineage off, then sending to a local collector that answers in 1 s (0 skips).',
+      default: 200,
+      min: 0,
+    }),
     'memory-tis': Flags.integer({
       description: 'Task instances in the memory run of complete (0 skips).',
       default: 100_000,
@@ -264,5 +270,7 @@ function benchPlan(flags: BenchFlags) {
     memoryEvents: quick ? 0 : flags['memory-events'],
     stampRuns: quick ? 2 : flags['stamp-runs'],
     stampHoldMs: quick ? 300 : flags['stamp-hold'],
+    lineageItems: quick ? 10 : flags['lineage-items'],
+    lineageCollectorMs: 1000,
   }
 }

@@ -16,6 +16,7 @@ export function benchMarkdown(report: BenchReport): string {
     ...raceSection(report),
     ...stampToCommitSection(report),
     ...memorySection(report),
+    ...lineageSection(report),
   ]
   return lines.join('\n') + '\n'
 }
@@ -176,6 +177,34 @@ function memorySection(report: BenchReport): string[] {
     markdownTable(
       ['run', 'peak RSS', 'time'],
       report.memory.map((run) => [run.what, `${f(run.peakRssMb, 0)} MB`, `${f(run.seconds, 0)} s`]),
+    ),
+  ]
+}
+
+function lineageSection(report: BenchReport): string[] {
+  if (!report.lineage?.length) return []
+  return [
+    '',
+    '### Lineage delivery (complete, --ndjson, concurrency 4)',
+    '',
+    markdownTable(
+      ['lineage', 'items', 'completions/s (to the last item)', 'process', 'COMPLETE events'],
+      report.lineage.map((row) => [
+        row.collector === 'off'
+          ? 'off (--no-lineage)'
+          : row.collector === 0
+            ? 'collector answering at once'
+            : `collector answering in ${f(row.collector / 1000, 1)} s`,
+        String(row.items),
+        f(row.perSecond, 0),
+        `${f(row.processSeconds, 1)} s`,
+        row.lineage
+          ? Object.entries(row.lineage)
+              .filter(([, n]) => n > 0)
+              .map(([kind, n]) => `${n} ${kind.replace('_', ' ')}`)
+              .join(', ')
+          : '—',
+      ]),
     ),
   ]
 }

@@ -9,6 +9,7 @@ import {peakRssOf, type MemoryRun} from './memory.js'
 import {measureStampToCommit, type StampToCommitRow} from './stampToCommit.js'
 import type {ScratchServer} from './scratch.js'
 import {measureRace, measureThroughput, type RaceResult, type ThroughputRow} from './throughput.js'
+import {measureLineageDelivery, type LineageDeliveryRow} from './lineageDelivery.js'
 
 export interface BenchPlan {
   outlets: number[]
@@ -29,6 +30,10 @@ export interface BenchPlan {
   stampRuns: number
   /** How long the concurrent holder keeps the task instance's row locked there. */
   stampHoldMs: number
+  /** Task instances in the lineage delivery run, lineage off beside a slow collector (0 skips it). */
+  lineageItems?: number
+  /** How long that collector takes to answer each COMPLETE. */
+  lineageCollectorMs?: number
 }
 
 export interface BenchReport {
@@ -47,6 +52,7 @@ export interface BenchReport {
   race: RaceResult | null
   stampToCommit: StampToCommitRow[]
   memory: Array<MemoryRun & {what: string}>
+  lineage?: LineageDeliveryRow[]
 }
 
 export async function runBench(
@@ -125,7 +131,16 @@ export async function runBench(
     }
   }
 
-  return {machine, plan, lockHold, throughput, race, stampToCommit, memory}
+  const lineage: LineageDeliveryRow[] = []
+  if ((plan.lineageItems ?? 0) > 0) {
+    const collectorMs = plan.lineageCollectorMs ?? 1000
+    progress(
+      `lineage: complete over ${plan.lineageItems} task instances, lineage off and to a collector answering in ${collectorMs} ms…`,
+    )
+    lineage.push(...(await measureLineageDelivery(server, {items: plan.lineageItems!, collectorMs})))
+  }
+
+  return {machine, plan, lockHold, throughput, race, stampToCommit, memory, lineage}
 }
 
 export async function describeMachine(adminUrl: string): Promise<BenchReport['machine']> {

@@ -48,6 +48,12 @@ describe('airlock bench --quick', () => {
           }
         }>
         race: {completed: number; alreadySuccess: number}
+        lineage: Array<{
+          collector: 'off' | number
+          items: number
+          perSecond: number
+          lineage: Record<string, number> | null
+        }>
       }
     }
     expect(out.result.lockHold.map((r) => r.outlets)).toEqual([0, 10])
@@ -75,6 +81,20 @@ describe('airlock bench --quick', () => {
     expect(firstBatch.cpu.complete.clientMs).toBeGreaterThan(0)
     expect(firstBatch.cpu.floor.serverMs).toBeGreaterThan(0)
     expect(out.result.race).toMatchObject({completed: 1, alreadySuccess: 3})
+    // Lineage off beside a collector answering in 1 s: every item done either way, and every
+    // completed one's COMPLETE confirmed by the slow collector.
+    const [off, fast, slow] = out.result.lineage
+    expect(off).toMatchObject({collector: 'off', items: 10})
+    const completed = off!.lineage!.disabled!
+    expect(completed).toBeGreaterThan(0)
+    for (const [row, ms] of [
+      [fast, 0],
+      [slow, 1000],
+    ] as const) {
+      expect(row).toMatchObject({collector: ms, items: 10})
+      expect(row!.lineage).toEqual({sent: completed, unconfirmed: 0, failed: 0, not_tried: 0})
+    }
+    expect(slow!.perSecond).toBeGreaterThan(0)
 
     expect(await benchDatabases()).toBe(before)
   })
