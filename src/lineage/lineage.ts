@@ -49,19 +49,31 @@ export class LineageSender {
     dryRun: boolean,
   ): Promise<{lineage: LineageItemOutcome; event?: unknown}> {
     if (!this.settings.enabled) return {lineage: 'disabled'}
-    const event = await buildComplete(this.airflow, ti.id, this.settings.namespace, this.airlockVersion)
-    if (!event) return {lineage: {failed: 'the task instance could not be read back after its commit'}}
-    if (dryRun) return {lineage: 'would_send', event}
+    if (dryRun) {
+      const event = await buildComplete(this.airflow, ti.id, this.settings.namespace, this.airlockVersion)
+      return event ? {lineage: 'would_send', event} : {lineage: {failed: unreadable}}
+    }
+    let outbox: LineageOutbox
     try {
-      const outbox = await this.openOutbox()
-      const runId = (event.run as {runId: string}).runId
-      await outbox.spool.put(runId, event)
-      return {lineage: outbox.enqueue(runId, formatKey(ti)), event}
+      outbox = await this.openOutbox()
     } catch (error) {
-      // The spool cannot be written (a full disk, a directory it may not write): said per item,
-      // and the event can be rebuilt from the database (airlock lineage resend --dag-id …).
+      // The spool cannot be made (a directory it may not write): said per item, and the event can
+      // be rebuilt from the database (airlock lineage resend --since …).
       return {lineage: {failed: `not spooled: ${error instanceof Error ? error.message : String(error)}`}}
     }
+    // Built, spooled and sent by the outbox, off this item's path.
+    const {namespace} = this.settings
+    const lineage = await outbox.enqueue({
+      key: ti.id,
+      label: formatKey(ti),
+      load: async () => {
+        const event = await buildComplete(this.airflow, ti.id, namespace, this.airlockVersion)
+        if (!event) throw new Error(unreadable)
+        const runId = (event.run as {runId: string}).runId
+        return {runId, body: await outbox.spool.put(runId, event)}
+      },
+    })
+    return {lineage}
   }
 
   private openOutbox(): Promise<LineageOutbox> {
@@ -103,5 +115,7 @@ export async function lineageReport(
   const delivery = await sender?.close()
   return delivery && settings?.enabled ? {delivery, required: settings.delivery.required} : undefined
 }
+
+const unreadable = 'the task instance could not be read back after its commit'
 
 const describe = (outcome: LineageItemOutcome) => (typeof outcome === 'string' ? outcome : `failed (${outcome.failed})`)

@@ -20,23 +20,39 @@ export interface LineageDelivery {
 export type SettledOutcome =
   {outcome: 'sent'} | {outcome: 'unconfirmed' | 'failed'; why: string} | {outcome: 'not_tried'}
 
+/**
+ * An event the outbox takes: `load` writes it to the spool, if it is not there yet, and returns
+ * its run id and body (undefined: there is nothing to send, e.g. a resend's file another run
+ * confirmed meanwhile). Loads run one at a time, off the completions' path.
+ */
+export interface OutboxEntry {
+  /** Names the entry to `onSettled`: a task instance id, or a spooled run id. */
+  key: string
+  /** The task instance's key, for the first failure's words. */
+  label: string
+  load: () => Promise<{runId: string; body: string} | undefined>
+}
+
 /** After this many deliveries in a row that were not confirmed, the backend is taken for down. */
 const breakAfter = 3
 
 /**
- * The bounded asynchronous queue between the completions and the lineage backend: completions
- * enqueue an event already in the spool and go on at once; the outbox sends at most
- * `concurrency` at a time, so completions per second do not depend on the backend's speed.
- * Memory is bounded: it holds run ids only, at most `capacity`, and an event beyond that (or
- * after the backend was taken for down) stays in the spool untried. Waiting for it ends at a
- * deadline: what is still queued or in flight then stays in the spool.
+ * The bounded asynchronous queue between the completions and the lineage backend: a completion
+ * hands over its entry and goes on at once; the outbox builds and spools each event (one at a
+ * time, so it holds at most one database connection) and sends at most `concurrency` at a time,
+ * so completions per second depend neither on the backend nor on building the events. Memory is
+ * bounded: at most `capacity` entries wait; an entry beyond that, or after the backend was taken
+ * for down, is spooled on the spot and left untried. Waiting for the rest ends at a deadline:
+ * what is still queued is spooled, what is in flight is cut short, both kept in the spool.
  */
 export class LineageOutbox {
-  /** Run ids, each with its task instance's key for the first failure's words. */
-  private readonly queue: Array<{runId: string; label: string}> = []
+  private readonly queue: OutboxEntry[] = []
   private active = 0
   private notConfirmedInARow = 0
   private down = false
+  private loading: Promise<unknown> = Promise.resolve()
+  /** The queue spooled once the backend was taken for down: close waits for it. */
+  private leavingAll: Promise<void> = Promise.resolve()
   private readonly stopping = new AbortController()
   private readonly counts = {sent: 0, unconfirmed: 0, failed: 0, not_tried: 0}
   private firstFailure: string | undefined
@@ -47,25 +63,24 @@ export class LineageOutbox {
     readonly spool: LineageSpool,
     private readonly policy: SendPolicy,
     private readonly limits: {concurrency: number; capacity: number} = {concurrency: 4, capacity: 100_000},
-    /** Told what became of each event taken (resend lists them one by one). */
-    private readonly onSettled?: (runId: string, outcome: SettledOutcome) => void,
+    /** Told what became of each entry taken (resend lists them one by one). */
+    private readonly onSettled?: (key: string, outcome: SettledOutcome) => void,
   ) {}
 
-  /** Takes an event already spooled: `queued` to be sent, or `spooled` (not tried by this run). */
-  enqueue(runId: string, label: string): 'queued' | 'spooled' {
+  /** Takes an entry: `queued` to be sent, or `spooled` (written to the spool now, not tried by this run). */
+  async enqueue(entry: OutboxEntry): Promise<'queued' | 'spooled'> {
     if (this.down || this.stopping.signal.aborted || this.queue.length >= this.limits.capacity) {
-      this.counts.not_tried++
-      this.onSettled?.(runId, {outcome: 'not_tried'})
+      await this.leave(entry)
       return 'spooled'
     }
-    this.queue.push({runId, label})
+    this.queue.push(entry)
     this.pump()
     return 'queued'
   }
 
   /**
    * Waits until every queued event was sent, or `waitMs` passed: then what is still queued is
-   * left untried and what is in flight is cut short, both kept in the spool.
+   * spooled untried and what is in flight is cut short, both kept in the spool.
    */
   async close(waitMs: number): Promise<LineageDelivery> {
     if (this.active > 0 || this.queue.length > 0) {
@@ -76,11 +91,10 @@ export class LineageOutbox {
       ])
       clearTimeout(timer)
     }
-    this.leaveUntried()
-    if (this.active > 0) {
-      this.stopping.abort()
-      await new Promise<void>((resolve) => (this.onIdle = resolve))
-    }
+    this.stopping.abort()
+    await this.leaveQueued()
+    await this.leavingAll
+    if (this.active > 0) await new Promise<void>((resolve) => (this.onIdle = resolve))
     return {...this.counts, spool: this.spool.dir, ...(this.firstFailure ? {first_failure: this.firstFailure} : {})}
   }
 
@@ -96,30 +110,38 @@ export class LineageOutbox {
     }
   }
 
-  private async deliver({runId, label}: {runId: string; label: string}): Promise<void> {
-    if (this.down) {
-      this.counts.not_tried++
-      this.onSettled?.(runId, {outcome: 'not_tried'})
-      return
+  /** One load at a time, whoever asks: the spool is written in order, one connection at most. */
+  private load(entry: OutboxEntry): Promise<{runId: string; body: string} | undefined> {
+    const loaded = this.loading.then(() => entry.load())
+    this.loading = loaded.catch(() => undefined)
+    return loaded
+  }
+
+  private async deliver(entry: OutboxEntry): Promise<void> {
+    if (this.down || this.stopping.signal.aborted) return this.leave(entry)
+    let loaded: {runId: string; body: string} | undefined
+    try {
+      loaded = await this.load(entry)
+    } catch (error) {
+      return this.unloadable(entry, error)
     }
-    const body = await this.spool.read(runId).catch(() => undefined)
-    // Removed meanwhile: another run (a resend) confirmed it.
-    if (body === undefined) {
+    // Nothing to send (a resend's file confirmed meanwhile by another run).
+    if (!loaded) {
       this.counts.sent++
-      this.onSettled?.(runId, {outcome: 'sent'})
+      this.onSettled?.(entry.key, {outcome: 'sent'})
       return
     }
-    const delivery = await sendEvent(this.target, body, this.policy, this.stopping.signal)
-    this.record(delivery, label)
+    const delivery = await sendEvent(this.target, loaded.body, this.policy, this.stopping.signal)
+    this.record(delivery, entry.label)
     this.onSettled?.(
-      runId,
+      entry.key,
       delivery === 'sent'
         ? {outcome: 'sent'}
         : 'unconfirmed' in delivery
           ? {outcome: 'unconfirmed', why: delivery.unconfirmed}
           : {outcome: 'failed', why: delivery.failed},
     )
-    if (delivery === 'sent') await this.spool.remove(runId).catch(() => undefined)
+    if (delivery === 'sent') await this.spool.remove(loaded.runId).catch(() => undefined)
   }
 
   private record(delivery: Delivery, label: string): void {
@@ -134,20 +156,34 @@ export class LineageOutbox {
         : (['failed', delivery.failed] as const)
     this.counts[kind]++
     this.firstFailure ??= `${label}: ${kind}: ${why}`
-    if (++this.notConfirmedInARow >= breakAfter) this.takeDown()
-  }
-
-  /** The backend is taken for down: nothing more is tried, everything queued stays in the spool. */
-  private takeDown(): void {
-    this.down = true
-    this.leaveUntried()
-  }
-
-  /** Everything still queued stays in the spool, untried by this run. */
-  private leaveUntried(): void {
-    for (const {runId} of this.queue.splice(0)) {
-      this.counts.not_tried++
-      this.onSettled?.(runId, {outcome: 'not_tried'})
+    if (++this.notConfirmedInARow >= breakAfter) {
+      // The backend is taken for down: what is queued is spooled and left untried.
+      this.down = true
+      this.leavingAll = this.leavingAll.then(() => this.leaveQueued())
     }
+  }
+
+  /** Everything still queued is spooled, untried by this run. */
+  private async leaveQueued(): Promise<void> {
+    for (const entry of this.queue.splice(0)) await this.leave(entry)
+  }
+
+  /** An entry this run does not try: spooled (so nothing is lost), counted not tried. */
+  private async leave(entry: OutboxEntry): Promise<void> {
+    try {
+      await this.load(entry)
+    } catch (error) {
+      return this.unloadable(entry, error)
+    }
+    this.counts.not_tried++
+    this.onSettled?.(entry.key, {outcome: 'not_tried'})
+  }
+
+  /** An event that could not be built or spooled (the task instance unreadable, a full disk): failed, said why. */
+  private unloadable(entry: OutboxEntry, error: unknown): void {
+    const why = `not spooled: ${error instanceof Error ? error.message : String(error)}`
+    this.counts.failed++
+    this.firstFailure ??= `${entry.label}: failed: ${why}`
+    this.onSettled?.(entry.key, {outcome: 'failed', why})
   }
 }

@@ -90,7 +90,16 @@ async function deliver(
       if ('why' in settled) item.error = settled.why
     },
   )
-  for (const entry of entries) outbox.enqueue(entry.runId, entry.job ?? entry.runId)
+  for (const entry of entries) {
+    await outbox.enqueue({
+      key: entry.runId,
+      label: entry.job ?? entry.runId,
+      load: async () => {
+        const body = await spool.read(entry.runId)
+        return body === undefined ? undefined : {runId: entry.runId, body}
+      },
+    })
+  }
   const delivery = await outbox.close(settings.delivery.waitMs)
   return {items: [...items.values()], delivery, dry_run: false}
 }
