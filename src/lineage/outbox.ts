@@ -123,7 +123,8 @@ export class LineageOutbox {
     try {
       loaded = await this.load(entry)
     } catch (error) {
-      return this.unloadable(entry, error)
+      this.unloadable(entry, error)
+      return
     }
     // Nothing to send (a resend's file confirmed meanwhile by another run).
     if (!loaded) {
@@ -173,7 +174,8 @@ export class LineageOutbox {
     try {
       await this.load(entry)
     } catch (error) {
-      return this.unloadable(entry, error)
+      this.unloadable(entry, error)
+      return
     }
     this.counts.not_tried++
     this.onSettled?.(entry.key, {outcome: 'not_tried'})
