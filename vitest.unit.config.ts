@@ -34,6 +34,7 @@ export const unitTests = [
   'test/engine/statementLog.test.ts',
   'test/lineage/datasets.test.ts',
   'test/lineage/event.test.ts',
+  'test/lineage/facets.test.ts',
   'test/lineage/settings.test.ts',
   'test/lineage/staticUuid.test.ts',
   'test/output/**/*.test.ts',

@@ -1,4 +1,15 @@
+import type {DeclaredJob} from '../store/airflowStore.js'
 import {datasetOf} from './datasets.js'
+import {
+  documentationSchema,
+  jobDocumentation,
+  jobOwners,
+  jobTags,
+  nominalTime,
+  nominalTimeSchema,
+  ownershipSchema,
+  tagsSchema,
+} from './facets.js'
 import {generateStaticUuid, pythonIsoformat, type MicroInstant} from './staticUuid.js'
 
 /** What the database says about a committed task instance, for its COMPLETE event. */
@@ -16,6 +27,11 @@ export interface LineageFacts {
   confOpenLineage: Record<string, unknown> | null
   /** The assets of the events airlock wrote for this try, in event order. */
   outputs: Array<{name: string; uri: string}>
+  /** dag_run.data_interval_start / data_interval_end in epoch microseconds (null: not set). */
+  dataIntervalStartMicros: bigint | null
+  dataIntervalEndMicros: bigint | null
+  /** The task and DAG as the try's serialized DAG declares them (null: no serialized DAG for its version). */
+  declared: DeclaredJob | null
 }
 
 export interface LineageIdentity {
@@ -44,7 +60,10 @@ export const producer = 'https://github.com/airflow-airlock/airlock'
  * - eventTime: the recorded end_date, as Python's isoformat writes it;
  * - outputs: the datasets the provider's converters make of the assets airlock wrote events for
  *   (datasets.ts `datasetOf`); an asset the provider makes no dataset of is left out;
- * - a processing_engine facet naming airlock, so nobody takes it for the worker's event.
+ * - a processing_engine facet naming airlock, so nobody takes it for the worker's event;
+ * - the `nominalTime` run facet and the `documentation`, `ownership` and `tags` job facets, as
+ *   the worker's `_on_task_instance_success` makes them (facets.ts), from the run's data interval
+ *   and the try's serialized DAG; without a serialized DAG the three job facets are left out.
  */
 export function completeEvent(facts: LineageFacts, identity: LineageIdentity): Record<string, unknown> {
   const {namespace} = identity
@@ -55,6 +74,7 @@ export function completeEvent(facts: LineageFacts, identity: LineageIdentity): R
   const parentRunId = generateStaticUuid(facts.runInstant, `${namespace}.${facts.dagId}.${facts.clearNumber}`)
   const root = rootFromConf(facts.confOpenLineage) ?? {runId: parentRunId, namespace, name: facts.dagId}
   const facet = (schema: string) => ({_producer: producer, _schemaURL: `${specUrl}/facets/${schema}`})
+  const nominal = nominalTime(micro(facts.dataIntervalStartMicros), micro(facts.dataIntervalEndMicros))
   return {
     eventType: 'COMPLETE',
     eventTime: pythonIsoformat(facts.endDate),
@@ -69,6 +89,8 @@ export function completeEvent(facts: LineageFacts, identity: LineageIdentity): R
           job: {namespace, name: facts.dagId},
           root: {run: {runId: root.runId}, job: {namespace: root.namespace, name: root.name}},
         },
+        // _build_run adds nominalTime after the other run facets, then processing_engine.
+        ...(nominal ? {nominalTime: {...facet(nominalTimeSchema), ...nominal}} : {}),
         processing_engine: {
           ...facet('1-1-1/ProcessingEngineRunFacet.json#/$defs/ProcessingEngineRunFacet'),
           name: 'airlock',
@@ -80,6 +102,8 @@ export function completeEvent(facts: LineageFacts, identity: LineageIdentity): R
       namespace,
       name: `${facts.dagId}.${facts.taskId}`,
       facets: {
+        // _build_job's order: documentation, ownership, tags, then jobType.
+        ...(facts.declared ? jobFacets(facts.declared, facet) : {}),
         jobType: {
           ...facet('2-0-4/JobTypeJobFacet.json#/$defs/JobTypeJobFacet'),
           processingType: 'BATCH',
@@ -90,6 +114,26 @@ export function completeEvent(facts: LineageFacts, identity: LineageIdentity): R
     },
     inputs: [],
     outputs: facts.outputs.flatMap((asset) => datasetOf(asset.uri) ?? []),
+  }
+}
+
+const micro = (epochMicros: bigint | null): MicroInstant | null => (epochMicros === null ? null : {epochMicros})
+
+/**
+ * `_build_job`'s facets other than jobType, each only when it has content: documentation (with
+ * its contentType), ownership (`owners: [{name}]`, sorted), tags (sorted, source AIRFLOW). The
+ * listener always passes a non-empty owner list (`split` never returns an empty one).
+ */
+function jobFacets(
+  declared: DeclaredJob,
+  facet: (schema: string) => {_producer: string; _schemaURL: string},
+): Record<string, unknown> {
+  const documentation = jobDocumentation(declared)
+  const tags = jobTags(declared)
+  return {
+    ...(documentation ? {documentation: {...facet(documentationSchema), ...documentation}} : {}),
+    ownership: {...facet(ownershipSchema), owners: jobOwners(declared).map((name) => ({name}))},
+    ...(tags.length > 0 ? {tags: {...facet(tagsSchema), tags}} : {}),
   }
 }
 

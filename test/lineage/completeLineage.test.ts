@@ -1,42 +1,21 @@
-import {readFileSync} from 'node:fs'
 import {mkdtemp, readdir, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import path from 'node:path'
-import {fileURLToPath} from 'node:url'
-
-import {Ajv2020} from 'ajv/dist/2020.js'
-import addFormats from 'ajv-formats'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {envelope, runCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {scenario} from '../support/scenario.js'
+import {openLineageSchemas} from './openLineageSchemas.js'
 
 /**
  * complete's OpenLineage COMPLETE, against a real HTTP server on loopback: one valid event per
  * committed item, with the run id Airflow's provider computes for that try; a backend that is
  * down, slow or failing never fails the completion.
  */
-const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'openlineage')
-const schema = (file: string) => JSON.parse(readFileSync(path.join(fixtures, file), 'utf8')) as object
-const ajv = new Ajv2020({strict: false})
-addFormats.default(ajv)
-for (const file of ['OpenLineage.json', 'ParentRunFacet.json', 'JobTypeJobFacet.json', 'ProcessingEngineRunFacet.json'])
-  ajv.addSchema(schema(file))
-const validateRunEvent = ajv.compile({$ref: 'https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent'})
-
-/** Every facet an event carries, checked against its own schema too. */
-function expectValid(event: Record<string, unknown>): void {
-  expect(validateRunEvent(event), JSON.stringify(validateRunEvent.errors)).toBe(true)
-  const run = event.run as {facets: Record<string, {_schemaURL: string}>}
-  const job = event.job as {facets: Record<string, {_schemaURL: string}>}
-  for (const facet of [...Object.values(run.facets), ...Object.values(job.facets)]) {
-    const check = ajv.getSchema(facet._schemaURL)!
-    expect(check(facet), `${facet._schemaURL}: ${JSON.stringify(check.errors)}`).toBe(true)
-  }
-}
+const {expectValid} = openLineageSchemas()
 
 interface Received {
   path: string
@@ -123,6 +102,13 @@ describe('OpenLineage COMPLETE after complete', () => {
     const run = body.run as {facets: {parent: {job: unknown; run: {runId: string}}; processing_engine: {name: string}}}
     expect(run.facets.parent.job).toEqual({namespace: 'default', name: 'etl'})
     expect(run.facets.processing_engine.name).toBe('airlock')
+    // The run's data interval and the task's owner (the serialized default `airflow`: the DAG's owners).
+    expect(body.run).toMatchObject({
+      facets: {
+        nominalTime: {nominalStartTime: '2026-11-30T00:00:00+00:00', nominalEndTime: '2026-12-01T00:00:00+00:00'},
+      },
+    })
+    expect(body.job).toMatchObject({facets: {ownership: {owners: [{name: 'airflow'}]}}})
     // The amazon provider's s3 converter: namespace s3://{bucket}, name the key.
     expect(w.assets('etl')[0]!.uri).toBe('s3://lake/etl/produce/out_1')
     expect(body.outputs).toEqual([{namespace: 's3://lake', name: 'etl/produce/out_1'}])

@@ -1,20 +1,10 @@
-import {readFileSync} from 'node:fs'
-import path from 'node:path'
-import {fileURLToPath} from 'node:url'
-
-import {Ajv2020} from 'ajv/dist/2020.js'
-import addFormats from 'ajv-formats'
 import {describe, expect, it} from 'vitest'
 
 import {completeEvent} from '../../src/lineage/event.js'
+import {openLineageSchemas} from './openLineageSchemas.js'
 
-/** completeEvent without a database: the outputs are the provider's datasets, the event valid. */
-const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'openlineage')
-const ajv = new Ajv2020({strict: false})
-addFormats.default(ajv)
-for (const file of ['OpenLineage.json', 'ParentRunFacet.json', 'JobTypeJobFacet.json', 'ProcessingEngineRunFacet.json'])
-  ajv.addSchema(JSON.parse(readFileSync(path.join(fixtures, file), 'utf8')) as object)
-const validateRunEvent = ajv.compile({$ref: 'https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent'})
+/** completeEvent without a database: the outputs are the provider's datasets, the facets its shapes, the event valid. */
+const {expectValid} = openLineageSchemas()
 
 const facts = {
   dagId: 'etl',
@@ -31,6 +21,9 @@ const facts = {
     {name: 'orders table', uri: 'postgres://db.example.com:5432/shop/public/orders'},
     {name: 'somewhere', uri: 'custom://host/thing'},
   ],
+  dataIntervalStartMicros: null,
+  dataIntervalEndMicros: null,
+  declared: null,
 }
 
 describe('completeEvent', () => {
@@ -39,12 +32,61 @@ describe('completeEvent', () => {
     // postgres has no converter in apache/airflow's provider: no dataset, as the worker's event.
     expect(event.outputs).toEqual([{namespace: 's3://lake', name: 'orders/2025-03-14'}])
     expect(JSON.stringify(event)).not.toContain('"airflow"')
-    expect(validateRunEvent(event), JSON.stringify(validateRunEvent.errors)).toBe(true)
-    const run = event.run as {facets: Record<string, {_schemaURL: string}>}
-    const job = event.job as {facets: Record<string, {_schemaURL: string}>}
-    for (const facet of [...Object.values(run.facets), ...Object.values(job.facets)]) {
-      const check = ajv.getSchema(facet._schemaURL)!
-      expect(check(facet), `${facet._schemaURL}: ${JSON.stringify(check.errors)}`).toBe(true)
-    }
+    expectValid(event)
+  })
+
+  it('carries nominalTime, documentation, ownership and tags as the worker COMPLETE does, and validates', () => {
+    const event = completeEvent(
+      {
+        ...facts,
+        dataIntervalStartMicros: 1_741_910_400_000_000n,
+        dataIntervalEndMicros: 1_741_996_800_000_000n,
+        declared: {
+          taskOwner: 'airflow',
+          taskOwners: ['airflow', 'data-eng, alice'],
+          taskDocs: {doc: null, docMd: 'Loads **orders**.', docJson: null, docYaml: null, docRst: null},
+          dagDocMd: 'The ETL DAG.',
+          dagDescription: 'ETL',
+          dagTags: ['team:data', 'etl'],
+        },
+      },
+      {namespace: 'default', airlockVersion: '1.2.3'},
+    )
+    expectValid(event)
+    const facetOf = (facets: unknown, key: string) => (facets as Record<string, Record<string, unknown>>)[key]
+    const run = (event.run as {facets: unknown}).facets
+    const job = (event.job as {facets: unknown}).facets
+    expect(facetOf(run, 'nominalTime')).toEqual({
+      _producer: 'https://github.com/airflow-airlock/airlock',
+      _schemaURL: 'https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet',
+      nominalStartTime: '2025-03-14T00:00:00+00:00',
+      nominalEndTime: '2025-03-15T00:00:00+00:00',
+    })
+    expect(facetOf(job, 'documentation')).toMatchObject({
+      _schemaURL: 'https://openlineage.io/spec/facets/1-1-0/DocumentationJobFacet.json#/$defs/DocumentationJobFacet',
+      description: 'Loads **orders**.',
+      contentType: 'text/markdown',
+    })
+    // The task's owner is the default: the DAG's owners ("airflow, data-eng, alice"), split and sorted.
+    expect(facetOf(job, 'ownership')).toMatchObject({
+      _schemaURL: 'https://openlineage.io/spec/facets/1-0-1/OwnershipJobFacet.json#/$defs/OwnershipJobFacet',
+      owners: [{name: 'airflow'}, {name: 'alice'}, {name: 'data-eng'}],
+    })
+    expect(facetOf(job, 'tags')).toMatchObject({
+      _schemaURL: 'https://openlineage.io/spec/facets/1-0-0/TagsJobFacet.json#/$defs/TagsJobFacet',
+      tags: [
+        {key: 'etl', value: 'etl', source: 'AIRFLOW'},
+        {key: 'team:data', value: 'team:data', source: 'AIRFLOW'},
+      ],
+    })
+    // _build_job's order; _build_run puts nominalTime before processing_engine.
+    expect(Object.keys(job as object)).toEqual(['documentation', 'ownership', 'tags', 'jobType'])
+    expect(Object.keys(run as object)).toEqual(['parent', 'nominalTime', 'processing_engine'])
+  })
+
+  it('without a data interval or a serialized DAG: no nominalTime and no job facets but jobType', () => {
+    const event = completeEvent(facts, {namespace: 'default', airlockVersion: '1.2.3'})
+    expect(Object.keys((event.run as {facets: object}).facets)).toEqual(['parent', 'processing_engine'])
+    expect(Object.keys((event.job as {facets: object}).facets)).toEqual(['jobType'])
   })
 })

@@ -1,13 +1,20 @@
+import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {LineageRow} from '../airflowStore.js'
+import type {DeclaredJob, LineageRow} from '../airflowStore.js'
+
+/** Declared jobs per DAG version: a batch completes the same task of many runs, the DAG is parsed once. */
+const cachedVersions = 64
 
 /**
  * What a task instance's COMPLETE event is built from, read after its commit: its key and try,
  * end_date and its run's logical_date (or run_after) in microseconds since the epoch (the run id
- * hashes the microsecond instant; a JavaScript Date keeps milliseconds), the run's clear_number
- * and `conf["openlineage"]`, and the assets of the events airlock's own `success` row of this try
- * and replay-events' rows of this try name (`extra.airlock.event_ids`): exactly what airlock wrote.
+ * hashes the microsecond instant; a JavaScript Date keeps milliseconds), the run's clear_number,
+ * `conf["openlineage"]` and data interval, the assets of the events airlock's own `success` row
+ * of this try and replay-events' rows of this try name (`extra.airlock.event_ids`): exactly what
+ * airlock wrote; and the task and DAG as the serialized DAG of the try's version declares them
+ * (task_instance.dag_version_id → serialized_dag, `data` or zlib `data_compressed`): the worker
+ * builds the job facets from the DAG object it parsed, which that document records.
  */
 export function readLineageFacts() {
   const read = prepared(
@@ -15,6 +22,8 @@ export function readLineageFacts() {
     `select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
             (extract(epoch from ti.end_date) * 1000000)::bigint::text as end_micros,
             (extract(epoch from coalesce(dr.logical_date, dr.run_after)) * 1000000)::bigint::text as run_micros,
+            (extract(epoch from dr.data_interval_start) * 1000000)::bigint::text as interval_start_micros,
+            (extract(epoch from dr.data_interval_end) * 1000000)::bigint::text as interval_end_micros,
             dr.clear_number,
             case when jsonb_typeof(dr.conf::jsonb -> 'openlineage') = 'object' then dr.conf::jsonb -> 'openlineage' end as conf_openlineage,
             coalesce((select json_agg(json_build_object('name', a.name, 'uri', a.uri) order by e.id)
@@ -23,10 +32,13 @@ export function readLineageFacts() {
                                         from log l
                                        where l.dag_id = ti.dag_id and l.task_id = ti.task_id and l.run_id = ti.run_id
                                          and l.map_index = ti.map_index and l.try_number = ti.try_number
-                                         and l.event in ('success', 'airlock.replay-events') and l.extra like '{%"airlock"%')), '[]'::json) as outputs
+                                         and l.event in ('success', 'airlock.replay-events') and l.extra like '{%"airlock"%')), '[]'::json) as outputs,
+            ti.dag_version_id::text as dag_version_id,
+            (select sd.dag_hash from serialized_dag sd where sd.dag_version_id = ti.dag_version_id limit 1) as dag_hash
        from task_instance ti join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
       where ti.id = $1::uuid`,
   )
+  const declared = declaredJobCache()
   return async (ex: Executor, tiId: string): Promise<LineageRow | undefined> => {
     const [row] = await ex.query<{
       dag_id: string
@@ -35,21 +47,96 @@ export function readLineageFacts() {
       try_number: number
       end_micros: string | null
       run_micros: string
+      interval_start_micros: string | null
+      interval_end_micros: string | null
       clear_number: number
       conf_openlineage: Record<string, unknown> | null
       outputs: Array<{name: string; uri: string}>
+      dag_version_id: string | null
+      dag_hash: string | null
     }>(read([tiId]))
     if (!row) return undefined
+    const micros = (text: string | null) => (text === null ? null : BigInt(text))
     return {
       dagId: row.dag_id,
       taskId: row.task_id,
       mapIndex: row.map_index,
       tryNumber: row.try_number,
-      endMicros: row.end_micros === null ? null : BigInt(row.end_micros),
+      endMicros: micros(row.end_micros),
       runMicros: BigInt(row.run_micros),
       clearNumber: row.clear_number,
       confOpenLineage: row.conf_openlineage,
       outputs: row.outputs,
+      dataIntervalStartMicros: micros(row.interval_start_micros),
+      dataIntervalEndMicros: micros(row.interval_end_micros),
+      declared:
+        row.dag_version_id === null || row.dag_hash === null
+          ? null
+          : await declared(ex, row.dag_version_id, row.dag_hash, row.task_id),
     }
   }
 }
+
+function declaredJobCache() {
+  const serializedDag = prepared(
+    'lineage_serialized_dag',
+    'select data::text as data, data_compressed from serialized_dag where dag_version_id = $1::uuid limit 1',
+  )
+  const versions = new Map<string, unknown>()
+  return async (ex: Executor, versionId: string, hash: string, taskId: string): Promise<DeclaredJob | null> => {
+    const cacheKey = `${versionId}:${hash}`
+    if (!versions.has(cacheKey)) {
+      const [row] = await ex.query<{data: string | null; data_compressed: Buffer | null}>(serializedDag([versionId]))
+      if (versions.size >= cachedVersions) versions.delete(versions.keys().next().value!)
+      versions.set(cacheKey, row ? serializedDagJson(row.data, row.data_compressed) : undefined)
+    }
+
+    return declaredJob(versions.get(cacheKey), taskId)
+  }
+}
+
+/**
+ * The task's and DAG's fields the provider's job facets read, from a serialized DAG
+ * (airflow-core/src/airflow/serialization/schema.json and `SerializedBaseOperator._is_excluded`):
+ * `dag.tags`, `dag.doc_md`, `dag.description`, and per task in `dag.tasks[].__var` (a mapped
+ * task's in `partial_kwargs`) `owner`, `doc`, `doc_md`, `doc_json`, `doc_yaml`, `doc_rst`. A value
+ * equal to its default is left out of the document: `owner` then is `client_defaults.tasks.owner`
+ * (format 3, 3.1+, which keeps the SDK's defaults once) or the schema default `airflow` (3.0
+ * leaves out only a value equal to it; an `[operators] default_owner` other than `airflow` is
+ * written on every task). null when the task is not in the document.
+ */
+export function declaredJob(serialized: unknown, taskId: string): DeclaredJob | null {
+  const dag = field(serialized, 'dag')
+  const tasks = field(dag, 'tasks')
+  if (!Array.isArray(tasks)) return null
+  const defaultOwner = text(field(field(field(serialized, 'client_defaults'), 'tasks'), 'owner')) ?? 'airflow'
+  const ops = (tasks as unknown[]).map((task) => field(task, '__var') ?? task)
+  const own = (op: unknown, key: string) => text(field(op, key)) ?? text(field(field(op, 'partial_kwargs'), key))
+  const op = ops.find((candidate) => field(candidate, 'task_id') === taskId)
+  if (op === undefined) return null
+  const tags = field(dag, 'tags')
+  // A set is encoded `{"__type": "set", "__var": [...]}`; serialize_to_json keeps only the list.
+  const tagList = Array.isArray(tags) ? tags : field(tags, '__var')
+  return {
+    taskOwner: own(op, 'owner') ?? defaultOwner,
+    taskOwners: [...new Set(ops.map((candidate) => own(candidate, 'owner') ?? defaultOwner))],
+    taskDocs: {
+      doc: own(op, 'doc'),
+      docMd: own(op, 'doc_md'),
+      docJson: own(op, 'doc_json'),
+      docYaml: own(op, 'doc_yaml'),
+      docRst: own(op, 'doc_rst'),
+    },
+    dagDocMd: text(field(dag, 'doc_md')),
+    dagDescription: text(field(dag, 'description')),
+    dagTags: Array.isArray(tagList) ? tagList.filter((tag): tag is string => typeof tag === 'string') : [],
+  }
+}
+
+function field(value: unknown, key: string): unknown {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[key]
+    : undefined
+}
+
+const text = (value: unknown): string | null => (typeof value === 'string' ? value : null)

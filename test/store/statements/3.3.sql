@@ -501,10 +501,12 @@ select coalesce(json_agg(json_build_object(
                   and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
                   and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
--- airlock_lineage_facts_1914d52b024c
+-- airlock_lineage_facts_4379445e4e61
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
       (extract(epoch from ti.end_date) * 1000000)::bigint::text as end_micros,
       (extract(epoch from coalesce(dr.logical_date, dr.run_after)) * 1000000)::bigint::text as run_micros,
+      (extract(epoch from dr.data_interval_start) * 1000000)::bigint::text as interval_start_micros,
+      (extract(epoch from dr.data_interval_end) * 1000000)::bigint::text as interval_end_micros,
       dr.clear_number,
       case when jsonb_typeof(dr.conf::jsonb -> 'openlineage') = 'object' then dr.conf::jsonb -> 'openlineage' end as conf_openlineage,
       coalesce((select json_agg(json_build_object('name', a.name, 'uri', a.uri) order by e.id)
@@ -513,9 +515,14 @@ select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
                                   from log l
                                  where l.dag_id = ti.dag_id and l.task_id = ti.task_id and l.run_id = ti.run_id
                                    and l.map_index = ti.map_index and l.try_number = ti.try_number
-                                   and l.event in ('success', 'airlock.replay-events') and l.extra like '{%"airlock"%')), '[]'::json) as outputs
+                                   and l.event in ('success', 'airlock.replay-events') and l.extra like '{%"airlock"%')), '[]'::json) as outputs,
+      ti.dag_version_id::text as dag_version_id,
+      (select sd.dag_hash from serialized_dag sd where sd.dag_version_id = ti.dag_version_id limit 1) as dag_hash
  from task_instance ti join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
 where ti.id = $1::uuid;
+
+-- airlock_lineage_serialized_dag_6c2d10a0fe68
+select data::text as data, data_compressed from serialized_dag where dag_version_id = $1::uuid limit 1;
 
 -- airlock_insert_log_4d18242dc1d2
 insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
