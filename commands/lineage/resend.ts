@@ -57,12 +57,13 @@ spool for the next resend.`)
       helpValue: 'DURATION',
     }),
     since: Flags.string({
-      summary:
-        'Rebuild from the database: task instances airlock completed at or after this time, or this long ago (90m, 26h, 7d).',
+      description:
+        'Rebuild from the database: task instances airlock completed at or after this ISO-8601 UTC time, or this long ago (90m, 26h, 7d).',
       helpGroup: 'REBUILD',
     }),
     until: Flags.string({
-      summary: 'With --since: completed before this time, or this long ago (default: now).',
+      description:
+        'With --since: completed before this ISO-8601 UTC time, or this long ago (90m, 26h, 7d); default now.',
       helpGroup: 'REBUILD',
     }),
     'dag-id': Flags.string({summary: 'With --since: only this DAG.', helpGroup: 'REBUILD'}),

@@ -52,7 +52,13 @@ describe('--since and --until', () => {
   const commands = windowCommands()
 
   it('are the flags of the commands that select by time', () => {
-    expect(commands.map(([id]) => id).sort()).toEqual(['audit-events', 'complete', 'export-events', 'replay-events'])
+    expect(commands.map(([id]) => id).sort()).toEqual([
+      'audit-events',
+      'complete',
+      'export-events',
+      'lineage:resend',
+      'replay-events',
+    ])
   })
 
   it("each command's help names both forms", () => {
@@ -73,7 +79,7 @@ describe('--since and --until', () => {
 
   it("each command's page, where it first describes them, names both forms", () => {
     for (const [id] of commands) {
-      const page = fs.readFileSync(path.join(root, 'docs', `${id}.md`), 'utf8')
+      const page = fs.readFileSync(path.join(root, 'docs', `${id.split(':')[0]!}.md`), 'utf8')
       const first = proseBlocks(page).find((block) => block.includes('--since'))
       expect(first, `docs/${id}.md`).toBeDefined()
       expect(first, `docs/${id}.md`).toMatch(time)

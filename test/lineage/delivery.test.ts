@@ -39,7 +39,9 @@ class Collector {
       // Flapping: each event's first request is a 503 or a dropped connection (retried by the sender).
       if (this.answer === 'flap' && !this.flapped.has(runId)) {
         this.flapped.add(runId)
-        return void (this.posts % 2 === 0 ? res.writeHead(503).end() : res.destroy())
+        if (this.posts % 2 === 0) res.writeHead(503).end()
+        else res.destroy()
+        return
       }
       this.runIds.push(runId)
       res.writeHead(201).end()
