@@ -35,6 +35,7 @@ export const unitTests = [
   'test/lineage/datasets.test.ts',
   'test/lineage/event.test.ts',
   'test/lineage/facets.test.ts',
+  'test/lineage/providerFilters.test.ts',
   'test/lineage/settings.test.ts',
   'test/lineage/staticUuid.test.ts',
   'test/output/**/*.test.ts',

@@ -72,6 +72,8 @@ export interface LineageDeliveryReport {
   /** Where the events not confirmed stay. */
   spool: string
   first_failure?: string
+  /** Not sent because Airflow's provider would send none (its [openlineage] filters). */
+  skipped?: number
 }
 
 /** The settings every write batch shares: how many at once and each transaction's limits. */

@@ -67,8 +67,15 @@ export class BatchOutput<J extends ItemLike> {
         ? {lineage: items, ...(this.firstLineageFailure ? {firstFailure: this.firstLineageFailure} : {})}
         : {}
     }
-    const {sent, unconfirmed, failed, not_tried: notTried, spool, first_failure: firstFailure} = this.delivery
-    const lineage = {...items, sent, unconfirmed, failed: failed + (items.failed ?? 0), not_tried: notTried}
+    const {sent, unconfirmed, failed, not_tried: notTried, spool, first_failure: firstFailure, skipped} = this.delivery
+    const lineage = {
+      ...items,
+      sent,
+      unconfirmed,
+      failed: failed + (items.failed ?? 0),
+      not_tried: notTried,
+      ...(skipped ? {skipped} : {}),
+    }
     const kept = unconfirmed + failed + notTried
     return {
       lineage,
@@ -87,7 +94,7 @@ export class BatchOutput<J extends ItemLike> {
     }
     const lineage = (json as {lineage?: string}).lineage
     if (lineage) {
-      const kind = lineage.startsWith('failed') ? 'failed' : lineage
+      const kind = lineage.startsWith('failed') ? 'failed' : lineage.startsWith('skipped') ? 'skipped' : lineage
       this.lineage.set(kind, (this.lineage.get(kind) ?? 0) + 1)
       // "etl/run/load[2]: HTTP 400": which item, and why (the item's own value reads "failed (why)").
       if (kind === 'failed')

@@ -3,11 +3,12 @@ import type {ItemResult} from '../protocol/outcomes.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {completeEvent} from './event.js'
 import {LineageOutbox, type LineageDelivery} from './outbox.js'
-import type {LineageSettings} from './settings.js'
+import type {DeclaredJob} from '../store/airflowStore.js'
+import type {LineageFilters, LineageSettings} from './settings.js'
 import {LineageSpool} from './spool.js'
 
-/** What an item's `lineage` says: queued to be sent, left in the spool, off, or (dry run) what it would send. */
-export type LineageItemOutcome = 'queued' | 'spooled' | 'disabled' | 'would_send' | {failed: string}
+/** What an item's `lineage` says: queued to be sent, left in the spool, off, (dry run) what it would send, or skipped as the provider skips it. */
+export type LineageItemOutcome = 'queued' | 'spooled' | 'disabled' | 'would_send' | {failed: string} | {skipped: string}
 
 /**
  * Finishes a committed item's lineage, after its COMMIT and never inside a transaction: reads
@@ -50,8 +51,9 @@ export class LineageSender {
   ): Promise<{lineage: LineageItemOutcome; event?: unknown}> {
     if (!this.settings.enabled) return {lineage: 'disabled'}
     if (dryRun) {
-      const event = await buildComplete(this.airflow, ti.id, this.settings.namespace, this.airlockVersion)
-      return event ? {lineage: 'would_send', event} : {lineage: {failed: unreadable}}
+      const built = await buildComplete(this.airflow, ti.id, this.settings, this.airlockVersion)
+      if (!built) return {lineage: {failed: unreadable}}
+      return 'skipped' in built ? {lineage: built} : {lineage: 'would_send', event: built.event}
     }
     let outbox: LineageOutbox
     try {
@@ -62,15 +64,16 @@ export class LineageSender {
       return {lineage: {failed: `not spooled: ${error instanceof Error ? error.message : String(error)}`}}
     }
     // Built, spooled and sent by the outbox, off this item's path.
-    const {namespace} = this.settings
+    const settings = this.settings
     const lineage = await outbox.enqueue({
       key: ti.id,
       label: formatKey(ti),
       load: async () => {
-        const event = await buildComplete(this.airflow, ti.id, namespace, this.airlockVersion)
-        if (!event) throw new Error(unreadable)
-        const runId = (event.run as {runId: string}).runId
-        return {runId, body: await outbox.spool.put(runId, event)}
+        const built = await buildComplete(this.airflow, ti.id, settings, this.airlockVersion)
+        if (!built) throw new Error(unreadable)
+        if ('skipped' in built) return built
+        const runId = (built.event.run as {runId: string}).runId
+        return {runId, body: await outbox.spool.put(runId, built.event)}
       },
     })
     return {lineage}
@@ -87,24 +90,28 @@ export class LineageSender {
 }
 
 /**
- * The COMPLETE for a task instance's current try, from the database; undefined when it cannot
- * be read. A dry run rolled back: the end date it would record is now (its outputs, rolled back
- * too, cannot be read).
+ * The COMPLETE for a task instance's current try, from the database, or why the provider would
+ * send none; undefined when it cannot be read. A dry run rolled back: the end date it would
+ * record is now (its outputs, rolled back too, cannot be read).
  */
 export async function buildComplete(
   airflow: Pick<AirflowDatabase, 'db' | 'store'>,
   tiId: string,
-  namespace: string,
+  settings: {namespace: string; filters: LineageFilters},
   airlockVersion: string,
-): Promise<Record<string, unknown> | undefined> {
+): Promise<{event: Record<string, unknown>} | {skipped: string} | undefined> {
   const {db, store} = airflow
+  const {namespace} = settings
   const facts = await store.readLineageFacts(db.executor, tiId).catch(() => undefined)
   if (!facts) return undefined
+  const skipped = skippedByProvider(facts.declared, settings.filters)
+  if (skipped) return {skipped}
   const endMicros = facts.endMicros ?? BigInt(Date.now()) * 1000n
-  return completeEvent(
+  const event = completeEvent(
     {...facts, endDate: {epochMicros: endMicros}, runInstant: {epochMicros: facts.runMicros}},
     {namespace, airlockVersion},
   )
+  return {event}
 }
 
 /** A batch's lineage after its last item: the outbox closed, and whether the run must have had it all confirmed. */
@@ -116,6 +123,27 @@ export async function lineageReport(
   return delivery && settings?.enabled ? {delivery, required: settings.delivery.required} : undefined
 }
 
+/**
+ * Why the provider's listener would send no COMPLETE for this task (plugins/listener.py
+ * `_on_task_instance_success`): its operator is in `[openlineage] disabled_for_operators`
+ * (utils/utils.py `is_operator_disabled`), or `[openlineage] selective_enable` is on and neither
+ * the task nor its DAG enabled lineage (`is_selective_lineage_enabled`, utils/selective_enable.py
+ * `is_task_lineage_enabled`). Without a serialized DAG the operator cannot be named: only
+ * selective enable can then skip it, as it needs an explicit enable.
+ */
+export function skippedByProvider(declared: DeclaredJob | null, filters: LineageFilters): string | undefined {
+  if (declared?.operatorClass && filters.disabledOperators.includes(declared.operatorClass))
+    return `its operator ${declared.operatorClass} is in [openlineage] disabled_for_operators`
+  if (filters.selectiveEnable && declared?.selectiveEnable !== true)
+    return 'lineage is not enabled for the task or its DAG while [openlineage] selective_enable is on'
+  return undefined
+}
+
 const unreadable = 'the task instance could not be read back after its commit'
 
-const describe = (outcome: LineageItemOutcome) => (typeof outcome === 'string' ? outcome : `failed (${outcome.failed})`)
+const describe = (outcome: LineageItemOutcome) =>
+  typeof outcome === 'string'
+    ? outcome
+    : 'skipped' in outcome
+      ? `skipped (${outcome.skipped})`
+      : `failed (${outcome.failed})`

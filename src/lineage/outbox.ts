@@ -14,11 +14,16 @@ export interface LineageDelivery {
   /** Where the events not confirmed are: `airlock lineage resend` sends them. */
   spool: string
   first_failure?: string
+  /** Not sent because the provider would send none (its `[openlineage]` filters); present when any. */
+  skipped?: number
 }
 
 /** What became of one event an outbox took. */
 export type SettledOutcome =
-  {outcome: 'sent'} | {outcome: 'unconfirmed' | 'failed'; why: string} | {outcome: 'not_tried'}
+  | {outcome: 'sent'}
+  | {outcome: 'unconfirmed' | 'failed'; why: string}
+  | {outcome: 'not_tried'}
+  | {outcome: 'skipped'; why: string}
 
 /**
  * An event the outbox takes: `load` writes it to the spool, if it is not there yet, and returns
@@ -30,8 +35,11 @@ export interface OutboxEntry {
   key: string
   /** The task instance's key, for the first failure's words. */
   label: string
-  load: () => Promise<{runId: string; body: string} | undefined>
+  load: () => Promise<Loaded>
 }
+
+/** A loaded entry: its event to send, why the provider would send none, or nothing left to send. */
+type Loaded = {runId: string; body: string} | {skipped: string} | undefined
 
 /** After this many deliveries in a row that were not confirmed, the backend is taken for down. */
 const breakAfter = 3
@@ -55,6 +63,7 @@ export class LineageOutbox {
   private leavingAll: Promise<void> = Promise.resolve()
   private readonly stopping = new AbortController()
   private readonly counts = {sent: 0, unconfirmed: 0, failed: 0, not_tried: 0}
+  private skipped = 0
   private firstFailure: string | undefined
   private onIdle: (() => void) | undefined
 
@@ -95,7 +104,12 @@ export class LineageOutbox {
     await this.leaveQueued()
     await this.leavingAll
     if (this.active > 0) await new Promise<void>((resolve) => (this.onIdle = resolve))
-    return {...this.counts, spool: this.spool.dir, ...(this.firstFailure ? {first_failure: this.firstFailure} : {})}
+    return {
+      ...this.counts,
+      spool: this.spool.dir,
+      ...(this.firstFailure ? {first_failure: this.firstFailure} : {}),
+      ...(this.skipped > 0 ? {skipped: this.skipped} : {}),
+    }
   }
 
   private pump(): void {
@@ -111,7 +125,7 @@ export class LineageOutbox {
   }
 
   /** One load at a time, whoever asks: the spool is written in order, one connection at most. */
-  private load(entry: OutboxEntry): Promise<{runId: string; body: string} | undefined> {
+  private load(entry: OutboxEntry): Promise<Loaded> {
     const loaded = this.loading.then(() => entry.load())
     this.loading = loaded.catch(() => undefined)
     return loaded
@@ -119,11 +133,15 @@ export class LineageOutbox {
 
   private async deliver(entry: OutboxEntry): Promise<void> {
     if (this.down || this.stopping.signal.aborted) return this.leave(entry)
-    let loaded: {runId: string; body: string} | undefined
+    let loaded: Loaded
     try {
       loaded = await this.load(entry)
     } catch (error) {
       this.unloadable(entry, error)
+      return
+    }
+    if (loaded && 'skipped' in loaded) {
+      this.skip(entry, loaded.skipped)
       return
     }
     // Nothing to send (a resend's file confirmed meanwhile by another run).
@@ -172,13 +190,23 @@ export class LineageOutbox {
   /** An entry this run does not try: spooled (so nothing is lost), counted not tried. */
   private async leave(entry: OutboxEntry): Promise<void> {
     try {
-      await this.load(entry)
+      const loaded = await this.load(entry)
+      if (loaded && 'skipped' in loaded) {
+        this.skip(entry, loaded.skipped)
+        return
+      }
     } catch (error) {
       this.unloadable(entry, error)
       return
     }
     this.counts.not_tried++
     this.onSettled?.(entry.key, {outcome: 'not_tried'})
+  }
+
+  /** An event the provider would not send: neither spooled nor sent. */
+  private skip(entry: OutboxEntry, why: string): void {
+    this.skipped++
+    this.onSettled?.(entry.key, {outcome: 'skipped', why})
   }
 
   /** An event that could not be built or spooled (the task instance unreadable, a full disk): failed, said why. */

@@ -14,7 +14,7 @@ export interface ResendItem {
   /** `spool`: a file left by an earlier run; `database`: rebuilt from airlock's audit rows. */
   source: 'spool' | 'database'
   ti_id: string | null
-  outcome: 'sent' | 'unconfirmed' | 'failed' | 'not_tried' | 'would_send'
+  outcome: 'sent' | 'unconfirmed' | 'failed' | 'not_tried' | 'would_send' | 'skipped'
   error?: string
 }
 
@@ -55,8 +55,10 @@ export async function resendFromDatabase(
   const spool = await LineageSpool.open(settings.delivery.spoolDir)
   const entries: Array<{runId: string; job: string | null; tiId: string}> = []
   for (const tiId of tiIds) {
-    const event = await buildComplete(airflow, tiId, settings.namespace, options.airlockVersion)
-    if (!event) continue
+    // What the provider would not send (its [openlineage] filters) is not rebuilt either.
+    const built = await buildComplete(airflow, tiId, settings, options.airlockVersion)
+    if (!built || 'skipped' in built) continue
+    const {event} = built
     const runId = (event.run as {runId: string}).runId
     if (!options.dryRun) await spool.put(runId, event)
     entries.push({runId, job: (event.job as {name: string}).name, tiId})

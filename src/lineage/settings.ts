@@ -17,6 +17,17 @@ export interface LineageDeliverySettings {
   policy: SendPolicy
 }
 
+/**
+ * The provider's filters on task events (providers/openlineage conf.py `disabled_operators`,
+ * `selective_enable`; plugins/listener.py `_on_task_instance_success` skips a task whose operator
+ * is listed, or, with selective enable on, a task not enabled).
+ */
+export interface LineageFilters {
+  /** Fully qualified operator class names, `;`-separated in the option. */
+  disabledOperators: string[]
+  selectiveEnable: boolean
+}
+
 /** Where COMPLETE events go, or why none are sent. */
 export type LineageSettings =
   | {
@@ -26,6 +37,8 @@ export type LineageSettings =
       namespace: string
       source: string
       delivery: LineageDeliverySettings
+      /** What the provider sends no COMPLETE for: `[openlineage] disabled_for_operators`, `selective_enable`. */
+      filters: LineageFilters
     }
   | {
       enabled: false
@@ -108,6 +121,7 @@ export async function lineageSettings(
       }),
       policy: sendPolicy(found, env),
     },
+    filters: lineageFilters(env),
   }
 }
 
@@ -262,6 +276,29 @@ function endpointUrl(transport: HttpTransport, source: string): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw usageError(`${source}: ${JSON.stringify(transport.url)} must be http:// or https://.`)
   return url.toString()
+}
+
+/** `[openlineage] disabled_for_operators` and `selective_enable`, read as the provider reads them. */
+function lineageFilters(env: NodeJS.ProcessEnv): LineageFilters {
+  const operators = openlineageOption('disabled_for_operators', env)?.value ?? ''
+  const selective = openlineageOption('selective_enable', env)
+  return {
+    disabledOperators: operators
+      .split(';')
+      .map((name) => name.trim())
+      .filter((name) => name !== ''),
+    selectiveEnable: selective
+      ? airflowBoolean(selective.value, `[openlineage] selective_enable (${selective.source})`)
+      : false,
+  }
+}
+
+/** Airflow's `conf.getboolean`: t, true, 1 or f, false, 0 (any case); anything else is refused, as Airflow refuses it. */
+function airflowBoolean(value: string, what: string): boolean {
+  const word = value.trim().toLowerCase()
+  if (['t', 'true', '1'].includes(word)) return true
+  if (['f', 'false', '0', ''].includes(word)) return false
+  throw usageError(`${what} is ${JSON.stringify(value)}: Airflow reads only true or false (t/f, 1/0) there.`)
 }
 
 /** What the operator is told before the batch: lineage configured in a way airlock does not send. */

@@ -291,6 +291,10 @@ export interface DeclaredJob {
   dagDocMd: string | null
   dagDescription: string | null
   dagTags: string[]
+  /** The operator's fully qualified class name (`_task_module` + `.` + `task_type`), as `[openlineage] disabled_for_operators` names it. */
+  operatorClass: string | null
+  /** The task's `_selective_enable_ol` param (else the DAG's): true, false, or null when unset. */
+  selectiveEnable: boolean | null
 }
 
 /** The queue statement's call, writing (queueConsumers) or planning (planConsumers). */

@@ -185,6 +185,27 @@ describe('delivering COMPLETE events', () => {
     expect(await spooled()).toEqual([])
   })
 
+  it("what the provider's filters skip gets no COMPLETE: disabled_for_operators, and selective_enable without an enable", async () => {
+    await setUp(3)
+    const run = async (extra: Record<string, string>) => {
+      const result = await runCli([...completeArgs(), '--json'], {env: env(extra)})
+      expect(result.code, result.stderr).toBe(0)
+      return (envelope(result) as {result: {lineage: Record<string, number>}}).result.lineage
+    }
+    const disabled = await run({
+      AIRFLOW__OPENLINEAGE__DISABLED_FOR_OPERATORS:
+        'x.Other;airflow.providers.standard.operators.python.PythonOperator',
+    })
+    expect(disabled).toEqual({sent: 0, unconfirmed: 0, failed: 0, not_tried: 0, skipped: 3})
+    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 1}).build()
+    expect(await run({AIRFLOW__OPENLINEAGE__SELECTIVE_ENABLE: 'true'})).toMatchObject({sent: 0, skipped: 3})
+    expect(collector.runIds).toEqual([])
+    expect(await spooled()).toEqual([])
+    // The same task instances, filters off: sent.
+    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 1}).build()
+    expect(await run({})).toEqual({sent: 3, unconfirmed: 0, failed: 0, not_tried: 0})
+  })
+
   it('a lost spool is rebuilt from the database: lineage resend --since sends the COMPLETE of every try airlock completed, once each', async () => {
     await setUp(4)
     const done = await runCli([...completeArgs(), '--no-lineage'])

@@ -48,6 +48,8 @@ describe('completeEvent', () => {
           dagDocMd: 'The ETL DAG.',
           dagDescription: 'ETL',
           dagTags: ['team:data', 'etl'],
+          operatorClass: 'airflow.providers.standard.operators.python.PythonOperator',
+          selectiveEnable: null,
         },
       },
       {namespace: 'default', airlockVersion: '1.2.3'},

@@ -20,6 +20,8 @@ const declared = (over: Partial<DeclaredJob> = {}): DeclaredJob => ({
   dagDocMd: null,
   dagDescription: null,
   dagTags: [],
+  operatorClass: null,
+  selectiveEnable: null,
   ...over,
 })
 
@@ -197,6 +199,8 @@ describe('declaredJob (the serialized DAG fields the job facets read)', () => {
       dagDocMd: 'DAG docs',
       dagDescription: 'ETL',
       dagTags: ['b', 'a'],
+      operatorClass: null,
+      selectiveEnable: null,
     })
   })
 

@@ -291,6 +291,9 @@ function serializedDag(p: Producer, assets: readonly AssetRow[]): unknown {
         __type: 'operator',
         __var: {
           task_id: taskId,
+          // What every serialized operator names: its module and class (the provider's filters read them).
+          _task_module: 'airflow.providers.standard.operators.python',
+          task_type: 'PythonOperator',
           ...(p.downstream[taskId]?.length ? {downstream_task_ids: [...p.downstream[taskId]].sort()} : {}),
           ...(p.retriesOf(taskId) ? {retries: p.retriesOf(taskId)} : {}),
           ...(p.setups.includes(taskId) ? {is_setup: true} : {}),

@@ -130,7 +130,38 @@ export function declaredJob(serialized: unknown, taskId: string): DeclaredJob | 
     dagDocMd: text(field(dag, 'doc_md')),
     dagDescription: text(field(dag, 'description')),
     dagTags: Array.isArray(tagList) ? tagList.filter((tag): tag is string => typeof tag === 'string') : [],
+    // providers/openlineage utils/utils.py get_fully_qualified_class_name, for a serialized
+    // operator: `_task_module + "." + task_type` (`_task_type` in older documents).
+    operatorClass: operatorClassOf(op),
+    // utils/selective_enable.py is_task_lineage_enabled: the task's `_selective_enable_ol` param;
+    // enable_lineage(dag) sets it on every task and on the DAG, whose params a task inherits.
+    selectiveEnable: selectiveParam(field(op, 'params')) ?? selectiveParam(field(dag, 'params')),
   }
+}
+
+function operatorClassOf(op: unknown): string | null {
+  const module = text(field(op, '_task_module'))
+  const type = text(field(op, 'task_type')) ?? text(field(op, '_task_type'))
+  return module && type ? `${module}.${type}` : null
+}
+
+/**
+ * The `_selective_enable_ol` param of serialized params: a list of [name, param] pairs (3.x,
+ * `_serialize_params_dict`) or an object (older), each param `{"__class", "default", …}`.
+ */
+function selectiveParam(params: unknown): boolean | null {
+  const entries: unknown[] = Array.isArray(params)
+    ? params
+    : typeof params === 'object' && params !== null
+      ? Object.entries(params)
+      : []
+  for (const entry of entries) {
+    if (!Array.isArray(entry) || entry[0] !== '_selective_enable_ol') continue
+    const value: unknown = entry[1]
+    const setting = typeof value === 'object' && value !== null && 'default' in value ? value.default : value
+    return typeof setting === 'boolean' ? setting : null
+  }
+  return null
 }
 
 function field(value: unknown, key: string): unknown {
