@@ -168,21 +168,7 @@ export abstract class AirlockCommand<R> extends Command {
     const outputFile = await newOutputName(options.outputFile)
     for (const warning of batch.warnings) this.note(warning)
     for (const note of batch.notes ?? []) this.progress(note)
-    // What a filter reaches, before anyone is asked to confirm it or a dry run lists its items.
-    const asking = !options.yes && !batch.dryRun && ((batch.prompt.changing ?? batch.count) > 1 || batch.prompt.always)
-    if (batch.breakdown && this.outputMode === 'human' && (asking || batch.dryRun) && batch.count > 0) {
-      process.stderr.write(`${this.scrub(renderBreakdown(batch.breakdown, batch.count, this.terminalWidth))}\n\n`)
-    }
-    await confirmBulkWrite({
-      count: batch.count,
-      changing: batch.prompt.changing,
-      action: batch.prompt.action,
-      noun: batch.prompt.noun,
-      yes: options.yes,
-      dryRun: batch.dryRun,
-      machineOutput: this.outputMode !== 'human',
-      always: batch.prompt.always,
-    })
+    await this.confirmBatch(batch, options.yes)
     const file = outputFile
       ? await createLineFile(outputFile).catch((error: unknown) => {
           // Created between the check and now, or not writable by this user: the operator's to fix.
@@ -253,6 +239,27 @@ export abstract class AirlockCommand<R> extends Command {
     }
   }
 
+  /** What a filter reaches, shown before anyone is asked to confirm it (or a dry run lists its items); then the question. */
+  private async confirmBatch(
+    batch: Pick<PreparedBatch<{outcome: string}, string>, 'count' | 'prompt' | 'dryRun' | 'breakdown'>,
+    yes: boolean,
+  ): Promise<void> {
+    const asking = !yes && !batch.dryRun && ((batch.prompt.changing ?? batch.count) > 1 || batch.prompt.always)
+    if (batch.breakdown && this.outputMode === 'human' && (asking || batch.dryRun) && batch.count > 0) {
+      process.stderr.write(`${this.scrub(renderBreakdown(batch.breakdown, batch.count, this.terminalWidth))}\n\n`)
+    }
+    await confirmBulkWrite({
+      count: batch.count,
+      changing: batch.prompt.changing,
+      action: batch.prompt.action,
+      noun: batch.prompt.noun,
+      yes,
+      dryRun: batch.dryRun,
+      machineOutput: this.outputMode !== 'human',
+      always: batch.prompt.always,
+    })
+  }
+
   /**
    * The command's exit is decided and its summary about to be printed: from now on a signal ends
    * the process with this exit at once, never with 130 or by the signal itself (Interrupts.settle).
@@ -315,9 +322,16 @@ export abstract class AirlockCommand<R> extends Command {
 
   /** The operator's own command line, to take up a run the server cut short. */
   private resumeAdvice(): {command: string; caveats: string[]} {
+    const command = resumeCommand(this.config.bin, this.id ?? '', this.argv)
+    const scrubbed = this.scrub(command)
     return {
-      command: this.scrub(resumeCommand(this.config.bin, this.id ?? '', this.argv)),
-      caveats: resumeCaveats(this.argv),
+      command: scrubbed,
+      caveats: [
+        ...resumeCaveats(this.argv),
+        ...(scrubbed === command
+          ? []
+          : ['the password is printed as ***: put it back, or give it as PGPASSWORD, a password file or a profile']),
+      ],
     }
   }
 

@@ -173,21 +173,15 @@ export async function prepareReplay(
     prompt: {action: 'replay the missing events of', noun: 'task instances'},
     plan: write.plan,
     explicit: named,
-    warnings: [
-      ...(source.warnings ?? []),
-      ...lineageWarnings(sendsLineage ? request.lineage : undefined),
-      ...(request.lineage?.enabled && !sendsLineage && !write.plan ? [noReplayLineage] : []),
-    ],
-    run: (hooks) => {
-      const lineage = sendsLineage
-        ? new LineageSender(airflow, request.lineage!, request.airlockVersion, 'replayed')
-        : undefined
-      return replayMissing(airflow, write, writer, source, checkpoint, hooks, {
-        sender: lineage,
+    warnings: [...(source.warnings ?? []), ...replayLineageWarnings(request, sendsLineage)],
+    run: (hooks) =>
+      replayMissing(airflow, write, writer, source, checkpoint, hooks, {
+        sender: sendsLineage
+          ? new LineageSender(airflow, request.lineage!, request.airlockVersion, 'replayed')
+          : undefined,
         settings: request.lineage,
         downstream: request.downstream ?? true,
-      })
-    },
+      }),
   }
 }
 
@@ -342,6 +336,12 @@ async function replayEvents(
  * it did (plugins/listener.py `on_task_instance_success`); a second one makes a new job version
  * and new output dataset versions in a backend such as Marquez.
  */
+/** Lineage configured in a way airlock does not send, or (by default) the note that a replay sends none. */
+function replayLineageWarnings(request: ReplayRequest, sendsLineage: boolean): string[] {
+  if (sendsLineage) return lineageWarnings(request.lineage)
+  return request.lineage?.enabled && !request.write.plan ? [noReplayLineage] : []
+}
+
 const noReplayLineage =
   "OpenLineage: no COMPLETE is sent for a replayed try: Airflow's listener sent one when the try succeeded (--lineage-for-replays sends another)"
 
