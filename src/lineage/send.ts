@@ -35,6 +35,15 @@ export async function sendEvent(
   let why = ''
   let mayHaveArrived = false
   for (let attempt = 1; attempt <= policy.attempts; attempt++) {
+    // One controller per request with its own timer; `stop` aborts it through a listener removed
+    // when the request ends, so nothing stays attached to the run's long-lived signal.
+    const controller = new AbortController()
+    const timer = setTimeout(
+      () => controller.abort(new DOMException(`no answer within ${policy.timeoutMs} ms`, 'TimeoutError')),
+      policy.timeoutMs,
+    )
+    const onStop = () => controller.abort(new DOMException('the run stopped waiting', 'AbortError'))
+    stop?.addEventListener('abort', onStop, {once: true})
     try {
       const response = await fetch(target.url, {
         method: 'POST',
@@ -43,9 +52,7 @@ export async function sendEvent(
           ...(target.apiKey ? {authorization: `Bearer ${target.apiKey}`} : {}),
         },
         body,
-        signal: stop
-          ? AbortSignal.any([AbortSignal.timeout(policy.timeoutMs), stop])
-          : AbortSignal.timeout(policy.timeoutMs),
+        signal: controller.signal,
       })
       // The body is not needed; reading it frees the connection.
       await response.arrayBuffer().catch(() => undefined)
@@ -56,6 +63,9 @@ export async function sendEvent(
       const failure = describeFailure(error, policy.timeoutMs)
       why = failure.why
       mayHaveArrived ||= failure.mayHaveArrived
+    } finally {
+      clearTimeout(timer)
+      stop?.removeEventListener('abort', onStop)
     }
     if (stop?.aborted) return {unconfirmed: `${why}: the run stopped waiting for the backend`}
     if (attempt < policy.attempts) await sleep(policy.backoffMs * 2 ** (attempt - 1))

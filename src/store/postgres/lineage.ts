@@ -27,12 +27,14 @@ export function readLineageFacts() {
             dr.clear_number,
             case when jsonb_typeof(dr.conf::jsonb -> 'openlineage') = 'object' then dr.conf::jsonb -> 'openlineage' end as conf_openlineage,
             coalesce((select json_agg(json_build_object('name', a.name, 'uri', a.uri) order by e.id)
-                        from asset_event e join asset a on a.id = e.asset_id
-                       where e.id in (select (jsonb_array_elements_text(l.extra::jsonb -> 'airlock' -> 'event_ids'))::int
-                                        from log l
-                                       where l.dag_id = ti.dag_id and l.task_id = ti.task_id and l.run_id = ti.run_id
-                                         and l.map_index = ti.map_index and l.try_number = ti.try_number
-                                         and l.event in ('success', 'airlock.replay-events') and l.extra like '{%"airlock"%')), '[]'::json) as outputs,
+                        from (select distinct (jsonb_array_elements_text(l.extra::jsonb -> 'airlock' -> 'event_ids'))::int as id
+                                from log l
+                               where l.dag_id = ti.dag_id and l.task_id = ti.task_id and l.run_id = ti.run_id
+                                 and l.map_index = ti.map_index and l.try_number = ti.try_number
+                                 and l.event in ('success', 'airlock.replay-events') and l.extra like '{%"airlock"%') as named
+                        -- From the audit rows' ids to the events, by key: never a pass over asset_event.
+                        cross join lateral (select e.id, e.asset_id from asset_event e where e.id = named.id) as e
+                        join asset a on a.id = e.asset_id), '[]'::json) as outputs,
             ti.dag_version_id::text as dag_version_id,
             (select sd.dag_hash from serialized_dag sd where sd.dag_version_id = ti.dag_version_id limit 1) as dag_hash
        from task_instance ti join dag_run dr on dr.dag_id = ti.dag_id and dr.run_id = ti.run_id
