@@ -69,17 +69,22 @@ describe('airlock bench --quick', () => {
     // The raw floor ran the same items beside it.
     expect(out.result.throughput[0]!.floorPerSecond).toBeGreaterThan(0)
     // Where the gap to the floor goes: each variant's CPU per completion, this process's and the
-    // local server's (a test server is always on this machine).
+    // local server's (a test server is always on this machine, so it is measured, never null).
+    // The kernel counts CPU in 10 ms ticks: the server's share of 20 quick items can round to 0
+    // for one variant, so it is held to being measured, and to adding up over the three.
+    let serverMs = 0
     for (const variant of ['complete', 'noDownstream', 'floor'] as const) {
       expect(out.result.throughput[0]!.cpu[variant].clientMs).toBeGreaterThan(0)
-      expect(out.result.throughput[0]!.cpu[variant].serverMs).toBeGreaterThan(0)
+      expect(out.result.throughput[0]!.cpu[variant].serverMs).not.toBeNull()
+      serverMs += out.result.throughput[0]!.cpu[variant].serverMs!
     }
+    expect(serverMs).toBeGreaterThan(0)
     // The warm-up batches are reported as a process's first batch, with their CPU.
     const {firstBatch} = out.result.throughput[0]!
     expect(firstBatch.complete).toBeGreaterThan(0)
     expect(firstBatch.floor).toBeGreaterThan(0)
     expect(firstBatch.cpu.complete.clientMs).toBeGreaterThan(0)
-    expect(firstBatch.cpu.floor.serverMs).toBeGreaterThan(0)
+    expect(firstBatch.cpu.floor.serverMs).not.toBeNull()
     expect(out.result.race).toMatchObject({completed: 1, alreadySuccess: 3})
     // Lineage off beside a collector answering in 1 s: every item done either way, and every
     // completed one's COMPLETE confirmed by the slow collector.
