@@ -105,7 +105,7 @@ async function fixGroup(
     unknownCommitAdvice: 'run audit-events again to see what is left',
     async run(tx) {
       const outcome = await store.removeDuplicateEvents(tx, group.kept, group.extras)
-      const {removed, consumed, pending, busy, changed, named} = outcome
+      const {removed, removedRows, consumed, pending, busy, changed, named} = outcome
       seen = {consumed, pending, named, changed}
       if (busy.length > 0) return {rollback: {outcome: 'skipped_busy'}}
       if (removed.length === 0)
@@ -122,6 +122,9 @@ async function fixGroup(
           left_pending: pending,
           left_named: named,
           left_changed: changed,
+          // What restores them (a future undo): each removed row whole, with its alias links.
+          // Versioned, since the shape of asset_event moves with Airflow's releases.
+          before: {version: 1, removed_events: removedRows},
         },
       }
       await store.insertLogRow(

@@ -545,6 +545,11 @@ export interface RowHolder {
 /** What one duplicate group's repair did. */
 export interface RemovedDuplicates {
   removed: number[]
+  /**
+   * Each removed event's row as it was, every column of `asset_event` (whatever the release
+   * adds, partition_key included) and its alias links (`alias_ids`): what restores it.
+   */
+  removedRows: Array<Record<string, unknown>>
   consumed: number[]
   /** Not consumed, but a consumer has a partitioned timetable, whose partition path airlock does not lock: left. */
   pending: number[]

@@ -275,8 +275,18 @@ describe('airlock audit-events', () => {
     expect(await db.knex('asset_event').where({id: ids.dup_extra})).toHaveLength(1)
   })
 
-  it('--fix --no-dry-run --yes removes exactly the unconsumed duplicate and its alias link, logs it, refuses the consumed one, and is idempotent', async () => {
+  it('--fix --no-dry-run --yes removes exactly the unconsumed duplicate and its alias link, logs it with the row it removed, refuses the consumed one, and is idempotent', async () => {
     const before = await countRows(db.knex, 'asset_event')
+    // The removed event as it was, every column and its alias links: what the audit row must keep.
+    const [removedRow] = await db.knex
+      .raw<{rows: Array<{row: Record<string, unknown>}>}>(
+        `select to_jsonb(e) || jsonb_build_object('alias_ids', coalesce((select json_agg(l.alias_id order by l.alias_id)
+              from asset_alias_asset_event l where l.event_id = e.id), '[]'::json)) as row
+         from asset_event e where e.id = ?`,
+        [ids.dup_extra!],
+      )
+      .then((result) => result.rows)
+    expect((removedRow!.row.alias_ids as unknown[]).length).toBeGreaterThan(0)
     const {out} = await audit('--fix', '--no-dry-run', '--yes')
     expect(out.result.fix).toMatchObject({dry_run: false, removed: 1, refused_consumed: 1})
     expect(await countRows(db.knex, 'asset_event')).toBe(before - 1)
@@ -290,6 +300,7 @@ describe('airlock audit-events', () => {
         kept_event_id: ids.dup_kept,
         removed_event_ids: [ids.dup_extra],
         left_consumed: [ids.dup_extra_consumed],
+        before: {version: 1, removed_events: [removedRow!.row]},
       },
     })
 

@@ -269,7 +269,7 @@ export function removeDuplicateEvents(
   capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape' | 'partitionedTimetables'>,
 ) {
   const {lock, sameAsKept, named, consumers, consumed, deleteEvents} = repairStatements(capabilities)
-  const nothing = {removed: [], consumed: [], pending: [], busy: [], changed: [], named: []}
+  const nothing = {removed: [], removedRows: [], consumed: [], pending: [], busy: [], changed: [], named: []}
   return async (ex: Executor, keptId: number, extraIds: readonly number[]): Promise<RemovedDuplicates> => {
     const all = [keptId, ...extraIds]
     const locked = (await ex.query<{id: number}>(lock([all]))).map((row) => row.id)
@@ -293,9 +293,11 @@ export function removeDuplicateEvents(
     const unconsumed = candidates.filter((id) => !consumedIds.includes(id))
     const pending = dags!.partitioned && dags!.wanted > 0 ? unconsumed : []
     const removable = unconsumed.filter((id) => !pending.includes(id))
-    const rows = removable.length > 0 ? await ex.query<{id: number}>(deleteEvents([removable])) : []
+    const rows = removable.length > 0 ? await ex.query<{id: number; row: string}>(deleteEvents([removable])) : []
+    rows.sort((a, b) => a.id - b.id)
     return {
-      removed: rows.map((row) => row.id).sort((a, b) => a - b),
+      removed: rows.map((row) => row.id),
+      removedRows: rows.map((row) => JSON.parse(row.row) as Record<string, unknown>),
       consumed: consumedIds,
       pending,
       busy: [],
@@ -355,7 +357,16 @@ function repairStatements(
         : ''
     }`,
   )
-  const deleteEvents = prepared('delete_events', 'delete from asset_event where id = any($1::int[]) returning id')
+  // The deleted rows whole, with their alias links (read in the statement's snapshot, before the
+  // foreign key's cascade removes them): the fix's audit row keeps what would restore them.
+  const deleteEvents = prepared(
+    'delete_events',
+    `with links as (select l.event_id, json_agg(l.alias_id order by l.alias_id) as alias_ids
+                      from asset_alias_asset_event l where l.event_id = any($1::int[]) group by l.event_id),
+          gone as (delete from asset_event where id = any($1::int[]) returning *)
+     select gone.id, (to_jsonb(gone) || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
+       from gone left join links on links.event_id = gone.id`,
+  )
   return {lock, sameAsKept, named, consumers, consumed, deleteEvents}
 }
 

@@ -972,8 +972,12 @@ select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as
 -- airlock_consumed_events_3e4df1267b13
 select event_id from dagrun_asset_event where event_id = any($1::int[]);
 
--- airlock_delete_events_12ff729a7d17
-delete from asset_event where id = any($1::int[]) returning id;
+-- airlock_delete_events_946e8af3f549
+with links as (select l.event_id, json_agg(l.alias_id order by l.alias_id) as alias_ids
+                 from asset_alias_asset_event l where l.event_id = any($1::int[]) group by l.event_id),
+     gone as (delete from asset_event where id = any($1::int[]) returning *)
+select gone.id, (to_jsonb(gone) || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
+  from gone left join links on links.event_id = gone.id;
 
 -- airlock_explain_dag_page_35eb21f657ad
 select d.dag_id from dag d
