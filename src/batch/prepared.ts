@@ -76,6 +76,10 @@ export interface LineageDeliveryReport {
   skipped?: number
 }
 
+/** The events the backend did not confirm, each kept in the spool. */
+export const notConfirmed = (delivery: LineageDeliveryReport): number =>
+  delivery.unconfirmed + delivery.failed + delivery.not_tried
+
 /** The settings every write batch shares: how many at once and each transaction's limits. */
 export interface WriteOptions {
   concurrency: number

@@ -18,12 +18,11 @@ import {confirmBulkWrite} from './confirm.js'
 import {databaseFailureOf} from './databaseFailures.js'
 import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
 import {Interrupts} from './interrupt.js'
-import {resumeCaveats, resumeCommand} from './resumeCommand.js'
-import {emptySelectionNote} from './selectionFlags.js'
+import {resumeCommand} from './resumeCommand.js'
 import {LockWaits, watchLockWaits} from '../protocol/lockWaits.js'
 import {planCaveat} from '../protocol/plan.js'
 import {describeLockWait, renderBreakdown, type BatchReport} from './renderItems.js'
-import type {LineageDeliveryReport, PreparedBatch} from '../batch/prepared.js'
+import {notConfirmed, type LineageDeliveryReport, type PreparedBatch} from '../batch/prepared.js'
 
 /** What a command hands back: the result that becomes `--json`'s `result`, and its exit code. */
 export interface CommandOutcome<R> {
@@ -213,7 +212,7 @@ export abstract class AirlockCommand<R> extends Command {
     for (const warning of tally.warnings()) this.note(warning)
     // The server went away: one event, exit 7, reported as a batch the database cut short (the
     // error envelope, or the stream's error line, with every item that finished).
-    const error = lost && lostServerError(tally, batch.count, this.resumeAdvice())
+    const error = lost && lostServerError(tally, batch.count, this.resumeAdvice(options.outputFile))
     if (error) this.failedAfter(error, !options.quiet && output.fail(tally, batch.dryRun, this.errorLine(error)))
     if (lineage) output.delivered(lineage.delivery)
     const exit = this.batchExit(tally, batch, interrupted, options.failIfEmpty === true, lineage)
@@ -290,12 +289,14 @@ export abstract class AirlockCommand<R> extends Command {
     lineage?: {delivery: LineageDeliveryReport; required: boolean},
   ): ExitCode {
     if (interrupted) return ExitCode.interrupted
-    if (failIfEmpty && batch.count === 0) {
-      this.note(emptySelectionNote(`${batch.label} selected nothing`))
-      return ExitCode.notFound
-    }
-    const exit = tally.exit({explicit: batch.explicit})
-    const kept = lineage ? lineage.delivery.unconfirmed + lineage.delivery.failed + lineage.delivery.not_tried : 0
+    // An empty batch has no lineage to require: the empty selection's exit is the batch's.
+    const exit = this.exitUnlessEmpty(
+      {'fail-if-empty': failIfEmpty},
+      batch.count === 0,
+      `${batch.label} selected nothing`,
+      tally.exit({explicit: batch.explicit}),
+    )
+    const kept = lineage ? notConfirmed(lineage.delivery) : 0
     if (lineage?.required && kept > 0 && exit !== ExitCode.partialFailure) {
       this.note(
         `--lineage-required: ${kept} OpenLineage COMPLETE event${kept === 1 ? ' was' : 's were'} not confirmed (kept in ${lineage.delivery.spool}): exit 5`,
@@ -316,18 +317,24 @@ export abstract class AirlockCommand<R> extends Command {
     exit: ExitCode,
   ): ExitCode {
     if (!flags['fail-if-empty'] || !empty) return exit
-    this.note(emptySelectionNote(what))
+    this.note(`--fail-if-empty: ${what}: exit 4`)
     return ExitCode.notFound
   }
 
-  /** The operator's own command line, to take up a run the server cut short. */
-  private resumeAdvice(): {command: string; caveats: string[]} {
+  /**
+   * The operator's own command line, to take up a run the server cut short, and what it cannot
+   * repeat verbatim: an --output file this run created (a second run refuses to overwrite it), a
+   * password the line prints scrubbed.
+   */
+  private resumeAdvice(outputFile: string | undefined): {command: string; caveats: string[]} {
     const command = resumeCommand(this.config.bin, this.id ?? '', this.argv)
     const scrubbed = this.scrub(command)
     return {
       command: scrubbed,
       caveats: [
-        ...resumeCaveats(this.argv),
+        ...(outputFile !== undefined && !outputFile.includes('{timestamp}')
+          ? [`give --output a new name: ${outputFile} holds this run's items, and airlock never overwrites a file`]
+          : []),
         ...(scrubbed === command
           ? []
           : ['the password is printed as ***: put it back, or give it as PGPASSWORD, a password file or a profile']),

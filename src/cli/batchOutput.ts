@@ -1,4 +1,4 @@
-import type {LineageDeliveryReport} from '../batch/prepared.js'
+import {notConfirmed, type LineageDeliveryReport} from '../batch/prepared.js'
 import type {Tally} from '../batch/tally.js'
 import {createProgress, type Progress} from '../output/progress.js'
 import {DownstreamFold, type Downstream} from '../protocol/downstream.js'
@@ -67,7 +67,8 @@ export class BatchOutput<J extends ItemLike> {
         ? {lineage: items, ...(this.firstLineageFailure ? {firstFailure: this.firstLineageFailure} : {})}
         : {}
     }
-    const {sent, unconfirmed, failed, not_tried: notTried, spool, first_failure: firstFailure, skipped} = this.delivery
+    const {sent, unconfirmed, failed, not_tried: notTried, spool, skipped} = this.delivery
+    const firstFailure = this.delivery.first_failure ?? this.firstLineageFailure
     const lineage = {
       ...items,
       sent,
@@ -76,11 +77,10 @@ export class BatchOutput<J extends ItemLike> {
       not_tried: notTried,
       ...(skipped ? {skipped} : {}),
     }
-    const kept = unconfirmed + failed + notTried
     return {
       lineage,
-      ...((firstFailure ?? this.firstLineageFailure) ? {firstFailure: firstFailure ?? this.firstLineageFailure} : {}),
-      ...(kept > 0 ? {spool} : {}),
+      ...(firstFailure ? {firstFailure} : {}),
+      ...(notConfirmed(this.delivery) > 0 ? {spool} : {}),
     }
   }
 

@@ -20,9 +20,6 @@ export const failIfEmptyFlag = {
   }),
 }
 
-/** What --fail-if-empty says when it decides the exit. */
-export const emptySelectionNote = (what: string) => `--fail-if-empty: ${what}: exit 4`
-
 /** The selection flags, shared by every command that works on task instances. */
 export const selectionFlags = {
   'ti-id': Flags.string({
