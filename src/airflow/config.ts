@@ -73,7 +73,7 @@ function configFile(env: NodeJS.ProcessEnv): string {
 const expandHome = (p: string) => (p === '~' || p.startsWith('~/') ? path.join(os.homedir(), p.slice(1)) : p)
 
 /** `getboolean`: lower-cased, stripped, an inline `#` comment dropped; t/true/1 or f/false/0, anything else refused. */
-function parseBoolean(raw: string, where: string): boolean {
+export function parseBoolean(raw: string, where: string): boolean {
   let value = raw.toLowerCase().trim()
   if (value.includes('#')) value = value.split('#')[0]!.trim()
   if (['t', 'true', '1'].includes(value)) return true

@@ -2,7 +2,7 @@ import {readFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import {AirflowConfigError, readAirflowString} from '../airflow/config.js'
+import {AirflowConfigError, parseBoolean, readAirflowString} from '../airflow/config.js'
 import {usageError} from '../errors.js'
 import {defaultSendPolicy, type SendPolicy} from './send.js'
 
@@ -76,8 +76,13 @@ interface HttpTransport {
  */
 /** An [openlineage] option, or exit 2 when airflow.cfg cannot be read (as schemaCheck's settings). */
 function openlineageOption(key: string, env: NodeJS.ProcessEnv): {value: string; source: string} | undefined {
+  return airflowConfig(() => readAirflowString('openlineage', key, env))
+}
+
+/** A read of Airflow's configuration, its refusal exit 2 as Airflow's own refusal to start. */
+function airflowConfig<T>(read: () => T): T {
   try {
-    return readAirflowString('openlineage', key, env)
+    return read()
   } catch (error) {
     if (error instanceof AirflowConfigError) throw usageError(`Airflow's configuration: ${error.message}.`)
     throw error
@@ -88,7 +93,8 @@ export async function lineageSettings(
   flags: {
     openlineageUrl?: string | undefined
     lineage: boolean
-    delivery?: Omit<LineageDeliverySettings, 'policy'> | undefined
+    /** Where the spool is and how long a run waits: the caller's (its flags), never a default here. */
+    delivery: Omit<LineageDeliverySettings, 'policy'>
   },
   env: NodeJS.ProcessEnv = process.env,
   cwd: string = process.cwd(),
@@ -114,11 +120,7 @@ export async function lineageSettings(
     namespace,
     source: found.source,
     delivery: {
-      ...(flags.delivery ?? {
-        spoolDir: path.join(os.tmpdir(), 'airlock-lineage-spool'),
-        waitMs: 30_000,
-        required: false,
-      }),
+      ...flags.delivery,
       policy: sendPolicy(found, env),
     },
     filters: lineageFilters(env),
@@ -287,18 +289,12 @@ function lineageFilters(env: NodeJS.ProcessEnv): LineageFilters {
       .split(';')
       .map((name) => name.trim())
       .filter((name) => name !== ''),
-    selectiveEnable: selective
-      ? airflowBoolean(selective.value, `[openlineage] selective_enable (${selective.source})`)
-      : false,
+    // Empty is the provider's fallback (false); anything else is read as Airflow's getboolean reads it.
+    selectiveEnable:
+      selective !== undefined && selective.value.trim() !== ''
+        ? airflowConfig(() => parseBoolean(selective.value, `[openlineage] selective_enable (${selective.source})`))
+        : false,
   }
-}
-
-/** Airflow's `conf.getboolean`: t, true, 1 or f, false, 0 (any case); anything else is refused, as Airflow refuses it. */
-function airflowBoolean(value: string, what: string): boolean {
-  const word = value.trim().toLowerCase()
-  if (['t', 'true', '1'].includes(word)) return true
-  if (['f', 'false', '0', ''].includes(word)) return false
-  throw usageError(`${what} is ${JSON.stringify(value)}: Airflow reads only true or false (t/f, 1/0) there.`)
 }
 
 /** What the operator is told before the batch: lineage configured in a way airlock does not send. */

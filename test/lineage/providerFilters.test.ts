@@ -1,4 +1,5 @@
 import os from 'node:os'
+import path from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
@@ -6,6 +7,9 @@ import {skippedByProvider} from '../../src/lineage/lineage.js'
 import {lineageSettings} from '../../src/lineage/settings.js'
 import {declaredJob} from '../../src/store/postgres/lineage.js'
 import {usageMessage} from '../support/usage.js'
+
+/** Where a run's spool is and how long it waits: the command's flags give these. */
+const delivery = {spoolDir: path.join(os.tmpdir(), 'airlock-test-spool'), waitMs: 30_000, required: false}
 
 /**
  * The provider's filters on task events, as airlock reads and applies them: a task whose operator
@@ -83,7 +87,7 @@ describe('reading the filters', () => {
 
   it('from AIRFLOW__OPENLINEAGE__*, as the provider reads [openlineage]', async () => {
     const settings = await lineageSettings(
-      {lineage: true},
+      {lineage: true, delivery},
       {
         ...base,
         AIRFLOW__OPENLINEAGE__DISABLED_FOR_OPERATORS: ' a.B ; c.D;',
@@ -92,14 +96,14 @@ describe('reading the filters', () => {
       os.tmpdir(),
     )
     expect(settings).toMatchObject({filters: {disabledOperators: ['a.B', 'c.D'], selectiveEnable: true}})
-    expect(await lineageSettings({lineage: true}, base, os.tmpdir())).toMatchObject({
+    expect(await lineageSettings({lineage: true, delivery}, base, os.tmpdir())).toMatchObject({
       filters: {disabledOperators: [], selectiveEnable: false},
     })
   })
 
   it('a selective_enable Airflow would refuse is exit 2', async () => {
     const message = await lineageSettings(
-      {lineage: true},
+      {lineage: true, delivery},
       {...base, AIRFLOW__OPENLINEAGE__SELECTIVE_ENABLE: 'maybe'},
       os.tmpdir(),
     ).then(

@@ -7,6 +7,9 @@ import {describe, expect, it} from 'vitest'
 import {lineageSettings} from '../../src/lineage/settings.js'
 import {usageMessage} from '../support/usage.js'
 
+/** Where a run's spool is and how long it waits: the command's flags give these. */
+const delivery = {spoolDir: path.join(os.tmpdir(), 'airlock-test-spool'), waitMs: 30_000, required: false}
+
 /** Where COMPLETE events go, read as the provider reads it; every bad input is exit 2, never a bug. */
 const none = {AIRFLOW_CONFIG: '/nonexistent/airflow.cfg'}
 
@@ -14,7 +17,7 @@ describe('lineageSettings', () => {
   it('OPENLINEAGE_URL with its endpoint and key; the namespace in the provider order', async () => {
     expect(
       await lineageSettings(
-        {lineage: true},
+        {lineage: true, delivery},
         {...none, OPENLINEAGE_URL: 'http://ol:5000', OPENLINEAGE_API_KEY: 'k', AIRFLOW__OPENLINEAGE__NAMESPACE: 'prod'},
         os.tmpdir(),
       ),
@@ -35,10 +38,10 @@ describe('lineageSettings', () => {
       file,
       'transport:\n  type: http\n  url: http://ol:5000\n  timeout: 1.5\n  retry:\n    total: 4\n    backoff_factor: 0.5\n',
     )
-    const fromFile = await lineageSettings({lineage: true}, {...none, OPENLINEAGE_CONFIG: file}, dir)
+    const fromFile = await lineageSettings({lineage: true, delivery}, {...none, OPENLINEAGE_CONFIG: file}, dir)
     expect(fromFile).toMatchObject({delivery: {policy: {timeoutMs: 1500, attempts: 5, backoffMs: 500}}})
     const overridden = await lineageSettings(
-      {lineage: true},
+      {lineage: true, delivery},
       {
         ...none,
         OPENLINEAGE_CONFIG: file,
@@ -49,7 +52,7 @@ describe('lineageSettings', () => {
     )
     expect(overridden).toMatchObject({delivery: {policy: {timeoutMs: 10_000, attempts: 1, backoffMs: 500}}})
     const byKey = await lineageSettings(
-      {lineage: true},
+      {lineage: true, delivery},
       {...none, OPENLINEAGE_URL: 'http://ol:5000', OPENLINEAGE__TRANSPORT__RETRY__TOTAL: '1'},
       dir,
     )
@@ -61,7 +64,7 @@ describe('lineageSettings', () => {
       {OPENLINEAGE__TRANSPORT__RETRY__TOTAL: '2.5'},
     ]) {
       const message = await lineageSettings(
-        {lineage: true},
+        {lineage: true, delivery},
         {...none, OPENLINEAGE_URL: 'http://ol:5000', ...bad},
         dir,
       ).then(
@@ -77,7 +80,7 @@ describe('lineageSettings', () => {
 
   it('an airflow.cfg that cannot be read is exit 2, as Airflow would refuse it', async () => {
     // A directory where the file should be: reading it fails with EISDIR.
-    const message = await lineageSettings({lineage: true}, {AIRFLOW_CONFIG: os.tmpdir()}, os.tmpdir()).then(
+    const message = await lineageSettings({lineage: true, delivery}, {AIRFLOW_CONFIG: os.tmpdir()}, os.tmpdir()).then(
       () => '',
       (error: unknown) =>
         usageMessage(() => {
