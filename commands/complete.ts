@@ -144,7 +144,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
       },
       write,
       // Read before connecting: a malformed URL is a usage error before anything is written.
-      lineage: await lineageFromFlags(flags),
+      lineage: await lineageFromFlags(flags, !write.dryRun),
     }
     const airflow = await this.openAirflow(flags, {
       verb: 'complete',

@@ -142,7 +142,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       airlockVersion: this.config.version,
       actor: flags.actor,
       downstream: flags.downstream,
-      lineage: await lineageFromFlags(flags),
+      lineage: await lineageFromFlags(flags, !write.dryRun && flags['lineage-for-replays']),
       lineageForReplays: flags['lineage-for-replays'],
     }
     const airflow = await this.openAirflow(flags, {

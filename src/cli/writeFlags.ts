@@ -4,6 +4,7 @@ import {Flags} from '@oclif/core'
 
 import type {WriteOptions} from '../batch/prepared.js'
 import {lineageSettings, type LineageSettings} from '../lineage/settings.js'
+import {LineageSpool} from '../lineage/spool.js'
 import {sandboxHome} from '../sandbox/sandbox.js'
 import {parseDuration} from './parseInput.js'
 
@@ -115,15 +116,22 @@ export const outcomeFlags = {
   }),
 }
 
-/** Where COMPLETE events go, read before connecting: a malformed URL is exit 2 before anything is written. */
-export function lineageFromFlags(flags: {
-  'openlineage-url'?: string | undefined
-  lineage: boolean
-  'lineage-spool'?: string | undefined
-  'lineage-wait': string
-  'lineage-required': boolean
-}): Promise<LineageSettings> {
-  return lineageSettings({
+/**
+ * Where COMPLETE events go, read before connecting: a malformed URL, or a spool that cannot be
+ * one, is exit 2 before anything is written. `sends`: the run will send events (not a dry run,
+ * not a plan, not a replay without --lineage-for-replays), so its spool is checked now.
+ */
+export async function lineageFromFlags(
+  flags: {
+    'openlineage-url'?: string | undefined
+    lineage: boolean
+    'lineage-spool'?: string | undefined
+    'lineage-wait': string
+    'lineage-required': boolean
+  },
+  sends: boolean,
+): Promise<LineageSettings> {
+  const settings = await lineageSettings({
     openlineageUrl: flags['openlineage-url'],
     lineage: flags.lineage,
     delivery: {
@@ -132,6 +140,8 @@ export function lineageFromFlags(flags: {
       required: flags['lineage-required'],
     },
   })
+  if (settings.enabled && sends) await LineageSpool.open(settings.delivery.spoolDir)
+  return settings
 }
 
 /** --lineage-spool, else the spool under airlock's home (AIRLOCK_HOME). */

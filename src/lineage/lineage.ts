@@ -42,7 +42,10 @@ export class LineageSender {
    */
   async close(): Promise<LineageDelivery | undefined> {
     if (!this.outbox || !this.settings.enabled) return undefined
-    return (await this.outbox).close(this.settings.delivery.waitMs)
+    // A spool that could not be opened mid-run (checked before the run, removed since): each item
+    // already says so (failed, not spooled), and there is no outbox to wait for.
+    const outbox = await this.outbox.catch(() => undefined)
+    return outbox?.close(this.settings.delivery.waitMs)
   }
 
   private async outcomeFor(

@@ -1,5 +1,8 @@
-import {mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {constants} from 'node:fs'
+import {access, mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
+
+import {usageError} from '../errors.js'
 
 /**
  * The durable outbox of COMPLETE events: one file per event, named by its run id (deterministic,
@@ -10,8 +13,17 @@ import path from 'node:path'
 export class LineageSpool {
   private constructor(readonly dir: string) {}
 
+  /** The spool at `dir`, made if missing; a path that cannot be one (a file, no permission) is exit 2. */
   static async open(dir: string): Promise<LineageSpool> {
-    await mkdir(dir, {recursive: true, mode: 0o700})
+    try {
+      await mkdir(dir, {recursive: true, mode: 0o700})
+      await access(dir, constants.R_OK | constants.W_OK | constants.X_OK)
+    } catch (error) {
+      const why = (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error))
+      throw usageError(`The lineage spool ${dir} cannot be used (${why}).`, [
+        'Name a directory airlock may write with --lineage-spool (default: lineage-spool under AIRLOCK_HOME).',
+      ])
+    }
     return new LineageSpool(dir)
   }
 

@@ -1,4 +1,4 @@
-import {mkdtemp, readdir, rm} from 'node:fs/promises'
+import {mkdtemp, readdir, rm, writeFile} from 'node:fs/promises'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import os from 'node:os'
@@ -8,7 +8,7 @@ import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
 import {envelope, runCli, startCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
-import {scenario} from '../support/scenario.js'
+import {scenario, writeFootprint} from '../support/scenario.js'
 
 /**
  * Delivery of the COMPLETE events against a real collector on 127.0.0.1 that the test makes slow,
@@ -206,6 +206,20 @@ describe('delivering COMPLETE events', () => {
     expect(await run({})).toEqual({sent: 3, unconfirmed: 0, failed: 0, not_tried: 0})
   })
 
+  it('a spool that cannot be one is exit 2 before anything is written; a dry run leaves it alone', async () => {
+    await setUp(2)
+    const file = path.join(home, 'not-a-directory')
+    await writeFile(file, '')
+    const footprint = await writeFootprint(db.knex)
+    const refused = await runCli([...completeArgs(), '--json', '--lineage-spool', file], {env: env()})
+    expect(refused.code, refused.stdout + refused.stderr).toBe(2)
+    expect(JSON.stringify(envelope(refused))).toContain(`The lineage spool ${file} cannot be used`)
+    expect(await writeFootprint(db.knex)).toEqual(footprint)
+    const dry = await runCli([...completeArgs(), '--json', '--dry-run', '--lineage-spool', file], {env: env()})
+    expect(dry.code, dry.stderr).toBe(0)
+    expect(collector.runIds).toEqual([])
+  })
+
   it('a lost spool is rebuilt from the database: lineage resend --since sends the COMPLETE of every try airlock completed, once each', async () => {
     await setUp(4)
     const done = await runCli([...completeArgs(), '--no-lineage'])
@@ -223,5 +237,14 @@ describe('delivering COMPLETE events', () => {
     expect(await spooled()).toEqual([])
     // --dag-id without --since is a usage error: the spool or a window, never a guess.
     expect((await runCli(['lineage', 'resend', '--dag-id', 'etl'], {env: env()})).code).toBe(2)
+    // A spool that cannot be one (a file, or a path under a file) is the operator's to fix: exit 2, nothing sent.
+    const file = path.join(home, 'not-a-directory')
+    await writeFile(file, '')
+    for (const spool of [file, path.join(file, 'x')]) {
+      const refused = await runCli(['lineage', 'resend', '--lineage-spool', spool], {env: env()})
+      expect(refused.code, refused.stderr).toBe(2)
+      expect(refused.stderr).toContain(`The lineage spool ${spool} cannot be used`)
+    }
+    expect(collector.runIds).toHaveLength(4)
   })
 })
