@@ -42,7 +42,15 @@ const plugin = new Plugin({
 await plugin.load()
 const count = Object.keys(plugin.manifest.commands).length
 if (count === 0) throw new Error(`no command found in ${plugin.pjson.oclif.commands}: run tsc first`)
-const text = JSON.stringify(plugin.manifest, null, 2)
+// Sorted by id: oclif lists commands in the order its directory walk finds them, which varies
+// between runs (subfolders, such as lineage/, come early or late), and --check compares text.
+const manifest = {
+  ...plugin.manifest,
+  commands: Object.fromEntries(
+    Object.entries(plugin.manifest.commands).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  ),
+}
+const text = JSON.stringify(manifest, null, 2)
 
 if (check) {
   let written = ''

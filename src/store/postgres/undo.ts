@@ -1,0 +1,377 @@
+import type {Capabilities} from '../../airflow/schema.js'
+import type {Executor} from '../../engine/engine.js'
+import {prepared} from '../../engine/prepared.js'
+import type {AuditRecord, AuditRecordWindow, ClearImage, ConsumingRun, EventConsumerLocks} from '../airflowStore.js'
+import {consumerDagsOf} from './fragments.js'
+
+interface AuditRecordRow {
+  id: number
+  dttm: Date | null
+  logical_date: Date | null
+  event: string | null
+  dag_id: string | null
+  run_id: string | null
+  task_id: string | null
+  map_index: number | null
+  try_number: number | null
+  owner: string | null
+  extra: string | null
+}
+
+/** log.event of an undo's own audit row (varchar(60) in Airflow). */
+export const undoLogEvent = 'airlock.undo'
+
+const recordColumns = 'id, dttm, logical_date, event, dag_id, run_id, task_id, map_index, try_number, owner, extra'
+
+const recordOf = (row: AuditRecordRow): AuditRecord => ({
+  id: row.id,
+  at: row.dttm,
+  logicalDate: row.logical_date,
+  event: row.event,
+  dagId: row.dag_id,
+  runId: row.run_id,
+  taskId: row.task_id,
+  mapIndex: row.map_index,
+  tryNumber: row.try_number,
+  owner: row.owner,
+  extra: row.extra,
+})
+
+/** Audit `log` rows by id, in id order (an id with no row is simply absent). */
+export function readAuditRecords() {
+  const read = prepared('audit_records', `select ${recordColumns} from log where id = any($1::int[]) order by id`)
+  return async (ex: Executor, ids: readonly number[]): Promise<AuditRecord[]> =>
+    (await ex.query<AuditRecordRow>(read([ids]))).map(recordOf)
+}
+
+/**
+ * The audit rows airlock's writers left in a window of `log.dttm` (idx_log_dttm), in id order:
+ * rows of the given events whose extra names airlock, optionally by who acted (`owner`, which
+ * airlock fills with --actor or the OS user) and by DAG, run and task.
+ */
+export function readAuditRecordWindow() {
+  const read = prepared(
+    'audit_record_window',
+    `select ${recordColumns} from log
+      where dttm >= $1::timestamptz and dttm < $2::timestamptz and event = any($3::text[])
+        and extra like '%"airlock":{%'
+        and ($4::text is null or owner = $4)
+        and (cardinality($5::text[]) = 0 or dag_id = any($5::text[]))
+        and (cardinality($6::text[]) = 0 or run_id = any($6::text[]))
+        and (cardinality($7::text[]) = 0 or task_id = any($7::text[]))
+      order by id
+      limit $8`,
+  )
+  return async (ex: Executor, window: AuditRecordWindow): Promise<AuditRecord[]> =>
+    (
+      await ex.query<AuditRecordRow>(
+        read([
+          window.since,
+          window.until,
+          window.events,
+          window.owner ?? null,
+          window.dagIds,
+          window.runIds,
+          window.taskIds,
+          window.limit ?? null,
+        ]),
+      )
+    ).map(recordOf)
+}
+
+/**
+ * The undo row that took back audit row `logId`, if one committed: its extra says
+ * `"undoes": logId` (`exceptId`: the calling undo's own row, not committed yet). The CASE keeps the cast away from rows of other events, whose extra need not
+ * be JSON.
+ */
+export function findUndoOf(undoEvent: string) {
+  const find = prepared(
+    'find_undo_of',
+    `select id from log
+      where event = $1
+        and (case when event = $1 then (extra::jsonb -> 'airlock' ->> 'undoes') end) = $2::int::text
+        and id is distinct from $3::int
+      order by id limit 1`,
+  )
+  return async (ex: Executor, logId: number, exceptId?: number): Promise<number | undefined> => {
+    const [row] = await ex.query<{id: number}>(find([undoEvent, logId, exceptId ?? null]))
+    return row?.id
+  }
+}
+
+/**
+ * Locks the `dag` rows of every DAG scheduled on these events' assets or aliases, FOR SHARE SKIP
+ * LOCKED, the locks `audit-events --fix` takes: the scheduler creates an asset-triggered run only
+ * for a DAG row it locked (`DagModel.dags_needing_dagruns`, FOR UPDATE SKIP LOCKED), so while they
+ * are held no run can take these events, and a row it holds is reported rather than waited for.
+ */
+export function lockEventConsumers() {
+  const lock = prepared(
+    'lock_event_consumers',
+    `with wanted as (
+       ${consumerDagsOf(
+         'array(select e.asset_id from asset_event e where e.id = any($1::int[]))',
+         'array(select l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]))',
+       )}
+     ), locked as (
+       select d.dag_id from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id for share of d skip locked
+     )
+     select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
+            (select count(*)::int from locked) as locked`,
+  )
+  return async (ex: Executor, eventIds: readonly number[]): Promise<EventConsumerLocks> => {
+    const [row] = await ex.query<{wanted: number; locked: number}>(lock([eventIds]))
+    return {wanted: row!.wanted, locked: row!.locked}
+  }
+}
+
+/**
+ * The dag runs that consumed any of these events (`dagrun_asset_event`, which
+ * `_create_dag_runs_asset_triggered` fills with `dag_run.consumed_asset_events`), and from 3.2 the
+ * partition log rows a partition mapper wrote for them (`partitioned_asset_key_log`, no run yet).
+ */
+export function readConsumingRuns(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+  const read = prepared(
+    capabilities.eventPartitionKey ? 'consuming_runs_partitioned' : 'consuming_runs',
+    `select c.event_id, r.dag_id, r.run_id from dagrun_asset_event c join dag_run r on r.id = c.dag_run_id
+      where c.event_id = any($1::int[])${
+        capabilities.eventPartitionKey
+          ? `
+     union all
+     select l.asset_event_id, l.target_dag_id, null from partitioned_asset_key_log l where l.asset_event_id = any($1::int[])`
+          : ''
+      }
+      order by 1, 2, 3`,
+  )
+  return async (ex: Executor, eventIds: readonly number[]): Promise<ConsumingRun[]> =>
+    (await ex.query<{event_id: number; dag_id: string; run_id: string | null}>(read([eventIds]))).map((row) => ({
+      eventId: row.event_id,
+      dagId: row.dag_id,
+      runId: row.run_id,
+    }))
+}
+
+/**
+ * Deletes these events; their alias links and (3.4+) their queue rows go with them by their
+ * foreign keys' ON DELETE CASCADE. Returns the ids deleted (an id already gone is not).
+ */
+export function deleteEvents() {
+  const remove = prepared(
+    'undo_delete_events',
+    'delete from asset_event where id = any($1::int[]) returning id, asset_id',
+  )
+  return async (ex: Executor, eventIds: readonly number[]): Promise<Array<{id: number; assetId: number}>> =>
+    (await ex.query<{id: number; asset_id: number}>(remove([eventIds])))
+      .map((row) => ({id: row.id, assetId: row.asset_id}))
+      .sort((a, b) => a.id - b.id)
+}
+
+/**
+ * Before 3.4, the queue rows a write created, deleted where nothing else needs them. A row keyed
+ * (asset, DAG) stands for every pending event of that asset, not for one: it is kept when another
+ * event of the asset is still pending for that DAG, as the scheduler would read it
+ * (`SchedulerJobRunner._create_dag_runs_asset_triggered`, jobs/scheduler_job_runner.py: the
+ * events after the DAG's last asset-triggered run's run_after). Returns the keys deleted and kept.
+ */
+export function deleteCreatedQueueRows() {
+  const remove = prepared(
+    'undo_delete_queue_rows',
+    `with created as (
+       select q.dag_id, q.asset_id from unnest($1::text[], $2::int[]) as q(dag_id, asset_id)
+     ), needed as (
+       select c.dag_id, c.asset_id from created c
+        where exists (
+          select 1 from asset_event e
+           where e.asset_id = c.asset_id and e.id <> all($3::int[])
+             and e.timestamp > coalesce((select max(r.run_after) from dag_run r
+                                          where r.dag_id = c.dag_id and r.run_type = 'asset_triggered'), '-infinity'))
+     ), gone as (
+       delete from asset_dag_run_queue q using created c
+        where q.target_dag_id = c.dag_id and q.asset_id = c.asset_id
+          and not exists (select 1 from needed n where n.dag_id = c.dag_id and n.asset_id = c.asset_id)
+       returning q.target_dag_id as dag_id, q.asset_id
+     )
+     select 'deleted' as kind, dag_id, asset_id from gone
+     union all
+     select 'kept', dag_id, asset_id from needed
+      order by 1, 2, 3`,
+  )
+  return async (
+    ex: Executor,
+    rows: ReadonlyArray<{dagId: string; assetId: number}>,
+    undoneEventIds: readonly number[],
+  ): Promise<{deleted: Array<{dagId: string; assetId: number}>; kept: Array<{dagId: string; assetId: number}>}> => {
+    if (rows.length === 0) return {deleted: [], kept: []}
+    const result = await ex.query<{kind: 'deleted' | 'kept'; dag_id: string; asset_id: number}>(
+      remove([rows.map((r) => r.dagId), rows.map((r) => r.assetId), undoneEventIds]),
+    )
+    const of = (kind: string) =>
+      result.filter((r) => r.kind === kind).map((r) => ({dagId: r.dag_id, assetId: r.asset_id}))
+    return {deleted: of('deleted'), kept: of('kept')}
+  }
+}
+
+/**
+ * Under the task instance's row lock: the columns that differ from what airlock's write left
+ * (its before-image's `left`, and the try), by name; empty when the row is still exactly that.
+ * Compared in SQL, on the recorded text, so timestamps keep their microseconds.
+ */
+export function compareTaskInstanceLeft() {
+  const compare = prepared(
+    'undo_compare_ti',
+    `select array_remove(array[
+              case when ti.state is distinct from l.state then 'state' end,
+              case when ti.try_number is distinct from $3::int then 'try_number' end,
+              case when ti.start_date is distinct from l.start_date then 'start_date' end,
+              case when ti.end_date is distinct from l.end_date then 'end_date' end,
+              case when ti.duration is distinct from l.duration then 'duration' end,
+              case when ti.updated_at is distinct from l.updated_at then 'updated_at' end], null) as differs,
+            ti.state
+       from task_instance ti, json_populate_record(null::task_instance, $2::json) as l
+      where ti.id = $1::uuid`,
+  )
+  return async (
+    ex: Executor,
+    tiId: string,
+    left: unknown,
+    tryNumber: number | null,
+  ): Promise<{differs: string[]; state: string | null} | undefined> => {
+    const [row] = await ex.query<{differs: string[]; state: string | null}>(
+      compare([tiId, JSON.stringify(left), tryNumber]),
+    )
+    return row
+  }
+}
+
+/**
+ * The task instance's columns as they were before airlock's write, from its before-image: what
+ * `complete` changed (state, start_date, end_date, duration, updated_at, next_method; next_kwargs
+ * stays NULL, and a write that found it set is not undone).
+ */
+export function restoreTaskInstance() {
+  const restore = prepared(
+    'undo_restore_ti',
+    `update task_instance ti
+        set state = b.state, start_date = b.start_date, end_date = b.end_date, duration = b.duration,
+            updated_at = b.updated_at, next_method = b.next_method
+       from json_populate_record(null::task_instance, $2::json) as b
+      where ti.id = $1::uuid
+  returning ti.id`,
+  )
+  return async (ex: Executor, tiId: string, before: unknown): Promise<boolean> =>
+    (await ex.query(restore([tiId, JSON.stringify(before)]))).length === 1
+}
+
+/**
+ * Events `audit-events --fix` removed, put back whole from its before-image (every column as it
+ * was, the id included) with their alias links. An id that exists again is left alone and not
+ * returned.
+ */
+export function restoreEvents() {
+  const restore = prepared(
+    'undo_restore_events',
+    `with rows as (
+       select r.row, (r.row ->> 'id')::int as id from json_array_elements($1::json) as r(row)
+     ), back as (
+       insert into asset_event
+       select (json_populate_record(null::asset_event, rows.row)).* from rows
+        where not exists (select 1 from asset_event e where e.id = rows.id)
+       returning id
+     ), links as (
+       insert into asset_alias_asset_event (alias_id, event_id)
+       select a.alias_id::int, rows.id from rows join back on back.id = rows.id,
+              json_array_elements_text(coalesce(rows.row -> 'alias_ids', '[]'::json)) as a(alias_id)
+        where exists (select 1 from asset_alias al where al.id = a.alias_id::int)
+     )
+     select id from back order by id`,
+  )
+  return async (ex: Executor, rows: readonly unknown[]): Promise<number[]> =>
+    (await ex.query<{id: number}>(restore([JSON.stringify(rows)]))).map((row) => row.id)
+}
+
+/**
+ * `complete --continue-run`'s clear, under undo: the task instances it cleared (by the ids it gave
+ * them) and the run locked in the protocol's order (task instances by key, then the run), then
+ * compared with what the clear left. Returns what moved on since, one phrase per row; empty when
+ * every row is still exactly that.
+ */
+export function lockAndCompareClear() {
+  const lockTis = prepared(
+    'undo_lock_cleared',
+    'select id from task_instance where id = any($1::uuid[]) order by task_id, map_index for update',
+  )
+  const lockRun = prepared('undo_lock_cleared_run', 'select id from dag_run where id = $1::int for update')
+  const compare = prepared(
+    'undo_compare_cleared',
+    `select format('%s[%s] %s', l.task_id, l.map_index,
+                   case when ti.id is null then 'has another id now (cleared again, or retried)'
+                        else 'changed (' || array_to_string(array_remove(array[
+                               case when ti.state is distinct from l.state then 'state, now ' || coalesce(ti.state, 'none') end,
+                               case when ti.try_number is distinct from l.try_number then 'try_number' end,
+                               case when ti.updated_at is distinct from l.updated_at then 'updated_at' end], null), ', ') || ')' end) as change
+       from json_populate_recordset(null::task_instance, $1::json) as l
+       left join task_instance ti on ti.id = l.id
+      where ti.id is null or ti.state is distinct from l.state or ti.try_number is distinct from l.try_number
+         or ti.updated_at is distinct from l.updated_at
+     union all
+     select format('the run changed (%s)', array_to_string(array_remove(array[
+              case when d.state is distinct from l.state then 'state, now ' || coalesce(d.state, 'none') end,
+              case when d.clear_number is distinct from l.clear_number then 'clear_number' end,
+              case when d.updated_at is distinct from l.updated_at then 'updated_at' end], null), ', '))
+       from json_populate_record(null::dag_run, $2::json) as l join dag_run d on d.id = l.id
+      where d.state is distinct from l.state or d.clear_number is distinct from l.clear_number
+         or d.updated_at is distinct from l.updated_at`,
+  )
+  return async (ex: Executor, left: {taskInstances: readonly unknown[]; dagRun: unknown}): Promise<string[]> => {
+    const ids = left.taskInstances.map((t) => (t as {id: string}).id)
+    await ex.query(lockTis([ids]))
+    await ex.query(lockRun([(left.dagRun as {id: number}).id]))
+    const rows = await ex.query<{change: string}>(
+      compare([JSON.stringify(left.taskInstances), JSON.stringify(left.dagRun)]),
+    )
+    return rows.map((row) => row.change)
+  }
+}
+
+/**
+ * The clear taken back: each cleared task instance gets its old id and columns again (its note
+ * and HITL record follow the id by ON UPDATE CASCADE, as they followed the clear), the tries the
+ * clear archived leave task_instance_history, the reschedules it deleted come back whole, and the
+ * run's columns are put back.
+ */
+export function restoreClear() {
+  const ids = prepared(
+    'undo_restore_cleared',
+    `update task_instance ti
+        set id = b.id, state = b.state, max_tries = b.max_tries, external_executor_id = b.external_executor_id,
+            next_method = b.next_method, updated_at = b.updated_at
+       from json_populate_recordset(null::task_instance, $1::json) as b
+       join json_populate_recordset(null::task_instance, $2::json) as l on l.task_id = b.task_id and l.map_index = b.map_index
+      where ti.id = l.id`,
+  )
+  const history = prepared(
+    'undo_unarchive_cleared',
+    'delete from task_instance_history where task_instance_id = any($1::uuid[])',
+  )
+  const reschedules = prepared(
+    'undo_restore_reschedules',
+    `insert into task_reschedule select (json_populate_record(null::task_reschedule, r)).* from json_array_elements($1::json) as r`,
+  )
+  const run = prepared(
+    'undo_restore_run',
+    `update dag_run d
+        set state = b.state, queued_at = b.queued_at, start_date = b.start_date, end_date = b.end_date,
+            last_scheduling_decision = b.last_scheduling_decision, clear_number = b.clear_number, updated_at = b.updated_at
+       from json_populate_record(null::dag_run, $1::json) as b
+      where d.id = b.id`,
+  )
+  return async (ex: Executor, image: ClearImage): Promise<void> => {
+    await ex.query(ids([JSON.stringify(image.taskInstances), JSON.stringify(image.left.taskInstances)]))
+    const archived = image.taskInstances
+      .filter((t) => (t as {archived_before?: boolean}).archived_before === false)
+      .map((t) => (t as {id: string}).id)
+    if (archived.length > 0) await ex.query(history([archived]))
+    if (image.reschedules.length > 0) await ex.query(reschedules([JSON.stringify(image.reschedules)]))
+    await ex.query(run([JSON.stringify(image.dagRun)]))
+  }
+}

@@ -1,0 +1,286 @@
+import {runTransaction, type Failed} from '../engine/transaction.js'
+import type {Executor} from '../engine/engine.js'
+import {auditIdentity} from '../protocol/auditIdentity.js'
+import {downstreamOf, type Downstream} from '../protocol/downstream.js'
+import {sessionTag} from '../protocol/sessionTag.js'
+import type {AirflowStore, ConsumingRun} from '../store/airflowStore.js'
+import {undoLogEvent} from '../store/postgres/undo.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {QueueRow, UndoTarget} from './undoTarget.js'
+
+/** What undo reports per audit row. */
+export type UndoOutcome =
+  | {
+      outcome: 'undone'
+      undoLogId: number
+      deletedEventIds: number[]
+      deletedQueueRows: QueueRow[]
+      keptQueueRows: QueueRow[]
+      restoredTaskInstance: string | null
+      /** --continue-run: the task instances its clear took, back under their old ids. */
+      restoredCleared: string[]
+      restoredEventIds: number[]
+      downstream: Downstream[]
+    }
+  /** An undo of this row committed already (this one wrote nothing). */
+  | {outcome: 'already_undone'; undoLogId: number}
+  /** A run took its events: undo cannot take back a run. */
+  | {outcome: 'consumed'; runs: ConsumingRun[]; detail: string}
+  /** What airlock wrote moved on since (a retry, a clear, the scheduler, another write). */
+  | {outcome: 'changed'; detail: string}
+  /** A consumer DAG's row was held (the scheduler creating a run) on every attempt. */
+  | {outcome: 'busy'; detail: string}
+  | {outcome: 'not_airlock' | 'not_undoable'; detail: string}
+  | {outcome: 'not_found'; detail: string}
+
+export type UndoResult = UndoOutcome | Failed
+
+export interface UndoSettings {
+  dryRun: boolean
+  /** --plan: decided on reads alone; nothing is locked or written. */
+  plan: boolean
+  lockTimeoutMs: number
+  statementTimeoutMs: number
+  airlockVersion: string
+  actor?: string | undefined
+}
+
+/** Thrown while a consumer DAG's row is held: the transaction rolls back and starts again. */
+class ConsumersBusy extends Error {}
+
+/**
+ * Takes back one audit row's write in one transaction, in the write protocol's order: read
+ * without a lock (already undone?), then the writes that need no task instance lock (the consumer
+ * DAGs' rows locked as `audit-events --fix` locks them, so no run can take the events meanwhile;
+ * the events refused if a run took them, else deleted with the queue rows the write created; the
+ * undo's own audit row), then the task instance's row lock, the recheck that it is still exactly
+ * what airlock left, and its columns put back. Anything that moved on rolls everything back.
+ */
+export async function undoItem(
+  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  target: UndoTarget,
+  settings: UndoSettings,
+): Promise<{result: UndoResult; totalMs: number}> {
+  if (target.kind === 'refused') return {result: {outcome: target.outcome, detail: target.detail}, totalMs: 0}
+  const {db, store} = airflow
+  if (settings.plan) {
+    const started = performance.now()
+    const result = await planUndo(store, db.executor, target)
+    return {result, totalMs: performance.now() - started}
+  }
+  const identity = auditIdentity()
+  const subject = target.kind === 'complete' ? target.tiId : `log-${target.record.id}`
+  const {result, totalMs} = await runTransaction<UndoOutcome>(db, {
+    locals: {
+      lockTimeoutMs: settings.lockTimeoutMs,
+      statementTimeoutMs: settings.statementTimeoutMs,
+      applicationName: sessionTag('undo', subject),
+    },
+    dryRun: settings.dryRun,
+    retryAlso: (error) => error instanceof ConsumersBusy,
+    unknownCommitAdvice: 'running the undo again is safe (it reports already_undone if it committed)',
+    async run(tx) {
+      const earlier = await store.findUndoOf(tx, target.record.id)
+      if (earlier !== undefined) return {rollback: {outcome: 'already_undone', undoLogId: earlier}}
+      const taken = await takeBackEvents(store, tx, target)
+      if ('outcome' in taken) return {rollback: taken}
+      const restoredEventIds =
+        target.kind === 'fix' ? await store.restoreEvents(tx, target.removedEvents) : ([] as number[])
+      if (target.kind === 'fix' && restoredEventIds.length < target.removedEvents.length)
+        return {
+          rollback: {
+            outcome: 'changed',
+            detail: `events with the ids it removed exist again: ${target.removedEvents
+              .map((e) => Number(e.id))
+              .filter((id) => !restoredEventIds.includes(id))
+              .join(', ')}`,
+          },
+        }
+      const {logId: undoLogId} = await store.insertLogRow(
+        tx,
+        {
+          dagId: target.record.dagId,
+          taskId: target.record.taskId,
+          runId: target.record.runId,
+          mapIndex: target.record.mapIndex,
+          tryNumber: target.record.tryNumber,
+          logicalDate: target.record.logicalDate,
+          owners: settings.actor ?? identity.os_user,
+        },
+        undoLogEvent,
+        JSON.stringify({
+          host_name: identity.host_name,
+          airlock: {
+            version: settings.airlockVersion,
+            command: 'undo',
+            os_user: identity.os_user,
+            undoes: target.record.id,
+            undone_command: target.command,
+            deleted_event_ids: taken.deleted,
+            deleted_queue_rows: byDag(taken.queue.deleted),
+            kept_queue_rows: byDag(taken.queue.kept),
+            restored_event_ids: restoredEventIds,
+            ...(target.kind === 'complete' ? {restored_task_instance: target.tiId} : {}),
+            ...(target.kind === 'complete' && target.clear
+              ? {restored_cleared: clearedIds(target), restored_dag_run: (target.clear.dagRun as {id: number}).id}
+              : {}),
+          },
+        }),
+      )
+      if (target.kind === 'complete') {
+        // Step 3 and 4 of the protocol: the row lock, then the recheck on the locked row.
+        const locked = await store.lockTaskInstance(tx, target.tiId)
+        if (!locked)
+          return {
+            rollback: {
+              outcome: 'changed',
+              detail: `task instance ${target.tiId} no longer exists under that id: it was cleared or retried since (a new try gets a new id)`,
+            },
+          }
+        const changed = await changedSince(store, tx, target)
+        if (changed) return {rollback: changed}
+        // Then, for --continue-run, the task instances it cleared and the run, in the protocol's lock order.
+        const moved = target.clear ? await store.lockAndCompareClear(tx, target.clear.left) : []
+        if (moved.length > 0)
+          return {
+            rollback: {
+              outcome: 'changed',
+              detail: `what --continue-run cleared moved on since: ${moved.join('; ')} (the scheduler picks a cleared run up within seconds); nothing undone`,
+            },
+          }
+        // Another undo that committed while this one waited for the lock.
+        const during = await store.findUndoOf(tx, target.record.id, undoLogId)
+        if (during !== undefined) return {rollback: {outcome: 'already_undone', undoLogId: during}}
+        await store.restoreTaskInstance(tx, target.tiId, target.taskInstance)
+        if (target.clear) await store.restoreClear(tx, target.clear)
+      }
+      const downstream =
+        taken.assetIds.length > 0 ? downstreamOf(await store.readDownstream(tx, taken.assetIds, [])) : []
+      return {
+        commit: {
+          outcome: 'undone',
+          undoLogId,
+          deletedEventIds: taken.deleted,
+          deletedQueueRows: taken.queue.deleted,
+          keptQueueRows: taken.queue.kept,
+          restoredTaskInstance: target.kind === 'complete' ? target.tiId : null,
+          restoredCleared: target.kind === 'complete' ? clearedIds(target) : [],
+          restoredEventIds,
+          downstream,
+        },
+      }
+    },
+    wasCommitted: async (ex, outcome) =>
+      outcome.outcome === 'undone' && (await store.logRowExists(ex, outcome.undoLogId)),
+  })
+  if (result.outcome === 'failed' && result.message === busyMessage)
+    return {result: {outcome: 'busy', detail: busyDetail}, totalMs}
+  return {result, totalMs}
+}
+
+const busyMessage = 'a consumer DAG of these events is held by another session'
+const busyDetail =
+  'a consumer DAG of its events was held by another session (a scheduler creating its run) on every attempt; run the undo again'
+
+/**
+ * The events a write made, taken back while no run can take them: the consumer DAGs' rows locked,
+ * then refused when a run consumed any, else deleted with the queue rows the write created.
+ */
+async function takeBackEvents(
+  store: AirflowStore,
+  tx: Executor,
+  target: Exclude<UndoTarget, {kind: 'refused'}>,
+): Promise<
+  | UndoOutcome
+  | {
+      deleted: number[]
+      assetIds: number[]
+      queue: {deleted: QueueRow[]; kept: QueueRow[]}
+    }
+> {
+  const none = {deleted: [], assetIds: [], queue: {deleted: [], kept: []}}
+  if (target.kind === 'fix' || target.eventIds.length === 0) return none
+  const locks = await store.lockEventConsumers(tx, target.eventIds)
+  if (locks.locked < locks.wanted) throw new ConsumersBusy(busyMessage)
+  const runs = await store.readConsumingRuns(tx, target.eventIds)
+  if (runs.length > 0) return consumed(runs)
+  const deleted = await store.deleteEvents(tx, target.eventIds)
+  if (deleted.length < target.eventIds.length) {
+    // Gone already: another undo committed first (its row says so), or something else deleted them.
+    const earlier = await store.findUndoOf(tx, target.record.id)
+    if (earlier !== undefined) return {outcome: 'already_undone', undoLogId: earlier}
+    const ids = new Set(deleted.map((e) => e.id))
+    return {
+      outcome: 'changed',
+      detail: `event${target.eventIds.length - ids.size === 1 ? '' : 's'} ${target.eventIds.filter((id) => !ids.has(id)).join(', ')} no longer exist${target.eventIds.length - ids.size === 1 ? 's' : ''} (deleted since, as audit-events --fix deletes duplicates)`,
+    }
+  }
+  // From 3.4 a queue row names its event and went with it; before, the rows the write created.
+  const queue =
+    store.capabilities.queueShape === 'per_event'
+      ? {deleted: [], kept: []}
+      : await store.deleteCreatedQueueRows(tx, target.queueRows, target.eventIds)
+  return {deleted: deleted.map((e) => e.id), assetIds: [...new Set(deleted.map((e) => e.assetId))], queue}
+}
+
+function consumed(runs: ConsumingRun[]): UndoOutcome {
+  const named = [...new Set(runs.map((r) => (r.runId ? `${r.dagId} run ${r.runId}` : `${r.dagId} (partition log)`)))]
+  return {
+    outcome: 'consumed',
+    runs,
+    detail: `its events were consumed by ${named.join(', ')}: undo cannot take back a run; stop or mark it in Airflow (the run's controls in the UI, or PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id})`,
+  }
+}
+
+/** Under the lock: the task instance is no longer exactly what airlock left. */
+async function changedSince(
+  store: AirflowStore,
+  tx: Executor,
+  target: Extract<UndoTarget, {kind: 'complete'}>,
+): Promise<UndoOutcome | undefined> {
+  const compared = await store.compareTaskInstanceLeft(tx, target.tiId, target.left, target.tryNumber)
+  if (!compared || compared.differs.length === 0) return undefined
+  return {
+    outcome: 'changed',
+    detail: `task instance ${target.tiId} moved on since airlock completed it (${compared.differs.join(', ')} changed; now ${compared.state ?? 'no state'}): a retry, a clear, or another write; nothing undone`,
+  }
+}
+
+/** --plan: the same decisions on reads alone (no lock: a run may still take the events before a real undo). */
+async function planUndo(
+  store: AirflowStore,
+  ex: Executor,
+  target: Exclude<UndoTarget, {kind: 'refused'}>,
+): Promise<UndoResult> {
+  const earlier = await store.findUndoOf(ex, target.record.id)
+  if (earlier !== undefined) return {outcome: 'already_undone', undoLogId: earlier}
+  if (target.kind !== 'fix' && target.eventIds.length > 0) {
+    const runs = await store.readConsumingRuns(ex, target.eventIds)
+    if (runs.length > 0) return consumed(runs)
+  }
+  if (target.kind === 'complete') {
+    const changed = await changedSince(store, ex, target)
+    if (changed) return changed
+  }
+  return {
+    outcome: 'undone',
+    undoLogId: 0,
+    deletedEventIds: target.kind === 'fix' ? [] : target.eventIds,
+    deletedQueueRows: [],
+    keptQueueRows: [],
+    restoredTaskInstance: target.kind === 'complete' ? target.tiId : null,
+    restoredCleared: target.kind === 'complete' ? clearedIds(target) : [],
+    restoredEventIds: target.kind === 'fix' ? target.removedEvents.map((e) => Number(e.id)) : [],
+    downstream: [],
+  }
+}
+
+/** Queue rows as the audit rows record them: asset ids by target DAG. */
+export function byDag(rows: readonly QueueRow[]): Record<string, number[]> {
+  const out: Record<string, number[]> = {}
+  for (const row of rows) (out[row.dagId] ??= []).push(row.assetId)
+  return out
+}
+
+const clearedIds = (target: Extract<UndoTarget, {kind: 'complete'}>): string[] =>
+  (target.clear?.taskInstances ?? []).map((t) => (t as {id: string}).id)

@@ -1,0 +1,315 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+
+import type {Knex} from 'knex'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
+import {createAssetTriggeredRuns} from '../conformance/scheduler.js'
+import {envelope, runCli} from '../support/cli.js'
+import {schemaOf} from '../support/complete.js'
+import {createTestDatabase, type TestDatabase} from '../support/database.js'
+import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
+import {scenario} from '../support/scenario.js'
+
+/**
+ * `airlock undo`: a write taken back exactly, while nothing downstream has acted on it, and
+ * refused with the evidence when something has. Every release line, and the real 3.0.0 dump.
+ */
+const versions: Array<(typeof fixtureVersions)[number] | 'dump'> = [...fixtureVersions]
+if (await dumpAvailable()) versions.push('dump')
+
+async function databaseFor(version: (typeof versions)[number]): Promise<TestDatabase> {
+  if (version !== 'dump') return createTestDatabase(version, 4)
+  const db = await createTestDatabase('empty', 4)
+  await restoreDump(db.knex)
+  return db
+}
+
+/** etl.produce running with two outlets; `report` scheduled on both (so the write queues it). */
+const world = (knex: Knex) =>
+  scenario(knex)
+    .producer('etl', {outlets: 2})
+    .producer('other', {outlets: 1, state: 'success'})
+    .consumer('report', {on: ['etl']})
+    .build()
+
+/**
+ * Every row of every table but the audit log, as text, per table: the database "byte for byte"
+ * as far as rows go (sequences move on, as after any rolled-back insert).
+ */
+async function snapshot(knex: Knex): Promise<Record<string, string[]>> {
+  const {rows: tables} = await knex.raw<{rows: Array<{name: string}>}>(
+    `select table_name as name from information_schema.tables
+      where table_schema = current_schema() and table_type = 'BASE TABLE' and table_name not in ('log', 'alembic_version')
+      order by 1`,
+  )
+  const out: Record<string, string[]> = {}
+  for (const {name} of tables) {
+    const {rows} = await knex.raw<{rows: Array<{r: string}>}>(`select to_jsonb(t)::text as r from ?? as t`, [name])
+    out[name] = rows.map((row) => row.r).sort()
+  }
+  return out
+}
+
+describe.each(versions)('airlock undo on %s', (version) => {
+  let db: TestDatabase
+  const cli = (command: string, ...args: string[]) => runCli([command, '--database-url', db.url, ...args])
+  const undo = async (...args: string[]) => {
+    const result = await cli('undo', '--json', '--yes', ...args)
+    return {
+      code: result.code,
+      out: envelope(result) as {result: {items: Array<Record<string, unknown>>; summary: Record<string, number>}},
+      result,
+    }
+  }
+  /** complete's item for etl.produce, with its log_id. */
+  const complete = async (...args: string[]) => {
+    const result = await cli('complete', '--ti-id', (await produce()).id, '--json', '--yes', ...args)
+    expect(result.code, result.stderr).toBe(0)
+    const item = (envelope(result) as {result: {items: Array<{log_id: number; outcome: string}>}}).result.items[0]!
+    expect(item.outcome).toBe('completed')
+    return item
+  }
+  const produce = async () =>
+    (await db.knex('task_instance').where({dag_id: 'etl', task_id: 'produce'}).first()) as {
+      id: string
+      state: string
+      updated_at: Date
+    }
+
+  beforeAll(async () => {
+    db = await databaseFor(version)
+  })
+  afterAll(async () => {
+    await db?.drop()
+  })
+
+  it('complete, then undo: every row of every table is as before the complete (the two audit rows aside)', async () => {
+    await world(db.knex)
+    const before = await snapshot(db.knex)
+    const {log_id: logId} = await complete()
+    expect(await snapshot(db.knex)).not.toEqual(before)
+
+    const {code, out} = await undo('--log-id', String(logId))
+    expect(code).toBe(0)
+    expect(out.result.items).toEqual([
+      expect.objectContaining({log_id: logId, command: 'complete', outcome: 'undone', deleted_event_ids: [1, 2]}),
+    ])
+    expect(await snapshot(db.knex)).toEqual(before)
+    // The undo's own audit row names what it took back.
+    const [row] = await db.knex('log').where({event: 'airlock.undo'})
+    expect(JSON.parse(row.extra as string)).toMatchObject({
+      airlock: {command: 'undo', undoes: logId, undone_command: 'complete', deleted_event_ids: [1, 2]},
+    })
+  })
+
+  it("records a compact, versioned before-image in complete's audit row", async () => {
+    const w = await world(db.knex)
+    const {log_id: logId} = await complete()
+    const [row] = await db.knex('log').where({id: logId})
+    const extra = JSON.parse(row.extra as string) as {airlock: {before: Record<string, unknown>}}
+    const tiId = w.ti('etl').id
+    expect(extra.airlock.before).toMatchObject({
+      version: 1,
+      task_instance: {id: tiId, state: 'running', try_number: 1, end_date: null, next_kwargs_set: false},
+      left: {state: 'success'},
+      // Before 3.4 the queue rows it created, by DAG; from 3.4 each row goes with its event.
+      queue_rows: {report: w.assets('etl').map((a) => a.id)},
+    })
+    expect((row.extra as string).length).toBeLessThan(1000)
+  })
+
+  it('refuses an undo whose events a run consumed, naming the run; nothing is written', async () => {
+    await world(db.knex)
+    const {log_id: logId} = await complete()
+    const runs = await createAssetTriggeredRuns(db.knex, await schemaOf(db.knex))
+    expect(runs.map((r) => r.dagId)).toEqual(['report'])
+    const before = await snapshot(db.knex)
+    const logs = await db.knex('log').count({n: '*'}).first()
+
+    const {code, out} = await undo('--log-id', String(logId))
+    expect(code).toBe(3)
+    const [item] = out.result.items
+    expect(item).toMatchObject({outcome: 'consumed', undo_log_id: null})
+    expect(item!.consuming_runs).toEqual(
+      expect.arrayContaining([expect.objectContaining({dag_id: 'report', run_id: runs[0]!.runId})]),
+    )
+    expect(item!.detail).toContain(runs[0]!.runId)
+    expect(await snapshot(db.knex)).toEqual(before)
+    expect(await db.knex('log').count({n: '*'}).first()).toEqual(logs)
+  })
+
+  it('refuses a task instance that moved on since (changed), and writes nothing', async () => {
+    await world(db.knex)
+    const {log_id: logId} = await complete()
+    // Someone marked it failed in the UI after airlock completed it.
+    await db
+      .knex('task_instance')
+      .where({dag_id: 'etl', task_id: 'produce'})
+      .update({state: 'failed', updated_at: new Date()})
+    const events = await db.knex('asset_event').count({n: '*'}).first()
+
+    const {code, out} = await undo('--log-id', String(logId))
+    expect(code).toBe(3)
+    expect(out.result.items[0]).toMatchObject({outcome: 'changed'})
+    expect(out.result.items[0]!.detail).toMatch(/state.*changed; now failed/)
+    expect(await db.knex('asset_event').count({n: '*'}).first()).toEqual(events)
+    expect((await produce()).state).toBe('failed')
+  })
+
+  it('a second undo of the same row is already_undone (exit 0); an undo row is not undone (exit 3); a row airlock did not write is not_airlock', async () => {
+    await world(db.knex)
+    const {log_id: logId} = await complete()
+    expect((await undo('--log-id', String(logId))).code).toBe(0)
+    const again = await undo('--log-id', String(logId))
+    expect(again.code).toBe(0)
+    expect(again.out.result.items[0]).toMatchObject({outcome: 'already_undone'})
+
+    const [undoRow] = await db.knex('log').where({event: 'airlock.undo'})
+    const ofUndo = await undo('--log-id', String(undoRow.id))
+    expect(ofUndo.code).toBe(3)
+    expect(ofUndo.out.result.items[0]).toMatchObject({outcome: 'not_undoable'})
+    expect(ofUndo.out.result.items[0]!.detail).toContain('an undo is not undone')
+
+    const [airflows] = await db
+      .knex('log')
+      .insert({dttm: new Date(), event: 'success', dag_id: 'etl', extra: '{"host_name": "api"}'})
+      .returning('id')
+    const theirs = await undo('--log-id', String((airflows as {id: number}).id), '--log-id', '999999')
+    expect(theirs.code).toBe(4)
+    expect(theirs.out.result.items.map((i) => i.outcome).sort()).toEqual(['not_airlock', 'not_found'])
+  })
+
+  it('takes back a replay (its events and the queue rows it created) and an audit-events --fix (its events come back whole)', async () => {
+    const w = await world(db.knex)
+    await complete()
+    const [eventRow] = await db.knex('asset_event').where({source_task_id: 'produce'}).orderBy('id')
+    const replay = await cli('replay-events', '--event-id', String(eventRow.id), '--json', '--yes')
+    expect(replay.code, replay.stderr).toBe(0)
+    const replayed = (envelope(replay) as {result: {items: Array<{log_id: number; new_event_id: number}>}}).result
+      .items[0]!
+    const {code, out} = await undo('--log-id', String(replayed.log_id))
+    expect(code).toBe(0)
+    expect(out.result.items[0]).toMatchObject({command: 'replay-events', deleted_event_ids: [replayed.new_event_id]})
+    expect(await db.knex('asset_event').where({id: replayed.new_event_id})).toEqual([])
+
+    // A duplicate the fix removes, then puts back exactly.
+    const [dup] = await db
+      .knex('asset_event')
+      .insert({...eventRow, id: undefined})
+      .returning('*')
+    const beforeFix = await snapshot(db.knex)
+    const fix = await cli('audit-events', '--fix', '--no-dry-run', '--yes', '--json', '--since', '1h')
+    // Exit 6: the audit still reports what it found (the duplicate it removed).
+    expect(fix.code, fix.stderr).toBe(6)
+    expect(await db.knex('asset_event').where({id: (dup as {id: number}).id})).toEqual([])
+    const [fixRow] = await db.knex('log').where({event: 'airlock.audit-events.fix'})
+    const undone = await undo('--log-id', String(fixRow.id))
+    expect(undone.code).toBe(0)
+    expect(undone.out.result.items[0]).toMatchObject({restored_event_ids: [(dup as {id: number}).id]})
+    expect(await snapshot(db.knex)).toEqual(beforeFix)
+    expect(w.assets('etl')).toHaveLength(2)
+  })
+
+  it('undoes what a result file names, newest first, and selects by --since with --by-actor', async () => {
+    await world(db.knex)
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'airlock-undo-'))
+    const file = path.join(dir, 'complete.ndjson')
+    const result = await cli('complete', '--dag-id', 'etl', '--yes', '--actor', 'alice', '--output', file)
+    expect(result.code, result.stderr).toBe(0)
+    const dry = await undo('--from-file', file, '--dry-run')
+    expect(dry.out.result.items[0]).toMatchObject({outcome: 'would_undo', undo_log_id: null})
+    expect((await produce()).state).toBe('success')
+
+    const none = await undo('--since', '1h', '--by-actor', 'bob', '--fail-if-empty')
+    expect(none.code).toBe(4)
+    const mine = await undo('--since', '1h', '--by-actor', 'alice')
+    expect(mine.code).toBe(0)
+    expect(mine.out.result.items.map((i) => i.outcome)).toEqual(['undone'])
+    expect((await produce()).state).toBe('running')
+  })
+
+  it('complete --continue-run, then undo: the cleared task instances (old ids, notes, reschedules, archive) and the run are as before', async () => {
+    const w = await scenario(db.knex)
+      .producer('etl', {
+        tasks: ['extract', 'load', 'report', 'notify', 'archive'],
+        outlets: 1,
+        state: {extract: 'success', load: 'failed', report: 'upstream_failed', notify: 'failed', archive: 'success'},
+        downstream: {extract: ['load'], load: ['report', 'notify', 'archive']},
+        mappedTasks: {report: [0, 1]},
+        retries: {notify: 2, report: 1},
+        runState: 'failed',
+      })
+      .build()
+    const notify = w.ti('etl', 'notify')
+    const now = new Date()
+    await db
+      .knex('task_reschedule')
+      .insert({ti_id: notify.id, start_date: now, end_date: now, duration: 1, reschedule_date: now})
+    await db
+      .knex('task_instance_note')
+      .insert({ti_id: notify.id, user_id: 'ops', content: 'paged', created_at: now, updated_at: now})
+    const before = await snapshot(db.knex)
+
+    const result = await cli(
+      'complete',
+      '--ti-id',
+      w.ti('etl', 'load').id,
+      '--from-state',
+      'failed',
+      '--continue-run',
+      '--json',
+      '--yes',
+    )
+    expect(result.code, result.stderr).toBe(0)
+    const item = (envelope(result) as {result: {items: Array<{log_id: number; continue_run: {cleared: unknown[]}}>}})
+      .result.items[0]!
+    expect(item.continue_run.cleared).toHaveLength(3)
+    expect((await db.knex('dag_run').first()).state).toBe('queued')
+
+    const {code, out} = await undo('--log-id', String(item.log_id))
+    expect(code, JSON.stringify(out)).toBe(0)
+    expect(out.result.items[0]).toMatchObject({command: 'complete --continue-run', outcome: 'undone'})
+    expect(out.result.items[0]!.restored_cleared).toHaveLength(3)
+    expect(await snapshot(db.knex)).toEqual(before)
+  })
+
+  it('refuses to undo a --continue-run whose run the scheduler already picked up (changed)', async () => {
+    const w = await scenario(db.knex)
+      .producer('etl', {
+        tasks: ['load', 'report'],
+        outlets: 1,
+        state: {load: 'failed', report: 'upstream_failed'},
+        downstream: {load: ['report']},
+        runState: 'failed',
+      })
+      .build()
+    const result = await cli(
+      'complete',
+      '--ti-id',
+      w.ti('etl', 'load').id,
+      '--from-state',
+      'failed',
+      '--continue-run',
+      '--json',
+      '--yes',
+    )
+    expect(result.code, result.stderr).toBe(0)
+    const logId = (envelope(result) as {result: {items: Array<{log_id: number}>}}).result.items[0]!.log_id
+    await db.knex('dag_run').update({state: 'running', updated_at: new Date()})
+    const {code, out} = await undo('--log-id', String(logId))
+    expect(code).toBe(3)
+    expect(out.result.items[0]).toMatchObject({outcome: 'changed'})
+    expect(out.result.items[0]!.detail).toContain('the run changed (state, now running')
+    expect((await db.knex('task_instance').where({task_id: 'load'}).first()).state).toBe('success')
+  })
+
+  it('refuses bad selections before connecting (exit 2)', async () => {
+    for (const args of [[], ['--log-id', '1', '--since', '1h'], ['--by-actor', 'alice']]) {
+      const result = await runCli(['undo', '--database-url', db.url, '--json', ...args])
+      expect(result.code, result.stdout).toBe(2)
+    }
+  })
+})
