@@ -36,6 +36,7 @@ const writer: ExitCode[] = [...onAirflow, ExitCode.conflict, ExitCode.notFound, 
 export const commandExitCodes: Record<string, ExitCode[]> = {
   complete: writer,
   'replay-events': writer,
+  undo: writer,
   'audit-events': [...onAirflow, ExitCode.partialFailure, ExitCode.auditFindings],
   'audit-locks': [...connected, ExitCode.partialFailure, ExitCode.auditFindings],
   'export-events': [...onAirflow, ExitCode.partialFailure],

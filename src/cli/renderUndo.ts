@@ -49,6 +49,6 @@ export function renderUndo(report: BatchReport<UndoItemJson>, width?: number): s
   )
   if (lost.length > 0)
     parts.push(`Consumer DAGs no longer ready after the undo: ${[...new Set(lost)].slice(0, detailRows).join(', ')}`)
-  parts.push(renderBatch({...report, items: []} as unknown as BatchReport, 'audit row', width))
+  parts.push(renderBatch({...report, items: []}, 'audit row', width))
   return parts.join('\n\n')
 }

@@ -1,6 +1,7 @@
 import {activeOutlets, describeOutlet, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
-import {auditIdentity, extraAroundEventIds} from '../protocol/auditIdentity.js'
+import {auditIdentity, beforeImageStandIn, extraAroundEventIds} from '../protocol/auditIdentity.js'
+import {queueRowsCreated} from '../protocol/beforeImage.js'
 import {
   consumerDags,
   emitOutletEvents,
@@ -182,17 +183,14 @@ export function completeWriter(
       if (changed) throw new RetryFromStart(changed, {outcome: 'downstream_changed', detail: changed})
       return 'commit'
     },
-    async apply(tx, ti, registration) {
-      await store.markTaskInstanceSuccess(tx, ti.id, settings.endDate)
-      if (registration.clear) registration.cleared = await applyClear(store, tx, registration.clear)
-      return {logId: registration.logId}
-    },
+    apply: (tx, ti, registration) => applyCompletion(store, settings, tx, ti, registration),
     counts(registration) {
       return {
         events: registration.events.length,
         queued: registration.consumers.filter((c) => c.kind === 'queued').length,
         warnings: registration.warnings,
         report: {
+          log_id: registration.logId,
           downstream: registration.downstream,
           ...(registration.cleared ? {continue_run: registration.cleared} : {}),
           ...(registration.stateCleared > 0 ? {task_state_cleared: registration.stateCleared} : {}),
@@ -201,6 +199,29 @@ export function completeWriter(
     },
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),
   }
+}
+
+/**
+ * Step 4's commit branch: the success, with the before-image airlock undo reads written into the
+ * audit row by the same statement, then --continue-run's clear.
+ */
+async function applyCompletion(
+  store: AirflowStore,
+  settings: CompleteSettings,
+  tx: Executor,
+  ti: TaskInstanceContext,
+  registration: CompleteRegistration,
+): Promise<{logId: number}> {
+  await store.markTaskInstanceSuccess(tx, ti.id, settings.endDate, {
+    logId: registration.logId,
+    standIn: beforeImageStandIn,
+    fields: {
+      queue_rows: queueRowsCreated(registration.consumers),
+      ...(registration.stateCleared > 0 ? {task_state_cleared: registration.stateCleared} : {}),
+    },
+  })
+  if (registration.clear) registration.cleared = await applyClear(store, tx, registration.clear, registration.logId)
+  return {logId: registration.logId}
 }
 
 /**
@@ -251,6 +272,8 @@ function completeAuditExtra(
       previous_state: previousState,
       events,
       event_ids: eventIds,
+      // What airlock undo restores, put here under the row lock (store.markTaskInstanceSuccess).
+      before: beforeImageStandIn,
       ...(clear
         ? {
             continue_run: {

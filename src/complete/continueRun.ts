@@ -142,7 +142,21 @@ export async function recheckClear(
   return undefined
 }
 
-export async function applyClear(store: AirflowStore, tx: Executor, plan: ClearPlan): Promise<ClearReport> {
+export async function applyClear(
+  store: AirflowStore,
+  tx: Executor,
+  plan: ClearPlan,
+  logId: number,
+): Promise<ClearReport> {
+  // What airlock undo puts back: read under the locks recheckClear took, recorded after the clear.
+  const image =
+    plan.targets.length > 0
+      ? await store.readClearImage(
+          tx,
+          plan.targets.map((t) => t.id),
+          plan.run.id,
+        )
+      : undefined
   const cleared = await store.clearTaskInstances(
     tx,
     plan.targets.map((t) => ({id: t.id, retries: plan.retries.get(t.taskId) ?? null})),
@@ -151,6 +165,14 @@ export async function applyClear(store: AirflowStore, tx: Executor, plan: ClearP
   // `clear` returns before `clear_task_instances` when nothing matched: the run is not touched.
   const requeued =
     plan.targets.length > 0 && (await store.requeueDagRun(tx, plan.run.id, {touchActive: plan.touchActiveRun}))
+  if (image)
+    await store.recordClearImage(
+      tx,
+      logId,
+      image,
+      cleared.map((c) => c.newId),
+      plan.run.id,
+    )
   return {
     cleared: plan.targets.map((t) => ({
       ti_id: t.id,

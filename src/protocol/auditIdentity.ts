@@ -31,3 +31,11 @@ export function extraAroundEventIds(build: (eventIds: unknown) => unknown): {bef
 
 const standIn = `event_ids ${randomUUID()}`
 const standInJson = JSON.stringify(standIn)
+
+/**
+ * Where a write's before-image goes in its audit extra (`airlock.before`): the extra is written
+ * with this stand-in, and the statement that changes the rows under their lock puts the image in
+ * its place (store.markTaskInstanceSuccess, store.recordBeforeImage), so it names the rows exactly
+ * as they were when locked. Random once per process, like the event ids' stand-in.
+ */
+export const beforeImageStandIn = `before ${randomUUID()}`

@@ -52,6 +52,8 @@ export interface EventItemJson {
   source_map_index: number | null
   outcome: string
   new_event_id: number | null
+  /** The audit `log` row of a committed re-emit (what `airlock undo --log-id` takes back). */
+  log_id?: number
   existing_event_id: number | null
   events: number
   queued: number
@@ -371,6 +373,7 @@ function toEventItemJson(item: EventItem, dryRun: boolean): EventItemJson {
     source_map_index: names.source?.mapIndex ?? null,
     outcome: dryRun && result.outcome === 'replayed' ? 'would_replay' : result.outcome,
     new_event_id: result.outcome === 'replayed' && !dryRun ? result.newEventId : null,
+    ...(result.outcome === 'replayed' && !dryRun ? {log_id: result.logId} : {}),
     existing_event_id: result.outcome === 'skipped_existing' ? result.existingEventId : null,
     events: item.events,
     queued: item.queued,

@@ -1,6 +1,7 @@
 import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import {runTransaction, type Failed} from '../engine/transaction.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
+import {queueRowsCreated} from '../protocol/beforeImage.js'
 import type {EventContent} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {replayLogEvent} from './replayMissingWriter.js'
@@ -24,7 +25,8 @@ export interface EventSpec extends EventContent {
 }
 
 export type EventReplayOutcome =
-  {outcome: 'replayed'; newEventId: number; queued: number} | {outcome: 'skipped_existing'; existingEventId: number}
+  | {outcome: 'replayed'; newEventId: number; logId: number; queued: number}
+  | {outcome: 'skipped_existing'; existingEventId: number}
 
 export interface EventReplaySettings {
   mode: 'event-id' | 'file'
@@ -98,9 +100,22 @@ export async function reemitEvent(
         tx,
         spec.aliasIds.map((aliasId) => ({aliasId, eventId: newEventId})),
       )
-      const extra = reemitAuditExtra(spec, settings, identity, newEventId, tryNumber)
       const source = spec.source
-      await store.insertLogRow(
+      // One entry per alias the event went through, so every alias's consumers are queued.
+      const throughAliases =
+        spec.aliasIds.length > 0
+          ? spec.aliasIds.map((aliasId) => ({eventId: newEventId, assetId: spec.assetId, aliasId}))
+          : [{eventId: newEventId, assetId: spec.assetId, aliasId: null}]
+      const {decisions} = await store.queueConsumers(
+        tx,
+        throughAliases,
+        spec.partitionKey,
+        source?.dagId && source.taskId ? {dagId: source.dagId, taskId: source.taskId} : null,
+        null,
+      )
+      // Written after the queue, so it names the queue rows this copy created (airlock undo deletes them).
+      const extra = reemitAuditExtra(spec, settings, identity, newEventId, tryNumber, queueRowsCreated(decisions))
+      const {logId} = await store.insertLogRow(
         tx,
         {
           dagId: source?.dagId ?? null,
@@ -114,19 +129,9 @@ export async function reemitEvent(
         replayLogEvent,
         JSON.stringify(extra),
       )
-      // One entry per alias the event went through, so every alias's consumers are queued.
-      const throughAliases =
-        spec.aliasIds.length > 0
-          ? spec.aliasIds.map((aliasId) => ({eventId: newEventId, assetId: spec.assetId, aliasId}))
-          : [{eventId: newEventId, assetId: spec.assetId, aliasId: null}]
-      const {decisions} = await store.queueConsumers(
-        tx,
-        throughAliases,
-        spec.partitionKey,
-        source?.dagId && source.taskId ? {dagId: source.dagId, taskId: source.taskId} : null,
-        null,
-      )
-      return {commit: {outcome: 'replayed', newEventId, queued: decisions.filter((d) => d.kind === 'queued').length}}
+      return {
+        commit: {outcome: 'replayed', newEventId, logId, queued: decisions.filter((d) => d.kind === 'queued').length},
+      }
     },
     async wasCommitted(ex, outcome) {
       return outcome.outcome === 'replayed' && (await store.countEvents(ex, [outcome.newEventId])) > 0
@@ -157,6 +162,7 @@ function reemitAuditExtra(
   identity: {host_name: string; os_user: string},
   newEventId: number,
   tryNumber: number | null,
+  queueRows: Record<string, number[]>,
 ) {
   return {
     host_name: identity.host_name,
@@ -171,6 +177,7 @@ function reemitAuditExtra(
       event_ids: [newEventId],
       try_number: tryNumber,
       asset: spec.assetName,
+      before: {version: 1, queue_rows: queueRows},
     },
   }
 }

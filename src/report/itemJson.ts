@@ -32,6 +32,8 @@ export interface ItemJson {
     total_ms: number
   }
   error?: ErrorJson
+  /** The audit `log` row a committed write left (what `airlock undo --log-id` takes back); never in a dry run. */
+  log_id?: number
   /** Why an item was refused (inactive_outlet: which assets). */
   detail?: string
   /** complete --continue-run: the downstream task instances cleared and the run's state. */
@@ -53,6 +55,7 @@ const ms = (value: number) => Math.round(value * 100) / 100
 export const dryRunOutcomeNames: Readonly<Record<string, string>> = {
   completed: 'would_complete',
   replayed: 'would_replay',
+  undone: 'would_undo',
 }
 
 /** An item in its JSON shape (snake_case, as Airflow's columns; docs/exit-codes-and-json.md). */
@@ -87,6 +90,12 @@ export function toItemJson(item: ItemResult<{outcome: string}>): ItemJson {
     },
     ...(item.result.outcome === 'failed' ? {error: errorJson(item.result as Failed)} : {}),
     ...(result.detail ? {detail: result.detail} : {}),
-    ...item.report,
+    ...reportOf(item),
   }
+}
+
+/** What the writer reported; the audit row's id only when it was committed (a dry run rolled it back). */
+function reportOf(item: ItemResult<{outcome: string}>): Record<string, unknown> {
+  const {log_id: logId, ...report} = item.report ?? {}
+  return item.dryRun || logId === undefined ? report : {log_id: logId, ...report}
 }

@@ -35,8 +35,11 @@ export interface AirflowStore extends CatalogStore {
   lockTaskInstance(ex: Executor, tiId: string): Promise<LockedTaskInstance | undefined>
   /** The session holding the task instance's row lock, best effort (for a lock-timeout message). */
   readRowHolder(ex: Executor, tiId: string): Promise<RowHolder | undefined>
-  /** Step 4 of complete: the state change Airflow's success path makes. */
-  markTaskInstanceSuccess(ex: Executor, tiId: string, endDate: Date | null): Promise<void>
+  /**
+   * Step 4 of complete: the state change Airflow's success path makes, and the row as it was
+   * locked recorded in the audit row (`before`), in one statement.
+   */
+  markTaskInstanceSuccess(ex: Executor, tiId: string, endDate: Date | null, before: BeforeImageRecord): Promise<void>
   /** A task instance's events (one multi-row INSERT) and the audit row naming them, in one statement. */
   insertAssetEvents(
     ex: Executor,
@@ -95,6 +98,42 @@ export interface AirflowStore extends CatalogStore {
     ex: Executor,
     window: {since: Date; until: Date; dagId?: string | undefined},
   ): Promise<string[]>
+  // --- undo ----------------------------------------------------------------------------------
+  /** Audit `log` rows by id, in id order. */
+  readAuditRecords(ex: Executor, ids: readonly number[]): Promise<AuditRecord[]>
+  /** The audit rows airlock's writers left in a window, in id order. */
+  readAuditRecordWindow(ex: Executor, window: AuditRecordWindow): Promise<AuditRecord[]>
+  /** The committed undo row that took back this audit row, if any. */
+  findUndoOf(ex: Executor, logId: number, exceptId?: number): Promise<number | undefined>
+  /** The dag rows of the events' consumer DAGs, FOR SHARE SKIP LOCKED: how many are wanted and how many were locked. */
+  lockEventConsumers(ex: Executor, eventIds: readonly number[]): Promise<EventConsumerLocks>
+  /** The runs (or, 3.2+, partition log rows) that consumed any of these events. */
+  readConsumingRuns(ex: Executor, eventIds: readonly number[]): Promise<ConsumingRun[]>
+  /** Deletes these events (alias links and 3.4+ queue rows cascade); the ids deleted. */
+  deleteEvents(ex: Executor, eventIds: readonly number[]): Promise<Array<{id: number; assetId: number}>>
+  /** Before 3.4: the queue rows a write created, deleted unless another pending event still needs them. */
+  deleteCreatedQueueRows(
+    ex: Executor,
+    rows: ReadonlyArray<{dagId: string; assetId: number}>,
+    undoneEventIds: readonly number[],
+  ): Promise<{deleted: Array<{dagId: string; assetId: number}>; kept: Array<{dagId: string; assetId: number}>}>
+  /** Under the row lock: which columns differ from what airlock's write left. */
+  compareTaskInstanceLeft(
+    ex: Executor,
+    tiId: string,
+    left: unknown,
+    tryNumber: number | null,
+  ): Promise<{differs: string[]; state: string | null} | undefined>
+  /** The task instance's columns back as the before-image recorded them. */
+  restoreTaskInstance(ex: Executor, tiId: string, before: unknown): Promise<boolean>
+  /** Under undo: continue-run's cleared task instances and run locked, and what moved on since the clear. */
+  lockAndCompareClear(ex: Executor, left: {taskInstances: readonly unknown[]; dagRun: unknown}): Promise<string[]>
+  /** continue-run's clear taken back from its before-image. */
+  restoreClear(ex: Executor, image: ClearImage): Promise<void>
+  /** Events removed by audit-events --fix, put back whole; the ids restored. */
+  restoreEvents(ex: Executor, rows: readonly unknown[]): Promise<number[]>
+  /** A write's before-image into its audit row, in place of the stand-in (see BeforeImageRecord). */
+  recordBeforeImage(ex: Executor, before: BeforeImageRecord): Promise<void>
   /** A row of Airflow's audit `log`. */
   insertLogRow(ex: Executor, subject: LogSubject, event: string, extra: string): Promise<{logId: number}>
   /** How a writer learns, after a lost COMMIT, whether its transaction landed. */
@@ -133,6 +172,16 @@ export interface AirflowStore extends CatalogStore {
   ): Promise<ClearedTaskInstance[]>
   /** A finished run back to queued; an active one's queued_at and clear_number moved when `touchActive` (3.2+); false when nothing changed. */
   requeueDagRun(ex: Executor, dagRunId: number, options: {touchActive: boolean}): Promise<boolean>
+  /** Under the clear's locks, before it: the rows it will change, as JSON text (undo's before-image). */
+  readClearImage(ex: Executor, tiIds: readonly string[], dagRunId: number): Promise<string>
+  /** After the clear: its before-image and what it left into the completion's audit row. */
+  recordClearImage(
+    ex: Executor,
+    logId: number,
+    image: string,
+    newIds: readonly string[],
+    dagRunId: number,
+  ): Promise<void>
   /** How many deadline alerts the run has (refused from 3.2, whose clear re-anchors them). */
   countRunDeadlines(ex: Executor, dagRunId: number): Promise<number>
 
@@ -329,6 +378,63 @@ export interface DownstreamFacts {
   condition: unknown
   /** Its queue rows' assets and their aliases (this completion's included). */
   queued: QueuedAssets
+}
+
+/** One row of Airflow's audit `log`, as airlock undo reads it (extra as its text). */
+export interface AuditRecord {
+  id: number
+  at: Date | null
+  logicalDate: Date | null
+  event: string | null
+  dagId: string | null
+  runId: string | null
+  taskId: string | null
+  mapIndex: number | null
+  tryNumber: number | null
+  owner: string | null
+  extra: string | null
+}
+
+/** Which audit rows an undo selects by time (`log.dttm`), who acted, and where. */
+export interface AuditRecordWindow {
+  since: Date
+  until: Date
+  events: readonly string[]
+  owner?: string | undefined
+  dagIds: readonly string[]
+  runIds: readonly string[]
+  taskIds: readonly string[]
+  limit?: number | undefined
+}
+
+/** continue-run's clear as its audit row recorded it (JSON rows, timestamps as recorded). */
+export interface ClearImage {
+  taskInstances: readonly unknown[]
+  reschedules: readonly unknown[]
+  dagRun: unknown
+  left: {taskInstances: readonly unknown[]; dagRun: unknown}
+}
+
+export interface EventConsumerLocks {
+  wanted: number
+  locked: number
+}
+
+/** A run that consumed an event; runId null for a 3.2+ partition log row (no run yet). */
+export interface ConsumingRun {
+  eventId: number
+  dagId: string
+  runId: string | null
+}
+
+/**
+ * Where a write's before-image goes: the audit row it wrote, the stand-in its extra holds in the
+ * image's place, and the image's fields the writer knows itself (the queue rows it created).
+ */
+export interface BeforeImageRecord {
+  logId: number
+  standIn: string
+  fields: Record<string, unknown>
 }
 
 export interface LockedTaskInstance {

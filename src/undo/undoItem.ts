@@ -1,4 +1,4 @@
-import {runTransaction, type Failed} from '../engine/transaction.js'
+import {runTransaction, type Decision, type Failed} from '../engine/transaction.js'
 import type {Executor} from '../engine/engine.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {downstreamOf, type Downstream} from '../protocol/downstream.js'
@@ -68,7 +68,6 @@ export async function undoItem(
     const result = await planUndo(store, db.executor, target)
     return {result, totalMs: performance.now() - started}
   }
-  const identity = auditIdentity()
   const subject = target.kind === 'complete' ? target.tiId : `log-${target.record.id}`
   const {result, totalMs} = await runTransaction<UndoOutcome>(db, {
     locals: {
@@ -79,103 +78,131 @@ export async function undoItem(
     dryRun: settings.dryRun,
     retryAlso: (error) => error instanceof ConsumersBusy,
     unknownCommitAdvice: 'running the undo again is safe (it reports already_undone if it committed)',
-    async run(tx) {
-      const earlier = await store.findUndoOf(tx, target.record.id)
-      if (earlier !== undefined) return {rollback: {outcome: 'already_undone', undoLogId: earlier}}
-      const taken = await takeBackEvents(store, tx, target)
-      if ('outcome' in taken) return {rollback: taken}
-      const restoredEventIds =
-        target.kind === 'fix' ? await store.restoreEvents(tx, target.removedEvents) : ([] as number[])
-      if (target.kind === 'fix' && restoredEventIds.length < target.removedEvents.length)
-        return {
-          rollback: {
-            outcome: 'changed',
-            detail: `events with the ids it removed exist again: ${target.removedEvents
-              .map((e) => Number(e.id))
-              .filter((id) => !restoredEventIds.includes(id))
-              .join(', ')}`,
-          },
-        }
-      const {logId: undoLogId} = await store.insertLogRow(
-        tx,
-        {
-          dagId: target.record.dagId,
-          taskId: target.record.taskId,
-          runId: target.record.runId,
-          mapIndex: target.record.mapIndex,
-          tryNumber: target.record.tryNumber,
-          logicalDate: target.record.logicalDate,
-          owners: settings.actor ?? identity.os_user,
-        },
-        undoLogEvent,
-        JSON.stringify({
-          host_name: identity.host_name,
-          airlock: {
-            version: settings.airlockVersion,
-            command: 'undo',
-            os_user: identity.os_user,
-            undoes: target.record.id,
-            undone_command: target.command,
-            deleted_event_ids: taken.deleted,
-            deleted_queue_rows: byDag(taken.queue.deleted),
-            kept_queue_rows: byDag(taken.queue.kept),
-            restored_event_ids: restoredEventIds,
-            ...(target.kind === 'complete' ? {restored_task_instance: target.tiId} : {}),
-            ...(target.kind === 'complete' && target.clear
-              ? {restored_cleared: clearedIds(target), restored_dag_run: (target.clear.dagRun as {id: number}).id}
-              : {}),
-          },
-        }),
-      )
-      if (target.kind === 'complete') {
-        // Step 3 and 4 of the protocol: the row lock, then the recheck on the locked row.
-        const locked = await store.lockTaskInstance(tx, target.tiId)
-        if (!locked)
-          return {
-            rollback: {
-              outcome: 'changed',
-              detail: `task instance ${target.tiId} no longer exists under that id: it was cleared or retried since (a new try gets a new id)`,
-            },
-          }
-        const changed = await changedSince(store, tx, target)
-        if (changed) return {rollback: changed}
-        // Then, for --continue-run, the task instances it cleared and the run, in the protocol's lock order.
-        const moved = target.clear ? await store.lockAndCompareClear(tx, target.clear.left) : []
-        if (moved.length > 0)
-          return {
-            rollback: {
-              outcome: 'changed',
-              detail: `what --continue-run cleared moved on since: ${moved.join('; ')} (the scheduler picks a cleared run up within seconds); nothing undone`,
-            },
-          }
-        // Another undo that committed while this one waited for the lock.
-        const during = await store.findUndoOf(tx, target.record.id, undoLogId)
-        if (during !== undefined) return {rollback: {outcome: 'already_undone', undoLogId: during}}
-        await store.restoreTaskInstance(tx, target.tiId, target.taskInstance)
-        if (target.clear) await store.restoreClear(tx, target.clear)
-      }
-      const downstream =
-        taken.assetIds.length > 0 ? downstreamOf(await store.readDownstream(tx, taken.assetIds, [])) : []
-      return {
-        commit: {
-          outcome: 'undone',
-          undoLogId,
-          deletedEventIds: taken.deleted,
-          deletedQueueRows: taken.queue.deleted,
-          keptQueueRows: taken.queue.kept,
-          restoredTaskInstance: target.kind === 'complete' ? target.tiId : null,
-          restoredCleared: target.kind === 'complete' ? clearedIds(target) : [],
-          restoredEventIds,
-          downstream,
-        },
-      }
-    },
+    run: (tx) => undoWrite(store, tx, target, settings),
     wasCommitted: async (ex, outcome) =>
       outcome.outcome === 'undone' && (await store.logRowExists(ex, outcome.undoLogId)),
   })
   if (result.outcome === 'failed' && result.message === busyMessage)
     return {result: {outcome: 'busy', detail: busyDetail}, totalMs}
   return {result, totalMs}
+}
+
+type Writable = Exclude<UndoTarget, {kind: 'refused'}>
+type Taken = {deleted: number[]; assetIds: number[]; queue: {deleted: QueueRow[]; kept: QueueRow[]}}
+
+/** One attempt: the events taken back (or a fix's put back), the undo's audit row, then the rows under their locks. */
+async function undoWrite(
+  store: AirflowStore,
+  tx: Executor,
+  target: Writable,
+  settings: UndoSettings,
+): Promise<Decision<UndoOutcome>> {
+  const earlier = await store.findUndoOf(tx, target.record.id)
+  if (earlier !== undefined) return {rollback: {outcome: 'already_undone', undoLogId: earlier}}
+  const taken = await takeBackEvents(store, tx, target)
+  if ('outcome' in taken) return {rollback: taken}
+  const restoredEventIds = target.kind === 'fix' ? await store.restoreEvents(tx, target.removedEvents) : []
+  if (target.kind === 'fix' && restoredEventIds.length < target.removedEvents.length) {
+    const back = target.removedEvents.map((e) => Number(e.id)).filter((id) => !restoredEventIds.includes(id))
+    return {rollback: {outcome: 'changed', detail: `events with the ids it removed exist again: ${back.join(', ')}`}}
+  }
+  const undoLogId = await writeUndoRow(store, tx, target, settings, taken, restoredEventIds)
+  if (target.kind === 'complete') {
+    const refused = await restoreUnderLock(store, tx, target, undoLogId)
+    if (refused) return {rollback: refused}
+  }
+  const downstream = taken.assetIds.length > 0 ? downstreamOf(await store.readDownstream(tx, taken.assetIds, [])) : []
+  return {
+    commit: {
+      outcome: 'undone',
+      undoLogId,
+      deletedEventIds: taken.deleted,
+      deletedQueueRows: taken.queue.deleted,
+      keptQueueRows: taken.queue.kept,
+      restoredTaskInstance: target.kind === 'complete' ? target.tiId : null,
+      restoredCleared: target.kind === 'complete' ? clearedIds(target) : [],
+      restoredEventIds,
+      downstream,
+    },
+  }
+}
+
+/** The undo's own audit row: which row it takes back and what it deleted and restored. */
+async function writeUndoRow(
+  store: AirflowStore,
+  tx: Executor,
+  target: Writable,
+  settings: UndoSettings,
+  taken: Taken,
+  restoredEventIds: number[],
+): Promise<number> {
+  const identity = auditIdentity()
+  const {record} = target
+  const {logId} = await store.insertLogRow(
+    tx,
+    {
+      dagId: record.dagId,
+      taskId: record.taskId,
+      runId: record.runId,
+      mapIndex: record.mapIndex,
+      tryNumber: record.tryNumber,
+      logicalDate: record.logicalDate,
+      owners: settings.actor ?? identity.os_user,
+    },
+    undoLogEvent,
+    JSON.stringify({
+      host_name: identity.host_name,
+      airlock: {
+        version: settings.airlockVersion,
+        command: 'undo',
+        os_user: identity.os_user,
+        undoes: record.id,
+        undone_command: target.command,
+        deleted_event_ids: taken.deleted,
+        deleted_queue_rows: byDag(taken.queue.deleted),
+        kept_queue_rows: byDag(taken.queue.kept),
+        restored_event_ids: restoredEventIds,
+        ...(target.kind === 'complete' ? {restored_task_instance: target.tiId} : {}),
+        ...(target.kind === 'complete' && target.clear
+          ? {restored_cleared: clearedIds(target), restored_dag_run: (target.clear.dagRun as {id: number}).id}
+          : {}),
+      },
+    }),
+  )
+  return logId
+}
+
+/**
+ * Steps 3 and 4 of the protocol for a completion: the task instance's row lock, the recheck on
+ * the locked row (and for --continue-run the task instances it cleared and the run, in the
+ * protocol's lock order), then the rows put back.
+ */
+async function restoreUnderLock(
+  store: AirflowStore,
+  tx: Executor,
+  target: Extract<UndoTarget, {kind: 'complete'}>,
+  undoLogId: number,
+): Promise<UndoOutcome | undefined> {
+  const locked = await store.lockTaskInstance(tx, target.tiId)
+  if (!locked)
+    return {
+      outcome: 'changed',
+      detail: `task instance ${target.tiId} no longer exists under that id: it was cleared or retried since (a new try gets a new id)`,
+    }
+  const changed = await changedSince(store, tx, target)
+  if (changed) return changed
+  const moved = target.clear ? await store.lockAndCompareClear(tx, target.clear.left) : []
+  if (moved.length > 0)
+    return {
+      outcome: 'changed',
+      detail: `what --continue-run cleared moved on since: ${moved.join('; ')} (the scheduler picks a cleared run up within seconds); nothing undone`,
+    }
+  // Another undo that committed while this one waited for the lock.
+  const during = await store.findUndoOf(tx, target.record.id, undoLogId)
+  if (during !== undefined) return {outcome: 'already_undone', undoLogId: during}
+  await store.restoreTaskInstance(tx, target.tiId, target.taskInstance)
+  if (target.clear) await store.restoreClear(tx, target.clear)
+  return undefined
 }
 
 const busyMessage = 'a consumer DAG of these events is held by another session'
@@ -186,18 +213,7 @@ const busyDetail =
  * The events a write made, taken back while no run can take them: the consumer DAGs' rows locked,
  * then refused when a run consumed any, else deleted with the queue rows the write created.
  */
-async function takeBackEvents(
-  store: AirflowStore,
-  tx: Executor,
-  target: Exclude<UndoTarget, {kind: 'refused'}>,
-): Promise<
-  | UndoOutcome
-  | {
-      deleted: number[]
-      assetIds: number[]
-      queue: {deleted: QueueRow[]; kept: QueueRow[]}
-    }
-> {
+async function takeBackEvents(store: AirflowStore, tx: Executor, target: Writable): Promise<UndoOutcome | Taken> {
   const none = {deleted: [], assetIds: [], queue: {deleted: [], kept: []}}
   if (target.kind === 'fix' || target.eventIds.length === 0) return none
   const locks = await store.lockEventConsumers(tx, target.eventIds)

@@ -88,30 +88,42 @@ export function undoTargetOf(record: AuditRecord, undoEvent: string): UndoTarget
         ? (image.removed_events as Array<Record<string, unknown>>)
         : [],
     }
+  return completeTargetOf(record, command, image, eventIds, queueRows)
+}
+
+/** A completion's target, or why its before-image cannot be put back. */
+function completeTargetOf(
+  record: AuditRecord,
+  command: string,
+  image: Record<string, unknown>,
+  eventIds: number[],
+  queueRows: QueueRow[],
+): UndoTarget {
+  const refused = (detail: string) => ({
+    kind: 'refused' as const,
+    record,
+    command,
+    outcome: 'not_undoable' as const,
+    detail,
+  })
   if (command !== 'complete' && command !== 'complete --continue-run')
-    return refused('not_undoable', `log row ${record.id}: airlock ${command} writes nothing undo takes back`, command)
+    return refused(`log row ${record.id}: airlock ${command} writes nothing undo takes back`)
   const clear = clearImageOf(image.continue_run)
   if (clear && clear.taskInstances.some((t) => (t as {next_kwargs_set?: boolean}).next_kwargs_set === true))
     return refused(
-      'not_undoable',
       `log row ${record.id}: a task instance the clear took had a resume payload (next_kwargs), which airlock does not record; undo cannot put it back`,
-      command,
     )
   const taskInstance = image.task_instance as Record<string, unknown> | undefined
   const left = image.left as Record<string, unknown> | undefined
   if (!taskInstance || !left || typeof taskInstance.id !== 'string')
-    return refused('not_undoable', `log row ${record.id}: its before-image names no task instance`, command)
+    return refused(`log row ${record.id}: its before-image names no task instance`)
   if (taskInstance.next_kwargs_set === true)
     return refused(
-      'not_undoable',
       `log row ${record.id}: the task instance was deferred with a resume payload (next_kwargs), which airlock does not record (it may hold secrets); undo cannot put it back`,
-      command,
     )
   if (typeof image.task_state_cleared === 'number' && image.task_state_cleared > 0)
     return refused(
-      'not_undoable',
       `log row ${record.id}: the completion cleared ${image.task_state_cleared} task state key(s) ([state_store] clear_on_success), whose values airlock does not record; undo cannot put them back`,
-      command,
     )
   return {
     kind: 'complete',

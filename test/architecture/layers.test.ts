@@ -31,6 +31,7 @@ const rank: Record<string, number> = {
   export: 7,
   explain: 7,
   doctor: 7,
+  undo: 7,
   bench: 8,
   cli: 9,
   commands: 10,

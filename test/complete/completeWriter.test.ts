@@ -60,9 +60,13 @@ describe('complete on Airflow 3.0', () => {
       airlock: {command: 'complete', previous_state: 'running', events: 2, os_user: expect.any(String)},
     })
     // Written in the statement that inserts the events: it names exactly those rows, in their
-    // order, and reads as JSON.stringify writes the extra (compact, keys in airlock's order).
+    // order, and reads as JSON.stringify writes the extra (compact, keys in airlock's order) up to
+    // the before-image, which PostgreSQL wrote under the row lock.
     expect(extra.airlock.event_ids).toEqual(events.map((e) => e.id))
-    expect(logs[0].extra).toBe(JSON.stringify(extra))
+    const text = logs[0].extra as string
+    const upToBefore = (json: string) => json.slice(0, json.indexOf('"before":'))
+    expect(upToBefore(text)).toBe(upToBefore(JSON.stringify(extra)))
+    expect(extra.airlock.before).toMatchObject({version: 1, task_instance: {id: before.id, state: 'running'}})
     expect(Object.keys(extra.airlock)).toEqual([
       'version',
       'command',
@@ -70,6 +74,7 @@ describe('complete on Airflow 3.0', () => {
       'previous_state',
       'events',
       'event_ids',
+      'before',
     ])
   })
 
@@ -134,7 +139,7 @@ describe('complete on Airflow 3.0', () => {
     expect(await eventsOf(db.knex, target)).toEqual([])
     const logs = await db.knex('log').where({dag_id: 'etl', task_id: 'produce', event: 'success'})
     expect(logs).toHaveLength(1)
-    expect(logs[0].extra).toContain('"events":0,"event_ids":[]}')
+    expect(logs[0].extra).toContain('"events":0,"event_ids":[],"before":')
     expect(JSON.parse(logs[0].extra as string).airlock.event_ids).toEqual([])
   })
 

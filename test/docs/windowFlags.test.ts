@@ -58,6 +58,7 @@ describe('--since and --until', () => {
       'export-events',
       'lineage:resend',
       'replay-events',
+      'undo',
     ])
   })
 

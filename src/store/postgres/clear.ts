@@ -287,3 +287,58 @@ function archiveText(historyColumns: readonly string[]): string {
                               where h.dag_id = ti.dag_id and h.task_id = ti.task_id and h.run_id = ti.run_id
                                 and h.map_index = ti.map_index and h.try_number = ti.try_number)`
 }
+
+/**
+ * Under the clear's locks, just before it: the rows it is about to change, as JSON text (what
+ * airlock undo puts back). Each task instance with the columns the clear writes and whether its
+ * try was archived already (then the clear archives nothing for it), the reschedules it deletes
+ * whole, and the run's columns a requeue writes.
+ */
+export function readClearImage(catalog: ClearCatalog) {
+  return async (ex: Executor, tiIds: readonly string[], dagRunId: number): Promise<string> => {
+    const {taskReschedule} = await catalog(ex)
+    const reschedules = taskReschedule
+      ? `coalesce((select jsonb_agg(to_jsonb(r) order by r.id) from task_reschedule r where r.ti_id = any($1::uuid[])), '[]'::jsonb)`
+      : `'[]'::jsonb`
+    const [row] = await ex.query<{image: string}>(
+      statement(
+        `select jsonb_build_object(
+           'task_instances', coalesce((select jsonb_agg(to_jsonb(t) order by t.task_id, t.map_index) from (
+               select ti.id, ti.task_id, ti.map_index, ti.try_number, ti.state, ti.max_tries, ti.external_executor_id,
+                      ti.next_method, ti.next_kwargs is not null as next_kwargs_set, ti.updated_at,
+                      exists (select 1 from task_instance_history h
+                               where h.dag_id = ti.dag_id and h.task_id = ti.task_id and h.run_id = ti.run_id
+                                 and h.map_index = ti.map_index and h.try_number = ti.try_number) as archived_before
+                 from task_instance ti where ti.id = any($1::uuid[])) as t), '[]'::jsonb),
+           'task_reschedules', ${reschedules},
+           'dag_run', (select to_jsonb(d) from (
+               select id, state, queued_at, start_date, end_date, last_scheduling_decision, clear_number, updated_at
+                 from dag_run where id = $2::int) as d)
+         )::text as image`,
+        [tiIds, dagRunId],
+      ),
+    )
+    return row!.image
+  }
+}
+
+/**
+ * After the clear, still under its locks: its before-image (readClearImage) and what it left (the
+ * new ids, state, try and updated_at of each task instance; the run's state, clear_number and
+ * updated_at) into the completion's audit row, at `airlock.before.continue_run`.
+ */
+export function recordClearImage() {
+  const record = prepared(
+    'record_clear_image',
+    `update log
+        set extra = jsonb_set(extra::jsonb, '{airlock,before,continue_run}', $2::jsonb || jsonb_build_object('left', jsonb_build_object(
+              'task_instances', coalesce((select jsonb_agg(to_jsonb(t) order by t.task_id, t.map_index) from (
+                  select ti.id, ti.task_id, ti.map_index, ti.try_number, ti.state, ti.updated_at
+                    from task_instance ti where ti.id = any($3::uuid[])) as t), '[]'::jsonb),
+              'dag_run', (select to_jsonb(d) from (select id, state, clear_number, updated_at from dag_run where id = $4::int) as d))))::text
+      where id = $1`,
+  )
+  return async (ex: Executor, logId: number, image: string, newIds: readonly string[], dagRunId: number) => {
+    await ex.query(record([logId, image, newIds, dagRunId]))
+  }
+}

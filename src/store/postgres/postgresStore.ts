@@ -1,6 +1,21 @@
 import type {Capabilities} from '../../airflow/schema.js'
 import type {AirflowStore} from '../airflowStore.js'
-import {insertLogRow, logRowExists} from './auditLog.js'
+import {
+  compareTaskInstanceLeft,
+  deleteCreatedQueueRows,
+  deleteEvents,
+  findUndoOf,
+  lockAndCompareClear,
+  lockEventConsumers,
+  readAuditRecords,
+  readAuditRecordWindow,
+  readConsumingRuns,
+  restoreClear,
+  restoreEvents,
+  restoreTaskInstance,
+  undoLogEvent,
+} from './undo.js'
+import {insertLogRow, logRowExists, recordBeforeImage} from './auditLog.js'
 import {
   clearCatalog,
   clearTaskInstances,
@@ -10,6 +25,8 @@ import {
   readHitlTaskInstances,
   readLatestSerializedDag,
   readVersionSerializedDag,
+  readClearImage,
+  recordClearImage,
   requeueDagRun,
 } from './clear.js'
 import {postgresCatalog} from './catalog.js'
@@ -85,6 +102,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     readLineageFacts: readLineageFacts(),
     readAirlockCompletions: readAirlockCompletions(),
     insertLogRow: insertLogRow(),
+    recordBeforeImage: recordBeforeImage(),
     logRowExists: logRowExists(),
     readMissingOutlets: readMissingOutlets(),
     readLatestSerializedDag: readLatestSerializedDag(),
@@ -94,6 +112,8 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     readHitlTaskInstances: readHitlTaskInstances(clearFacts),
     clearTaskInstances: clearTaskInstances(clearFacts),
     requeueDagRun: requeueDagRun(),
+    readClearImage: readClearImage(clearFacts),
+    recordClearImage: recordClearImage(),
     countRunDeadlines: countRunDeadlines(clearFacts),
     selectTaskInstancePage: selectTaskInstancePage(),
     countTaskInstances: countTaskInstances(),
@@ -114,6 +134,18 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     countEventSources: countEventSources(),
     streamClassifiedEvents: streamClassifiedEvents(capabilities),
     readQueueOrphans: readQueueOrphans(capabilities),
+    readAuditRecords: readAuditRecords(),
+    readAuditRecordWindow: readAuditRecordWindow(),
+    findUndoOf: findUndoOf(undoLogEvent),
+    lockEventConsumers: lockEventConsumers(),
+    readConsumingRuns: readConsumingRuns(capabilities),
+    deleteEvents: deleteEvents(),
+    deleteCreatedQueueRows: deleteCreatedQueueRows(),
+    compareTaskInstanceLeft: compareTaskInstanceLeft(),
+    restoreTaskInstance: restoreTaskInstance(),
+    restoreEvents: restoreEvents(),
+    lockAndCompareClear: lockAndCompareClear(),
+    restoreClear: restoreClear(),
     ...explainStatements(capabilities),
   }
 }

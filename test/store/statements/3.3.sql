@@ -175,15 +175,32 @@ select a.pid, a.application_name, a.xact_start, a.state, a.usename::text as usen
  from task_instance t join pg_stat_activity a on a.backend_xid::text = t.xmax::text
 where t.id = $1 and t.xmax::text <> '0';
 
--- airlock_mark_ti_success_08c53f8d7eb0
-update task_instance ti
-  set state = 'success', end_date = stamp.end_date,
-      start_date = coalesce(ti.start_date, stamp.end_date),
-      -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
-      duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
-      next_method = null, next_kwargs = null, updated_at = clock_timestamp()
- from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
-where ti.id = $2::uuid;
+-- airlock_mark_ti_success_5c24e0a77c9c
+with old as (
+  -- The row as it was locked (this statement's snapshot is taken under the row lock): what
+  -- airlock undo restores. next_kwargs is not copied (a deferred task's resume payload may
+  -- hold secrets; the audit log is shown to every user who may read it): only whether it was set.
+  select ti.id, ti.try_number, ti.state, ti.start_date, ti.end_date, ti.duration, ti.updated_at,
+         ti.next_method, ti.next_kwargs is not null as next_kwargs_set
+    from task_instance ti where ti.id = $2::uuid
+), done as (
+  update task_instance ti
+     set state = 'success', end_date = stamp.end_date,
+         start_date = coalesce(ti.start_date, stamp.end_date),
+         -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
+         duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
+         next_method = null, next_kwargs = null, updated_at = clock_timestamp()
+    from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
+   where ti.id = $2::uuid
+   returning ti.state, ti.start_date, ti.end_date, ti.duration, ti.updated_at
+)
+-- The before-image goes into the audit row written with the registration, in place of its
+-- stand-in: one statement, so the lock is held no longer than for the UPDATE alone.
+update log
+   set extra = replace(extra, $4, (jsonb_build_object('version', 1,
+                 'task_instance', (select to_jsonb(old) from old),
+                 'left', (select to_jsonb(done) from done)) || $5::jsonb)::text)
+ where id = $3;
 
 -- airlock_clear_task_state_06405cee4548
 delete from task_state where dag_run_id = $1::int and task_id = $2 and map_index = $3::int returning 1;
@@ -542,6 +559,9 @@ order by l.dttm, ti.id;
 insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
 values (clock_timestamp(), $1, $2, $3, $4::int, $5::int, $6, $7::timestamptz, $8, $9)
 returning id;
+
+-- airlock_record_before_image_45d461ea844d
+update log set extra = replace(extra, $2, (jsonb_build_object('version', 1) || $3::jsonb)::text) where id = $1;
 
 -- airlock_log_exists_bf1d39573d1b
 select 1 from log where id = $1;
@@ -981,6 +1001,109 @@ with links as (select l.event_id, json_agg(l.alias_id order by l.alias_id) as al
      gone as (delete from asset_event where id = any($1::int[]) returning *)
 select gone.id, (to_jsonb(gone) || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
   from gone left join links on links.event_id = gone.id;
+
+-- airlock_audit_records_e413ce2bf457
+select id, dttm, logical_date, event, dag_id, run_id, task_id, map_index, try_number, owner, extra from log where id = any($1::int[]) order by id;
+
+-- airlock_audit_record_window_7d3a4aeb2e4c
+select id, dttm, logical_date, event, dag_id, run_id, task_id, map_index, try_number, owner, extra from log
+where dttm >= $1::timestamptz and dttm < $2::timestamptz and event = any($3::text[])
+  and extra like '%"airlock":{%'
+  and ($4::text is null or owner = $4)
+  and (cardinality($5::text[]) = 0 or dag_id = any($5::text[]))
+  and (cardinality($6::text[]) = 0 or run_id = any($6::text[]))
+  and (cardinality($7::text[]) = 0 or task_id = any($7::text[]))
+order by id
+limit $8;
+
+-- airlock_find_undo_of_7d18092de529
+select id from log
+where event = $1
+  and (case when event = $1 then (extra::jsonb -> 'airlock' ->> 'undoes') end) = $2::int::text
+  and id is distinct from $3::int
+order by id limit 1;
+
+-- airlock_lock_event_consumers_fc2d6a5f2102
+with wanted as (
+  select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
+  union
+  select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any(array(select l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[])))
+  union
+  select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
+  union
+  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
+), locked as (
+  select d.dag_id from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id for share of d skip locked
+)
+select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
+       (select count(*)::int from locked) as locked;
+
+-- airlock_consuming_runs_partitioned_5ab0ca49eca3
+select c.event_id, r.dag_id, r.run_id from dagrun_asset_event c join dag_run r on r.id = c.dag_run_id
+ where c.event_id = any($1::int[])
+union all
+select l.asset_event_id, l.target_dag_id, null from partitioned_asset_key_log l where l.asset_event_id = any($1::int[])
+ order by 1, 2, 3;
+
+-- airlock_undo_delete_events_523ae91db876
+delete from asset_event where id = any($1::int[]) returning id, asset_id;
+
+-- airlock_undo_delete_queue_rows_c8e7eb44c383
+with created as (
+  select q.dag_id, q.asset_id from unnest($1::text[], $2::int[]) as q(dag_id, asset_id)
+), needed as (
+  select c.dag_id, c.asset_id from created c
+   where exists (
+     select 1 from asset_event e
+      where e.asset_id = c.asset_id and e.id <> all($3::int[])
+        and e.timestamp > coalesce((select max(r.run_after) from dag_run r
+                                     where r.dag_id = c.dag_id and r.run_type = 'asset_triggered'), '-infinity'))
+), gone as (
+  delete from asset_dag_run_queue q using created c
+   where q.target_dag_id = c.dag_id and q.asset_id = c.asset_id
+     and not exists (select 1 from needed n where n.dag_id = c.dag_id and n.asset_id = c.asset_id)
+  returning q.target_dag_id as dag_id, q.asset_id
+)
+select 'deleted' as kind, dag_id, asset_id from gone
+union all
+select 'kept', dag_id, asset_id from needed
+ order by 1, 2, 3;
+
+-- airlock_undo_compare_ti_e4834e2023ab
+select array_remove(array[
+        case when ti.state is distinct from l.state then 'state' end,
+        case when ti.try_number is distinct from $3::int then 'try_number' end,
+        case when ti.start_date is distinct from l.start_date then 'start_date' end,
+        case when ti.end_date is distinct from l.end_date then 'end_date' end,
+        case when ti.duration is distinct from l.duration then 'duration' end,
+        case when ti.updated_at is distinct from l.updated_at then 'updated_at' end], null) as differs,
+      ti.state
+ from task_instance ti, json_populate_record(null::task_instance, $2::json) as l
+where ti.id = $1::uuid;
+
+-- airlock_undo_restore_ti_4b6eb0628a7d
+update task_instance ti
+      set state = b.state, start_date = b.start_date, end_date = b.end_date, duration = b.duration,
+          updated_at = b.updated_at, next_method = b.next_method
+     from json_populate_record(null::task_instance, $2::json) as b
+    where ti.id = $1::uuid
+returning ti.id;
+
+-- airlock_undo_restore_events_b5ea76d29890
+with rows as (
+  select r.row, (r.row ->> 'id')::int as id from json_array_elements($1::json) as r(row)
+), back as (
+  insert into asset_event
+  select (json_populate_record(null::asset_event, rows.row)).* from rows
+   where not exists (select 1 from asset_event e where e.id = rows.id)
+  returning id
+), links as (
+  insert into asset_alias_asset_event (alias_id, event_id)
+  select a.alias_id::int, rows.id from rows join back on back.id = rows.id,
+         json_array_elements_text(coalesce(rows.row -> 'alias_ids', '[]'::json)) as a(alias_id)
+   where exists (select 1 from asset_alias al where al.id = a.alias_id::int)
+)
+select id from back order by id;
 
 -- airlock_explain_dag_page_6f5822a9ec85
 select d.dag_id from dag d
