@@ -130,7 +130,13 @@ export function renderEventItems(
 }
 
 /** The table of items and the run's summary line (`N task instances selected: 6 completed, 1 conflict; …`). */
-export function renderBatch(report: BatchReport, noun = 'task instance', width?: number): string {
+export function renderBatch(
+  report: BatchReport,
+  noun = 'task instance',
+  width?: number,
+  /** What the run wrote, in place of "N events, M queue rows" (undo deletes rather than writes). */
+  amounts?: string,
+): string {
   // Finish order is noise for a reader: list by task instance.
   const rows = report.items
     .map((item) => [
@@ -199,7 +205,7 @@ export function renderBatch(report: BatchReport, noun = 'task instance', width?:
     )
   parts.push(
     `${report.plan ? 'PLAN (read-only: nothing written, no row locked): ' : s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${selectedPhrase(s, noun)}: ` +
-      `${counts.join(', ') || 'nothing to do'}; ${plural(s.events_created as number, 'event')}, ${plural(s.runs_queued as number, 'queue row')}${report.plan ? ` planned${report.downstream?.length ? ' (what they make ready: Downstream, below)' : ''}` : ''}.` +
+      `${counts.join(', ') || 'nothing to do'}; ${amounts ?? `${plural(s.events_created as number, 'event')}, ${plural(s.runs_queued as number, 'queue row')}`}${report.plan ? ` planned${report.downstream?.length ? ' (what they make ready: Downstream, below)' : ''}` : ''}.` +
       (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
   )
   if (report.plan) parts.push(`Plan: ${report.plan}.`)

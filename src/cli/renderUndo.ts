@@ -10,14 +10,7 @@ export function renderUndo(report: BatchReport<UndoItemJson>, width?: number): s
   if (report.items.length > 0)
     parts.push(
       renderTable(
-        [
-          'log id',
-          'command',
-          keyColumn('task instance'),
-          {header: 'outcome', keep: true},
-          'events deleted',
-          'restored',
-        ],
+        ['log id', 'command', keyColumn('task instance'), {header: 'outcome', keep: true}, 'deleted', 'restored'],
         report.items.map((item) => [
           item.log_id,
           item.command,
@@ -25,7 +18,7 @@ export function renderUndo(report: BatchReport<UndoItemJson>, width?: number): s
           item.outcome + (item.error ? `: ${item.error.sqlstate ?? ''} ${item.error.message}`.trimEnd() : ''),
           item.deleted_event_ids.length,
           item.restored_task_instance
-            ? 'task instance'
+            ? `ti${item.restored_cleared.length > 0 ? `, ${item.restored_cleared.length} cleared` : ''}`
             : item.restored_event_ids.length > 0
               ? `${item.restored_event_ids.length} events`
               : null,
@@ -45,10 +38,30 @@ export function renderUndo(report: BatchReport<UndoItemJson>, width?: number): s
       ].join('\n'),
     )
   const lost = report.items.flatMap((item) =>
-    (item.downstream ?? []).filter((d) => !d.ready).map((d) => `${d.dag_id} (log row ${item.log_id})`),
+    (item.lost_readiness ?? []).map((dag) => `${dag} (log row ${item.log_id})`),
   )
   if (lost.length > 0)
-    parts.push(`Consumer DAGs no longer ready after the undo: ${[...new Set(lost)].slice(0, detailRows).join(', ')}`)
-  parts.push(renderBatch({...report, items: []}, 'audit row', width))
+    parts.push(
+      `${report.summary.dry_run ? 'Would no longer be ready' : 'No longer ready'} (the undone events had made them ready): ${[...new Set(lost)].slice(0, detailRows).join(', ')}`,
+    )
+  parts.push(renderBatch({...report, items: []}, 'audit row', width, amounts(report)))
   return parts.join('\n\n')
+}
+
+/** "24 events deleted, 8 task instances restored", counted over every item (none when some were left out of the report). */
+function amounts(report: BatchReport<UndoItemJson>): string | undefined {
+  if (report.omitted) return `the items not listed are in ${report.output_file ?? '--json or --ndjson'}`
+  const count = (n: number, noun: string) => `${n.toLocaleString('en-US')} ${noun}${n === 1 ? '' : 's'}`
+  const events = report.items.reduce((n, item) => n + item.deleted_event_ids.length, 0)
+  const restoredEvents = report.items.reduce((n, item) => n + item.restored_event_ids.length, 0)
+  const tis = report.items.reduce(
+    (n, item) => n + (item.restored_task_instance ? 1 : 0) + item.restored_cleared.length,
+    0,
+  )
+  const verb = report.summary.dry_run ? 'would be ' : ''
+  return [
+    `${count(events, 'event')} ${verb}deleted`,
+    ...(restoredEvents > 0 ? [`${count(restoredEvents, 'event')} ${verb}restored`] : []),
+    `${count(tis, 'task instance')} ${verb}restored`,
+  ].join(', ')
 }

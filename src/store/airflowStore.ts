@@ -418,6 +418,8 @@ export interface ClearImage {
 export interface EventConsumerLocks {
   wanted: number
   locked: number
+  /** The events' assets (what the downstream preview reads before they go). */
+  assetIds: number[]
 }
 
 /** A run that consumed an event; runId null for a 3.2+ partition log row (no run yet). */

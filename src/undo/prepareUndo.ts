@@ -65,6 +65,8 @@ export interface UndoItemJson {
   consuming_runs?: Array<{event_id: number; dag_id: string; run_id: string | null}>
   /** The consumer DAGs of the deleted events' assets as the scheduler sees them after the undo. */
   downstream?: Downstream[]
+  /** The consumer DAGs those events had made ready that the undo leaves not ready. */
+  lost_readiness?: string[]
   detail?: string
   error?: ErrorJson
   timings: {total_ms: number}
@@ -243,6 +245,7 @@ function toUndoItemJson(target: UndoTarget, result: UndoResult, totalMs: number,
         restored_cleared: result.restoredCleared,
         restored_event_ids: result.restoredEventIds,
         downstream: result.downstream,
+        lost_readiness: result.lostReadiness,
       }
     case 'already_undone':
       return {...base, undo_log_id: result.undoLogId, detail: `undone already by log row ${result.undoLogId}`}

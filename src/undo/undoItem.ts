@@ -21,6 +21,8 @@ export type UndoOutcome =
       restoredCleared: string[]
       restoredEventIds: number[]
       downstream: Downstream[]
+      /** The consumer DAGs the deleted events had made ready, ready no longer: the scheduler will not run them for this write. */
+      lostReadiness: string[]
     }
   /** An undo of this row committed already (this one wrote nothing). */
   | {outcome: 'already_undone'; undoLogId: number}
@@ -88,7 +90,13 @@ export async function undoItem(
 }
 
 type Writable = Exclude<UndoTarget, {kind: 'refused'}>
-type Taken = {deleted: number[]; assetIds: number[]; queue: {deleted: QueueRow[]; kept: QueueRow[]}}
+type Taken = {
+  deleted: number[]
+  assetIds: number[]
+  queue: {deleted: QueueRow[]; kept: QueueRow[]}
+  /** The consumer DAGs as the scheduler saw them with the events still there. */
+  before: Downstream[]
+}
 
 /** One attempt: the events taken back (or a fix's put back), the undo's audit row, then the rows under their locks. */
 async function undoWrite(
@@ -123,8 +131,15 @@ async function undoWrite(
       restoredCleared: target.kind === 'complete' ? clearedIds(target) : [],
       restoredEventIds,
       downstream,
+      lostReadiness: lostReadiness(taken.before, downstream),
     },
   }
+}
+
+/** The consumer DAGs the events made ready that are ready no longer. */
+function lostReadiness(before: readonly Downstream[], after: readonly Downstream[]): string[] {
+  const readyAfter = new Set(after.filter((d) => d.ready).map((d) => d.dag_id))
+  return before.filter((d) => d.ready && !readyAfter.has(d.dag_id)).map((d) => d.dag_id)
 }
 
 /** The undo's own audit row: which row it takes back and what it deleted and restored. */
@@ -214,12 +229,13 @@ const busyDetail =
  * then refused when a run consumed any, else deleted with the queue rows the write created.
  */
 async function takeBackEvents(store: AirflowStore, tx: Executor, target: Writable): Promise<UndoOutcome | Taken> {
-  const none = {deleted: [], assetIds: [], queue: {deleted: [], kept: []}}
+  const none = {deleted: [], assetIds: [], queue: {deleted: [], kept: []}, before: []}
   if (target.kind === 'fix' || target.eventIds.length === 0) return none
   const locks = await store.lockEventConsumers(tx, target.eventIds)
   if (locks.locked < locks.wanted) throw new ConsumersBusy(busyMessage)
   const runs = await store.readConsumingRuns(tx, target.eventIds)
   if (runs.length > 0) return consumed(runs)
+  const before = locks.assetIds.length > 0 ? downstreamOf(await store.readDownstream(tx, locks.assetIds, [])) : []
   const deleted = await store.deleteEvents(tx, target.eventIds)
   if (deleted.length < target.eventIds.length) {
     // Gone already: another undo committed first (its row says so), or something else deleted them.
@@ -236,7 +252,7 @@ async function takeBackEvents(store: AirflowStore, tx: Executor, target: Writabl
     store.capabilities.queueShape === 'per_event'
       ? {deleted: [], kept: []}
       : await store.deleteCreatedQueueRows(tx, target.queueRows, target.eventIds)
-  return {deleted: deleted.map((e) => e.id), assetIds: [...new Set(deleted.map((e) => e.assetId))], queue}
+  return {deleted: deleted.map((e) => e.id), assetIds: [...new Set(deleted.map((e) => e.assetId))], queue, before}
 }
 
 function consumed(runs: ConsumingRun[]): UndoOutcome {
@@ -288,6 +304,7 @@ async function planUndo(
     restoredCleared: target.kind === 'complete' ? clearedIds(target) : [],
     restoredEventIds: target.kind === 'fix' ? target.removedEvents.map((e) => Number(e.id)) : [],
     downstream: [],
+    lostReadiness: [],
   }
 }
 

@@ -98,6 +98,8 @@ describe.each(versions)('airlock undo on %s', (version) => {
       expect.objectContaining({log_id: logId, command: 'complete', outcome: 'undone', deleted_event_ids: [1, 2]}),
     ])
     expect(await snapshot(db.knex)).toEqual(before)
+    // `report` was ready with both of etl's events queued; it is not once they are gone.
+    expect(out.result.items[0]!.lost_readiness).toEqual(['report'])
     // The undo's own audit row names what it took back.
     const [row] = await db.knex('log').where({event: 'airlock.undo'})
     expect(JSON.parse(row.extra as string)).toMatchObject({
@@ -139,6 +141,38 @@ describe.each(versions)('airlock undo on %s', (version) => {
     expect(item!.detail).toContain(runs[0]!.runId)
     expect(await snapshot(db.knex)).toEqual(before)
     expect(await db.knex('log').count({n: '*'}).first()).toEqual(logs)
+  })
+
+  it("keeps a queue row another producer's pending event still needs (before 3.4: one row per asset and DAG)", async () => {
+    const w = await world(db.knex)
+    const {log_id: logId} = await complete()
+    const [asset] = w.assets('etl')
+    // Another producer's event of the same asset, after airlock's: before 3.4 its queue insert
+    // found airlock's row there (ON CONFLICT DO NOTHING), so that row is its too.
+    const [other] = await db
+      .knex('asset_event')
+      .insert({asset_id: asset!.id, extra: '{}', timestamp: new Date(Date.now() + 1000)})
+      .returning('id')
+    const otherId = (other as {id: number}).id
+    if (version === '3.4')
+      await db
+        .knex('asset_dag_run_queue')
+        .insert({asset_id: asset!.id, target_dag_id: 'report', created_at: new Date(), asset_event_id: otherId})
+
+    const {code, out} = await undo('--log-id', String(logId))
+    expect(code).toBe(0)
+    const rows = await db.knex('asset_dag_run_queue').where({target_dag_id: 'report'}).orderBy('asset_id')
+    if (version === '3.4') {
+      // One row per event: airlock's went with its events, the other's stays.
+      expect(rows.map((r: {asset_event_id: number}) => r.asset_event_id)).toEqual([otherId])
+      expect(out.result.items[0]!.kept_queue_rows).toEqual({})
+    } else {
+      expect(rows.map((r: {asset_id: number}) => r.asset_id)).toEqual([asset!.id])
+      expect(out.result.items[0]).toMatchObject({
+        kept_queue_rows: {report: [asset!.id]},
+        deleted_queue_rows: {report: [w.assets('etl')[1]!.id]},
+      })
+    }
   })
 
   it('refuses a task instance that moved on since (changed), and writes nothing', async () => {

@@ -117,11 +117,12 @@ export function lockEventConsumers() {
        select d.dag_id from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id for share of d skip locked
      )
      select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
-            (select count(*)::int from locked) as locked`,
+            (select count(*)::int from locked) as locked,
+            array(select distinct e.asset_id from asset_event e where e.id = any($1::int[]) order by 1) as asset_ids`,
   )
   return async (ex: Executor, eventIds: readonly number[]): Promise<EventConsumerLocks> => {
-    const [row] = await ex.query<{wanted: number; locked: number}>(lock([eventIds]))
-    return {wanted: row!.wanted, locked: row!.locked}
+    const [row] = await ex.query<{wanted: number; locked: number; asset_ids: number[]}>(lock([eventIds]))
+    return {wanted: row!.wanted, locked: row!.locked, assetIds: row!.asset_ids}
   }
 }
 
