@@ -380,6 +380,9 @@ export interface DownstreamFacts {
   queued: QueuedAssets
 }
 
+/** log.event of an undo's own audit row (varchar(60) in Airflow): what findUndoOf looks for. */
+export const undoLogEvent = 'airlock.undo'
+
 /** One row of Airflow's audit `log`, as airlock undo reads it (extra as its text). */
 export interface AuditRecord {
   id: number
@@ -418,8 +421,11 @@ export interface ClearImage {
 export interface EventConsumerLocks {
   wanted: number
   locked: number
-  /** The events' assets (what the downstream preview reads before they go). */
+  /** Consumer DAGs with a partitioned timetable (3.2+): their partition path takes events without the DAG lock. */
+  partitioned: string[]
+  /** The events' assets and aliases (what the downstream preview reads before they go). */
   assetIds: number[]
+  aliasIds: number[]
 }
 
 /** A run that consumed an event; runId null for a 3.2+ partition log row (no run yet). */

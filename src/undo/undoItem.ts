@@ -3,8 +3,7 @@ import type {Executor} from '../engine/engine.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {downstreamOf, type Downstream} from '../protocol/downstream.js'
 import {sessionTag} from '../protocol/sessionTag.js'
-import type {AirflowStore, ConsumingRun} from '../store/airflowStore.js'
-import {undoLogEvent} from '../store/postgres/undo.js'
+import {undoLogEvent, type AirflowStore, type ConsumingRun} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import type {QueueRow, UndoTarget} from './undoTarget.js'
 
@@ -93,6 +92,7 @@ type Writable = Exclude<UndoTarget, {kind: 'refused'}>
 type Taken = {
   deleted: number[]
   assetIds: number[]
+  aliasIds: number[]
   queue: {deleted: QueueRow[]; kept: QueueRow[]}
   /** The consumer DAGs as the scheduler saw them with the events still there. */
   before: Downstream[]
@@ -119,7 +119,8 @@ async function undoWrite(
     const refused = await restoreUnderLock(store, tx, target, undoLogId)
     if (refused) return {rollback: refused}
   }
-  const downstream = taken.assetIds.length > 0 ? downstreamOf(await store.readDownstream(tx, taken.assetIds, [])) : []
+  const downstream =
+    taken.assetIds.length > 0 ? downstreamOf(await store.readDownstream(tx, taken.assetIds, taken.aliasIds)) : []
   return {
     commit: {
       outcome: 'undone',
@@ -229,13 +230,19 @@ const busyDetail =
  * then refused when a run consumed any, else deleted with the queue rows the write created.
  */
 async function takeBackEvents(store: AirflowStore, tx: Executor, target: Writable): Promise<UndoOutcome | Taken> {
-  const none = {deleted: [], assetIds: [], queue: {deleted: [], kept: []}, before: []}
+  const none = {deleted: [], assetIds: [], aliasIds: [], queue: {deleted: [], kept: []}, before: []}
   if (target.kind === 'fix' || target.eventIds.length === 0) return none
   const locks = await store.lockEventConsumers(tx, target.eventIds)
   if (locks.locked < locks.wanted) throw new ConsumersBusy(busyMessage)
   const runs = await store.readConsumingRuns(tx, target.eventIds)
   if (runs.length > 0) return consumed(runs)
-  const before = locks.assetIds.length > 0 ? downstreamOf(await store.readDownstream(tx, locks.assetIds, [])) : []
+  if (locks.partitioned.length > 0)
+    return {
+      outcome: 'not_undoable',
+      detail: `consumer DAG${locks.partitioned.length === 1 ? '' : 's'} ${locks.partitioned.join(', ')} ${locks.partitioned.length === 1 ? 'has' : 'have'} a partitioned timetable, whose partition path can take the events without the DAG lock undo holds (audit-events --fix leaves such events too); take the write back in Airflow`,
+    }
+  const preview = (ex: Executor) => store.readDownstream(ex, locks.assetIds, locks.aliasIds)
+  const before = locks.assetIds.length > 0 ? downstreamOf(await preview(tx)) : []
   const deleted = await store.deleteEvents(tx, target.eventIds)
   if (deleted.length < target.eventIds.length) {
     // Gone already: another undo committed first (its row says so), or something else deleted them.
@@ -252,7 +259,7 @@ async function takeBackEvents(store: AirflowStore, tx: Executor, target: Writabl
     store.capabilities.queueShape === 'per_event'
       ? {deleted: [], kept: []}
       : await store.deleteCreatedQueueRows(tx, target.queueRows, target.eventIds)
-  return {deleted: deleted.map((e) => e.id), assetIds: [...new Set(deleted.map((e) => e.assetId))], queue, before}
+  return {deleted: deleted.map((e) => e.id), assetIds: locks.assetIds, aliasIds: locks.aliasIds, queue, before}
 }
 
 function consumed(runs: ConsumingRun[]): UndoOutcome {

@@ -13,7 +13,6 @@ import {
   restoreClear,
   restoreEvents,
   restoreTaskInstance,
-  undoLogEvent,
 } from './undo.js'
 import {insertLogRow, logRowExists, recordBeforeImage} from './auditLog.js'
 import {
@@ -136,8 +135,8 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     readQueueOrphans: readQueueOrphans(capabilities),
     readAuditRecords: readAuditRecords(),
     readAuditRecordWindow: readAuditRecordWindow(),
-    findUndoOf: findUndoOf(undoLogEvent),
-    lockEventConsumers: lockEventConsumers(),
+    findUndoOf: findUndoOf(),
+    lockEventConsumers: lockEventConsumers(capabilities),
     readConsumingRuns: readConsumingRuns(capabilities),
     deleteEvents: deleteEvents(),
     deleteCreatedQueueRows: deleteCreatedQueueRows(),

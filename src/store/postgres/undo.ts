@@ -1,7 +1,14 @@
 import type {Capabilities} from '../../airflow/schema.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {AuditRecord, AuditRecordWindow, ClearImage, ConsumingRun, EventConsumerLocks} from '../airflowStore.js'
+import {
+  undoLogEvent,
+  type AuditRecord,
+  type AuditRecordWindow,
+  type ClearImage,
+  type ConsumingRun,
+  type EventConsumerLocks,
+} from '../airflowStore.js'
 import {consumerDagsOf} from './fragments.js'
 
 interface AuditRecordRow {
@@ -17,9 +24,6 @@ interface AuditRecordRow {
   owner: string | null
   extra: string | null
 }
-
-/** log.event of an undo's own audit row (varchar(60) in Airflow). */
-export const undoLogEvent = 'airlock.undo'
 
 const recordColumns = 'id, dttm, logical_date, event, dag_id, run_id, task_id, map_index, try_number, owner, extra'
 
@@ -84,7 +88,8 @@ export function readAuditRecordWindow() {
  * `"undoes": logId` (`exceptId`: the calling undo's own row, not committed yet). The CASE keeps the cast away from rows of other events, whose extra need not
  * be JSON.
  */
-export function findUndoOf(undoEvent: string) {
+export function findUndoOf() {
+  const undoEvent = undoLogEvent
   const find = prepared(
     'find_undo_of',
     `select id from log
@@ -104,25 +109,42 @@ export function findUndoOf(undoEvent: string) {
  * LOCKED, the locks `audit-events --fix` takes: the scheduler creates an asset-triggered run only
  * for a DAG row it locked (`DagModel.dags_needing_dagruns`, FOR UPDATE SKIP LOCKED), so while they
  * are held no run can take these events, and a row it holds is reported rather than waited for.
+ * Also: which of them have a partitioned timetable (3.2+), whose partition path takes events
+ * without that lock, and the events' assets and aliases (what the downstream preview reads).
  */
-export function lockEventConsumers() {
+export function lockEventConsumers(capabilities: Pick<Capabilities, 'partitionedTimetables'>) {
   const lock = prepared(
-    'lock_event_consumers',
+    `lock_event_consumers${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
     `with wanted as (
        ${consumerDagsOf(
          'array(select e.asset_id from asset_event e where e.id = any($1::int[]))',
          'array(select l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]))',
        )}
      ), locked as (
-       select d.dag_id from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id for share of d skip locked
+       select d.dag_id, ${capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'} as partitioned
+         from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id for share of d skip locked
      )
      select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
             (select count(*)::int from locked) as locked,
-            array(select distinct e.asset_id from asset_event e where e.id = any($1::int[]) order by 1) as asset_ids`,
+            array(select dag_id from locked where partitioned order by 1) as partitioned,
+            array(select distinct e.asset_id from asset_event e where e.id = any($1::int[]) order by 1) as asset_ids,
+            array(select distinct l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]) order by 1) as alias_ids`,
   )
   return async (ex: Executor, eventIds: readonly number[]): Promise<EventConsumerLocks> => {
-    const [row] = await ex.query<{wanted: number; locked: number; asset_ids: number[]}>(lock([eventIds]))
-    return {wanted: row!.wanted, locked: row!.locked, assetIds: row!.asset_ids}
+    const [row] = await ex.query<{
+      wanted: number
+      locked: number
+      partitioned: string[]
+      asset_ids: number[]
+      alias_ids: number[]
+    }>(lock([eventIds]))
+    return {
+      wanted: row!.wanted,
+      locked: row!.locked,
+      partitioned: row!.partitioned,
+      assetIds: row!.asset_ids,
+      aliasIds: row!.alias_ids,
+    }
   }
 }
 

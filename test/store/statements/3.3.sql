@@ -771,6 +771,15 @@ update dag_run set queued_at = clock_timestamp(), clear_number = clear_number + 
     where id = $1 and state in ('queued', 'running')
 returning state;
 
+-- airlock_record_clear_image_6ecfd4491cfb
+update log
+  set extra = jsonb_set(extra::jsonb, '{airlock,before,continue_run}', $2::jsonb || jsonb_build_object('left', jsonb_build_object(
+        'task_instances', coalesce((select jsonb_agg(to_jsonb(t) order by t.task_id, t.map_index) from (
+            select ti.id, ti.task_id, ti.map_index, ti.try_number, ti.state, ti.updated_at
+              from task_instance ti where ti.id = any($3::uuid[])) as t), '[]'::jsonb),
+        'dag_run', (select to_jsonb(d) from (select id, state, clear_number, updated_at from dag_run where id = $4::int) as d))))::text
+where id = $1;
+
 -- airlock_dag_ids_9b5ffd60c944
 select dag_id from dag order by dag_id;
 
@@ -1023,7 +1032,7 @@ where event = $1
   and id is distinct from $3::int
 order by id limit 1;
 
--- airlock_lock_event_consumers_fc2d6a5f2102
+-- airlock_lock_event_consumers_partitioned_a0fd82874533
 with wanted as (
   select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
   union
@@ -1033,10 +1042,14 @@ with wanted as (
   union
   select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
 ), locked as (
-  select d.dag_id from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id for share of d skip locked
+  select d.dag_id, coalesce(d.timetable_partitioned, false) as partitioned
+    from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id for share of d skip locked
 )
 select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
-       (select count(*)::int from locked) as locked;
+       (select count(*)::int from locked) as locked,
+       array(select dag_id from locked where partitioned order by 1) as partitioned,
+       array(select distinct e.asset_id from asset_event e where e.id = any($1::int[]) order by 1) as asset_ids,
+       array(select distinct l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]) order by 1) as alias_ids;
 
 -- airlock_consuming_runs_partitioned_5ab0ca49eca3
 select c.event_id, r.dag_id, r.run_id from dagrun_asset_event c join dag_run r on r.id = c.dag_run_id
@@ -1104,6 +1117,53 @@ with rows as (
    where exists (select 1 from asset_alias al where al.id = a.alias_id::int)
 )
 select id from back order by id;
+
+-- airlock_undo_lock_cleared_db9dede30db7
+select id from task_instance where id = any($1::uuid[]) order by task_id, map_index for update;
+
+-- airlock_undo_lock_cleared_run_8a6dfc055b00
+select id from dag_run where id = $1::int for update;
+
+-- airlock_undo_compare_cleared_8b910e658f5f
+select format('%s[%s] %s', l.task_id, l.map_index,
+              case when ti.id is null then 'has another id now (cleared again, or retried)'
+                   else 'changed (' || array_to_string(array_remove(array[
+                          case when ti.state is distinct from l.state then 'state, now ' || coalesce(ti.state, 'none') end,
+                          case when ti.try_number is distinct from l.try_number then 'try_number' end,
+                          case when ti.updated_at is distinct from l.updated_at then 'updated_at' end], null), ', ') || ')' end) as change
+  from json_populate_recordset(null::task_instance, $1::json) as l
+  left join task_instance ti on ti.id = l.id
+ where ti.id is null or ti.state is distinct from l.state or ti.try_number is distinct from l.try_number
+    or ti.updated_at is distinct from l.updated_at
+union all
+select format('the run changed (%s)', array_to_string(array_remove(array[
+         case when d.state is distinct from l.state then 'state, now ' || coalesce(d.state, 'none') end,
+         case when d.clear_number is distinct from l.clear_number then 'clear_number' end,
+         case when d.updated_at is distinct from l.updated_at then 'updated_at' end], null), ', '))
+  from json_populate_record(null::dag_run, $2::json) as l join dag_run d on d.id = l.id
+ where d.state is distinct from l.state or d.clear_number is distinct from l.clear_number
+    or d.updated_at is distinct from l.updated_at;
+
+-- airlock_undo_restore_cleared_e64ff8e9c517
+update task_instance ti
+  set id = b.id, state = b.state, max_tries = b.max_tries, external_executor_id = b.external_executor_id,
+      next_method = b.next_method, updated_at = b.updated_at
+ from json_populate_recordset(null::task_instance, $1::json) as b
+ join json_populate_recordset(null::task_instance, $2::json) as l on l.task_id = b.task_id and l.map_index = b.map_index
+where ti.id = l.id;
+
+-- airlock_undo_unarchive_cleared_850f5c4f20df
+delete from task_instance_history where task_instance_id = any($1::uuid[]);
+
+-- airlock_undo_restore_reschedules_abfae6ca89e0
+insert into task_reschedule select (json_populate_record(null::task_reschedule, r)).* from json_array_elements($1::json) as r;
+
+-- airlock_undo_restore_run_145ec41cac0c
+update dag_run d
+  set state = b.state, queued_at = b.queued_at, start_date = b.start_date, end_date = b.end_date,
+      last_scheduling_decision = b.last_scheduling_decision, clear_number = b.clear_number, updated_at = b.updated_at
+ from json_populate_record(null::dag_run, $1::json) as b
+where d.id = b.id;
 
 -- airlock_explain_dag_page_6f5822a9ec85
 select d.dag_id from dag d
