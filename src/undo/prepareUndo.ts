@@ -89,7 +89,8 @@ export async function prepareUndo(
   const changing = targets.filter((t) => t.kind !== 'refused').length
   return {
     count: targets.length + missing.length,
-    prompt: {action: 'undo', noun: 'airlock writes', changing},
+    // Asked whatever the count: an undo deletes rows.
+    prompt: {action: 'undo', noun: 'airlock writes', changing, always: true},
     label: 'undo',
     doneOutcomes: ['undone', 'would_undo', 'already_undone'],
     explicit,

@@ -362,4 +362,14 @@ describe.each(versions)('airlock undo on %s', (version) => {
       expect(result.code, result.stdout).toBe(2)
     }
   })
+
+  it('asks before one undo too (it deletes rows): without --yes and no terminal, exit 2 and nothing written', async () => {
+    await world(db.knex)
+    const {log_id: logId} = await complete()
+    const result = await runCli(['undo', '--database-url', db.url, '--json', '--log-id', String(logId)])
+    expect(result.code).toBe(2)
+    expect(JSON.stringify(envelope(result))).toContain('--yes')
+    expect((await produce()).state).toBe('success')
+    expect(await db.knex('log').where({event: 'airlock.undo'})).toEqual([])
+  })
 })
