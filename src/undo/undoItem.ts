@@ -111,6 +111,9 @@ async function undoWrite(
   if ('outcome' in taken) return {rollback: taken}
   const restoredEventIds = target.kind === 'fix' ? await store.restoreEvents(tx, target.removedEvents) : []
   if (target.kind === 'fix' && restoredEventIds.length < target.removedEvents.length) {
+    // Back already: another undo of this row committed them first (its row says so).
+    const earlier = await store.findUndoOf(tx, target.record.id)
+    if (earlier !== undefined) return {rollback: {outcome: 'already_undone', undoLogId: earlier}}
     const back = target.removedEvents.map((e) => Number(e.id)).filter((id) => !restoredEventIds.includes(id))
     return {rollback: {outcome: 'changed', detail: `events with the ids it removed exist again: ${back.join(', ')}`}}
   }
@@ -200,6 +203,10 @@ async function restoreUnderLock(
   undoLogId: number,
 ): Promise<UndoOutcome | undefined> {
   const locked = await store.lockTaskInstance(tx, target.tiId)
+  // Another undo of this row that committed while this one waited for the lock: it changed the
+  // row, so this is asked before the recheck (which would call that change `changed`).
+  const during = await store.findUndoOf(tx, target.record.id, undoLogId)
+  if (during !== undefined) return {outcome: 'already_undone', undoLogId: during}
   if (!locked)
     return {
       outcome: 'changed',
@@ -213,9 +220,6 @@ async function restoreUnderLock(
       outcome: 'changed',
       detail: `what --continue-run cleared moved on since: ${moved.join('; ')} (the scheduler picks a cleared run up within seconds); nothing undone`,
     }
-  // Another undo that committed while this one waited for the lock.
-  const during = await store.findUndoOf(tx, target.record.id, undoLogId)
-  if (during !== undefined) return {outcome: 'already_undone', undoLogId: during}
   await store.restoreTaskInstance(tx, target.tiId, target.taskInstance)
   if (target.clear) await store.restoreClear(tx, target.clear)
   return undefined

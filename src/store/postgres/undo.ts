@@ -288,7 +288,8 @@ export function restoreTaskInstance() {
 /**
  * Events `audit-events --fix` removed, put back whole from its before-image (every column as it
  * was, the id included) with their alias links. An id that exists again is left alone and not
- * returned.
+ * returned, also one another transaction is inserting (ON CONFLICT waits for it, then skips the
+ * row rather than failing on the key).
  */
 export function restoreEvents() {
   const restore = prepared(
@@ -299,6 +300,7 @@ export function restoreEvents() {
        insert into asset_event
        select (json_populate_record(null::asset_event, rows.row)).* from rows
         where not exists (select 1 from asset_event e where e.id = rows.id)
+       on conflict do nothing
        returning id
      ), links as (
        insert into asset_alias_asset_event (alias_id, event_id)
