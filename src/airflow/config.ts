@@ -35,6 +35,39 @@ export const clearStateOnSuccessOption: AirflowOption = {
   default: false,
 }
 
+/**
+ * The worker-side task state backend (3.3+, apache/airflow #66859): a class on the workers that
+ * keeps the task state's payloads in its own storage, the `task_state` row holding only a
+ * reference. #66859 named the option `[workers] state_backend`; the 3.3-era deployment docs and
+ * apache/airflow #72100 name it `[workers] state_store_backend`. Which name 3.3.0 itself reads could
+ * not be established at its tag, so both are read, the newer name first.
+ */
+export const workerStateBackendOptions = [
+  {section: 'workers', key: 'state_store_backend'},
+  {section: 'workers', key: 'state_backend'},
+] as const
+
+/** A string option that is set, the option it was read as, and where it was found. */
+export interface AirflowStringSetting {
+  value: string
+  option: string
+  source: string
+}
+
+/**
+ * The worker-side task state backend class as Airflow reads it (`conf.get("workers", …, fallback="")`:
+ * empty means none), or undefined when neither name is set.
+ */
+export function readWorkerStateBackend(env: NodeJS.ProcessEnv = process.env): AirflowStringSetting | undefined {
+  for (const {section, key} of workerStateBackendOptions) {
+    const found = readAirflowString(section, key, env)
+    if (found !== undefined && found.value.trim() !== '')
+      return {value: found.value.trim(), option: `[${section}] ${key}`, source: found.source}
+  }
+
+  return undefined
+}
+
 export class AirflowConfigError extends Error {}
 
 export function readAirflowSetting(option: AirflowOption, env: NodeJS.ProcessEnv = process.env): AirflowSetting {

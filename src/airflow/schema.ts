@@ -1,4 +1,4 @@
-import type {AirflowSetting} from './config.js'
+import type {AirflowSetting, AirflowStringSetting} from './config.js'
 import {compareVersions} from './revisions.js'
 
 /** table name → its column names, for the public schema's tables airlock cares about. */
@@ -72,6 +72,12 @@ export interface Capabilities {
 export interface AirflowSettings {
   multiTeam: AirflowSetting | null
   clearStateOnSuccess: AirflowSetting | null
+  /**
+   * The worker-side task state backend (`[workers] state_store_backend`, 3.3+), read where the
+   * release has a task state table; null there when none is set. A worker's success clears its
+   * payloads (with `clear_on_success`); airlock, like REST mark-success, deletes only the rows.
+   */
+  workerStateBackend: AirflowStringSetting | null
 }
 
 export interface AirflowSchema {
@@ -203,9 +209,10 @@ export const optionalTables = [
  *   shared by 3.1.0 to 3.1.7, so airlock cannot tell 3.1.7 apart and follows 3.1.0–3.1.6;
  * - alias-created assets take the declared group and extra from #58038 (3.1.5, backported as
  *   #58712: in the 3.1.5 release notes); on the shared 3.1.0–3.1.7 head airlock follows 3.1.0;
- * - 3.3.0 lets a task choose partition keys per event (#65447, #66782, #67718: `add_partitions`
- *   is documented from the 3.3.0 docs on) and logs key-less events partition-aware consumers
- *   listen to (read in a main copy between 3.3.0 and 3.4.0; the 3.3.0 tag itself unverified).
+ * - 3.3.0 lets a task choose partition keys per event (#65447, #66782, #67718) and logs key-less
+ *   events partition-aware consumers listen to. Only the task side is tied to 3.3.0 (its
+ *   documentation shows `add_partitions`); the server side was read in copies of main and its
+ *   release is unverified (docs/airflow-versions.md, "Release evidence for the 3.3 claims").
  */
 export function releaseBehaviour(
   version: string,

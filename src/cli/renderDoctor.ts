@@ -45,9 +45,13 @@ export function renderDoctor(report: DoctorReport, width?: number): string {
           ? `${capabilities?.clearTaskStateOnSuccess ? `yes (${capabilities.taskStateTable ?? ''})` : 'no'} ([state_store] clear_on_success from ${airflow.airflowSettings.clearStateOnSuccess.source})`
           : null,
       ],
+      ['worker task state backend', workerStateBackendText(airflow)],
       ['lock monitoring (pg_monitor)', server.canMonitor ? 'yes' : "no: audit-locks sees only this user's sessions"],
     ]),
   ]
+
+  const backendWarning = workerStateBackendWarning(airflow)
+  if (backendWarning) sections.push(`! ${backendWarning}`)
 
   if (airflow.supported) {
     const denied = report.privileges.filter((p) => !p.granted)
@@ -78,6 +82,22 @@ export function renderDoctor(report: DoctorReport, width?: number): string {
 }
 
 const yesNo = (value: boolean) => (value ? 'yes' : 'no')
+
+function workerStateBackendText(airflow: DoctorReport['airflow']): string | null {
+  const backend = airflow.airflowSettings?.workerStateBackend
+  return backend ? `${backend.value} (${backend.option} from ${backend.source})` : null
+}
+
+/**
+ * With a worker-side task state backend and `clear_on_success` on, a worker's success clears the
+ * backend's payloads before the API server deletes the rows (apache/airflow #66859); airlock, like
+ * REST mark-success, runs no worker code and deletes only the rows, which hold references.
+ */
+export function workerStateBackendWarning(airflow: DoctorReport['airflow']): string | undefined {
+  const backend = airflow.airflowSettings?.workerStateBackend
+  if (!backend || !airflow.capabilities?.clearTaskStateOnSuccess) return undefined
+  return `${backend.option} = ${backend.value}: a worker's success clears that backend's payloads, airlock's (like REST mark-success) cannot; complete deletes only the task state rows that point to them, leaving the payloads in the backend unreferenced`
+}
 
 function placementText(airflow: DoctorReport['airflow']): string {
   const behaviour =

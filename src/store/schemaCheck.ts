@@ -26,6 +26,7 @@ import {
   clearStateOnSuccessOption,
   multiTeamOption,
   readAirflowSetting,
+  readWorkerStateBackend,
   type AirflowOption,
   type AirflowSetting,
 } from '../airflow/config.js'
@@ -114,6 +115,7 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
   const settings = {
     multiTeam: detected.multiTeam ? airflowSetting(multiTeamOption) : null,
     clearStateOnSuccess: detected.taskStateTable ? airflowSetting(clearStateOnSuccessOption) : null,
+    workerStateBackend: detected.taskStateTable ? airflowConfig(() => readWorkerStateBackend() ?? null) : null,
   }
   const capabilities: Capabilities = {
     ...detected,
@@ -136,8 +138,13 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
 
 /** An Airflow setting, or exit 2 naming the value Airflow itself would refuse. */
 function airflowSetting(option: AirflowOption): AirflowSetting {
+  return airflowConfig(() => readAirflowSetting(option))
+}
+
+/** Reads Airflow's configuration; an unreadable airflow.cfg or a refused value is exit 2. */
+function airflowConfig<T>(read: () => T): T {
   try {
-    return readAirflowSetting(option)
+    return read()
   } catch (error) {
     if (error instanceof AirflowConfigError) throw usageError(`Airflow's configuration: ${error.message}.`)
     throw error

@@ -1,3 +1,7 @@
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {compareVersions} from '../../src/airflow/revisions.js'
@@ -251,6 +255,55 @@ describe('airlock doctor', () => {
     expect((envelope(audited) as {warnings: string[]}).warnings.join('\n')).toContain(
       'unknown to airlock; working as Airflow 3.2.x',
     )
+  })
+
+  it("names a worker task state backend, and warns when a success would clear it and airlock's cannot", async () => {
+    const database = await createTestDatabase('3.3', 1)
+    databases.push(database)
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-doctor-'))
+    const cfg = path.join(dir, 'airflow.cfg')
+    // The name apache/airflow #66859 gave the option, in airflow.cfg.
+    await fs.writeFile(cfg, '[workers]\nstate_backend = mypackage.state.S3Backend\n')
+    try {
+      const warning = "a worker's success clears that backend's payloads, airlock's (like REST mark-success) cannot"
+      const off = await runCli(['doctor', '--database-url', database.url], {env: {AIRFLOW_CONFIG: cfg}})
+      expect(off.code).toBe(0)
+      expect(off.stdout).toContain(`mypackage.state.S3Backend ([workers] state_backend from ${cfg})`)
+      expect(off.stdout).not.toContain(warning)
+
+      const env = {
+        AIRFLOW_CONFIG: cfg,
+        AIRFLOW__STATE_STORE__CLEAR_ON_SUCCESS: 'True',
+        AIRFLOW__WORKERS__STATE_STORE_BACKEND: 'mypackage.state.GcsBackend',
+      }
+      const on = await runCli(['doctor', '--database-url', database.url], {env})
+      expect(on.code).toBe(0)
+      expect(on.stdout).toContain(
+        'mypackage.state.GcsBackend ([workers] state_store_backend from AIRFLOW__WORKERS__STATE_STORE_BACKEND)',
+      )
+      expect(on.stdout).toContain(`! [workers] state_store_backend = mypackage.state.GcsBackend: ${warning}`)
+      const json = envelope(await runCli(['doctor', '--database-url', database.url, '--json'], {env})) as {
+        result: {airflow: {airflowSettings: {workerStateBackend: unknown}}}
+      }
+      expect(json.result.airflow.airflowSettings.workerStateBackend).toEqual({
+        value: 'mypackage.state.GcsBackend',
+        option: '[workers] state_store_backend',
+        source: 'AIRFLOW__WORKERS__STATE_STORE_BACKEND',
+      })
+    } finally {
+      await fs.rm(dir, {recursive: true, force: true})
+    }
+
+    // Before 3.3 there is no task state table: the option is not read.
+    const v32 = await createTestDatabase('3.2', 1)
+    databases.push(v32)
+    const before = await runCli(['doctor', '--database-url', v32.url, '--json'], {
+      env: {AIRFLOW__WORKERS__STATE_STORE_BACKEND: 'mypackage.state.GcsBackend'},
+    })
+    expect(
+      (envelope(before) as {result: {airflow: {airflowSettings: {workerStateBackend: unknown}}}}).result.airflow
+        .airflowSettings.workerStateBackend,
+    ).toBeNull()
   })
 
   it('--assume-version is ignored for a head airlock knows, and a value that is no release line is exit 2', async () => {
