@@ -1,6 +1,6 @@
 import {activeOutlets, describeOutlet, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
-import {auditIdentity, beforeImageStandIn, extraAroundEventIds} from '../protocol/auditIdentity.js'
+import {auditIdentity, beforeImageStandIn, clearImageStandIn, extraAroundEventIds} from '../protocol/auditIdentity.js'
 import {queueRowsCreated} from '../protocol/beforeImage.js'
 import {
   consumerDags,
@@ -218,6 +218,8 @@ async function applyCompletion(
     fields: {
       queue_rows: queueRowsCreated(registration.consumers),
       ...(registration.stateCleared > 0 ? {task_state_cleared: registration.stateCleared} : {}),
+      // Filled by the clear under its locks (applyClear), or nothing when it clears nothing.
+      ...(registration.clear ? {continue_run: clearImageStandIn} : {}),
     },
   })
   if (registration.clear) registration.cleared = await applyClear(store, tx, registration.clear, registration.logId)

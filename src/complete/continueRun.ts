@@ -2,6 +2,7 @@ import {compareVersions} from '../airflow/revisions.js'
 import {clearSubset, taskGraph} from '../airflow/serializedDag.js'
 import type {StoredState, TaskInstanceContext} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
+import {clearImageStandIn} from '../protocol/auditIdentity.js'
 import type {AirflowStore, ClearRun, ClearTarget} from '../store/airflowStore.js'
 
 /**
@@ -165,14 +166,14 @@ export async function applyClear(
   // `clear` returns before `clear_task_instances` when nothing matched: the run is not touched.
   const requeued =
     plan.targets.length > 0 && (await store.requeueDagRun(tx, plan.run.id, {touchActive: plan.touchActiveRun}))
-  if (image)
-    await store.recordClearImage(
-      tx,
-      logId,
-      image,
-      cleared.map((c) => c.newId),
-      plan.run.id,
-    )
+  await store.recordClearImage(
+    tx,
+    logId,
+    clearImageStandIn,
+    image ?? null,
+    cleared.map((c) => c.newId),
+    plan.run.id,
+  )
   return {
     cleared: plan.targets.map((t) => ({
       ti_id: t.id,

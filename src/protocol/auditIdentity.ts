@@ -39,3 +39,11 @@ const standInJson = JSON.stringify(standIn)
  * as they were when locked. Random once per process, like the event ids' stand-in.
  */
 export const beforeImageStandIn = `before ${randomUUID()}`
+
+/**
+ * Where --continue-run's clear image goes inside the before-image: the success statement writes
+ * this stand-in as `continue_run`, and the clear's own statement replaces it (store.recordClearImage)
+ * by text, as the before-image itself is put in: the extra keeps JSON.stringify's spacing, which
+ * the evidence reads (`"airlock":{`).
+ */
+export const clearImageStandIn = `clear ${randomUUID()}`

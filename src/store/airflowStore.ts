@@ -178,7 +178,8 @@ export interface AirflowStore extends CatalogStore {
   recordClearImage(
     ex: Executor,
     logId: number,
-    image: string,
+    standIn: string,
+    image: string | null,
     newIds: readonly string[],
     dagRunId: number,
   ): Promise<void>

@@ -168,6 +168,15 @@ describe.each(versions)('airlock undo on %s', (version) => {
       expect(out.result.items[0]!.kept_queue_rows).toEqual({})
     } else {
       expect(rows.map((r: {asset_id: number}) => r.asset_id)).toEqual([asset!.id])
+      // With the time the other event's own insert would have given it: the scheduler's triggered
+      // date is the newest created_at, and it takes the events stamped up to it.
+      const [{ts}] = (
+        await db.knex.raw<{rows: Array<{ts: string}>}>(
+          `select (q.created_at = e.timestamp) as ts from asset_dag_run_queue q, asset_event e where q.target_dag_id = 'report' and e.id = ?`,
+          [otherId],
+        )
+      ).rows as unknown as Array<{ts: string}>
+      expect(ts).toBe(true)
       expect(out.result.items[0]).toMatchObject({
         kept_queue_rows: {report: [asset!.id]},
         deleted_queue_rows: {report: [w.assets('etl')[1]!.id]},
@@ -319,8 +328,13 @@ describe.each(versions)('airlock undo on %s', (version) => {
     expect(item.continue_run.cleared).toHaveLength(3)
     expect((await db.knex('dag_run').first()).state).toBe('queued')
 
-    const {code, out} = await undo('--log-id', String(item.log_id))
+    // The clear's image is put in by text: the row keeps the spacing airlock's readers look for.
+    const [row] = await db.knex('log').where({id: item.log_id})
+    expect(row.extra).toMatch(/^\{"host_name":"[^"]*","airlock":\{/)
+    // Selected by time too (the window reads airlock's rows by that spacing).
+    const {code, out} = await undo('--since', '1h')
     expect(code, JSON.stringify(out)).toBe(0)
+    expect(out.result.items).toHaveLength(1)
     expect(out.result.items[0]).toMatchObject({command: 'complete --continue-run', outcome: 'undone'})
     expect(out.result.items[0]!.restored_cleared).toHaveLength(3)
     expect(await snapshot(db.knex)).toEqual(before)

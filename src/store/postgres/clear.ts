@@ -325,20 +325,30 @@ export function readClearImage(catalog: ClearCatalog) {
 /**
  * After the clear, still under its locks: its before-image (readClearImage) and what it left (the
  * new ids, state, try and updated_at of each task instance; the run's state, clear_number and
- * updated_at) into the completion's audit row, at `airlock.before.continue_run`.
+ * updated_at) into the completion's audit row, at `airlock.before.continue_run` (null when the
+ * clear cleared nothing).
  */
 export function recordClearImage() {
+  // In place of the stand-in, by text: rewriting the whole extra as jsonb would change its
+  // spacing, and the evidence and undo's window read airlock's rows by `"airlock":{`.
   const record = prepared(
     'record_clear_image',
     `update log
-        set extra = jsonb_set(extra::jsonb, '{airlock,before,continue_run}', $2::jsonb || jsonb_build_object('left', jsonb_build_object(
+        set extra = replace(extra, $2, coalesce(($3::jsonb || jsonb_build_object('left', jsonb_build_object(
               'task_instances', coalesce((select jsonb_agg(to_jsonb(t) order by t.task_id, t.map_index) from (
                   select ti.id, ti.task_id, ti.map_index, ti.try_number, ti.state, ti.updated_at
-                    from task_instance ti where ti.id = any($3::uuid[])) as t), '[]'::jsonb),
-              'dag_run', (select to_jsonb(d) from (select id, state, clear_number, updated_at from dag_run where id = $4::int) as d))))::text
+                    from task_instance ti where ti.id = any($4::uuid[])) as t), '[]'::jsonb),
+              'dag_run', (select to_jsonb(d) from (select id, state, clear_number, updated_at from dag_run where id = $5::int) as d))))::text, 'null'))
       where id = $1`,
   )
-  return async (ex: Executor, logId: number, image: string, newIds: readonly string[], dagRunId: number) => {
-    await ex.query(record([logId, image, newIds, dagRunId]))
+  return async (
+    ex: Executor,
+    logId: number,
+    standIn: string,
+    image: string | null,
+    newIds: readonly string[],
+    dagRunId: number,
+  ) => {
+    await ex.query(record([logId, JSON.stringify(standIn), image, newIds, dagRunId]))
   }
 }

@@ -107,7 +107,7 @@ export function findUndoOf() {
 /**
  * Locks the `dag` rows of every DAG scheduled on these events' assets or aliases, FOR SHARE SKIP
  * LOCKED, the locks `audit-events --fix` takes: the scheduler creates an asset-triggered run only
- * for a DAG row it locked (`DagModel.dags_needing_dagruns`, FOR UPDATE SKIP LOCKED), so while they
+ * for a DAG row it locked (`DagModel.dags_needing_dagruns`, FOR NO KEY UPDATE SKIP LOCKED: `with_row_locks`' key_share default), so while they
  * are held no run can take these events, and a row it holds is reported rather than waited for.
  * Also: which of them have a partitioned timetable (3.2+), whose partition path takes events
  * without that lock, and the events' assets and aliases (what the downstream preview reads).
@@ -191,23 +191,34 @@ export function deleteEvents() {
 
 /**
  * Before 3.4, the queue rows a write created, deleted where nothing else needs them. A row keyed
- * (asset, DAG) stands for every pending event of that asset, not for one: it is kept when another
- * event of the asset is still pending for that DAG, as the scheduler would read it
- * (`SchedulerJobRunner._create_dag_runs_asset_triggered`, jobs/scheduler_job_runner.py: the
- * events after the DAG's last asset-triggered run's run_after). Returns the keys deleted and kept.
+ * (asset, DAG) stands for every pending event of that asset, not for one: another producer's event
+ * stamped since the row was created found it there (`ON CONFLICT DO NOTHING`) and queued nothing
+ * of its own. Such a row is kept, with the `created_at` the first of those events would have given
+ * it (its own insert, at about its timestamp): the scheduler's triggered date is the newest
+ * created_at of the DAG's rows and it takes the events stamped up to it
+ * (`DagModel.dags_needing_dagruns`, `SchedulerJobRunner._create_dag_runs_asset_triggered`), so
+ * airlock's earlier time would leave that event out of the run it triggers. Only events after the
+ * DAG's last asset-triggered run's run_after count, as the scheduler reads them. Returns the keys
+ * deleted and kept.
  */
 export function deleteCreatedQueueRows() {
   const remove = prepared(
     'undo_delete_queue_rows',
     `with created as (
-       select q.dag_id, q.asset_id from unnest($1::text[], $2::int[]) as q(dag_id, asset_id)
+       select c.dag_id, c.asset_id, q.created_at
+         from unnest($1::text[], $2::int[]) as c(dag_id, asset_id)
+         join asset_dag_run_queue q on q.target_dag_id = c.dag_id and q.asset_id = c.asset_id
      ), needed as (
-       select c.dag_id, c.asset_id from created c
-        where exists (
-          select 1 from asset_event e
-           where e.asset_id = c.asset_id and e.id <> all($3::int[])
-             and e.timestamp > coalesce((select max(r.run_after) from dag_run r
-                                          where r.dag_id = c.dag_id and r.run_type = 'asset_triggered'), '-infinity'))
+       select c.dag_id, c.asset_id, min(e.timestamp) as first_pending
+         from created c
+         join asset_event e on e.asset_id = c.asset_id and e.id <> all($3::int[]) and e.timestamp >= c.created_at
+        where e.timestamp > coalesce((select max(r.run_after) from dag_run r
+                                       where r.dag_id = c.dag_id and r.run_type = 'asset_triggered'), '-infinity')
+        group by c.dag_id, c.asset_id
+     ), kept as (
+       update asset_dag_run_queue q set created_at = n.first_pending
+         from needed n where q.target_dag_id = n.dag_id and q.asset_id = n.asset_id
+       returning q.target_dag_id as dag_id, q.asset_id
      ), gone as (
        delete from asset_dag_run_queue q using created c
         where q.target_dag_id = c.dag_id and q.asset_id = c.asset_id
@@ -216,7 +227,7 @@ export function deleteCreatedQueueRows() {
      )
      select 'deleted' as kind, dag_id, asset_id from gone
      union all
-     select 'kept', dag_id, asset_id from needed
+     select 'kept', dag_id, asset_id from kept
       order by 1, 2, 3`,
   )
   return async (

@@ -768,13 +768,13 @@ update dag_run set queued_at = clock_timestamp(), clear_number = clear_number + 
     where id = $1 and state in ('queued', 'running')
 returning state;
 
--- airlock_record_clear_image_6ecfd4491cfb
+-- airlock_record_clear_image_1042343bbf35
 update log
-  set extra = jsonb_set(extra::jsonb, '{airlock,before,continue_run}', $2::jsonb || jsonb_build_object('left', jsonb_build_object(
+  set extra = replace(extra, $2, coalesce(($3::jsonb || jsonb_build_object('left', jsonb_build_object(
         'task_instances', coalesce((select jsonb_agg(to_jsonb(t) order by t.task_id, t.map_index) from (
             select ti.id, ti.task_id, ti.map_index, ti.try_number, ti.state, ti.updated_at
-              from task_instance ti where ti.id = any($3::uuid[])) as t), '[]'::jsonb),
-        'dag_run', (select to_jsonb(d) from (select id, state, clear_number, updated_at from dag_run where id = $4::int) as d))))::text
+              from task_instance ti where ti.id = any($4::uuid[])) as t), '[]'::jsonb),
+        'dag_run', (select to_jsonb(d) from (select id, state, clear_number, updated_at from dag_run where id = $5::int) as d))))::text, 'null'))
 where id = $1;
 
 -- airlock_dag_ids_9b5ffd60c944
@@ -1056,16 +1056,22 @@ order by 1, 2, 3;
 -- airlock_undo_delete_events_523ae91db876
 delete from asset_event where id = any($1::int[]) returning id, asset_id;
 
--- airlock_undo_delete_queue_rows_c8e7eb44c383
+-- airlock_undo_delete_queue_rows_7d8e156f06a4
 with created as (
-  select q.dag_id, q.asset_id from unnest($1::text[], $2::int[]) as q(dag_id, asset_id)
+  select c.dag_id, c.asset_id, q.created_at
+    from unnest($1::text[], $2::int[]) as c(dag_id, asset_id)
+    join asset_dag_run_queue q on q.target_dag_id = c.dag_id and q.asset_id = c.asset_id
 ), needed as (
-  select c.dag_id, c.asset_id from created c
-   where exists (
-     select 1 from asset_event e
-      where e.asset_id = c.asset_id and e.id <> all($3::int[])
-        and e.timestamp > coalesce((select max(r.run_after) from dag_run r
-                                     where r.dag_id = c.dag_id and r.run_type = 'asset_triggered'), '-infinity'))
+  select c.dag_id, c.asset_id, min(e.timestamp) as first_pending
+    from created c
+    join asset_event e on e.asset_id = c.asset_id and e.id <> all($3::int[]) and e.timestamp >= c.created_at
+   where e.timestamp > coalesce((select max(r.run_after) from dag_run r
+                                  where r.dag_id = c.dag_id and r.run_type = 'asset_triggered'), '-infinity')
+   group by c.dag_id, c.asset_id
+), kept as (
+  update asset_dag_run_queue q set created_at = n.first_pending
+    from needed n where q.target_dag_id = n.dag_id and q.asset_id = n.asset_id
+  returning q.target_dag_id as dag_id, q.asset_id
 ), gone as (
   delete from asset_dag_run_queue q using created c
    where q.target_dag_id = c.dag_id and q.asset_id = c.asset_id
@@ -1074,7 +1080,7 @@ with created as (
 )
 select 'deleted' as kind, dag_id, asset_id from gone
 union all
-select 'kept', dag_id, asset_id from needed
+select 'kept', dag_id, asset_id from kept
  order by 1, 2, 3;
 
 -- airlock_undo_compare_ti_e4834e2023ab
@@ -1097,13 +1103,14 @@ update task_instance ti
     where ti.id = $1::uuid
 returning ti.id;
 
--- airlock_undo_restore_events_b5ea76d29890
+-- airlock_undo_restore_events_bcab035f0ab1
 with rows as (
   select r.row, (r.row ->> 'id')::int as id from json_array_elements($1::json) as r(row)
 ), back as (
   insert into asset_event
   select (json_populate_record(null::asset_event, rows.row)).* from rows
    where not exists (select 1 from asset_event e where e.id = rows.id)
+  on conflict do nothing
   returning id
 ), links as (
   insert into asset_alias_asset_event (alias_id, event_id)
