@@ -5,7 +5,7 @@ import {runTransaction, type Failed} from '../engine/transaction.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {lostServer} from '../protocol/outcomes.js'
-import {noLogSubject} from '../store/airflowStore.js'
+import {noLogSubject, type PendingReason} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import type {DuplicateGroup} from './auditEvents.js'
 
@@ -13,8 +13,14 @@ export interface GroupFix {
   kept: number
   removed: number[]
   refused_consumed: number[]
-  /** Left because a consumer with a partitioned timetable could still take them. */
+  /** Left because a run could still take them where the fix's DAG lock does not reach (pending_reason). */
   refused_pending: number[]
+  /**
+   * Why refused_pending were left: `partitioned_consumer` (a consumer's partitioned timetable,
+   * whose partition path airlock does not lock) or `queued` (3.4: a queue row names them, and a
+   * scheduler may have read that id before taking the DAG lock); null when none were.
+   */
+  pending_reason: PendingReason | null
   /** Left because complete's audit row names them: their try's own events. */
   refused_named: number[]
   /** Left because they are no longer the kept event's duplicates (or it is gone). */
@@ -92,7 +98,13 @@ async function fixGroup(
 ): Promise<{fix: GroupFix; failure?: Failed}> {
   const {db, store} = airflow
   const identity = auditIdentity()
-  let seen = {consumed: [] as number[], pending: [] as number[], named: [] as number[], changed: [] as number[]}
+  let seen = {
+    consumed: [] as number[],
+    pending: [] as number[],
+    pendingReason: null as PendingReason | null,
+    named: [] as number[],
+    changed: [] as number[],
+  }
   const {result} = await runTransaction<
     {outcome: 'removed'; removed: number[]} | {outcome: 'kept'} | {outcome: 'skipped_busy'} | {outcome: 'changed'}
   >(db, {
@@ -105,8 +117,8 @@ async function fixGroup(
     unknownCommitAdvice: 'run audit-events again to see what is left',
     async run(tx) {
       const outcome = await store.removeDuplicateEvents(tx, group.kept, group.extras)
-      const {removed, removedRows, consumed, pending, busy, changed, named} = outcome
-      seen = {consumed, pending, named, changed}
+      const {removed, removedRows, consumed, pending, pendingReason, busy, changed, named} = outcome
+      seen = {consumed, pending, pendingReason, named, changed}
       if (busy.length > 0) return {rollback: {outcome: 'skipped_busy'}}
       if (removed.length === 0)
         return {rollback: {outcome: changed.length === group.extras.length ? 'changed' : 'kept'}}
@@ -120,6 +132,7 @@ async function fixGroup(
           removed_event_ids: removed,
           left_consumed: consumed,
           left_pending: pending,
+          left_pending_reason: pendingReason,
           left_named: named,
           left_changed: changed,
           // What restores them (a future undo): each removed row whole, with its alias links.
@@ -144,10 +157,11 @@ async function fixGroup(
     removed: [] as number[],
     refused_consumed: seen.consumed,
     refused_pending: seen.pending,
+    pending_reason: seen.pendingReason,
     refused_named: seen.named,
     changed: seen.changed,
   }
-  const none = {refused_consumed: [], refused_pending: [], refused_named: [], changed: []}
+  const none = {refused_consumed: [], refused_pending: [], pending_reason: null, refused_named: [], changed: []}
   if (result.outcome === 'failed')
     return {fix: {...base, ...none, outcome: 'failed', error: result.message}, failure: result}
   if (result.outcome === 'removed') return {fix: {...base, removed: result.removed, outcome: 'removed'}}

@@ -70,7 +70,7 @@ export function renderEventAudit(report: EventAuditReport, width?: number): stri
   if (report.fix) {
     const f = report.fix
     parts.push(
-      `${f.dry_run ? 'DRY RUN (rolled back; --fix --no-dry-run --yes writes): would remove' : 'Removed'} ${f.removed} duplicate event(s) in ${f.groups.length} group(s); ${f.refused_consumed} left alone because a dag run consumed them, ${f.refused_named} because their try's audit row names them, ${f.refused_pending} because a consumer with a partitioned timetable could still take them; ${f.skipped_busy} group(s) skipped because another session (a scheduler, another fixer) held an event or a consumer DAG, ${f.changed} because they changed since the audit read them: run again later.`,
+      `${f.dry_run ? 'DRY RUN (rolled back; --fix --no-dry-run --yes writes): would remove' : 'Removed'} ${f.removed} duplicate event(s) in ${f.groups.length} group(s); ${f.refused_consumed} left alone because a dag run consumed them, ${f.refused_named} because their try's audit row names them, ${f.refused_pending} because a run could still take them (a consumer with a partitioned timetable, or from 3.4 a queue row naming them: the next run consumes them); ${f.skipped_busy} group(s) skipped because another session (a scheduler, another fixer) held an event or a consumer DAG, ${f.changed} because they changed since the audit read them: run again later.`,
     )
   }
 

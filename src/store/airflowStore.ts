@@ -657,6 +657,9 @@ export interface RowHolder {
   user: string
 }
 
+/** Why a pending duplicate was left (RemovedDuplicates.pending). */
+export type PendingReason = 'partitioned_consumer' | 'queued'
+
 /** What one duplicate group's repair did. */
 export interface RemovedDuplicates {
   removed: number[]
@@ -666,8 +669,14 @@ export interface RemovedDuplicates {
    */
   removedRows: Array<Record<string, unknown>>
   consumed: number[]
-  /** Not consumed, but a consumer has a partitioned timetable, whose partition path airlock does not lock: left. */
+  /**
+   * Not consumed, but a run could still take them where airlock's DAG lock does not reach: left.
+   * `partitioned_consumer`: a consumer has a partitioned timetable, whose partition path airlock
+   * does not lock; `queued` (3.4): a queue row names them, and a scheduler may have read that id
+   * before taking the DAG lock (docs/audit-events.md).
+   */
   pending: number[]
+  pendingReason: PendingReason | null
   /** Locked by another session (a scheduler consuming them or working on a consumer DAG, another fixer): left, not waited on. */
   busy: number[]
   /** No longer the kept event's duplicates, or the kept event is gone: left, the audit's read no longer holds. */

@@ -12,9 +12,16 @@ import {createAssetTriggeredRuns} from '../conformance/scheduler.js'
  * audit-events --fix decides under its own locks: beside the scheduler (the transcribed
  * asset-triggered step, test/conformance/scheduler.ts) it removes pending duplicates with every
  * consumer DAG row held, skips what the scheduler holds, and two fixers reading at different times
- * never remove the last event of a try. On 3.2 (one queue row per asset) and 3.4 (one per event).
+ * never remove the last event of a try. On 3.2 (one queue row per asset) and 3.4 (one per event),
+ * where a pending duplicate a queue row names is left (`queued`), with the scheduler's event ids
+ * read under its DAG lock and read before it (which order main has could not be read:
+ * test/audit/fixInQueueWindow.test.ts runs the fix inside that window).
  */
-describe.each(['3.2', '3.4'] as const)('audit-events --fix on %s', (version) => {
+describe.each([
+  ['3.2', 'under_lock'],
+  ['3.4', 'under_lock'],
+  ['3.4', 'before_lock'],
+] as const)('audit-events --fix on %s, scheduler event ids %s', (version, perEventIds) => {
   let db: TestDatabase
   beforeAll(async () => {
     db = await createTestDatabase(version, 6)
@@ -85,17 +92,37 @@ describe.each(['3.2', '3.4'] as const)('audit-events --fix on %s', (version) => 
     return fixes
   }
 
-  it('a pending duplicate (queued, not consumed yet) is removed with every consumer DAG row held; its queue rows go with it', async () => {
-    const {pairs} = await world()
-    const result = await fixCli()
-    expect(result).toMatchObject({removed: 1, refused_pending: 0, skipped_busy: 0})
-    expect(await db.knex('asset_event').where({id: pairs[0]!.extra})).toEqual([])
-    expect(await db.knex('asset_event').where({id: pairs[0]!.kept})).toHaveLength(1)
-    if (perEvent) expect(await db.knex('asset_dag_run_queue').where({asset_event_id: pairs[0]!.extra})).toEqual([])
-    // The scheduler's next step takes the kept event only.
-    const runs = await createAssetTriggeredRuns(db.knex, await schemaOf(db.knex))
-    expect(runs.map((run) => run.eventIds)).toEqual([[pairs[0]!.kept]])
-  })
+  it.runIf(!perEvent)(
+    'a pending duplicate (not consumed yet) is removed with every consumer DAG row held',
+    async () => {
+      const {pairs} = await world()
+      const result = await fixCli()
+      expect(result).toMatchObject({removed: 1, refused_pending: 0, skipped_busy: 0})
+      expect(await db.knex('asset_event').where({id: pairs[0]!.extra})).toEqual([])
+      expect(await db.knex('asset_event').where({id: pairs[0]!.kept})).toHaveLength(1)
+      // The scheduler's next step takes the kept event only.
+      const runs = await createAssetTriggeredRuns(db.knex, await schemaOf(db.knex), undefined, {perEventIds})
+      expect(runs.map((run) => run.eventIds)).toEqual([[pairs[0]!.kept]])
+    },
+  )
+
+  it.runIf(perEvent)(
+    'a pending duplicate a queue row names is left (refused_pending, queued) with its queue rows; the next run takes it',
+    async () => {
+      const {pairs} = await world()
+      const result = await fixCli()
+      expect(result).toMatchObject({removed: 0, refused_pending: 1, skipped_busy: 0})
+      expect(result.groups[0]).toMatchObject({
+        outcome: 'kept',
+        refused_pending: [pairs[0]!.extra],
+        pending_reason: 'queued',
+      })
+      expect(await db.knex('asset_event').where({id: pairs[0]!.extra})).toHaveLength(1)
+      expect(await db.knex('asset_dag_run_queue').where({asset_event_id: pairs[0]!.extra})).toHaveLength(1)
+      const runs = await createAssetTriggeredRuns(db.knex, await schemaOf(db.knex), undefined, {perEventIds})
+      expect(runs.map((run) => run.eventIds)).toEqual([[pairs[0]!.kept, pairs[0]!.extra]])
+    },
+  )
 
   it.each(['for no key update', 'for update'])(
     'a consumer DAG row the scheduler holds (%s, its mode) leaves the group skipped_busy, not waited on, nothing removed',
@@ -168,7 +195,7 @@ describe.each(['3.2', '3.4'] as const)('audit-events --fix on %s', (version) => 
     expect(await db.knex('asset_event').where({id: extra})).toHaveLength(1)
   })
 
-  it('beside the scheduler step in a loop: no scheduler error, no run that took a removed event, every pending duplicate gone', async () => {
+  it('beside the scheduler step in a loop: no scheduler error, no run that took a removed event, every pending duplicate gone or taken', async () => {
     const {pairs} = await world(12)
     const schema = await schemaOf(db.knex)
     let fixing = true
@@ -177,7 +204,8 @@ describe.each(['3.2', '3.4'] as const)('audit-events --fix on %s', (version) => 
     const scheduler = (async () => {
       while (fixing) {
         try {
-          for (const run of await createAssetTriggeredRuns(db.knex, schema)) taken.push(...run.eventIds)
+          for (const run of await createAssetTriggeredRuns(db.knex, schema, undefined, {perEventIds}))
+            taken.push(...run.eventIds)
         } catch (error) {
           schedulerErrors.push(error)
         }
@@ -203,9 +231,16 @@ describe.each(['3.2', '3.4'] as const)('audit-events --fix on %s', (version) => 
     }
     fixing = false
     await scheduler
+    // 3.4: what the fix left for the scheduler, its next step takes.
+    if (perEvent)
+      for (const run of await createAssetTriggeredRuns(db.knex, schema, undefined, {perEventIds}))
+        taken.push(...run.eventIds)
     expect(schedulerErrors).toEqual([])
     const removed = results.flatMap((result) => result.groups.flatMap((group) => group.removed))
     expect(removed.filter((id) => taken.includes(id))).toEqual([])
+    // 3.4: every extra was queued for report when it was registered: none is removed, each is left
+    // for the scheduler (refused_pending) or was taken by it already.
+    if (perEvent) expect(removed).toEqual([])
     // What is left of each pair: the kept event, and the extra only where a run took it.
     const extras = pairs.map((pair) => pair.extra)
     const stillThere = await db.knex('asset_event').whereIn('id', extras).pluck('id')

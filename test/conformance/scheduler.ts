@@ -39,9 +39,24 @@ interface QueueRow {
   uri: string
   /** max(created_at) of the DAG's queue rows, as text to the microsecond. */
   triggered_text: string
+  /** 3.4 before_lock: the referenced event's timestamp, as the first read found it. */
+  event_timestamp?: Date
 }
 
 const key = (name: string, uri: string) => JSON.stringify([name, uri])
+
+/**
+ * Where a 3.4 run's event ids come from. `under_lock` (the default, what this transcription does):
+ * the DAG's queue rows read again under its DAG row lock (FOR UPDATE SKIP LOCKED, as 3.2's
+ * #60773 does) and their events read after it, so an event deleted before the lock is simply not
+ * there. `before_lock`: the ids (and their timestamps) of the first, unlocked queue read, linked
+ * to the run after the DAG row lock without reading `asset_event` again: the order an
+ * implementation that carries `dags_needing_dagruns`' rows into `_create_dag_runs_asset_triggered`
+ * would have. Main's 3.4 code (apache/airflow #70972) could not be read here
+ * (docs/audit-events.md), so which order 3.4 has is not established; `before_lock` exists so the
+ * repair is tested against the worse one.
+ */
+export type PerEventIds = 'under_lock' | 'before_lock'
 
 export async function createAssetTriggeredRuns(
   knex: Knex,
@@ -52,14 +67,17 @@ export async function createAssetTriggeredRuns(
    * without a lock, so this loop goes on with rows the other one already consumed).
    */
   afterQueueRead?: () => Promise<void>,
+  options: {perEventIds?: PerEventIds} = {},
 ): Promise<CreatedRun[]> {
   return knex.transaction(async (trx) => {
     // dags_needing_dagruns: every ADRQ row, statuses keyed by AssetUniqueKey(name, uri).
+    const beforeLock = schema.capabilities.queueShape === 'per_event' && options.perEventIds === 'before_lock'
     const {rows: queue} = await trx.raw<{rows: QueueRow[]}>(
       // triggered_date comes from this read (`triggered_date_by_dag`), to the microsecond: a
       // JavaScript Date keeps milliseconds, and an event stamped in the same millisecond as its
-      // queue row fell outside the truncated window.
+      // queue row fell outside the truncated window. before_lock: each row's event timestamp too.
       `select q.*, a.name, a.uri, (max(q.created_at) over (partition by q.target_dag_id))::text as triggered_text
+              ${beforeLock ? ', (select e."timestamp" from asset_event e where e.id = q.asset_event_id) as event_timestamp' : ''}
          from asset_dag_run_queue q join asset a on a.id = q.asset_id order by q.target_dag_id, q.asset_id`,
     )
     await afterQueueRead?.()
@@ -89,11 +107,18 @@ export async function createAssetTriggeredRuns(
       // from the thread of #68045, unverified): the DAG's queue rows are read again FOR UPDATE
       // SKIP LOCKED, newest first, triggered_date from them; none left (another scheduler took
       // them) is no run.
-      const locked = compareVersions(schema.behaviourVersion, '3.2.0') >= 0 ? await lockQueue(trx, dagId) : rows
+      // before_lock: the rows of the first read are the run's, whatever happened to them since.
+      const locked = beforeLock
+        ? rows
+        : compareVersions(schema.behaviourVersion, '3.2.0') >= 0
+          ? await lockQueue(trx, dagId)
+          : rows
       if (locked.length === 0) continue
       const run =
         schema.capabilities.queueShape === 'per_event'
-          ? await perEventRun(trx, dagId, locked)
+          ? beforeLock
+            ? await perEventRunFromRead(trx, dagId, locked)
+            : await perEventRun(trx, dagId, locked)
           : await windowRun(trx, schema, dagId, locked)
       if (run) runs.push(run)
     }
@@ -219,6 +244,41 @@ async function perEventRun(trx: Knex.Transaction, dagId: string, rows: QueueRow[
       order by e."timestamp", e.id`,
     {ids: rows.map((r) => r.asset_event_id!), dag: dagId},
   )
+  const run =
+    events.length > 0
+      ? await createRun(
+          trx,
+          dagId,
+          new Date(Math.max(...events.map((e) => e.timestamp.getTime()))),
+          events.map((e) => e.id),
+        )
+      : undefined
+  await trx.raw(`delete from asset_dag_run_queue where target_dag_id = ? and asset_event_id = any(?)`, [
+    dagId,
+    rows.map((r) => r.asset_event_id!),
+  ])
+  return run
+}
+
+/**
+ * 3.4 with `before_lock` ids: the events the first queue read named (minus those a run of this
+ * DAG already consumed, read now), linked without reading `asset_event` again; run_after = their
+ * latest timestamp as that read found it; the rows read are deleted.
+ */
+async function perEventRunFromRead(
+  trx: Knex.Transaction,
+  dagId: string,
+  rows: QueueRow[],
+): Promise<CreatedRun | undefined> {
+  const {rows: taken} = await trx.raw<{rows: Array<{event_id: number}>}>(
+    `select c.event_id from dagrun_asset_event c join dag_run r on r.id = c.dag_run_id where r.dag_id = ? and c.event_id = any(?)`,
+    [dagId, rows.map((r) => r.asset_event_id!)],
+  )
+  const consumed = new Set(taken.map((t) => t.event_id))
+  const events = rows
+    .filter((r) => !consumed.has(r.asset_event_id!))
+    .map((r) => ({id: r.asset_event_id!, timestamp: r.event_timestamp!}))
+    .sort((a, b) => a.timestamp.getTime() - b.timestamp.getTime() || a.id - b.id)
   const run =
     events.length > 0
       ? await createRun(

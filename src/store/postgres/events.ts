@@ -261,15 +261,32 @@ export function readEventTry() {
  *    group `busy`. With `[scheduler] use_row_level_locking = False` the scheduler locks nothing
  *    and this guarantee does not hold (docs/audit-events.md).
  * 5. An extra a run consumed (`dagrun_asset_event`, 3.2+ `partitioned_asset_key_log`) is history
- *    and stays; a pending one (not consumed yet) is deleted, its 3.4 queue rows with it (the
- *    foreign key cascades), except when a consumer has a partitioned timetable, whose partition
- *    path airlock does not lock (`pending`).
+ *    and stays; a pending one (not consumed yet) is deleted, except when a consumer has a
+ *    partitioned timetable, whose partition path airlock does not lock (`pending`,
+ *    `partitioned_consumer`), and, from 3.4, when a queue row names it (`pending`, `queued`).
+ *    The DAG lock covers only what the scheduler reads after taking it: 3.4's queue rows carry
+ *    event ids, read without a lock before it (`dags_needing_dagruns`), and whether main's
+ *    `_create_dag_runs_asset_triggered` (apache/airflow #70972) reads them again under the lock
+ *    or links the ids of that first read could not be read. In the second order a delete
+ *    committed between the read and the lock fails the scheduler's `dagrun_asset_event` insert
+ *    on the foreign key (test/audit/fixInQueueWindow.test.ts), and no lock airlock can take
+ *    keeps a plain read out; an extra no queue row names is in no scheduler's read and is
+ *    deleted.
  */
 export function removeDuplicateEvents(
   capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape' | 'partitionedTimetables'>,
 ) {
-  const {lock, sameAsKept, named, consumers, consumed, deleteEvents} = repairStatements(capabilities)
-  const nothing = {removed: [], removedRows: [], consumed: [], pending: [], busy: [], changed: [], named: []}
+  const {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents} = repairStatements(capabilities)
+  const nothing = {
+    removed: [],
+    removedRows: [],
+    consumed: [],
+    pending: [],
+    pendingReason: null,
+    busy: [],
+    changed: [],
+    named: [],
+  }
   return async (ex: Executor, keptId: number, extraIds: readonly number[]): Promise<RemovedDuplicates> => {
     const all = [keptId, ...extraIds]
     const locked = (await ex.query<{id: number}>(lock([all]))).map((row) => row.id)
@@ -291,7 +308,13 @@ export function removeDuplicateEvents(
     if (dags!.locked < dags!.wanted) return {...nothing, busy: candidates, changed, named: namedIds}
     const consumedIds = (await ex.query<{event_id: number}>(consumed([candidates]))).map((row) => row.event_id)
     const unconsumed = candidates.filter((id) => !consumedIds.includes(id))
-    const pending = dags!.partitioned && dags!.wanted > 0 ? unconsumed : []
+    const partitioned = dags!.partitioned && dags!.wanted > 0
+    const queuedIds =
+      !partitioned && queued && unconsumed.length > 0
+        ? (await ex.query<{id: number}>(queued([unconsumed]))).map((row) => row.id)
+        : []
+    const pending = partitioned ? unconsumed : queuedIds
+    const pendingReason = pending.length === 0 ? null : partitioned ? 'partitioned_consumer' : 'queued'
     const removable = unconsumed.filter((id) => !pending.includes(id))
     const rows = removable.length > 0 ? await ex.query<{id: number; row: string}>(deleteEvents([removable])) : []
     rows.sort((a, b) => a.id - b.id)
@@ -300,6 +323,7 @@ export function removeDuplicateEvents(
       removedRows: rows.map((row) => JSON.parse(row.row) as Record<string, unknown>),
       consumed: consumedIds,
       pending,
+      pendingReason,
       busy: [],
       changed,
       named: namedIds,
@@ -357,6 +381,14 @@ function repairStatements(
         : ''
     }`,
   )
+  // 3.4: the extras a queue row names, for any consumer (what a scheduler's unlocked read carries).
+  const queued =
+    capabilities.queueShape === 'per_event'
+      ? prepared(
+          'queued_events',
+          'select distinct asset_event_id as id from asset_dag_run_queue where asset_event_id = any($1::int[]) order by 1',
+        )
+      : undefined
   // The deleted rows whole, with their alias links (read in the statement's snapshot, before the
   // foreign key's cascade removes them): the fix's audit row keeps what would restore them.
   const deleteEvents = prepared(
@@ -367,7 +399,7 @@ function repairStatements(
      select gone.id, (to_jsonb(gone) || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
        from gone left join links on links.event_id = gone.id`,
   )
-  return {lock, sameAsKept, named, consumers, consumed, deleteEvents}
+  return {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents}
 }
 
 /**

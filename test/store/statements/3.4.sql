@@ -998,6 +998,9 @@ select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as
 -- airlock_consumed_events_partitioned_a702758db45b
 select event_id from dagrun_asset_event where event_id = any($1::int[]) union select asset_event_id from partitioned_asset_key_log where asset_event_id = any($1::int[]);
 
+-- airlock_queued_events_f35d08f75bfd
+select distinct asset_event_id as id from asset_dag_run_queue where asset_event_id = any($1::int[]) order by 1;
+
 -- airlock_delete_events_946e8af3f549
 with links as (select l.event_id, json_agg(l.alias_id order by l.alias_id) as alias_ids
                  from asset_alias_asset_event l where l.event_id = any($1::int[]) group by l.event_id),
