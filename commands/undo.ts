@@ -28,7 +28,7 @@ clear, the scheduler), not_airlock (a row airlock did not write), not_undoable (
 row from an airlock that recorded no before-image), already_undone. Any refusal is exit 3.
 
 Select by --log-id (the log_id of each item of complete's or replay-events' --json/--ndjson
-output), by --from-file (such an output file), or by --since/--until with --actor and
+output), by --from-file (such an output file), or by --since/--until with --by-actor and
 --dag-id/--run-id/--task-id.`)
 
   static override examples = [
@@ -89,12 +89,17 @@ output), by --from-file (such an output file), or by --since/--until with --acto
       helpGroup: 'SELECTION',
     }),
     limit: Flags.integer({
-      description: 'With --since: at most this many audit rows (oldest first).',
+      description: 'With --since: at most this many audit rows, the newest.',
       min: 1,
       helpGroup: 'SELECTION',
     }),
     ...failIfEmptyFlag,
     ...undoWriteFlags,
+    plan: Flags.boolean({
+      ...undoWriteFlags.plan,
+      description:
+        "A read-only plan: each audit row's outcome decided on reads (already undone, consumed, the task instance moved on, events gone, a partitioned consumer), with no lock taken (a run may still take the events before a real undo). Needs only SELECT. --dry-run runs the real transaction and rolls it back.",
+    }),
   }
 
   protected async execute(): Promise<CommandOutcome<BatchReport<UndoItemJson>>> {

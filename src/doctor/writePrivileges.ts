@@ -47,6 +47,8 @@ export const neededPrivileges: readonly NeededPrivilege[] = [
   table('task_instance_history', 'INSERT', 'complete --continue-run (archives the cleared tries)'),
   table('task_reschedule', 'SELECT', 'complete --continue-run (the cleared task instances)'),
   table('task_reschedule', 'DELETE', 'complete --continue-run (the cleared task instances)'),
+  table('task_reschedule', 'INSERT', 'undo (the reschedules a --continue-run deleted)'),
+  table('task_instance_history', 'DELETE', 'undo (the tries a --continue-run archived)'),
   table('dag_run', 'UPDATE', 'complete --continue-run (re-queues the run)'),
   sequence('asset_event_id_seq', 'complete, replay-events'),
   sequence('log_id_seq', 'complete, replay-events, audit-events --fix, undo'),

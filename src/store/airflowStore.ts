@@ -106,7 +106,7 @@ export interface AirflowStore extends CatalogStore {
   /** The committed undo row that took back this audit row, if any. */
   findUndoOf(ex: Executor, logId: number, exceptId?: number): Promise<number | undefined>
   /** The dag rows of the events' consumer DAGs, FOR SHARE SKIP LOCKED: how many are wanted and how many were locked. */
-  lockEventConsumers(ex: Executor, eventIds: readonly number[]): Promise<EventConsumerLocks>
+  lockEventConsumers(ex: Executor, eventIds: readonly number[], options?: {lock: boolean}): Promise<EventConsumerLocks>
   /** The runs (or, 3.2+, partition log rows) that consumed any of these events. */
   readConsumingRuns(ex: Executor, eventIds: readonly number[]): Promise<ConsumingRun[]>
   /** Deletes these events (alias links and 3.4+ queue rows cascade); the ids deleted. */
@@ -124,10 +124,20 @@ export interface AirflowStore extends CatalogStore {
     left: unknown,
     tryNumber: number | null,
   ): Promise<{differs: string[]; state: string | null} | undefined>
+  /** Since a completion: its run's task instances (of taskIds; null: all) that changed after it, and the run if it finished since. */
+  readMovedSince(
+    ex: Executor,
+    of: {dagId: string; runId: string; tiId: string; taskIds: readonly string[] | null; except: readonly string[]},
+    since: string,
+  ): Promise<string[]>
   /** The task instance's columns back as the before-image recorded them. */
   restoreTaskInstance(ex: Executor, tiId: string, before: unknown): Promise<boolean>
   /** Under undo: continue-run's cleared task instances and run locked, and what moved on since the clear. */
-  lockAndCompareClear(ex: Executor, left: {taskInstances: readonly unknown[]; dagRun: unknown}): Promise<string[]>
+  lockAndCompareClear(
+    ex: Executor,
+    left: {taskInstances: readonly unknown[]; dagRun: unknown},
+    options?: {lock: boolean},
+  ): Promise<string[]>
   /** continue-run's clear taken back from its before-image. */
   restoreClear(ex: Executor, image: ClearImage): Promise<void>
   /** Events removed by audit-events --fix, put back whole; the ids restored. */

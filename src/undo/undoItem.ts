@@ -1,3 +1,4 @@
+import {clearSubset, taskGraph} from '../airflow/serializedDag.js'
 import {runTransaction, type Decision, type Failed} from '../engine/transaction.js'
 import type {Executor} from '../engine/engine.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
@@ -215,11 +216,7 @@ async function restoreUnderLock(
   const changed = await changedSince(store, tx, target)
   if (changed) return changed
   const moved = target.clear ? await store.lockAndCompareClear(tx, target.clear.left) : []
-  if (moved.length > 0)
-    return {
-      outcome: 'changed',
-      detail: `what --continue-run cleared moved on since: ${moved.join('; ')} (the scheduler picks a cleared run up within seconds); nothing undone`,
-    }
+  if (moved.length > 0) return clearMoved(moved)
   await store.restoreTaskInstance(tx, target.tiId, target.taskInstance)
   if (target.clear) await store.restoreClear(tx, target.clear)
   return undefined
@@ -240,11 +237,7 @@ async function takeBackEvents(store: AirflowStore, tx: Executor, target: Writabl
   if (locks.locked < locks.wanted) throw new ConsumersBusy(busyMessage)
   const runs = await store.readConsumingRuns(tx, target.eventIds)
   if (runs.length > 0) return consumed(runs)
-  if (locks.partitioned.length > 0)
-    return {
-      outcome: 'not_undoable',
-      detail: `consumer DAG${locks.partitioned.length === 1 ? '' : 's'} ${locks.partitioned.join(', ')} ${locks.partitioned.length === 1 ? 'has' : 'have'} a partitioned timetable, whose partition path can take the events without the DAG lock undo holds (audit-events --fix leaves such events too); take the write back in Airflow`,
-    }
+  if (locks.partitioned.length > 0) return partitionedRefusal(locks.partitioned)
   const preview = (ex: Executor) => store.readDownstream(ex, locks.assetIds, locks.aliasIds)
   const before = locks.assetIds.length > 0 ? downstreamOf(await preview(tx)) : []
   const deleted = await store.deleteEvents(tx, target.eventIds)
@@ -275,35 +268,75 @@ function consumed(runs: ConsumingRun[]): UndoOutcome {
   }
 }
 
-/** Under the lock: the task instance is no longer exactly what airlock left. */
+/**
+ * Under the lock: the task instance is no longer exactly what airlock left, or the scheduler went
+ * on from its success (a downstream task instance scheduled or run since, the run finished):
+ * putting it back would leave those standing on a success that is gone.
+ */
 async function changedSince(
   store: AirflowStore,
   tx: Executor,
   target: Extract<UndoTarget, {kind: 'complete'}>,
 ): Promise<UndoOutcome | undefined> {
   const compared = await store.compareTaskInstanceLeft(tx, target.tiId, target.left, target.tryNumber)
-  if (!compared || compared.differs.length === 0) return undefined
+  if (compared && compared.differs.length > 0)
+    return {
+      outcome: 'changed',
+      detail: `task instance ${target.tiId} moved on since airlock completed it (${compared.differs.join(', ')} changed; now ${compared.state ?? 'no state'}): a retry, a clear, or another write; nothing undone`,
+    }
+  const {dagId, runId, taskId} = target.record
+  if (!dagId || !runId || !taskId || typeof target.left.updated_at !== 'string') return undefined
+  const graph = taskGraph(await store.readLatestSerializedDag(tx, dagId))
+  // Without its DAG's tasks, every other task instance of the run counts as downstream.
+  const taskIds = graph?.tasks.has(taskId)
+    ? [...clearSubset(graph, taskId).taskIds].filter((id) => id !== taskId)
+    : null
+  const moved = await store.readMovedSince(
+    tx,
+    {
+      dagId,
+      runId,
+      tiId: target.tiId,
+      taskIds,
+      except: (target.clear?.left.taskInstances ?? []).map((t) => (t as {id: string}).id),
+    },
+    target.left.updated_at,
+  )
+  if (moved.length === 0) return undefined
   return {
     outcome: 'changed',
-    detail: `task instance ${target.tiId} moved on since airlock completed it (${compared.differs.join(', ')} changed; now ${compared.state ?? 'no state'}): a retry, a clear, or another write; nothing undone`,
+    detail: `the scheduler went on from this success: ${moved.join('; ')}; putting the task instance back would leave them standing on it: change it in Airflow; nothing undone`,
   }
 }
 
-/** --plan: the same decisions on reads alone (no lock: a run may still take the events before a real undo). */
-async function planUndo(
-  store: AirflowStore,
-  ex: Executor,
-  target: Exclude<UndoTarget, {kind: 'refused'}>,
-): Promise<UndoResult> {
+/**
+ * --plan: the same decisions on reads alone, in the same order (no lock: a run may still take the
+ * events, or the scheduler move a row, before a real undo). The queue rows a real undo would keep
+ * or delete are decided only by the write (--dry-run).
+ */
+async function planUndo(store: AirflowStore, ex: Executor, target: Writable): Promise<UndoResult> {
   const earlier = await store.findUndoOf(ex, target.record.id)
   if (earlier !== undefined) return {outcome: 'already_undone', undoLogId: earlier}
+  let downstream: Downstream[] = []
   if (target.kind !== 'fix' && target.eventIds.length > 0) {
     const runs = await store.readConsumingRuns(ex, target.eventIds)
     if (runs.length > 0) return consumed(runs)
+    const consumers = await store.lockEventConsumers(ex, target.eventIds, {lock: false})
+    if (consumers.partitioned.length > 0) return partitionedRefusal(consumers.partitioned)
+    const present = await store.countEvents(ex, target.eventIds)
+    if (present < target.eventIds.length)
+      return {
+        outcome: 'changed',
+        detail: `${target.eventIds.length - present} of its events no longer exist (deleted since, as audit-events --fix deletes duplicates)`,
+      }
+    if (consumers.assetIds.length > 0)
+      downstream = downstreamOf(await store.readDownstream(ex, consumers.assetIds, consumers.aliasIds))
   }
   if (target.kind === 'complete') {
     const changed = await changedSince(store, ex, target)
     if (changed) return changed
+    const moved = target.clear ? await store.lockAndCompareClear(ex, target.clear.left, {lock: false}) : []
+    if (moved.length > 0) return clearMoved(moved)
   }
   return {
     outcome: 'undone',
@@ -314,8 +347,23 @@ async function planUndo(
     restoredTaskInstance: target.kind === 'complete' ? target.tiId : null,
     restoredCleared: target.kind === 'complete' ? clearedIds(target) : [],
     restoredEventIds: target.kind === 'fix' ? target.removedEvents.map((e) => Number(e.id)) : [],
-    downstream: [],
-    lostReadiness: [],
+    // The consumers as they stand with the events: what the undo would take their readiness from.
+    downstream,
+    lostReadiness: downstream.filter((d) => d.ready).map((d) => d.dag_id),
+  }
+}
+
+function partitionedRefusal(dags: readonly string[]): UndoOutcome {
+  return {
+    outcome: 'not_undoable',
+    detail: `consumer DAG${dags.length === 1 ? '' : 's'} ${dags.join(', ')} ${dags.length === 1 ? 'has' : 'have'} a partitioned timetable, whose partition path can take the events without the DAG lock undo holds (audit-events --fix leaves such events too); take the write back in Airflow`,
+  }
+}
+
+function clearMoved(moved: readonly string[]): UndoOutcome {
+  return {
+    outcome: 'changed',
+    detail: `what --continue-run cleared moved on since: ${moved.join('; ')} (the scheduler picks a cleared run up within seconds); nothing undone`,
   }
 }
 

@@ -170,13 +170,11 @@ describe.each(versions)('airlock undo on %s', (version) => {
       expect(rows.map((r: {asset_id: number}) => r.asset_id)).toEqual([asset!.id])
       // With the time the other event's own insert would have given it: the scheduler's triggered
       // date is the newest created_at, and it takes the events stamped up to it.
-      const [{ts}] = (
-        await db.knex.raw<{rows: Array<{ts: string}>}>(
-          `select (q.created_at = e.timestamp) as ts from asset_dag_run_queue q, asset_event e where q.target_dag_id = 'report' and e.id = ?`,
-          [otherId],
-        )
-      ).rows as unknown as Array<{ts: string}>
-      expect(ts).toBe(true)
+      const {rows: same} = await db.knex.raw<{rows: Array<{same: boolean}>}>(
+        `select (q.created_at = e.timestamp) as same from asset_dag_run_queue q, asset_event e where q.target_dag_id = 'report' and e.id = ?`,
+        [otherId],
+      )
+      expect(same).toEqual([{same: true}])
       expect(out.result.items[0]).toMatchObject({
         kept_queue_rows: {report: [asset!.id]},
         deleted_queue_rows: {report: [w.assets('etl')[1]!.id]},
@@ -199,6 +197,33 @@ describe.each(versions)('airlock undo on %s', (version) => {
       expect(await snapshot(db.knex)).toEqual(before)
     },
   )
+
+  it('refuses once the scheduler went on from the success (a downstream task scheduled since): changed, nothing written', async () => {
+    await scenario(db.knex)
+      .producer('etl', {
+        tasks: ['load', 'report'],
+        outlets: 1,
+        state: {load: 'running', report: null},
+        downstream: {load: ['report']},
+      })
+      .build()
+    const load = (await db.knex('task_instance').where({task_id: 'load'}).first()) as {id: string}
+    const result = await cli('complete', '--ti-id', load.id, '--json', '--yes')
+    expect(result.code, result.stderr).toBe(0)
+    const logId = (envelope(result) as {result: {items: Array<{log_id: number}>}}).result.items[0]!.log_id
+    // The scheduler saw load succeed and scheduled report.
+    await db
+      .knex('task_instance')
+      .where({task_id: 'report'})
+      .update({state: 'scheduled', updated_at: db.knex.raw('clock_timestamp()')})
+    const plan = await undo('--log-id', String(logId), '--plan')
+    expect(plan.out.result.items[0]).toMatchObject({outcome: 'changed'})
+    const {code, out} = await undo('--log-id', String(logId))
+    expect(code).toBe(3)
+    expect(out.result.items[0]).toMatchObject({outcome: 'changed'})
+    expect(out.result.items[0]!.detail).toContain('report[-1] is scheduled since')
+    expect((await db.knex('task_instance').where({task_id: 'load'}).first()).state).toBe('success')
+  })
 
   it('refuses a task instance that moved on since (changed), and writes nothing', async () => {
     await world(db.knex)

@@ -49,7 +49,8 @@ export function readAuditRecords() {
 }
 
 /**
- * The audit rows airlock's writers left in a window of `log.dttm` (idx_log_dttm), in id order:
+ * The audit rows airlock's writers left in a window of `log.dttm` (idx_log_dttm), newest first (a
+ * limit keeps the newest: an older write is taken back only after the ones built on it):
  * rows of the given events whose extra names airlock, optionally by who acted (`owner`, which
  * airlock fills with --actor or the OS user) and by DAG, run and task.
  */
@@ -63,7 +64,7 @@ export function readAuditRecordWindow() {
         and (cardinality($5::text[]) = 0 or dag_id = any($5::text[]))
         and (cardinality($6::text[]) = 0 or run_id = any($6::text[]))
         and (cardinality($7::text[]) = 0 or task_id = any($7::text[]))
-      order by id
+      order by id desc
       limit $8`,
   )
   return async (ex: Executor, window: AuditRecordWindow): Promise<AuditRecord[]> =>
@@ -113,31 +114,39 @@ export function findUndoOf() {
  * without that lock, and the events' assets and aliases (what the downstream preview reads).
  */
 export function lockEventConsumers(capabilities: Pick<Capabilities, 'partitionedTimetables'>) {
-  const lock = prepared(
-    `lock_event_consumers${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
-    `with wanted as (
+  // --plan reads the same without the lock (a read-only session takes no row lock).
+  const text = (lock: boolean) =>
+    prepared(
+      `${lock ? 'lock' : 'read'}_event_consumers${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
+      `with wanted as (
        ${consumerDagsOf(
          'array(select e.asset_id from asset_event e where e.id = any($1::int[]))',
          'array(select l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]))',
        )}
      ), locked as (
        select d.dag_id, ${capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'} as partitioned
-         from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id for share of d skip locked
+         from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id${lock ? ' for share of d skip locked' : ''}
      )
      select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
             (select count(*)::int from locked) as locked,
             array(select dag_id from locked where partitioned order by 1) as partitioned,
             array(select distinct e.asset_id from asset_event e where e.id = any($1::int[]) order by 1) as asset_ids,
             array(select distinct l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]) order by 1) as alias_ids`,
-  )
-  return async (ex: Executor, eventIds: readonly number[]): Promise<EventConsumerLocks> => {
+    )
+  const lock = text(true)
+  const read = text(false)
+  return async (
+    ex: Executor,
+    eventIds: readonly number[],
+    options: {lock: boolean} = {lock: true},
+  ): Promise<EventConsumerLocks> => {
     const [row] = await ex.query<{
       wanted: number
       locked: number
       partitioned: string[]
       asset_ids: number[]
       alias_ids: number[]
-    }>(lock([eventIds]))
+    }>((options.lock ? lock : read)([eventIds]))
     return {
       wanted: row!.wanted,
       locked: row!.locked,
@@ -358,10 +367,16 @@ export function lockAndCompareClear() {
       where d.state is distinct from l.state or d.clear_number is distinct from l.clear_number
          or d.updated_at is distinct from l.updated_at`,
   )
-  return async (ex: Executor, left: {taskInstances: readonly unknown[]; dagRun: unknown}): Promise<string[]> => {
+  return async (
+    ex: Executor,
+    left: {taskInstances: readonly unknown[]; dagRun: unknown},
+    options: {lock: boolean} = {lock: true},
+  ): Promise<string[]> => {
     const ids = left.taskInstances.map((t) => (t as {id: string}).id)
-    await ex.query(lockTis([ids]))
-    await ex.query(lockRun([(left.dagRun as {id: number}).id]))
+    if (options.lock) {
+      await ex.query(lockTis([ids]))
+      await ex.query(lockRun([(left.dagRun as {id: number}).id]))
+    }
     const rows = await ex.query<{change: string}>(
       compare([JSON.stringify(left.taskInstances), JSON.stringify(left.dagRun)]),
     )
@@ -387,7 +402,8 @@ export function restoreClear() {
   )
   const history = prepared(
     'undo_unarchive_cleared',
-    'delete from task_instance_history where task_instance_id = any($1::uuid[])',
+    `delete from task_instance_history h using json_populate_recordset(null::task_instance, $1::json) as b
+      where h.task_instance_id = b.id and h.try_number = b.try_number`,
   )
   const reschedules = prepared(
     'undo_restore_reschedules',
@@ -403,11 +419,38 @@ export function restoreClear() {
   )
   return async (ex: Executor, image: ClearImage): Promise<void> => {
     await ex.query(ids([JSON.stringify(image.taskInstances), JSON.stringify(image.left.taskInstances)]))
-    const archived = image.taskInstances
-      .filter((t) => (t as {archived_before?: boolean}).archived_before === false)
-      .map((t) => (t as {id: string}).id)
-    if (archived.length > 0) await ex.query(history([archived]))
+    const archived = image.taskInstances.filter((t) => (t as {archived_before?: boolean}).archived_before === false)
+    if (archived.length > 0) await ex.query(history([JSON.stringify(archived)]))
     if (image.reschedules.length > 0) await ex.query(reschedules([JSON.stringify(image.reschedules)]))
     await ex.query(run([JSON.stringify(image.dagRun)]))
   }
+}
+
+/**
+ * What the scheduler did with a completion since it committed: task instances of its run (of
+ * `taskIds`, its downstream; null: every other one) whose row changed after the completion's
+ * `updated_at` (scheduled, run, finished: the success let them go on), and the run when it
+ * finished after it. `except`: rows another check covers (--continue-run's cleared ones).
+ */
+export function readMovedSince() {
+  const read = prepared(
+    'undo_moved_since',
+    `select format('%s[%s] is %s since', ti.task_id, ti.map_index, coalesce(ti.state, 'none')) as change
+       from task_instance ti
+      where ti.dag_id = $1 and ti.run_id = $2 and ti.id <> $3::uuid and ti.id <> all($6::uuid[])
+        and ($4::text[] is null or ti.task_id = any($4::text[]))
+        and ti.updated_at > $5::timestamptz
+     union all
+     select format('the run is %s since', coalesce(d.state, 'none')) from dag_run d
+      where d.dag_id = $1 and d.run_id = $2 and d.end_date >= $5::timestamptz
+      order by 1`,
+  )
+  return async (
+    ex: Executor,
+    of: {dagId: string; runId: string; tiId: string; taskIds: readonly string[] | null; except: readonly string[]},
+    since: string,
+  ): Promise<string[]> =>
+    (await ex.query<{change: string}>(read([of.dagId, of.runId, of.tiId, of.taskIds, since, of.except]))).map(
+      (row) => row.change,
+    )
 }

@@ -1011,7 +1011,7 @@ select gone.id, (to_jsonb(gone) || jsonb_build_object('alias_ids', coalesce(link
 -- airlock_audit_records_e413ce2bf457
 select id, dttm, logical_date, event, dag_id, run_id, task_id, map_index, try_number, owner, extra from log where id = any($1::int[]) order by id;
 
--- airlock_audit_record_window_7d3a4aeb2e4c
+-- airlock_audit_record_window_56d7bbf26fcb
 select id, dttm, logical_date, event, dag_id, run_id, task_id, map_index, try_number, owner, extra from log
 where dttm >= $1::timestamptz and dttm < $2::timestamptz and event = any($3::text[])
   and extra like '%"airlock":{%'
@@ -1019,7 +1019,7 @@ where dttm >= $1::timestamptz and dttm < $2::timestamptz and event = any($3::tex
   and (cardinality($5::text[]) = 0 or dag_id = any($5::text[]))
   and (cardinality($6::text[]) = 0 or run_id = any($6::text[]))
   and (cardinality($7::text[]) = 0 or task_id = any($7::text[]))
-order by id
+order by id desc
 limit $8;
 
 -- airlock_find_undo_of_7d18092de529
@@ -1041,6 +1041,25 @@ with wanted as (
 ), locked as (
   select d.dag_id, coalesce(d.timetable_partitioned, false) as partitioned
     from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id for share of d skip locked
+)
+select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
+       (select count(*)::int from locked) as locked,
+       array(select dag_id from locked where partitioned order by 1) as partitioned,
+       array(select distinct e.asset_id from asset_event e where e.id = any($1::int[]) order by 1) as asset_ids,
+       array(select distinct l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]) order by 1) as alias_ids;
+
+-- airlock_read_event_consumers_partitioned_9ed71265d688
+with wanted as (
+  select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
+  union
+  select r.dag_id from dag_schedule_asset_alias_reference r where r.alias_id = any(array(select l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[])))
+  union
+  select r.dag_id from asset a join dag_schedule_asset_name_reference r on r.name = a.name where a.id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
+  union
+  select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
+), locked as (
+  select d.dag_id, coalesce(d.timetable_partitioned, false) as partitioned
+    from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id
 )
 select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
        (select count(*)::int from locked) as locked,
@@ -1105,6 +1124,17 @@ update task_instance ti
     where ti.id = $1::uuid
 returning ti.id;
 
+-- airlock_undo_moved_since_566771cfe4c7
+select format('%s[%s] is %s since', ti.task_id, ti.map_index, coalesce(ti.state, 'none')) as change
+  from task_instance ti
+ where ti.dag_id = $1 and ti.run_id = $2 and ti.id <> $3::uuid and ti.id <> all($6::uuid[])
+   and ($4::text[] is null or ti.task_id = any($4::text[]))
+   and ti.updated_at > $5::timestamptz
+union all
+select format('the run is %s since', coalesce(d.state, 'none')) from dag_run d
+ where d.dag_id = $1 and d.run_id = $2 and d.end_date >= $5::timestamptz
+ order by 1;
+
 -- airlock_undo_restore_events_bcab035f0ab1
 with rows as (
   select r.row, (r.row ->> 'id')::int as id from json_array_elements($1::json) as r(row)
@@ -1156,8 +1186,9 @@ update task_instance ti
  join json_populate_recordset(null::task_instance, $2::json) as l on l.task_id = b.task_id and l.map_index = b.map_index
 where ti.id = l.id;
 
--- airlock_undo_unarchive_cleared_850f5c4f20df
-delete from task_instance_history where task_instance_id = any($1::uuid[]);
+-- airlock_undo_unarchive_cleared_a5ebf1255227
+delete from task_instance_history h using json_populate_recordset(null::task_instance, $1::json) as b
+where h.task_instance_id = b.id and h.try_number = b.try_number;
 
 -- airlock_undo_restore_reschedules_abfae6ca89e0
 insert into task_reschedule select (json_populate_record(null::task_reschedule, r)).* from json_array_elements($1::json) as r;
