@@ -140,8 +140,8 @@ export interface AirflowStore extends CatalogStore {
   ): Promise<string[]>
   /** continue-run's clear taken back from its before-image. */
   restoreClear(ex: Executor, image: ClearImage): Promise<void>
-  /** Events removed by audit-events --fix, put back whole; the ids restored. */
-  restoreEvents(ex: Executor, rows: readonly unknown[]): Promise<number[]>
+  /** Events removed by audit-events --fix, put back whole (their extra from the kept event); the ids restored. */
+  restoreEvents(ex: Executor, rows: readonly unknown[], keptEventId: number): Promise<number[]>
   /** A write's before-image into its audit row, in place of the stand-in (see BeforeImageRecord). */
   recordBeforeImage(ex: Executor, before: BeforeImageRecord): Promise<void>
   /** A row of Airflow's audit `log`. */

@@ -110,13 +110,19 @@ async function undoWrite(
   if (earlier !== undefined) return {rollback: {outcome: 'already_undone', undoLogId: earlier}}
   const taken = await takeBackEvents(store, tx, target)
   if ('outcome' in taken) return {rollback: taken}
-  const restoredEventIds = target.kind === 'fix' ? await store.restoreEvents(tx, target.removedEvents) : []
+  const restoredEventIds =
+    target.kind === 'fix' ? await store.restoreEvents(tx, target.removedEvents, target.keptEventId) : []
   if (target.kind === 'fix' && restoredEventIds.length < target.removedEvents.length) {
     // Back already: another undo of this row committed them first (its row says so).
     const earlier = await store.findUndoOf(tx, target.record.id)
     if (earlier !== undefined) return {rollback: {outcome: 'already_undone', undoLogId: earlier}}
     const back = target.removedEvents.map((e) => Number(e.id)).filter((id) => !restoredEventIds.includes(id))
-    return {rollback: {outcome: 'changed', detail: `events with the ids it removed exist again: ${back.join(', ')}`}}
+    return {
+      rollback: {
+        outcome: 'changed',
+        detail: `events ${back.join(', ')} cannot be put back: their ids exist again, or the kept event ${target.keptEventId} whose extra they share is gone`,
+      },
+    }
   }
   const undoLogId = await writeUndoRow(store, tx, target, settings, taken, restoredEventIds)
   if (target.kind === 'complete') {

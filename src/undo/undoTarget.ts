@@ -23,7 +23,14 @@ export type UndoTarget =
   /** `replay-events` (either mode): its events and the queue rows it created go. */
   | {kind: 'events'; record: AuditRecord; command: string; eventIds: number[]; queueRows: QueueRow[]}
   /** `audit-events --fix`: the duplicates it removed come back. */
-  | {kind: 'fix'; record: AuditRecord; command: string; removedEvents: Array<Record<string, unknown>>}
+  | {
+      kind: 'fix'
+      record: AuditRecord
+      command: string
+      removedEvents: Array<Record<string, unknown>>
+      /** The event each kept: the removed ones' extra is taken from it. */
+      keptEventId: number
+    }
   /** Nothing airlock can take back; the outcome says why. */
   | {
       kind: 'refused'
@@ -84,6 +91,7 @@ export function undoTargetOf(record: AuditRecord, undoEvent: string): UndoTarget
       kind: 'fix',
       record,
       command,
+      keptEventId: typeof airlock.kept_event_id === 'number' ? airlock.kept_event_id : 0,
       removedEvents: Array.isArray(image.removed_events)
         ? (image.removed_events as Array<Record<string, unknown>>)
         : [],

@@ -277,10 +277,11 @@ describe('airlock audit-events', () => {
 
   it('--fix --no-dry-run --yes removes exactly the unconsumed duplicate and its alias link, logs it with the row it removed, refuses the consumed one, and is idempotent', async () => {
     const before = await countRows(db.knex, 'asset_event')
-    // The removed event as it was, every column and its alias links: what the audit row must keep.
+    // The removed event as it was, every column but its extra (free-form data the audit log need
+    // not show; it equals the kept event's) and its alias links: what the audit row must keep.
     const [removedRow] = await db.knex
       .raw<{rows: Array<{row: Record<string, unknown>}>}>(
-        `select to_jsonb(e) || jsonb_build_object('alias_ids', coalesce((select json_agg(l.alias_id order by l.alias_id)
+        `select (to_jsonb(e) - 'extra') || jsonb_build_object('alias_ids', coalesce((select json_agg(l.alias_id order by l.alias_id)
               from asset_alias_asset_event l where l.event_id = e.id), '[]'::json)) as row
          from asset_event e where e.id = ?`,
         [ids.dup_extra!],

@@ -396,7 +396,9 @@ function repairStatements(
     `with links as (select l.event_id, json_agg(l.alias_id order by l.alias_id) as alias_ids
                       from asset_alias_asset_event l where l.event_id = any($1::int[]) group by l.event_id),
           gone as (delete from asset_event where id = any($1::int[]) returning *)
-     select gone.id, (to_jsonb(gone) || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
+     -- Without its extra: free-form data the audit log's readers need not see. A duplicate's extra
+     -- equals its kept event's (sameAsKept), which is where an undo takes it from.
+     select gone.id, ((to_jsonb(gone) - 'extra') || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
        from gone left join links on links.event_id = gone.id`,
   )
   return {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents}

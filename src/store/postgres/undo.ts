@@ -306,21 +306,25 @@ export function restoreTaskInstance() {
 }
 
 /**
- * Events `audit-events --fix` removed, put back whole from its before-image (every column as it
- * was, the id included) with their alias links. An id that exists again is left alone and not
- * returned, also one another transaction is inserting (ON CONFLICT waits for it, then skips the
- * row rather than failing on the key).
+ * Events `audit-events --fix` removed, put back from its before-image (every column as it was, the
+ * id included) with their alias links. The before-image leaves the extra out (free-form data the
+ * audit log's readers need not see): a duplicate's extra equals its kept event's, so it is taken
+ * from the kept event, which must still exist. An id that exists again is left alone and not
+ * returned (a concurrent undo of the same fix put it back).
  */
 export function restoreEvents() {
   const restore = prepared(
     'undo_restore_events',
-    `with rows as (
-       select r.row, (r.row ->> 'id')::int as id from json_array_elements($1::json) as r(row)
+    `with kept as (
+       select extra from asset_event where id = $2::int
+     ), rows as (
+       select (r.row::jsonb || jsonb_build_object('extra', (select extra from kept)))::json as row, (r.row ->> 'id')::int as id
+         from json_array_elements($1::json) as r(row)
+        where exists (select 1 from kept)
      ), back as (
        insert into asset_event
        select (json_populate_record(null::asset_event, rows.row)).* from rows
-        where not exists (select 1 from asset_event e where e.id = rows.id)
-       on conflict do nothing
+       on conflict (id) do nothing
        returning id
      ), links as (
        insert into asset_alias_asset_event (alias_id, event_id)
@@ -330,8 +334,8 @@ export function restoreEvents() {
      )
      select id from back order by id`,
   )
-  return async (ex: Executor, rows: readonly unknown[]): Promise<number[]> =>
-    (await ex.query<{id: number}>(restore([JSON.stringify(rows)]))).map((row) => row.id)
+  return async (ex: Executor, rows: readonly unknown[], keptEventId: number): Promise<number[]> =>
+    (await ex.query<{id: number}>(restore([JSON.stringify(rows), keptEventId]))).map((row) => row.id)
 }
 
 /**

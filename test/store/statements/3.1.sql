@@ -1001,11 +1001,13 @@ select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as
 -- airlock_consumed_events_3e4df1267b13
 select event_id from dagrun_asset_event where event_id = any($1::int[]);
 
--- airlock_delete_events_946e8af3f549
+-- airlock_delete_events_acfa5d70bab1
 with links as (select l.event_id, json_agg(l.alias_id order by l.alias_id) as alias_ids
                  from asset_alias_asset_event l where l.event_id = any($1::int[]) group by l.event_id),
      gone as (delete from asset_event where id = any($1::int[]) returning *)
-select gone.id, (to_jsonb(gone) || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
+-- Without its extra: free-form data the audit log's readers need not see. A duplicate's extra
+-- equals its kept event's (sameAsKept), which is where an undo takes it from.
+select gone.id, ((to_jsonb(gone) - 'extra') || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
   from gone left join links on links.event_id = gone.id;
 
 -- airlock_audit_records_e413ce2bf457
@@ -1133,14 +1135,17 @@ select format('the run is %s since', coalesce(d.state, 'none')) from dag_run d
  where d.dag_id = $1 and d.run_id = $2 and d.end_date >= $5::timestamptz
  order by 1;
 
--- airlock_undo_restore_events_bcab035f0ab1
-with rows as (
-  select r.row, (r.row ->> 'id')::int as id from json_array_elements($1::json) as r(row)
+-- airlock_undo_restore_events_2f0b4e21385e
+with kept as (
+  select extra from asset_event where id = $2::int
+), rows as (
+  select (r.row::jsonb || jsonb_build_object('extra', (select extra from kept)))::json as row, (r.row ->> 'id')::int as id
+    from json_array_elements($1::json) as r(row)
+   where exists (select 1 from kept)
 ), back as (
   insert into asset_event
   select (json_populate_record(null::asset_event, rows.row)).* from rows
-   where not exists (select 1 from asset_event e where e.id = rows.id)
-  on conflict do nothing
+  on conflict (id) do nothing
   returning id
 ), links as (
   insert into asset_alias_asset_event (alias_id, event_id)
