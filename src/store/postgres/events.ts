@@ -11,7 +11,7 @@ import {
   type StoredEvent,
 } from '../airflowStore.js'
 import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
-import {consumerDagsOf, eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
+import {eventFilterConditions, heldConsumerDags, namedByAirlockRow, whereAll} from './fragments.js'
 
 /** The columns every event read here returns, as the driver gives them. */
 interface EventRow {
@@ -358,17 +358,7 @@ function repairStatements(
   )
   const consumers = prepared(
     `lock_consumer_dags${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
-    `with wanted as (
-       ${consumerDagsOf(
-         'array(select e.asset_id from asset_event e where e.id = any($1::int[]))',
-         'array(select l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]))',
-       )}
-     ), locked as (
-       select d.dag_id, ${capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'} as partitioned
-         from dag d where d.dag_id in (select dag_id from wanted)
-        order by d.dag_id
-          for share of d skip locked
-     )
+    `with ${heldConsumerDags({partitionedTimetables: capabilities.partitionedTimetables, lock: true})}
      select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
             (select count(*)::int from locked) as locked,
             coalesce((select bool_or(partitioned) from locked), false) as partitioned`,

@@ -272,3 +272,22 @@ export function consumerDagsOf(assetIds: string, aliasIds: string): string {
        union
        select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any(${assetIds})`
 }
+
+/**
+ * `wanted` (the DAGs scheduled on the events of `$1`, by asset id, name, uri or alias) and
+ * `locked` (their dag rows, in key order, FOR SHARE SKIP LOCKED with `lock`: the locks the
+ * scheduler's `dags_needing_dagruns` FOR NO KEY UPDATE SKIP LOCKED conflicts with), with whether
+ * each has a partitioned timetable (3.2+). audit-events --fix and undo hold consumers this way.
+ */
+export function heldConsumerDags(options: {partitionedTimetables: boolean; lock: boolean}): string {
+  return `wanted as (
+       ${consumerDagsOf(
+         'array(select e.asset_id from asset_event e where e.id = any($1::int[]))',
+         'array(select l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]))',
+       )}
+     ), locked as (
+       select d.dag_id, ${options.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'} as partitioned
+         from dag d where d.dag_id in (select dag_id from wanted)
+        order by d.dag_id${options.lock ? '\n          for share of d skip locked' : ''}
+     )`
+}

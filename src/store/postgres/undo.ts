@@ -9,7 +9,7 @@ import {
   type ConsumingRun,
   type EventConsumerLocks,
 } from '../airflowStore.js'
-import {consumerDagsOf} from './fragments.js'
+import {heldConsumerDags} from './fragments.js'
 
 interface AuditRecordRow {
   id: number
@@ -118,15 +118,7 @@ export function lockEventConsumers(capabilities: Pick<Capabilities, 'partitioned
   const text = (lock: boolean) =>
     prepared(
       `${lock ? 'lock' : 'read'}_event_consumers${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
-      `with wanted as (
-       ${consumerDagsOf(
-         'array(select e.asset_id from asset_event e where e.id = any($1::int[]))',
-         'array(select l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]))',
-       )}
-     ), locked as (
-       select d.dag_id, ${capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'} as partitioned
-         from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id${lock ? ' for share of d skip locked' : ''}
-     )
+      `with ${heldConsumerDags({partitionedTimetables: capabilities.partitionedTimetables, lock})}
      select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
             (select count(*)::int from locked) as locked,
             array(select dag_id from locked where partitioned order by 1) as partitioned,

@@ -1031,7 +1031,7 @@ where event = $1
   and id is distinct from $3::int
 order by id limit 1;
 
--- airlock_lock_event_consumers_partitioned_a0fd82874533
+-- airlock_lock_event_consumers_partitioned_02741bfa3617
 with wanted as (
   select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
   union
@@ -1042,7 +1042,9 @@ with wanted as (
   select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
 ), locked as (
   select d.dag_id, coalesce(d.timetable_partitioned, false) as partitioned
-    from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id for share of d skip locked
+    from dag d where d.dag_id in (select dag_id from wanted)
+   order by d.dag_id
+     for share of d skip locked
 )
 select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
        (select count(*)::int from locked) as locked,
@@ -1050,7 +1052,7 @@ select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as
        array(select distinct e.asset_id from asset_event e where e.id = any($1::int[]) order by 1) as asset_ids,
        array(select distinct l.alias_id from asset_alias_asset_event l where l.event_id = any($1::int[]) order by 1) as alias_ids;
 
--- airlock_read_event_consumers_partitioned_9ed71265d688
+-- airlock_read_event_consumers_partitioned_56b9716d38ab
 with wanted as (
   select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
   union
@@ -1061,7 +1063,8 @@ with wanted as (
   select r.dag_id from asset a join dag_schedule_asset_uri_reference r on r.uri = a.uri where a.id = any(array(select e.asset_id from asset_event e where e.id = any($1::int[])))
 ), locked as (
   select d.dag_id, coalesce(d.timetable_partitioned, false) as partitioned
-    from dag d where d.dag_id in (select dag_id from wanted) order by d.dag_id
+    from dag d where d.dag_id in (select dag_id from wanted)
+   order by d.dag_id
 )
 select (select count(*)::int from wanted w join dag d on d.dag_id = w.dag_id) as wanted,
        (select count(*)::int from locked) as locked,
