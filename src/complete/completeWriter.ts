@@ -1,7 +1,6 @@
 import {activeOutlets, describeOutlet, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity, beforeImageStandIn, clearImageStandIn, extraAroundEventIds} from '../protocol/auditIdentity.js'
-import {queueRowsCreated} from '../protocol/beforeImage.js'
 import {
   consumerDags,
   emitOutletEvents,
@@ -99,6 +98,8 @@ function mappedDownstream(dependants: readonly string[]): CompleteOutcome {
 
 type CompleteRegistration = Registration & {
   logId: number
+  /** The transaction id of the task instance's row version its before-image was read from. */
+  imageXmin: string | null
   clear?: ClearPlan
   cleared?: ClearReport
   stateCleared: number
@@ -144,37 +145,37 @@ export function completeWriter(
       // [state_store] clear_on_success (3.3+): the success clears the task's stored state; before
       // the lock, like every other write of the registration, so it commits or vanishes with it.
       const stateCleared = store.capabilities.clearTaskStateOnSuccess ? await store.clearTaskState(tx, ti) : 0
-      if (!settings.emitEvents)
-        return {
-          ...emptyRegistration(),
-          ...(await store.insertLogRow(
-            tx,
-            {...ti, owners: audit.owner},
-            'success',
-            JSON.stringify(audit.extra(ti.state, 0, [], clear)),
-          )),
-          warnings: clear?.warnings ?? [],
-          clear,
-          stateCleared,
-        }
+      const row = audit.row(ti, clear, stateCleared)
+      if (!settings.emitEvents) {
+        // Only the audit row: the events statement with no event writes it, with its before-image.
+        const {logId, imageXmin} = await store.insertAssetEvents(tx, ti, [], row(0))
+        return {...emptyRegistration(), logId, imageXmin, warnings: clear?.warnings ?? [], clear, stateCleared}
+      }
       const emitted = await emitOutletEvents(
         store,
         tx,
         ti,
         {outletEvents: input.outletEvents, defaultExtra: settings.defaultExtra},
-        audit.row(ti, clear),
+        row,
       )
       const queued = await queueEventConsumers(store, tx, ti, emitted, {downstream: settings.downstream ?? true})
       const warnings = [...queued.warnings, ...(clear?.warnings ?? [])]
-      return {...queued, warnings, logId: emitted.logId, clear, stateCleared}
+      return {...queued, warnings, logId: emitted.logId, imageXmin: emitted.imageXmin, clear, stateCleared}
     },
     // --plan: what register() would write, on reads alone (the declared outlets it emits for,
     // and the input's emissions through aliases whose alias and asset exist).
     plan: (ex, ti, input) => planComplete(store, ex, settings, ti, input),
     decideAfterRegistering: (registration) => refuseAfterRegistering(settings, registration),
-    async decideUnderLock(tx, lockedState, ti, registration) {
+    async decideUnderLock(tx, lockedState, ti, registration, locked) {
       const decision = decide(lockedState)
-      if (decision !== 'commit' || !registration.clear) return decision
+      if (decision !== 'commit') return decision
+      // The before-image was read before the lock: written to since (a heartbeat, another write),
+      // it would not be the row this success replaces. Read and registered again.
+      if (registration.imageXmin !== null && locked.xmin !== registration.imageXmin)
+        throw new RetryFromStart(
+          'the task instance row was written to between the registration and the lock, on every attempt',
+        )
+      if (!registration.clear) return decision
       // Then the task instances to clear in key order and the run: the protocol's lock order. A
       // change since the read (the scheduler, or another item of this run that cleared them
       // first) means a fresh plan: the item starts again, and ends downstream_changed only when
@@ -212,16 +213,7 @@ async function applyCompletion(
   ti: TaskInstanceContext,
   registration: CompleteRegistration,
 ): Promise<{logId: number}> {
-  await store.markTaskInstanceSuccess(tx, ti.id, settings.endDate, {
-    logId: registration.logId,
-    standIn: beforeImageStandIn,
-    fields: {
-      queue_rows: queueRowsCreated(registration.consumers),
-      ...(registration.stateCleared > 0 ? {task_state_cleared: registration.stateCleared} : {}),
-      // Filled by the clear under its locks (applyClear), or nothing when it clears nothing.
-      ...(registration.clear ? {continue_run: clearImageStandIn} : {}),
-    },
-  })
+  await store.markTaskInstanceSuccess(tx, ti.id, settings.endDate)
   if (registration.clear) registration.cleared = await applyClear(store, tx, registration.clear, registration.logId)
   return {logId: registration.logId}
 }
@@ -239,13 +231,24 @@ function completeAudit(settings: CompleteSettings) {
     owner,
     extra,
     row:
-      (ti: TaskInstanceContext, clear?: ClearPlan) =>
+      (ti: TaskInstanceContext, clear: ClearPlan | undefined, stateCleared: number) =>
       (events: number): AuditRow => ({
         event: 'success',
         tryNumber: ti.tryNumber,
         logicalDate: ti.logicalDate,
         owner,
         extra: extraAroundEventIds((eventIds) => extra(ti.state, events, eventIds, clear)),
+        // What airlock undo restores: the task instance as the events statement reads it (checked
+        // under the lock by its row version), what the writer knows itself, and a place for the
+        // clear's image, which applyClear fills under its locks.
+        image: {
+          tiId: ti.id,
+          standIn: JSON.stringify(beforeImageStandIn),
+          fields: {
+            ...(stateCleared > 0 ? {task_state_cleared: stateCleared} : {}),
+            ...(clear ? {continue_run: clearImageStandIn} : {}),
+          },
+        },
       }),
   }
 }
@@ -274,7 +277,7 @@ function completeAuditExtra(
       previous_state: previousState,
       events,
       event_ids: eventIds,
-      // What airlock undo restores, put here under the row lock (store.markTaskInstanceSuccess).
+      // What airlock undo restores, put here by the statement that writes this row (AuditRow.image).
       before: beforeImageStandIn,
       ...(clear
         ? {

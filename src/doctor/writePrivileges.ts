@@ -39,7 +39,7 @@ export const neededPrivileges: readonly NeededPrivilege[] = [
   table('asset_dag_run_queue', 'INSERT', 'complete, replay-events'),
   table('asset_dag_run_queue', 'UPDATE', 'complete, replay-events (queue upsert before 3.4)'),
   table('log', 'INSERT', 'complete, replay-events, audit-events --fix, undo'),
-  table('log', 'UPDATE', 'complete, replay-events (the before-image undo reads)'),
+  table('log', 'UPDATE', 'complete --continue-run (the clear image undo reads)'),
   table('asset_dag_run_queue', 'DELETE', 'undo (the queue rows an undone write created)'),
   table('log', 'SELECT', 'undo (the audit rows it takes back)'),
   table('dag', 'UPDATE', 'audit-events --fix, undo (FOR SHARE on the consumer DAG rows needs it)'),

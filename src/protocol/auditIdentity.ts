@@ -33,10 +33,10 @@ const standIn = `event_ids ${randomUUID()}`
 const standInJson = JSON.stringify(standIn)
 
 /**
- * Where a write's before-image goes in its audit extra (`airlock.before`): the extra is written
- * with this stand-in, and the statement that changes the rows under their lock puts the image in
- * its place (store.markTaskInstanceSuccess, store.recordBeforeImage), so it names the rows exactly
- * as they were when locked. Random once per process, like the event ids' stand-in.
+ * Where complete's before-image goes in its audit extra (`airlock.before`): the extra is written
+ * with this stand-in, and the statement that inserts the row reads the task instance and puts
+ * the image in its place (AuditRow.image); the row version it read is checked under the lock.
+ * Random once per process, like the event ids' stand-in.
  */
 export const beforeImageStandIn = `before ${randomUUID()}`
 

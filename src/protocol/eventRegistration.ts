@@ -29,6 +29,8 @@ export interface EmittedEvents {
   warnings: string[]
   /** The audit row written with them (emitOutletEvents' `audit`). */
   logId: number
+  /** With a before-image: the transaction id of the task instance's row version it read. */
+  imageXmin: string | null
 }
 
 /**
@@ -108,7 +110,7 @@ export async function emitOutletEvents(
   })
 
   const written = [...events, ...groupEvents]
-  const {events: inserted, logId} = await store.insertAssetEvents(tx, ti, written, audit(written.length))
+  const {events: inserted, logId, imageXmin} = await store.insertAssetEvents(tx, ti, written, audit(written.length))
   // The rows come back in the order they were inserted (ORDER BY the input's ordinality).
   const aliasesOfEvent = new Map(groupEvents.map((g, index) => [inserted[events.length + index]!.eventId, g.aliasIds]))
   await store.insertAliasEventLinks(
@@ -116,7 +118,7 @@ export async function emitOutletEvents(
     [...aliasesOfEvent].flatMap(([eventId, ids]) => ids.map((aliasId) => ({aliasId, eventId}))),
   )
 
-  return {events: inserted, aliasesOfEvent, warnings, logId}
+  return {events: inserted, aliasesOfEvent, warnings, logId, imageXmin}
 }
 
 /**
@@ -250,7 +252,7 @@ export async function queueEventConsumers(
   store: AirflowStore,
   tx: Executor,
   ti: TaskInstanceContext,
-  emitted: Omit<EmittedEvents, 'logId'>,
+  emitted: Omit<EmittedEvents, 'logId' | 'imageXmin'>,
   options: {downstream: boolean; plan?: boolean} = {downstream: true},
 ): Promise<Registration> {
   const {events: inserted, aliasesOfEvent} = emitted

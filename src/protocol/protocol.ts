@@ -10,6 +10,7 @@ import {
 import type {Executor} from '../engine/engine.js'
 import type {RetryPolicy} from '../engine/retry.js'
 import {runTransaction, type Decision, type Failed, type WorkTransaction} from '../engine/transaction.js'
+import type {LockedTaskInstance} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {describeHolder, type LockWaits} from './lockWaits.js'
 import {idNotFoundDetail, type ItemResult, type ProtocolOutcome} from './outcomes.js'
@@ -58,6 +59,8 @@ export interface Writer<O extends {outcome: string}, Input, Registration, Receip
     lockedState: StoredState,
     ti: TaskInstanceContext,
     registration: Registration,
+    /** The locked row's state, try and row version. */
+    locked: LockedTaskInstance,
   ): Promise<'commit' | O>
   /** Step 4, commit branch: the state change; returns what proves it committed. */
   apply(tx: Executor, ti: TaskInstanceContext, registration: Registration): Promise<Receipt>
@@ -269,7 +272,7 @@ async function runAttempt<O extends {outcome: string}, Input, Registration, Rece
   }
   if (locked.tryNumber !== ti.tryNumber) throw new RetryFromStart()
   const decision = await writer
-    .decideUnderLock(tx, locked.state, ti, attempt.registration as Registration)
+    .decideUnderLock(tx, locked.state, ti, attempt.registration as Registration, locked)
     .catch((error: unknown) => {
       if (error instanceof RetryFromStart) item.lastRetry = error
       throw error

@@ -1,7 +1,6 @@
 import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import {runTransaction, type Failed} from '../engine/transaction.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
-import {queueRowsCreated} from '../protocol/beforeImage.js'
 import type {EventContent} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {replayLogEvent} from './replayMissingWriter.js'
@@ -113,8 +112,7 @@ export async function reemitEvent(
         source?.dagId && source.taskId ? {dagId: source.dagId, taskId: source.taskId} : null,
         null,
       )
-      // Written after the queue, so it names the queue rows this copy created (airlock undo deletes them).
-      const extra = reemitAuditExtra(spec, settings, identity, newEventId, tryNumber, queueRowsCreated(decisions))
+      const extra = reemitAuditExtra(spec, settings, identity, newEventId, tryNumber)
       const {logId} = await store.insertLogRow(
         tx,
         {
@@ -162,7 +160,6 @@ function reemitAuditExtra(
   identity: {host_name: string; os_user: string},
   newEventId: number,
   tryNumber: number | null,
-  queueRows: Record<string, number[]>,
 ) {
   return {
     host_name: identity.host_name,
@@ -177,7 +174,8 @@ function reemitAuditExtra(
       event_ids: [newEventId],
       try_number: tryNumber,
       asset: spec.assetName,
-      before: {version: 1, queue_rows: queueRows},
+      // airlock undo deletes the new event and the queue rows this transaction created.
+      before: {version: 1},
     },
   }
 }

@@ -1,7 +1,6 @@
 import {activeOutlets, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import {describeEvidence, replayableKinds, verdictOf, type TryEvidence} from '../airflow/tryEvidence.js'
-import {auditIdentity, beforeImageStandIn, extraAroundEventIds} from '../protocol/auditIdentity.js'
-import {queueRowsCreated} from '../protocol/beforeImage.js'
+import {auditIdentity, extraAroundEventIds} from '../protocol/auditIdentity.js'
 import {queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {Executor} from '../engine/engine.js'
@@ -112,12 +111,8 @@ export function replayMissingWriter(
       // Another replayer committed part of the set: start over from a fresh read.
       throw new RetryFromStart('other sessions kept replaying part of these events; run again')
     },
-    // No state change: the lock only serialises replayers of this task instance. What airlock
-    // undo takes back is recorded under it: the queue rows this replay created.
-    apply: async (tx, _ti, registration) => {
-      await store.recordBeforeImage(tx, beforeImageOf(registration))
-      return {logId: registration.logId!}
-    },
+    // No state change: the lock only serialises replayers of this task instance.
+    apply: (_tx, _ti, registration) => Promise.resolve({logId: registration.logId!}),
     counts: (registration) => ({
       events: registration.events.length,
       queued: registration.consumers.filter((c) => c.kind === 'queued').length,
@@ -130,12 +125,6 @@ export function replayMissingWriter(
     wasCommitted: (ex, _ti, _registration, receipt) => store.logRowExists(ex, receipt.logId),
   }
 }
-
-const beforeImageOf = (registration: ReplayRegistration) => ({
-  logId: registration.logId!,
-  standIn: beforeImageStandIn,
-  fields: {queue_rows: queueRowsCreated(registration.consumers)},
-})
 
 /** What the evidence decides, when it does not allow the replay. */
 function refusalOf(replayable: ReadonlySet<TryEvidence['kind']>, evidence: TryEvidence): ReplayOutcome | null {
@@ -170,7 +159,9 @@ function replayAuditExtra(
       assets,
       event_ids: eventIds,
       evidence: evidence.kind,
-      before: beforeImageStandIn,
+      // airlock undo deletes the events above and the queue rows this transaction created (their
+      // row version's xmin is this row's): nothing else to record.
+      before: {version: 1},
     },
   }
 }

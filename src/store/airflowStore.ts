@@ -35,18 +35,15 @@ export interface AirflowStore extends CatalogStore {
   lockTaskInstance(ex: Executor, tiId: string): Promise<LockedTaskInstance | undefined>
   /** The session holding the task instance's row lock, best effort (for a lock-timeout message). */
   readRowHolder(ex: Executor, tiId: string): Promise<RowHolder | undefined>
-  /**
-   * Step 4 of complete: the state change Airflow's success path makes, and the row as it was
-   * locked recorded in the audit row (`before`), in one statement.
-   */
-  markTaskInstanceSuccess(ex: Executor, tiId: string, endDate: Date | null, before: BeforeImageRecord): Promise<void>
+  /** Step 4 of complete: the state change Airflow's success path makes. */
+  markTaskInstanceSuccess(ex: Executor, tiId: string, endDate: Date | null): Promise<void>
   /** A task instance's events (one multi-row INSERT) and the audit row naming them, in one statement. */
   insertAssetEvents(
     ex: Executor,
     source: TaskInstanceKey,
     events: readonly NewAssetEvent[],
     audit: AuditRow,
-  ): Promise<{events: InsertedEvent[]; logId: number}>
+  ): Promise<{events: InsertedEvent[]; logId: number; imageXmin: string | null}>
   /** Existing assets whose name or uri is one of these strings, by string (an alias target named by one string). */
   findAssetsByNameOrUri(
     ex: Executor,
@@ -114,21 +111,19 @@ export interface AirflowStore extends CatalogStore {
   /** Before 3.4: the queue rows a write created, deleted unless another pending event still needs them. */
   deleteCreatedQueueRows(
     ex: Executor,
-    rows: ReadonlyArray<{dagId: string; assetId: number}>,
+    of: {assetIds: readonly number[]; logId: number},
     undoneEventIds: readonly number[],
   ): Promise<{deleted: Array<{dagId: string; assetId: number}>; kept: Array<{dagId: string; assetId: number}>}>
   /** Under the row lock: which columns differ from what airlock's write left. */
   compareTaskInstanceLeft(
     ex: Executor,
     tiId: string,
-    left: unknown,
-    tryNumber: number | null,
-  ): Promise<{differs: string[]; state: string | null} | undefined>
+    logId: number,
+  ): Promise<{same: boolean; state: string | null; tryNumber: number | null} | undefined>
   /** Since a completion: its run's task instances (of taskIds; null: all) that changed after it, and the run if it finished since. */
   readMovedSince(
     ex: Executor,
     of: {dagId: string; runId: string; tiId: string; taskIds: readonly string[] | null; except: readonly string[]},
-    since: string,
   ): Promise<string[]>
   /** The task instance's columns back as the before-image recorded them. */
   restoreTaskInstance(ex: Executor, tiId: string, before: unknown): Promise<boolean>
@@ -142,8 +137,6 @@ export interface AirflowStore extends CatalogStore {
   restoreClear(ex: Executor, image: ClearImage): Promise<void>
   /** Events removed by audit-events --fix, put back whole (their extra from the kept event); the ids restored. */
   restoreEvents(ex: Executor, rows: readonly unknown[], keptEventId: number): Promise<number[]>
-  /** A write's before-image into its audit row, in place of the stand-in (see BeforeImageRecord). */
-  recordBeforeImage(ex: Executor, before: BeforeImageRecord): Promise<void>
   /** A row of Airflow's audit `log`. */
   insertLogRow(ex: Executor, subject: LogSubject, event: string, extra: string): Promise<{logId: number}>
   /** How a writer learns, after a lost COMMIT, whether its transaction landed. */
@@ -446,19 +439,11 @@ export interface ConsumingRun {
   runId: string | null
 }
 
-/**
- * Where a write's before-image goes: the audit row it wrote, the stand-in its extra holds in the
- * image's place, and the image's fields the writer knows itself (the queue rows it created).
- */
-export interface BeforeImageRecord {
-  logId: number
-  standIn: string
-  fields: Record<string, unknown>
-}
-
 export interface LockedTaskInstance {
   state: StoredState
   tryNumber: number | null
+  /** The transaction id of the locked row version (xmin): any write to the row since changes it. */
+  xmin: string
 }
 
 export interface NewAssetEvent {
@@ -479,6 +464,11 @@ export interface AuditRow {
   logicalDate: Date | null
   owner: string | null
   extra: {before: string; after: string}
+  /**
+   * complete's before-image, read by the same statement: the task instance `tiId` as it reads it,
+   * with `fields` (what the writer knows itself), in place of `standIn` in the extra.
+   */
+  image?: {tiId: string; standIn: string; fields: Record<string, unknown>}
 }
 
 export interface InsertedEvent {

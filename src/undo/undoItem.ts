@@ -261,7 +261,7 @@ async function takeBackEvents(store: AirflowStore, tx: Executor, target: Writabl
   const queue =
     store.capabilities.queueShape === 'per_event'
       ? {deleted: [], kept: []}
-      : await store.deleteCreatedQueueRows(tx, target.queueRows, target.eventIds)
+      : await store.deleteCreatedQueueRows(tx, {assetIds: locks.assetIds, logId: target.record.id}, target.eventIds)
   return {deleted: deleted.map((e) => e.id), assetIds: locks.assetIds, aliasIds: locks.aliasIds, queue, before}
 }
 
@@ -284,30 +284,26 @@ async function changedSince(
   tx: Executor,
   target: Extract<UndoTarget, {kind: 'complete'}>,
 ): Promise<UndoOutcome | undefined> {
-  const compared = await store.compareTaskInstanceLeft(tx, target.tiId, target.left, target.tryNumber)
-  if (compared && compared.differs.length > 0)
+  const compared = await store.compareTaskInstanceLeft(tx, target.tiId, target.record.id)
+  if (compared && !compared.same)
     return {
       outcome: 'changed',
-      detail: `task instance ${target.tiId} moved on since airlock completed it (${compared.differs.join(', ')} changed; now ${compared.state ?? 'no state'}): a retry, a clear, or another write; nothing undone`,
+      detail: `task instance ${target.tiId} was written to since airlock completed it (now ${compared.state ?? 'no state'}, try ${compared.tryNumber ?? 'none'}): a retry, a clear, a heartbeat or another write; nothing undone`,
     }
   const {dagId, runId, taskId} = target.record
-  if (!dagId || !runId || !taskId || typeof target.left.updated_at !== 'string') return undefined
+  if (!dagId || !runId || !taskId) return undefined
   const graph = taskGraph(await store.readLatestSerializedDag(tx, dagId))
   // Without its DAG's tasks, every other task instance of the run counts as downstream.
   const taskIds = graph?.tasks.has(taskId)
     ? [...clearSubset(graph, taskId).taskIds].filter((id) => id !== taskId)
     : null
-  const moved = await store.readMovedSince(
-    tx,
-    {
-      dagId,
-      runId,
-      tiId: target.tiId,
-      taskIds,
-      except: (target.clear?.left.taskInstances ?? []).map((t) => (t as {id: string}).id),
-    },
-    target.left.updated_at,
-  )
+  const moved = await store.readMovedSince(tx, {
+    dagId,
+    runId,
+    tiId: target.tiId,
+    taskIds,
+    except: (target.clear?.left.taskInstances ?? []).map((t) => (t as {id: string}).id),
+  })
   if (moved.length === 0) return undefined
   return {
     outcome: 'changed',

@@ -13,15 +13,13 @@ export type UndoTarget =
       tiId: string
       tryNumber: number | null
       eventIds: number[]
-      queueRows: QueueRow[]
-      /** The row as it was locked, and as airlock left it (JSON as recorded: timestamps keep their microseconds). */
+      /** The row as the write read it (JSON as recorded: timestamps keep their microseconds). */
       taskInstance: Record<string, unknown>
-      left: Record<string, unknown>
       /** --continue-run: the task instances it cleared and the run it queued, as they were and as it left them. */
       clear?: ClearImage | undefined
     }
   /** `replay-events` (either mode): its events and the queue rows it created go. */
-  | {kind: 'events'; record: AuditRecord; command: string; eventIds: number[]; queueRows: QueueRow[]}
+  | {kind: 'events'; record: AuditRecord; command: string; eventIds: number[]}
   /** `audit-events --fix`: the duplicates it removed come back. */
   | {
       kind: 'fix'
@@ -84,8 +82,7 @@ export function undoTargetOf(record: AuditRecord, undoEvent: string): UndoTarget
       command,
     )
   const eventIds = numbers(airlock.event_ids)
-  const queueRows = queueRowsOf(image.queue_rows)
-  if (command === 'replay-events') return {kind: 'events', record, command, eventIds, queueRows}
+  if (command === 'replay-events') return {kind: 'events', record, command, eventIds}
   if (command === 'audit-events --fix')
     return {
       kind: 'fix',
@@ -96,7 +93,7 @@ export function undoTargetOf(record: AuditRecord, undoEvent: string): UndoTarget
         ? (image.removed_events as Array<Record<string, unknown>>)
         : [],
     }
-  return completeTargetOf(record, command, image, eventIds, queueRows)
+  return completeTargetOf(record, command, image, eventIds)
 }
 
 /** A completion's target, or why its before-image cannot be put back. */
@@ -105,7 +102,6 @@ function completeTargetOf(
   command: string,
   image: Record<string, unknown>,
   eventIds: number[],
-  queueRows: QueueRow[],
 ): UndoTarget {
   const refused = (detail: string) => ({
     kind: 'refused' as const,
@@ -122,8 +118,7 @@ function completeTargetOf(
       `log row ${record.id}: a task instance the clear took had a resume payload (next_kwargs), which airlock does not record; undo cannot put it back`,
     )
   const taskInstance = image.task_instance as Record<string, unknown> | undefined
-  const left = image.left as Record<string, unknown> | undefined
-  if (!taskInstance || !left || typeof taskInstance.id !== 'string')
+  if (!taskInstance || typeof taskInstance.id !== 'string')
     return refused(`log row ${record.id}: its before-image names no task instance`)
   if (taskInstance.next_kwargs_set === true)
     return refused(
@@ -140,9 +135,7 @@ function completeTargetOf(
     tiId: taskInstance.id,
     tryNumber: typeof taskInstance.try_number === 'number' ? taskInstance.try_number : record.tryNumber,
     eventIds,
-    queueRows,
     taskInstance,
-    left,
     clear,
   }
 }
@@ -175,10 +168,3 @@ function airlockExtra(extra: string | null): Record<string, unknown> | undefined
 
 const numbers = (value: unknown): number[] =>
   Array.isArray(value) ? value.filter((v): v is number => typeof v === 'number') : []
-
-function queueRowsOf(value: unknown): QueueRow[] {
-  if (typeof value !== 'object' || value === null) return []
-  return Object.entries(value as Record<string, unknown>).flatMap(([dagId, ids]) =>
-    numbers(ids).map((assetId) => ({dagId, assetId})),
-  )
-}

@@ -8,7 +8,8 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
 import {createAssetTriggeredRuns} from '../conformance/scheduler.js'
 import {envelope, runCli} from '../support/cli.js'
-import {schemaOf} from '../support/complete.js'
+import {completeOne, schemaOf} from '../support/complete.js'
+import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {dumpAvailable, restoreDump} from '../support/restoreDump.js'
 import {scenario} from '../support/scenario.js'
@@ -52,6 +53,9 @@ async function snapshot(knex: Knex): Promise<Record<string, string[]>> {
   }
   return out
 }
+
+/** snapshot() read inside a transaction (what it will have committed). */
+const snapshotIn = (trx: Knex.Transaction) => snapshot(trx)
 
 describe.each(versions)('airlock undo on %s', (version) => {
   let db: TestDatabase
@@ -107,6 +111,36 @@ describe.each(versions)('airlock undo on %s', (version) => {
     })
   })
 
+  it('a heartbeat between the registration and the lock: the completion registers again, and undo restores the row the heartbeat left', async () => {
+    const w = await world(db.knex)
+    const target = w.ti('etl')
+    let heartbeat = ''
+    const result = await whileRowLocked(db.knex, target.id, async (holder) => {
+      const completion = completeOne(db.knex, target.id)
+      // Registered (its before-image read) and waiting for the row lock: the worker heartbeats.
+      await waitUntilAppBlocked(db.knex, `airlock:complete:${target.id}`)
+      const [row] = (
+        await holder.raw<{rows: Array<{updated_at: string}>}>(
+          `update task_instance set last_heartbeat_at = clock_timestamp(), updated_at = clock_timestamp() where id = ? returning updated_at::text`,
+          [target.id],
+        )
+      ).rows
+      heartbeat = row!.updated_at
+      const before = await snapshotIn(holder)
+      await holder.commit()
+      return {completion: await completion, before}
+    })
+    expect(result.completion.result).toEqual({outcome: 'completed'})
+    expect(result.completion.attempts).toBeGreaterThan(1)
+    const logId = (result.completion.report as {log_id: number}).log_id
+    const [row] = await db.knex('log').where({id: logId})
+    const image = (JSON.parse(row.extra as string) as {airlock: {before: {task_instance: {updated_at: string}}}})
+      .airlock.before.task_instance
+    expect(new Date(image.updated_at).toISOString()).toBe(new Date(heartbeat).toISOString())
+    expect((await undo('--log-id', String(logId))).code).toBe(0)
+    expect(await snapshot(db.knex)).toEqual(result.before)
+  })
+
   it("records a compact, versioned before-image in complete's audit row", async () => {
     const w = await world(db.knex)
     const {log_id: logId} = await complete()
@@ -116,10 +150,15 @@ describe.each(versions)('airlock undo on %s', (version) => {
     expect(extra.airlock.before).toMatchObject({
       version: 1,
       task_instance: {id: tiId, state: 'running', try_number: 1, end_date: null, next_kwargs_set: false},
-      left: {state: 'success'},
-      // Before 3.4 the queue rows it created, by DAG; from 3.4 each row goes with its event.
-      queue_rows: {report: w.assets('etl').map((a) => a.id)},
     })
+    // The queue rows it created and what it left are told by the row version (xmin) its
+    // transaction stamped on them and on this row: nothing else to record.
+    const {rows: versions} = await db.knex.raw<{rows: Array<{same: boolean}>}>(
+      `select q.xmin = l.xmin as same from asset_dag_run_queue q, log l where l.id = ? order by q.asset_id`,
+      [logId],
+    )
+    expect(versions).toEqual(w.assets('etl').map(() => ({same: true})))
+    expect(w.assets('etl')).toHaveLength(2)
     expect((row.extra as string).length).toBeLessThan(1000)
   })
 
@@ -238,7 +277,7 @@ describe.each(versions)('airlock undo on %s', (version) => {
     const {code, out} = await undo('--log-id', String(logId))
     expect(code).toBe(3)
     expect(out.result.items[0]).toMatchObject({outcome: 'changed'})
-    expect(out.result.items[0]!.detail).toMatch(/state.*changed; now failed/)
+    expect(out.result.items[0]!.detail).toMatch(/written to since airlock completed it \(now failed/)
     expect(await db.knex('asset_event').count({n: '*'}).first()).toEqual(events)
     expect((await produce()).state).toBe('failed')
   })

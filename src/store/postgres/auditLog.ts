@@ -1,6 +1,6 @@
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {BeforeImageRecord, LogSubject} from '../airflowStore.js'
+import type {LogSubject} from '../airflowStore.js'
 
 /**
  * One row of Airflow's `log` table (the audit log its UI shows), with the columns Airflow's own
@@ -37,19 +37,4 @@ export function insertLogRow() {
 export function logRowExists() {
   const exists = prepared('log_exists', 'select 1 from log where id = $1')
   return async (ex: Executor, logId: number): Promise<boolean> => (await ex.query(exists([logId]))).length > 0
-}
-
-/**
- * A write's before-image, put into its audit row in place of the stand-in its extra was written
- * with: under the write's locks, just before COMMIT (a writer whose rows change in the same
- * statement does it there instead: markTaskInstanceSuccess).
- */
-export function recordBeforeImage() {
-  const update = prepared(
-    'record_before_image',
-    `update log set extra = replace(extra, $2, (jsonb_build_object('version', 1) || $3::jsonb)::text) where id = $1`,
-  )
-  return async (ex: Executor, before: BeforeImageRecord): Promise<void> => {
-    await ex.query(update([before.logId, JSON.stringify(before.standIn), JSON.stringify(before.fields)]))
-  }
 }

@@ -15,7 +15,7 @@ import {
   restoreEvents,
   restoreTaskInstance,
 } from './undo.js'
-import {insertLogRow, logRowExists, recordBeforeImage} from './auditLog.js'
+import {insertLogRow, logRowExists} from './auditLog.js'
 import {
   clearCatalog,
   clearTaskInstances,
@@ -102,7 +102,6 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     readLineageFacts: readLineageFacts(),
     readAirlockCompletions: readAirlockCompletions(),
     insertLogRow: insertLogRow(),
-    recordBeforeImage: recordBeforeImage(),
     logRowExists: logRowExists(),
     readMissingOutlets: readMissingOutlets(),
     readLatestSerializedDag: readLatestSerializedDag(),

@@ -1,3 +1,5 @@
+import {randomUUID} from 'node:crypto'
+
 import type {Capabilities} from '../../airflow/schema.js'
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
@@ -52,24 +54,33 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
        -- The events' ids in the input's order, once: one JSON array (one row parses in a fraction
        -- of the time hundreds of rows take), for the audit row's extra and for the caller.
        select coalesce(array_to_json(array_agg(id order by id)), '[]') as ids from event
+     ), image as (
+       -- The writer's before-image (complete's: the task instance as this statement reads it, the
+       -- transaction id of its row version with it), put into the extra in place of its stand-in.
+       select (jsonb_build_object('version', 1, 'task_instance', to_jsonb(t) - 'xmin')
+                 || coalesce(${param('imageFields', 'jsonb')}, '{}'::jsonb))::text as doc, t.xmin
+         from (select ti.id, ti.xmin::text as xmin, ti.try_number, ti.state, ti.start_date, ti.end_date, ti.duration,
+                      ti.updated_at, ti.next_method, ti.next_kwargs is not null as next_kwargs_set
+                 from task_instance ti where ti.id = ${param('imageTi', 'uuid')}) as t
      ), audit as (
        -- Read from an aggregate over the events (one row even for none): its clock_timestamp() is
        -- read once they are written, so the row is stamped after its events, as when it was next.
        insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
        select clock_timestamp(), ${param('dagId', 'varchar')}, ${param('taskId', 'varchar')}, ${param('runId', 'varchar')}, ${param('mapIndex', 'int')},
               ${param('tryNumber', 'int')}, ${param('event', 'varchar')}, ${param('logicalDate', 'timestamptz')}, ${param('owner', 'varchar')},
-              ${param('extraBefore', 'text')} || written.ids::text || ${param('extraAfter', 'text')}
+              replace(${param('extraBefore', 'text')} || written.ids::text || ${param('extraAfter', 'text')},
+                      ${param('imageStandIn', 'text')}, coalesce((select doc from image), ${param('imageStandIn', 'text')}))
          from written
        returning id
      )
-     select audit.id as log_id, written.ids as event_ids from audit, written`,
+     select audit.id as log_id, written.ids as event_ids, (select xmin from image) as image_xmin from audit, written`,
   )
   return async (
     ex: Executor,
     source: TaskInstanceKey,
     events: readonly NewAssetEvent[],
     audit: AuditRow,
-  ): Promise<{events: InsertedEvent[]; logId: number}> => {
+  ): Promise<{events: InsertedEvent[]; logId: number; imageXmin: string | null}> => {
     const values = slots.values({
       dagId: source.dagId,
       runId: source.runId,
@@ -85,10 +96,14 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
       owner: audit.owner,
       extraBefore: audit.extra.before,
       extraAfter: audit.extra.after,
+      imageTi: audit.image?.tiId ?? null,
+      imageStandIn: audit.image?.standIn ?? noStandIn,
+      imageFields: audit.image ? JSON.stringify(audit.image.fields) : null,
     })
-    const [row] = await ex.query<{log_id: number; event_ids: number[]}>(insert(values))
+    const [row] = await ex.query<{log_id: number; event_ids: number[]; image_xmin: string | null}>(insert(values))
     return {
       logId: row!.log_id,
+      imageXmin: row!.image_xmin,
       events: row!.event_ids.map((eventId, index) => ({
         eventId,
         assetId: events[index]!.assetId,
@@ -98,7 +113,13 @@ export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartiti
   }
 }
 
+/** A stand-in no extra holds, for a row written without an image (replace() then changes nothing). */
+const noStandIn = `no image ${randomUUID()}`
+
 type EventSlot =
+  | 'imageTi'
+  | 'imageStandIn'
+  | 'imageFields'
   | 'dagId'
   | 'runId'
   | 'taskId'

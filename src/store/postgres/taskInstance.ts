@@ -9,7 +9,7 @@ import type {
 } from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {BeforeImageRecord, LockedTaskInstance, RowHolder} from '../airflowStore.js'
+import type {LockedTaskInstance, RowHolder} from '../airflowStore.js'
 
 interface TaskInstanceRow {
   id: string
@@ -306,10 +306,13 @@ export function readArchivedTaskInstanceKey() {
  * `conflict` from `not_found`.
  */
 export function lockTaskInstance() {
-  const lock = prepared('lock_ti', 'select state, try_number from task_instance where id = $1 for update')
+  const lock = prepared(
+    'lock_ti',
+    'select state, try_number, xmin::text as xmin from task_instance where id = $1 for update',
+  )
   return async (ex: Executor, tiId: string): Promise<LockedTaskInstance | undefined> => {
-    const [row] = await ex.query<{state: StoredState; try_number: number | null}>(lock([tiId]))
-    return row ? {state: row.state, tryNumber: row.try_number} : undefined
+    const [row] = await ex.query<{state: StoredState; try_number: number | null; xmin: string}>(lock([tiId]))
+    return row ? {state: row.state, tryNumber: row.try_number, xmin: row.xmin} : undefined
   }
 }
 
@@ -358,34 +361,17 @@ export function readRowHolder() {
 export function markTaskInstanceSuccess() {
   const update = prepared(
     'mark_ti_success',
-    `with old as (
-       -- The row as it was locked (this statement's snapshot is taken under the row lock): what
-       -- airlock undo restores. next_kwargs is not copied (a deferred task's resume payload may
-       -- hold secrets; the audit log is shown to every user who may read it): only whether it was set.
-       select ti.id, ti.try_number, ti.state, ti.start_date, ti.end_date, ti.duration, ti.updated_at,
-              ti.next_method, ti.next_kwargs is not null as next_kwargs_set
-         from task_instance ti where ti.id = $2::uuid
-     ), done as (
-       update task_instance ti
-          set state = 'success', end_date = stamp.end_date,
-              start_date = coalesce(ti.start_date, stamp.end_date),
-              -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
-              duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
-              next_method = null, next_kwargs = null, updated_at = clock_timestamp()
-         from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
-        where ti.id = $2::uuid
-        returning ti.state, ti.start_date, ti.end_date, ti.duration, ti.updated_at
-     )
-     -- The before-image goes into the audit row written with the registration, in place of its
-     -- stand-in: one statement, so the lock is held no longer than for the UPDATE alone.
-     update log
-        set extra = replace(extra, $4, (jsonb_build_object('version', 1,
-                      'task_instance', (select to_jsonb(old) from old),
-                      'left', (select to_jsonb(done) from done)) || $5::jsonb)::text)
-      where id = $3`,
+    `update task_instance ti
+        set state = 'success', end_date = stamp.end_date,
+            start_date = coalesce(ti.start_date, stamp.end_date),
+            -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
+            duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
+            next_method = null, next_kwargs = null, updated_at = clock_timestamp()
+       from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
+      where ti.id = $2::uuid`,
   )
-  return async (ex: Executor, tiId: string, endDate: Date | null, before: BeforeImageRecord): Promise<void> => {
-    await ex.query(update([endDate, tiId, before.logId, JSON.stringify(before.standIn), JSON.stringify(before.fields)]))
+  return async (ex: Executor, tiId: string, endDate: Date | null): Promise<void> => {
+    await ex.query(update([endDate, tiId]))
   }
 }
 

@@ -191,11 +191,13 @@ export function deleteEvents() {
 }
 
 /**
- * Before 3.4, the queue rows a write created, deleted where nothing else needs them. A row keyed
- * (asset, DAG) stands for every pending event of that asset, not for one: another producer's event
- * stamped since the row was created found it there (`ON CONFLICT DO NOTHING`) and queued nothing
- * of its own. Such a row is kept, with the `created_at` the first of those events would have given
- * it (its own insert, at about its timestamp): the scheduler's triggered date is the newest
+ * Before 3.4, the queue rows a write created, deleted where nothing else needs them. The rows it
+ * created are those of its events' assets whose row version its transaction wrote (xmin equal to
+ * its audit row's): a key queued already was left as it was (`ON CONFLICT DO NOTHING`). A row
+ * keyed (asset, DAG) stands for every pending event of that asset, not for one: another
+ * producer's event stamped since the row was created found it there and queued nothing of its
+ * own. Such a row is kept, with the `created_at` the first of those events would have given it
+ * (its own insert, at about its timestamp): the scheduler's triggered date is the newest
  * created_at of the DAG's rows and it takes the events stamped up to it
  * (`DagModel.dags_needing_dagruns`, `SchedulerJobRunner._create_dag_runs_asset_triggered`), so
  * airlock's earlier time would leave that event out of the run it triggers. Only events after the
@@ -206,9 +208,9 @@ export function deleteCreatedQueueRows() {
   const remove = prepared(
     'undo_delete_queue_rows',
     `with created as (
-       select c.dag_id, c.asset_id, q.created_at
-         from unnest($1::text[], $2::int[]) as c(dag_id, asset_id)
-         join asset_dag_run_queue q on q.target_dag_id = c.dag_id and q.asset_id = c.asset_id
+       select q.target_dag_id as dag_id, q.asset_id, q.created_at
+         from asset_dag_run_queue q
+        where q.asset_id = any($1::int[]) and q.xmin = (select l.xmin from log l where l.id = $2::int)
      ), needed as (
        select c.dag_id, c.asset_id, min(e.timestamp) as first_pending
          from created c
@@ -233,48 +235,41 @@ export function deleteCreatedQueueRows() {
   )
   return async (
     ex: Executor,
-    rows: ReadonlyArray<{dagId: string; assetId: number}>,
+    of: {assetIds: readonly number[]; logId: number},
     undoneEventIds: readonly number[],
   ): Promise<{deleted: Array<{dagId: string; assetId: number}>; kept: Array<{dagId: string; assetId: number}>}> => {
-    if (rows.length === 0) return {deleted: [], kept: []}
+    if (of.assetIds.length === 0) return {deleted: [], kept: []}
     const result = await ex.query<{kind: 'deleted' | 'kept'; dag_id: string; asset_id: number}>(
-      remove([rows.map((r) => r.dagId), rows.map((r) => r.assetId), undoneEventIds]),
+      remove([of.assetIds, of.logId, undoneEventIds]),
     )
-    const of = (kind: string) =>
+    const rowsOf = (kind: string) =>
       result.filter((r) => r.kind === kind).map((r) => ({dagId: r.dag_id, assetId: r.asset_id}))
-    return {deleted: of('deleted'), kept: of('kept')}
+    return {deleted: rowsOf('deleted'), kept: rowsOf('kept')}
   }
 }
 
 /**
- * Under the task instance's row lock: the columns that differ from what airlock's write left
- * (its before-image's `left`, and the try), by name; empty when the row is still exactly that.
- * Compared in SQL, on the recorded text, so timestamps keep their microseconds.
+ * Under the task instance's row lock: whether it is still exactly the row version airlock's write
+ * left. PostgreSQL stamps every row version with the transaction that wrote it (xmin): the
+ * task_instance row and the audit row of one write carry the same one until anything writes the
+ * row again (a heartbeat, a clear, the UI, the scheduler). Its state and try, to say what moved.
  */
 export function compareTaskInstanceLeft() {
   const compare = prepared(
     'undo_compare_ti',
-    `select array_remove(array[
-              case when ti.state is distinct from l.state then 'state' end,
-              case when ti.try_number is distinct from $3::int then 'try_number' end,
-              case when ti.start_date is distinct from l.start_date then 'start_date' end,
-              case when ti.end_date is distinct from l.end_date then 'end_date' end,
-              case when ti.duration is distinct from l.duration then 'duration' end,
-              case when ti.updated_at is distinct from l.updated_at then 'updated_at' end], null) as differs,
-            ti.state
-       from task_instance ti, json_populate_record(null::task_instance, $2::json) as l
-      where ti.id = $1::uuid`,
+    `select ti.xmin = l.xmin as same, ti.state, ti.try_number
+       from task_instance ti, log l
+      where ti.id = $1::uuid and l.id = $2::int`,
   )
   return async (
     ex: Executor,
     tiId: string,
-    left: unknown,
-    tryNumber: number | null,
-  ): Promise<{differs: string[]; state: string | null} | undefined> => {
-    const [row] = await ex.query<{differs: string[]; state: string | null}>(
-      compare([tiId, JSON.stringify(left), tryNumber]),
+    logId: number,
+  ): Promise<{same: boolean; state: string | null; tryNumber: number | null} | undefined> => {
+    const [row] = await ex.query<{same: boolean; state: string | null; try_number: number | null}>(
+      compare([tiId, logId]),
     )
-    return row
+    return row ? {same: row.same, state: row.state, tryNumber: row.try_number} : undefined
   }
 }
 
@@ -424,29 +419,29 @@ export function restoreClear() {
 
 /**
  * What the scheduler did with a completion since it committed: task instances of its run (of
- * `taskIds`, its downstream; null: every other one) whose row changed after the completion's
- * `updated_at` (scheduled, run, finished: the success let them go on), and the run when it
- * finished after it. `except`: rows another check covers (--continue-run's cleared ones).
+ * `taskIds`, its downstream; null: every other one) whose row changed after the completed task
+ * instance's `updated_at` (the caller checked it is still the row the completion wrote), and the
+ * run when it finished after it. `except`: rows another check covers (--continue-run's cleared ones).
  */
 export function readMovedSince() {
   const read = prepared(
     'undo_moved_since',
     `select format('%s[%s] is %s since', ti.task_id, ti.map_index, coalesce(ti.state, 'none')) as change
        from task_instance ti
-      where ti.dag_id = $1 and ti.run_id = $2 and ti.id <> $3::uuid and ti.id <> all($6::uuid[])
+      where ti.dag_id = $1 and ti.run_id = $2 and ti.id <> $3::uuid and ti.id <> all($5::uuid[])
         and ($4::text[] is null or ti.task_id = any($4::text[]))
-        and ti.updated_at > $5::timestamptz
+        and ti.updated_at > (select c.updated_at from task_instance c where c.id = $3::uuid)
      union all
      select format('the run is %s since', coalesce(d.state, 'none')) from dag_run d
-      where d.dag_id = $1 and d.run_id = $2 and d.end_date >= $5::timestamptz
+      where d.dag_id = $1 and d.run_id = $2
+        and d.end_date >= (select c.updated_at from task_instance c where c.id = $3::uuid)
       order by 1`,
   )
   return async (
     ex: Executor,
     of: {dagId: string; runId: string; tiId: string; taskIds: readonly string[] | null; except: readonly string[]},
-    since: string,
   ): Promise<string[]> =>
-    (await ex.query<{change: string}>(read([of.dagId, of.runId, of.tiId, of.taskIds, since, of.except]))).map(
+    (await ex.query<{change: string}>(read([of.dagId, of.runId, of.tiId, of.taskIds, of.except]))).map(
       (row) => row.change,
     )
 }

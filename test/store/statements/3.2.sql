@@ -167,42 +167,25 @@ select d.n, b.id, coalesce(b.name, d.name) as name, coalesce(b.uri, d.uri) as ur
 -- airlock_archived_ti_key_90a65326e739
 select dag_id, run_id, task_id, map_index from task_instance_history where task_instance_id = $1::uuid order by try_number desc limit 1;
 
--- airlock_lock_ti_d38f863b2564
-select state, try_number from task_instance where id = $1 for update;
+-- airlock_lock_ti_935f7503ec1c
+select state, try_number, xmin::text as xmin from task_instance where id = $1 for update;
 
 -- airlock_ti_row_holder_d83f067898e3
 select a.pid, a.application_name, a.xact_start, a.state, a.usename::text as usename
  from task_instance t join pg_stat_activity a on a.backend_xid::text = t.xmax::text
 where t.id = $1 and t.xmax::text <> '0';
 
--- airlock_mark_ti_success_5c24e0a77c9c
-with old as (
-  -- The row as it was locked (this statement's snapshot is taken under the row lock): what
-  -- airlock undo restores. next_kwargs is not copied (a deferred task's resume payload may
-  -- hold secrets; the audit log is shown to every user who may read it): only whether it was set.
-  select ti.id, ti.try_number, ti.state, ti.start_date, ti.end_date, ti.duration, ti.updated_at,
-         ti.next_method, ti.next_kwargs is not null as next_kwargs_set
-    from task_instance ti where ti.id = $2::uuid
-), done as (
-  update task_instance ti
-     set state = 'success', end_date = stamp.end_date,
-         start_date = coalesce(ti.start_date, stamp.end_date),
-         -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
-         duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
-         next_method = null, next_kwargs = null, updated_at = clock_timestamp()
-    from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
-   where ti.id = $2::uuid
-   returning ti.state, ti.start_date, ti.end_date, ti.duration, ti.updated_at
-)
--- The before-image goes into the audit row written with the registration, in place of its
--- stand-in: one statement, so the lock is held no longer than for the UPDATE alone.
-update log
-   set extra = replace(extra, $4, (jsonb_build_object('version', 1,
-                 'task_instance', (select to_jsonb(old) from old),
-                 'left', (select to_jsonb(done) from done)) || $5::jsonb)::text)
- where id = $3;
+-- airlock_mark_ti_success_08c53f8d7eb0
+update task_instance ti
+  set state = 'success', end_date = stamp.end_date,
+      start_date = coalesce(ti.start_date, stamp.end_date),
+      -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
+      duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
+      next_method = null, next_kwargs = null, updated_at = clock_timestamp()
+ from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
+where ti.id = $2::uuid;
 
--- airlock_insert_events_logged_34ad240e5671
+-- airlock_insert_events_logged_b8137e629bac
 with event as (
   insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_task_id, source_map_index, "timestamp", partition_key)
   select e.asset_id, e.extra, $1::varchar, $2::varchar, $3::varchar, $4::int, now.ts, e.partition_key
@@ -215,17 +198,26 @@ with event as (
   -- The events' ids in the input's order, once: one JSON array (one row parses in a fraction
   -- of the time hundreds of rows take), for the audit row's extra and for the caller.
   select coalesce(array_to_json(array_agg(id order by id)), '[]') as ids from event
+), image as (
+  -- The writer's before-image (complete's: the task instance as this statement reads it, the
+  -- transaction id of its row version with it), put into the extra in place of its stand-in.
+  select (jsonb_build_object('version', 1, 'task_instance', to_jsonb(t) - 'xmin')
+            || coalesce($8::jsonb, '{}'::jsonb))::text as doc, t.xmin
+    from (select ti.id, ti.xmin::text as xmin, ti.try_number, ti.state, ti.start_date, ti.end_date, ti.duration,
+                 ti.updated_at, ti.next_method, ti.next_kwargs is not null as next_kwargs_set
+            from task_instance ti where ti.id = $9::uuid) as t
 ), audit as (
   -- Read from an aggregate over the events (one row even for none): its clock_timestamp() is
   -- read once they are written, so the row is stamped after its events, as when it was next.
   insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
   select clock_timestamp(), $1::varchar, $3::varchar, $2::varchar, $4::int,
-         $8::int, $9::varchar, $10::timestamptz, $11::varchar,
-         $12::text || written.ids::text || $13::text
+         $10::int, $11::varchar, $12::timestamptz, $13::varchar,
+         replace($14::text || written.ids::text || $15::text,
+                 $16::text, coalesce((select doc from image), $16::text))
     from written
   returning id
 )
-select audit.id as log_id, written.ids as event_ids from audit, written;
+select audit.id as log_id, written.ids as event_ids, (select xmin from image) as image_xmin from audit, written;
 
 -- airlock_assets_by_name_or_uri_5152f76de9ea
 select s.value, a.name, a.uri
@@ -556,9 +548,6 @@ order by l.dttm, ti.id;
 insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
 values (clock_timestamp(), $1, $2, $3, $4::int, $5::int, $6, $7::timestamptz, $8, $9)
 returning id;
-
--- airlock_record_before_image_45d461ea844d
-update log set extra = replace(extra, $2, (jsonb_build_object('version', 1) || $3::jsonb)::text) where id = $1;
 
 -- airlock_log_exists_bf1d39573d1b
 select 1 from log where id = $1;
@@ -1082,11 +1071,11 @@ select l.asset_event_id, l.target_dag_id, null from partitioned_asset_key_log l 
 -- airlock_undo_delete_events_523ae91db876
 delete from asset_event where id = any($1::int[]) returning id, asset_id;
 
--- airlock_undo_delete_queue_rows_7d8e156f06a4
+-- airlock_undo_delete_queue_rows_624731d42c20
 with created as (
-  select c.dag_id, c.asset_id, q.created_at
-    from unnest($1::text[], $2::int[]) as c(dag_id, asset_id)
-    join asset_dag_run_queue q on q.target_dag_id = c.dag_id and q.asset_id = c.asset_id
+  select q.target_dag_id as dag_id, q.asset_id, q.created_at
+    from asset_dag_run_queue q
+   where q.asset_id = any($1::int[]) and q.xmin = (select l.xmin from log l where l.id = $2::int)
 ), needed as (
   select c.dag_id, c.asset_id, min(e.timestamp) as first_pending
     from created c
@@ -1109,17 +1098,10 @@ union all
 select 'kept', dag_id, asset_id from kept
  order by 1, 2, 3;
 
--- airlock_undo_compare_ti_e4834e2023ab
-select array_remove(array[
-        case when ti.state is distinct from l.state then 'state' end,
-        case when ti.try_number is distinct from $3::int then 'try_number' end,
-        case when ti.start_date is distinct from l.start_date then 'start_date' end,
-        case when ti.end_date is distinct from l.end_date then 'end_date' end,
-        case when ti.duration is distinct from l.duration then 'duration' end,
-        case when ti.updated_at is distinct from l.updated_at then 'updated_at' end], null) as differs,
-      ti.state
- from task_instance ti, json_populate_record(null::task_instance, $2::json) as l
-where ti.id = $1::uuid;
+-- airlock_undo_compare_ti_cc09b1b34f3e
+select ti.xmin = l.xmin as same, ti.state, ti.try_number
+ from task_instance ti, log l
+where ti.id = $1::uuid and l.id = $2::int;
 
 -- airlock_undo_restore_ti_4b6eb0628a7d
 update task_instance ti
@@ -1129,15 +1111,16 @@ update task_instance ti
     where ti.id = $1::uuid
 returning ti.id;
 
--- airlock_undo_moved_since_566771cfe4c7
+-- airlock_undo_moved_since_1d7483cf2d59
 select format('%s[%s] is %s since', ti.task_id, ti.map_index, coalesce(ti.state, 'none')) as change
   from task_instance ti
- where ti.dag_id = $1 and ti.run_id = $2 and ti.id <> $3::uuid and ti.id <> all($6::uuid[])
+ where ti.dag_id = $1 and ti.run_id = $2 and ti.id <> $3::uuid and ti.id <> all($5::uuid[])
    and ($4::text[] is null or ti.task_id = any($4::text[]))
-   and ti.updated_at > $5::timestamptz
+   and ti.updated_at > (select c.updated_at from task_instance c where c.id = $3::uuid)
 union all
 select format('the run is %s since', coalesce(d.state, 'none')) from dag_run d
- where d.dag_id = $1 and d.run_id = $2 and d.end_date >= $5::timestamptz
+ where d.dag_id = $1 and d.run_id = $2
+   and d.end_date >= (select c.updated_at from task_instance c where c.id = $3::uuid)
  order by 1;
 
 -- airlock_undo_restore_events_2f0b4e21385e
