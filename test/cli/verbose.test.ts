@@ -103,7 +103,9 @@ describe('--verbose', () => {
     // Each prepared statement's whole text once, before its first use: the lock is readable by name.
     const lockName = logged.find((line) => line.startsWith('sql airlock_lock_ti_'))!.split(' ')[1]!
     const texts = logged.filter((line) => line.startsWith(`text ${lockName} `))
-    expect(texts).toEqual([`text ${lockName} select state, try_number from task_instance where id = $1 for update`])
+    expect(texts).toEqual([
+      `text ${lockName} select state, try_number, xmin::text as xmin from task_instance where id = $1 for update`,
+    ])
     expect(logged.indexOf(texts[0]!)).toBeLessThan(
       logged.indexOf(logged.find((line) => line.startsWith(`sql ${lockName} `))!),
     )

@@ -75,7 +75,9 @@ describe('SQL shape', () => {
   it('the lock is FOR UPDATE by id only, never filtered on state, and runs prepared', async () => {
     const {ex, sql, statements} = recorder()
     await postgresStore(before34).lockTaskInstance(ex, 'id')
-    expect(sql[0]).toMatch(/^select state, try_number from task_instance where id = \$1 for update$/)
+    expect(sql[0]).toMatch(
+      /^select state, try_number, xmin::text as xmin from task_instance where id = \$1 for update$/,
+    )
     expect(sql[0]).not.toContain('state =')
     expect(sql[0]).not.toMatch(/skip locked|nowait/)
     expect(statements[0]!.name).toMatch(/^airlock_lock_ti_/)

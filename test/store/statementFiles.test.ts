@@ -31,7 +31,7 @@ describe('statement files', () => {
   it('each file names the lock, the queue and the success update, and never a placeholder past its values', () => {
     for (const line of fixtureVersions) {
       const text = statementFile(line)
-      expect(text).toContain('select state, try_number from task_instance where id = $1 for update')
+      expect(text).toContain('select state, try_number, xmin::text as xmin from task_instance where id = $1 for update')
       expect(text).toMatch(/insert into asset_dag_run_queue/)
       expect(text).toMatch(/update task_instance/)
     }
