@@ -22,12 +22,29 @@ export async function checkReadable(path: string, flag: string): Promise<void> {
   })
 }
 
-/** The lines of an NDJSON input, a line over the size limit refused with its number (exit 2). */
-export async function* checkedLines(path: string): AsyncGenerator<{text: string; line: number}> {
-  for await (const {text, line, tooLong} of ndjsonLines(path)) {
+/**
+ * The lines of an NDJSON input, a line over the size limit refused with its number (exit 2). A
+ * read that fails part-way (a directory given where checkReadable was not asked first, a disk
+ * error, a file removed under it) is the input's fault, not airlock's: exit 2 naming the file.
+ */
+export async function* checkedLines(path: string, flag = '--from-file'): AsyncGenerator<{text: string; line: number}> {
+  const name = path === '-' ? 'stdin' : path
+  const lines = ndjsonLines(path)
+  for (;;) {
+    let next: IteratorResult<{text: string; line: number; tooLong: boolean}>
+    try {
+      next = await lines.next()
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === 'EISDIR') throw usageError(`${flag} ${name} is a directory; give the NDJSON file inside it.`)
+      throw usageError(`${flag} ${name} could not be read to its end (${code ?? (error as Error).message}).`)
+    }
+
+    if (next.done) return
+    const {text, line, tooLong} = next.value
     if (tooLong) {
       throw usageError(
-        `${path === '-' ? 'stdin' : path} line ${line} is longer than ${maxLineBytes / 1024 / 1024} MiB; each line is one small JSON object.`,
+        `${name} line ${line} is longer than ${maxLineBytes / 1024 / 1024} MiB; each line is one small JSON object.`,
       )
     }
 

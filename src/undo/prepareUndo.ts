@@ -1,13 +1,10 @@
-import fs from 'node:fs'
-import readline from 'node:readline'
-
 import {runBatch} from '../batch/pool.js'
 import type {BatchHooks, PreparedBatch, WriteOptions} from '../batch/prepared.js'
 import {Tally} from '../batch/tally.js'
-import {usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import type {Downstream} from '../protocol/downstream.js'
 import {errorJson, type ErrorJson} from '../report/itemJson.js'
+import {checkedLines, checkReadable, parseJsonLine} from '../selection/ndjsonInput.js'
 import {undoLogEvent, type AuditRecord, type AuditRecordWindow} from '../store/airflowStore.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 import {byDag, undoItem, type UndoResult} from './undoItem.js'
@@ -158,33 +155,20 @@ async function selectRecords(
  * item, the summary) are counted and left.
  */
 async function logIdsOfFile(path: string): Promise<{ids: number[]; warnings: string[]}> {
-  let stream: fs.ReadStream
-  try {
-    await fs.promises.access(path, fs.constants.R_OK)
-    stream = fs.createReadStream(path, 'utf8')
-  } catch (error) {
-    throw usageError(`--from-file ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? 'error'}).`)
-  }
+  await checkReadable(path, '--from-file')
   const ids: number[] = []
   let without = 0
-  let number = 0
-  for await (const line of readline.createInterface({input: stream, crlfDelay: Infinity})) {
-    number++
-    if (line.trim() === '') continue
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(line)
-    } catch {
-      throw usageError(
-        `--from-file ${path}:${number}: not a JSON line (a result file of complete or replay-events, --output or --ndjson).`,
-      )
-    }
-    const record = parsed as Record<string, unknown>
+  for await (const {text, line} of checkedLines(path)) {
+    const parsed = parseJsonLine(text, `--from-file ${path} line ${line}`, [
+      'give a result file of complete or replay-events (--output or --ndjson)',
+    ])
+    const record = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>
     if (record.type === 'summary') continue
     if (typeof record.log_id === 'number' && Number.isInteger(record.log_id) && record.log_id > 0)
       ids.push(record.log_id)
     else without++
   }
+
   const warnings =
     without > 0
       ? [

@@ -8,6 +8,7 @@ import {AirlockError} from '../../src/errors.js'
 
 import {parseEventLine} from '../../src/replay/parseEventLine.js'
 import {openInputFile, parseInputLine} from '../../src/selection/inputFile.js'
+import {checkedLines} from '../../src/selection/ndjsonInput.js'
 import {usageMessage} from '../support/usage.js'
 
 const fails = (text: string) => usageMessage(() => parseInputLine(text, 7, 'tis.ndjson'))
@@ -133,6 +134,19 @@ describe('NDJSON input files', () => {
   it('a directory, a missing file: says which (exit 2)', async () => {
     expect(await failsToOpen(dir)).toContain('is a directory')
     expect(await failsToOpen(path.join(dir, 'missing.ndjson'))).toContain('does not exist')
+  })
+
+  it("a read that fails part-way is the input's fault (exit 2), not a crash", async () => {
+    // A directory opens but cannot be read: the failure comes from the stream, not from a check.
+    let message = ''
+    try {
+      for await (const line of checkedLines(dir, '--from-file')) expect(line).toBeUndefined()
+    } catch (error) {
+      expect(error).toBeInstanceOf(AirlockError)
+      expect((error as AirlockError).exit).toBe(2)
+      message = (error as AirlockError).message
+    }
+    expect(message).toContain(`--from-file ${dir} is a directory`)
   })
 
   it('the same task instance twice is one item, and the repeat is reported once with both lines', async () => {

@@ -441,6 +441,24 @@ describe.each(versions)('airlock undo on %s', (version) => {
     }
   })
 
+  it('a --from-file that is a directory or not JSON lines: exit 2, named, nothing written', async () => {
+    await world(db.knex)
+    const before = await snapshot(db.knex)
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'airlock-undo-'))
+    const notJson = path.join(dir, 'notes.txt')
+    fs.writeFileSync(notJson, 'log 12 was wrong\n')
+    for (const [file, says] of [
+      [dir, 'is a directory'],
+      [notJson, 'line 1 is not valid JSON'],
+      [path.join(dir, 'missing.ndjson'), 'does not exist'],
+    ] as const) {
+      const result = await runCli(['undo', '--database-url', db.url, '--yes', '--from-file', file])
+      expect(result.code, result.stderr).toBe(2)
+      expect(result.stderr).toContain(says)
+    }
+    expect(await snapshot(db.knex)).toEqual(before)
+  })
+
   it('asks before one undo too (it deletes rows): without --yes and no terminal, exit 2 and nothing written', async () => {
     await world(db.knex)
     const {log_id: logId} = await complete()
