@@ -40,6 +40,11 @@ export interface TransactionWork<O> {
   /** Besides the engine's retryable errors, failures that mean "start again from the first statement". */
   retryAlso?(error: unknown): boolean
   /**
+   * The work's own outcome for a failure it retried (retryAlso) that lasted to the last attempt
+   * (undo's "busy": a scheduler held the row every time), instead of `failed` with its words.
+   */
+  exhausted?(error: unknown): O | undefined
+  /**
    * After the connection was lost while COMMIT was in flight: did it commit? Asked on a fresh
    * pooled connection with what the attempt returned; never answered by redoing the work.
    */
@@ -112,6 +117,8 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
 
       // A session that could not be had again after the retries: the server is gone, whatever
       // the last attempt's words were (a full server is as gone to this batch as a closed port).
+      const own = step.retryable ? work.exhausted?.(step.error) : undefined
+      if (own !== undefined) return done(own, attempt)
       const kind = step.connectionLost ? 'unreachable' : step.kind
       return done({outcome: 'failed', sqlstate: step.code, message: step.reason, kind}, attempt)
     }
@@ -120,7 +127,7 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
 
 type AttemptStep<O> =
   | {done: O | Failed}
-  | {kind: ErrorClass; code: string | null; reason: string; retryable: boolean; connectionLost: boolean}
+  | {kind: ErrorClass; code: string | null; reason: string; retryable: boolean; connectionLost: boolean; error: unknown}
 
 /** One transaction of the work: its outcome, or why it failed and whether that is worth retrying. */
 async function attemptOnce<O>(
@@ -173,6 +180,7 @@ async function attemptOnce<O>(
       reason,
       connectionLost,
       retryable: kind === 'retryable' || kind === 'lock_timeout' || connectionLost || work.retryAlso?.(error) === true,
+      error,
     }
   }
 }

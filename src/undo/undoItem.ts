@@ -79,13 +79,12 @@ export async function undoItem(
     },
     dryRun: settings.dryRun,
     retryAlso: (error) => error instanceof ConsumersBusy,
+    exhausted: (error) => (error instanceof ConsumersBusy ? {outcome: 'busy', detail: busyDetail} : undefined),
     unknownCommitAdvice: 'running the undo again is safe (it reports already_undone if it committed)',
     run: (tx) => undoWrite(store, tx, target, settings),
     wasCommitted: async (ex, outcome) =>
       outcome.outcome === 'undone' && (await store.logRowExists(ex, outcome.undoLogId)),
   })
-  if (result.outcome === 'failed' && result.message === busyMessage)
-    return {result: {outcome: 'busy', detail: busyDetail}, totalMs}
   return {result, totalMs}
 }
 
@@ -228,7 +227,6 @@ async function restoreUnderLock(
   return undefined
 }
 
-const busyMessage = 'a consumer DAG of these events is held by another session'
 const busyDetail =
   'a consumer DAG of its events was held by another session (a scheduler creating its run) on every attempt; run the undo again'
 
@@ -240,7 +238,7 @@ async function takeBackEvents(store: AirflowStore, tx: Executor, target: Writabl
   const none = {deleted: [], assetIds: [], aliasIds: [], queue: {deleted: [], kept: []}, before: []}
   if (target.kind === 'fix' || target.eventIds.length === 0) return none
   const locks = await store.lockEventConsumers(tx, target.eventIds)
-  if (locks.locked < locks.wanted) throw new ConsumersBusy(busyMessage)
+  if (locks.locked < locks.wanted) throw new ConsumersBusy('a consumer DAG of these events is held by another session')
   const runs = await store.readConsumingRuns(tx, target.eventIds)
   if (runs.length > 0) return consumed(runs)
   if (locks.partitioned.length > 0) return partitionedRefusal(locks.partitioned)

@@ -262,6 +262,32 @@ describe('runTransaction', () => {
     expect(await notes(test.knex)).toEqual([1, 2])
   })
 
+  it("a failure the writer retries to the last attempt ends as the writer's own outcome, when it names one", async () => {
+    let runs = 0
+    const isBusy = (error: unknown) => error instanceof Error && error.message === 'held'
+    const work = (exhausted?: (error: unknown) => string | undefined) =>
+      runTransaction<string>(db, {
+        locals,
+        dryRun: false,
+        retry: fastRetry,
+        retryAlso: isBusy,
+        exhausted,
+        unknownCommitAdvice: '',
+        wasCommitted: never,
+        async run(tx) {
+          runs++
+          await tx.query(insert(10 + runs))
+          throw new Error('held')
+        },
+      })
+    const own = await work((error) => (isBusy(error) ? 'busy' : undefined))
+    expect(own).toMatchObject({result: 'busy', attempts: fastRetry.maxAttempts})
+    expect(runs).toBe(fastRetry.maxAttempts)
+    const plain = await work((error) => (isBusy(error) ? undefined : 'other'))
+    expect(plain.result).toMatchObject({outcome: 'failed', message: 'held'})
+    expect(await notes(test.knex)).toEqual([1])
+  })
+
   it('any other server error is not retried: failed with its SQLSTATE, and the pooled connection stays usable', async () => {
     const result = await runTransaction(db, {
       locals,
