@@ -9,6 +9,7 @@ import {
   type Release,
 } from './revisions.js'
 import {adaptiveColumns, queueKeyRevision, releaseBehaviour} from './schema.js'
+import {unplacedRevisions} from './unplacedRevisions.js'
 
 /**
  * docs/supported-versions.md, rendered from the revision graph and the schema facts airlock checks,
@@ -82,6 +83,19 @@ export function renderSupportedVersionsPage(): string {
     'unreleased one), is ignored for a head airlock knows, and every command run under it warns.',
     'A head from before 3.0.0 (Airflow 2, or an upgrade to 3.0.0 that did not finish) is refused by',
     'name, flag or not.',
+    '',
+    '## Development migrations refused by name',
+    '',
+    `Airflow's main and its pull requests have migrations beside or after \`${releases.at(-1)!.head}\` that airlock has seen but cannot place: the`,
+    'copies of their files disagree on their parents and no newer `migrations-ref.rst` could be read,',
+    'so the tables at each are not known. A database at one of them is refused with exit 8, naming it',
+    'and what it changes; `--assume-version` does not apply (they belong to no release).',
+    '',
+    '| revision | its file says | what it changes |',
+    '|---|---|---|',
+    ...Object.entries(unplacedRevisions)
+      .sort(([a, ra], [b, rb]) => compareVersions(ra.version, rb.version) || a.localeCompare(b))
+      .map(([revision, {version, changes}]) => `| \`${revision}\` | ${version} | ${changes} |`),
     '',
   )
   return lines.join('\n')

@@ -198,9 +198,9 @@ function placeOnGraph(
   if (unplaced !== undefined) {
     return {
       reason:
-        `alembic head ${head} is an Airflow 3.4.0 development migration newer than the last one airlock places (${newestRevision()}): ` +
-        `it ${unplaced}, and the order of the migrations after ${newestRevision()} is not established, so airlock cannot tell what the tables hold; ` +
-        `airlock supports Airflow main up to ${newestRevision()}`,
+        `alembic head ${head} is an Airflow ${unplaced.version} development migration that no release airlock knows carries: ` +
+        `it ${unplaced.changes}. Where it sits among the migrations after ${newestRevision()}, the last one airlock places, is not ` +
+        `established, so airlock cannot tell what the tables hold; airlock supports Airflow main up to ${newestRevision()}`,
       missing: [],
     }
   }

@@ -159,18 +159,44 @@ describe('airlock doctor', () => {
     expect(result.stdout).toContain('--assume-version 3.2')
   })
 
-  it('a 3.4.0 development migration newer than the graph is refused by name, saying what it changes (exit 8)', async () => {
+  it('a development migration off the graph is refused by name, saying what it changes (exit 8)', async () => {
     const database = await createTestDatabase('3.4', 1)
     databases.push(database)
     await database.knex('alembic_version').update({version_num: '7f8c9a2d410e'})
     const result = await runCli(['doctor', '--database-url', database.url])
     expect(result.code).toBe(8)
     expect(result.stdout).toContain(
-      'alembic head 7f8c9a2d410e is an Airflow 3.4.0 development migration newer than the last one airlock places (ee86eed19e24)',
+      'alembic head 7f8c9a2d410e is an Airflow 3.4.0 development migration that no release airlock knows carries',
     )
     expect(result.stdout).toContain('renames task_instance.map_index to region_index')
+    expect(result.stdout).toContain('after ee86eed19e24, the last one airlock places, is not established')
     // A writer stops the same way, before any read.
     expect((await runCli(['complete', '--database-url', database.url, '--dag-id', 'x', '--yes'])).code).toBe(8)
+  })
+
+  // Airflow main's heads after the graph (issue: "Airflow main moved on"): each refused before any
+  // read, naming what would change what airlock writes, until a migrations-ref.rst places them.
+  it.each([
+    ['b6a9c2e7d410', '3.4.0', 'adds dag.is_draining'],
+    ['b7a04c9e12d5', '3.4.0', 'adds deadline.task_instance_id'],
+    ['806e4be38d60', '3.4.0', 'adds task_instance.ignore_upstream_deps'],
+    ['c7d4e8f1a203', '3.4.0', 'adds task_instance.workload_run_id'],
+    ['f8c2a1d94e03', '3.4.0', 'adds job.team_name'],
+    ['ca8499dc1004', '3.4.0', 'import_error.filename'],
+    ['90e4d18ccadf', '3.4.0', "main's newest migration"],
+    ['0808389e656e', '3.3.0', 'no 3.3 release carries it'],
+    ['c71065a1b14f', '3.5.0', 'adds job.session_id'],
+  ])('main head %s (%s) is refused by name: exit 8, nothing written', async (head, version, says) => {
+    const database = await createTestDatabase('3.4', 1)
+    databases.push(database)
+    await database.knex('alembic_version').update({version_num: head})
+    const before = await database.knex('log').count({n: '*'})
+    const out = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
+    expect(out.status).toBe(8)
+    expect(out.result.airflow.reason).toContain(`alembic head ${head} is an Airflow ${version} development migration`)
+    expect(out.result.airflow.reason).toContain(says)
+    expect((await runCli(['complete', '--database-url', database.url, '--all-dags', '--yes'])).code).toBe(8)
+    expect(await database.knex('log').count({n: '*'})).toEqual(before)
   })
 
   it('an unknown head whose tables match no release: the differences named, no --assume-version offered', async () => {
