@@ -98,7 +98,7 @@ export interface AuditProgress {
  * handed to `onFinding` as they arrive and memory holds one batch.
  */
 export async function auditEvents(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase, 'db' | 'store' | 'schema'>,
   options: {
     filter: EventAuditFilter
     windowSeconds: number
@@ -115,6 +115,17 @@ export async function auditEvents(
   const {filter} = options
   const {store, db} = airflow
   const pool = db.executor
+  // --fix leaves a duplicate a run can still take (a consumer with a partitioned timetable, 3.2+;
+  // from 3.4 a queue row naming it), which only its own read under its locks can tell.
+  const {partitionedTimetables, queueShape} = airflow.schema.capabilities
+  const pending = [
+    ...(partitionedTimetables ? ['a consumer with a partitioned timetable'] : []),
+    ...(queueShape === 'per_event' ? ['a queue row naming it'] : []),
+  ]
+  const fixSays =
+    pending.length === 0
+      ? 'airlock audit-events --fix removes it'
+      : `airlock audit-events --fix removes it, unless a run can still take it (${pending.join(', or ')})`
   const sources = await store.countEventSources(pool, filter)
   counts.external = sources.external
   const progress = options.onProgress ?? (() => undefined)
@@ -132,7 +143,7 @@ export async function auditEvents(
         for (const event of batch) {
           counts[event.class]++
           if (event.class === 'ok' || event.class === 'superseded_by_rerun') continue
-          onFinding(eventFinding(event))
+          onFinding(eventFinding(event, fixSays))
           if (event.class === 'duplicate' && options.collectGroups) collectDuplicate(groups, event)
         }
 
@@ -211,7 +222,7 @@ const blank = (cls: AuditClass): Finding => ({
   suggestion: null,
 })
 
-function eventFinding(event: ClassifiedEvent): Finding {
+function eventFinding(event: ClassifiedEvent, fixSays: string): Finding {
   const {source} = event
   return {
     class: event.class,
@@ -230,7 +241,7 @@ function eventFinding(event: ClassifiedEvent): Finding {
       event.class === 'duplicate'
         ? event.consumed
           ? 'consumed: left alone'
-          : 'airlock audit-events --fix removes it'
+          : fixSays
         : event.class === 'unattributed'
           ? 'never removed by airlock: find out which try wrote it (the task logs of both tries) before deleting it'
           : null,

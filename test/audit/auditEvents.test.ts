@@ -197,6 +197,9 @@ describe('airlock audit-events', () => {
       kept_id: ids.dup_kept,
       consumed: false,
       evidence: expect.stringContaining(`event ${ids.dup_kept}`),
+      // 3.2: --fix leaves a duplicate a partitioned consumer can still take; only its read can tell.
+      suggestion:
+        'airlock audit-events --fix removes it, unless a run can still take it (a consumer with a partitioned timetable)',
     })
     expect(findings.find((f) => f.event_id === ids.dup_extra_consumed)).toMatchObject({
       consumed: true,

@@ -61,6 +61,11 @@ describe.each([
     return {kept: original.id as number, extra: copy.id as number}
   }
 
+  const auditCli = async (...args: string[]) => {
+    const result = await runCli(['audit-events', '--database-url', db.url, '--dag-id', 'etl', '--json', ...args])
+    return (envelope(result) as {result: EventAuditReport}).result
+  }
+
   const fixCli = async () => {
     const result = await runCli([
       'audit-events',
@@ -96,6 +101,15 @@ describe.each([
     }
     return {fix: fix as EventAuditReport['fix'], schedulerError, runs}
   }
+
+  it("the audit's suggestion for the duplicate says when --fix leaves it (3.4: a queue row names it)", async () => {
+    const {extra} = await world()
+    const finding = (await auditCli()).findings.find((f) => f.event_id === extra)!
+    expect(finding.class).toBe('duplicate')
+    expect(finding.suggestion).toContain('airlock audit-events --fix removes it, unless a run can still take it')
+    if (perEvent) expect(finding.suggestion).toContain('a queue row naming it')
+    else expect(finding.suggestion).not.toContain('queue row')
+  })
 
   it('the scheduler step never fails on an event the fix deleted, and no run takes one', async () => {
     const {kept, extra} = await world()
