@@ -28,6 +28,7 @@ export const unitTests = [
   'test/connection/url.test.ts',
   'test/report/itemJson.test.ts',
   'test/docs/readmeInstall.test.ts',
+  'test/docs/commandPages.test.ts',
   'test/docs/storeMethods.test.ts',
   'test/docs/supportedVersions.test.ts',
   'test/docs/windowFlags.test.ts',

@@ -6,8 +6,11 @@ import {CommandHelp, Help, type HelpFormatter} from '@oclif/core/help'
 import {ExitCode} from '../exitCodes.js'
 import {wrapPlainText} from './wrapPlainText.js'
 
-/** What each exit code means, in one line (the full table is in the exit codes page of the docs). */
-const meaning: Record<ExitCode, string> = {
+/**
+ * What each exit code means, in one line (the full table is in the exit codes page of the docs);
+ * each command's page lists its own from here (commandPages.ts).
+ */
+export const exitCodeMeanings: Record<ExitCode, string> = {
   [ExitCode.ok]: 'done (a writer: every item completed, was already done, or there was nothing to do)',
   [ExitCode.internal]: 'a bug in airlock (AIRLOCK_DEBUG=1 prints the stack)',
   [ExitCode.usage]: 'bad flag or input, refused (no --yes without a terminal), or a missing privilege; nothing written',
@@ -92,7 +95,7 @@ export default class AirlockHelp extends Help {
     const codes = exitCodesOf(command.id)
     return `${super.formatCommand(command)}\n\n${this.section(
       'EXIT CODES',
-      codes.map((code): [string, string] => [String(code), meaning[code]]),
+      codes.map((code): [string, string] => [String(code), exitCodeMeanings[code]]),
     )}`
   }
 }
