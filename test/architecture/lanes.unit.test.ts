@@ -20,11 +20,13 @@ const forbiddenModules: Record<string, string> = {
   'test/support/database.ts': 'the per-file database (a server, and the global setup that starts it)',
   'test/support/cli.ts': 'runs the built CLI (bin/run.js → dist/)',
   'test/support/globalSetup.ts': 'starts the test server',
+  'test/support/testServer.ts': 'starts a PostgreSQL server',
 }
 
 /** Text in a test file that needs the build or the test server whatever it imports. */
 const forbiddenText: Array<[RegExp, string]> = [
   [/\binject\(/, "reads the global setup's values (vitest inject)"],
+  [/AIRLOCK_TEST_DATABASE_URL/, 'connects to the test server itself'],
   [/['"]dist['"/]/, 'reads dist/'],
   [/['"]oclif\.manifest\.json['"]/, 'reads the manifest `npm run build` writes'],
   [/['"]bin['"],\s*['"]run\.js['"]|bin\/run\.js['"]/, 'runs bin/run.js'],
@@ -42,7 +44,7 @@ function testFiles(dir: string): string[] {
 /** The files of test/ a file imports, relative to the root (`./x.js` names the source `./x.ts`). */
 function testImports(file: string): string[] {
   const text = fs.readFileSync(path.join(root, file), 'utf8')
-  return [...text.matchAll(/(?:^(?:import|export)[^'"]*from |import\()'(\.[^']+)'/gm)]
+  return [...text.matchAll(/(?:^(?:import|export)[^'"]*from |^import |import\()'(\.[^']+)'/gm)]
     .map((match) => path.relative(root, path.resolve(path.dirname(path.join(root, file)), match[1]!)))
     .map((target) => target.replace(/\.js$/, '.ts'))
     .filter((target) => target.startsWith(`test${path.sep}`))
