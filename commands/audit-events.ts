@@ -116,7 +116,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       ...(flags.fix ? {writes: 'audit-events --fix'} : {}),
     })
     if (filter.sourceDagId) await requireSourceDag(airflow, filter.sourceDagId)
-    await requireAssets(airflow, filter.assets)
+    await requireAssets(airflow, filter.assets, '--asset')
 
     const file = outputFile ? await this.openOutputFile(outputFile) : undefined
     if (flags.format === 'csv') this.emit(findingCsvHeader)

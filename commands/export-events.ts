@@ -61,7 +61,7 @@ airlock replay-events --from-file … --skip-existing against production.`)
     const output = await newOutputName(flags.output)
     const airflow = await this.openAirflow(flags, {verb: 'export-events', poolSize: 1})
     if (filter.sourceDagId) await requireSourceDag(airflow, filter.sourceDagId)
-    await requireAssets(airflow, filter.assets)
+    await requireAssets(airflow, filter.assets, '--asset')
     const file = output ? await this.openOutputFile(output) : undefined
     const out = file?.stream ?? this.stdoutStream
     const progress = createProgress({label: 'export-events', total: null, enabled: Boolean(output)})
