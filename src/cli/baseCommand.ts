@@ -28,9 +28,10 @@ export interface SuccessEnvelope<R> {
 }
 
 /**
- * The one base command. It owns the `--json` envelope, the exit-code table, the error text,
- * stdout, opening the database and the batch loop, so a command is its flags, one call and a
- * rendering. oclif's own `--json` support is not used: in oclif 4 it reports every failure as
+ * The one base command. It runs a command and owns its output modes, stdout, the `--json`
+ * envelope, the secret scrubber and the exit code; opening the database (openAirflow.ts), the batch
+ * run (batchRun.ts), --output (outputFile.ts) and the error text (errorEnvelope.ts) are modules it
+ * hands a view of itself (`host`), so a command is its flags, one call and a rendering. oclif's own `--json` support is not used: in oclif 4 it reports every failure as
  * exit 1 and prints its config on parse errors, so this class parses, runs, renders and sets
  * process.exitCode itself, and never lets an error reach oclif's handler.
  */
@@ -61,6 +62,8 @@ export abstract class AirlockCommand<R> extends Command {
   protected readonly secrets = new Set<string>()
   private readonly cleanups: Array<() => Promise<void>> = []
   private interrupts!: Interrupts
+  /** What the modules a command is composed of see of it (built once, on first use). */
+  private hostView: (OpenHost & BatchHost) | undefined
   /** --verbose: the statement log the engine writes to stderr; undefined when off (the engine then times nothing). */
   private statementLog: StatementLog | undefined
 
@@ -136,8 +139,6 @@ export abstract class AirlockCommand<R> extends Command {
     this.hostView ??= this.makeHost()
     return this.hostView
   }
-
-  private hostView: (OpenHost & BatchHost) | undefined
 
   private makeHost(): OpenHost & BatchHost {
     // The getters read the command's state when asked: the mode is set by parse, after this exists.
