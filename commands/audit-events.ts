@@ -9,7 +9,7 @@ import {
   type Finding,
 } from '../src/audit/auditEvents.js'
 import {prepareDuplicateFix} from '../src/audit/prepareDuplicateFix.js'
-import {AirlockCommand, newOutputName, type CommandOutcome} from '../src/cli/baseCommand.js'
+import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
 import {parseDuration} from '../src/cli/parseInput.js'
@@ -21,7 +21,7 @@ import {prose} from '../src/cli/prose.js'
 import {requireAssets} from '../src/selection/assetFilter.js'
 import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {createProgress, type Progress} from '../src/output/progress.js'
-import {createLineFile} from '../src/output/lineFile.js'
+import {newOutputName, RowStream} from '../src/cli/outputFile.js'
 
 export default class AuditEvents extends AirlockCommand<EventAuditReport> {
   static override summary = 'Find duplicate, orphaned and missing asset events; remove duplicates (--fix).'
@@ -116,26 +116,13 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
       ...(flags.fix ? {writes: 'audit-events --fix'} : {}),
     })
     if (filter.sourceDagId) await requireSourceDag(airflow, filter.sourceDagId)
-    await requireAssets(airflow, filter.assets)
+    await requireAssets(airflow, filter.assets, '--asset')
 
-    const file = outputFile
-      ? await createLineFile(outputFile).catch((error: unknown) => {
-          throw usageError(`--output: ${outputFile}: ${error instanceof Error ? error.message : String(error)}.`)
-        })
-      : undefined
-    if (file) this.onCleanup(() => file.close())
-    const kept: Finding[] = []
-    let omitted = 0
-    const keepAll = this.jsonMode
+    const file = outputFile ? await this.openOutputFile(outputFile) : undefined
     if (flags.format === 'csv') this.emit(findingCsvHeader)
-    const onFinding = (finding: Finding) => {
-      const line = JSON.stringify({type: 'finding', ...finding})
-      file?.write(line)
-      if (flags.ndjson) this.emit(line)
-      else if (flags.format === 'csv') this.emit(findingCsvRow(finding))
-      else if (keepAll || kept.length < 200) kept.push(finding)
-      else omitted++
-    }
+    const findings = new RowStream<Finding>(this.outputMode, 'finding', (line) => this.emit(line), file, {
+      line: flags.format === 'csv' ? findingCsvRow : undefined,
+    })
 
     // Progress on stderr: the count, then events/s and an ETA once the sorted stream flows.
     let progress: Progress | undefined
@@ -155,12 +142,18 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     const {counts, groups} = await auditEvents(
       airflow,
       {filter, windowSeconds, collectGroups: flags.fix, onProgress, onStage: (text) => progress?.status(text)},
-      onFinding,
+      (finding) => findings.add(finding),
     )
     progress?.stop()
     const fix = flags.fix ? await this.repairDuplicates(airflow, groups, {...flags, lockTimeoutMs}) : null
 
-    const report: EventAuditReport = {counts, findings: kept, omitted, fix, ...(file ? {output_file: file.path} : {})}
+    const report: EventAuditReport = {
+      counts,
+      findings: findings.kept,
+      omitted: findings.omitted,
+      fix,
+      ...(file ? {output_file: file.path} : {}),
+    }
     const failOn = (flags['fail-on'] as AuditClass[] | undefined) ?? defaultFailOn
     const failedFix = fix?.groups.some((g) => g.outcome === 'failed')
     const audited = Object.values(counts).reduce((sum, n) => sum + n, 0)
@@ -174,12 +167,8 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
         )
     // The summary says the outcome: a signal from here on keeps this exit.
     this.settle(exit)
-    const summary = JSON.stringify({type: 'summary', counts, fix})
-    if (file) {
-      file.write(summary)
-      await file.close()
-    }
-    if (flags.ndjson) this.emit(summary)
+    findings.end(JSON.stringify({type: 'summary', counts, fix}))
+    await file?.close()
     return {result: report, exit}
   }
 

@@ -1,11 +1,8 @@
-import fs from 'node:fs'
-import {finished} from 'node:stream/promises'
-
 import {Flags} from '@oclif/core'
 
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
-import {expandOutputName} from '../src/cli/outputName.js'
+import {newOutputName} from '../src/cli/outputFile.js'
 import {requireAssets} from '../src/selection/assetFilter.js'
 import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
@@ -61,27 +58,16 @@ airlock replay-events --from-file … --skip-existing against production.`)
     if (this.jsonMode && !flags.output)
       throw usageError('--json needs --output FILE: stdout carries the events otherwise.')
     const filter = eventFilterFromFlags(flags)
-    const output = flags.output === undefined ? undefined : expandOutputName(flags.output, '--output')
+    const output = await newOutputName(flags.output)
     const airflow = await this.openAirflow(flags, {verb: 'export-events', poolSize: 1})
     if (filter.sourceDagId) await requireSourceDag(airflow, filter.sourceDagId)
-    await requireAssets(airflow, filter.assets)
-    const file = output ? fs.createWriteStream(output, {flags: 'wx'}) : undefined
-    if (file)
-      await new Promise((resolve, reject) =>
-        file
-          .once('open', resolve)
-          .once('error', (error) =>
-            reject(usageError(`--output ${output}: ${error.message} (airlock never overwrites an export).`)),
-          ),
-      )
-    const out = file ?? this.stdoutStream
+    await requireAssets(airflow, filter.assets, '--asset')
+    const file = output ? await this.openOutputFile(output) : undefined
+    const out = file?.stream ?? this.stdoutStream
     const progress = createProgress({label: 'export-events', total: null, enabled: Boolean(output)})
     const result = await exportEvents(airflow, filter, out, (n) => progress.update(n, ''))
     progress.stop()
-    if (file) {
-      file.end()
-      await finished(file)
-    }
+    await file?.close()
 
     // On stdout the events are the output: the count goes to stderr.
     if (!file) {

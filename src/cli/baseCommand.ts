@@ -2,40 +2,24 @@ import type {Writable} from 'node:stream'
 
 import {Command, Flags, type Interfaces} from '@oclif/core'
 
+import type {PreparedBatch} from '../batch/prepared.js'
 import {passwordOf, redact} from '../connection/url.js'
-import type {Database, OpenOptions} from '../engine/engine.js'
-import type {StatementLog} from '../engine/engine.js'
-import {AirlockError, isDoctorAction, unreachableError, usageError} from '../errors.js'
-import {createLineFile, whyNotWritable} from '../output/lineFile.js'
-import {tableWidth} from '../output/width.js'
-import {expandOutputName} from './outputName.js'
+import type {Database, OpenOptions, StatementLog} from '../engine/engine.js'
+import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
-import type {Tally} from '../batch/tally.js'
-import {requirePrivileges} from '../doctor/writePrivileges.js'
-import {placementWarning, requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
-import {BatchOutput, type OutputMode} from './batchOutput.js'
-import {confirmBulkWrite} from './confirm.js'
-import {databaseFailureOf} from './databaseFailures.js'
-import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
+import {tableWidth} from '../output/width.js'
+import type {AirflowDatabase} from '../store/schemaCheck.js'
+import {exitUnlessEmpty, writeBatch, type BatchHost, type CommandOutcome} from './batchRun.js'
+import type {ConnectionFlagValues} from './connectionFlags.js'
+import {errorEnvelope, type ErrorEnvelope} from './errorEnvelope.js'
 import {Interrupts} from './interrupt.js'
+import {openAirflow, openDatabase, type OpenHost} from './openAirflow.js'
+import {openOutputFile, type OutputMode} from './outputFile.js'
+import type {BatchReport} from './renderItems.js'
 import {resumeCommand} from './resumeCommand.js'
-import {LockWaits, watchLockWaits} from '../protocol/lockWaits.js'
-import {planCaveat} from '../protocol/plan.js'
-import {describeLockWait, renderBreakdown, type BatchReport} from './renderItems.js'
-import {notConfirmed, type LineageDeliveryReport, type PreparedBatch} from '../batch/prepared.js'
 
-/** What a command hands back: the result that becomes `--json`'s `result`, and its exit code. */
-export interface CommandOutcome<R> {
-  result: R
-  exit?: ExitCode
-}
-
-export interface ErrorEnvelope {
-  status: number
-  error: {name: string; code: string; message: string; actions: string[]}
-  /** A batch the failure cut short: every item that had finished, as the success envelope lists them. */
-  result?: unknown
-}
+export type {CommandOutcome} from './batchRun.js'
+export type {ErrorEnvelope} from './errorEnvelope.js'
 
 export interface SuccessEnvelope<R> {
   status: number
@@ -44,9 +28,10 @@ export interface SuccessEnvelope<R> {
 }
 
 /**
- * The one base command. It owns the `--json` envelope, the exit-code table, the error text,
- * stdout, opening the database and the batch loop, so a command is its flags, one call and a
- * rendering. oclif's own `--json` support is not used: in oclif 4 it reports every failure as
+ * The one base command. It runs a command and owns its output modes, stdout, the `--json`
+ * envelope, the secret scrubber and the exit code; opening the database (openAirflow.ts), the batch
+ * run (batchRun.ts), --output (outputFile.ts) and the error text (errorEnvelope.ts) are modules it
+ * hands a view of itself (`host`), so a command is its flags, one call and a rendering. oclif's own `--json` support is not used: in oclif 4 it reports every failure as
  * exit 1 and prints its config on parse errors, so this class parses, runs, renders and sets
  * process.exitCode itself, and never lets an error reach oclif's handler.
  */
@@ -77,6 +62,8 @@ export abstract class AirlockCommand<R> extends Command {
   protected readonly secrets = new Set<string>()
   private readonly cleanups: Array<() => Promise<void>> = []
   private interrupts!: Interrupts
+  /** What the modules a command is composed of see of it (built once, on first use). */
+  private hostView: (OpenHost & BatchHost) | undefined
   /** --verbose: the statement log the engine writes to stderr; undefined when off (the engine then times nothing). */
   private statementLog: StatementLog | undefined
 
@@ -119,144 +106,69 @@ export abstract class AirlockCommand<R> extends Command {
   }
 
   /** Opens the database the connection flags name (closed when the command ends); for commands that need no Airflow schema. */
-  protected async openDatabase(
+  protected openDatabase(
     flags: ConnectionFlagValues,
     options: OpenOptions,
   ): Promise<{db: Database; target: string; source: string}> {
-    // Said at once, so a connection that then fails still shows it (an ignored password file).
-    const opened = await openFromFlags(
-      flags,
-      {...options, warn: (message) => this.note(message), log: this.statementLog},
-      (secret) => this.secrets.add(secret),
-    )
-    this.onCleanup(() => opened.db.close())
-    for (const note of opened.notes) this.progress(note)
-    return {db: opened.db, target: opened.target, source: opened.connection.source}
+    return openDatabase(this.host, flags, options)
   }
 
-  /**
-   * Opens the Airflow database the flags name and builds its store, or exits 8 naming what is
-   * wrong. `writes`: the command whose privileges must all be granted before the first item
-   * (exit 2, PERMISSION_DENIED, naming them), instead of every item failing on 42501.
-   */
-  protected async openAirflow(
+  /** Opens the Airflow database the flags name and builds its store, or exits 8 (see openAirflow.ts). */
+  protected openAirflow(
     flags: ConnectionFlagValues,
     options: OpenOptions & {writes?: string},
   ): Promise<AirflowDatabase> {
-    const {db} = await this.openDatabase(flags, options)
-    const airflow = await requireAirflow(db, {assumeVersion: flags['assume-version']})
-    if (options.writes) await requirePrivileges(db, options.writes)
-    // Said on every run, so a forgotten AIRLOCK_ASSUME_VERSION or an unfinished upgrade is seen.
-    const placement = placementWarning(airflow.schema)
-    if (placement) this.recordWarning(placement)
-
-    return airflow
+    return openAirflow(this.host, flags, options)
   }
 
-  /**
-   * Runs a prepared write batch for the operator: what it acts on, then the question (or the
-   * refusal without --yes off a terminal), progress on stderr, items streamed or kept by output
-   * mode and copied to --output, SIGINT/SIGTERM finishing the transactions in flight, and the
-   * tally's exit. `quiet`: the batch is part of another report (audit-events --fix): its items are
-   * kept for it, nothing is streamed.
-   */
-  protected async writeBatch<J extends {outcome: string}, Name extends string>(
+  /** Runs a prepared write batch for the operator (see batchRun.ts). */
+  protected writeBatch<J extends {outcome: string}, Name extends string>(
     batch: PreparedBatch<J, Name>,
     options: {yes: boolean; outputFile?: string | undefined; quiet?: boolean; failIfEmpty?: boolean},
   ): Promise<CommandOutcome<BatchReport<J>>> {
-    const outputFile = await newOutputName(options.outputFile)
-    for (const warning of batch.warnings) this.note(warning)
-    for (const note of batch.notes ?? []) this.progress(note)
-    await this.confirmBatch(batch, options.yes)
-    const file = outputFile
-      ? await createLineFile(outputFile).catch((error: unknown) => {
-          // Created between the check and now, or not writable by this user: the operator's to fix.
-          throw usageError(
-            `--output: ${outputFile}: ${error instanceof Error ? error.message : String(error)}. Nothing was written.`,
-          )
-        })
-      : undefined
-    if (file) this.onCleanup(() => file.close())
-    const output = new BatchOutput<J>(
-      options.quiet ? 'json' : this.outputMode,
-      batch.plan ? `${batch.label} (plan)` : batch.dryRun ? `${batch.label} (dry run)` : batch.label,
-      batch.count,
-      batch.doneOutcomes,
-      (line) => this.emit(line),
-      file,
-    )
-    // What has finished, for a second signal that exits at once.
-    let latest: Tally<Name> | undefined
-    this.interrupts.startBatch(() => this.stoppedAtOnce(latest && output.finish(latest, batch.dryRun, true)))
-    const lockWaits = new LockWaits()
-    const stopWatching = batch.holderOf
-      ? watchLockWaits(lockWaits, batch.holderOf, (wait) =>
-          output.status(wait && this.scrub(describeLockWait(wait)), wait && `${wait.label} ${wait.holder?.pid ?? ''}`),
-        )
-      : () => undefined
-    const {tally, interrupted, lost, lineage} = await batch
-      .run({
-        shouldStop: this.interrupts.requested,
-        onItem: (json, tally) => {
-          latest = tally
-          output.add(json, tally)
-        },
-        lockWaits,
-      })
-      // The batch itself failed (the database went away): what finished is committed or rolled
-      // back whatever came after, so the report of the failure lists it.
-      .catch((error: unknown) =>
-        this.failedAfter(error, options.quiet ? undefined : output.fail(latest, batch.dryRun, this.errorLine(error))),
-      )
-      .finally(stopWatching)
-    for (const warning of tally.warnings()) this.note(warning)
-    // The server went away: one event, exit 7, reported as a batch the database cut short (the
-    // error envelope, or the stream's error line, with every item that finished).
-    const error = lost && lostServerError(tally, batch.count, this.resumeAdvice(options.outputFile))
-    if (error) this.failedAfter(error, !options.quiet && output.fail(tally, batch.dryRun, this.errorLine(error)))
-    if (lineage) output.delivered(lineage.delivery)
-    const exit = this.batchExit(tally, batch, interrupted, options.failIfEmpty === true, lineage)
-    // A batch that is the whole command: its summary is the command's, so its exit stands from
-    // here (a quiet batch is part of a command that settles its own exit).
-    if (!options.quiet) this.settle(exit)
-    const report = output.finish(tally, batch.dryRun, interrupted)
-    // The items are in the database whatever became of their copy (a full disk): said, not a failure.
-    await file
-      ?.close()
-      .catch((error: unknown) =>
-        this.note(
-          `--output ${file.path}: writing failed (${error instanceof Error ? error.message : String(error)}); the file is incomplete, the run's items are above`,
-        ),
-      )
-    return {
-      result: {
-        ...report,
-        ...(batch.dryRun && batch.breakdown ? {breakdown: batch.breakdown} : {}),
-        ...(batch.plan ? {plan: planCaveat} : {}),
-      },
-      exit,
-    }
+    return writeBatch(this.host, batch, options)
   }
 
-  /** What a filter reaches, shown before anyone is asked to confirm it (or a dry run lists its items); then the question. */
-  private async confirmBatch(
-    batch: Pick<PreparedBatch<{outcome: string}, string>, 'count' | 'prompt' | 'dryRun' | 'breakdown'>,
-    yes: boolean,
-  ): Promise<void> {
-    const asking = !yes && !batch.dryRun && ((batch.prompt.changing ?? batch.count) > 1 || batch.prompt.always)
-    if (batch.breakdown && this.outputMode === 'human' && (asking || batch.dryRun) && batch.count > 0) {
-      process.stderr.write(`${this.scrub(renderBreakdown(batch.breakdown, batch.count, this.terminalWidth))}\n\n`)
+  /** A new --output file (checked by newOutputName), closed when the command ends. */
+  protected openOutputFile(target: string): ReturnType<typeof openOutputFile> {
+    return openOutputFile(target, (cleanup) => this.onCleanup(cleanup))
+  }
+
+  /** What the modules a command is composed of (opening, the batch run) ask of it. */
+  private get host(): OpenHost & BatchHost {
+    this.hostView ??= this.makeHost()
+    return this.hostView
+  }
+
+  private makeHost(): OpenHost & BatchHost {
+    // The getters read the command's state when asked: the mode is set by parse, after this exists.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const command = this
+    return {
+      get outputMode() {
+        return command.outputMode
+      },
+      get terminalWidth() {
+        return command.terminalWidth
+      },
+      get interrupts() {
+        return command.interrupts
+      },
+      get statementLog() {
+        return command.statementLog
+      },
+      note: (message) => this.note(message),
+      recordWarning: (message) => this.recordWarning(message),
+      progress: (message) => this.progress(message),
+      remember: (secret) => this.secrets.add(secret),
+      scrub: (text) => this.scrub(text),
+      emit: (line) => this.emit(line),
+      onCleanup: (cleanup) => this.onCleanup(cleanup),
+      errorLine: (error) => this.errorLine(error),
+      stoppedAtOnce: (partial) => this.stoppedAtOnce(partial),
+      cutShort: (finished) => (this.cutShort = finished),
+      commandLine: () => resumeCommand(this.config.bin, this.id ?? '', this.argv),
     }
-    await confirmBulkWrite({
-      count: batch.count,
-      changing: batch.prompt.changing,
-      action: batch.prompt.action,
-      noun: batch.prompt.noun,
-      yes,
-      dryRun: batch.dryRun,
-      machineOutput: this.outputMode !== 'human',
-      always: batch.prompt.always,
-    })
   }
 
   /**
@@ -280,32 +192,6 @@ export abstract class AirlockCommand<R> extends Command {
     }
   }
 
-  /** A finished batch's exit: 130 when interrupted, 4 for an empty selection under --fail-if-empty, else its items'. */
-  private batchExit<Name extends string>(
-    tally: Tally<Name>,
-    batch: {count: number; label: string; explicit: boolean},
-    interrupted: boolean,
-    failIfEmpty: boolean,
-    lineage?: {delivery: LineageDeliveryReport; required: boolean},
-  ): ExitCode {
-    if (interrupted) return ExitCode.interrupted
-    // An empty batch has no lineage to require: the empty selection's exit is the batch's.
-    const exit = this.exitUnlessEmpty(
-      {'fail-if-empty': failIfEmpty},
-      batch.count === 0,
-      `${batch.label} selected nothing`,
-      tally.exit({explicit: batch.explicit}),
-    )
-    const kept = lineage ? notConfirmed(lineage.delivery) : 0
-    if (lineage?.required && kept > 0 && exit !== ExitCode.partialFailure) {
-      this.note(
-        `--lineage-required: ${kept} OpenLineage COMPLETE event${kept === 1 ? ' was' : 's were'} not confirmed (kept in ${lineage.delivery.spool}): exit 5`,
-      )
-      return ExitCode.partialFailure
-    }
-    return exit
-  }
-
   /**
    * --fail-if-empty for a command that reports its own exit: exit 4, said in a warning, when its
    * selection matched nothing; otherwise the exit it decided.
@@ -316,35 +202,7 @@ export abstract class AirlockCommand<R> extends Command {
     what: string,
     exit: ExitCode,
   ): ExitCode {
-    if (!flags['fail-if-empty'] || !empty) return exit
-    this.note(`--fail-if-empty: ${what}: exit 4`)
-    return ExitCode.notFound
-  }
-
-  /**
-   * The operator's own command line, to take up a run the server cut short, and what it cannot
-   * repeat verbatim: an --output file this run created (a second run refuses to overwrite it), a
-   * password the line prints scrubbed.
-   */
-  private resumeAdvice(outputFile: string | undefined): {command: string; caveats: string[]} {
-    const command = resumeCommand(this.config.bin, this.id ?? '', this.argv)
-    const scrubbed = this.scrub(command)
-    return {
-      command: scrubbed,
-      caveats: [
-        ...(outputFile !== undefined && !outputFile.includes('{timestamp}')
-          ? [`give --output a new name: ${outputFile} holds this run's items, and airlock never overwrites a file`]
-          : []),
-        ...(scrubbed === command
-          ? []
-          : ['the password is printed as ***: put it back, or give it as PGPASSWORD, a password file or a profile']),
-      ],
-    }
-  }
-
-  private failedAfter(error: unknown, finished: unknown): never {
-    if (finished) this.cutShort = finished
-    throw error
+    return exitUnlessEmpty(this.host, flags, empty, what, exit)
   }
 
   /** For a loop that runs until Ctrl-C (audit-locks --watch): returns "was it asked to stop?"; a second signal exits at once. */
@@ -495,46 +353,7 @@ export abstract class AirlockCommand<R> extends Command {
   }
 
   private toErrorEnvelope(error: unknown): ErrorEnvelope {
-    if (error instanceof AirlockError) {
-      return {
-        status: error.exit,
-        error: {
-          name: error.name,
-          code: error.code,
-          message: this.scrub(error.message),
-          actions: this.actionsFor(error.actions).map((a) => this.scrub(a)),
-        },
-      }
-    }
-
-    const known = databaseFailureOf(error)
-    if (known) {
-      return {
-        status: known.exit,
-        error: {
-          name: 'AirlockError',
-          code: known.code,
-          message: this.scrub(known.message),
-          actions: this.actionsFor(known.actions),
-        },
-      }
-    }
-
-    const message = error instanceof Error ? error.message : String(error)
-    return {
-      status: ExitCode.internal,
-      error: {
-        name: 'InternalError',
-        code: 'INTERNAL',
-        message: this.scrub(`Unexpected failure (a bug in airlock): ${message}`),
-        actions: ['Re-run with AIRLOCK_DEBUG=1 for the stack trace and report it.'],
-      },
-    }
-  }
-
-  /** What to do next, without "run airlock doctor" when the command that failed is doctor. */
-  private actionsFor(actions: readonly string[]): string[] {
-    return this.id === 'doctor' ? actions.filter((action) => !isDoctorAction(action)) : [...actions]
+    return errorEnvelope(error, (text) => this.scrub(text), this.id)
   }
 
   private writeStdout(text: string): void {
@@ -545,35 +364,3 @@ export abstract class AirlockCommand<R> extends Command {
 export type InferredFlags<T extends typeof Command> = Interfaces.InferredFlags<
   (typeof AirlockCommand)['baseFlags'] & T['flags']
 >
-
-/**
- * --output's name for this run ({timestamp} filled in: a cron job's fixed command line writes a
- * new file each night), refused before anyone is asked and before anything is written when it
- * cannot be created new.
- */
-export async function newOutputName(name: string | undefined): Promise<string | undefined> {
-  if (name === undefined) return undefined
-  const expanded = expandOutputName(name, '--output')
-  const unwritable = await whyNotWritable(expanded)
-  if (unwritable) throw usageError(`--output: ${unwritable}. Nothing was written.`)
-  return expanded
-}
-
-/**
- * What a run cut short by a lost server says: how many items were done, failed (and of those,
- * left unknown by a COMMIT in flight) and never reached, and the command that takes it up.
- */
-function lostServerError(tally: Tally, selected: number, resume: {command: string; caveats: string[]}): AirlockError {
-  const failed = tally.counts.get('failed') ?? 0
-  const unknown =
-    tally.commitUnknown > 0
-      ? ` (${tally.commitUnknown} unknown: the COMMIT was sent and the connection lost; the next run reads whether it committed)`
-      : ''
-  return unreachableError(
-    `The database server went away during the batch: of ${selected} selected, ${tally.selected - failed} done, ${failed} failed${unknown}, ${Math.max(0, selected - tally.selected)} never reached. No new item was started after the first that could not reach it; each line above says what became of its item.`,
-    [
-      `When the server is back, run the same command again: every item is rechecked under its lock, so what committed reads already_success or is no longer selected${resume.caveats.length > 0 ? ` (${resume.caveats.join('; ')})` : ''}.`,
-      `Resume with: ${resume.command}`,
-    ],
-  )
-}

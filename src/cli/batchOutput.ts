@@ -3,18 +3,13 @@ import type {Tally} from '../batch/tally.js'
 import {createProgress, type Progress} from '../output/progress.js'
 import {DownstreamFold, type Downstream} from '../protocol/downstream.js'
 import type {ItemJson} from '../report/itemJson.js'
+import {humanRowCap, RowStream, type ItemSink, type OutputMode} from './outputFile.js'
 import {itemLabel, type BatchReport} from './renderItems.js'
 
-/** A file every item goes to as a JSON line (--output). */
-export interface ItemSink {
-  path: string
-  write(line: string): void
-}
+export type {OutputMode} from './outputFile.js'
 
-export type OutputMode = 'human' | 'json' | 'ndjson'
-
+/** A human table keeps the first rows, and then only problems (up to humanRowCap in all). */
 const humanFirstRows = 50
-const humanProblemRows = 200
 
 export interface ItemLike {
   outcome: string
@@ -26,8 +21,7 @@ export interface ItemLike {
  * flat memory in every mode but --json.
  */
 export class BatchOutput<J extends ItemLike> {
-  private readonly kept: J[] = []
-  private omitted = 0
+  private readonly rows: RowStream<J>
   private readonly progress: Progress
   /** The downstream preview of every item, one entry per consumer DAG. */
   private readonly downstream = new DownstreamFold()
@@ -38,16 +32,19 @@ export class BatchOutput<J extends ItemLike> {
   private delivery: LineageDeliveryReport | undefined
 
   constructor(
-    private readonly mode: OutputMode,
+    mode: OutputMode,
     label: string,
     /** The selection's size, where known: what an interrupted run never reached is the rest of it. */
     private readonly total: number | null,
-    private readonly doneOutcomes: readonly string[],
-    private readonly emit: (line: string) => void,
+    doneOutcomes: readonly string[],
+    emit: (line: string) => void,
     /** Every item, whatever the mode keeps: the --output file. */
     private readonly sink?: ItemSink,
   ) {
     this.progress = createProgress({label, total, enabled: mode !== 'json' || !process.stderr.isTTY})
+    this.rows = new RowStream<J>(mode, 'item', emit, sink, {
+      keep: (json, kept) => kept < humanFirstRows || (!doneOutcomes.includes(json.outcome) && kept < humanRowCap),
+    })
   }
 
   /** What the lineage outbox delivered once the batch stopped waiting for it. */
@@ -85,8 +82,7 @@ export class BatchOutput<J extends ItemLike> {
   }
 
   add<Name extends string>(json: J, tally: Tally<Name>): void {
-    const line = this.sink || this.mode === 'ndjson' ? JSON.stringify({type: 'item', ...json}) : ''
-    this.sink?.write(line)
+    this.rows.add(json)
     const previews = (json as {downstream?: Downstream[]}).downstream
     if (previews) {
       this.sawDownstream = true
@@ -100,14 +96,6 @@ export class BatchOutput<J extends ItemLike> {
       if (kind === 'failed')
         this.firstLineageFailure ??= `${itemLabel(json as ItemLike & Partial<ItemJson>)}: ${lineage.replace(/^failed \((.*)\)$/s, '$1')}`
     }
-    if (this.mode === 'ndjson') this.emit(line)
-    else if (this.mode === 'json') this.kept.push(json)
-    else if (
-      this.kept.length < humanFirstRows ||
-      (!this.doneOutcomes.includes(json.outcome) && this.kept.length < humanProblemRows)
-    )
-      this.kept.push(json)
-    else this.omitted++
     const detail = [...tally.counts]
       .filter(([, n]) => n > 0)
       .map(([k, n]) => `${n} ${k}`)
@@ -132,7 +120,7 @@ export class BatchOutput<J extends ItemLike> {
   ): BatchReport<J> | undefined {
     const report = tally ? this.finish(tally, dryRun, true, false) : undefined
     this.progress.stop()
-    this.sink?.write(errorLine)
+    this.rows.end(errorLine, false)
     return report
   }
 
@@ -156,13 +144,10 @@ export class BatchOutput<J extends ItemLike> {
       ...(lineage ? {lineage} : {}),
       ...(downstream ? {downstream} : {}),
     })
-    if (summaryLine) {
-      if (this.mode === 'ndjson') this.emit(line)
-      this.sink?.write(line)
-    }
+    if (summaryLine) this.rows.end(line)
     return {
       summary,
-      items: this.kept,
+      items: this.rows.kept,
       ...(downstream ? {downstream} : {}),
       ...(lineage
         ? {
@@ -171,7 +156,7 @@ export class BatchOutput<J extends ItemLike> {
             ...(spool ? {lineage_spool: spool} : {}),
           }
         : {}),
-      ...(this.omitted ? {omitted: this.omitted} : {}),
+      ...(this.rows.omitted ? {omitted: this.rows.omitted} : {}),
       ...(interrupted ? {interrupted} : {}),
       ...(this.sink ? {output_file: this.sink.path} : {}),
     }

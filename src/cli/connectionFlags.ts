@@ -103,6 +103,8 @@ export async function openFromFlags(
   if (password) remember(password)
   return {
     ...(await openDatabase(connection, {
+      // Every command's advice for a server without a free slot names the flag that sizes the pool.
+      poolSizeName: '--concurrency',
       ...options,
       ...(connectTimeoutMs === undefined ? {} : {connectTimeoutMs}),
       warn: options.warn ?? ((message) => notes.push(message)),

@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 
 import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import type {SelectionRequest} from '../selection/itemSource.js'
+import type {SelectorNames} from '../selection/selectorNames.js'
 import {checkRange, parseShard, parseTaskInstanceRef, parseWindowBound} from './parseInput.js'
 
 /** PostgreSQL's integer: numbers beyond it are refused before any query (not by the server, in SQL's words). */
@@ -93,12 +94,28 @@ export interface SelectionFlagValues {
   'fail-if-empty'?: boolean | undefined
 }
 
+/** The flag of each part of a selection: what the selection's messages name (it speaks of meanings, the CLI of flags). */
+export const selectorFlags: SelectorNames = {
+  tiId: '--ti-id',
+  fromFile: '--from-file',
+  dagId: '--dag-id',
+  runId: '--run-id',
+  taskId: '--task-id',
+  mapIndex: '--map-index',
+  since: '--since',
+  until: '--until',
+  allDags: '--all-dags',
+  shard: '--shard',
+  dryRun: '--dry-run',
+}
+
 export function selectionFromFlags(flags: SelectionFlagValues): SelectionRequest {
   const since = flags.since ? parseWindowBound(flags.since, '--since') : undefined
   const until = flags.until ? parseWindowBound(flags.until, '--until') : undefined
   checkRange(since, until)
   return {
     allDags: flags['all-dags'] ?? false,
+    names: selectorFlags,
     ...namedTaskInstances(flags['ti-id'] ?? []),
     fromFile: flags['from-file'],
     filter: {

@@ -24,7 +24,7 @@ export async function openDatabase(connection: ResolvedConnection, options: Open
   try {
     return {db: await engine.open(connection.url, options), connection, target}
   } catch (error) {
-    throw classifyConnectError(error, engine, target, connection.source, scrub)
+    throw classifyConnectError(error, engine, target, connection.source, scrub, options.poolSizeName)
   }
 }
 
@@ -34,12 +34,13 @@ function classifyConnectError(
   target: string,
   source: string,
   scrub: (t: string) => string,
+  poolSizeName: string | undefined,
 ): Error {
   if (error instanceof AirlockError) return error
   const message = scrub(error instanceof Error ? error.message : String(error))
   const {kind, connectTimeout} = engine.classify(error)
   if (kind === 'login' || kind === 'unreachable') {
-    const advice = engine.connectAdvice(error)
+    const advice = engine.connectAdvice(error, poolSizeName)
     const why = connectTimeout ? 'no answer before the connect timeout' : scrub(advice?.why ?? message)
     return unreachableError(
       `Cannot connect to ${engine.displayName} at ${target} (from ${source}): ${why}`,

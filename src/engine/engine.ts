@@ -8,7 +8,7 @@ import type {Knex} from 'knex'
  */
 
 /**
- * Where an engine reports what it did on the server (`--verbose`): one line per statement, per
+ * Where an engine reports what it did on the server (the CLI's verbose mode): one line per statement, per
  * connect, BEGIN, COMMIT and ROLLBACK, with how long it took. A line never holds a bound value, a
  * password or a server's error message (which can quote a value): only labels, timeouts, row
  * counts and error codes. Absent, the engine builds no line and reads no clock.
@@ -101,12 +101,17 @@ export interface OpenOptions {
   /** Pool size: per-item transactions run concurrently over this many connections. */
   poolSize?: number
   /**
+   * How the caller's user sets the pool size, for advice when the server has no connection slot
+   * left (the command line: --concurrency); plain words when absent.
+   */
+  poolSizeName?: string
+  /**
    * Milliseconds; the server ends a session that sits idle inside a transaction this long, so a
    * crashed airlock never keeps a row lock. null leaves the server's setting alone.
    */
   idleInTransactionTimeoutMs?: number | null
   connectTimeoutMs?: number
-  /** lock_timeout of statements outside write transactions (default readLimits; a writer passes its --lock-timeout). */
+  /** lock_timeout of statements outside write transactions (default readLimits; a writer passes its own). */
   lockTimeoutMs?: number
   /** statement_timeout of statements outside write transactions (default readLimits). */
   statementTimeoutMs?: number
@@ -114,7 +119,7 @@ export interface OpenOptions {
   readOnly?: boolean
   /** Where the engine says something the operator should know about the connection (an ignored password file). */
   warn?: (message: string) => void
-  /** `--verbose`: every statement, connect, BEGIN, COMMIT and ROLLBACK, by label and duration (never values). */
+  /** The statement log (the CLI's verbose mode): every statement, connect, BEGIN, COMMIT and ROLLBACK, by label and duration (never values). */
   log?: StatementLog
 }
 
@@ -142,8 +147,11 @@ export interface Engine {
   /** For messages: "PostgreSQL". */
   readonly displayName: string
   classify(error: unknown): ClassifiedError
-  /** For a failed connect: what went wrong in the operator's words and what to do, when the engine knows more than the driver said. */
-  connectAdvice(error: unknown): {why: string; actions: string[]} | undefined
+  /**
+   * For a failed connect: what went wrong in the operator's words and what to do, when the engine
+   * knows more than the driver said. `poolSizeName`: how the operator sets the pool size (OpenOptions).
+   */
+  connectAdvice(error: unknown, poolSizeName?: string): {why: string; actions: string[]} | undefined
   /** Opens a pool and proves the server answers (a failure to reach or log in is exit 7). */
   open(url: string, options: OpenOptions): Promise<Database>
   /** A Database over a knex pool someone else owns (tests, sandbox, bench scratch databases). */

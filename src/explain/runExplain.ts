@@ -65,7 +65,7 @@ async function requireSelection(
   airflow: Pick<AirflowDatabase, 'db' | 'store'>,
   selection: ExplainSelection,
 ): Promise<void> {
-  if (selection.kind === 'assets') return requireAssets(airflow, selection.assets)
+  if (selection.kind === 'assets') return requireAssets(airflow, selection.assets, '--asset')
   if (selection.kind !== 'dags') return
   const dagIds = await airflow.store.readDagIds(airflow.db.executor)
   const known = new Set(dagIds)

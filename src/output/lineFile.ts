@@ -1,5 +1,6 @@
 import {createWriteStream, promises as fs, type WriteStream} from 'node:fs'
 import path from 'node:path'
+import type {Writable} from 'node:stream'
 
 /**
  * A new file written one line at a time (a batch's --output): created, never overwritten, so a
@@ -10,6 +11,8 @@ export interface LineFile {
   path: string
   write(line: string): void
   close(): Promise<void>
+  /** The file's stream itself, for a writer that waits on its backpressure (export-events) instead of `write`. */
+  stream: Writable
 }
 
 /** Why `target` cannot be created as a new file, in words; undefined when it can. */
@@ -30,6 +33,7 @@ export async function createLineFile(target: string): Promise<LineFile> {
   let closed: Promise<void> | undefined
   return {
     path: target,
+    stream,
     write(line) {
       if (!failure) stream.write(line.endsWith('\n') ? line : `${line}\n`)
     },

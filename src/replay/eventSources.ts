@@ -63,7 +63,7 @@ export async function* eventsById(
 export async function validateEventFile(path: string): Promise<number> {
   await checkReadable(path, '--from-file')
   let count = 0
-  for await (const {text, line} of checkedLines(path)) {
+  for await (const {text, line} of checkedLines(path, '--from-file')) {
     parseEventLine(text, line, path)
     count++
   }
@@ -124,7 +124,7 @@ export async function* eventsFromFile(
     chunk = []
   }
 
-  for await (const {text, line} of checkedLines(path)) {
+  for await (const {text, line} of checkedLines(path, '--from-file')) {
     if (options.afterLine !== null && line <= options.afterLine) continue
     chunk.push({line, parsed: parseEventLine(text, line, path)})
     if (chunk.length >= chunkSize) yield* flush()

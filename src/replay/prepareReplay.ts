@@ -108,7 +108,7 @@ export async function prepareReplay(
   airflow: AirflowDatabase,
   request: ReplayRequest,
 ): Promise<PreparedBatch<ItemJson | EventItemJson, ReplayOutcomeName>> {
-  const findings = request.mode.kind === 'file' ? await readFindingsFile(request.mode.path) : undefined
+  const findings = request.mode.kind === 'file' ? await readFindingsFile(request.mode.path, '--from-file') : undefined
   if (request.mode.kind === 'file' && findings) return prepareFindings(airflow, request, request.mode, findings)
   const {mode, write} = request
   // What a replay writes depends on which evidence it accepts: a resumed run must accept the same.

@@ -3,13 +3,15 @@ import {ExitCode} from '../exitCodes.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 
 /**
- * Every `--asset` of an event filter names an asset (by its name or its uri); one that names
+ * Every asset an event filter names an asset (by its name or its uri); one that names
  * none is a typo, exit 4, never a "clean" run that read nothing (a monitoring cron would report
  * it as healthy).
  */
 export async function requireAssets(
   airflow: Pick<AirflowDatabase, 'db' | 'store'>,
   assets: readonly string[],
+  /** How the caller names the filter, for the message (the command line: --asset). */
+  name = 'the asset filter',
 ): Promise<void> {
   if (assets.length === 0) return
   const {db, store} = airflow
@@ -20,6 +22,6 @@ export async function requireAssets(
     'NOT_FOUND',
     ExitCode.notFound,
     `No asset has the name or uri ${unknown.map((asset) => JSON.stringify(asset)).join(', ')}`,
-    ['Check --asset (an asset name, or its uri); nothing was read or written.'],
+    [`Check ${name} (an asset name, or its uri); nothing was read or written.`],
   )
 }

@@ -1,6 +1,7 @@
 import {taskInstanceIdPattern} from '../airflow/taskInstance.js'
 import {usageError} from '../errors.js'
 import {checkedLines, checkReadable, parseJsonLine} from './ndjsonInput.js'
+import {plainSelectorNames} from './selectorNames.js'
 
 /**
  * An audit-events findings file (its --output, or its --ndjson saved): one `{"type":"finding",…}`
@@ -12,7 +13,7 @@ export interface FindingsInput {
   tiIds: string[]
   /** Findings of the classes replay-events does not repair, by class. */
   skipped: Record<string, number>
-  /** missing_unknown findings: replayed only with --include-unknown (reported unknown otherwise). */
+  /** missing_unknown findings: replayed only when asked to include them (reported unknown otherwise). */
   unknown: number
   /** The audit's summary line ends the file: the audit that wrote it finished. */
   complete: boolean
@@ -25,15 +26,19 @@ const replayed = new Set(['missing_events', 'missing_unknown'])
  * when it is another kind of file (an export's events). A file that starts as findings must be
  * findings throughout: a line of another shape is exit 2, naming it, before anything is written.
  */
-export async function readFindingsFile(path: string): Promise<FindingsInput | undefined> {
+export async function readFindingsFile(
+  path: string,
+  /** How the caller names the file, for messages (the command line: --from-file). */
+  name = plainSelectorNames.fromFile,
+): Promise<FindingsInput | undefined> {
   if (path === '-') return undefined
-  await checkReadable(path, '--from-file')
+  await checkReadable(path, name)
   const tiIds = new Set<string>()
   const skipped: Record<string, number> = {}
   let unknown = 0
   let first = true
   let summarized = false
-  for await (const {text, line} of checkedLines(path)) {
+  for await (const {text, line} of checkedLines(path, name)) {
     const where = `${path} line ${line}`
     const value = parseJsonLine(text, where)
     const record = typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {}

@@ -2,10 +2,11 @@ import {taskInstanceIdPattern} from '../airflow/taskInstance.js'
 import {usageError} from '../errors.js'
 import {checkedLines, checkReadable, parseJsonLine} from './ndjsonInput.js'
 import {describeRef} from '../airflow/taskInstance.js'
+import {plainSelectorNames} from './selectorNames.js'
 import type {OutletEventInput, WorkItem} from './workItem.js'
 
 /**
- * `--from-file PATH|-`: NDJSON, one task instance per line, `{"ti_id": …}` or
+ * An input file of task instances (PATH, or - for stdin): NDJSON, one task instance per line, `{"ti_id": …}` or
  * `{"dag_id", "run_id", "task_id", "map_index"?}`, optionally with
  * `"outlet_events": [{"asset": "<name or uri>" or {"name", "uri", "extra"?}, "extra": {…}, "alias"?: "<alias name>",
  * "partition_key"?: "<key>" or "partition_keys"?: ["<key>", …]}]`.
@@ -154,15 +155,17 @@ export interface InputFile {
 export async function openInputFile(
   path: string,
   warn: (message: string) => void = () => undefined,
+  /** How the caller names the file, for messages (the command line: --from-file). */
+  name = plainSelectorNames.fromFile,
 ): Promise<InputFile> {
   const source = path === '-' ? 'stdin' : path
-  await checkReadable(path, '--from-file')
+  await checkReadable(path, name)
 
   // The same task instance twice is one item: the first line wins, the repeat is said once.
   const firstLine = new Map<string, number>()
   const kept: WorkItem[] = []
   let count = 0
-  for await (const {text, line} of checkedLines(path)) {
+  for await (const {text, line} of checkedLines(path, name)) {
     const item = parseInputLine(text, line, source)
     const key = describeRef(item.ref)
     const first = firstLine.get(key)
@@ -185,7 +188,7 @@ export async function openInputFile(
       }
 
       const seen = new Set<string>()
-      for await (const {text, line} of checkedLines(path)) {
+      for await (const {text, line} of checkedLines(path, name)) {
         const item = parseInputLine(text, line, source)
         const key = describeRef(item.ref)
         if (seen.has(key)) continue

@@ -15,16 +15,19 @@ import {
   type SelectionBreakdown,
   type SelectionFilter,
 } from './selection.js'
+import {plainSelectorNames, type SelectorNames} from './selectorNames.js'
 import type {WorkItem} from './workItem.js'
 
 export interface SelectionRequest {
   tiIds: string[]
-  /** --ti-id given as a key: the current try of each, whatever its id. */
+  /** Task instances named by key: the current try of each, whatever its id. */
   tiKeys?: TaskInstanceKey[] | undefined
   fromFile?: string | undefined
   filter: SelectionFilter
-  /** --all-dags: a filter without --dag-id is meant to reach every DAG. */
+  /** A filter without a DAG is meant to reach every DAG. */
   allDags?: boolean | undefined
+  /** How the caller's user names each part, for messages (the command line: its flags). */
+  names?: SelectorNames | undefined
 }
 
 export interface ItemSource {
@@ -32,7 +35,7 @@ export interface ItemSource {
   items: AsyncIterable<WorkItem>
   /** What the operator should know about the input (a task instance named twice). */
   warnings?: string[]
-  /** Items named one by one (--ti-id, --from-file): a missing one is `not_found`, exit 4. */
+  /** Items named one by one (by id or key, or in a file): a missing one is `not_found`, exit 4. */
   explicit: boolean
   /** A filter selection's runs and states, for the operator to check before it is written. */
   breakdown?: SelectionBreakdown
@@ -55,6 +58,7 @@ export async function openItemSource(
   request: SelectionRequest,
 ): Promise<ItemSource> {
   const {fromFile, filter} = request
+  const n = request.names ?? plainSelectorNames
   const named: TaskInstanceRef[] = [
     ...request.tiIds.map((tiId) => ({tiId})),
     ...(request.tiKeys ?? []).map((key) => ({key})),
@@ -62,24 +66,24 @@ export async function openItemSource(
   const ways = [named.length > 0, Boolean(fromFile), hasFilter(filter)].filter(Boolean).length
   if (ways === 0) {
     throw usageError('Nothing selected: name the task instances to work on.', [
-      'Use --ti-id, --from-file, or filters such as --dag-id with --run-id / --task-id / --since / --until.',
+      `Use ${n.tiId}, ${n.fromFile}, or filters such as ${n.dagId} with ${n.runId} / ${n.taskId} / ${n.since} / ${n.until}.`,
     ])
   }
 
   if (ways > 1)
     throw usageError(
-      'Use one way of selecting: --ti-id, --from-file, or the filter flags (--dag-id, --run-id, --task-id, --map-index, --since, --until).',
+      `Use one way of selecting: ${n.tiId}, ${n.fromFile}, or the filter flags (${[n.dagId, n.runId, n.taskId, n.mapIndex, n.since, n.until].join(', ')}).`,
     )
   // A filter without a DAG reaches every DAG of the database: only when asked for in so many words.
   if (hasFilter(filter) && !filter.dagId && !request.allDags) {
-    throw usageError('This selection spans every DAG: it names no --dag-id.', [
-      'Add --dag-id, or --all-dags if every DAG is meant (try --dry-run first to see what it selects).',
+    throw usageError(`This selection spans every DAG: it names no ${n.dagId}.`, [
+      `Add ${n.dagId}, or ${n.allDags} if every DAG is meant (try ${n.dryRun} first to see what it selects).`,
     ])
   }
 
   if (filter.shard && (named.length > 0 || fromFile))
     throw usageError(
-      '--shard partitions a filter selection; split an explicit list (--ti-id, --from-file) between hosts yourself.',
+      `${capitalised(n.shard)} partitions a filter selection; split an explicit list (${n.tiId}, ${n.fromFile}) between hosts yourself.`,
     )
 
   if (named.length > 0) {
@@ -96,7 +100,7 @@ export async function openItemSource(
 
   if (fromFile) {
     const warnings: string[] = []
-    const file = await openInputFile(fromFile, (message) => warnings.push(message))
+    const file = await openInputFile(fromFile, (message) => warnings.push(message), n.fromFile)
     // A pipeline's empty file (an audit that found nothing) stays exit 0, but is said, by name.
     if (file.count === 0)
       warnings.push(
@@ -117,13 +121,13 @@ export async function openItemSource(
   // Every named id exists, yet nothing matched (a window or a map index that holds nothing): an
   // empty result, said in so many words.
   if (count === 0 && !filter.states && !filter.missingEventsOnly)
-    warnings.push(`no task instance matches ${describeFilter(filter)}`)
+    warnings.push(`no task instance matches ${describeFilter(filter, n)}`)
   const items = mapItems(first ? pagesFrom(store, reads, filter, first) : selectTaskInstances(store, reads, filter))
   return {count, breakdown, explicit: false, items, warnings}
 }
 
 /**
- * A --dag-id, --run-id or --task-id that names nothing is a typo, exit 4 with the close matches,
+ * A DAG, run or task id that names nothing is a typo, exit 4 with the close matches,
  * never an empty selection a cron would report as "nothing to do". A DAG is looked up only when
  * nothing matched (a selection that matched proves it); run and task ids always, each one.
  */
@@ -183,15 +187,17 @@ async function* mapItems(refs: AsyncIterable<SelectedRef>): AsyncGenerator<WorkI
   }
 }
 
-/** The filter flags as the operator wrote them, for a message. */
-function describeFilter(filter: SelectionFilter): string {
+/** The filter as the operator wrote it (in their names for its parts), for a message. */
+function describeFilter(filter: SelectionFilter, n: SelectorNames): string {
   const parts = [
-    filter.dagId === undefined ? '' : `--dag-id ${filter.dagId}`,
-    ...filter.runIds.map((id) => `--run-id ${id}`),
-    ...filter.taskIds.map((id) => `--task-id ${id}`),
-    filter.mapIndex === undefined ? '' : `--map-index ${filter.mapIndex}`,
-    filter.since ? `--since ${filter.since.toISOString()}` : '',
-    filter.until ? `--until ${filter.until.toISOString()}` : '',
+    filter.dagId === undefined ? '' : `${n.dagId} ${filter.dagId}`,
+    ...filter.runIds.map((id) => `${n.runId} ${id}`),
+    ...filter.taskIds.map((id) => `${n.taskId} ${id}`),
+    filter.mapIndex === undefined ? '' : `${n.mapIndex} ${filter.mapIndex}`,
+    filter.since ? `${n.since} ${filter.since.toISOString()}` : '',
+    filter.until ? `${n.until} ${filter.until.toISOString()}` : '',
   ]
   return parts.filter(Boolean).join(' ') || 'the selection'
 }
+
+const capitalised = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)

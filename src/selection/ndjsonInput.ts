@@ -2,6 +2,7 @@ import fs from 'node:fs'
 
 import {usageError} from '../errors.js'
 import {jsonErrorWithoutInput, maxLineBytes, ndjsonLines} from '../input/ndjsonLines.js'
+import {plainSelectorNames} from './selectorNames.js'
 
 /** Why an input file cannot be read, in words (exit 2), or nothing when it can. */
 export async function checkReadable(path: string, flag: string): Promise<void> {
@@ -27,7 +28,11 @@ export async function checkReadable(path: string, flag: string): Promise<void> {
  * read that fails part-way (a directory given where checkReadable was not asked first, a disk
  * error, a file removed under it) is the input's fault, not airlock's: exit 2 naming the file.
  */
-export async function* checkedLines(path: string, flag = '--from-file'): AsyncGenerator<{text: string; line: number}> {
+export async function* checkedLines(
+  path: string,
+  /** How the caller names the file's source, for messages (the command line: its flag). */
+  flag = plainSelectorNames.fromFile,
+): AsyncGenerator<{text: string; line: number}> {
   const name = path === '-' ? 'stdin' : path
   const lines = ndjsonLines(path)
   for (;;) {

@@ -15,7 +15,7 @@ import {
  */
 export interface SelectionFilter extends TaskInstanceFilter {
   limit?: number | undefined
-  /** Keyset start: only ids after this one (a resumed --checkpoint). */
+  /** Keyset start: only ids after this one (a resumed checkpoint). */
   afterId?: string | undefined
 }
 
@@ -40,7 +40,7 @@ export const runPageSize = 200
 
 /**
  * Streams the selection in keyset pages, so memory stays flat however many task instances match.
- * A run_after range (`--since/--until`, not resumed from a checkpoint) is paged run by run in
+ * A run_after range (a since/until window, not resumed from a checkpoint) is paged run by run in
  * (run_after, run, id) order, so it costs what it selects; any other selection by task instance id.
  */
 export async function* selectTaskInstances(
@@ -129,7 +129,7 @@ export async function summarizeSelection(
 
 /**
  * The first page of a missing-events selection, and whether it is the whole selection (shorter
- * than a page, or all its --limit). Each page scans task_instance and probes each task instance's
+ * than a page, or all its limit). Each page scans task_instance and probes each task instance's
  * events, and a breakdown would be one more such scan: the usual selection (a few missing task
  * instances) is summarised from this page instead (summarizeRows), one scan where it took two.
  * The page is worked either way (pagesFrom), never read again.

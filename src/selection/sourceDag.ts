@@ -4,7 +4,7 @@ import {closeMatches} from '../input/closeMatches.js'
 import type {AirflowDatabase} from '../store/schemaCheck.js'
 
 /**
- * An event filter's `--dag-id` names a DAG that exists, or one whose events remain after it was
+ * An event filter's source DAG names a DAG that exists, or one whose events remain after it was
  * deleted; anything else is a typo, exit 4 with the close matches, never a "clean" run that read
  * nothing (a monitoring cron would report it as healthy).
  */

@@ -158,7 +158,7 @@ async function logIdsOfFile(path: string): Promise<{ids: number[]; warnings: str
   await checkReadable(path, '--from-file')
   const ids: number[] = []
   let without = 0
-  for await (const {text, line} of checkedLines(path)) {
+  for await (const {text, line} of checkedLines(path, '--from-file')) {
     const parsed = parseJsonLine(text, `--from-file ${path} line ${line}`, [
       'give a result file of complete or replay-events (--output or --ndjson)',
     ])

@@ -131,7 +131,7 @@ export function beginStatement(locals: TransactionLocals, escapeLiteral: (value:
   ].join('; ')
 }
 
-/** What --verbose says for BEGIN: the isolation level and every SET LOCAL, as beginStatement sets them. */
+/** What the statement log says for BEGIN: the isolation level and every SET LOCAL, as beginStatement sets them. */
 function beginEvent(locals: TransactionLocals): string {
   const idleMs = locals.idleInTransactionTimeoutMs ?? writeTransactionIdleLimitMs
   return `begin read committed (lock_timeout ${Math.trunc(locals.lockTimeoutMs)}ms, statement_timeout ${Math.trunc(locals.statementTimeoutMs)}ms, idle_in_transaction_session_timeout ${Math.trunc(idleMs)}ms, ${locals.genericPlans ? 'plan_cache_mode force_generic_plan, ' : ''}application_name ${truncateUtf8(locals.applicationName, 63)})`
@@ -316,7 +316,10 @@ export async function withKnex<T>(url: string, work: (knex: Knex) => Promise<T>)
 }
 
 /** Connect failures in words, with what to do: TLS, then the login problems libpq users know. */
-function postgresConnectAdvice(error: unknown): {why: string; actions: string[]} | undefined {
+function postgresConnectAdvice(
+  error: unknown,
+  poolSizeName = 'the pool size',
+): {why: string; actions: string[]} | undefined {
   const message = error instanceof Error ? error.message : String(error)
   const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : ''
   // The CA was passed and it signed the certificate, but the certificate names other hosts: say
@@ -370,7 +373,7 @@ function postgresConnectAdvice(error: unknown): {why: string; actions: string[]}
     [SqlState.cannotConnectNow]: {why: 'the server is starting up or shutting down', action: 'Try again in a moment.'},
     [SqlState.tooManyConnections]: {
       why: 'the server has no free connection slot (max_connections)',
-      action: 'Lower --concurrency, or try again when the load drops.',
+      action: `Lower ${poolSizeName}, or try again when the load drops.`,
     },
   }
   const known = state ? byState[state] : undefined
