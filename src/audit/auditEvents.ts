@@ -3,7 +3,7 @@ import {readLimits} from '../engine/engine.js'
 import {retryingReads} from '../engine/retry.js'
 import {selectTaskInstances} from '../selection/selection.js'
 import type {ClassifiedEvent, EventFilter} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 
 export const eventClasses = [
   'ok',

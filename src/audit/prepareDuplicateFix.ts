@@ -6,7 +6,7 @@ import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {lostServer} from '../protocol/outcomes.js'
 import {noLogSubject, type PendingReason} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import type {DuplicateGroup} from './auditEvents.js'
 
 export interface GroupFix {

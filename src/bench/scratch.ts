@@ -8,7 +8,8 @@ import {usageError} from '../errors.js'
 import {analyzeDatabase, createDatabase, dropDatabase} from '../fixtures/admin.js'
 import {buildFixtureSchema, holdsRealAirflowSchema, type FixtureVersion} from '../fixtures/fixtureSchema.js'
 import {seedWorld, type SeedOptions} from '../fixtures/seed.js'
-import {requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import {requireAirflow} from '../store/schemaCheck.js'
 
 /**
  * Scratch databases for benchmarks: created next to the database the operator named (or the

@@ -11,7 +11,7 @@ import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
 import type {SelectionBreakdown} from '../selection/selection.js'
 import type {WorkItem} from '../selection/workItem.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {completeOutcomes, completeWriter, type CompleteSettings} from './completeWriter.js'
 
 export type CompleteOutcomeName = keyof typeof completeOutcomes

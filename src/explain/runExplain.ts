@@ -3,7 +3,7 @@ import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
 import {requireAssets} from '../selection/assetFilter.js'
 import type {ExplainSelection} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {explainPage, findingKinds, type DagExplanation, type FindingKind, type Verdict} from './explainDag.js'
 
 export interface ExplainSettings {

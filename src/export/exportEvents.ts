@@ -3,7 +3,7 @@ import type {Writable} from 'node:stream'
 
 import {eventLineText, type EventLineParts} from '../airflow/eventLine.js'
 import type {EventFilter} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 
 /**
  * Events per keyset page. Large enough that a page's planning and round trip vanish beside its

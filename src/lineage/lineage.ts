@@ -1,6 +1,6 @@
 import {formatKey, type TaskInstanceKey} from '../airflow/taskInstance.js'
 import type {ItemResult} from '../protocol/outcomes.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {completeEvent} from './event.js'
 import {LineageOutbox, type LineageDelivery} from './outbox.js'
 import type {DeclaredJob} from '../store/airflowStore.js'

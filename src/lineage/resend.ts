@@ -1,4 +1,4 @@
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {buildComplete} from './lineage.js'
 import {LineageOutbox, type LineageDelivery} from './outbox.js'
 import type {LineageSettings} from './settings.js'

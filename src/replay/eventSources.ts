@@ -1,5 +1,5 @@
 import {assetKey} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {checkedLines, checkReadable} from '../selection/ndjsonInput.js'
 import {parseEventLine, type ParsedEventLine} from './parseEventLine.js'
 import type {EventNames, EventSpec} from './reemitEvent.js'

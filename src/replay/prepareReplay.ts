@@ -14,7 +14,7 @@ import {errorJson, toItemJson, type ErrorJson, type ItemJson} from '../report/it
 import {readFindingsFile, type FindingsInput} from '../selection/findingsFile.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
 import type {WorkItem} from '../selection/workItem.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {Checkpoint, fingerprintOf} from './checkpoint.js'
 import {eventsById, eventsFromFile, validateEventFile, type EventWork} from './eventSources.js'
 import {reemitEvent, type EventItem} from './reemitEvent.js'

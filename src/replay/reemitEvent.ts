@@ -2,7 +2,7 @@ import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import {runTransaction, type Failed} from '../engine/transaction.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import type {EventContent} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {replayLogEvent} from './replayMissingWriter.js'
 
 /** One event to emit again: by id (its stored content) or from an export line. */

@@ -1,6 +1,6 @@
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 
 /**
  * Every `--asset` of an event filter names an asset (by its name or its uri); one that names

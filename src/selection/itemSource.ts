@@ -4,7 +4,7 @@ import {AirlockError, usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
 import {openInputFile} from './inputFile.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {
   pagesFrom,
   readFirstScanPage,

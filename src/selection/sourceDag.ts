@@ -1,7 +1,7 @@
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 
 /**
  * An event filter's `--dag-id` names a DAG that exists, or one whose events remain after it was

@@ -33,7 +33,7 @@ import {
 import {unplacedRevisions} from '../airflow/unplacedRevisions.js'
 import type {Database} from '../engine/engine.js'
 import {doctorAction, unsupportedSchemaError, usageError} from '../errors.js'
-import type {AirflowStore} from './airflowStore.js'
+import type {AirflowDatabase} from './airflowDatabase.js'
 import {catalogFor, storeFor} from './openStore.js'
 
 export interface SchemaCheckOptions {
@@ -234,13 +234,6 @@ function nearestRelease(mismatchesAt: (placement: Placement) => string[]): {
   const scored = releasePlacements().map((placement) => ({placement, differences: mismatchesAt(placement)}))
   const fewest = Math.min(...scored.map((s) => s.differences.length))
   return scored.find((s) => s.differences.length === fewest)!
-}
-
-/** An Airflow database airlock can work on: its schema and the store built for it. */
-export interface AirflowDatabase {
-  db: Database
-  schema: AirflowSchema
-  store: AirflowStore
 }
 
 /** For writers and audits: the schema and its store, or exit 8 naming what is wrong. */

@@ -6,7 +6,7 @@ import type {Downstream} from '../protocol/downstream.js'
 import {errorJson, type ErrorJson} from '../report/itemJson.js'
 import {checkedLines, checkReadable, parseJsonLine} from '../selection/ndjsonInput.js'
 import {undoLogEvent, type AuditRecord, type AuditRecordWindow} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {byDag, undoItem, type UndoResult} from './undoItem.js'
 import {undoTargetOf, type UndoTarget} from './undoTarget.js'
 

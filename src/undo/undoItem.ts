@@ -5,7 +5,7 @@ import {auditIdentity} from '../protocol/auditIdentity.js'
 import {downstreamOf, type Downstream} from '../protocol/downstream.js'
 import {sessionTag} from '../protocol/sessionTag.js'
 import {undoLogEvent, type AirflowStore, type ConsumingRun} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import type {QueueRow, UndoTarget} from './undoTarget.js'
 
 /** What undo reports per audit row. */

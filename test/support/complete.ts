@@ -8,7 +8,8 @@ import type {ItemResult} from '../../src/protocol/outcomes.js'
 import {planProtocol, plannerOf} from '../../src/protocol/plan.js'
 import {runProtocol, type ProtocolOptions} from '../../src/protocol/protocol.js'
 import type {OutletEventInput} from '../../src/selection/workItem.js'
-import {checkAirflowSchema, requireAirflow, type AirflowDatabase} from '../../src/store/schemaCheck.js'
+import type {AirflowDatabase} from '../../src/store/airflowDatabase.js'
+import {checkAirflowSchema, requireAirflow} from '../../src/store/schemaCheck.js'
 
 /** The test's knex pool as airlock opens a database: the engine over it, the schema checked, the store built. */
 export async function airflowOf(knex: Knex): Promise<AirflowDatabase> {
