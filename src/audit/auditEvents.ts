@@ -2,7 +2,8 @@ import {describeEvidence, verdictOf, type TryVerdict} from '../airflow/tryEviden
 import {readLimits} from '../engine/engine.js'
 import {retryingReads} from '../engine/retry.js'
 import {selectTaskInstances} from '../selection/selection.js'
-import type {ClassifiedEvent, EventFilter} from '../store/airflowStore.js'
+import type {ClassifiedEvent} from '../store/families/audit.js'
+import type {EventFilter} from '../store/types.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 
 export const eventClasses = [

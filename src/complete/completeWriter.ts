@@ -12,7 +12,9 @@ import type {PlannedWrite} from '../protocol/plan.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {OutletEventInput} from '../selection/workItem.js'
 import type {Executor} from '../engine/engine.js'
-import {assetKey, type AirflowStore, type AuditRow, type ConsumerDecision} from '../store/airflowStore.js'
+import type {AirflowStore} from '../store/airflowStore.js'
+import type {AuditRow, ConsumerDecision} from '../store/families/registration.js'
+import {assetKey} from '../store/types.js'
 import {applyClear, planClear, recheckClear, type ClearPlan, type ClearReport} from './continueRun.js'
 
 /** What `complete` reports per task instance (besides the protocol's not_found and failed). */

@@ -3,7 +3,8 @@ import {clearSubset, taskGraph} from '../airflow/serializedDag.js'
 import type {StoredState, TaskInstanceContext} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import {clearImageStandIn} from '../protocol/auditIdentity.js'
-import type {AirflowStore, ClearRun, ClearTarget} from '../store/airflowStore.js'
+import type {AirflowStore} from '../store/airflowStore.js'
+import type {ClearRun, ClearTarget} from '../store/families/clear.js'
 
 /**
  * `complete --continue-run`: after the marked task instance, what Airflow's REST

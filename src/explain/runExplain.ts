@@ -2,7 +2,7 @@ import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
 import {requireAssets} from '../selection/assetFilter.js'
-import type {ExplainSelection} from '../store/airflowStore.js'
+import type {ExplainSelection} from '../store/families/downstream.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {explainPage, findingKinds, type DagExplanation, type FindingKind, type Verdict} from './explainDag.js'
 

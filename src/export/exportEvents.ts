@@ -2,7 +2,7 @@ import {once} from 'node:events'
 import type {Writable} from 'node:stream'
 
 import {eventLineText, type EventLineParts} from '../airflow/eventLine.js'
-import type {EventFilter} from '../store/airflowStore.js'
+import type {EventFilter} from '../store/types.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 
 /**

@@ -3,7 +3,7 @@ import type {ItemResult} from '../protocol/outcomes.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {completeEvent} from './event.js'
 import {LineageOutbox, type LineageDelivery} from './outbox.js'
-import type {DeclaredJob} from '../store/airflowStore.js'
+import type {DeclaredJob} from '../store/families/lineage.js'
 import type {LineageFilters, LineageSettings} from './settings.js'
 import {LineageSpool} from './spool.js'
 

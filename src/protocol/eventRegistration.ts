@@ -1,15 +1,15 @@
 import {activeOutlets, describeOutlet, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import type {OutletEventInput} from '../selection/workItem.js'
+import type {AirflowStore} from '../store/airflowStore.js'
+import type {LogSubject} from '../store/families/audit.js'
 import type {
-  AirflowStore,
   AuditRow,
   ConsumerDecision,
   InsertedEvent,
-  LogSubject,
   NewAssetEvent,
   RegisteredEvent,
-} from '../store/airflowStore.js'
+} from '../store/families/registration.js'
 import {downstreamOf, type Downstream} from './downstream.js'
 
 export interface Registration {

@@ -2,7 +2,7 @@ import {performance} from 'node:perf_hooks'
 
 import type {OutletAsset, TaskInstanceContext, TaskInstanceRef} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
-import type {ConsumerDecision} from '../store/airflowStore.js'
+import type {ConsumerDecision} from '../store/families/registration.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {queueEventConsumers} from './eventRegistration.js'
 import {idNotFoundDetail, type ItemResult} from './outcomes.js'

@@ -1,4 +1,4 @@
-import {assetKey} from '../store/airflowStore.js'
+import {assetKey} from '../store/types.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {checkedLines, checkReadable} from '../selection/ndjsonInput.js'
 import {parseEventLine, type ParsedEventLine} from './parseEventLine.js'

@@ -1,7 +1,7 @@
 import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import {runTransaction, type Failed} from '../engine/transaction.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
-import type {EventContent} from '../store/airflowStore.js'
+import type {EventContent} from '../store/families/events.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {replayLogEvent} from './replayMissingWriter.js'
 

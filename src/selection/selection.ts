@@ -1,12 +1,12 @@
 import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
+import type {AirflowStore} from '../store/airflowStore.js'
 import {
   rangeOfRuns,
-  type AirflowStore,
   type SelectedTaskInstance,
   type SelectionGroup,
   type TaskInstanceFilter,
-} from '../store/airflowStore.js'
+} from '../store/families/selection.js'
 
 /**
  * Which task instances a command works on, from the selection flags. Filters select task

@@ -1,6 +1,6 @@
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {LogSubject} from '../airflowStore.js'
+import type {LogSubject} from '../families/audit.js'
 
 /**
  * One row of Airflow's `log` table (the audit log its UI shows), with the columns Airflow's own

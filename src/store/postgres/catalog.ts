@@ -9,7 +9,7 @@ import type {
   ServerSetting,
   SessionRow,
   TaskInstanceRowLock,
-} from '../airflowStore.js'
+} from '../families/catalog.js'
 
 /**
  * What airlock reads from PostgreSQL's own catalog and statistics views: the alembic head, the

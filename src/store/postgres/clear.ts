@@ -2,7 +2,7 @@ import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {StoredState, TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
-import type {ClearedTaskInstance, ClearRun, ClearTarget} from '../airflowStore.js'
+import type {ClearRun, ClearTarget, ClearedTaskInstance} from '../families/clear.js'
 
 /**
  * What `complete --continue-run` writes after the marked task instance, mirroring what Airflow's

@@ -3,7 +3,7 @@ import type {Capabilities} from '../../airflow/schema.js'
 import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {DownstreamFacts} from '../airflowStore.js'
+import type {DownstreamFacts} from '../families/downstream.js'
 import {consumerDagsOf} from './fragments.js'
 
 /**

@@ -3,13 +3,8 @@ import type {EventLineParts} from '../../airflow/eventLine.js'
 import type {Executor} from '../../engine/engine.js'
 import {Params, prepared, statement} from '../../engine/prepared.js'
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
-import {
-  assetKey,
-  type EventContent,
-  type EventPageFilter,
-  type RemovedDuplicates,
-  type StoredEvent,
-} from '../airflowStore.js'
+import type {EventContent, EventPageFilter, RemovedDuplicates, StoredEvent} from '../families/events.js'
+import {assetKey} from '../types.js'
 import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
 import {eventFilterConditions, heldConsumerDags, namedByAirlockRow, whereAll} from './fragments.js'
 

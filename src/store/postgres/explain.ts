@@ -11,7 +11,7 @@ import type {
   ExplainPartition,
   ExplainRun,
   ExplainSelection,
-} from '../airflowStore.js'
+} from '../families/downstream.js'
 import {conditionOfRow, type SchedulerDagRow} from './downstream.js'
 
 /**

@@ -1,5 +1,5 @@
 import type {Params} from '../../engine/prepared.js'
-import type {EventFilter} from '../airflowStore.js'
+import type {EventFilter} from '../types.js'
 import {attributedTry, namesEvent, namingEvents} from './attribution.js'
 
 /**

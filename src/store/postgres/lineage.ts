@@ -1,7 +1,7 @@
 import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {DeclaredJob, LineageRow} from '../airflowStore.js'
+import type {DeclaredJob, LineageRow} from '../families/lineage.js'
 
 /** Declared jobs per DAG version: a batch completes the same task of many runs, the DAG is parsed once. */
 const cachedVersions = 64

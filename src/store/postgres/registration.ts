@@ -5,17 +5,17 @@ import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, Slots} from '../../engine/prepared.js'
 import type {DownstreamReader, FactsEntry} from './downstream.js'
+import type {DownstreamFacts} from '../families/downstream.js'
 import type {
   AliasEmission,
   AuditRow,
   ConsumerDecision,
-  DownstreamFacts,
   InsertedEvent,
   NewAssetEvent,
   QueuedConsumers,
   RegisteredEvent,
   ResolvedAliasEmission,
-} from '../airflowStore.js'
+} from '../families/registration.js'
 
 /**
  * A task instance's events and the audit `log` row naming them, in one statement (one round

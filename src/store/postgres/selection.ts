@@ -9,7 +9,7 @@ import {
   type SelectionGroup,
   type TaskInstanceFilter,
   type UnknownSelectors,
-} from '../airflowStore.js'
+} from '../families/selection.js'
 import {eventOfThisTry, tryBegan, tryEarliest, tryEvidence, tryEvidenceKind, whereAll} from './fragments.js'
 
 /**

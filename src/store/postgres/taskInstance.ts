@@ -9,7 +9,7 @@ import type {
 } from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {LockedTaskInstance, RowHolder} from '../airflowStore.js'
+import type {LockedTaskInstance, RowHolder} from '../families/taskInstances.js'
 
 interface TaskInstanceRow {
   id: string

@@ -2,13 +2,13 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
 import {
-  undoLogEvent,
   type AuditRecord,
   type AuditRecordWindow,
   type ClearImage,
   type ConsumingRun,
   type EventConsumerLocks,
-} from '../airflowStore.js'
+  undoLogEvent,
+} from '../families/undo.js'
 import {heldConsumerDags} from './fragments.js'
 
 interface AuditRecordRow {
