@@ -1,6 +1,6 @@
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {LogSubject} from '../families/audit.js'
+import type {AuditLogStore, LogSubject} from '../families/audit.js'
 
 /**
  * One row of Airflow's `log` table (the audit log its UI shows), with the columns Airflow's own
@@ -37,4 +37,9 @@ export function insertLogRow() {
 export function logRowExists() {
   const exists = prepared('log_exists', 'select 1 from log where id = $1')
   return async (ex: Executor, logId: number): Promise<boolean> => (await ex.query(exists([logId]))).length > 0
+}
+
+/** The audit log family. */
+export function auditLogStore(): AuditLogStore {
+  return {insertLogRow: insertLogRow(), logRowExists: logRowExists()}
 }

@@ -2,7 +2,7 @@ import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {StoredState, TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
-import type {ClearRun, ClearTarget, ClearedTaskInstance} from '../families/clear.js'
+import type {ClearRun, ClearStore, ClearTarget, ClearedTaskInstance} from '../families/clear.js'
 
 /**
  * What `complete --continue-run` writes after the marked task instance, mirroring what Airflow's
@@ -350,5 +350,22 @@ export function recordClearImage() {
     dagRunId: number,
   ) => {
     await ex.query(record([logId, JSON.stringify(standIn), image, newIds, dagRunId]))
+  }
+}
+
+/** The clear family, with what it reads from the catalog once per store. */
+export function clearStore(): ClearStore {
+  const catalog = clearCatalog()
+  return {
+    readLatestSerializedDag: readLatestSerializedDag(),
+    readVersionSerializedDag: readVersionSerializedDag(),
+    readClearRun: readClearRun(),
+    readClearTargets: readClearTargets(),
+    readHitlTaskInstances: readHitlTaskInstances(catalog),
+    clearTaskInstances: clearTaskInstances(catalog),
+    requeueDagRun: requeueDagRun(),
+    readClearImage: readClearImage(catalog),
+    recordClearImage: recordClearImage(),
+    countRunDeadlines: countRunDeadlines(catalog),
   }
 }

@@ -5,6 +5,7 @@ import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
 import type {DownstreamFacts} from '../families/downstream.js'
 import {consumerDagsOf} from './fragments.js'
+import type {DownstreamStore} from '../families/downstream.js'
 
 /**
  * What the scheduler reads about every consumer DAG a set of events reaches: the consumers through
@@ -251,3 +252,19 @@ function factsText(
 
 /** Serialized DAG conditions kept per process (each a few hundred bytes). */
 const cachedConditions = 256
+
+/**
+ * The downstream preview of one store: its SQL and its cache of conditions, shared by a write's
+ * queue statement (registration) and the plan's read (readDownstream).
+ */
+export interface DownstreamPreview {
+  reader: DownstreamReader
+  readDownstream: DownstreamStore['readDownstream']
+}
+
+export function downstreamPreview(
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
+): DownstreamPreview {
+  const reader = downstreamReader(capabilities)
+  return {reader, readDownstream: readDownstream(reader, capabilities)}
+}

@@ -1,7 +1,7 @@
 import type {Capabilities} from '../../airflow/schema.js'
 import type {Executor} from '../../engine/engine.js'
 import {Params, statement} from '../../engine/prepared.js'
-import type {ClassifiedEvent, EventClass, QueueOrphan} from '../families/audit.js'
+import type {ClassifiedEvent, EventAuditStore, EventClass, QueueOrphan} from '../families/audit.js'
 import type {EventFilter} from '../types.js'
 import {attributionBasis, basisOfCode} from '../../airflow/tryAttribution.js'
 import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
@@ -272,4 +272,13 @@ export function readQueueOrphans(capabilities: Pick<Capabilities, 'queueShape'>)
      (select 'alias_link_missing_event', format('asset_alias_asset_event (alias_id %s, event_id %s)', l.alias_id, l.event_id)
         from asset_alias_asset_event l where not exists (select 1 from asset_event e where e.id = l.event_id) limit $1)`
   return async (ex: Executor, limit = 1000): Promise<QueueOrphan[]> => ex.query<QueueOrphan>(statement(text, [limit]))
+}
+
+/** audit-events' family for one capability set. */
+export function eventAuditStore(capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>): EventAuditStore {
+  return {
+    countEventSources: countEventSources(),
+    streamClassifiedEvents: streamClassifiedEvents(capabilities),
+    readQueueOrphans: readQueueOrphans(capabilities),
+  }
 }

@@ -3,7 +3,7 @@ import type {EventLineParts} from '../../airflow/eventLine.js'
 import type {Executor} from '../../engine/engine.js'
 import {Params, prepared, statement} from '../../engine/prepared.js'
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
-import type {EventContent, EventPageFilter, RemovedDuplicates, StoredEvent} from '../families/events.js'
+import type {EventContent, EventPageFilter, EventStore, RemovedDuplicates, StoredEvent} from '../families/events.js'
 import {assetKey} from '../types.js'
 import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
 import {eventFilterConditions, heldConsumerDags, namedByAirlockRow, whereAll} from './fragments.js'
@@ -426,4 +426,18 @@ function sameAsKeptStatement(capabilities: Pick<Capabilities, 'eventPartitionKey
           = (${attributedTry({id: 'k.id', timestamp: 'k."timestamp"'}, keptKey, keptTries)})[1]
       order by e.id`,
   )
+}
+
+/** The events family for one capability set. */
+export function eventStore(capabilities: Capabilities): EventStore {
+  return {
+    readEventLinePage: readEventLinePage(capabilities),
+    readEventsById: readEventsById(capabilities),
+    resolveAssetsAndAliases: resolveAssetsAndAliases(),
+    findMatchingEvent: findMatchingEvent(capabilities),
+    insertEventCopy: insertEventCopy(capabilities),
+    readEventTry: readEventTry(),
+    countEvents: countEvents(),
+    removeDuplicateEvents: removeDuplicateEvents(capabilities),
+  }
 }

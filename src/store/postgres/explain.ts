@@ -12,7 +12,8 @@ import type {
   ExplainRun,
   ExplainSelection,
 } from '../families/downstream.js'
-import {conditionOfRow, type SchedulerDagRow} from './downstream.js'
+import {conditionOfRow, type DownstreamPreview, type SchedulerDagRow} from './downstream.js'
+import type {DownstreamStore} from '../families/downstream.js'
 
 /**
  * What `airlock explain` reads, on SELECT alone, in a bounded number of statements per page of
@@ -310,4 +311,12 @@ function toDag(row: DagRow): ExplainDag {
       event: toEvent(q.event),
     })),
   }
+}
+
+/** The downstream family: the preview's own read and `explain`'s pages. */
+export function downstreamStore(
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>,
+  preview: DownstreamPreview,
+): DownstreamStore {
+  return {readDownstream: preview.readDownstream, ...explainStatements(capabilities)}
 }

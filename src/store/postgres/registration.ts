@@ -4,7 +4,7 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, Slots} from '../../engine/prepared.js'
-import type {DownstreamReader, FactsEntry} from './downstream.js'
+import type {DownstreamPreview, DownstreamReader, FactsEntry} from './downstream.js'
 import type {DownstreamFacts} from '../families/downstream.js'
 import type {
   AliasEmission,
@@ -16,6 +16,7 @@ import type {
   RegisteredEvent,
   ResolvedAliasEmission,
 } from '../families/registration.js'
+import type {RegistrationStore} from '../families/registration.js'
 
 /**
  * A task instance's events and the audit `log` row naming them, in one statement (one round
@@ -532,3 +533,21 @@ type QueueSlot =
   | 'knownNames'
   | 'knownUris'
   | 'knownNoAliases'
+
+/** The registration family for one capability set, its queue statement reading `preview`. */
+export function registrationStore(
+  capabilities: Pick<
+    Capabilities,
+    'eventPartitionKey' | 'aliasAssetShape' | 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'
+  >,
+  preview: DownstreamPreview,
+): RegistrationStore {
+  return {
+    insertAssetEvents: insertAssetEvents(capabilities),
+    findAssetsByNameOrUri: findAssetsByNameOrUri(),
+    ensureAliasAssets: ensureAliasAssets(capabilities),
+    insertAliasEventLinks: insertAliasEventLinks(),
+    queueConsumers: queueConsumers(capabilities, preview.reader, preview.readDownstream),
+    planConsumers: queueConsumers(capabilities, preview.reader, preview.readDownstream, 'plan'),
+  }
+}

@@ -11,6 +11,7 @@ import {
   type UnknownSelectors,
 } from '../families/selection.js'
 import {eventOfThisTry, tryBegan, tryEarliest, tryEvidence, tryEvidenceKind, whereAll} from './fragments.js'
+import type {SelectionStore} from '../families/selection.js'
 
 /**
  * The FROM and WHERE of a task-instance selection, with its bound values. `runs`: only the task
@@ -400,5 +401,20 @@ export function readUnknownSelectors() {
       runCandidates: runs.length === 0 ? [] : ids(await ex.query<{id: string}>(runCandidates([dagId ?? null]))),
       taskCandidates: tasks.length === 0 ? [] : ids(await ex.query<{id: string}>(taskCandidates([dagId ?? null]))),
     }
+  }
+}
+
+/** The selection family (no statement of it depends on the release). */
+export function selectionStore(): SelectionStore {
+  return {
+    readMissingOutlets: readMissingOutlets(),
+    selectTaskInstancePage: selectTaskInstancePage(),
+    selectRunPage: selectRunPage(),
+    selectTaskInstanceIdsOfRuns: selectTaskInstanceIdsOfRuns(),
+    countTaskInstances: countTaskInstances(),
+    summarizeTaskInstances: summarizeTaskInstances(),
+    readDagIds: readDagIds(),
+    readUnknownSelectors: readUnknownSelectors(),
+    hasEventsFromDag: hasEventsFromDag(),
   }
 }

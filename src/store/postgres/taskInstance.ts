@@ -10,6 +10,7 @@ import type {
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
 import type {LockedTaskInstance, RowHolder} from '../families/taskInstances.js'
+import type {TaskInstanceStore} from '../families/taskInstances.js'
 
 interface TaskInstanceRow {
   id: string
@@ -393,5 +394,19 @@ export function clearTaskState(capabilities: Pick<Capabilities, 'taskStateTable'
   return async (ex: Executor, ti: TaskInstanceContext): Promise<number> => {
     if (!clear) return 0
     return (await ex.query(clear([ti.dagRunId, ti.taskId, ti.mapIndex]))).length
+  }
+}
+
+/** The task-instance family for one capability set. */
+export function taskInstanceStore(
+  capabilities: Pick<Capabilities, 'eventPartitionKey' | 'taskStateTable'>,
+): TaskInstanceStore {
+  return {
+    readTaskInstance: readTaskInstance(capabilities),
+    readArchivedTaskInstanceKey: readArchivedTaskInstanceKey(),
+    lockTaskInstance: lockTaskInstance(),
+    readRowHolder: readRowHolder(),
+    markTaskInstanceSuccess: markTaskInstanceSuccess(),
+    clearTaskState: clearTaskState(capabilities),
   }
 }

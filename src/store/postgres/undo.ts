@@ -10,6 +10,7 @@ import {
   undoLogEvent,
 } from '../families/undo.js'
 import {heldConsumerDags} from './fragments.js'
+import type {UndoStore} from '../families/undo.js'
 
 interface AuditRecordRow {
   id: number
@@ -444,4 +445,23 @@ export function readMovedSince() {
     (await ex.query<{change: string}>(read([of.dagId, of.runId, of.tiId, of.taskIds, of.except]))).map(
       (row) => row.change,
     )
+}
+
+/** The undo family for one capability set. */
+export function undoStore(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'eventPartitionKey'>): UndoStore {
+  return {
+    readAuditRecords: readAuditRecords(),
+    readAuditRecordWindow: readAuditRecordWindow(),
+    findUndoOf: findUndoOf(),
+    lockEventConsumers: lockEventConsumers(capabilities),
+    readConsumingRuns: readConsumingRuns(capabilities),
+    deleteEvents: deleteEvents(),
+    deleteCreatedQueueRows: deleteCreatedQueueRows(),
+    compareTaskInstanceLeft: compareTaskInstanceLeft(),
+    restoreTaskInstance: restoreTaskInstance(),
+    readMovedSince: readMovedSince(),
+    restoreEvents: restoreEvents(),
+    lockAndCompareClear: lockAndCompareClear(),
+    restoreClear: restoreClear(),
+  }
 }
