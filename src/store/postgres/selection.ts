@@ -12,6 +12,7 @@ import {
 } from '../families/selection.js'
 import {eventOfThisTry, tryBegan, tryEarliest, tryEvidence, tryEvidenceKind, whereAll} from './fragments.js'
 import type {SelectionStore} from '../families/selection.js'
+import {keyedTaskInstanceOf, taskInstanceKeyOf, type KeyedTaskInstanceRow} from './rows.js'
 
 /**
  * The FROM and WHERE of a task-instance selection, with its bound values. `runs`: only the task
@@ -133,21 +134,11 @@ export function selectTaskInstancePage() {
     const page = filter.missingEventsOnly
       ? `select s.* from (select ${columns} ${from} offset 0) as s order by s.id limit ${params.add(limit)}::int`
       : `select ${columns} ${from} order by ti.id limit ${params.add(limit)}::int`
-    const rows = await ex.query<{
-      id: string
-      dag_id: string
-      run_id: string
-      task_id: string
-      map_index: number
-      state: string | null
-      evidence?: TryEvidenceKind
-    }>(statement(page, params.values))
+    const rows = await ex.query<KeyedTaskInstanceRow & {state: string | null; evidence?: TryEvidenceKind}>(
+      statement(page, params.values),
+    )
     return rows.map((row) => ({
-      id: row.id,
-      dagId: row.dag_id,
-      runId: row.run_id,
-      taskId: row.task_id,
-      mapIndex: row.map_index,
+      ...keyedTaskInstanceOf(row),
       state: row.state,
       ...(row.evidence ? {evidence: row.evidence} : {}),
     }))
@@ -236,14 +227,7 @@ export function selectTaskInstanceIdsOfRuns() {
         : (p: Params) => `(page.n, ti.id) > (${p.add(after.n)}::bigint, ${p.add(after.id)}::uuid)`
     const from = filtered(filter, params, keyset, runs)
     // The key too: an item that fails before its own read is still named by it.
-    const rows = await ex.query<{
-      n: string
-      id: string
-      dag_id: string
-      run_id: string
-      task_id: string
-      map_index: number
-    }>(
+    const rows = await ex.query<KeyedTaskInstanceRow & {n: string}>(
       statement(
         `select page.n, ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index ${from} order by page.n, ti.id limit ${params.add(limit)}::int`,
         params.values,
@@ -252,7 +236,7 @@ export function selectTaskInstanceIdsOfRuns() {
     return rows.map((row) => ({
       n: Number(row.n),
       id: row.id,
-      key: {dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index},
+      key: taskInstanceKeyOf(row),
     }))
   }
 }

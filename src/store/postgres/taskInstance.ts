@@ -11,13 +11,9 @@ import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
 import type {LockedTaskInstance, RowHolder} from '../families/taskInstances.js'
 import type {TaskInstanceStore} from '../families/taskInstances.js'
+import {keyedTaskInstanceOf, taskInstanceKeyOf, type KeyedTaskInstanceRow, type TaskInstanceKeyRow} from './rows.js'
 
-interface TaskInstanceRow {
-  id: string
-  dag_id: string
-  run_id: string
-  task_id: string
-  map_index: number
+interface TaskInstanceRow extends KeyedTaskInstanceRow {
   state: StoredState
   try_number: number | null
   start_date: Date | null
@@ -169,11 +165,7 @@ function readStatements(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
 
 function contextOf(row: TaskInstanceRow): TaskInstanceContext {
   return {
-    id: row.id,
-    dagId: row.dag_id,
-    runId: row.run_id,
-    taskId: row.task_id,
-    mapIndex: row.map_index,
+    ...keyedTaskInstanceOf(row),
     state: row.state,
     tryNumber: row.try_number,
     startDate: row.start_date,
@@ -294,8 +286,8 @@ export function readArchivedTaskInstanceKey() {
     'select dag_id, run_id, task_id, map_index from task_instance_history where task_instance_id = $1::uuid order by try_number desc limit 1',
   )
   return async (ex: Executor, tiId: string): Promise<TaskInstanceKey | undefined> => {
-    const [row] = await ex.query<{dag_id: string; run_id: string; task_id: string; map_index: number}>(read([tiId]))
-    return row ? {dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index} : undefined
+    const [row] = await ex.query<TaskInstanceKeyRow>(read([tiId]))
+    return row ? taskInstanceKeyOf(row) : undefined
   }
 }
 
