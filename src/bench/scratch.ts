@@ -9,6 +9,7 @@ import {analyzeDatabase, createDatabase, dropDatabase} from '../fixtures/admin.j
 import {buildFixtureSchema, holdsRealAirflowSchema, type FixtureVersion} from '../fixtures/fixtureSchema.js'
 import {seedWorld, type SeedOptions} from '../fixtures/seed.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {AirflowStore} from '../store/airflowStore.js'
 import {requireAirflow} from '../store/schemaCheck.js'
 
 /**
@@ -26,7 +27,7 @@ export interface ScratchDatabase {
   name: string
   url: string
   /** The scratch database as airlock sees it: schema checked, store built. */
-  airflow: AirflowDatabase
+  airflow: AirflowDatabase<AirflowStore>
   db: Database
   drop(): Promise<void>
 }

@@ -13,6 +13,7 @@ import {ExitCode} from '../exitCodes.js'
 import type {Tally} from '../batch/tally.js'
 import {requirePrivileges} from '../doctor/writePrivileges.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {AirflowStore} from '../store/airflowStore.js'
 import {placementWarning, requireAirflow} from '../store/schemaCheck.js'
 import {BatchOutput, type OutputMode} from './batchOutput.js'
 import {confirmBulkWrite} from './confirm.js'
@@ -143,7 +144,7 @@ export abstract class AirlockCommand<R> extends Command {
   protected async openAirflow(
     flags: ConnectionFlagValues,
     options: OpenOptions & {writes?: string},
-  ): Promise<AirflowDatabase> {
+  ): Promise<AirflowDatabase<AirflowStore>> {
     const {db} = await this.openDatabase(flags, options)
     const airflow = await requireAirflow(db, {assumeVersion: flags['assume-version']})
     if (options.writes) await requirePrivileges(db, options.writes)

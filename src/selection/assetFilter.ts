@@ -1,6 +1,7 @@
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {RegistrationStore} from '../store/families/registration.js'
 
 /**
  * Every `--asset` of an event filter names an asset (by its name or its uri); one that names
@@ -8,7 +9,7 @@ import type {AirflowDatabase} from '../store/airflowDatabase.js'
  * it as healthy).
  */
 export async function requireAssets(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<RegistrationStore>, 'db' | 'store'>,
   assets: readonly string[],
 ): Promise<void> {
   if (assets.length === 0) return

@@ -16,6 +16,7 @@ import {
   type SelectionFilter,
 } from './selection.js'
 import type {WorkItem} from './workItem.js'
+import type {SelectionStore} from '../store/families/selection.js'
 
 export interface SelectionRequest {
   tiIds: string[]
@@ -51,7 +52,7 @@ export const hasFilter = (filter: SelectionFilter) =>
 
 /** Turns the selection flags into a stream of work items and its size (for the confirmation). */
 export async function openItemSource(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<SelectionStore>, 'db' | 'store'>,
   request: SelectionRequest,
 ): Promise<ItemSource> {
   const {fromFile, filter} = request
@@ -128,7 +129,7 @@ export async function openItemSource(
  * nothing matched (a selection that matched proves it); run and task ids always, each one.
  */
 async function requireNamedSelectors(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<SelectionStore>, 'db' | 'store'>,
   filter: SelectionFilter,
   count: number,
 ): Promise<void> {

@@ -34,6 +34,7 @@ import {unplacedRevisions} from '../airflow/unplacedRevisions.js'
 import type {Database} from '../engine/engine.js'
 import {doctorAction, unsupportedSchemaError, usageError} from '../errors.js'
 import type {AirflowDatabase} from './airflowDatabase.js'
+import type {AirflowStore} from './airflowStore.js'
 import {catalogFor, storeFor} from './openStore.js'
 
 export interface SchemaCheckOptions {
@@ -237,7 +238,10 @@ function nearestRelease(mismatchesAt: (placement: Placement) => string[]): {
 }
 
 /** For writers and audits: the schema and its store, or exit 8 naming what is wrong. */
-export async function requireAirflow(db: Database, options: SchemaCheckOptions = {}): Promise<AirflowDatabase> {
+export async function requireAirflow(
+  db: Database,
+  options: SchemaCheckOptions = {},
+): Promise<AirflowDatabase<AirflowStore>> {
   const check = await checkAirflowSchema(db, options)
   if (check.supported) return {db, schema: check.schema, store: storeFor(db, check.schema.capabilities)}
   throw unsupportedSchemaError(
