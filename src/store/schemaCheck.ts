@@ -39,7 +39,7 @@ import {catalogFor, storeFor} from './openStore.js'
 
 export interface SchemaCheckOptions {
   /**
-   * `--assume-version X.Y`: place a head airlock does not know as the newest release of that line,
+   * A release line X.Y: place a head airlock does not know as the newest release of that line,
    * when the tables match it. Ignored for a head airlock knows.
    */
   assumeVersion?: string | undefined

@@ -1,7 +1,7 @@
 import type {StoredState, TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 
-/** complete --continue-run: Airflow's clear of the failed downstream (postgres/clear.ts). */
+/** A completion that continues its run: Airflow's clear of the failed downstream (postgres/clear.ts). */
 export interface ClearStore {
   /** The DAG's newest serialized DAG (parsed JSON), from which Airflow's REST handler takes the downstream set. */
   readLatestSerializedDag(ex: Executor, dagId: string): Promise<unknown>
@@ -39,7 +39,7 @@ export interface ClearStore {
   countRunDeadlines(ex: Executor, dagRunId: number): Promise<number>
 }
 
-/** A dag run as `--continue-run` decides on it. */
+/** A dag run as the clear of its failed downstream decides on it. */
 export interface ClearRun {
   id: number
   state: string | null

@@ -16,7 +16,7 @@ export interface EventStore {
     assets: ReadonlyArray<{name: string; uri: string}>,
     aliasNames: readonly string[],
   ): Promise<{assetIds: Map<string, number>; aliasIds: Map<string, number>}>
-  /** --skip-existing: an event with the same content at or after `since` (atomic per content). */
+  /** For a replay that skips what exists: an event with the same content at or after `since` (atomic per content). */
   findMatchingEvent(ex: Executor, content: EventContent, since: Date): Promise<number | undefined>
   /** A new event with the given content and a fresh timestamp. */
   insertEventCopy(ex: Executor, content: EventContent): Promise<number>

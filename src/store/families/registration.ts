@@ -33,7 +33,7 @@ export interface RegistrationStore {
    */
   queueConsumers: QueueConsumers
   /**
-   * queueConsumers on SELECT alone, for `--plan`: the same statement's decision, the keys it would
+   * queueConsumers on SELECT alone, for a read-only plan: the same statement's decision, the keys it would
    * queue selected instead of inserted (no event exists yet: `events` carry stand-in ids).
    */
   planConsumers: QueueConsumers

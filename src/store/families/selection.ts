@@ -40,7 +40,7 @@ export interface SelectionStore {
   hasEventsFromDag(ex: Executor, dagId: string): Promise<boolean>
   /** Every dag_id of the dag table (for "did you mean"). */
   readDagIds(ex: Executor): Promise<string[]>
-  /** The named --run-id / --task-id values no task instance or run of the DAG carries. */
+  /** The named run ids and task ids no task instance or run of the DAG carries. */
   readUnknownSelectors(
     ex: Executor,
     dagId: string | undefined,
@@ -74,7 +74,7 @@ export interface TaskInstanceFilter {
   missingEventsOnly?: boolean | undefined
   /** With missingEventsOnly: only tries whose strongest evidence is one of these kinds (see TryEvidence). */
   evidence?: readonly TryEvidenceKind[] | undefined
-  /** --shard K/N: a stable hash partition of the ids. */
+  /** Shard K of N: a stable hash partition of the ids. */
   shard?: {index: number; count: number} | undefined
 }
 

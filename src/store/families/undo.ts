@@ -41,7 +41,7 @@ export interface UndoStore {
   ): Promise<string[]>
   /** continue-run's clear taken back from its before-image. */
   restoreClear(ex: Executor, image: ClearImage): Promise<void>
-  /** Events removed by audit-events --fix, put back whole (their extra from the kept event); the ids restored. */
+  /** Events removed by the duplicate repair, put back whole (their extra from the kept event); the ids restored. */
   restoreEvents(ex: Executor, rows: readonly unknown[], keptEventId: number): Promise<number[]>
 }
 

@@ -5,7 +5,7 @@ import {prepared, statement} from '../../engine/prepared.js'
 import type {ClearRun, ClearStore, ClearTarget, ClearedTaskInstance} from '../families/clear.js'
 
 /**
- * What `complete --continue-run` writes after the marked task instance, mirroring what Airflow's
+ * What a completion that continues its run writes after the marked task instance, mirroring what Airflow's
  * REST `PATCH …/taskInstances/{task_id}` with `new_state=success` does after `set_state`:
  * `set_task_instance_state` clears the failed downstream with `clear(only_failed=True,
  * run_id=…, exclude_task_ids={task_id})`, which ends in `clear_task_instances`

@@ -138,7 +138,7 @@ export function resolveAssetsAndAliases() {
 
 /**
  * An existing event with the same content (asset, source attribution, extra, partition key) at
- * or after `since`, for --skip-existing: replaying an export into a database that already has
+ * or after `since`, for a replay that skips what exists: replaying an export into a database that already has
  * some of its events must not double them.
  */
 export function findMatchingEvent(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {

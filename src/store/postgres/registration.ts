@@ -298,13 +298,13 @@ export function queueConsumers(
   /** The preview in a statement of its own (readDownstream), for a queue statement that raced. */
   readAgain: (ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]) => Promise<DownstreamFacts[]>,
   /**
-   * 'plan': the same decision on SELECT alone (`--plan`): the keys it would queue are selected,
+   * 'plan': the same decision on SELECT alone (a read-only plan): the keys it would queue are selected,
    * not inserted, so the plan and the write cannot disagree on which consumers are queued.
    */
   mode: 'write' | 'plan' = 'write',
 ) {
   // Two texts, with and without the preview: a statement is planned afresh on each connection
-  // for its first executions, and the preview's part would cost --no-downstream that planning.
+  // for its first executions, and the preview's part would cost a write without one that planning.
   // Parameters are numbered as each text first names them; the caller fills them by name.
   const texts = [false, true].map((withPreview) => {
     const slots = new Slots<QueueSlot>()

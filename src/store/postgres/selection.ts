@@ -69,7 +69,7 @@ function filtered(
     )
   }
 
-  // A stable hash of the id: N hosts with --shard 1/N … N/N split one backfill without overlap.
+  // A stable hash of the id: N hosts taking shards 1/N … N/N split one backfill without overlap.
   if (filter.shard)
     where.push(
       `mod(abs(hashtext(ti.id::text)::bigint), ${params.add(filter.shard.count)}::int) = ${params.add(filter.shard.index - 1)}::int`,
@@ -147,7 +147,7 @@ export function selectTaskInstancePage() {
 
 /**
  * What a selection holds, by DAG, run and state, for the operator to see before a bulk write:
- * at most `maxGroups` groups in key order. With --limit, the groups are of the first `limit`
+ * at most `maxGroups` groups in key order. With a limit, the groups are of the first `limit`
  * task instances in the order the pages take them (by id), so they describe what will be touched.
  */
 export function summarizeTaskInstances() {
@@ -158,7 +158,7 @@ export function summarizeTaskInstances() {
   ): Promise<SelectionGroup[]> => {
     const params = new Params()
     const from = filtered(filter, params)
-    // With --limit, the first task instances in the order the pages take them.
+    // With a limit, the first task instances in the order the pages take them.
     const order = rangeOfRuns(filter) ? 'dr.run_after, dr.id, ti.id' : 'ti.id'
     const source =
       filter.limit === undefined

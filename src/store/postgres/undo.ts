@@ -53,7 +53,7 @@ export function readAuditRecords() {
  * The audit rows airlock's writers left in a window of `log.dttm` (idx_log_dttm), newest first (a
  * limit keeps the newest: an older write is taken back only after the ones built on it):
  * rows of the given events whose extra names airlock, optionally by who acted (`owner`, which
- * airlock fills with --actor or the OS user) and by DAG, run and task.
+ * airlock fills with the actor the operator names or the OS user) and by DAG, run and task.
  */
 export function readAuditRecordWindow() {
   const read = prepared(
@@ -108,14 +108,14 @@ export function findUndoOf() {
 
 /**
  * Locks the `dag` rows of every DAG scheduled on these events' assets or aliases, FOR SHARE SKIP
- * LOCKED, the locks `audit-events --fix` takes: the scheduler creates an asset-triggered run only
+ * LOCKED, the locks the duplicate repair takes: the scheduler creates an asset-triggered run only
  * for a DAG row it locked (`DagModel.dags_needing_dagruns`, FOR NO KEY UPDATE SKIP LOCKED: `with_row_locks`' key_share default), so while they
  * are held no run can take these events, and a row it holds is reported rather than waited for.
  * Also: which of them have a partitioned timetable (3.2+), whose partition path takes events
  * without that lock, and the events' assets and aliases (what the downstream preview reads).
  */
 export function lockEventConsumers(capabilities: Pick<Capabilities, 'partitionedTimetables'>) {
-  // --plan reads the same without the lock (a read-only session takes no row lock).
+  // A plan reads the same without the lock (a read-only session takes no row lock).
   const text = (lock: boolean) =>
     prepared(
       `${lock ? 'lock' : 'read'}_event_consumers${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
@@ -294,7 +294,7 @@ export function restoreTaskInstance() {
 }
 
 /**
- * Events `audit-events --fix` removed, put back from its before-image (every column as it was, the
+ * Events the duplicate repair removed, put back from its before-image (every column as it was, the
  * id included) with their alias links. The before-image leaves the extra out (free-form data the
  * audit log's readers need not see): a duplicate's extra equals its kept event's, so it is taken
  * from the kept event, which must still exist. An id that exists again is left alone and not
@@ -327,7 +327,7 @@ export function restoreEvents() {
 }
 
 /**
- * `complete --continue-run`'s clear, under undo: the task instances it cleared (by the ids it gave
+ * The clear of a completion that continued its run, under undo: the task instances it cleared (by the ids it gave
  * them) and the run locked in the protocol's order (task instances by key, then the run), then
  * compared with what the clear left. Returns what moved on since, one phrase per row; empty when
  * every row is still exactly that.
@@ -422,7 +422,7 @@ export function restoreClear() {
  * What the scheduler did with a completion since it committed: task instances of its run (of
  * `taskIds`, its downstream; null: every other one) whose row changed after the completed task
  * instance's `updated_at` (the caller checked it is still the row the completion wrote), and the
- * run when it finished after it. `except`: rows another check covers (--continue-run's cleared ones).
+ * run when it finished after it. `except`: rows another check covers (the ones its clear cleared).
  */
 export function readMovedSince() {
   const read = prepared(
