@@ -118,9 +118,7 @@ export interface FactsEntry extends SchedulerDagRow {
   aliases: string[]
 }
 
-export function downstreamReader(
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
-): DownstreamReader {
+function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>): DownstreamReader {
   // Conditions by serialized DAG hash, with the names and uris they mention (bounded).
   const conditions = new Map<string, CachedCondition>()
   return {
@@ -167,7 +165,7 @@ export function downstreamReader(
 }
 
 /** The read-only plan's preview: the facts alone, one statement (a write reads them in its queue statement). */
-export function readDownstream(
+function readDownstream(
   reader: DownstreamReader,
   capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
 ) {

@@ -12,7 +12,7 @@ import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js
  * trigger-created, counted as external, never a finding): one scan for both, the total the
  * audit's progress line counts towards.
  */
-export function countEventSources() {
+function countEventSources() {
   return async (ex: Executor, filter: EventFilter): Promise<{sourced: number; external: number}> => {
     const params = new Params()
     const [row] = await ex.query<{sourced: string; external: string}>(
@@ -53,7 +53,7 @@ const sourced = 'e.source_dag_id is not null and e.source_run_id is not null and
  * and evidence that only findings need (consumed, the asset's name) is looked up for those rows
  * alone. Runs inside the caller's transaction (a cursor lives in one).
  */
-export function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   return async function* (
     tx: Executor,
     filter: EventFilter,
@@ -254,7 +254,7 @@ function attributedEvents(
  * event) is gone, and alias links to missing events. The foreign keys cascade, so these appear
  * only where a restore or a manual fix bypassed them; NOT EXISTS finds them either way.
  */
-export function readQueueOrphans(capabilities: Pick<Capabilities, 'queueShape'>) {
+function readQueueOrphans(capabilities: Pick<Capabilities, 'queueShape'>) {
   const perEvent = capabilities.queueShape === 'per_event'
   const text = `(select 'queue_missing_asset' as kind, format('asset_dag_run_queue (asset_id %s, target_dag_id %s)', q.asset_id, q.target_dag_id) as detail
         from asset_dag_run_queue q where not exists (select 1 from asset a where a.id = q.asset_id) limit $1)

@@ -36,9 +36,7 @@ import type {DownstreamStore} from '../families/downstream.js'
  *   received (`AssetManager._queue_partitioned_dags`; the scheduler's step that turns them into
  *   runs was read in a copy of main from before 3.2.0 shipped and in PR threads: unverified).
  */
-export function explainStatements(
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>,
-) {
+function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>) {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
   const maxRunsFlag = capabilities.maxRunsFlag ? 'd.exceeds_max_non_backfill is true' : 'false'
   // The asset-scheduled DAGs: a reference of any of the four kinds, or (3.2+) a partitioned timetable.

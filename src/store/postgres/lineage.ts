@@ -17,7 +17,7 @@ const cachedVersions = 64
  * (task_instance.dag_version_id → serialized_dag, `data` or zlib `data_compressed`): the worker
  * builds the job facets from the DAG object it parsed, which that document records.
  */
-export function readLineageFacts() {
+function readLineageFacts() {
   const read = prepared(
     'lineage_facts',
     `select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,

@@ -37,7 +37,7 @@ import type {RegistrationStore} from '../families/registration.js'
  * JSON.stringify). Ids come from the sequence in the order the rows are inserted (ORDER BY the
  * input's ordinality), so ordering by id is the input's order: the i-th id is the i-th event's.
  */
-export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partition = capabilities.eventPartitionKey
   const slots = new Slots<EventSlot>()
   const param = (slot: EventSlot, type: string) => slots.ref(slot, type)
@@ -136,7 +136,7 @@ type EventSlot =
   | 'extraAfter'
 
 /** Existing assets whose name or uri is one of the given strings, by string. */
-export function findAssetsByNameOrUri() {
+function findAssetsByNameOrUri() {
   const find = prepared(
     'assets_by_name_or_uri',
     `select s.value, a.name, a.uri
@@ -175,7 +175,7 @@ export function findAssetsByNameOrUri() {
  * aliases it is told the task declares (`createAliases`). Three statements whatever the number of
  * emissions; emissions whose alias does not exist (and was not created) are not returned.
  */
-export function ensureAliasAssets(capabilities: Pick<Capabilities, 'aliasAssetShape'>) {
+function ensureAliasAssets(capabilities: Pick<Capabilities, 'aliasAssetShape'>) {
   const input = 'unnest($1::text[], $2::text[], $3::text[]) as i(alias_name, asset_name, asset_uri)'
   const declared = capabilities.aliasAssetShape === 'declared'
   const createAliases = prepared(
@@ -241,7 +241,7 @@ export function ensureAliasAssets(capabilities: Pick<Capabilities, 'aliasAssetSh
 }
 
 /** asset_alias_asset_event rows: which alias each event was emitted through (one statement). */
-export function insertAliasEventLinks() {
+function insertAliasEventLinks() {
   const insert = prepared(
     'alias_event_links',
     `insert into asset_alias_asset_event (alias_id, event_id)
@@ -292,7 +292,7 @@ export function insertAliasEventLinks() {
  * the statement itself queues, so the keys it queues count as queued (inserted now, or there
  * already: ON CONFLICT DO NOTHING leaves a key queued either way).
  */
-export function queueConsumers(
+function queueConsumers(
   capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
   downstream: DownstreamReader,
   /** The preview in a statement of its own (readDownstream), for a queue statement that raced. */

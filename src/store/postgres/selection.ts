@@ -120,7 +120,7 @@ const missingEvidenceOf = (ti: string) =>
  * sequential scan with hashed lookups, and only its matches are sorted (1.4 s). Each such page
  * reads the table, so the caller takes them larger (scanPageSize).
  */
-export function selectTaskInstancePage() {
+function selectTaskInstancePage() {
   return async (
     ex: Executor,
     filter: TaskInstanceFilter,
@@ -150,7 +150,7 @@ export function selectTaskInstancePage() {
  * at most `maxGroups` groups in key order. With a limit, the groups are of the first `limit`
  * task instances in the order the pages take them (by id), so they describe what will be touched.
  */
-export function summarizeTaskInstances() {
+function summarizeTaskInstances() {
   return async (
     ex: Executor,
     filter: TaskInstanceFilter & {limit?: number | undefined},
@@ -185,7 +185,7 @@ export function summarizeTaskInstances() {
  * single query ordered by task instance id instead walks task_instance_pkey, reading tens of
  * thousands of rows per page of a narrow range.
  */
-export function selectRunPage() {
+function selectRunPage() {
   return async (
     ex: Executor,
     filter: TaskInstanceFilter,
@@ -212,7 +212,7 @@ export function selectRunPage() {
 }
 
 /** One keyset page of the task instances of a run page, in (run page order, id) order. */
-export function selectTaskInstanceIdsOfRuns() {
+function selectTaskInstanceIdsOfRuns() {
   return async (
     ex: Executor,
     filter: TaskInstanceFilter,
@@ -241,7 +241,7 @@ export function selectTaskInstanceIdsOfRuns() {
   }
 }
 
-export function countTaskInstances() {
+function countTaskInstances() {
   return async (ex: Executor, filter: TaskInstanceFilter): Promise<number> => {
     const params = new Params()
     const [row] = await ex.query<{n: string}>(
@@ -260,7 +260,7 @@ export function countTaskInstances() {
  * One statement, so the recheck under the row lock costs one round trip. `ignore` leaves out the
  * events and the log row this very transaction wrote (for that recheck).
  */
-export function readMissingOutlets() {
+function readMissingOutlets() {
   const on = {dagId: '$2', runId: '$3', taskId: '$4', mapIndex: '$5::int', tryNumber: '$6::int'}
   const state = eventOfThisTry({
     ...on,
@@ -322,14 +322,14 @@ export function readMissingOutlets() {
   }
 }
 
-export function readDagIds() {
+function readDagIds() {
   const dagIds = prepared('dag_ids', 'select dag_id from dag order by dag_id')
   return async (ex: Executor): Promise<string[]> =>
     (await ex.query<{dag_id: string}>(dagIds([]))).map((row) => row.dag_id)
 }
 
 /** Whether any event names the DAG as its source. */
-export function hasEventsFromDag() {
+function hasEventsFromDag() {
   const exists = prepared(
     'events_from_dag',
     'select exists (select 1 from asset_event where source_dag_id = $1) as found',
@@ -346,7 +346,7 @@ export function hasEventsFromDag() {
  * (dag_id, task_id, run_id, map_index) and dag_run's (dag_id, run_id); the candidates are read
  * only when a name is unknown, which is the error path.
  */
-export function readUnknownSelectors() {
+function readUnknownSelectors() {
   const unknownRuns = prepared(
     'unknown_run_ids',
     `select id from unnest($2::text[]) as named(id)

@@ -58,7 +58,7 @@ const cachedVersions = 64
  * task_outlet_asset_reference, which holds only the concrete assets of the latest parse; the
  * caller says so.
  */
-export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const statements = readStatements(capabilities)
   const serializedTask = serializedTaskCache()
   const resolveOutlets = outletResolver()
@@ -280,7 +280,7 @@ function outletResolver() {
  * `self.id = uuid7()`): an id named by an operator, or selected a moment ago, may now be an
  * earlier try's, archived in task_instance_history with its key.
  */
-export function readArchivedTaskInstanceKey() {
+function readArchivedTaskInstanceKey() {
   const read = prepared(
     'archived_ti_key',
     'select dag_id, run_id, task_id, map_index from task_instance_history where task_instance_id = $1::uuid order by try_number desc limit 1',
@@ -298,7 +298,7 @@ export function readArchivedTaskInstanceKey() {
  * would turn a row that changed state into a missing row, and the caller could no longer tell
  * `conflict` from `not_found`.
  */
-export function lockTaskInstance() {
+function lockTaskInstance() {
   const lock = prepared(
     'lock_ti',
     'select state, try_number, xmin::text as xmin from task_instance where id = $1 for update',
@@ -314,7 +314,7 @@ export function lockTaskInstance() {
  * the locking transaction's id while it runs (a plain FOR UPDATE or UPDATE; a shared multixact
  * lock is not resolved), and pg_stat_activity.backend_xid names the session that has it.
  */
-export function readRowHolder() {
+function readRowHolder() {
   const holder = prepared(
     'ti_row_holder',
     `select a.pid, a.application_name, a.xact_start, a.state, a.usename::text as usename
@@ -351,7 +351,7 @@ export function readRowHolder() {
  * branch left them, which only a deferred task's resume reads. A task instance that never started gets start_date =
  * end_date, as `TaskInstance.set_state` does (airflow-core/src/airflow/models/taskinstance.py, Airflow 3.0).
  */
-export function markTaskInstanceSuccess() {
+function markTaskInstanceSuccess() {
   const update = prepared(
     'mark_ti_success',
     `update task_instance ti
@@ -375,7 +375,7 @@ export function markTaskInstanceSuccess() {
  * table is the one migration fde9ed84d07b creates (`task_state`, primary key dag_run_id, task_id,
  * map_index, key), or `task_state_store`, whichever this database has.
  */
-export function clearTaskState(capabilities: Pick<Capabilities, 'taskStateTable'>) {
+function clearTaskState(capabilities: Pick<Capabilities, 'taskStateTable'>) {
   const table = capabilities.taskStateTable
   const clear = table
     ? prepared(

@@ -43,7 +43,7 @@ const recordOf = (row: AuditRecordRow): AuditRecord => ({
 })
 
 /** Audit `log` rows by id, in id order (an id with no row is simply absent). */
-export function readAuditRecords() {
+function readAuditRecords() {
   const read = prepared('audit_records', `select ${recordColumns} from log where id = any($1::int[]) order by id`)
   return async (ex: Executor, ids: readonly number[]): Promise<AuditRecord[]> =>
     (await ex.query<AuditRecordRow>(read([ids]))).map(recordOf)
@@ -55,7 +55,7 @@ export function readAuditRecords() {
  * rows of the given events whose extra names airlock, optionally by who acted (`owner`, which
  * airlock fills with the actor the operator names or the OS user) and by DAG, run and task.
  */
-export function readAuditRecordWindow() {
+function readAuditRecordWindow() {
   const read = prepared(
     'audit_record_window',
     `select ${recordColumns} from log
@@ -90,7 +90,7 @@ export function readAuditRecordWindow() {
  * `"undoes": logId` (`exceptId`: the calling undo's own row, not committed yet). The CASE keeps the cast away from rows of other events, whose extra need not
  * be JSON.
  */
-export function findUndoOf() {
+function findUndoOf() {
   const undoEvent = undoLogEvent
   const find = prepared(
     'find_undo_of',
@@ -114,7 +114,7 @@ export function findUndoOf() {
  * Also: which of them have a partitioned timetable (3.2+), whose partition path takes events
  * without that lock, and the events' assets and aliases (what the downstream preview reads).
  */
-export function lockEventConsumers(capabilities: Pick<Capabilities, 'partitionedTimetables'>) {
+function lockEventConsumers(capabilities: Pick<Capabilities, 'partitionedTimetables'>) {
   // A plan reads the same without the lock (a read-only session takes no row lock).
   const text = (lock: boolean) =>
     prepared(
@@ -155,7 +155,7 @@ export function lockEventConsumers(capabilities: Pick<Capabilities, 'partitioned
  * `_create_dag_runs_asset_triggered` fills with `dag_run.consumed_asset_events`), and from 3.2 the
  * partition log rows a partition mapper wrote for them (`partitioned_asset_key_log`, no run yet).
  */
-export function readConsumingRuns(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function readConsumingRuns(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const read = prepared(
     capabilities.eventPartitionKey ? 'consuming_runs_partitioned' : 'consuming_runs',
     `select c.event_id, r.dag_id, r.run_id from dagrun_asset_event c join dag_run r on r.id = c.dag_run_id
@@ -180,7 +180,7 @@ export function readConsumingRuns(capabilities: Pick<Capabilities, 'eventPartiti
  * Deletes these events; their alias links and (3.4+) their queue rows go with them by their
  * foreign keys' ON DELETE CASCADE. Returns the ids deleted (an id already gone is not).
  */
-export function deleteEvents() {
+function deleteEvents() {
   const remove = prepared(
     'undo_delete_events',
     'delete from asset_event where id = any($1::int[]) returning id, asset_id',
@@ -205,7 +205,7 @@ export function deleteEvents() {
  * DAG's last asset-triggered run's run_after count, as the scheduler reads them. Returns the keys
  * deleted and kept.
  */
-export function deleteCreatedQueueRows() {
+function deleteCreatedQueueRows() {
   const remove = prepared(
     'undo_delete_queue_rows',
     `with created as (
@@ -255,7 +255,7 @@ export function deleteCreatedQueueRows() {
  * task_instance row and the audit row of one write carry the same one until anything writes the
  * row again (a heartbeat, a clear, the UI, the scheduler). Its state and try, to say what moved.
  */
-export function compareTaskInstanceLeft() {
+function compareTaskInstanceLeft() {
   const compare = prepared(
     'undo_compare_ti',
     `select ti.xmin = l.xmin as same, ti.state, ti.try_number
@@ -279,7 +279,7 @@ export function compareTaskInstanceLeft() {
  * `complete` changed (state, start_date, end_date, duration, updated_at, next_method; next_kwargs
  * stays NULL, and a write that found it set is not undone).
  */
-export function restoreTaskInstance() {
+function restoreTaskInstance() {
   const restore = prepared(
     'undo_restore_ti',
     `update task_instance ti
@@ -300,7 +300,7 @@ export function restoreTaskInstance() {
  * from the kept event, which must still exist. An id that exists again is left alone and not
  * returned (a concurrent undo of the same fix put it back).
  */
-export function restoreEvents() {
+function restoreEvents() {
   const restore = prepared(
     'undo_restore_events',
     `with kept as (
@@ -332,7 +332,7 @@ export function restoreEvents() {
  * compared with what the clear left. Returns what moved on since, one phrase per row; empty when
  * every row is still exactly that.
  */
-export function lockAndCompareClear() {
+function lockAndCompareClear() {
   const lockTis = prepared(
     'undo_lock_cleared',
     'select id from task_instance where id = any($1::uuid[]) order by task_id, map_index for update',
@@ -382,7 +382,7 @@ export function lockAndCompareClear() {
  * clear archived leave task_instance_history, the reschedules it deleted come back whole, and the
  * run's columns are put back.
  */
-export function restoreClear() {
+function restoreClear() {
   const ids = prepared(
     'undo_restore_cleared',
     `update task_instance ti
@@ -424,7 +424,7 @@ export function restoreClear() {
  * instance's `updated_at` (the caller checked it is still the row the completion wrote), and the
  * run when it finished after it. `except`: rows another check covers (the ones its clear cleared).
  */
-export function readMovedSince() {
+function readMovedSince() {
   const read = prepared(
     'undo_moved_since',
     `select format('%s[%s] is %s since', ti.task_id, ti.map_index, coalesce(ti.state, 'none')) as change
