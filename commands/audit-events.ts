@@ -8,7 +8,7 @@ import {
   type AuditProgress,
   type Finding,
 } from '../src/audit/auditEvents.js'
-import {prepareDuplicateFix} from '../src/audit/prepareDuplicateFix.js'
+import {prepareDuplicateFix, type DuplicateFixStore} from '../src/audit/prepareDuplicateFix.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
@@ -16,7 +16,7 @@ import {parseDuration} from '../src/cli/parseInput.js'
 import {findingCsvHeader, findingCsvRow, renderEventAudit, type EventAuditReport} from '../src/cli/renderEventAudit.js'
 import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
-import type {AirflowDatabase} from '../src/store/schemaCheck.js'
+import type {AirflowDatabase} from '../src/store/airflowDatabase.js'
 import {prose} from '../src/cli/prose.js'
 import {requireAssets} from '../src/selection/assetFilter.js'
 import {requireSourceDag} from '../src/selection/sourceDag.js'
@@ -174,7 +174,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
 
   /** --fix: the duplicate groups the audit collected, repaired as one prepared batch. */
   private async repairDuplicates(
-    airflow: AirflowDatabase,
+    airflow: AirflowDatabase<DuplicateFixStore>,
     groups: Parameters<typeof prepareDuplicateFix>[1],
     flags: {'dry-run': boolean; yes: boolean; lockTimeoutMs: number},
   ): Promise<NonNullable<EventAuditReport['fix']>> {

@@ -10,7 +10,7 @@ import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
 import {findingKinds, type DagExplanation, type FindingKind} from '../src/explain/explainDag.js'
 import {runExplain, type ExplainSummary} from '../src/explain/runExplain.js'
-import type {ExplainSelection} from '../src/store/airflowStore.js'
+import type {ExplainSelection} from '../src/store/families/downstream.js'
 
 interface ExplainResult {
   summary: ExplainSummary

@@ -2,8 +2,13 @@ import {describeEvidence, verdictOf, type TryVerdict} from '../airflow/tryEviden
 import {readLimits} from '../engine/engine.js'
 import {retryingReads} from '../engine/retry.js'
 import {selectTaskInstances} from '../selection/selection.js'
-import type {ClassifiedEvent, EventFilter} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {ClassifiedEvent, EventAuditStore} from '../store/families/audit.js'
+import type {EventFilter} from '../store/types.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {SelectionStore} from '../store/families/selection.js'
+
+/** The store families audit-events uses: its own reads, and the selection of tries missing events. */
+type AuditEventsStore = EventAuditStore & SelectionStore
 
 export const eventClasses = [
   'ok',
@@ -98,7 +103,7 @@ export interface AuditProgress {
  * handed to `onFinding` as they arrive and memory holds one batch.
  */
 export async function auditEvents(
-  airflow: Pick<AirflowDatabase, 'db' | 'store' | 'schema'>,
+  airflow: Pick<AirflowDatabase<AuditEventsStore>, 'db' | 'store' | 'schema'>,
   options: {
     filter: EventAuditFilter
     windowSeconds: number

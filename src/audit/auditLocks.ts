@@ -3,7 +3,7 @@ import type {Database, Executor} from '../engine/engine.js'
 import {sleep} from '../engine/retry.js'
 import {adviseOn, lockSettingNames, type SettingReport} from '../report/settingsAdvice.js'
 import {percentile} from '../report/stats.js'
-import type {CatalogStore, SessionRow} from '../store/airflowStore.js'
+import type {CatalogStore, SessionRow} from '../store/families/catalog.js'
 import {catalogFor} from '../store/openStore.js'
 import {buildForest, taskInstanceTuple, tupleKey, walk, type LockNode, type TupleLookup} from './lockForest.js'
 import {

@@ -1,5 +1,5 @@
 import {parseSessionTag} from '../protocol/sessionTag.js'
-import type {SessionRow} from '../store/airflowStore.js'
+import type {SessionRow} from '../store/families/catalog.js'
 
 /**
  * Pure: sessions of one snapshot → a forest, one tree per root blocker. pg_blocking_pids gives

@@ -1,7 +1,7 @@
 import {formatKey} from '../airflow/taskInstance.js'
 import type {Database, Executor} from '../engine/engine.js'
 import {parseSessionTag} from '../protocol/sessionTag.js'
-import type {CatalogStore, SessionRow, TaskInstanceRowLock} from '../store/airflowStore.js'
+import type {CatalogStore, SessionRow, TaskInstanceRowLock} from '../store/families/catalog.js'
 import {categorise, walk, type LockNode} from './lockForest.js'
 
 /**

@@ -5,9 +5,13 @@ import {runTransaction, type Failed} from '../engine/transaction.js'
 import {ExitCode} from '../exitCodes.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {lostServer} from '../protocol/outcomes.js'
-import {noLogSubject, type PendingReason} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import {noLogSubject, type AuditLogStore} from '../store/families/audit.js'
+import type {PendingReason, EventStore} from '../store/families/events.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import type {DuplicateGroup} from './auditEvents.js'
+
+/** The store families audit-events --fix uses. */
+export type DuplicateFixStore = EventStore & AuditLogStore
 
 export interface GroupFix {
   kept: number
@@ -55,7 +59,7 @@ export type FixOutcomeName = keyof typeof fixOutcomes
  * whatever its size.
  */
 export function prepareDuplicateFix(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<DuplicateFixStore>, 'db' | 'store'>,
   groups: readonly DuplicateGroup[],
   options: {dryRun: boolean; lockTimeoutMs: number; statementTimeoutMs: number; airlockVersion: string},
 ): PreparedBatch<GroupFix, FixOutcomeName> {
@@ -92,7 +96,7 @@ export function prepareDuplicateFix(
 }
 
 async function fixGroup(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<DuplicateFixStore>, 'db' | 'store'>,
   group: DuplicateGroup,
   options: {dryRun: boolean; lockTimeoutMs: number; statementTimeoutMs: number; airlockVersion: string},
 ): Promise<{fix: GroupFix; failure?: Failed}> {

@@ -1,6 +1,6 @@
 import type {LockWaits} from '../protocol/lockWaits.js'
 import type {SelectionBreakdown} from '../selection/selection.js'
-import type {RowHolder} from '../store/airflowStore.js'
+import type {RowHolder} from '../store/families/taskInstances.js'
 import type {Tally} from './tally.js'
 
 /** What the one running a batch gives it: when to stop, where each finished item goes, who waits for a lock. */

@@ -8,7 +8,9 @@ import {usageError} from '../errors.js'
 import {analyzeDatabase, createDatabase, dropDatabase} from '../fixtures/admin.js'
 import {buildFixtureSchema, holdsRealAirflowSchema, type FixtureVersion} from '../fixtures/fixtureSchema.js'
 import {seedWorld, type SeedOptions} from '../fixtures/seed.js'
-import {requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {AirflowStore} from '../store/airflowStore.js'
+import {requireAirflow} from '../store/schemaCheck.js'
 
 /**
  * Scratch databases for benchmarks: created next to the database the operator named (or the
@@ -25,7 +27,7 @@ export interface ScratchDatabase {
   name: string
   url: string
   /** The scratch database as airlock sees it: schema checked, store built. */
-  airflow: AirflowDatabase
+  airflow: AirflowDatabase<AirflowStore>
   db: Database
   drop(): Promise<void>
 }

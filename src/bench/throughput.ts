@@ -8,7 +8,7 @@ import {selectTaskInstances} from '../selection/selection.js'
 import {floorItem, openFloorClient} from '../fixtures/rawFloor.js'
 import type {Executor} from '../engine/engine.js'
 import {statement} from '../engine/prepared.js'
-import type {AirflowStore} from '../store/airflowStore.js'
+import type {SelectionStore} from '../store/families/selection.js'
 import {isLocalServer, postmasterOf, withCpuPerItem, type CpuPerItem} from './cpuTime.js'
 import {benchWriter, type ScratchDatabase, type ScratchServer} from './scratch.js'
 
@@ -40,7 +40,7 @@ export interface ThroughputRow {
 const worldSeed = (runs: number, outlets: number) => ({dags: 1, runs, tasks: 1, outlets, consumers: 2})
 
 /** Every task instance of that world (its one DAG is the seed's first, etl_001), in selection order. */
-const worldTaskInstances = (store: AirflowStore, ex: Executor) =>
+const worldTaskInstances = (store: SelectionStore, ex: Executor) =>
   selectTaskInstances(store, ex, {dagId: 'etl_001', runIds: [], taskIds: []})
 
 const median = (values: readonly number[]) => percentile(values, 50)

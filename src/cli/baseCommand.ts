@@ -8,7 +8,8 @@ import type {Database, OpenOptions, StatementLog} from '../engine/engine.js'
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {tableWidth} from '../output/width.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {AirflowStore} from '../store/airflowStore.js'
 import {exitUnlessEmpty, writeBatch, type BatchHost, type CommandOutcome} from './batchRun.js'
 import type {ConnectionFlagValues} from './connectionFlags.js'
 import {errorEnvelope, type ErrorEnvelope} from './errorEnvelope.js'
@@ -117,7 +118,7 @@ export abstract class AirlockCommand<R> extends Command {
   protected openAirflow(
     flags: ConnectionFlagValues,
     options: OpenOptions & {writes?: string},
-  ): Promise<AirflowDatabase> {
+  ): Promise<AirflowDatabase<AirflowStore>> {
     return openAirflow(this.host, flags, options)
   }
 

@@ -1,6 +1,8 @@
 import type {Database, OpenOptions, StatementLog} from '../engine/engine.js'
 import {requirePrivileges} from '../doctor/writePrivileges.js'
-import {placementWarning, requireAirflow, type AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {AirflowStore} from '../store/airflowStore.js'
+import {placementWarning, requireAirflow} from '../store/schemaCheck.js'
 import {openFromFlags, type ConnectionFlagValues} from './connectionFlags.js'
 
 /** What opening a database asks of the command that runs it: where its notes go, what it must scrub and close. */
@@ -45,7 +47,7 @@ export async function openAirflow(
   host: OpenHost,
   flags: ConnectionFlagValues,
   options: OpenOptions & {writes?: string},
-): Promise<AirflowDatabase> {
+): Promise<AirflowDatabase<AirflowStore>> {
   const {db} = await openDatabase(host, flags, options)
   const airflow = await requireAirflow(db, {assumeVersion: flags['assume-version']})
   if (options.writes) await requirePrivileges(db, options.writes)

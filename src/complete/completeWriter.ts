@@ -12,8 +12,21 @@ import type {PlannedWrite} from '../protocol/plan.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {OutletEventInput} from '../selection/workItem.js'
 import type {Executor} from '../engine/engine.js'
-import {assetKey, type AirflowStore, type AuditRow, type ConsumerDecision} from '../store/airflowStore.js'
+import type {AuditRow, ConsumerDecision, RegistrationStore} from '../store/families/registration.js'
+import {assetKey, type StoreCapabilities} from '../store/types.js'
 import {applyClear, planClear, recheckClear, type ClearPlan, type ClearReport} from './continueRun.js'
+import type {TaskInstanceStore} from '../store/families/taskInstances.js'
+import type {AuditLogStore} from '../store/families/audit.js'
+import type {EventStore} from '../store/families/events.js'
+import type {ClearStore} from '../store/families/clear.js'
+
+/** The store families complete uses. */
+export type CompleteStore = StoreCapabilities &
+  TaskInstanceStore &
+  RegistrationStore &
+  AuditLogStore &
+  EventStore &
+  ClearStore
 
 /** What `complete` reports per task instance (besides the protocol's not_found and failed). */
 export type CompleteOutcome =
@@ -115,7 +128,7 @@ type CompleteRegistration = Registration & {
  * from step 1).
  */
 export function completeWriter(
-  store: AirflowStore,
+  store: CompleteStore,
   settings: CompleteSettings,
 ): Writer<CompleteOutcome, {outletEvents: OutletEventInput[]}, CompleteRegistration, {logId: number}> {
   const expected = new Set<StoredState>(settings.fromStates)
@@ -207,7 +220,7 @@ export function completeWriter(
  * audit row by the same statement, then --continue-run's clear.
  */
 async function applyCompletion(
-  store: AirflowStore,
+  store: CompleteStore,
   settings: CompleteSettings,
   tx: Executor,
   ti: TaskInstanceContext,
@@ -355,7 +368,7 @@ function uniqueByAsset<T extends {assetId: number}>(outlets: readonly T[]): T[] 
  * write, and partition keys chosen per event are written by it too: the plan says so.
  */
 async function planComplete(
-  store: AirflowStore,
+  store: CompleteStore,
   ex: Executor,
   settings: CompleteSettings,
   ti: TaskInstanceContext,
@@ -387,7 +400,7 @@ const noAliases = {events: [], warnings: []}
 
 /** The emissions through aliases the write would make, by the ids they would queue with. */
 async function planAliasEmissions(
-  store: AirflowStore,
+  store: CompleteStore,
   ex: Executor,
   ti: TaskInstanceContext,
   entries: readonly OutletEventInput[],

@@ -3,7 +3,7 @@ import {clearSubset, taskGraph} from '../airflow/serializedDag.js'
 import type {StoredState, TaskInstanceContext} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import {clearImageStandIn} from '../protocol/auditIdentity.js'
-import type {AirflowStore, ClearRun, ClearTarget} from '../store/airflowStore.js'
+import type {ClearRun, ClearTarget, ClearStore} from '../store/families/clear.js'
 
 /**
  * `complete --continue-run`: after the marked task instance, what Airflow's REST
@@ -47,7 +47,7 @@ export interface ClearReport {
 }
 
 export async function planClear(
-  store: AirflowStore,
+  store: ClearStore,
   ex: Executor,
   ti: TaskInstanceContext,
   behaviourVersion: string,
@@ -125,7 +125,7 @@ export async function planClear(
 
 /** Under the marked task instance's lock: the clear set and the run, locked in key order, must be as planned. */
 export async function recheckClear(
-  store: AirflowStore,
+  store: ClearStore,
   tx: Executor,
   ti: TaskInstanceContext,
   plan: ClearPlan,
@@ -144,7 +144,7 @@ export async function recheckClear(
 }
 
 export async function applyClear(
-  store: AirflowStore,
+  store: ClearStore,
   tx: Executor,
   plan: ClearPlan,
   logId: number,

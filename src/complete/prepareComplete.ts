@@ -11,8 +11,10 @@ import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
 import type {SelectionBreakdown} from '../selection/selection.js'
 import type {WorkItem} from '../selection/workItem.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
-import {completeOutcomes, completeWriter, type CompleteSettings} from './completeWriter.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {LineageStore} from '../store/families/lineage.js'
+import type {SelectionStore} from '../store/families/selection.js'
+import {completeOutcomes, completeWriter, type CompleteSettings, type CompleteStore} from './completeWriter.js'
 
 export type CompleteOutcomeName = keyof typeof completeOutcomes
 
@@ -33,7 +35,7 @@ export interface CompleteRequest {
  * takes every item through the protocol, `concurrency` at a time, and counts them.
  */
 export async function prepareComplete(
-  airflow: AirflowDatabase,
+  airflow: AirflowDatabase<CompleteStore & SelectionStore & LineageStore>,
   request: CompleteRequest,
 ): Promise<PreparedBatch<ItemJson, CompleteOutcomeName>> {
   const source = 'items' in request.selection ? request.selection : await openItemSource(airflow, request.selection)

@@ -2,7 +2,7 @@ import type {Database} from '../engine/engine.js'
 import {AirlockError, doctorAction} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {catalogFor} from '../store/openStore.js'
-import type {PrivilegeCheck} from '../store/airflowStore.js'
+import type {PrivilegeCheck} from '../store/families/catalog.js'
 
 /**
  * The privileges airlock's commands use, with the command that needs each, so doctor can say

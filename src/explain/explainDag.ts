@@ -6,15 +6,15 @@ import {
   type ConditionTree,
   type QueuedAssets,
 } from '../airflow/assetCondition.js'
-import {
-  assetKey,
-  type ExplainAsset,
-  type ExplainDag,
-  type ExplainEvent,
-  type ExplainPage,
-  type ExplainPartition,
-  type ExplainRun,
-} from '../store/airflowStore.js'
+import type {
+  ExplainAsset,
+  ExplainDag,
+  ExplainEvent,
+  ExplainPage,
+  ExplainPartition,
+  ExplainRun,
+} from '../store/families/downstream.js'
+import {assetKey} from '../store/types.js'
 import {exclusionsOf, maxRunsFlagReason, type ExclusionBlock} from '../protocol/downstream.js'
 
 /**

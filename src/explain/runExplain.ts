@@ -2,9 +2,14 @@ import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
 import {requireAssets} from '../selection/assetFilter.js'
-import type {ExplainSelection} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {ExplainSelection, DownstreamStore} from '../store/families/downstream.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {explainPage, findingKinds, type DagExplanation, type FindingKind, type Verdict} from './explainDag.js'
+import type {RegistrationStore} from '../store/families/registration.js'
+import type {SelectionStore} from '../store/families/selection.js'
+
+/** The store families this module uses. */
+type ExplainStore = DownstreamStore & SelectionStore & RegistrationStore
 
 export interface ExplainSettings {
   selection: ExplainSelection
@@ -29,7 +34,7 @@ export interface ExplainSummary {
  * is read.
  */
 export async function runExplain(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<ExplainStore>, 'db' | 'store'>,
   settings: ExplainSettings,
   onDag: (dag: DagExplanation) => void,
 ): Promise<ExplainSummary> {
@@ -62,7 +67,7 @@ export async function runExplain(
 }
 
 async function requireSelection(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<ExplainStore>, 'db' | 'store'>,
   selection: ExplainSelection,
 ): Promise<void> {
   if (selection.kind === 'assets') return requireAssets(airflow, selection.assets, '--asset')

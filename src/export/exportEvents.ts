@@ -2,8 +2,9 @@ import {once} from 'node:events'
 import type {Writable} from 'node:stream'
 
 import {eventLineText, type EventLineParts} from '../airflow/eventLine.js'
-import type {EventFilter} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {EventFilter} from '../store/types.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {EventStore} from '../store/families/events.js'
 
 /**
  * Events per keyset page. Large enough that a page's planning and round trip vanish beside its
@@ -21,7 +22,7 @@ const writeChars = 64 * 1024
  * server as text (store.readEventLinePage): nothing is parsed and re-serialised but `extra`.
  */
 export async function exportEvents(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<EventStore>, 'db' | 'store'>,
   filter: EventFilter,
   out: Writable,
   onPage: (exported: number) => void = () => undefined,

@@ -1,4 +1,4 @@
-import type {DeclaredJob} from '../store/airflowStore.js'
+import type {DeclaredJob} from '../store/families/lineage.js'
 import {datasetOf} from './datasets.js'
 import {
   documentationSchema,

@@ -1,9 +1,9 @@
 import {formatKey, type TaskInstanceKey} from '../airflow/taskInstance.js'
 import type {ItemResult} from '../protocol/outcomes.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {completeEvent} from './event.js'
 import {LineageOutbox, type LineageDelivery} from './outbox.js'
-import type {DeclaredJob} from '../store/airflowStore.js'
+import type {DeclaredJob, LineageStore} from '../store/families/lineage.js'
 import type {LineageFilters, LineageSettings} from './settings.js'
 import {LineageSpool} from './spool.js'
 
@@ -21,7 +21,7 @@ export class LineageSender {
   private outbox: Promise<LineageOutbox> | undefined
 
   constructor(
-    private readonly airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+    private readonly airflow: Pick<AirflowDatabase<LineageStore>, 'db' | 'store'>,
     private readonly settings: LineageSettings,
     private readonly airlockVersion: string,
     private readonly committedOutcome: string,
@@ -98,7 +98,7 @@ export class LineageSender {
  * record is now (its outputs, rolled back too, cannot be read).
  */
 export async function buildComplete(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<LineageStore>, 'db' | 'store'>,
   tiId: string,
   settings: {namespace: string; filters: LineageFilters},
   airlockVersion: string,

@@ -1,8 +1,9 @@
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {buildComplete} from './lineage.js'
 import {LineageOutbox, type LineageDelivery} from './outbox.js'
 import type {LineageSettings} from './settings.js'
 import {LineageSpool} from './spool.js'
+import type {LineageStore} from '../store/families/lineage.js'
 
 type Enabled = Extract<LineageSettings, {enabled: true}>
 
@@ -46,7 +47,7 @@ export async function resendSpool(settings: Enabled, dryRun: boolean): Promise<R
  * so an event the backend already has arrives again under the same run.
  */
 export async function resendFromDatabase(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<LineageStore>, 'db' | 'store'>,
   settings: Enabled,
   window: {since: Date; until: Date; dagId?: string | undefined},
   options: {dryRun: boolean; airlockVersion: string},

@@ -1,5 +1,5 @@
 import {evaluateTree, parseCondition, queuedLeaf, type ConditionTree} from '../airflow/assetCondition.js'
-import type {DownstreamFacts} from '../store/airflowStore.js'
+import type {DownstreamFacts} from '../store/families/downstream.js'
 
 /**
  * Why the scheduler will not create a run for a consumer DAG: its exclusions

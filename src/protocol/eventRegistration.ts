@@ -1,16 +1,20 @@
 import {activeOutlets, describeOutlet, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import type {OutletEventInput} from '../selection/workItem.js'
+import type {LogSubject, AuditLogStore} from '../store/families/audit.js'
 import type {
-  AirflowStore,
   AuditRow,
   ConsumerDecision,
   InsertedEvent,
-  LogSubject,
   NewAssetEvent,
   RegisteredEvent,
-} from '../store/airflowStore.js'
+  RegistrationStore,
+} from '../store/families/registration.js'
 import {downstreamOf, type Downstream} from './downstream.js'
+import type {StoreCapabilities} from '../store/types.js'
+
+/** The store families an event registration uses. */
+export type EventRegistrationStore = StoreCapabilities & RegistrationStore & AuditLogStore
 
 export interface Registration {
   events: InsertedEvent[]
@@ -63,7 +67,7 @@ export class OutletEventRefused extends Error {}
  * outlets.
  */
 export async function emitOutletEvents(
-  store: AirflowStore,
+  store: EventRegistrationStore,
   tx: Executor,
   ti: TaskInstanceContext,
   input: {outletEvents: readonly OutletEventInput[]; defaultExtra: string},
@@ -164,7 +168,7 @@ function describeTarget(asset: OutletEventInput['asset']): string {
  * must match exactly one existing asset (its name or its uri): a name and a uri are never guessed.
  */
 async function aliasEmissions(
-  store: AirflowStore,
+  store: EventRegistrationStore,
   tx: Executor,
   ti: TaskInstanceContext,
   entries: ReadonlyArray<OutletEventInput & {alias: string}>,
@@ -249,7 +253,7 @@ export function consumerDags(consumers: readonly ConsumerDecision[], kind: Consu
  * events are the planned ones, with stand-in ids, and nothing is written.
  */
 export async function queueEventConsumers(
-  store: AirflowStore,
+  store: EventRegistrationStore,
   tx: Executor,
   ti: TaskInstanceContext,
   emitted: Omit<EmittedEvents, 'logId' | 'imageXmin'>,

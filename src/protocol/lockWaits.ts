@@ -1,6 +1,6 @@
 import {performance} from 'node:perf_hooks'
 
-import type {RowHolder} from '../store/airflowStore.js'
+import type {RowHolder} from '../store/families/taskInstances.js'
 
 /**
  * The items waiting for their task instance's row lock right now, each since its first slice:

@@ -2,10 +2,16 @@ import {performance} from 'node:perf_hooks'
 
 import type {OutletAsset, TaskInstanceContext, TaskInstanceRef} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
-import type {ConsumerDecision} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {ConsumerDecision, RegistrationStore} from '../store/families/registration.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {queueEventConsumers} from './eventRegistration.js'
 import {idNotFoundDetail, type ItemResult} from './outcomes.js'
+import type {StoreCapabilities} from '../store/types.js'
+import type {TaskInstanceStore} from '../store/families/taskInstances.js'
+import type {AuditLogStore} from '../store/families/audit.js'
+
+/** The store families a plan uses. */
+export type PlanStore = StoreCapabilities & TaskInstanceStore & RegistrationStore & AuditLogStore
 
 /**
  * What a writer would do to one task instance, decided on reads alone: the outcome it would
@@ -41,7 +47,7 @@ export const planCaveat =
  * row is locked. Reported as the dry-run outcome it predicts ("would_complete").
  */
 export async function planProtocol<O extends {outcome: string}, Input>(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<PlanStore>, 'db' | 'store'>,
   ref: TaskInstanceRef,
   input: Input,
   planner: Planner<O, Input>,

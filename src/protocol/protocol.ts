@@ -10,8 +10,8 @@ import {
 import type {Executor} from '../engine/engine.js'
 import type {RetryPolicy} from '../engine/retry.js'
 import {runTransaction, type Decision, type Failed, type WorkTransaction} from '../engine/transaction.js'
-import type {LockedTaskInstance} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {LockedTaskInstance, TaskInstanceStore} from '../store/families/taskInstances.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {describeHolder, type LockWaits} from './lockWaits.js'
 import {idNotFoundDetail, type ItemResult, type ProtocolOutcome} from './outcomes.js'
 import type {PlannedWrite} from './plan.js'
@@ -158,7 +158,7 @@ interface Item {
   waitedMs: number
 }
 
-type Airflow = Pick<AirflowDatabase, 'db' | 'store'>
+type Airflow = Pick<AirflowDatabase<TaskInstanceStore>, 'db' | 'store'>
 
 export async function runProtocol<O extends {outcome: string}, Input, Registration, Receipt>(
   airflow: Airflow,

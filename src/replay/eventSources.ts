@@ -1,8 +1,9 @@
-import {assetKey} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import {assetKey} from '../store/types.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {checkedLines, checkReadable} from '../selection/ndjsonInput.js'
 import {parseEventLine, type ParsedEventLine} from './parseEventLine.js'
 import type {EventNames, EventSpec} from './reemitEvent.js'
+import type {EventStore} from '../store/families/events.js'
 
 /** What an event source yields: an event to emit, or a line/id that cannot be (reported, then skipped). */
 export type EventWork =
@@ -20,7 +21,7 @@ const chunkSize = 500
 
 /** --event-id: the stored events, in id order, from after the checkpoint's cursor. */
 export async function* eventsById(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<EventStore>, 'db' | 'store'>,
   ids: readonly number[],
   after: number | null,
 ): AsyncGenerator<EventWork> {
@@ -73,7 +74,7 @@ export async function validateEventFile(path: string): Promise<number> {
 
 /** --from-file: lines matched to assets by name AND uri, aliases by name, in file order. */
 export async function* eventsFromFile(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<EventStore>, 'db' | 'store'>,
   path: string,
   options: {skipExisting: boolean; afterLine: number | null},
 ): AsyncGenerator<EventWork> {

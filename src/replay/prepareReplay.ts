@@ -8,17 +8,22 @@ import {usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {LineageSender, lineageReport} from '../lineage/lineage.js'
 import {lineageWarnings, type LineageSettings} from '../lineage/settings.js'
-import {plannerOf, planProtocol} from '../protocol/plan.js'
+import {plannerOf, planProtocol, type PlanStore} from '../protocol/plan.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {errorJson, toItemJson, type ErrorJson, type ItemJson} from '../report/itemJson.js'
 import {readFindingsFile, type FindingsInput} from '../selection/findingsFile.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
 import type {WorkItem} from '../selection/workItem.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {EventStore} from '../store/families/events.js'
+import type {LineageStore} from '../store/families/lineage.js'
 import {Checkpoint, fingerprintOf} from './checkpoint.js'
 import {eventsById, eventsFromFile, validateEventFile, type EventWork} from './eventSources.js'
-import {reemitEvent, type EventItem} from './reemitEvent.js'
-import {replayMissingWriter} from './replayMissingWriter.js'
+import {reemitEvent, type EventItem, type ReemitStore} from './reemitEvent.js'
+import {replayMissingWriter, type ReplayMissingStore} from './replayMissingWriter.js'
+
+/** The store families replay-events uses, in its three modes. */
+type ReplayStore = ReplayMissingStore & ReemitStore & PlanStore & EventStore & LineageStore
 
 export type ReplayMode =
   | {kind: 'missing'; selection: SelectionRequest; fromFindings?: boolean}
@@ -105,7 +110,7 @@ function missingSelection(selection: SelectionRequest, resumeAfter: string | und
  * run, never counted twice), nothing written.
  */
 export async function prepareReplay(
-  airflow: AirflowDatabase,
+  airflow: AirflowDatabase<ReplayStore>,
   request: ReplayRequest,
 ): Promise<PreparedBatch<ItemJson | EventItemJson, ReplayOutcomeName>> {
   const findings = request.mode.kind === 'file' ? await readFindingsFile(request.mode.path, '--from-file') : undefined
@@ -193,7 +198,7 @@ export async function prepareReplay(
  * then; findings of other classes are said and left to the command that repairs them.
  */
 async function prepareFindings(
-  airflow: AirflowDatabase,
+  airflow: AirflowDatabase<ReplayStore>,
   request: ReplayRequest,
   file: {path: string; skipExisting: boolean; limit?: number | undefined},
   findings: FindingsInput,
@@ -229,7 +234,7 @@ const repairOf: Record<string, string> = {
 
 /** Missing mode: each selected task instance through the protocol, its outcome checkpointed. */
 async function replayMissing(
-  airflow: AirflowDatabase,
+  airflow: AirflowDatabase<ReplayStore>,
   write: ReplayRequest['write'],
   writer: ReturnType<typeof replayMissingWriter>,
   source: ItemSource,
@@ -277,7 +282,7 @@ async function replayMissing(
 
 /** Event mode (by id or from a file): each event emitted again through its own transaction. */
 async function replayEvents(
-  airflow: AirflowDatabase,
+  airflow: AirflowDatabase<ReplayStore>,
   request: ReplayRequest,
   checkpoint: Checkpoint,
   {shouldStop, onItem}: BatchHooks<ItemJson | EventItemJson, ReplayOutcomeName>,

@@ -1,9 +1,14 @@
 import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import {runTransaction, type Failed} from '../engine/transaction.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
-import type {EventContent} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {EventContent, EventStore} from '../store/families/events.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {replayLogEvent} from './replayMissingWriter.js'
+import type {RegistrationStore} from '../store/families/registration.js'
+import type {AuditLogStore} from '../store/families/audit.js'
+
+/** The store families an event emitted again uses. */
+export type ReemitStore = EventStore & RegistrationStore & AuditLogStore
 
 /** One event to emit again: by id (its stored content) or from an export line. */
 export interface EventSpec extends EventContent {
@@ -67,7 +72,7 @@ export interface EventItem {
  * the provenance in Airflow's audit log.
  */
 export async function reemitEvent(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<ReemitStore>, 'db' | 'store'>,
   spec: EventSpec,
   settings: EventReplaySettings,
 ): Promise<EventItem> {

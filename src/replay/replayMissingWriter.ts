@@ -1,11 +1,14 @@
 import {activeOutlets, type StoredState, type TaskInstanceContext} from '../airflow/taskInstance.js'
 import {describeEvidence, replayableKinds, verdictOf, type TryEvidence} from '../airflow/tryEvidence.js'
 import {auditIdentity, extraAroundEventIds} from '../protocol/auditIdentity.js'
-import {queueEventConsumers, type Registration} from '../protocol/eventRegistration.js'
+import {queueEventConsumers, type EventRegistrationStore, type Registration} from '../protocol/eventRegistration.js'
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {Executor} from '../engine/engine.js'
 import type {PlannedWrite} from '../protocol/plan.js'
-import type {AirflowStore} from '../store/airflowStore.js'
+import type {SelectionStore} from '../store/families/selection.js'
+
+/** The store families replay-events' missing mode uses. */
+export type ReplayMissingStore = SelectionStore & EventRegistrationStore
 
 export type ReplayOutcome =
   | {outcome: 'replayed'}
@@ -47,7 +50,7 @@ export const replayLogEvent = 'airlock.replay-events'
  * instance is still success, the events still missing and the evidence unchanged.
  */
 export function replayMissingWriter(
-  store: AirflowStore,
+  store: ReplayMissingStore,
   settings: ReplaySettings,
 ): Writer<ReplayOutcome, unknown, ReplayRegistration, {logId: number}> {
   const identity = auditIdentity()
@@ -176,7 +179,7 @@ const tiKey = (ti: TaskInstanceContext) => ({
 
 /** replay's plan: the active outlets this try has no event of, when its evidence allows a replay. */
 async function planReplay(
-  store: AirflowStore,
+  store: ReplayMissingStore,
   ex: Executor,
   ti: TaskInstanceContext,
   refusal: (evidence: TryEvidence) => ReplayOutcome | null,

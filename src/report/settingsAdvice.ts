@@ -1,4 +1,4 @@
-import type {ServerSetting} from '../store/airflowStore.js'
+import type {ServerSetting} from '../store/families/catalog.js'
 
 /**
  * Advice on the settings that decided the incident behind airlock: sessions idle in a

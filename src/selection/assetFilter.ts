@@ -1,6 +1,7 @@
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {RegistrationStore} from '../store/families/registration.js'
 
 /**
  * Every asset an event filter names an asset (by its name or its uri); one that names
@@ -8,7 +9,7 @@ import type {AirflowDatabase} from '../store/schemaCheck.js'
  * it as healthy).
  */
 export async function requireAssets(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<RegistrationStore>, 'db' | 'store'>,
   assets: readonly string[],
   /** How the caller names the filter, for the message (the command line: --asset). */
   name = 'the asset filter',

@@ -4,7 +4,7 @@ import {AirlockError, usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
 import {openInputFile} from './inputFile.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {
   pagesFrom,
   readFirstScanPage,
@@ -17,6 +17,7 @@ import {
 } from './selection.js'
 import {plainSelectorNames, type SelectorNames} from './selectorNames.js'
 import type {WorkItem} from './workItem.js'
+import type {SelectionStore} from '../store/families/selection.js'
 
 export interface SelectionRequest {
   tiIds: string[]
@@ -54,7 +55,7 @@ export const hasFilter = (filter: SelectionFilter) =>
 
 /** Turns the selection flags into a stream of work items and its size (for the confirmation). */
 export async function openItemSource(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<SelectionStore>, 'db' | 'store'>,
   request: SelectionRequest,
 ): Promise<ItemSource> {
   const {fromFile, filter} = request
@@ -132,7 +133,7 @@ export async function openItemSource(
  * nothing matched (a selection that matched proves it); run and task ids always, each one.
  */
 async function requireNamedSelectors(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<SelectionStore>, 'db' | 'store'>,
   filter: SelectionFilter,
   count: number,
 ): Promise<void> {

@@ -2,11 +2,11 @@ import type {TaskInstanceKey} from '../airflow/taskInstance.js'
 import type {Executor} from '../engine/engine.js'
 import {
   rangeOfRuns,
-  type AirflowStore,
   type SelectedTaskInstance,
   type SelectionGroup,
   type TaskInstanceFilter,
-} from '../store/airflowStore.js'
+  type SelectionStore,
+} from '../store/families/selection.js'
 
 /**
  * Which task instances a command works on, from the selection flags. Filters select task
@@ -44,7 +44,7 @@ export const runPageSize = 200
  * (run_after, run, id) order, so it costs what it selects; any other selection by task instance id.
  */
 export async function* selectTaskInstances(
-  store: AirflowStore,
+  store: SelectionStore,
   ex: Executor,
   filter: SelectionFilter,
 ): AsyncGenerator<SelectedRef> {
@@ -117,7 +117,7 @@ const breakdownGroups = 1000
 
 /** The selection's size and its breakdown by run; one grouped query unless the selection spans very many runs. */
 export async function summarizeSelection(
-  store: AirflowStore,
+  store: SelectionStore,
   ex: Executor,
   filter: SelectionFilter,
 ): Promise<{count: number; breakdown: SelectionBreakdown}> {
@@ -135,7 +135,7 @@ export async function summarizeSelection(
  * The page is worked either way (pagesFrom), never read again.
  */
 export async function readFirstScanPage(
-  store: AirflowStore,
+  store: SelectionStore,
   ex: Executor,
   filter: SelectionFilter,
 ): Promise<{rows: SelectedTaskInstance[]; whole: boolean}> {
@@ -146,7 +146,7 @@ export async function readFirstScanPage(
 
 /** The selection from a first page already read (readFirstScanPage): its rows, then the pages after its last id. */
 export async function* pagesFrom(
-  store: AirflowStore,
+  store: SelectionStore,
   ex: Executor,
   filter: SelectionFilter,
   first: {rows: readonly SelectedTaskInstance[]; whole: boolean},
@@ -196,7 +196,7 @@ function breakdownOf(groups: readonly SelectionGroup[]): {breakdown: SelectionBr
   }
 }
 
-export async function countSelection(store: AirflowStore, ex: Executor, filter: SelectionFilter): Promise<number> {
+export async function countSelection(store: SelectionStore, ex: Executor, filter: SelectionFilter): Promise<number> {
   const n = await store.countTaskInstances(ex, filter)
   return filter.limit === undefined ? n : Math.min(n, filter.limit)
 }

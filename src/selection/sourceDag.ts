@@ -1,14 +1,18 @@
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import type {SelectionStore} from '../store/families/selection.js'
 
 /**
  * An event filter's source DAG names a DAG that exists, or one whose events remain after it was
  * deleted; anything else is a typo, exit 4 with the close matches, never a "clean" run that read
  * nothing (a monitoring cron would report it as healthy).
  */
-export async function requireSourceDag(airflow: Pick<AirflowDatabase, 'db' | 'store'>, dagId: string): Promise<void> {
+export async function requireSourceDag(
+  airflow: Pick<AirflowDatabase<SelectionStore>, 'db' | 'store'>,
+  dagId: string,
+): Promise<void> {
   const {db, store} = airflow
   const dagIds = await store.readDagIds(db.executor)
   if (dagIds.includes(dagId)) return

@@ -1,6 +1,7 @@
 import type {Capabilities} from '../airflow/schema.js'
 import type {Database, EngineName} from '../engine/engine.js'
-import type {AirflowStore, CatalogStore} from './airflowStore.js'
+import type {AirflowStore} from './airflowStore.js'
+import type {CatalogStore} from './families/catalog.js'
 import {postgresCatalog} from './postgres/catalog.js'
 import {postgresStore} from './postgres/postgresStore.js'
 

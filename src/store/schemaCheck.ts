@@ -33,12 +33,13 @@ import {
 import {unplacedRevisions} from '../airflow/unplacedRevisions.js'
 import type {Database} from '../engine/engine.js'
 import {doctorAction, unsupportedSchemaError, usageError} from '../errors.js'
+import type {AirflowDatabase} from './airflowDatabase.js'
 import type {AirflowStore} from './airflowStore.js'
 import {catalogFor, storeFor} from './openStore.js'
 
 export interface SchemaCheckOptions {
   /**
-   * `--assume-version X.Y`: place a head airlock does not know as the newest release of that line,
+   * A release line X.Y: place a head airlock does not know as the newest release of that line,
    * when the tables match it. Ignored for a head airlock knows.
    */
   assumeVersion?: string | undefined
@@ -236,15 +237,11 @@ function nearestRelease(mismatchesAt: (placement: Placement) => string[]): {
   return scored.find((s) => s.differences.length === fewest)!
 }
 
-/** An Airflow database airlock can work on: its schema and the store built for it. */
-export interface AirflowDatabase {
-  db: Database
-  schema: AirflowSchema
-  store: AirflowStore
-}
-
 /** For writers and audits: the schema and its store, or exit 8 naming what is wrong. */
-export async function requireAirflow(db: Database, options: SchemaCheckOptions = {}): Promise<AirflowDatabase> {
+export async function requireAirflow(
+  db: Database,
+  options: SchemaCheckOptions = {},
+): Promise<AirflowDatabase<AirflowStore>> {
   const check = await checkAirflowSchema(db, options)
   if (check.supported) return {db, schema: check.schema, store: storeFor(db, check.schema.capabilities)}
   throw unsupportedSchemaError(

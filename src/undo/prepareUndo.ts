@@ -5,9 +5,9 @@ import {ExitCode} from '../exitCodes.js'
 import type {Downstream} from '../protocol/downstream.js'
 import {errorJson, type ErrorJson} from '../report/itemJson.js'
 import {checkedLines, checkReadable, parseJsonLine} from '../selection/ndjsonInput.js'
-import {undoLogEvent, type AuditRecord, type AuditRecordWindow} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
-import {byDag, undoItem, type UndoResult} from './undoItem.js'
+import {type AuditRecord, type AuditRecordWindow, undoLogEvent} from '../store/families/undo.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import {byDag, undoItem, type UndoItemStore, type UndoResult} from './undoItem.js'
 import {undoTargetOf, type UndoTarget} from './undoTarget.js'
 
 /** Every outcome of an undo item and the exit code it maps to: a refusal is exit 3. */
@@ -73,7 +73,7 @@ export interface UndoItemJson {
  * back before the one it built on), nothing written.
  */
 export async function prepareUndo(
-  airflow: AirflowDatabase,
+  airflow: AirflowDatabase<UndoItemStore>,
   request: UndoRequest,
 ): Promise<PreparedBatch<UndoItemJson, UndoOutcomeName>> {
   const {store, db} = airflow
@@ -134,7 +134,7 @@ export async function prepareUndo(
 
 /** The audit rows an undo acts on, and the ids asked for (to report those with no row). */
 async function selectRecords(
-  {store, db}: AirflowDatabase,
+  {store, db}: AirflowDatabase<UndoItemStore>,
   selection: UndoSelection,
 ): Promise<{ids: number[]; records: AuditRecord[]; warnings: string[]}> {
   if (selection.kind === 'window') {

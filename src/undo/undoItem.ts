@@ -4,9 +4,24 @@ import type {Executor} from '../engine/engine.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
 import {downstreamOf, type Downstream} from '../protocol/downstream.js'
 import {sessionTag} from '../protocol/sessionTag.js'
-import {undoLogEvent, type AirflowStore, type ConsumingRun} from '../store/airflowStore.js'
-import type {AirflowDatabase} from '../store/schemaCheck.js'
+import {type ConsumingRun, undoLogEvent, type UndoStore} from '../store/families/undo.js'
+import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import type {QueueRow, UndoTarget} from './undoTarget.js'
+import type {StoreCapabilities} from '../store/types.js'
+import type {EventStore} from '../store/families/events.js'
+import type {AuditLogStore} from '../store/families/audit.js'
+import type {TaskInstanceStore} from '../store/families/taskInstances.js'
+import type {DownstreamStore} from '../store/families/downstream.js'
+import type {ClearStore} from '../store/families/clear.js'
+
+/** The store families an undo of one audit row uses. */
+export type UndoItemStore = StoreCapabilities &
+  UndoStore &
+  EventStore &
+  AuditLogStore &
+  TaskInstanceStore &
+  DownstreamStore &
+  ClearStore
 
 /** What undo reports per audit row. */
 export type UndoOutcome =
@@ -59,7 +74,7 @@ class ConsumersBusy extends Error {}
  * what airlock left, and its columns put back. Anything that moved on rolls everything back.
  */
 export async function undoItem(
-  airflow: Pick<AirflowDatabase, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<UndoItemStore>, 'db' | 'store'>,
   target: UndoTarget,
   settings: UndoSettings,
 ): Promise<{result: UndoResult; totalMs: number}> {
@@ -100,7 +115,7 @@ type Taken = {
 
 /** One attempt: the events taken back (or a fix's put back), the undo's audit row, then the rows under their locks. */
 async function undoWrite(
-  store: AirflowStore,
+  store: UndoItemStore,
   tx: Executor,
   target: Writable,
   settings: UndoSettings,
@@ -154,7 +169,7 @@ function lostReadiness(before: readonly Downstream[], after: readonly Downstream
 
 /** The undo's own audit row: which row it takes back and what it deleted and restored. */
 async function writeUndoRow(
-  store: AirflowStore,
+  store: UndoItemStore,
   tx: Executor,
   target: Writable,
   settings: UndoSettings,
@@ -203,7 +218,7 @@ async function writeUndoRow(
  * protocol's lock order), then the rows put back.
  */
 async function restoreUnderLock(
-  store: AirflowStore,
+  store: UndoItemStore,
   tx: Executor,
   target: Extract<UndoTarget, {kind: 'complete'}>,
   undoLogId: number,
@@ -234,7 +249,7 @@ const busyDetail =
  * The events a write made, taken back while no run can take them: the consumer DAGs' rows locked,
  * then refused when a run consumed any, else deleted with the queue rows the write created.
  */
-async function takeBackEvents(store: AirflowStore, tx: Executor, target: Writable): Promise<UndoOutcome | Taken> {
+async function takeBackEvents(store: UndoItemStore, tx: Executor, target: Writable): Promise<UndoOutcome | Taken> {
   const none = {deleted: [], assetIds: [], aliasIds: [], queue: {deleted: [], kept: []}, before: []}
   if (target.kind === 'fix' || target.eventIds.length === 0) return none
   const locks = await store.lockEventConsumers(tx, target.eventIds)
@@ -278,7 +293,7 @@ function consumed(runs: ConsumingRun[]): UndoOutcome {
  * putting it back would leave those standing on a success that is gone.
  */
 async function changedSince(
-  store: AirflowStore,
+  store: UndoItemStore,
   tx: Executor,
   target: Extract<UndoTarget, {kind: 'complete'}>,
 ): Promise<UndoOutcome | undefined> {
@@ -314,7 +329,7 @@ async function changedSince(
  * events, or the scheduler move a row, before a real undo). The queue rows a real undo would keep
  * or delete are decided only by the write (--dry-run).
  */
-async function planUndo(store: AirflowStore, ex: Executor, target: Writable): Promise<UndoResult> {
+async function planUndo(store: UndoItemStore, ex: Executor, target: Writable): Promise<UndoResult> {
   const earlier = await store.findUndoOf(ex, target.record.id)
   if (earlier !== undefined) return {outcome: 'already_undone', undoLogId: earlier}
   let downstream: Downstream[] = []

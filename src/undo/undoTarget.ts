@@ -1,4 +1,4 @@
-import type {AuditRecord, ClearImage} from '../store/airflowStore.js'
+import type {AuditRecord, ClearImage} from '../store/families/undo.js'
 
 /**
  * What an audit row says airlock wrote, and what taking it back needs: read from the row's extra

@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
 import {buildForest, categorise} from '../../src/audit/lockForest.js'
-import type {SessionRow} from '../../src/store/airflowStore.js'
+import type {SessionRow} from '../../src/store/families/catalog.js'
 
 const at = new Date('2026-12-02T03:00:10Z')
 const session = (pid: number, blockedBy: number[], extra: Partial<SessionRow> = {}): SessionRow => ({

@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
 import {jobDocumentation, jobOwners, jobTags, maxDocBytes, nominalTime, truncateUtf8} from '../../src/lineage/facets.js'
-import type {DeclaredJob} from '../../src/store/airflowStore.js'
+import type {DeclaredJob} from '../../src/store/families/lineage.js'
 import {declaredJob} from '../../src/store/postgres/lineage.js'
 
 /**

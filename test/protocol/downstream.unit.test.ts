@@ -2,7 +2,7 @@ import {describe, expect, it} from 'vitest'
 
 import {evaluateCondition, type QueuedAssets} from '../../src/airflow/assetCondition.js'
 import {DownstreamFold, downstreamOf} from '../../src/protocol/downstream.js'
-import type {DownstreamFacts} from '../../src/store/airflowStore.js'
+import type {DownstreamFacts} from '../../src/store/families/downstream.js'
 
 /**
  * The downstream preview's evaluation, as `encode_asset_condition` writes a condition and

@@ -9,7 +9,7 @@ import {
   scanPageSize,
   selectTaskInstances,
 } from '../../src/selection/selection.js'
-import type {AirflowStore} from '../../src/store/airflowStore.js'
+import type {SelectionStore} from '../../src/store/families/selection.js'
 
 const pad = (n: number) => String(n).padStart(8, '0')
 
@@ -57,7 +57,7 @@ function pagedStore(runs: number, perRun = 1) {
       const from = after === undefined ? 0 : byId.findIndex((row) => row.id === after) + 1
       return Promise.resolve(byId.slice(from, from + limit))
     },
-  } as unknown as AirflowStore
+  } as unknown as SelectionStore
   return {store, calls}
 }
 

@@ -2,16 +2,23 @@ import type {Knex} from 'knex'
 
 import type {AirflowSchema} from '../../src/airflow/schema.js'
 import type {TaskInstanceRef} from '../../src/airflow/taskInstance.js'
-import {completeWriter, type CompleteOutcome, type CompleteSettings} from '../../src/complete/completeWriter.js'
+import {
+  completeWriter,
+  type CompleteOutcome,
+  type CompleteSettings,
+  type CompleteStore,
+} from '../../src/complete/completeWriter.js'
 import {postgresEngine} from '../../src/engine/postgres/postgresEngine.js'
 import type {ItemResult} from '../../src/protocol/outcomes.js'
 import {planProtocol, plannerOf} from '../../src/protocol/plan.js'
 import {runProtocol, type ProtocolOptions} from '../../src/protocol/protocol.js'
 import type {OutletEventInput} from '../../src/selection/workItem.js'
-import {checkAirflowSchema, requireAirflow, type AirflowDatabase} from '../../src/store/schemaCheck.js'
+import type {AirflowDatabase} from '../../src/store/airflowDatabase.js'
+import type {AirflowStore} from '../../src/store/airflowStore.js'
+import {checkAirflowSchema, requireAirflow} from '../../src/store/schemaCheck.js'
 
 /** The test's knex pool as airlock opens a database: the engine over it, the schema checked, the store built. */
-export async function airflowOf(knex: Knex): Promise<AirflowDatabase> {
+export async function airflowOf(knex: Knex): Promise<AirflowDatabase<AirflowStore>> {
   return requireAirflow(postgresEngine.wrap(knex))
 }
 
@@ -26,10 +33,10 @@ type CompleteOptions = Partial<CompleteSettings> &
   Partial<ProtocolOptions> & {
     outletEvents?: OutletEventInput[]
     /** The store to run on, shared by several items as in one process (its caches too); default a fresh one. */
-    airflow?: AirflowDatabase
+    airflow?: AirflowDatabase<CompleteStore>
   }
 
-function writerOf(airflow: AirflowDatabase, options: CompleteOptions) {
+function writerOf(airflow: AirflowDatabase<CompleteStore>, options: CompleteOptions) {
   return completeWriter(airflow.store, {
     fromStates: options.fromStates ?? ['running'],
     emitEvents: options.emitEvents ?? true,

@@ -5,9 +5,10 @@ import {compareVersions} from '../../src/airflow/revisions.js'
 import {prepareDuplicateFix} from '../../src/audit/prepareDuplicateFix.js'
 import type {AirflowSchema} from '../../src/airflow/schema.js'
 import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
-import {undoLogEvent} from '../../src/store/airflowStore.js'
-import type {AirflowDatabase} from '../../src/store/schemaCheck.js'
-import {undoItem, type UndoResult} from '../../src/undo/undoItem.js'
+import {undoLogEvent} from '../../src/store/families/undo.js'
+import type {CompleteStore} from '../../src/complete/completeWriter.js'
+import type {AirflowDatabase} from '../../src/store/airflowDatabase.js'
+import {undoItem, type UndoItemStore, type UndoResult} from '../../src/undo/undoItem.js'
 import {undoTargetOf} from '../../src/undo/undoTarget.js'
 import {createAssetTriggeredRuns, type CreatedRun} from '../conformance/scheduler.js'
 import {airflowOf, completeOne, schemaOf} from '../support/complete.js'
@@ -96,7 +97,11 @@ describe.each(versions)('airlock undo races on %s', (version) => {
   }
 
   /** etl.produce completed through the protocol: its audit row's id and the event ids that row names. */
-  async function completed(airflow: AirflowDatabase, tiId: string, options: {emitEvents?: boolean} = {}) {
+  async function completed(
+    airflow: AirflowDatabase<CompleteStore>,
+    tiId: string,
+    options: {emitEvents?: boolean} = {},
+  ) {
     const item = await completeOne(db.knex, tiId, {airflow, ...options})
     expect(item.result).toEqual({outcome: 'completed'})
     const logId = item.report!.log_id as number
@@ -111,7 +116,7 @@ describe.each(versions)('airlock undo races on %s', (version) => {
   }
 
   /** `airlock undo --log-id N`, in-process, as prepareUndo runs each item. */
-  async function undo(airflow: AirflowDatabase, logId: number): Promise<UndoResult> {
+  async function undo(airflow: AirflowDatabase<UndoItemStore>, logId: number): Promise<UndoResult> {
     const [record] = await airflow.store.readAuditRecords(airflow.db.executor, [logId])
     const {result} = await undoItem(airflow, undoTargetOf(record!, undoLogEvent), {
       dryRun: false,

@@ -79,7 +79,7 @@ export function namesEvent(
  * archived (`ti_update_state`, airflow-core/src/airflow/api_fastapi/execution_api/routes/
  * task_instances.py, calls `prepare_db_for_next_try` for a retry payload) until the scheduler
  * runs it again: a task instance marked
- * success then (airlock `complete --from-state up_for_retry`, a mark in the UI) succeeded in that
+ * success then (airlock's complete from up_for_retry, a mark in the UI) succeeded in that
  * try, so the current row's success is the try's state, the archived row its span. Columns:
  * dag_id, run_id, task_id, map_index, try_number, state, start_date, last_write.
  */

@@ -1,6 +1,6 @@
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {LogSubject} from '../airflowStore.js'
+import type {AuditLogStore, LogSubject} from '../families/audit.js'
 
 /**
  * One row of Airflow's `log` table (the audit log its UI shows), with the columns Airflow's own
@@ -8,7 +8,7 @@ import type {LogSubject} from '../airflowStore.js'
  * number, the event, the run's logical date, the DAG's owners, and an extra JSON text saying who
  * did it and how.
  */
-export function insertLogRow() {
+function insertLogRow() {
   const insert = prepared(
     'insert_log',
     `insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
@@ -34,7 +34,12 @@ export function insertLogRow() {
 }
 
 /** Whether an audit `log` row exists: how a writer learns, after a lost COMMIT, that it landed. */
-export function logRowExists() {
+function logRowExists() {
   const exists = prepared('log_exists', 'select 1 from log where id = $1')
   return async (ex: Executor, logId: number): Promise<boolean> => (await ex.query(exists([logId]))).length > 0
+}
+
+/** The audit log family. */
+export function auditLogStore(): AuditLogStore {
+  return {insertLogRow: insertLogRow(), logRowExists: logRowExists()}
 }

@@ -9,7 +9,8 @@ import type {
   ServerSetting,
   SessionRow,
   TaskInstanceRowLock,
-} from '../airflowStore.js'
+} from '../families/catalog.js'
+import {keyedTaskInstanceOf, type KeyedTaskInstanceRow} from './rows.js'
 
 /**
  * What airlock reads from PostgreSQL's own catalog and statistics views: the alembic head, the
@@ -166,12 +167,12 @@ export const postgresCatalog: CatalogStore = {
   /** Task instances by id (the ids airlock's application_name tags carry), for naming them dag/run/task. */
   async findTaskInstancesById(ex, ids): Promise<Array<TaskInstanceKey & {id: string}>> {
     if (ids.length === 0) return []
-    const rows = await ex.query<KeyedRow>(
+    const rows = await ex.query<KeyedTaskInstanceRow>(
       statement(`select id::text, dag_id, run_id, task_id, map_index from task_instance where id = any($1::uuid[])`, [
         [...ids],
       ]),
     )
-    return rows.map(keyedTaskInstance)
+    return rows.map(keyedTaskInstanceOf)
   },
 
   /**
@@ -179,13 +180,13 @@ export const postgresCatalog: CatalogStore = {
    * the row it queues for. Best effort: an update since may have moved the row (the caller says so).
    */
   async findTaskInstanceByTuple(ex, page, tuple): Promise<(TaskInstanceKey & {id: string}) | undefined> {
-    const [row] = await ex.query<KeyedRow>(
+    const [row] = await ex.query<KeyedTaskInstanceRow>(
       statement(
         `select id, dag_id, run_id, task_id, map_index from task_instance where ctid = format('(%s,%s)', $1::int, $2::int)::tid`,
         [page, tuple],
       ),
     )
-    return row ? keyedTaskInstance(row) : undefined
+    return row ? keyedTaskInstanceOf(row) : undefined
   },
 
   /**
@@ -210,7 +211,7 @@ export const postgresCatalog: CatalogStore = {
    */
   async readTaskInstanceRowLocks(ex, xids): Promise<TaskInstanceRowLock[]> {
     if (xids.length === 0) return []
-    const rows = await ex.query<KeyedRow & {xids: string[]; modes: string[]}>(
+    const rows = await ex.query<KeyedTaskInstanceRow & {xids: string[]; modes: string[]}>(
       statement(
         `select t.id::text, t.dag_id, t.run_id, t.task_id, t.map_index, l.xids::text[] as xids, l.modes
            from pgrowlocks('task_instance') l
@@ -220,23 +221,6 @@ export const postgresCatalog: CatalogStore = {
         [[...xids]],
       ),
     )
-    return rows.map((row) => ({...keyedTaskInstance(row), xids: row.xids, modes: row.modes}))
+    return rows.map((row) => ({...keyedTaskInstanceOf(row), xids: row.xids, modes: row.modes}))
   },
 }
-
-/** A task_instance row's id and key, as the catalog's lock readings select them. */
-interface KeyedRow {
-  id: string
-  dag_id: string
-  run_id: string
-  task_id: string
-  map_index: number
-}
-
-const keyedTaskInstance = (row: KeyedRow): TaskInstanceKey & {id: string} => ({
-  id: row.id,
-  dagId: row.dag_id,
-  runId: row.run_id,
-  taskId: row.task_id,
-  mapIndex: row.map_index,
-})

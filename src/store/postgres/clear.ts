@@ -2,10 +2,10 @@ import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {StoredState, TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
-import type {ClearedTaskInstance, ClearRun, ClearTarget} from '../airflowStore.js'
+import type {ClearRun, ClearStore, ClearTarget, ClearedTaskInstance} from '../families/clear.js'
 
 /**
- * What `complete --continue-run` writes after the marked task instance, mirroring what Airflow's
+ * What a completion that continues its run writes after the marked task instance, mirroring what Airflow's
  * REST `PATCH …/taskInstances/{task_id}` with `new_state=success` does after `set_state`:
  * `set_task_instance_state` clears the failed downstream with `clear(only_failed=True,
  * run_id=…, exclude_task_ids={task_id})`, which ends in `clear_task_instances`
@@ -18,7 +18,7 @@ import type {ClearedTaskInstance, ClearRun, ClearTarget} from '../airflowStore.j
  * builds the downstream set from it (`dag_bag.get_dag` in 3.0, `get_latest_version_of_dag` from
  * 3.1), not from the run's version.
  */
-export function readLatestSerializedDag() {
+function readLatestSerializedDag() {
   const latest = prepared(
     'latest_serialized_dag',
     `select sd.data, sd.data_compressed
@@ -34,7 +34,7 @@ export function readLatestSerializedDag() {
 }
 
 /** The serialized DAG of one DAG version (the run's, for the retries `clear_task_instances` reads). */
-export function readVersionSerializedDag() {
+function readVersionSerializedDag() {
   const version = prepared(
     'version_serialized_dag',
     `select data, data_compressed from serialized_dag where dag_version_id = $1::uuid limit 1`,
@@ -46,7 +46,7 @@ export function readVersionSerializedDag() {
 }
 
 /** The run of a task instance, as the clear decides on it; `lock` takes its row (FOR UPDATE). */
-export function readClearRun() {
+function readClearRun() {
   const text = `select dr.id, dr.state, dr.bundle_version, dr.created_dag_version_id::text as created_dag_version_id
                   from dag_run dr where dr.id = $1`
   const read = prepared('clear_run', text)
@@ -77,7 +77,7 @@ export function readClearRun() {
  * a row a concurrent writer moved out of those states is not returned once its lock is granted,
  * which the caller sees as a changed set.
  */
-export function readClearTargets() {
+function readClearTargets() {
   const text = `select ti.id::text as id, ti.task_id, ti.map_index, ti.state, ti.try_number, ti.operator,
                        ti.dag_version_id::text as dag_version_id
                   from task_instance ti
@@ -119,7 +119,7 @@ export function readClearTargets() {
  * write: the caller refuses such a clear. On 3.1 (no history table) the row follows the new id by
  * its ON UPDATE CASCADE, as in Airflow, so nothing is reported.
  */
-export function readHitlTaskInstances(catalog: ClearCatalog) {
+function readHitlTaskInstances(catalog: ClearCatalog) {
   return async (ex: Executor, tiIds: readonly string[]): Promise<string[]> => {
     if (tiIds.length === 0 || !(await catalog(ex)).hitlArchived) return []
     const rows = await ex.query<{ti_id: string}>(
@@ -145,7 +145,7 @@ export function readHitlTaskInstances(catalog: ClearCatalog) {
  *
  * task_instance_note and hitl_detail follow the new id by their ON UPDATE CASCADE.
  */
-export function clearTaskInstances(catalog: ClearCatalog) {
+function clearTaskInstances(catalog: ClearCatalog) {
   const update = prepared(
     'clear_ti',
     `update task_instance ti
@@ -179,7 +179,7 @@ export function clearTaskInstances(catalog: ClearCatalog) {
  * apache/airflow #60848 (3.2) its queued_at and clear_number move too (`touchActive`), its
  * start_date kept.
  */
-export function requeueDagRun() {
+function requeueDagRun() {
   const requeue = prepared(
     'requeue_dag_run',
     `update dag_run
@@ -205,7 +205,7 @@ export function requeueDagRun() {
  * re-anchors those measured from the run's queued_at (`_recalculate_dagrun_queued_at_deadlines`,
  * apache/airflow #61372), which airlock does not reproduce: the caller refuses such a clear.
  */
-export function countRunDeadlines(catalog: ClearCatalog) {
+function countRunDeadlines(catalog: ClearCatalog) {
   return async (ex: Executor, dagRunId: number): Promise<number> => {
     const {deadlineRunColumn} = await catalog(ex)
     if (!deadlineRunColumn) return 0
@@ -238,7 +238,7 @@ export type ClearCatalog = (ex: Executor) => Promise<{
   historyColumns: string[]
 }>
 
-export function clearCatalog(): ClearCatalog {
+function clearCatalog(): ClearCatalog {
   let facts: ReturnType<ClearCatalog> | undefined
   const read = async (ex: Executor) => {
     const [row] = await ex.query<{
@@ -294,7 +294,7 @@ function archiveText(historyColumns: readonly string[]): string {
  * try was archived already (then the clear archives nothing for it), the reschedules it deletes
  * whole, and the run's columns a requeue writes.
  */
-export function readClearImage(catalog: ClearCatalog) {
+function readClearImage(catalog: ClearCatalog) {
   return async (ex: Executor, tiIds: readonly string[], dagRunId: number): Promise<string> => {
     const {taskReschedule} = await catalog(ex)
     const reschedules = taskReschedule
@@ -328,7 +328,7 @@ export function readClearImage(catalog: ClearCatalog) {
  * updated_at) into the completion's audit row, at `airlock.before.continue_run` (null when the
  * clear cleared nothing).
  */
-export function recordClearImage() {
+function recordClearImage() {
   // In place of the stand-in, by text: rewriting the whole extra as jsonb would change its
   // spacing, and the evidence and undo's window read airlock's rows by `"airlock":{`.
   const record = prepared(
@@ -350,5 +350,22 @@ export function recordClearImage() {
     dagRunId: number,
   ) => {
     await ex.query(record([logId, JSON.stringify(standIn), image, newIds, dagRunId]))
+  }
+}
+
+/** The clear family, with what it reads from the catalog once per store. */
+export function clearStore(): ClearStore {
+  const catalog = clearCatalog()
+  return {
+    readLatestSerializedDag: readLatestSerializedDag(),
+    readVersionSerializedDag: readVersionSerializedDag(),
+    readClearRun: readClearRun(),
+    readClearTargets: readClearTargets(),
+    readHitlTaskInstances: readHitlTaskInstances(catalog),
+    clearTaskInstances: clearTaskInstances(catalog),
+    requeueDagRun: requeueDagRun(),
+    readClearImage: readClearImage(catalog),
+    recordClearImage: recordClearImage(),
+    countRunDeadlines: countRunDeadlines(catalog),
   }
 }

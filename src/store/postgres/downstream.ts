@@ -3,8 +3,9 @@ import type {Capabilities} from '../../airflow/schema.js'
 import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {DownstreamFacts} from '../airflowStore.js'
+import type {DownstreamFacts} from '../families/downstream.js'
 import {consumerDagsOf} from './fragments.js'
+import type {DownstreamStore} from '../families/downstream.js'
 
 /**
  * What the scheduler reads about every consumer DAG a set of events reaches: the consumers through
@@ -117,9 +118,7 @@ export interface FactsEntry extends SchedulerDagRow {
   aliases: string[]
 }
 
-export function downstreamReader(
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
-): DownstreamReader {
+function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>): DownstreamReader {
   // Conditions by serialized DAG hash, with the names and uris they mention (bounded).
   const conditions = new Map<string, CachedCondition>()
   return {
@@ -166,7 +165,7 @@ export function downstreamReader(
 }
 
 /** The read-only plan's preview: the facts alone, one statement (a write reads them in its queue statement). */
-export function readDownstream(
+function readDownstream(
   reader: DownstreamReader,
   capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
 ) {
@@ -251,3 +250,19 @@ function factsText(
 
 /** Serialized DAG conditions kept per process (each a few hundred bytes). */
 const cachedConditions = 256
+
+/**
+ * The downstream preview of one store: its SQL and its cache of conditions, shared by a write's
+ * queue statement (registration) and the plan's read (readDownstream).
+ */
+export interface DownstreamPreview {
+  reader: DownstreamReader
+  readDownstream: DownstreamStore['readDownstream']
+}
+
+export function downstreamPreview(
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
+): DownstreamPreview {
+  const reader = downstreamReader(capabilities)
+  return {reader, readDownstream: readDownstream(reader, capabilities)}
+}

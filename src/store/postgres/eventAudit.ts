@@ -1,7 +1,8 @@
 import type {Capabilities} from '../../airflow/schema.js'
 import type {Executor} from '../../engine/engine.js'
 import {Params, statement} from '../../engine/prepared.js'
-import type {ClassifiedEvent, EventClass, EventFilter, QueueOrphan} from '../airflowStore.js'
+import type {ClassifiedEvent, EventAuditStore, EventClass, QueueOrphan} from '../families/audit.js'
+import type {EventFilter} from '../types.js'
 import {attributionBasis, basisOfCode} from '../../airflow/tryAttribution.js'
 import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
 import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
@@ -11,7 +12,7 @@ import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js
  * trigger-created, counted as external, never a finding): one scan for both, the total the
  * audit's progress line counts towards.
  */
-export function countEventSources() {
+function countEventSources() {
   return async (ex: Executor, filter: EventFilter): Promise<{sourced: number; external: number}> => {
     const params = new Params()
     const [row] = await ex.query<{sourced: string; external: string}>(
@@ -52,7 +53,7 @@ const sourced = 'e.source_dag_id is not null and e.source_run_id is not null and
  * and evidence that only findings need (consumed, the asset's name) is looked up for those rows
  * alone. Runs inside the caller's transaction (a cursor lives in one).
  */
-export function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   return async function* (
     tx: Executor,
     filter: EventFilter,
@@ -253,7 +254,7 @@ function attributedEvents(
  * event) is gone, and alias links to missing events. The foreign keys cascade, so these appear
  * only where a restore or a manual fix bypassed them; NOT EXISTS finds them either way.
  */
-export function readQueueOrphans(capabilities: Pick<Capabilities, 'queueShape'>) {
+function readQueueOrphans(capabilities: Pick<Capabilities, 'queueShape'>) {
   const perEvent = capabilities.queueShape === 'per_event'
   const text = `(select 'queue_missing_asset' as kind, format('asset_dag_run_queue (asset_id %s, target_dag_id %s)', q.asset_id, q.target_dag_id) as detail
         from asset_dag_run_queue q where not exists (select 1 from asset a where a.id = q.asset_id) limit $1)
@@ -271,4 +272,13 @@ export function readQueueOrphans(capabilities: Pick<Capabilities, 'queueShape'>)
      (select 'alias_link_missing_event', format('asset_alias_asset_event (alias_id %s, event_id %s)', l.alias_id, l.event_id)
         from asset_alias_asset_event l where not exists (select 1 from asset_event e where e.id = l.event_id) limit $1)`
   return async (ex: Executor, limit = 1000): Promise<QueueOrphan[]> => ex.query<QueueOrphan>(statement(text, [limit]))
+}
+
+/** audit-events' family for one capability set. */
+export function eventAuditStore(capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>): EventAuditStore {
+  return {
+    countEventSources: countEventSources(),
+    streamClassifiedEvents: streamClassifiedEvents(capabilities),
+    readQueueOrphans: readQueueOrphans(capabilities),
+  }
 }

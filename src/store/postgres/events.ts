@@ -3,13 +3,8 @@ import type {EventLineParts} from '../../airflow/eventLine.js'
 import type {Executor} from '../../engine/engine.js'
 import {Params, prepared, statement} from '../../engine/prepared.js'
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
-import {
-  assetKey,
-  type EventContent,
-  type EventPageFilter,
-  type RemovedDuplicates,
-  type StoredEvent,
-} from '../airflowStore.js'
+import type {EventContent, EventPageFilter, EventStore, RemovedDuplicates, StoredEvent} from '../families/events.js'
+import {assetKey} from '../types.js'
 import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
 import {eventFilterConditions, heldConsumerDags, namedByAirlockRow, whereAll} from './fragments.js'
 
@@ -48,7 +43,7 @@ const sourceValues = (content: EventContent) => [
  * as node-postgres's Date did). consumed_by is array_to_json(array_agg(row_to_json …)):
  * json_agg and json_build_object put spaces in.
  */
-export function readEventLinePage(capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>) {
+function readEventLinePage(capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape'>) {
   const queued = capabilities.queueShape === 'per_event' ? 'q.asset_event_id = e.id' : 'q.asset_id = e.asset_id'
   const head = `(select row_to_json(h) from (select e.id, (select row_to_json(n) from (select a.name, a.uri) n) as asset) h)::text as head`
   const tail = `(select row_to_json(t) from (
@@ -73,7 +68,7 @@ export function readEventLinePage(capabilities: Pick<Capabilities, 'eventPartiti
 }
 
 /** Events by id, with their asset, source attribution, partition key and the aliases they went through. */
-export function readEventsById(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function readEventsById(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const read = prepared(
     'events_by_id',
     `select e.id, e.asset_id, a.name as asset_name, a.uri as asset_uri, e.extra::text as extra,
@@ -123,7 +118,7 @@ export function readEventsById(capabilities: Pick<Capabilities, 'eventPartitionK
 }
 
 /** Asset ids by (name, uri) and alias ids by name, for lines of an export replayed elsewhere. */
-export function resolveAssetsAndAliases() {
+function resolveAssetsAndAliases() {
   const assets = prepared(
     'resolve_assets',
     'select a.id, a.name, a.uri from asset a join unnest($1::text[], $2::text[]) as k(name, uri) on a.name = k.name and a.uri = k.uri',
@@ -143,10 +138,10 @@ export function resolveAssetsAndAliases() {
 
 /**
  * An existing event with the same content (asset, source attribution, extra, partition key) at
- * or after `since`, for --skip-existing: replaying an export into a database that already has
+ * or after `since`, for a replay that skips what exists: replaying an export into a database that already has
  * some of its events must not double them.
  */
-export function findMatchingEvent(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function findMatchingEvent(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partition = capabilities.eventPartitionKey
   // Two replays of one export running at once would both find nothing and both insert: one
   // transaction-scoped advisory lock per event content makes the check-then-insert atomic.
@@ -182,7 +177,7 @@ export function findMatchingEvent(capabilities: Pick<Capabilities, 'eventPartiti
  * A new asset_event with the given content and a fresh timestamp (UTC now, never the original's:
  * before 3.4 the scheduler ignores events older than the last asset-triggered run).
  */
-export function insertEventCopy(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function insertEventCopy(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partition = capabilities.eventPartitionKey
   const insert = prepared(
     'insert_event_copy',
@@ -198,7 +193,7 @@ export function insertEventCopy(capabilities: Pick<Capabilities, 'eventPartition
   }
 }
 
-export function countEvents() {
+function countEvents() {
   const count = prepared('count_events', 'select count(*) as n from asset_event where id = any($1::int[])')
   return async (ex: Executor, ids: readonly number[]): Promise<number> =>
     Number((await ex.query<{n: string}>(count([[...ids]])))[0]?.n ?? 0)
@@ -210,7 +205,7 @@ export function countEvents() {
  * later try's event. `eventId` null (an export line: its id is another database's) decides on the
  * timestamp alone.
  */
-export function readEventTry() {
+function readEventTry() {
   const on = (alias: string) =>
     `${alias}.dag_id = $1 and ${alias}.run_id = $2 and ${alias}.task_id = $3 and ${alias}.map_index = $4::int`
   const arrays = tryArraysOf('t')
@@ -273,7 +268,7 @@ export function readEventTry() {
  *    keeps a plain read out; an extra no queue row names is in no scheduler's read and is
  *    deleted.
  */
-export function removeDuplicateEvents(
+function removeDuplicateEvents(
   capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape' | 'partitionedTimetables'>,
 ) {
   const {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents} = repairStatements(capabilities)
@@ -431,4 +426,18 @@ function sameAsKeptStatement(capabilities: Pick<Capabilities, 'eventPartitionKey
           = (${attributedTry({id: 'k.id', timestamp: 'k."timestamp"'}, keptKey, keptTries)})[1]
       order by e.id`,
   )
+}
+
+/** The events family for one capability set. */
+export function eventStore(capabilities: Capabilities): EventStore {
+  return {
+    readEventLinePage: readEventLinePage(capabilities),
+    readEventsById: readEventsById(capabilities),
+    resolveAssetsAndAliases: resolveAssetsAndAliases(),
+    findMatchingEvent: findMatchingEvent(capabilities),
+    insertEventCopy: insertEventCopy(capabilities),
+    readEventTry: readEventTry(),
+    countEvents: countEvents(),
+    removeDuplicateEvents: removeDuplicateEvents(capabilities),
+  }
 }

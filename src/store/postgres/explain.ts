@@ -11,8 +11,9 @@ import type {
   ExplainPartition,
   ExplainRun,
   ExplainSelection,
-} from '../airflowStore.js'
-import {conditionOfRow, type SchedulerDagRow} from './downstream.js'
+} from '../families/downstream.js'
+import {conditionOfRow, type DownstreamPreview, type SchedulerDagRow} from './downstream.js'
+import type {DownstreamStore} from '../families/downstream.js'
 
 /**
  * What `airlock explain` reads, on SELECT alone, in a bounded number of statements per page of
@@ -35,9 +36,7 @@ import {conditionOfRow, type SchedulerDagRow} from './downstream.js'
  *   received (`AssetManager._queue_partitioned_dags`; the scheduler's step that turns them into
  *   runs was read in a copy of main from before 3.2.0 shipped and in PR threads: unverified).
  */
-export function explainStatements(
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>,
-) {
+function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>) {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
   const maxRunsFlag = capabilities.maxRunsFlag ? 'd.exceeds_max_non_backfill is true' : 'false'
   // The asset-scheduled DAGs: a reference of any of the four kinds, or (3.2+) a partitioned timetable.
@@ -310,4 +309,12 @@ function toDag(row: DagRow): ExplainDag {
       event: toEvent(q.event),
     })),
   }
+}
+
+/** The downstream family: the preview's own read and `explain`'s pages. */
+export function downstreamStore(
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>,
+  preview: DownstreamPreview,
+): DownstreamStore {
+  return {readDownstream: preview.readDownstream, ...explainStatements(capabilities)}
 }

@@ -1,5 +1,5 @@
 import type {Params} from '../../engine/prepared.js'
-import type {EventFilter} from '../airflowStore.js'
+import type {EventFilter} from '../types.js'
 import {attributedTry, namesEvent, namingEvents} from './attribution.js'
 
 /**
@@ -94,7 +94,7 @@ export function namedByAirlockRow(
  *   - `marked_run`: `patch_dag_run` (PATCH …/dagRuns/{dag_run_id}) with `state` success, task_id
  *     NULL: `set_dag_run_state_to_success` sets every task instance of the run that is not
  *     success yet;
- *   - `airlock_no_events`: airlock's `complete --no-events` (its success row names no events);
+ *   - `airlock_no_events`: airlock's complete without events (its success row names no events);
  *   - `dags_test`: a run of `airflow dags test` (`triggered_by` 'test'), whose
  *     `--mark-success-pattern` tasks are set success without running.
  * Nothing is evidence of a bulk mark (PATCH …/taskInstances with `actions`, the UI's multi-select
@@ -277,7 +277,7 @@ export function consumerDagsOf(assetIds: string, aliasIds: string): string {
  * `wanted` (the DAGs scheduled on the events of `$1`, by asset id, name, uri or alias) and
  * `locked` (their dag rows, in key order, FOR SHARE SKIP LOCKED with `lock`: the locks the
  * scheduler's `dags_needing_dagruns` FOR NO KEY UPDATE SKIP LOCKED conflicts with), with whether
- * each has a partitioned timetable (3.2+). audit-events --fix and undo hold consumers this way.
+ * each has a partitioned timetable (3.2+). The duplicate repair and undo hold consumers this way.
  */
 export function heldConsumerDags(options: {partitionedTimetables: boolean; lock: boolean}): string {
   return `wanted as (

@@ -1,7 +1,8 @@
 import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {DeclaredJob, LineageRow} from '../airflowStore.js'
+import type {DeclaredJob, LineageRow, LineageStore} from '../families/lineage.js'
+import {readAirlockCompletions} from './lineageRebuild.js'
 
 /** Declared jobs per DAG version: a batch completes the same task of many runs, the DAG is parsed once. */
 const cachedVersions = 64
@@ -16,7 +17,7 @@ const cachedVersions = 64
  * (task_instance.dag_version_id → serialized_dag, `data` or zlib `data_compressed`): the worker
  * builds the job facets from the DAG object it parsed, which that document records.
  */
-export function readLineageFacts() {
+function readLineageFacts() {
   const read = prepared(
     'lineage_facts',
     `select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
@@ -173,3 +174,8 @@ function field(value: unknown, key: string): unknown {
 }
 
 const text = (value: unknown): string | null => (typeof value === 'string' ? value : null)
+
+/** The lineage family: a COMPLETE's facts, and the completions `lineage resend` rebuilds. */
+export function lineageStore(): LineageStore {
+  return {readLineageFacts: readLineageFacts(), readAirlockCompletions: readAirlockCompletions()}
+}

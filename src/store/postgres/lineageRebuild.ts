@@ -5,7 +5,7 @@ import {prepared} from '../../engine/prepared.js'
  * The task instances whose current try airlock completed in a window: the ones with airlock's
  * own `success` audit row (complete's, `extra.airlock`) of that very try, still success. Their
  * COMPLETE events can be rebuilt from the database whatever became of the spool, since the run
- * id is a hash of the try (`airlock lineage resend --since`). Optional source DAG; oldest first.
+ * id is a hash of the try (what `lineage resend` rebuilds). Optional source DAG; oldest first.
  */
 export function readAirlockCompletions() {
   const read = prepared(

@@ -4,18 +4,19 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, Slots} from '../../engine/prepared.js'
-import type {DownstreamReader, FactsEntry} from './downstream.js'
+import type {DownstreamPreview, DownstreamReader, FactsEntry} from './downstream.js'
+import type {DownstreamFacts} from '../families/downstream.js'
 import type {
   AliasEmission,
   AuditRow,
   ConsumerDecision,
-  DownstreamFacts,
   InsertedEvent,
   NewAssetEvent,
   QueuedConsumers,
   RegisteredEvent,
   ResolvedAliasEmission,
-} from '../airflowStore.js'
+} from '../families/registration.js'
+import type {RegistrationStore} from '../families/registration.js'
 
 /**
  * A task instance's events and the audit `log` row naming them, in one statement (one round
@@ -36,7 +37,7 @@ import type {
  * JSON.stringify). Ids come from the sequence in the order the rows are inserted (ORDER BY the
  * input's ordinality), so ordering by id is the input's order: the i-th id is the i-th event's.
  */
-export function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function insertAssetEvents(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partition = capabilities.eventPartitionKey
   const slots = new Slots<EventSlot>()
   const param = (slot: EventSlot, type: string) => slots.ref(slot, type)
@@ -135,7 +136,7 @@ type EventSlot =
   | 'extraAfter'
 
 /** Existing assets whose name or uri is one of the given strings, by string. */
-export function findAssetsByNameOrUri() {
+function findAssetsByNameOrUri() {
   const find = prepared(
     'assets_by_name_or_uri',
     `select s.value, a.name, a.uri
@@ -174,7 +175,7 @@ export function findAssetsByNameOrUri() {
  * aliases it is told the task declares (`createAliases`). Three statements whatever the number of
  * emissions; emissions whose alias does not exist (and was not created) are not returned.
  */
-export function ensureAliasAssets(capabilities: Pick<Capabilities, 'aliasAssetShape'>) {
+function ensureAliasAssets(capabilities: Pick<Capabilities, 'aliasAssetShape'>) {
   const input = 'unnest($1::text[], $2::text[], $3::text[]) as i(alias_name, asset_name, asset_uri)'
   const declared = capabilities.aliasAssetShape === 'declared'
   const createAliases = prepared(
@@ -240,7 +241,7 @@ export function ensureAliasAssets(capabilities: Pick<Capabilities, 'aliasAssetSh
 }
 
 /** asset_alias_asset_event rows: which alias each event was emitted through (one statement). */
-export function insertAliasEventLinks() {
+function insertAliasEventLinks() {
   const insert = prepared(
     'alias_event_links',
     `insert into asset_alias_asset_event (alias_id, event_id)
@@ -291,19 +292,19 @@ export function insertAliasEventLinks() {
  * the statement itself queues, so the keys it queues count as queued (inserted now, or there
  * already: ON CONFLICT DO NOTHING leaves a key queued either way).
  */
-export function queueConsumers(
+function queueConsumers(
   capabilities: Pick<Capabilities, 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'>,
   downstream: DownstreamReader,
   /** The preview in a statement of its own (readDownstream), for a queue statement that raced. */
   readAgain: (ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]) => Promise<DownstreamFacts[]>,
   /**
-   * 'plan': the same decision on SELECT alone (`--plan`): the keys it would queue are selected,
+   * 'plan': the same decision on SELECT alone (a read-only plan): the keys it would queue are selected,
    * not inserted, so the plan and the write cannot disagree on which consumers are queued.
    */
   mode: 'write' | 'plan' = 'write',
 ) {
   // Two texts, with and without the preview: a statement is planned afresh on each connection
-  // for its first executions, and the preview's part would cost --no-downstream that planning.
+  // for its first executions, and the preview's part would cost a write without one that planning.
   // Parameters are numbered as each text first names them; the caller fills them by name.
   const texts = [false, true].map((withPreview) => {
     const slots = new Slots<QueueSlot>()
@@ -532,3 +533,21 @@ type QueueSlot =
   | 'knownNames'
   | 'knownUris'
   | 'knownNoAliases'
+
+/** The registration family for one capability set, its queue statement reading `preview`. */
+export function registrationStore(
+  capabilities: Pick<
+    Capabilities,
+    'eventPartitionKey' | 'aliasAssetShape' | 'queueShape' | 'partitionedTimetables' | 'consumerFilter' | 'teamFilter'
+  >,
+  preview: DownstreamPreview,
+): RegistrationStore {
+  return {
+    insertAssetEvents: insertAssetEvents(capabilities),
+    findAssetsByNameOrUri: findAssetsByNameOrUri(),
+    ensureAliasAssets: ensureAliasAssets(capabilities),
+    insertAliasEventLinks: insertAliasEventLinks(),
+    queueConsumers: queueConsumers(capabilities, preview.reader, preview.readDownstream),
+    planConsumers: queueConsumers(capabilities, preview.reader, preview.readDownstream, 'plan'),
+  }
+}

@@ -9,8 +9,10 @@ import {
   type SelectionGroup,
   type TaskInstanceFilter,
   type UnknownSelectors,
-} from '../airflowStore.js'
+} from '../families/selection.js'
 import {eventOfThisTry, tryBegan, tryEarliest, tryEvidence, tryEvidenceKind, whereAll} from './fragments.js'
+import type {SelectionStore} from '../families/selection.js'
+import {keyedTaskInstanceOf, taskInstanceKeyOf, type KeyedTaskInstanceRow} from './rows.js'
 
 /**
  * The FROM and WHERE of a task-instance selection, with its bound values. `runs`: only the task
@@ -67,7 +69,7 @@ function filtered(
     )
   }
 
-  // A stable hash of the id: N hosts with --shard 1/N … N/N split one backfill without overlap.
+  // A stable hash of the id: N hosts taking shards 1/N … N/N split one backfill without overlap.
   if (filter.shard)
     where.push(
       `mod(abs(hashtext(ti.id::text)::bigint), ${params.add(filter.shard.count)}::int) = ${params.add(filter.shard.index - 1)}::int`,
@@ -118,7 +120,7 @@ const missingEvidenceOf = (ti: string) =>
  * sequential scan with hashed lookups, and only its matches are sorted (1.4 s). Each such page
  * reads the table, so the caller takes them larger (scanPageSize).
  */
-export function selectTaskInstancePage() {
+function selectTaskInstancePage() {
   return async (
     ex: Executor,
     filter: TaskInstanceFilter,
@@ -132,21 +134,11 @@ export function selectTaskInstancePage() {
     const page = filter.missingEventsOnly
       ? `select s.* from (select ${columns} ${from} offset 0) as s order by s.id limit ${params.add(limit)}::int`
       : `select ${columns} ${from} order by ti.id limit ${params.add(limit)}::int`
-    const rows = await ex.query<{
-      id: string
-      dag_id: string
-      run_id: string
-      task_id: string
-      map_index: number
-      state: string | null
-      evidence?: TryEvidenceKind
-    }>(statement(page, params.values))
+    const rows = await ex.query<KeyedTaskInstanceRow & {state: string | null; evidence?: TryEvidenceKind}>(
+      statement(page, params.values),
+    )
     return rows.map((row) => ({
-      id: row.id,
-      dagId: row.dag_id,
-      runId: row.run_id,
-      taskId: row.task_id,
-      mapIndex: row.map_index,
+      ...keyedTaskInstanceOf(row),
       state: row.state,
       ...(row.evidence ? {evidence: row.evidence} : {}),
     }))
@@ -155,10 +147,10 @@ export function selectTaskInstancePage() {
 
 /**
  * What a selection holds, by DAG, run and state, for the operator to see before a bulk write:
- * at most `maxGroups` groups in key order. With --limit, the groups are of the first `limit`
+ * at most `maxGroups` groups in key order. With a limit, the groups are of the first `limit`
  * task instances in the order the pages take them (by id), so they describe what will be touched.
  */
-export function summarizeTaskInstances() {
+function summarizeTaskInstances() {
   return async (
     ex: Executor,
     filter: TaskInstanceFilter & {limit?: number | undefined},
@@ -166,7 +158,7 @@ export function summarizeTaskInstances() {
   ): Promise<SelectionGroup[]> => {
     const params = new Params()
     const from = filtered(filter, params)
-    // With --limit, the first task instances in the order the pages take them.
+    // With a limit, the first task instances in the order the pages take them.
     const order = rangeOfRuns(filter) ? 'dr.run_after, dr.id, ti.id' : 'ti.id'
     const source =
       filter.limit === undefined
@@ -193,7 +185,7 @@ export function summarizeTaskInstances() {
  * single query ordered by task instance id instead walks task_instance_pkey, reading tens of
  * thousands of rows per page of a narrow range.
  */
-export function selectRunPage() {
+function selectRunPage() {
   return async (
     ex: Executor,
     filter: TaskInstanceFilter,
@@ -220,7 +212,7 @@ export function selectRunPage() {
 }
 
 /** One keyset page of the task instances of a run page, in (run page order, id) order. */
-export function selectTaskInstanceIdsOfRuns() {
+function selectTaskInstanceIdsOfRuns() {
   return async (
     ex: Executor,
     filter: TaskInstanceFilter,
@@ -235,14 +227,7 @@ export function selectTaskInstanceIdsOfRuns() {
         : (p: Params) => `(page.n, ti.id) > (${p.add(after.n)}::bigint, ${p.add(after.id)}::uuid)`
     const from = filtered(filter, params, keyset, runs)
     // The key too: an item that fails before its own read is still named by it.
-    const rows = await ex.query<{
-      n: string
-      id: string
-      dag_id: string
-      run_id: string
-      task_id: string
-      map_index: number
-    }>(
+    const rows = await ex.query<KeyedTaskInstanceRow & {n: string}>(
       statement(
         `select page.n, ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index ${from} order by page.n, ti.id limit ${params.add(limit)}::int`,
         params.values,
@@ -251,12 +236,12 @@ export function selectTaskInstanceIdsOfRuns() {
     return rows.map((row) => ({
       n: Number(row.n),
       id: row.id,
-      key: {dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index},
+      key: taskInstanceKeyOf(row),
     }))
   }
 }
 
-export function countTaskInstances() {
+function countTaskInstances() {
   return async (ex: Executor, filter: TaskInstanceFilter): Promise<number> => {
     const params = new Params()
     const [row] = await ex.query<{n: string}>(
@@ -275,7 +260,7 @@ export function countTaskInstances() {
  * One statement, so the recheck under the row lock costs one round trip. `ignore` leaves out the
  * events and the log row this very transaction wrote (for that recheck).
  */
-export function readMissingOutlets() {
+function readMissingOutlets() {
   const on = {dagId: '$2', runId: '$3', taskId: '$4', mapIndex: '$5::int', tryNumber: '$6::int'}
   const state = eventOfThisTry({
     ...on,
@@ -337,14 +322,14 @@ export function readMissingOutlets() {
   }
 }
 
-export function readDagIds() {
+function readDagIds() {
   const dagIds = prepared('dag_ids', 'select dag_id from dag order by dag_id')
   return async (ex: Executor): Promise<string[]> =>
     (await ex.query<{dag_id: string}>(dagIds([]))).map((row) => row.dag_id)
 }
 
 /** Whether any event names the DAG as its source. */
-export function hasEventsFromDag() {
+function hasEventsFromDag() {
   const exists = prepared(
     'events_from_dag',
     'select exists (select 1 from asset_event where source_dag_id = $1) as found',
@@ -361,7 +346,7 @@ export function hasEventsFromDag() {
  * (dag_id, task_id, run_id, map_index) and dag_run's (dag_id, run_id); the candidates are read
  * only when a name is unknown, which is the error path.
  */
-export function readUnknownSelectors() {
+function readUnknownSelectors() {
   const unknownRuns = prepared(
     'unknown_run_ids',
     `select id from unnest($2::text[]) as named(id)
@@ -400,5 +385,20 @@ export function readUnknownSelectors() {
       runCandidates: runs.length === 0 ? [] : ids(await ex.query<{id: string}>(runCandidates([dagId ?? null]))),
       taskCandidates: tasks.length === 0 ? [] : ids(await ex.query<{id: string}>(taskCandidates([dagId ?? null]))),
     }
+  }
+}
+
+/** The selection family (no statement of it depends on the release). */
+export function selectionStore(): SelectionStore {
+  return {
+    readMissingOutlets: readMissingOutlets(),
+    selectTaskInstancePage: selectTaskInstancePage(),
+    selectRunPage: selectRunPage(),
+    selectTaskInstanceIdsOfRuns: selectTaskInstanceIdsOfRuns(),
+    countTaskInstances: countTaskInstances(),
+    summarizeTaskInstances: summarizeTaskInstances(),
+    readDagIds: readDagIds(),
+    readUnknownSelectors: readUnknownSelectors(),
+    hasEventsFromDag: hasEventsFromDag(),
   }
 }

@@ -9,14 +9,11 @@ import type {
 } from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
-import type {LockedTaskInstance, RowHolder} from '../airflowStore.js'
+import type {LockedTaskInstance, RowHolder} from '../families/taskInstances.js'
+import type {TaskInstanceStore} from '../families/taskInstances.js'
+import {keyedTaskInstanceOf, taskInstanceKeyOf, type KeyedTaskInstanceRow, type TaskInstanceKeyRow} from './rows.js'
 
-interface TaskInstanceRow {
-  id: string
-  dag_id: string
-  run_id: string
-  task_id: string
-  map_index: number
+interface TaskInstanceRow extends KeyedTaskInstanceRow {
   state: StoredState
   try_number: number | null
   start_date: Date | null
@@ -61,7 +58,7 @@ const cachedVersions = 64
  * task_outlet_asset_reference, which holds only the concrete assets of the latest parse; the
  * caller says so.
  */
-export function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function readTaskInstance(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const statements = readStatements(capabilities)
   const serializedTask = serializedTaskCache()
   const resolveOutlets = outletResolver()
@@ -168,11 +165,7 @@ function readStatements(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
 
 function contextOf(row: TaskInstanceRow): TaskInstanceContext {
   return {
-    id: row.id,
-    dagId: row.dag_id,
-    runId: row.run_id,
-    taskId: row.task_id,
-    mapIndex: row.map_index,
+    ...keyedTaskInstanceOf(row),
     state: row.state,
     tryNumber: row.try_number,
     startDate: row.start_date,
@@ -287,14 +280,14 @@ function outletResolver() {
  * `self.id = uuid7()`): an id named by an operator, or selected a moment ago, may now be an
  * earlier try's, archived in task_instance_history with its key.
  */
-export function readArchivedTaskInstanceKey() {
+function readArchivedTaskInstanceKey() {
   const read = prepared(
     'archived_ti_key',
     'select dag_id, run_id, task_id, map_index from task_instance_history where task_instance_id = $1::uuid order by try_number desc limit 1',
   )
   return async (ex: Executor, tiId: string): Promise<TaskInstanceKey | undefined> => {
-    const [row] = await ex.query<{dag_id: string; run_id: string; task_id: string; map_index: number}>(read([tiId]))
-    return row ? {dagId: row.dag_id, runId: row.run_id, taskId: row.task_id, mapIndex: row.map_index} : undefined
+    const [row] = await ex.query<TaskInstanceKeyRow>(read([tiId]))
+    return row ? taskInstanceKeyOf(row) : undefined
   }
 }
 
@@ -305,7 +298,7 @@ export function readArchivedTaskInstanceKey() {
  * would turn a row that changed state into a missing row, and the caller could no longer tell
  * `conflict` from `not_found`.
  */
-export function lockTaskInstance() {
+function lockTaskInstance() {
   const lock = prepared(
     'lock_ti',
     'select state, try_number, xmin::text as xmin from task_instance where id = $1 for update',
@@ -321,7 +314,7 @@ export function lockTaskInstance() {
  * the locking transaction's id while it runs (a plain FOR UPDATE or UPDATE; a shared multixact
  * lock is not resolved), and pg_stat_activity.backend_xid names the session that has it.
  */
-export function readRowHolder() {
+function readRowHolder() {
   const holder = prepared(
     'ti_row_holder',
     `select a.pid, a.application_name, a.xact_start, a.state, a.usename::text as usename
@@ -358,7 +351,7 @@ export function readRowHolder() {
  * branch left them, which only a deferred task's resume reads. A task instance that never started gets start_date =
  * end_date, as `TaskInstance.set_state` does (airflow-core/src/airflow/models/taskinstance.py, Airflow 3.0).
  */
-export function markTaskInstanceSuccess() {
+function markTaskInstanceSuccess() {
   const update = prepared(
     'mark_ti_success',
     `update task_instance ti
@@ -382,7 +375,7 @@ export function markTaskInstanceSuccess() {
  * table is the one migration fde9ed84d07b creates (`task_state`, primary key dag_run_id, task_id,
  * map_index, key), or `task_state_store`, whichever this database has.
  */
-export function clearTaskState(capabilities: Pick<Capabilities, 'taskStateTable'>) {
+function clearTaskState(capabilities: Pick<Capabilities, 'taskStateTable'>) {
   const table = capabilities.taskStateTable
   const clear = table
     ? prepared(
@@ -393,5 +386,19 @@ export function clearTaskState(capabilities: Pick<Capabilities, 'taskStateTable'
   return async (ex: Executor, ti: TaskInstanceContext): Promise<number> => {
     if (!clear) return 0
     return (await ex.query(clear([ti.dagRunId, ti.taskId, ti.mapIndex]))).length
+  }
+}
+
+/** The task-instance family for one capability set. */
+export function taskInstanceStore(
+  capabilities: Pick<Capabilities, 'eventPartitionKey' | 'taskStateTable'>,
+): TaskInstanceStore {
+  return {
+    readTaskInstance: readTaskInstance(capabilities),
+    readArchivedTaskInstanceKey: readArchivedTaskInstanceKey(),
+    lockTaskInstance: lockTaskInstance(),
+    readRowHolder: readRowHolder(),
+    markTaskInstanceSuccess: markTaskInstanceSuccess(),
+    clearTaskState: clearTaskState(capabilities),
   }
 }

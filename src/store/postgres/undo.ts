@@ -2,14 +2,15 @@ import type {Capabilities} from '../../airflow/schema.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
 import {
-  undoLogEvent,
   type AuditRecord,
   type AuditRecordWindow,
   type ClearImage,
   type ConsumingRun,
   type EventConsumerLocks,
-} from '../airflowStore.js'
+  undoLogEvent,
+} from '../families/undo.js'
 import {heldConsumerDags} from './fragments.js'
+import type {UndoStore} from '../families/undo.js'
 
 interface AuditRecordRow {
   id: number
@@ -42,7 +43,7 @@ const recordOf = (row: AuditRecordRow): AuditRecord => ({
 })
 
 /** Audit `log` rows by id, in id order (an id with no row is simply absent). */
-export function readAuditRecords() {
+function readAuditRecords() {
   const read = prepared('audit_records', `select ${recordColumns} from log where id = any($1::int[]) order by id`)
   return async (ex: Executor, ids: readonly number[]): Promise<AuditRecord[]> =>
     (await ex.query<AuditRecordRow>(read([ids]))).map(recordOf)
@@ -52,9 +53,9 @@ export function readAuditRecords() {
  * The audit rows airlock's writers left in a window of `log.dttm` (idx_log_dttm), newest first (a
  * limit keeps the newest: an older write is taken back only after the ones built on it):
  * rows of the given events whose extra names airlock, optionally by who acted (`owner`, which
- * airlock fills with --actor or the OS user) and by DAG, run and task.
+ * airlock fills with the actor the operator names or the OS user) and by DAG, run and task.
  */
-export function readAuditRecordWindow() {
+function readAuditRecordWindow() {
   const read = prepared(
     'audit_record_window',
     `select ${recordColumns} from log
@@ -89,7 +90,7 @@ export function readAuditRecordWindow() {
  * `"undoes": logId` (`exceptId`: the calling undo's own row, not committed yet). The CASE keeps the cast away from rows of other events, whose extra need not
  * be JSON.
  */
-export function findUndoOf() {
+function findUndoOf() {
   const undoEvent = undoLogEvent
   const find = prepared(
     'find_undo_of',
@@ -107,14 +108,14 @@ export function findUndoOf() {
 
 /**
  * Locks the `dag` rows of every DAG scheduled on these events' assets or aliases, FOR SHARE SKIP
- * LOCKED, the locks `audit-events --fix` takes: the scheduler creates an asset-triggered run only
+ * LOCKED, the locks the duplicate repair takes: the scheduler creates an asset-triggered run only
  * for a DAG row it locked (`DagModel.dags_needing_dagruns`, FOR NO KEY UPDATE SKIP LOCKED: `with_row_locks`' key_share default), so while they
  * are held no run can take these events, and a row it holds is reported rather than waited for.
  * Also: which of them have a partitioned timetable (3.2+), whose partition path takes events
  * without that lock, and the events' assets and aliases (what the downstream preview reads).
  */
-export function lockEventConsumers(capabilities: Pick<Capabilities, 'partitionedTimetables'>) {
-  // --plan reads the same without the lock (a read-only session takes no row lock).
+function lockEventConsumers(capabilities: Pick<Capabilities, 'partitionedTimetables'>) {
+  // A plan reads the same without the lock (a read-only session takes no row lock).
   const text = (lock: boolean) =>
     prepared(
       `${lock ? 'lock' : 'read'}_event_consumers${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
@@ -154,7 +155,7 @@ export function lockEventConsumers(capabilities: Pick<Capabilities, 'partitioned
  * `_create_dag_runs_asset_triggered` fills with `dag_run.consumed_asset_events`), and from 3.2 the
  * partition log rows a partition mapper wrote for them (`partitioned_asset_key_log`, no run yet).
  */
-export function readConsumingRuns(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
+function readConsumingRuns(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const read = prepared(
     capabilities.eventPartitionKey ? 'consuming_runs_partitioned' : 'consuming_runs',
     `select c.event_id, r.dag_id, r.run_id from dagrun_asset_event c join dag_run r on r.id = c.dag_run_id
@@ -179,7 +180,7 @@ export function readConsumingRuns(capabilities: Pick<Capabilities, 'eventPartiti
  * Deletes these events; their alias links and (3.4+) their queue rows go with them by their
  * foreign keys' ON DELETE CASCADE. Returns the ids deleted (an id already gone is not).
  */
-export function deleteEvents() {
+function deleteEvents() {
   const remove = prepared(
     'undo_delete_events',
     'delete from asset_event where id = any($1::int[]) returning id, asset_id',
@@ -204,7 +205,7 @@ export function deleteEvents() {
  * DAG's last asset-triggered run's run_after count, as the scheduler reads them. Returns the keys
  * deleted and kept.
  */
-export function deleteCreatedQueueRows() {
+function deleteCreatedQueueRows() {
   const remove = prepared(
     'undo_delete_queue_rows',
     `with created as (
@@ -254,7 +255,7 @@ export function deleteCreatedQueueRows() {
  * task_instance row and the audit row of one write carry the same one until anything writes the
  * row again (a heartbeat, a clear, the UI, the scheduler). Its state and try, to say what moved.
  */
-export function compareTaskInstanceLeft() {
+function compareTaskInstanceLeft() {
   const compare = prepared(
     'undo_compare_ti',
     `select ti.xmin = l.xmin as same, ti.state, ti.try_number
@@ -278,7 +279,7 @@ export function compareTaskInstanceLeft() {
  * `complete` changed (state, start_date, end_date, duration, updated_at, next_method; next_kwargs
  * stays NULL, and a write that found it set is not undone).
  */
-export function restoreTaskInstance() {
+function restoreTaskInstance() {
   const restore = prepared(
     'undo_restore_ti',
     `update task_instance ti
@@ -293,13 +294,13 @@ export function restoreTaskInstance() {
 }
 
 /**
- * Events `audit-events --fix` removed, put back from its before-image (every column as it was, the
+ * Events the duplicate repair removed, put back from its before-image (every column as it was, the
  * id included) with their alias links. The before-image leaves the extra out (free-form data the
  * audit log's readers need not see): a duplicate's extra equals its kept event's, so it is taken
  * from the kept event, which must still exist. An id that exists again is left alone and not
  * returned (a concurrent undo of the same fix put it back).
  */
-export function restoreEvents() {
+function restoreEvents() {
   const restore = prepared(
     'undo_restore_events',
     `with kept as (
@@ -326,12 +327,12 @@ export function restoreEvents() {
 }
 
 /**
- * `complete --continue-run`'s clear, under undo: the task instances it cleared (by the ids it gave
+ * The clear of a completion that continued its run, under undo: the task instances it cleared (by the ids it gave
  * them) and the run locked in the protocol's order (task instances by key, then the run), then
  * compared with what the clear left. Returns what moved on since, one phrase per row; empty when
  * every row is still exactly that.
  */
-export function lockAndCompareClear() {
+function lockAndCompareClear() {
   const lockTis = prepared(
     'undo_lock_cleared',
     'select id from task_instance where id = any($1::uuid[]) order by task_id, map_index for update',
@@ -381,7 +382,7 @@ export function lockAndCompareClear() {
  * clear archived leave task_instance_history, the reschedules it deleted come back whole, and the
  * run's columns are put back.
  */
-export function restoreClear() {
+function restoreClear() {
   const ids = prepared(
     'undo_restore_cleared',
     `update task_instance ti
@@ -421,9 +422,9 @@ export function restoreClear() {
  * What the scheduler did with a completion since it committed: task instances of its run (of
  * `taskIds`, its downstream; null: every other one) whose row changed after the completed task
  * instance's `updated_at` (the caller checked it is still the row the completion wrote), and the
- * run when it finished after it. `except`: rows another check covers (--continue-run's cleared ones).
+ * run when it finished after it. `except`: rows another check covers (the ones its clear cleared).
  */
-export function readMovedSince() {
+function readMovedSince() {
   const read = prepared(
     'undo_moved_since',
     `select format('%s[%s] is %s since', ti.task_id, ti.map_index, coalesce(ti.state, 'none')) as change
@@ -444,4 +445,23 @@ export function readMovedSince() {
     (await ex.query<{change: string}>(read([of.dagId, of.runId, of.tiId, of.taskIds, of.except]))).map(
       (row) => row.change,
     )
+}
+
+/** The undo family for one capability set. */
+export function undoStore(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'eventPartitionKey'>): UndoStore {
+  return {
+    readAuditRecords: readAuditRecords(),
+    readAuditRecordWindow: readAuditRecordWindow(),
+    findUndoOf: findUndoOf(),
+    lockEventConsumers: lockEventConsumers(capabilities),
+    readConsumingRuns: readConsumingRuns(capabilities),
+    deleteEvents: deleteEvents(),
+    deleteCreatedQueueRows: deleteCreatedQueueRows(),
+    compareTaskInstanceLeft: compareTaskInstanceLeft(),
+    restoreTaskInstance: restoreTaskInstance(),
+    readMovedSince: readMovedSince(),
+    restoreEvents: restoreEvents(),
+    lockAndCompareClear: lockAndCompareClear(),
+    restoreClear: restoreClear(),
+  }
 }

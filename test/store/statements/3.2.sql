@@ -699,6 +699,26 @@ else (
         where r.dag_id = $2 and r.run_id = $3 and r.triggered_by = 'test') as v left join log l on l.id = v.log_id
          order by v.rank limit 1) as ev on true;
 
+-- airlock_dag_ids_9b5ffd60c944
+select dag_id from dag order by dag_id;
+
+-- airlock_unknown_run_ids_5f1a149ee6f5
+select id from unnest($2::text[]) as named(id)
+where not exists (select 1 from dag_run d where d.run_id = named.id and ($1::text is null or d.dag_id = $1));
+
+-- airlock_unknown_task_ids_0e3fdd2ab4aa
+select id from unnest($2::text[]) as named(id)
+where not exists (select 1 from task_instance t where t.task_id = named.id and ($1::text is null or t.dag_id = $1));
+
+-- airlock_run_id_candidates_47f3211c46cf
+select run_id as id from dag_run where $1::text is null or dag_id = $1 group by run_id limit 5000;
+
+-- airlock_task_id_candidates_fef37ace32e6
+select task_id as id from task_instance where $1::text is null or dag_id = $1 group by task_id limit 5000;
+
+-- airlock_events_from_dag_3df72276bbf8
+select exists (select 1 from asset_event where source_dag_id = $1) as found;
+
 -- airlock_latest_serialized_dag_78bbaee00563
 select sd.data, sd.data_compressed
  from serialized_dag sd left join dag_version dv on dv.id = sd.dag_version_id
@@ -765,26 +785,6 @@ update log
               from task_instance ti where ti.id = any($4::uuid[])) as t), '[]'::jsonb),
         'dag_run', (select to_jsonb(d) from (select id, state, clear_number, updated_at from dag_run where id = $5::int) as d))))::text, 'null'))
 where id = $1;
-
--- airlock_dag_ids_9b5ffd60c944
-select dag_id from dag order by dag_id;
-
--- airlock_unknown_run_ids_5f1a149ee6f5
-select id from unnest($2::text[]) as named(id)
-where not exists (select 1 from dag_run d where d.run_id = named.id and ($1::text is null or d.dag_id = $1));
-
--- airlock_unknown_task_ids_0e3fdd2ab4aa
-select id from unnest($2::text[]) as named(id)
-where not exists (select 1 from task_instance t where t.task_id = named.id and ($1::text is null or t.dag_id = $1));
-
--- airlock_run_id_candidates_47f3211c46cf
-select run_id as id from dag_run where $1::text is null or dag_id = $1 group by run_id limit 5000;
-
--- airlock_task_id_candidates_fef37ace32e6
-select task_id as id from task_instance where $1::text is null or dag_id = $1 group by task_id limit 5000;
-
--- airlock_events_from_dag_3df72276bbf8
-select exists (select 1 from asset_event where source_dag_id = $1) as found;
 
 -- airlock_events_by_id_80fb6e03c7eb
 select e.id, e.asset_id, a.name as asset_name, a.uri as asset_uri, e.extra::text as extra,

@@ -1,0 +1,111 @@
+import type {QueuedAssets} from '../../airflow/assetCondition.js'
+import type {Executor} from '../../engine/engine.js'
+
+/**
+ * The scheduler's asset-triggered step as it reads the database (postgres/downstream.ts,
+ * postgres/explain.ts): the consumers an event reaches, and `explain`'s pages of DAGs.
+ */
+export interface DownstreamStore {
+  /**
+   * Every consumer DAG these events' assets and aliases reach, with what the scheduler reads to
+   * decide whether it creates a run (one statement; a write reads it with queueConsumers).
+   */
+  readDownstream(ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]): Promise<DownstreamFacts[]>
+  /** `explain`: the next page of DAG ids (by id, after `after`) the selection names. */
+  pageExplainDags(ex: Executor, selection: ExplainSelection, after: string, limit: number): Promise<string[]>
+  /**
+   * `explain`: what the scheduler reads about these DAGs (flags, runs against the cap, latest
+   * condition, queue rows and the events that queued them), the assets and aliases their
+   * conditions name with their last events, their last `runsPerDag` asset-triggered runs with the
+   * events each consumed, and (3.2+) their pending partition runs. A bounded number of statements
+   * whatever the page's size.
+   */
+  readExplainPage(ex: Executor, dagIds: readonly string[], runsPerDag: number): Promise<ExplainPage>
+}
+
+/** A consumer DAG as the scheduler's asset-triggered step sees it. */
+export interface DownstreamFacts {
+  dagId: string
+  paused: boolean
+  stale: boolean
+  importErrors: boolean
+  maxActiveRuns: number | null
+  /** Queued and running runs of the DAG, of every type (what the scheduler counts against max_active_runs). */
+  activeRuns: number
+  /** 3.2+: a partitioned timetable (queued through a partition mapper, not evaluated here). */
+  partitioned: boolean
+  /** 3.2+: `dag.exceeds_max_non_backfill`, the scheduler's cached cap flag (false before 3.2). */
+  maxRunsFlag: boolean
+  /** `dag.timetable.__var.asset_condition` of its latest serialized DAG; undefined without one. */
+  condition: unknown
+  /** Its queue rows' assets and their aliases (this completion's included). */
+  queued: QueuedAssets
+}
+
+/** Which DAGs `explain` reads: every asset-scheduled one, these ids, or the consumers of these assets (names or uris). */
+export type ExplainSelection =
+  {kind: 'all'} | {kind: 'dags'; dagIds: readonly string[]} | {kind: 'assets'; assets: readonly string[]}
+
+export interface ExplainEvent {
+  id: number
+  timestamp: Date
+  sourceDagId: string | null
+  sourceRunId: string | null
+  sourceTaskId: string | null
+  sourceMapIndex: number | null
+}
+
+/** A DAG as `dags_needing_dagruns` reads it (the preview's facts but its queue), with its queue rows and their events. */
+export interface ExplainDag extends Omit<DownstreamFacts, 'queued'> {
+  /** Whether it has a serialized DAG at all. */
+  serialized: boolean
+  queue: Array<{
+    assetId: number
+    /** null: the asset row is gone (an orphan queue row). */
+    asset: {name: string; uri: string; active: boolean} | null
+    createdAt: Date
+    /** The event that queued it (3.4: the row's own; before: the asset's latest at or before the row). */
+    event: ExplainEvent | null
+  }>
+}
+
+export interface ExplainAsset {
+  id: number
+  name: string
+  uri: string
+  active: boolean
+  lastEvent: ExplainEvent | null
+}
+
+export interface ExplainAlias {
+  name: string
+  assetIds: number[]
+  lastEvent: ExplainEvent | null
+}
+
+export interface ExplainRun {
+  dagId: string
+  runId: string
+  state: string | null
+  runAfter: Date
+  queuedAt: Date | null
+  /** dagrun_asset_event: the events the run consumed. */
+  eventIds: number[]
+}
+
+/** A pending `asset_partition_dag_run` (no run created yet) and the assets it received events of. */
+export interface ExplainPartition {
+  id: number
+  dagId: string
+  partitionKey: string
+  createdAt: Date
+  received: Array<{assetId: number; sourceKeys: string[]}>
+}
+
+export interface ExplainPage {
+  dags: ExplainDag[]
+  assets: ExplainAsset[]
+  aliases: ExplainAlias[]
+  runs: ExplainRun[]
+  partitions: ExplainPartition[]
+}
