@@ -84,19 +84,7 @@ export function renderSupportedVersionsPage(): string {
     'A head from before 3.0.0 (Airflow 2, or an upgrade to 3.0.0 that did not finish) is refused by',
     'name, flag or not.',
     '',
-    '## Development migrations refused by name',
-    '',
-    `Airflow's main and its pull requests have migrations beside or after \`${releases.at(-1)!.head}\` that airlock has seen but cannot place: the`,
-    'copies of their files disagree on their parents and no newer `migrations-ref.rst` could be read,',
-    'so the tables at each are not known. A database at one of them is refused with exit 8, naming it',
-    'and what it changes; `--assume-version` does not apply (they belong to no release).',
-    '',
-    '| revision | its file says | what it changes |',
-    '|---|---|---|',
-    ...Object.entries(unplacedRevisions)
-      .sort(([a, ra], [b, rb]) => compareVersions(ra.version, rb.version) || a.localeCompare(b))
-      .map(([revision, {version, changes}]) => `| \`${revision}\` | ${version} | ${changes} |`),
-    '',
+    ...unplacedSection(),
   )
   return lines.join('\n')
 }
@@ -127,5 +115,24 @@ function features(placement: Placement): string[] {
     yesNo(multiTeam),
     placement.applied.has(queueKeyRevision) ? 'one row per event' : 'one row per asset and DAG',
     filter === 'all_skip_paused' ? 'paused (stale ones queued)' : 'paused and stale, by id or alias only',
+  ]
+}
+
+/** The migrations airlock has seen but refuses by name (src/airflow/unplacedRevisions.ts). */
+function unplacedSection(): string[] {
+  return [
+    '## Development migrations refused by name',
+    '',
+    `Airflow's main and its pull requests have migrations beside or after \`${releases.at(-1)!.head}\` that airlock has seen but cannot place: the`,
+    'copies of their files disagree on their parents and no newer `migrations-ref.rst` could be read,',
+    'so the tables at each are not known. A database at one of them is refused with exit 8, naming it',
+    'and what it changes; `--assume-version` does not apply (they belong to no release).',
+    '',
+    '| revision | its file says | what it changes |',
+    '|---|---|---|',
+    ...Object.entries(unplacedRevisions)
+      .sort(([a, ra], [b, rb]) => compareVersions(ra.version, rb.version) || a.localeCompare(b))
+      .map(([revision, {version, changes}]) => `| \`${revision}\` | ${version} | ${changes} |`),
+    '',
   ]
 }

@@ -1,3 +1,4 @@
+import type {AirflowSchema} from '../airflow/schema.js'
 import {describeEvidence, verdictOf, type TryVerdict} from '../airflow/tryEvidence.js'
 import {readLimits} from '../engine/engine.js'
 import {retryingReads} from '../engine/retry.js'
@@ -120,17 +121,7 @@ export async function auditEvents(
   const {filter} = options
   const {store, db} = airflow
   const pool = db.executor
-  // --fix leaves a duplicate a run can still take (a consumer with a partitioned timetable, 3.2+;
-  // from 3.4 a queue row naming it), which only its own read under its locks can tell.
-  const {partitionedTimetables, queueShape} = airflow.schema.capabilities
-  const pending = [
-    ...(partitionedTimetables ? ['a consumer with a partitioned timetable'] : []),
-    ...(queueShape === 'per_event' ? ['a queue row naming it'] : []),
-  ]
-  const fixSays =
-    pending.length === 0
-      ? 'airlock audit-events --fix removes it'
-      : `airlock audit-events --fix removes it, unless a run can still take it (${pending.join(', or ')})`
+  const fixSays = fixSuggestion(airflow.schema.capabilities)
   const sources = await store.countEventSources(pool, filter)
   counts.external = sources.external
   const progress = options.onProgress ?? (() => undefined)
@@ -226,6 +217,24 @@ const blank = (cls: AuditClass): Finding => ({
   evidence: '',
   suggestion: null,
 })
+
+/**
+ * What --fix will do with a duplicate, as far as the release lets the audit say: it leaves one a
+ * run can still take (a consumer with a partitioned timetable, 3.2+; from 3.4 a queue row naming
+ * it), which only its own read under its locks can tell.
+ */
+function fixSuggestion({
+  partitionedTimetables,
+  queueShape,
+}: Pick<AirflowSchema['capabilities'], 'partitionedTimetables' | 'queueShape'>): string {
+  const pending = [
+    ...(partitionedTimetables ? ['a consumer with a partitioned timetable'] : []),
+    ...(queueShape === 'per_event' ? ['a queue row naming it'] : []),
+  ]
+  return pending.length === 0
+    ? 'airlock audit-events --fix removes it'
+    : `airlock audit-events --fix removes it, unless a run can still take it (${pending.join(', or ')})`
+}
 
 function eventFinding(event: ClassifiedEvent, fixSays: string): Finding {
   const {source} = event
