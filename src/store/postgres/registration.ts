@@ -343,8 +343,8 @@ export function queueConsumers(
         throughAlias.map((e) => e.aliasId!),
       ),
       knownHashes: known?.hashes ?? [],
-      knownNames: known?.names ?? [],
-      knownUris: known?.uris ?? [],
+      knownNoLeaves: known?.noLeaves ?? [],
+      knownNoRefs: known?.noRefs ?? [],
       knownNoAliases: known?.noAliases ?? [],
     }
     const {slots, queue} = texts[preview ? 1 : 0]!
@@ -365,7 +365,7 @@ export function queueConsumers(
     if (!preview || !known || !facts) return {decisions, downstream: null}
     // Raced: read again, in a statement whose snapshot sees what the other transaction committed.
     if (facts.raced) return {decisions, downstream: await readAgain(ex, preview.assetIds, preview.aliasIds)}
-    return {decisions, downstream: downstream.facts(facts.downstream!, known)}
+    return {decisions, downstream: await downstream.facts(ex, facts.downstream!, known)}
   }
 }
 
@@ -450,8 +450,8 @@ function previewBranch(downstream: DownstreamReader, param: QueueParam, linksHer
       assetIds: param('previewAssetIds', 'int[]'),
       aliasIds: param('previewAliasIds', 'int[]'),
       hashes: param('knownHashes', 'text[]'),
-      names: param('knownNames', 'text[]'),
-      uris: param('knownUris', 'text[]'),
+      noLeaves: param('knownNoLeaves', 'text[]'),
+      noRefs: param('knownNoRefs', 'text[]'),
       noAliases: param('knownNoAliases', 'text[]'),
     },
     {
@@ -529,6 +529,6 @@ type QueueSlot =
   | 'previewAssetIds'
   | 'previewAliasIds'
   | 'knownHashes'
-  | 'knownNames'
-  | 'knownUris'
+  | 'knownNoLeaves'
+  | 'knownNoRefs'
   | 'knownNoAliases'
