@@ -141,11 +141,12 @@ export function queuedLeaf({assets: queued, aliases}: QueuedAssets): (leaf: Cond
 interface TreeIndex {
   leaves: ConditionLeaf[]
   labels: string[]
-  position: Map<ConditionLeaf, number>
   assetsByName: Map<string, number[]>
   refsByName: Map<string, number[]>
   refsByUri: Map<string, number[]>
   aliasesByName: Map<string, number[]>
+  /** Per AND and OR node, each child's leaf position (-1 for a child that is a node): no lookup per leaf and evaluation. */
+  slots: Map<ConditionTree, Int32Array>
   /** No label repeats: an AND's missing parts never share one. */
   distinct: boolean
 }
@@ -159,11 +160,11 @@ function treeIndex(tree: ConditionTree): TreeIndex {
   const index: TreeIndex = {
     leaves,
     labels: leaves.map((leaf) => leaf.label),
-    position: new Map(leaves.map((leaf, i) => [leaf, i])),
     assetsByName: new Map(),
     refsByName: new Map(),
     refsByUri: new Map(),
     aliasesByName: new Map(),
+    slots: new Map(),
     distinct: false,
   }
   const add = (map: Map<string, number[]>, key: string, i: number) => {
@@ -177,6 +178,22 @@ function treeIndex(tree: ConditionTree): TreeIndex {
     else if (leaf.name !== undefined) add(index.refsByName, leaf.name, i)
     else add(index.refsByUri, leaf.uri!, i)
   })
+  // Leaves are numbered depth first, children in order: leavesOf's order.
+  let next = 0
+  const number = (node: ConditionTree): void => {
+    if (node.kind === 'unknown') return
+    if (!('children' in node)) {
+      next++
+      return
+    }
+    const slots = new Int32Array(node.children.length)
+    node.children.forEach((child, k) => {
+      slots[k] = 'label' in child ? next : -1
+      number(child)
+    })
+    index.slots.set(node, slots)
+  }
+  number(tree)
   index.distinct = new Set(index.labels).size === leaves.length
   indexByTree.set(tree, index)
   return index
@@ -248,11 +265,11 @@ function evaluateMarks(tree: ConditionTree, index: TreeIndex, marks: Uint8Array)
     met,
     leaves: index.labels.slice(),
     satisfied,
-    waitingFor: met ? [] : (missingOf(tree, state, index.distinct) ?? []),
+    waitingFor: met ? [] : (state.missing(tree) ?? []),
   }
 }
 
-/** Whether each node holds, computed once per node for one evaluation. */
+/** One evaluation: whether each node holds (once per node), and what it still misses. */
 class NodeState {
   private readonly nodes = new Map<ConditionTree, boolean>()
   constructor(
@@ -261,61 +278,67 @@ class NodeState {
   ) {}
 
   met(tree: ConditionTree): boolean {
-    switch (tree.kind) {
-      case 'unknown':
-        return false
-      case 'all':
-      case 'any': {
-        const known = this.nodes.get(tree)
-        if (known !== undefined) return known
-        const met =
-          tree.kind === 'all'
-            ? tree.children.every((child) => this.met(child))
-            : tree.children.some((child) => this.met(child))
-        this.nodes.set(tree, met)
-        return met
-      }
-      default:
-        return this.marks[this.index.position.get(tree)!] === 1
-    }
+    if (tree.kind === 'unknown') return false
+    // A lone leaf is the whole tree: position 0.
+    if (!('children' in tree)) return this.marks[0] === 1
+    const known = this.nodes.get(tree)
+    if (known !== undefined) return known
+    const met = tree.kind === 'all' ? this.every(tree) : this.some(tree)
+    this.nodes.set(tree, met)
+    return met
   }
-}
 
-/**
- * The fewest leaves that would make a node true; undefined when nothing can (an unknown node, an
- * empty OR). An AND needs every part it misses (each label once, in the order first met), an OR
- * only its cheapest side (the first, when two cost the same). `distinct`: no label repeats in the
- * whole tree, so an AND's parts never share one.
- */
-function missingOf(tree: ConditionTree, state: NodeState, distinct: boolean): string[] | undefined {
-  if (state.met(tree)) return []
-  switch (tree.kind) {
-    case 'all': {
+  private childMet(slot: number, child: ConditionTree): boolean {
+    return slot >= 0 ? this.marks[slot] === 1 : this.met(child)
+  }
+
+  private every(tree: Extract<ConditionTree, {children: unknown}>): boolean {
+    const slots = this.index.slots.get(tree)!
+    for (let k = 0; k < slots.length; k++) if (!this.childMet(slots[k]!, tree.children[k]!)) return false
+    return true
+  }
+
+  private some(tree: Extract<ConditionTree, {children: unknown}>): boolean {
+    const slots = this.index.slots.get(tree)!
+    for (let k = 0; k < slots.length; k++) if (this.childMet(slots[k]!, tree.children[k]!)) return true
+    return false
+  }
+
+  /**
+   * The fewest leaves that would make a node true; undefined when nothing can (an unknown node,
+   * an empty OR). An AND needs every part it misses (each label once, in the order first met), an
+   * OR only its cheapest side (the first, when two cost the same).
+   */
+  missing(tree: ConditionTree): string[] | undefined {
+    if (this.met(tree)) return []
+    if (tree.kind === 'unknown') return undefined
+    if (!('children' in tree)) return [tree.label]
+    const slots = this.index.slots.get(tree)!
+    if (tree.kind === 'all') {
       const missing: string[] = []
-      for (const child of tree.children) {
-        if (state.met(child)) continue
-        if ('label' in child) {
-          missing.push(child.label)
+      for (let k = 0; k < slots.length; k++) {
+        const slot = slots[k]!
+        const child = tree.children[k]!
+        if (slot >= 0) {
+          if (this.marks[slot] !== 1) missing.push(this.index.labels[slot]!)
           continue
         }
-        const part = missingOf(child, state, distinct)
+        if (this.met(child)) continue
+        const part = this.missing(child)
         if (part === undefined) return undefined
         for (const label of part) missing.push(label)
       }
-      return distinct ? missing : [...new Set(missing)]
+      // No label repeats in the whole tree: an AND's parts never share one.
+      return this.index.distinct ? missing : [...new Set(missing)]
     }
-    case 'any': {
-      let best: string[] | undefined
-      for (const child of tree.children) {
-        const part = missingOf(child, state, distinct)
-        if (part !== undefined && (best === undefined || part.length < best.length)) best = part
-      }
-      return best
+    let best: string[] | undefined
+    for (let k = 0; k < slots.length; k++) {
+      const slot = slots[k]!
+      const part =
+        slot >= 0 ? (this.marks[slot] === 1 ? [] : [this.index.labels[slot]!]) : this.missing(tree.children[k]!)
+      if (part !== undefined && (best === undefined || part.length < best.length)) best = part
     }
-    case 'unknown':
-      return undefined
-    default:
-      return [tree.label]
+    return best
   }
 }
 
