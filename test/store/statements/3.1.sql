@@ -300,7 +300,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_id_and_alias_skip_paused_a_47ee2ce3118b
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_99cfa829cc51
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -384,10 +384,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
 
 -- airlock_plan_queue_per_asset_id_and_alias_skip_pau_92119d9723ef
 with reference as (
@@ -422,7 +423,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_asset_id_and_alias_skip_pau_920bdcf42075
+-- airlock_plan_queue_per_asset_id_and_alias_skip_pau_ec354f972536
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -504,10 +505,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
 
 -- airlock_lineage_facts_2234eca278b6
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,

@@ -303,7 +303,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_all_skip_paused_preview_93359bf6bf3e
+-- airlock_queue_per_asset_all_skip_paused_preview_e48825e9fe6f
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -387,10 +387,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
 
 -- airlock_plan_queue_per_asset_all_skip_paused_d668094adb9b
 with reference as (
@@ -425,7 +426,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_asset_all_skip_paused_previ_8f7c155f5626
+-- airlock_plan_queue_per_asset_all_skip_paused_previ_9a0d80e3bfaf
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -507,10 +508,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
 
 -- airlock_lineage_facts_2234eca278b6
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
@@ -1333,7 +1335,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_all_skip_paused_teams_prev_4d44f59adad2
+-- airlock_queue_per_asset_all_skip_paused_teams_prev_857b521f09a5
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1429,10 +1431,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
 
 -- airlock_plan_queue_per_asset_all_skip_paused_teams_9ca10aa1a17b
 with reference as (
@@ -1479,7 +1482,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_asset_all_skip_paused_teams_2678e78e45f4
+-- airlock_plan_queue_per_asset_all_skip_paused_teams_b4b1b94ea3e5
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1573,7 +1576,8 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;

@@ -302,7 +302,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_preview_356ec138af49
+-- airlock_queue_per_event_all_skip_paused_preview_986a0b99c847
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -385,10 +385,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
 
 -- airlock_plan_queue_per_event_all_skip_paused_603b9acbb4ed
 with reference as (
@@ -421,7 +422,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_previ_a43d9bb5daa4
+-- airlock_plan_queue_per_event_all_skip_paused_previ_1b1ba3d968ef
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -501,10 +502,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
 
 -- airlock_lineage_facts_2234eca278b6
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
@@ -1328,7 +1330,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_teams_prev_a2ff66b535ec
+-- airlock_queue_per_event_all_skip_paused_teams_prev_a47c5372d661
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1423,10 +1425,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
 
 -- airlock_plan_queue_per_event_all_skip_paused_teams_1316a85d112d
 with reference as (
@@ -1471,7 +1474,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_teams_3f781e445bb2
+-- airlock_plan_queue_per_event_all_skip_paused_teams_4fa34d95ef0f
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1563,7 +1566,8 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
