@@ -25,7 +25,9 @@ import {consumerDagsOf} from './fragments.js'
  * Two statements embed it: the queue statement (`queueConsumers`, the preview of a write, read in
  * the same statement that queues the item's consumers) and `readDownstream` (the read-only plan).
  * Both share one cache of conditions by serialized DAG hash, so a DAG's condition is parsed once
- * per process.
+ * per process, and one of asset keys by id, so the queue rows travel as ids. They read a DAG's
+ * queue rows only where its condition can use them (issue 44: docs/bench.md, "The preview at the
+ * price of a lookup").
  */
 export interface DownstreamReader {
   /**
