@@ -8,6 +8,12 @@ import {growthChart, growthMarkdown, growthOf, parseEventSizes, type Growth} fro
 import {benchMarkdown, benchTerminal, scaleMarkdown} from '../src/bench/report.js'
 import {describeMachine, runBench, type BenchReport} from '../src/bench/runBench.js'
 import {runScale, type ScaleReport} from '../src/bench/scale.js'
+import {
+  measurePreviewPrice,
+  previewPriceDefaults,
+  previewPriceMarkdown,
+  type PreviewPriceReport,
+} from '../src/bench/previewPrice.js'
 import {openScratchServer, type ScratchServer} from '../src/bench/scratch.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {parseIntegerList} from '../src/cli/parseInput.js'
@@ -21,6 +27,7 @@ import {usageError} from '../src/errors.js'
 
 type BenchResult =
   | (BenchReport & {written: string[]})
+  | {machine: BenchReport['machine']; previewPrice: PreviewPriceReport; written: string[]}
   | {
       machine: BenchReport['machine']
       scale: ScaleReport
@@ -41,7 +48,13 @@ same-task-instance race, and the peak memory of a large backfill. Writes bench/r
 
 --scale runs only the production-scale section: a world of a million task instances and ten
 million events (about 2 minutes to seed, 3 GB of disk), each reading command over it with its
-time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. About 10 minutes.`)
+time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. About 10 minutes.
+
+--world preview-price runs only the downstream preview's price (issue 44): a producer of 41 tasks ×
+600 outlets, 2 unpaused and 1 paused consumer DAGs each scheduled on all 24,600 assets, the queue
+filled to --queue-sizes rows; registration with the preview, with --no-downstream and as the raw
+floor, side by side, at --outlets 10,300,600, and the lock hold. Writes preview-price.md and
+preview-price.json. About 5 minutes.`)
 
   static override examples = [
     '<%= config.bin %> bench',
@@ -50,6 +63,7 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
     '<%= config.bin %> bench --profile perf-lab --quick',
     '<%= config.bin %> bench --profile perf-lab --outlets 0,600',
     '<%= config.bin %> bench --scale --profile perf-lab',
+    '<%= config.bin %> bench --world preview-price --profile perf-lab',
   ]
 
   static override flags = {
@@ -138,6 +152,17 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
       helpValue: '100k,1M,10M',
       helpGroup: 'SCALE',
     }),
+    world: Flags.string({
+      description:
+        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there).",
+      options: ['preview-price'],
+      helpGroup: 'WORLD',
+    }),
+    'queue-sizes': Flags.string({
+      description: 'With --world preview-price: the queue sizes (asset_dag_run_queue rows) to fill to, k allowed.',
+      default: '1k,10k,100k',
+      helpGroup: 'WORLD',
+    }),
     'scale-events': Flags.integer({
       description: 'Asset events per task instance in the scale world.',
       default: 10,
@@ -181,6 +206,7 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
     }
 
     if (flags.sizes !== undefined && !flags.scale) throw usageError('--sizes goes with --scale.')
+    if (flags.world === 'preview-price') return {result: await this.previewPrice(server, adminUrl, flags, writeResults)}
     if (flags.scale && flags.sizes !== undefined) {
       const machine = await describeMachine(adminUrl)
       const reports = await this.scaleWorlds(server, flags)
@@ -223,6 +249,39 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
     return {result: {...report, written}}
   }
 
+  /** --world preview-price: the downstream preview's price on consumers of every asset (issue 44). */
+  private async previewPrice(
+    server: ScratchServer,
+    adminUrl: string,
+    flags: BenchFlags,
+    writeResults: (files: ReadonlyArray<readonly [string, string]>) => Promise<string[]>,
+  ): Promise<{machine: BenchReport['machine']; previewPrice: PreviewPriceReport; written: string[]}> {
+    const quick = flags.quick
+    const given = (flag: string) => this.argv.some((arg) => new RegExp(`^--${flag}(=|$)`).test(arg))
+    const machine = await describeMachine(adminUrl)
+    const previewPrice = await measurePreviewPrice(
+      server,
+      {
+        ...previewPriceDefaults,
+        queueSizes: quick ? [1000] : parseQueueSizes(flags['queue-sizes']),
+        outlets: given('outlets')
+          ? parseIntegerList(flags.outlets, '--outlets')
+          : quick
+            ? [10]
+            : previewPriceDefaults.outlets,
+        runs: quick ? 2 : given('runs') ? flags.runs : previewPriceDefaults.runs,
+        warmup: quick ? 1 : given('warmup') ? flags.warmup : previewPriceDefaults.warmup,
+      },
+      (line) => this.progress(line),
+    )
+    const caption = `${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GiB, Node ${machine.node}, PostgreSQL ${machine.postgres}, ${machine.date}`
+    const written = await writeResults([
+      ['preview-price.md', previewPriceMarkdown(previewPrice, caption)],
+      ['preview-price.json', JSON.stringify({machine, ...previewPrice}, null, 2) + '\n'],
+    ])
+    return {machine, previewPrice, written}
+  }
+
   /** --sizes: the scale world at each size, smallest first; the post-backfill world once, after the last. */
   private async scaleWorlds(server: ScratchServer, flags: BenchFlags): Promise<ScaleReport[]> {
     const sizes = parseEventSizes(flags.sizes!, flags['scale-events'])
@@ -245,6 +304,10 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
   }
 
   protected render(result: BenchResult): string {
+    if ('previewPrice' in result) {
+      const m = result.machine
+      return `${previewPriceMarkdown(result.previewPrice, `${m.cpus} × ${m.cpuModel}, PostgreSQL ${m.postgres}, ${m.date}`)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
+    }
     if ('scale' in result)
       return `${result.growth ? `${growthMarkdown(result.growth).join('\n')}\n\n` : ''}${scaleMarkdown(result.scale, result.machine)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
     return `${benchTerminal(result)}\n\n${benchMarkdown(result).split('\n').slice(0, 2).join('\n')}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
@@ -252,6 +315,15 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
 }
 
 type BenchFlags = Interfaces.InferredFlags<typeof Bench.flags>
+
+/** --queue-sizes: whole numbers, `k` for thousands. */
+function parseQueueSizes(text: string): number[] {
+  return text.split(',').map((part) => {
+    const match = /^\s*(\d+)(k?)\s*$/i.exec(part)
+    if (!match || Number(match[1]) <= 0) throw usageError(`--queue-sizes takes sizes like 1k,10k,100k (got ${part}).`)
+    return Number(match[1]) * (match[2] ? 1000 : 1)
+  })
+}
 
 /** What the lock-hold, throughput, race, memory and stamp runs measure; --quick is a smoke run. */
 function benchPlan(flags: BenchFlags) {

@@ -98,115 +98,251 @@ function parseTree(encoded: unknown): ConditionTree {
 }
 
 /**
- * Whether the queue satisfies a leaf, as `AssetEvaluator` decides it: the predicate over an index
- * of the queue built once (a consumer of thousands of assets holds thousands of queue rows, and
- * every leaf is looked up in them).
+ * Whether the queue satisfies a leaf, as `AssetEvaluator` decides it: an asset when a queued
+ * asset has its (name, uri), a ref when an active queued asset has its name (or uri), an alias
+ * when it is linked to a queued asset. A predicate over an index of the queue built once; the
+ * ref and alias indexes only when a leaf of theirs asks.
  */
 export function queuedLeaf({assets: queued, aliases}: QueuedAssets): (leaf: ConditionLeaf) => boolean {
-  const keys = new Set(queued.map((q) => JSON.stringify([q.name, q.uri])))
-  const activeNames = new Set(queued.filter((q) => q.active).map((q) => q.name))
-  const activeUris = new Set(queued.filter((q) => q.active).map((q) => q.uri))
-  const aliasNames = new Set(aliases)
+  const keys = new Map<string, string | string[]>()
+  for (const {name, uri} of queued) {
+    const seen = keys.get(name)
+    if (seen === undefined) keys.set(name, uri)
+    else if (typeof seen === 'string') {
+      if (seen !== uri) keys.set(name, [seen, uri])
+    } else if (!seen.includes(uri)) seen.push(uri)
+  }
+  let active: {names: Set<string>; uris: Set<string>} | undefined
+  const activeSets = () => {
+    const on = queued.filter((q) => q.active)
+    return (active ??= {names: new Set(on.map((q) => q.name)), uris: new Set(on.map((q) => q.uri))})
+  }
+  let aliasNames: Set<string> | undefined
   return (leaf) => {
     switch (leaf.kind) {
-      case 'asset':
-        return keys.has(JSON.stringify([leaf.name, leaf.uri]))
+      case 'asset': {
+        const uris = keys.get(leaf.name)
+        return uris === undefined ? false : typeof uris === 'string' ? uris === leaf.uri : uris.includes(leaf.uri)
+      }
       case 'ref':
-        return leaf.name !== undefined ? activeNames.has(leaf.name) : activeUris.has(leaf.uri!)
+        return leaf.name !== undefined ? activeSets().names.has(leaf.name) : activeSets().uris.has(leaf.uri!)
       case 'alias':
-        return aliasNames.has(leaf.name)
+        return (aliasNames ??= new Set(aliases)).has(leaf.name)
     }
   }
 }
 
-/** Every leaf of a tree, in the condition's order. */
+/**
+ * A tree's leaves numbered in the condition's order, and where each asset, ref and alias leaf
+ * is found by the strings a queued asset carries: built once per tree (a tree is never changed
+ * once parsed), so evaluating it against a queue walks the queue's rows, never builds an index
+ * of them.
+ */
+interface TreeIndex {
+  leaves: ConditionLeaf[]
+  labels: string[]
+  assetsByName: Map<string, number[]>
+  refsByName: Map<string, number[]>
+  refsByUri: Map<string, number[]>
+  aliasesByName: Map<string, number[]>
+  /** Per AND and OR node, each child's leaf position (-1 for a child that is a node): no lookup per leaf and evaluation. */
+  slots: Map<ConditionTree, Int32Array>
+  /** No label repeats: an AND's missing parts never share one. */
+  distinct: boolean
+}
+
+const indexByTree = new WeakMap<ConditionTree, TreeIndex>()
+
+function treeIndex(tree: ConditionTree): TreeIndex {
+  const known = indexByTree.get(tree)
+  if (known) return known
+  const leaves = leavesOf(tree)
+  const index: TreeIndex = {
+    leaves,
+    labels: leaves.map((leaf) => leaf.label),
+    assetsByName: new Map(),
+    refsByName: new Map(),
+    refsByUri: new Map(),
+    aliasesByName: new Map(),
+    slots: new Map(),
+    distinct: false,
+  }
+  const add = (map: Map<string, number[]>, key: string, i: number) => {
+    const at = map.get(key)
+    if (at) at.push(i)
+    else map.set(key, [i])
+  }
+  leaves.forEach((leaf, i) => {
+    if (leaf.kind === 'asset') add(index.assetsByName, leaf.name, i)
+    else if (leaf.kind === 'alias') add(index.aliasesByName, leaf.name, i)
+    else if (leaf.name !== undefined) add(index.refsByName, leaf.name, i)
+    else add(index.refsByUri, leaf.uri!, i)
+  })
+  // Leaves are numbered depth first, children in order: leavesOf's order.
+  let next = 0
+  const number = (node: ConditionTree): void => {
+    if (node.kind === 'unknown') return
+    if (!('children' in node)) {
+      next++
+      return
+    }
+    const slots = new Int32Array(node.children.length)
+    node.children.forEach((child, k) => {
+      slots[k] = 'label' in child ? next : -1
+      number(child)
+    })
+    index.slots.set(node, slots)
+  }
+  number(tree)
+  index.distinct = new Set(index.labels).size === leaves.length
+  indexByTree.set(tree, index)
+  return index
+}
+
+/** Every leaf of a tree, in the condition's order (one array per tree: callers do not change it). */
 export function leavesOf(tree: ConditionTree | undefined): ConditionLeaf[] {
   if (!tree || tree.kind === 'unknown') return []
-  return 'children' in tree ? tree.children.flatMap(leavesOf) : [tree]
+  if (!('children' in tree)) return [tree]
+  const known = indexByTree.get(tree)?.leaves ?? leavesByTree.get(tree)
+  if (known) return known
+  const leaves = tree.children.flatMap(leavesOf)
+  leavesByTree.set(tree, leaves)
+  return leaves
 }
+
+const leavesByTree = new WeakMap<ConditionTree, ConditionLeaf[]>()
 
 /**
  * `AssetEvaluator.run` over a tree whose leaves `isMet` decides: every leaf is visited (no short
  * cut), so every leaf is counted. No tree is never met: the scheduler would not create a run.
+ * `isMet` is asked once per leaf.
  */
 export function evaluateTree(
   tree: ConditionTree | undefined,
   isMet: (leaf: ConditionLeaf) => boolean,
 ): ConditionResult {
-  const leaves = leavesOf(tree)
-  const satisfied = leaves.filter(isMet).map((leaf) => leaf.label)
-  const met = tree !== undefined && metOf(tree, isMet)
+  if (!tree) return {met: false, leaves: [], satisfied: [], waitingFor: []}
+  const index = treeIndex(tree)
+  const marks = new Uint8Array(index.leaves.length)
+  index.leaves.forEach((leaf, i) => {
+    if (isMet(leaf)) marks[i] = 1
+  })
+  return evaluateMarks(tree, index, marks)
+}
+
+/**
+ * evaluateTree(tree, queuedLeaf(queued)), in time linear in the queue's rows and the tree's
+ * leaves: each queued asset marks the leaves it satisfies through the tree's own index (a
+ * consumer of tens of thousands of assets is evaluated on every completion that reaches it).
+ */
+export function evaluateQueue(
+  tree: ConditionTree | undefined,
+  {assets: queued, aliases}: QueuedAssets,
+): ConditionResult {
+  if (!tree) return evaluateTree(undefined, () => false)
+  const index = treeIndex(tree)
+  const marks = new Uint8Array(index.leaves.length)
+  const refs = index.refsByName.size > 0 || index.refsByUri.size > 0
+  for (const {name, uri, active} of queued) {
+    const byName = index.assetsByName.get(name)
+    if (byName) for (const i of byName) if ((index.leaves[i] as {uri: string}).uri === uri) marks[i] = 1
+    if (refs && active) {
+      for (const i of index.refsByName.get(name) ?? []) marks[i] = 1
+      for (const i of index.refsByUri.get(uri) ?? []) marks[i] = 1
+    }
+  }
+  if (index.aliasesByName.size > 0)
+    for (const alias of aliases) for (const i of index.aliasesByName.get(alias) ?? []) marks[i] = 1
+  return evaluateMarks(tree, index, marks)
+}
+
+function evaluateMarks(tree: ConditionTree, index: TreeIndex, marks: Uint8Array): ConditionResult {
+  const satisfied: string[] = []
+  for (let i = 0; i < marks.length; i++) if (marks[i]) satisfied.push(index.labels[i]!)
+  const state = new NodeState(index, marks)
+  const met = state.met(tree)
   return {
     met,
-    leaves: leaves.map((leaf) => leaf.label),
+    leaves: index.labels.slice(),
     satisfied,
-    waitingFor: met || !tree ? [] : (missingOf(tree, isMet) ?? []),
+    waitingFor: met ? [] : (state.missing(tree) ?? []),
   }
 }
 
-function metOf(tree: ConditionTree, isMet: (leaf: ConditionLeaf) => boolean): boolean {
-  switch (tree.kind) {
-    case 'all':
-      return tree.children.every((child) => metOf(child, isMet))
-    case 'any':
-      return tree.children.some((child) => metOf(child, isMet))
-    case 'unknown':
-      return false
-    default:
-      return isMet(tree)
-  }
-}
+/** One evaluation: whether each node holds (once per node), and what it still misses. */
+class NodeState {
+  private readonly nodes = new Map<ConditionTree, boolean>()
+  constructor(
+    private readonly index: TreeIndex,
+    private readonly marks: Uint8Array,
+  ) {}
 
-/** The fewest leaves that would make a node true; undefined when nothing can (an unknown node, an empty OR). */
-function missingOf(tree: ConditionTree, isMet: (leaf: ConditionLeaf) => boolean): string[] | undefined {
-  if (metOf(tree, isMet)) return []
-  switch (tree.kind) {
-    case 'all': {
-      const parts = tree.children.map((child) => missingOf(child, isMet))
-      if (parts.some((part) => part === undefined)) return undefined
-      return [...new Set(parts.flatMap((part) => part!))]
-    }
-    case 'any': {
-      let best: string[] | undefined
-      for (const child of tree.children) {
-        const part = missingOf(child, isMet)
-        if (part !== undefined && (best === undefined || part.length < best.length)) best = part
+  met(tree: ConditionTree): boolean {
+    if (tree.kind === 'unknown') return false
+    // A lone leaf is the whole tree: position 0.
+    if (!('children' in tree)) return this.marks[0] === 1
+    const known = this.nodes.get(tree)
+    if (known !== undefined) return known
+    const met = tree.kind === 'all' ? this.every(tree) : this.some(tree)
+    this.nodes.set(tree, met)
+    return met
+  }
+
+  private childMet(slot: number, child: ConditionTree): boolean {
+    return slot >= 0 ? this.marks[slot] === 1 : this.met(child)
+  }
+
+  private every(tree: Extract<ConditionTree, {children: unknown}>): boolean {
+    const slots = this.index.slots.get(tree)!
+    for (let k = 0; k < slots.length; k++) if (!this.childMet(slots[k]!, tree.children[k]!)) return false
+    return true
+  }
+
+  private some(tree: Extract<ConditionTree, {children: unknown}>): boolean {
+    const slots = this.index.slots.get(tree)!
+    for (let k = 0; k < slots.length; k++) if (this.childMet(slots[k]!, tree.children[k]!)) return true
+    return false
+  }
+
+  /**
+   * The fewest leaves that would make a node true; undefined when nothing can (an unknown node,
+   * an empty OR). An AND needs every part it misses (each label once, in the order first met), an
+   * OR only its cheapest side (the first, when two cost the same).
+   */
+  missing(tree: ConditionTree): string[] | undefined {
+    if (this.met(tree)) return []
+    if (tree.kind === 'unknown') return undefined
+    if (!('children' in tree)) return [tree.label]
+    const slots = this.index.slots.get(tree)!
+    if (tree.kind === 'all') {
+      const missing: string[] = []
+      for (let k = 0; k < slots.length; k++) {
+        const slot = slots[k]!
+        const child = tree.children[k]!
+        if (slot >= 0) {
+          if (this.marks[slot] !== 1) missing.push(this.index.labels[slot]!)
+          continue
+        }
+        if (this.met(child)) continue
+        const part = this.missing(child)
+        if (part === undefined) return undefined
+        for (const label of part) missing.push(label)
       }
-      return best
+      // No label repeats in the whole tree: an AND's parts never share one.
+      return this.index.distinct ? missing : [...new Set(missing)]
     }
-    case 'unknown':
-      return undefined
-    default:
-      return [tree.label]
+    let best: string[] | undefined
+    for (let k = 0; k < slots.length; k++) {
+      const slot = slots[k]!
+      const part =
+        slot >= 0 ? (this.marks[slot] === 1 ? [] : [this.index.labels[slot]!]) : this.missing(tree.children[k]!)
+      if (part !== undefined && (best === undefined || part.length < best.length)) best = part
+    }
+    return best
   }
 }
 
 /** An encoded condition against a consumer's queue rows (parseCondition, then evaluateTree). */
 export function evaluateCondition(encoded: unknown, queued: QueuedAssets): ConditionResult {
-  return evaluateTree(parseCondition(encoded), queuedLeaf(queued))
-}
-
-/**
- * What of the queue can matter to an encoded condition: the names and uris its assets and refs
- * mention (the queue rows evaluateCondition may match), and whether it has an alias leaf (only
- * then does it read the aliases linked to the queued assets).
- */
-export function conditionAssets(encoded: unknown): {names: string[]; uris: string[]; aliases: boolean} {
-  const names = new Set<string>()
-  const uris = new Set<string>()
-  let aliases = false
-  const visit = (node: unknown) => {
-    const n = (node ?? {}) as Encoded
-    const fields = n.__var ?? n
-    if (n.__type === 'asset' || n.__type === 'asset_ref') {
-      if (typeof fields.name === 'string') names.add(fields.name)
-      if (typeof fields.uri === 'string') uris.add(fields.uri)
-    }
-    if (n.__type === 'asset_alias') aliases = true
-    if (n.__type === 'asset_all' || n.__type === 'asset_any') {
-      for (const child of (fields.objects as unknown[] | undefined) ?? []) visit(child)
-    }
-  }
-  visit(encoded)
-  return {names: [...names], uris: [...uris], aliases}
+  return evaluateQueue(parseCondition(encoded), queued)
 }

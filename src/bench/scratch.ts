@@ -19,7 +19,13 @@ import {requireAirflow} from '../store/schemaCheck.js'
  */
 export interface ScratchServer {
   adminUrl: string
-  create(options: {seed: SeedOptions; version?: FixtureVersion; poolSize?: number}): Promise<ScratchDatabase>
+  /** `seed`: the seeded world (seedWorld); `world`: another fixture builder, run in its place. */
+  create(options: {
+    seed?: SeedOptions
+    world?: (trx: Parameters<typeof seedWorld>[0]) => Promise<unknown>
+    version?: FixtureVersion
+    poolSize?: number
+  }): Promise<ScratchDatabase>
   dropAll(): Promise<void>
 }
 
@@ -48,14 +54,14 @@ export async function openScratchServer(adminUrl: string, allowAirflowData = fal
   const prefix = `airlock_bench_${randomBytes(3).toString('hex')}`
   return {
     adminUrl,
-    async create({seed, version = '3.0', poolSize = 10}) {
+    async create({seed, world, version = '3.0', poolSize = 10}) {
       const name = `${prefix}_${created.length}`
       await createDatabase(adminUrl, name)
       const url = withDatabase(adminUrl, name)
       const db = await postgresEngine.open(url, {verb: 'bench', poolSize})
       const {knex} = db
       await buildFixtureSchema(knex, version)
-      await knex.transaction((trx) => seedWorld(trx, seed))
+      await knex.transaction((trx) => (world ? world(trx) : seedWorld(trx, seed!)))
       await analyzeDatabase(knex)
       const database: ScratchDatabase = {
         name,

@@ -1,4 +1,4 @@
-import {evaluateTree, parseCondition, queuedLeaf, type ConditionTree} from '../airflow/assetCondition.js'
+import {evaluateQueue, evaluateTree, parseCondition, type ConditionTree} from '../airflow/assetCondition.js'
 import type {DownstreamFacts} from '../store/families/downstream.js'
 
 /**
@@ -100,7 +100,7 @@ export function downstreamOf(facts: readonly DownstreamFacts[]): Downstream[] {
       return {dag_id: dag.dagId, ready: false, waiting_for: [], blocked_by: 'partitioned', satisfied: [], assets: 0}
     }
     const tree = parseCondition(dag.condition)
-    const result = evaluateTree(tree, queuedLeaf(dag.queued))
+    const result = evaluateQueue(tree, dag.queued)
     const {always, atLimit, blocked} = exclusionsOf(dag, result.met)
     const reason = always === 'max_active_runs' ? maxRunsFlagReason : undefined
     return withBasis(

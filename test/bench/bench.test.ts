@@ -217,6 +217,40 @@ describe('airlock bench --quick', () => {
     expect(await fs.readFile(path.join(out, 'scale.md'), 'utf8')).toContain('### Growth')
   })
 
+  it('--world preview-price --quick: the preview beside --no-downstream and the floor on consumers of every asset', async () => {
+    const result = await runCli([
+      'bench',
+      '--world',
+      'preview-price',
+      '--quick',
+      '--database-url',
+      inject('adminUrl'),
+      '--json',
+    ])
+    expect(result.code).toBe(0)
+    const out = envelope(result) as {
+      result: {
+        previewPrice: {
+          world: {tasks: number; outlets: number; consumers: number; pausedConsumers: number}
+          rows: Array<{
+            queueRows: number
+            consumerRows: number
+            outlets: number
+            register: Record<'preview' | 'no_downstream' | 'floor', {p50: number; n: number}>
+            lockHold: Record<'preview' | 'no_downstream' | 'floor', {p50: number; n: number}>
+          }>
+        }
+      }
+    }
+    const {world, rows} = out.result.previewPrice
+    expect(world).toMatchObject({tasks: 41, outlets: 600, consumers: 2, pausedConsumers: 1})
+    expect(rows.map((row) => [row.queueRows, row.consumerRows, row.outlets])).toEqual([[1000, 1000, 10]])
+    for (const variant of ['preview', 'no_downstream', 'floor'] as const) {
+      expect(rows[0]!.register[variant].n).toBe(2)
+      expect(rows[0]!.lockHold[variant].p50).toBeGreaterThan(0)
+    }
+  })
+
   it('--sizes without --scale, or a size no world can be, is refused (exit 2)', async () => {
     const adminUrl = inject('adminUrl')
     expect((await runCli(['bench', '--sizes', '1M', '--database-url', adminUrl])).code).toBe(2)

@@ -185,6 +185,44 @@ describe('downstream preview', () => {
     })
   })
 
+  it('reads the queue rows only of a consumer whose condition can use them: none without a serialized DAG, none for a leafless one', async () => {
+    const w = await world()
+    const {db: engine, store} = await airflowOf(db.knex)
+    const assetIds = [w.asset('etl.task_1.out_1').id, w.asset('etl.task_2.out_1').id]
+    await db
+      .knex('asset_dag_run_queue')
+      .insert(
+        ['report', 'weekly'].flatMap((dagId) =>
+          assetIds.map((assetId) => ({asset_id: assetId, target_dag_id: dagId, created_at: new Date()})),
+        ),
+      )
+    // weekly: no serialized DAG at all (the scheduler deletes such a DAG's queue rows, never runs it).
+    await db.knex('serialized_dag').where({dag_id: 'weekly'}).delete()
+    const queuedOf = async () =>
+      Object.fromEntries(
+        (await store.readDownstream(engine.executor, assetIds, [])).map((f) => [
+          f.dagId,
+          f.queued.assets.map((a) => a.name).sort(),
+        ]),
+      )
+    expect(await queuedOf()).toEqual({
+      paused_report: [],
+      report: ['etl.task_1.out_1', 'etl.task_2.out_1'],
+      weekly: [],
+    })
+    // report's latest serialized DAG now has a condition without a leaf (`schedule=[]`): once the
+    // process knows that hash, its queue rows are not read either; the verdict is the same.
+    const [latest] = await db.knex('serialized_dag').where({dag_id: 'report'}).select('data')
+    const data = latest.data as {dag: {timetable: {__var: {asset_condition: unknown}}}}
+    data.dag.timetable.__var.asset_condition = {__type: 'asset_all', objects: []}
+    await db
+      .knex('serialized_dag')
+      .where({dag_id: 'report'})
+      .update({data: JSON.stringify(data), dag_hash: 'leafless'})
+    expect((await queuedOf()).report).toEqual(['etl.task_1.out_1', 'etl.task_2.out_1'])
+    expect((await queuedOf()).report).toEqual([])
+  })
+
   it('--no-downstream: no preview statement, no downstream in the items, no section', async () => {
     await world()
     const result = await cli('complete', '--dag-id', 'etl', '--no-downstream', '--json', '--yes')

@@ -1,4 +1,4 @@
-import {conditionAssets} from '../../airflow/assetCondition.js'
+import {leavesOf, parseCondition} from '../../airflow/assetCondition.js'
 import type {Capabilities} from '../../airflow/schema.js'
 import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {Executor} from '../../engine/engine.js'
@@ -26,7 +26,9 @@ import type {DownstreamStore} from '../families/downstream.js'
  * Two statements embed it: the queue statement (`queueConsumers`, the preview of a write, read in
  * the same statement that queues the item's consumers) and `readDownstream` (the read-only plan).
  * Both share one cache of conditions by serialized DAG hash, so a DAG's condition is parsed once
- * per process.
+ * per process, and one of asset keys by id, so the queue rows travel as ids. They read a DAG's
+ * queue rows only where its condition can use them (issue 44: docs/bench.md, "The preview at the
+ * price of a lookup").
  */
 export interface DownstreamReader {
   /**
@@ -39,10 +41,14 @@ export interface DownstreamReader {
    *   beyond them (usually none) and the reference tables are not read twice.
    */
   factsSql(params: DownstreamParams, here?: FactsHere): string
-  /** What to bind for `hashes`, `names`, `uris` and `noAliases`, and the snapshot of the cache they describe. */
+  /** What to bind for `hashes`, `noLeaves`, `noRefs` and `noAliases`, and the snapshot of the cache they describe. */
   known(): Known
-  /** The array's entries as facts, their conditions from the snapshot or parsed and cached. */
-  facts(entries: readonly FactsEntry[], known: Known): DownstreamFacts[]
+  /**
+   * The array's entries as facts, their conditions from the snapshot or parsed and cached, their
+   * queued asset ids as the (name, uri) the condition is evaluated on: ids the process has not
+   * seen yet are read in one statement (`ex`), once.
+   */
+  facts(ex: Executor, entries: readonly FactsEntry[], known: Known): Promise<DownstreamFacts[]>
 }
 
 /**
@@ -61,24 +67,28 @@ export interface DownstreamParams {
   assetIds: string
   aliasIds: string
   hashes: string
-  names: string
-  uris: string
+  noLeaves: string
+  noRefs: string
   noAliases: string
 }
 
 interface CachedCondition {
   condition: unknown
-  names: string[]
-  uris: string[]
-  /** Whether the condition has an alias leaf. */
+  /** Whether the condition has a leaf at all (none: the scheduler never creates a run, whatever is queued). */
+  leaves: boolean
+  /** Whether it has an `Asset.ref` leaf (only a ref asks whether a queued asset is active). */
+  refs: boolean
+  /** Whether it has an alias leaf. */
   aliases: boolean
 }
 
 export interface Known {
   snapshot: ReadonlyMap<string, CachedCondition>
   hashes: string[]
-  names: string[]
-  uris: string[]
+  /** The hashes whose conditions have no leaf: their DAGs' queue rows are not read. */
+  noLeaves: string[]
+  /** The hashes whose conditions have no ref leaf: whether their queued assets are active is not read. */
+  noRefs: string[]
   /** The hashes whose conditions have no alias leaf: their DAGs' aliases are not read. */
   noAliases: string[]
 }
@@ -112,46 +122,77 @@ export function conditionOfRow(row: Pick<SchedulerDagRow, 'timetable' | 'data_co
 /** One entry of factsSql's array, as json_build_object writes it. */
 export interface FactsEntry extends SchedulerDagRow {
   dag_hash: string | null
-  names: string[]
-  uris: string[]
-  active: boolean[]
+  /** The asset ids of its queue rows, in no order, an id possibly twice (none read when its condition cannot use them). */
+  queued: number[]
+  /** Of those, the ones not active (read only for a condition with a ref leaf, or one not known yet). */
+  inactive: number[]
   aliases: string[]
 }
 
-function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>): DownstreamReader {
-  // Conditions by serialized DAG hash, with the names and uris they mention (bounded).
+/** A queued asset as the evaluation reads it; one object per asset id and activity, shared by every item. */
+type QueuedAsset = DownstreamFacts['queued']['assets'][number]
+
+export function downstreamReader(
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
+): DownstreamReader {
+  // Conditions by serialized DAG hash, with what of the queue they can use (bounded).
   const conditions = new Map<string, CachedCondition>()
+  // An asset's (name, uri) by id: its identity, which Airflow never changes (a new asset is a new
+  // row, a new id). The statement ships ids, a few bytes each, where it shipped both strings of
+  // every queued asset; each id's strings are read once per process (bounded).
+  const assets = new Map<number, {active: QueuedAsset; inactive: QueuedAsset}>()
+  const resolveAssets = prepared('downstream_asset_keys', 'select id, name, uri from asset where id = any($1::int[])')
   return {
     factsSql: (params, here) => factsText(capabilities, params, here),
     known() {
       // What a statement was told is known: items running at once share the cache, and one may
       // evict an entry while another's statement runs.
       const snapshot = new Map(conditions)
-      const values = [...snapshot.values()]
+      const entries = [...snapshot]
       return {
         snapshot,
         hashes: [...snapshot.keys()],
-        names: values.flatMap((c) => c.names),
-        uris: values.flatMap((c) => c.uris),
-        noAliases: [...snapshot].flatMap(([hash, c]) => (c.aliases ? [] : [hash])),
+        noLeaves: entries.flatMap(([hash, c]) => (c.leaves ? [] : [hash])),
+        noRefs: entries.flatMap(([hash, c]) => (c.refs ? [] : [hash])),
+        noAliases: entries.flatMap(([hash, c]) => (c.aliases ? [] : [hash])),
       }
     },
-    facts: (entries, known) =>
-      entries.map((row) => ({
-        dagId: row.dag_id,
-        paused: row.paused,
-        stale: row.stale,
-        importErrors: row.import_errors,
-        maxActiveRuns: row.max_active_runs,
-        activeRuns: row.active_runs,
-        partitioned: row.partitioned,
-        maxRunsFlag: row.max_runs_flag,
-        condition: row.dag_hash === null ? undefined : conditionOf(known, row),
-        queued: {
-          assets: row.names.map((name, i) => ({name, uri: row.uris[i]!, active: row.active[i]!})),
-          aliases: row.aliases,
-        },
-      })),
+    async facts(ex, entries, known) {
+      // Plain loops: a consumer of tens of thousands of queued assets goes through here per item.
+      const missing = new Set<number>()
+      for (const row of entries) for (const id of row.queued) if (!assets.has(id)) missing.add(id)
+      if (missing.size > 0) {
+        for (const row of await ex.query<{id: number; name: string; uri: string}>(resolveAssets([[...missing]]))) {
+          if (assets.size >= cachedAssets) assets.delete(assets.keys().next().value!)
+          assets.set(row.id, {
+            active: {name: row.name, uri: row.uri, active: true},
+            inactive: {name: row.name, uri: row.uri, active: false},
+          })
+        }
+      }
+      return entries.map((row) => {
+        const inactive = row.inactive.length > 0 ? new Set(row.inactive) : undefined
+        const queued: QueuedAsset[] = []
+        for (const id of row.queued) {
+          // An id gone from the cache between the read and here (another item's eviction), or
+          // an asset deleted meanwhile (its queue rows go with it): not queued.
+          const asset = assets.get(id)
+          if (asset) queued.push(inactive?.has(id) ? asset.inactive : asset.active)
+        }
+        return {
+          dagId: row.dag_id,
+          paused: row.paused,
+          stale: row.stale,
+          importErrors: row.import_errors,
+          maxActiveRuns: row.max_active_runs,
+          activeRuns: row.active_runs,
+          partitioned: row.partitioned,
+          maxRunsFlag: row.max_runs_flag,
+          condition: row.dag_hash === null ? undefined : conditionOf(known, row),
+          queued: {assets: queued, aliases: row.aliases},
+        }
+      })
+    },
   }
 
   function conditionOf(known: Known, row: FactsEntry): unknown {
@@ -159,7 +200,14 @@ function downstreamReader(capabilities: Pick<Capabilities, 'partitionedTimetable
     if (cached) return cached.condition
     const condition = conditionOfRow(row)
     if (conditions.size >= cachedConditions) conditions.delete(conditions.keys().next().value!)
-    conditions.set(row.dag_hash!, {condition, ...conditionAssets(condition)})
+    // From the tree the evaluation walks, so what is skipped is exactly what it never looks at.
+    const leaves = leavesOf(parseCondition(condition))
+    conditions.set(row.dag_hash!, {
+      condition,
+      leaves: leaves.length > 0,
+      refs: leaves.some((leaf) => leaf.kind === 'ref'),
+      aliases: leaves.some((leaf) => leaf.kind === 'alias'),
+    })
     return condition
   }
 }
@@ -171,15 +219,22 @@ function readDownstream(
 ) {
   const read = prepared(
     `downstream${capabilities.partitionedTimetables ? '_partitioned' : ''}${capabilities.maxRunsFlag ? '_flag' : ''}`,
-    `select ${reader.factsSql({assetIds: '$1::int[]', aliasIds: '$2::int[]', hashes: '$3::text[]', names: '$4::text[]', uris: '$5::text[]', noAliases: '$6::text[]'})} as facts`,
+    `select ${reader.factsSql({assetIds: '$1::int[]', aliasIds: '$2::int[]', hashes: '$3::text[]', noLeaves: '$4::text[]', noRefs: '$5::text[]', noAliases: '$6::text[]'})} as facts`,
   )
   return async (ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]): Promise<DownstreamFacts[]> => {
     if (assetIds.length === 0) return []
     const known = reader.known()
     const [row] = await ex.query<{facts: FactsEntry[]}>(
-      read([[...new Set(assetIds)], [...new Set(aliasIds)], known.hashes, known.names, known.uris, known.noAliases]),
+      read([
+        [...new Set(assetIds)],
+        [...new Set(aliasIds)],
+        known.hashes,
+        known.noLeaves,
+        known.noRefs,
+        known.noAliases,
+      ]),
     )
-    return reader.facts(row!.facts, known)
+    return reader.facts(ex, row!.facts, known)
   }
 }
 
@@ -195,10 +250,13 @@ function factsText(
   const maxRunsFlag = capabilities.maxRunsFlag ? 'd.exceeds_max_non_backfill is true' : 'false'
   // The assets of a consumer's queue rows: those the statement's snapshot shows, and those it
   // queues itself (queuedHere), one definition for the assets listed and the aliases checked.
+  // UNION ALL, unsorted: the evaluation reads them as a set, and deduplicating and sorting tens of
+  // thousands of rows per consumer cost more than reading them (an asset queued twice, by an
+  // earlier statement and by this one, or per event from 3.4, is the same asset to it).
   const queueAssets = here
     ? `select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-                   union select h.asset_id from (${here.queuedHere}) as h where h.dag_id = d.dag_id`
-    : `select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id`
+                   union all select h.asset_id from (${here.queuedHere}) as h where h.dag_id = d.dag_id`
+    : `select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id`
   const links = here?.linksHere
     ? `(select alias_id, asset_id from asset_alias_asset union select h.alias_id, h.asset_id from (${here.linksHere}) as h)`
     : 'asset_alias_asset'
@@ -207,6 +265,10 @@ function factsText(
        union
        ${consumerDagsOf(p.assetIds, p.aliasIds)}`
     : consumerDagsOf(p.assetIds, p.aliasIds)
+  // Whether a DAG's queue rows can change its verdict: not without a serialized DAG (no
+  // condition), nor for a known condition with no leaf, nor for a partitioned timetable (not
+  // evaluated); there they are not read at all.
+  const readsQueue = `sd.dag_hash is not null and not coalesce(sd.dag_hash = any(${p.noLeaves}), false) and not ${partitioned}`
   return `(with consumer_dag as materialized (
        -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
        select d.* from dag d where d.dag_id in (${consumers})
@@ -219,10 +281,10 @@ function factsText(
               'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
               'partitioned', ${partitioned}, 'max_runs_flag', ${maxRunsFlag},
               'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
-              'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
+              'queued', queue_rows.queued, 'inactive', queue_rows.inactive,
               -- From the alias links (few), each checked against the DAG's queue by its key; not
               -- read for a known condition without an alias leaf, which never looks at them.
-              'aliases', case when sd.dag_hash = any(${p.noAliases}) then '{}'::varchar[]
+              'aliases', case when not (${readsQueue}) or sd.dag_hash = any(${p.noAliases}) then '{}'::varchar[]
                               else array(select distinct al.name from asset_alias al join ${links} l on l.alias_id = al.id
                                           where l.asset_id in (${queueAssets}) order by 1) end
             ) order by d.dag_id), '[]')
@@ -235,16 +297,15 @@ function factsText(
                 case when s.dag_hash = any(${p.hashes}) or s.data is not null then null else s.data_compressed end as data_compressed
            from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
        ) as sd on true
-       -- Three arrays rather than one object per queued asset: a consumer of hundreds of assets
-       -- costs a fraction as much to build and to parse.
+       -- The queued assets as ids (a few bytes each; the process reads each id's name and uri once),
+       -- no string of the condition bound and none of the queue's matched in SQL. Whether each is
+       -- active only for a condition with a ref leaf (or one the process has not parsed yet).
        cross join lateral (
-         select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
-                coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
-           from (${queueAssets}) as q
-           join asset a on a.id = q.asset_id
-           left join asset_active aa on aa.name = a.name and aa.uri = a.uri
-          -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
-          where not coalesce(sd.dag_hash = any(${p.hashes}), false) or a.name = any(${p.names}) or a.uri = any(${p.uris})
+         select case when ${readsQueue} then array(${queueAssets}) else '{}'::int[] end as queued,
+                case when ${readsQueue} and not coalesce(sd.dag_hash = any(${p.noRefs}), false)
+                     then array(select q.asset_id from (${queueAssets}) as q join asset a on a.id = q.asset_id
+                                 where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
+                     else '{}'::int[] end as inactive
        ) as queue_rows)`
 }
 
@@ -266,3 +327,6 @@ export function downstreamPreview(
   const reader = downstreamReader(capabilities)
   return {reader, readDownstream: readDownstream(reader, capabilities)}
 }
+
+/** Asset keys kept per process (a few hundred bytes each): 200,000 is some tens of MB at most. */
+const cachedAssets = 200_000

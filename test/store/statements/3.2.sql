@@ -2,7 +2,10 @@
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"all_skip_paused","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
--- airlock_downstream_partitioned_flag_b3da1285497e
+-- airlock_downstream_asset_keys_025dc3f61d9a
+select id, name, uri from asset where id = any($1::int[]);
+
+-- airlock_downstream_partitioned_flag_79897c1b3cd6
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -21,12 +24,12 @@ select coalesce(json_agg(json_build_object(
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
          'partitioned', coalesce(d.timetable_partitioned, false), 'max_runs_flag', d.exceeds_max_non_backfill is true,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
-         'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
+         'queued', queue_rows.queued, 'inactive', queue_rows.inactive,
          -- From the alias links (few), each checked against the DAG's queue by its key; not
          -- read for a known condition without an alias leaf, which never looks at them.
-         'aliases', case when sd.dag_hash = any($6::text[]) then '{}'::varchar[]
+         'aliases', case when not (sd.dag_hash is not null and not coalesce(sd.dag_hash = any($4::text[]), false) and not coalesce(d.timetable_partitioned, false)) or sd.dag_hash = any($6::text[]) then '{}'::varchar[]
                          else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
-                                     where l.asset_id in (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) order by 1) end
+                                     where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) order by 1) end
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
@@ -37,16 +40,15 @@ select coalesce(json_agg(json_build_object(
            case when s.dag_hash = any($3::text[]) or s.data is not null then null else s.data_compressed end as data_compressed
       from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
   ) as sd on true
-  -- Three arrays rather than one object per queued asset: a consumer of hundreds of assets
-  -- costs a fraction as much to build and to parse.
+  -- The queued assets as ids (a few bytes each; the process reads each id's name and uri once),
+  -- no string of the condition bound and none of the queue's matched in SQL. Whether each is
+  -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
-    select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
-           coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
-      from (select distinct q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q
-      join asset a on a.id = q.asset_id
-      left join asset_active aa on aa.name = a.name and aa.uri = a.uri
-     -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
-     where not coalesce(sd.dag_hash = any($3::text[]), false) or a.name = any($4::text[]) or a.uri = any($5::text[])
+    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($4::text[]), false) and not coalesce(d.timetable_partitioned, false) then array(select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) else '{}'::int[] end as queued,
+           case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($4::text[]), false) and not coalesce(d.timetable_partitioned, false) and not coalesce(sd.dag_hash = any($5::text[]), false)
+                then array(select q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q join asset a on a.id = q.asset_id
+                            where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
+                else '{}'::int[] end as inactive
   ) as queue_rows) as facts;
 
 -- airlock_read_ti_id_outlets_451b5e8856aa
@@ -298,7 +300,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_all_skip_paused_preview_52ea823b34ae
+-- airlock_queue_per_asset_all_skip_paused_preview_e48825e9fe6f
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -353,13 +355,13 @@ select coalesce(json_agg(json_build_object(
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
          'partitioned', coalesce(d.timetable_partitioned, false), 'max_runs_flag', d.exceeds_max_non_backfill is true,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
-         'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
+         'queued', queue_rows.queued, 'inactive', queue_rows.inactive,
          -- From the alias links (few), each checked against the DAG's queue by its key; not
          -- read for a known condition without an alias leaf, which never looks at them.
-         'aliases', case when sd.dag_hash = any($10::text[]) then '{}'::varchar[]
+         'aliases', case when not (sd.dag_hash is not null and not coalesce(sd.dag_hash = any($8::text[]), false) and not coalesce(d.timetable_partitioned, false)) or sd.dag_hash = any($10::text[]) then '{}'::varchar[]
                          else array(select distinct al.name from asset_alias al join asset_alias_asset l on l.alias_id = al.id
                                      where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
+              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
@@ -370,22 +372,23 @@ select coalesce(json_agg(json_build_object(
            case when s.dag_hash = any($7::text[]) or s.data is not null then null else s.data_compressed end as data_compressed
       from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
   ) as sd on true
-  -- Three arrays rather than one object per queued asset: a consumer of hundreds of assets
-  -- costs a fraction as much to build and to parse.
+  -- The queued assets as ids (a few bytes each; the process reads each id's name and uri once),
+  -- no string of the condition bound and none of the queue's matched in SQL. Whether each is
+  -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
-    select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
-           coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
-      from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q
-      join asset a on a.id = q.asset_id
-      left join asset_active aa on aa.name = a.name and aa.uri = a.uri
-     -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
-     where not coalesce(sd.dag_hash = any($7::text[]), false) or a.name = any($8::text[]) or a.uri = any($9::text[])
+    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($8::text[]), false) and not coalesce(d.timetable_partitioned, false) then array(select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) else '{}'::int[] end as queued,
+           case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($8::text[]), false) and not coalesce(d.timetable_partitioned, false) and not coalesce(sd.dag_hash = any($9::text[]), false)
+                then array(select q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q join asset a on a.id = q.asset_id
+                            where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
+                else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
 
 -- airlock_plan_queue_per_asset_all_skip_paused_d668094adb9b
 with reference as (
@@ -420,7 +423,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_asset_all_skip_paused_previ_a3eedfe62245
+-- airlock_plan_queue_per_asset_all_skip_paused_previ_9a0d80e3bfaf
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -473,13 +476,13 @@ select coalesce(json_agg(json_build_object(
          'active_runs', (select count(*) from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')),
          'partitioned', coalesce(d.timetable_partitioned, false), 'max_runs_flag', d.exceeds_max_non_backfill is true,
          'dag_hash', sd.dag_hash, 'timetable', sd.timetable, 'data_compressed', encode(sd.data_compressed, 'base64'),
-         'names', queue_rows.names, 'uris', queue_rows.uris, 'active', queue_rows.active,
+         'queued', queue_rows.queued, 'inactive', queue_rows.inactive,
          -- From the alias links (few), each checked against the DAG's queue by its key; not
          -- read for a known condition without an alias leaf, which never looks at them.
-         'aliases', case when sd.dag_hash = any($10::text[]) then '{}'::varchar[]
+         'aliases', case when not (sd.dag_hash is not null and not coalesce(sd.dag_hash = any($8::text[]), false) and not coalesce(d.timetable_partitioned, false)) or sd.dag_hash = any($10::text[]) then '{}'::varchar[]
                          else array(select distinct al.name from asset_alias al join (select alias_id, asset_id from asset_alias_asset union select h.alias_id, h.asset_id from (select ev.alias_id, ev.asset_id from unnest($2::int[], $3::int[]) as ev(asset_id, alias_id)) as h) l on l.alias_id = al.id
                                      where l.asset_id in (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
+              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) order by 1) end
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
@@ -490,22 +493,23 @@ select coalesce(json_agg(json_build_object(
            case when s.dag_hash = any($7::text[]) or s.data is not null then null else s.data_compressed end as data_compressed
       from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
   ) as sd on true
-  -- Three arrays rather than one object per queued asset: a consumer of hundreds of assets
-  -- costs a fraction as much to build and to parse.
+  -- The queued assets as ids (a few bytes each; the process reads each id's name and uri once),
+  -- no string of the condition bound and none of the queue's matched in SQL. Whether each is
+  -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
-    select coalesce(array_agg(a.name order by a.id), '{}') as names, coalesce(array_agg(a.uri order by a.id), '{}') as uris,
-           coalesce(array_agg(aa.name is not null order by a.id), '{}') as active
-      from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q
-      join asset a on a.id = q.asset_id
-      left join asset_active aa on aa.name = a.name and aa.uri = a.uri
-     -- Of a known condition, only the rows it can match (by name or uri); of a new one, all.
-     where not coalesce(sd.dag_hash = any($7::text[]), false) or a.name = any($8::text[]) or a.uri = any($9::text[])
+    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($8::text[]), false) and not coalesce(d.timetable_partitioned, false) then array(select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) else '{}'::int[] end as queued,
+           case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($8::text[]), false) and not coalesce(d.timetable_partitioned, false) and not coalesce(sd.dag_hash = any($9::text[]), false)
+                then array(select q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q join asset a on a.id = q.asset_id
+                            where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
+                else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from consumer k
-                where k.kind = 'queued'
-                  and not exists (select 1 from queued q where q.asset_id = k.asset_id and q.target_dag_id = k.dag_id)
-                  and not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
+                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
+                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
+            else false end;
 
 -- airlock_lineage_facts_2234eca278b6
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
