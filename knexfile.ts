@@ -5,7 +5,7 @@
  * every connection this file opens refuses a database that holds a real Airflow schema, before
  * knex writes anything (its own bookkeeping included).
  */
-import {fixtureKnexConfig} from './src/fixtures/fixtureSchema.js'
+import {fixtureKnexConfig} from './src/worlds/fixtureSchema.js'
 import {environments} from './src/connection/environments.js'
 
 export default Object.fromEntries(

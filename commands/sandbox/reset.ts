@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {AirlockCommand, type CommandOutcome} from '../../src/cli/baseCommand.js'
 import {describeSandbox} from '../../src/cli/renderSandbox.js'
-import {fixtureVersions, parseFixtureVersion} from '../../src/fixtures/fixtureSchema.js'
+import {fixtureVersions, parseFixtureVersion} from '../../src/worlds/fixtureSchema.js'
 import {resetSandbox, sandboxHome, type ResetResult} from '../../src/sandbox/sandbox.js'
 import {prose} from '../../src/cli/prose.js'
 

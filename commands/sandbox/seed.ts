@@ -3,7 +3,7 @@ import {Flags} from '@oclif/core'
 import {AirlockCommand, type CommandOutcome} from '../../src/cli/baseCommand.js'
 import {renderKeyValues} from '../../src/output/table.js'
 import {sandboxHome, seedSandbox, type SeedSandboxResult} from '../../src/sandbox/sandbox.js'
-import {defaultSeed} from '../../src/fixtures/seed.js'
+import {defaultSeed} from '../../src/worlds/seed.js'
 import {prose} from '../../src/cli/prose.js'
 
 export default class SandboxSeed extends AirlockCommand<SeedSandboxResult> {

@@ -1,5 +1,5 @@
-import {readBenchWorld} from '../fixtures/benchWorld.js'
-import {floorCompletion, openFloorClient, type FloorPlan} from '../fixtures/rawFloor.js'
+import {readBenchWorld} from '../worlds/benchWorld.js'
+import {floorCompletion, openFloorClient, type FloorPlan} from '../worlds/rawFloor.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
 import {distribution, type Distribution} from '../report/stats.js'
 import {benchWriter, type ScratchServer} from './scratch.js'

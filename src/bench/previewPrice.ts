@@ -6,8 +6,8 @@ import {
   resetPreviewQueue,
   seedPreviewWorld,
   type PreviewWorldOptions,
-} from '../fixtures/previewWorld.js'
-import {floorCompletion, openFloorClient} from '../fixtures/rawFloor.js'
+} from '../worlds/previewWorld.js'
+import {floorCompletion, openFloorClient} from '../worlds/rawFloor.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
 import {distribution, type Distribution} from '../report/stats.js'
 import {benchWriter, type ScratchDatabase, type ScratchServer} from './scratch.js'

@@ -1,5 +1,5 @@
-import {readBenchWorld} from '../fixtures/benchWorld.js'
-import {openFloorClient} from '../fixtures/rawFloor.js'
+import {readBenchWorld} from '../worlds/benchWorld.js'
+import {openFloorClient} from '../worlds/rawFloor.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {distribution, type Distribution} from '../report/stats.js'
 import {benchWriter, type ScratchServer} from './scratch.js'

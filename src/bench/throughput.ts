@@ -1,11 +1,11 @@
 import {performance} from 'node:perf_hooks'
 
 import {prepareComplete} from '../complete/prepareComplete.js'
-import {countEventRows, readBenchWorld} from '../fixtures/benchWorld.js'
+import {countEventRows, readBenchWorld} from '../worlds/benchWorld.js'
 import {runProtocol} from '../protocol/protocol.js'
 import {percentile} from '../report/stats.js'
 import {selectTaskInstances} from '../selection/selection.js'
-import {floorItem, openFloorClient} from '../fixtures/rawFloor.js'
+import {floorItem, openFloorClient} from '../worlds/rawFloor.js'
 import type {Executor} from '../engine/engine.js'
 import {statement} from '../engine/prepared.js'
 import type {SelectionStore} from '../store/families/selection.js'

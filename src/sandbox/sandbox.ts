@@ -7,8 +7,8 @@ import {withKnex} from '../engine/postgres/postgresEngine.js'
 
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
-import {createDatabase, databaseExists, dropDatabase} from '../fixtures/admin.js'
-import {buildFixtureSchema, type FixtureVersion} from '../fixtures/fixtureSchema.js'
+import {createDatabase, databaseExists, dropDatabase} from '../worlds/admin.js'
+import {buildFixtureSchema, type FixtureVersion} from '../worlds/fixtureSchema.js'
 import {
   type ClusterSpec,
   clusterUrl,
@@ -28,7 +28,7 @@ import {
   stopCluster,
   userCanWrite,
 } from './cluster.js'
-import {seedWorld, validateSeedOptions, type SeedOptions, type SeedResult} from '../fixtures/seed.js'
+import {seedWorld, validateSeedOptions, type SeedOptions, type SeedResult} from '../worlds/seed.js'
 
 /**
  * The local sandbox: one embedded PostgreSQL cluster per airlock home, holding one database

@@ -16,7 +16,7 @@ const rank: Record<string, number> = {
   'exitCodes.ts': 0,
   'errors.ts': 0.5,
   engine: 1,
-  fixtures: 2,
+  worlds: 2,
   store: 3,
   sandbox: 3,
   selection: 4,
@@ -84,10 +84,10 @@ describe('layers', () => {
     expect(wrong).toEqual([])
   })
 
-  it('only the store, the engine and the fixture builders reach the database directly', () => {
+  it('only the store, the engine and the world builders reach the database directly', () => {
     const direct = [...sources(path.join(root, 'src')), ...sources(path.join(root, 'commands'))]
       .filter((file) => /from 'knex'|from 'pg'/.test(fs.readFileSync(file, 'utf8')))
       .map((file) => layerOf(file))
-    expect([...new Set(direct)].sort()).toEqual(['engine', 'fixtures'])
+    expect([...new Set(direct)].sort()).toEqual(['engine', 'worlds'])
   })
 })

@@ -3,7 +3,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import type {AirflowSchema} from '../../src/airflow/schema.js'
 import type {EventAuditReport} from '../../src/cli/renderEventAudit.js'
-import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
+import {fixtureVersions} from '../../src/worlds/fixtureSchema.js'
 import {envelope, runCli} from '../support/cli.js'
 import {schemaOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'

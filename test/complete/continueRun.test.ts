@@ -3,7 +3,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {clearSubset, taskGraph} from '../../src/airflow/serializedDag.js'
 import {compareVersions} from '../../src/airflow/revisions.js'
-import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
+import {fixtureVersions} from '../../src/worlds/fixtureSchema.js'
 import {airflowMarksSuccess, runSnapshot} from '../conformance/airflowMarkSuccess.js'
 import {envelope, runCli} from '../support/cli.js'
 import {completeOne, schemaOf} from '../support/complete.js'

@@ -5,7 +5,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {compareVersions} from '../../src/airflow/revisions.js'
-import {fixtureVersions, type FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
+import {fixtureVersions, type FixtureVersion} from '../../src/worlds/fixtureSchema.js'
 import {envelope, runCli} from '../support/cli.js'
 import {createReadOnlyRole} from '../support/roles.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'

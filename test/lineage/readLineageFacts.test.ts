@@ -2,7 +2,7 @@ import {deflateSync, inflateSync} from 'node:zlib'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
+import {fixtureVersions} from '../../src/worlds/fixtureSchema.js'
 import {postgresStore} from '../../src/store/postgres/postgresStore.js'
 import {airflowOf} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
+import {fixtureVersions} from '../../src/worlds/fixtureSchema.js'
 import {schemaOf} from '../support/complete.js'
 import {createTestDatabase} from '../support/database.js'
 import {lineCapabilities} from '../store/statementFiles.js'

@@ -1,6 +1,6 @@
 import type {Capabilities} from '../../src/airflow/schema.js'
 import {collectPrepared, type PreparedText} from '../../src/engine/prepared.js'
-import type {FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
+import type {FixtureVersion} from '../../src/worlds/fixtureSchema.js'
 import {postgresStore} from '../../src/store/postgres/postgresStore.js'
 
 /**

@@ -4,7 +4,7 @@ import {fileURLToPath} from 'node:url'
 
 import {describe, expect, it} from 'vitest'
 
-import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
+import {fixtureVersions} from '../../src/worlds/fixtureSchema.js'
 import {statementFile} from './statementFiles.js'
 
 /**

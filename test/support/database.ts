@@ -3,7 +3,7 @@ import {randomBytes} from 'node:crypto'
 import knexFactory, {type Knex} from 'knex'
 import {inject} from 'vitest'
 
-import type {FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
+import type {FixtureVersion} from '../../src/worlds/fixtureSchema.js'
 import {templateName, withDatabase} from './urls.js'
 
 export interface TestDatabase {

@@ -3,7 +3,7 @@ import {randomBytes} from 'node:crypto'
 import knexFactory from 'knex'
 import type {TestProject} from 'vitest/node'
 
-import {buildFixtureSchema, fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
+import {buildFixtureSchema, fixtureVersions} from '../../src/worlds/fixtureSchema.js'
 import {startTestServer, type TestServer} from './testServer.js'
 import {templateName, withDatabase} from './urls.js'
 

@@ -1,4 +1,4 @@
-import type {FixtureVersion} from '../../src/fixtures/fixtureSchema.js'
+import type {FixtureVersion} from '../../src/worlds/fixtureSchema.js'
 
 export {withDatabase} from '../../src/connection/url.js'
 

@@ -5,7 +5,7 @@ import path from 'node:path'
 import type {Knex} from 'knex'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {fixtureVersions} from '../../src/fixtures/fixtureSchema.js'
+import {fixtureVersions} from '../../src/worlds/fixtureSchema.js'
 import {createAssetTriggeredRuns} from '../conformance/scheduler.js'
 import {envelope, runCli} from '../support/cli.js'
 import {completeOne, schemaOf} from '../support/complete.js'

@@ -1,6 +1,6 @@
 import type {Knex} from 'knex'
 
-import {seedWorld, type SeedOptions} from '../../../src/fixtures/seed.js'
+import {seedWorld, type SeedOptions} from '../../../src/worlds/seed.js'
 
 /**
  * The sandbox's seeded demo world (seedWorld), kept for tests written against it; the suite's own
