@@ -74,7 +74,7 @@ export interface DownstreamParams {
 
 interface CachedCondition {
   condition: unknown
-  /** Whether the condition has a leaf at all (none: the scheduler never creates a run, whatever is queued). */
+  /** Whether the condition has a leaf at all (none: its verdict is the same whatever is queued; an empty AND is met). */
   leaves: boolean
   /** Whether it has an `Asset.ref` leaf (only a ref asks whether a queued asset is active). */
   refs: boolean
@@ -134,6 +134,7 @@ type QueuedAsset = DownstreamFacts['queued']['assets'][number]
 
 export function downstreamReader(
   capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
+  limits: {assets: number} = {assets: cachedAssets},
 ): DownstreamReader {
   // Conditions by serialized DAG hash, with what of the queue they can use (bounded).
   const conditions = new Map<string, CachedCondition>()
@@ -159,24 +160,35 @@ export function downstreamReader(
     },
     async facts(ex, entries, known) {
       // Plain loops: a consumer of tens of thousands of queued assets goes through here per item.
+      // This call's own view of the ids it needs: the shared cache may evict an entry (this call's
+      // inserts, or another item's at the same time) between the lookup and the evaluation, and a
+      // queued asset missing there would read as not queued.
+      const here = new Map<number, {active: QueuedAsset; inactive: QueuedAsset}>()
       const missing = new Set<number>()
-      for (const row of entries) for (const id of row.queued) if (!assets.has(id)) missing.add(id)
+      for (const row of entries)
+        for (const id of row.queued) {
+          if (here.has(id)) continue
+          const cached = assets.get(id)
+          if (cached) here.set(id, cached)
+          else missing.add(id)
+        }
       if (missing.size > 0) {
         for (const row of await ex.query<{id: number; name: string; uri: string}>(resolveAssets([[...missing]]))) {
-          if (assets.size >= cachedAssets) assets.delete(assets.keys().next().value!)
-          assets.set(row.id, {
+          const key = {
             active: {name: row.name, uri: row.uri, active: true},
             inactive: {name: row.name, uri: row.uri, active: false},
-          })
+          }
+          here.set(row.id, key)
+          if (assets.size >= limits.assets) assets.delete(assets.keys().next().value!)
+          assets.set(row.id, key)
         }
       }
       return entries.map((row) => {
         const inactive = row.inactive.length > 0 ? new Set(row.inactive) : undefined
         const queued: QueuedAsset[] = []
         for (const id of row.queued) {
-          // An id gone from the cache between the read and here (another item's eviction), or
-          // an asset deleted meanwhile (its queue rows go with it): not queued.
-          const asset = assets.get(id)
+          // An asset deleted between the statement and the lookup (its queue rows go with it): not queued.
+          const asset = here.get(id)
           if (asset) queued.push(inactive?.has(id) ? asset.inactive : asset.active)
         }
         return {
