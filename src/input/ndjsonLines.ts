@@ -7,10 +7,13 @@ export const maxLineBytes = 1024 * 1024
 /**
  * The non-blank lines of an NDJSON file (or of stdin for "-"), with their 1-based line numbers so
  * every message can name the line at fault. Streamed: one line in memory at a time. A UTF-8 byte
- * order mark (editors on Windows write one) is dropped; a line longer than maxLineBytes comes back
- * empty with `tooLong` set.
+ * order mark (editors on Windows write one) is dropped; a line longer than `maxBytes` (default
+ * maxLineBytes) comes back empty with `tooLong` set.
  */
-export async function* ndjsonLines(path: string): AsyncGenerator<{text: string; line: number; tooLong: boolean}> {
+export async function* ndjsonLines(
+  path: string,
+  maxBytes = maxLineBytes,
+): AsyncGenerator<{text: string; line: number; tooLong: boolean}> {
   const input = path === '-' ? process.stdin : fs.createReadStream(path, {encoding: 'utf8'})
   const lines = readline.createInterface({input, crlfDelay: Number.POSITIVE_INFINITY})
   let line = 0
@@ -18,7 +21,7 @@ export async function* ndjsonLines(path: string): AsyncGenerator<{text: string; 
     line++
     const text = line === 1 ? raw.replace(/^\uFEFF/, '') : raw
     // Said, not thrown: this module is a leaf; the readers turn it into their usage error.
-    if (Buffer.byteLength(text, 'utf8') > maxLineBytes) yield {text: '', line, tooLong: true}
+    if (Buffer.byteLength(text, 'utf8') > maxBytes) yield {text: '', line, tooLong: true}
     else if (text.trim() !== '') yield {text, line, tooLong: false}
   }
 }

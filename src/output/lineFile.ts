@@ -37,11 +37,14 @@ export async function createLineFile(target: string): Promise<LineFile> {
     write(line) {
       if (!failure) stream.write(line.endsWith('\n') ? line : `${line}\n`)
     },
-    // Once: the batch closes it when it ends, the command's cleanup again after a failure.
+    // Once: the batch closes it when it ends, the command's cleanup again after a failure. The
+    // end callback gets the write's error (a full disk) before the 'error' event is emitted, so
+    // both are asked: a failed write is never reported as a file written.
     close: () =>
       (closed ??= new Promise<void>((resolve, reject) =>
-        stream.end(() => {
-          if (failure) reject(failure)
+        stream.end((error?: Error | null) => {
+          const why = error ?? failure
+          if (why) reject(why)
           else resolve()
         }),
       )),

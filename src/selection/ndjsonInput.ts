@@ -32,28 +32,35 @@ export async function* checkedLines(
   path: string,
   /** How the caller names the file's source, for messages (the command line: its flag). */
   flag = plainSelectorNames.fromFile,
+  /** The longest line taken (a result file's item line can carry the preview's long lists). */
+  maxBytes = maxLineBytes,
 ): AsyncGenerator<{text: string; line: number}> {
   const name = path === '-' ? 'stdin' : path
-  const lines = ndjsonLines(path)
-  for (;;) {
-    let next: IteratorResult<{text: string; line: number; tooLong: boolean}>
-    try {
-      next = await lines.next()
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code
-      if (code === 'EISDIR') throw usageError(`${flag} ${name} is a directory; give the NDJSON file inside it.`)
-      throw usageError(`${flag} ${name} could not be read to its end (${code ?? (error as Error).message}).`)
-    }
+  const lines = ndjsonLines(path, maxBytes)
+  try {
+    for (;;) {
+      let next: IteratorResult<{text: string; line: number; tooLong: boolean}>
+      try {
+        next = await lines.next()
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code
+        if (code === 'EISDIR') throw usageError(`${flag} ${name} is a directory; give the NDJSON file inside it.`)
+        throw usageError(`${flag} ${name} could not be read to its end (${code ?? (error as Error).message}).`)
+      }
 
-    if (next.done) return
-    const {text, line, tooLong} = next.value
-    if (tooLong) {
-      throw usageError(
-        `${name} line ${line} is longer than ${maxLineBytes / 1024 / 1024} MiB; each line is one small JSON object.`,
-      )
-    }
+      if (next.done) return
+      const {text, line, tooLong} = next.value
+      if (tooLong) {
+        throw usageError(
+          `${name} line ${line} is longer than ${maxBytes / 1024 / 1024} MiB; each line is one small JSON object.`,
+        )
+      }
 
-    yield {text, line}
+      yield {text, line}
+    }
+  } finally {
+    // A caller that stops early (a bad line) closes the file with it.
+    await lines.return(undefined)
   }
 }
 

@@ -149,6 +149,9 @@ async function selectRecords(
   return {ids: unique, records: await store.readAuditRecords(db.executor, unique), warnings}
 }
 
+/** The longest result line undo reads (the preview's lists of a very wide consumer fit). */
+const resultLineBytes = 256 * 1024 * 1024
+
 /**
  * The audit rows a result file names: each item line of `--output`/`--ndjson` of complete or
  * replay-events carries its committed write's `log_id`. Lines without one (a refused or dry-run
@@ -158,7 +161,9 @@ async function logIdsOfFile(path: string): Promise<{ids: number[]; warnings: str
   await checkReadable(path, '--from-file')
   const ids: number[] = []
   let without = 0
-  for await (const {text, line} of checkedLines(path, '--from-file')) {
+  // An item line carries the downstream preview's lists (every asset a consumer waits for), which
+  // for a consumer of thousands of assets runs to megabytes: the line limit is a result file's.
+  for await (const {text, line} of checkedLines(path, '--from-file', resultLineBytes)) {
     const parsed = parseJsonLine(text, `--from-file ${path} line ${line}`, [
       'give a result file of complete or replay-events (--output or --ndjson)',
     ])

@@ -441,6 +441,28 @@ describe.each(versions)('airlock undo on %s', (version) => {
     }
   })
 
+  it('--from-file takes a result line of megabytes (the preview lists every asset a wide consumer waits for)', async () => {
+    await world(db.knex)
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'airlock-undo-'))
+    const file = path.join(dir, 'complete.ndjson')
+    expect((await cli('complete', '--dag-id', 'etl', '--yes', '--output', file)).code).toBe(0)
+    const waiting = Array.from({length: 120_000}, (_, i) => `warehouse.orders.partition_${i}`)
+    const lines = fs
+      .readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .map((item) =>
+        item.log_id ? {...item, downstream: [{dag_id: 'wide', ready: false, waiting_for: waiting}]} : item,
+      )
+    const wide = path.join(dir, 'wide.ndjson')
+    fs.writeFileSync(wide, lines.map((line) => JSON.stringify(line)).join('\n') + '\n')
+    expect(fs.statSync(wide).size).toBeGreaterThan(2 * 1024 * 1024)
+    const dry = await undo('--from-file', wide, '--dry-run')
+    expect(dry.code).toBe(0)
+    expect(dry.out.result.items.map((i) => i.outcome)).toEqual(['would_undo'])
+  })
+
   it('a --from-file that is a directory or not JSON lines: exit 2, named, nothing written', async () => {
     await world(db.knex)
     const before = await snapshot(db.knex)
