@@ -21,7 +21,7 @@ import {prose} from '../src/cli/prose.js'
 import {requireAssets} from '../src/selection/assetFilter.js'
 import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {createProgress, type Progress} from '../src/output/progress.js'
-import {newOutputName, RowStream} from '../src/cli/outputFile.js'
+import {closeOutputFile, newOutputName, RowStream} from '../src/cli/outputFile.js'
 
 export default class AuditEvents extends AirlockCommand<EventAuditReport> {
   static override summary = 'Find duplicate, orphaned and missing asset events; remove duplicates (--fix).'
@@ -168,7 +168,7 @@ Airflow's audit log. It is a dry run unless --no-dry-run is given (and --yes, or
     // The summary says the outcome: a signal from here on keeps this exit.
     this.settle(exit)
     findings.end(JSON.stringify({type: 'summary', counts, fix}))
-    await file?.close()
+    if (file) await closeOutputFile(file)
     return {result: report, exit}
   }
 

@@ -2,11 +2,11 @@ import {Flags} from '@oclif/core'
 
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {connectionFlags} from '../src/cli/connectionFlags.js'
-import {newOutputName} from '../src/cli/outputFile.js'
+import {closeOutputFile, newOutputName} from '../src/cli/outputFile.js'
 import {requireAssets} from '../src/selection/assetFilter.js'
 import {requireSourceDag} from '../src/selection/sourceDag.js'
 import {eventFilterFlags, eventFilterFromFlags} from '../src/cli/eventFilterFlags.js'
-import {AirlockError, usageError} from '../src/errors.js'
+import {usageError} from '../src/errors.js'
 import {ExitCode} from '../src/exitCodes.js'
 import {exportEvents} from '../src/export/exportEvents.js'
 import {createProgress} from '../src/output/progress.js'
@@ -67,14 +67,7 @@ airlock replay-events --from-file … --skip-existing against production.`)
     const progress = createProgress({label: 'export-events', total: null, enabled: Boolean(output)})
     const result = await exportEvents(airflow, filter, out, (n) => progress.update(n, ''))
     progress.stop()
-    // A file that could not be written to its end (a full disk) is not an export: said, exit 5.
-    await file?.close().catch((error: unknown) => {
-      throw new AirlockError(
-        'OUTPUT_FAILED',
-        ExitCode.partialFailure,
-        `--output ${file.path}: writing failed (${error instanceof Error ? error.message : String(error)}); the file is incomplete: delete it and export again`,
-      )
-    })
+    if (file) await closeOutputFile(file)
 
     // On stdout the events are the output: the count goes to stderr.
     if (!file) {

@@ -7,7 +7,7 @@ import {planCaveat} from '../protocol/plan.js'
 import {BatchOutput} from './batchOutput.js'
 import {confirmBulkWrite} from './confirm.js'
 import type {Interrupts} from './interrupt.js'
-import {newOutputName, openOutputFile, type OutputMode} from './outputFile.js'
+import {newOutputName, openOutputFile, writingFailed, type OutputMode} from './outputFile.js'
 import {describeLockWait, renderBreakdown, type BatchReport} from './renderItems.js'
 
 /** What a batch run asks of the command it runs in: its output, its signals, its error report. */
@@ -107,11 +107,7 @@ export async function writeBatch<J extends {outcome: string}, Name extends strin
   // The items are in the database whatever became of their copy (a full disk): said, not a failure.
   await file
     ?.close()
-    .catch((error: unknown) =>
-      host.note(
-        `--output ${file.path}: writing failed (${error instanceof Error ? error.message : String(error)}); the file is incomplete, the run's items are above`,
-      ),
-    )
+    .catch((error: unknown) => host.note(`${writingFailed(file.path, error)}, the run's items are above`))
   return {
     result: {
       ...report,

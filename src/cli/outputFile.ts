@@ -1,6 +1,7 @@
 import type {Writable} from 'node:stream'
 
-import {usageError} from '../errors.js'
+import {AirlockError, usageError} from '../errors.js'
+import {ExitCode} from '../exitCodes.js'
 import {createLineFile, whyNotWritable, type LineFile} from '../output/lineFile.js'
 import {expandOutputName} from './outputName.js'
 
@@ -51,6 +52,25 @@ export async function openOutputFile(
   })
   onCleanup(() => file.close())
   return file
+}
+
+/** Why the --output file is incomplete: its close failed (a full disk, a quota, a lost mount). */
+export const writingFailed = (path: string, error: unknown) =>
+  `--output ${path}: writing failed (${error instanceof Error ? error.message : String(error)}); the file is incomplete`
+
+/**
+ * Closes an --output file that is the command's product (an export, an audit's findings): a file
+ * that could not be written to its end is not that product, so its failure is exit 5 with the
+ * file named, never an error airlock did not expect.
+ */
+export async function closeOutputFile(file: LineFile): Promise<void> {
+  await file.close().catch((error: unknown) => {
+    throw new AirlockError(
+      'OUTPUT_FAILED',
+      ExitCode.partialFailure,
+      `${writingFailed(file.path, error)}: delete it and run the command again`,
+    )
+  })
 }
 
 /**
