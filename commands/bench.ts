@@ -192,7 +192,7 @@ preview-price.json. About 5 minutes.`)
     if (password) this.secrets.add(password)
     const server = await openScratchServer(adminUrl)
     this.onCleanup(() => server.dropAll())
-    const wantsFiles = !quick || this.argv.some((arg) => /^(--out|--output|-o)(=|$)/.test(arg))
+    const wantsFiles = !quick || this.given('out', 'output', 'o')
     // The results go to --output (created if needed); nothing is written by a --quick run without it.
     const writeResults = async (files: ReadonlyArray<readonly [string, string]>): Promise<string[]> => {
       if (!wantsFiles) return []
@@ -257,20 +257,19 @@ preview-price.json. About 5 minutes.`)
     writeResults: (files: ReadonlyArray<readonly [string, string]>) => Promise<string[]>,
   ): Promise<{machine: BenchReport['machine']; previewPrice: PreviewPriceReport; written: string[]}> {
     const quick = flags.quick
-    const given = (flag: string) => this.argv.some((arg) => new RegExp(`^--${flag}(=|$)`).test(arg))
     const machine = await describeMachine(adminUrl)
     const previewPrice = await measurePreviewPrice(
       server,
       {
         ...previewPriceDefaults,
         queueSizes: quick ? [1000] : parseQueueSizes(flags['queue-sizes']),
-        outlets: given('outlets')
+        outlets: this.given('outlets')
           ? parseIntegerList(flags.outlets, '--outlets')
           : quick
             ? [10]
             : previewPriceDefaults.outlets,
-        runs: quick ? 2 : given('runs') ? flags.runs : previewPriceDefaults.runs,
-        warmup: quick ? 1 : given('warmup') ? flags.warmup : previewPriceDefaults.warmup,
+        runs: quick ? 2 : this.given('runs') ? flags.runs : previewPriceDefaults.runs,
+        warmup: quick ? 1 : this.given('warmup') ? flags.warmup : previewPriceDefaults.warmup,
       },
       (line) => this.progress(line),
     )
@@ -301,6 +300,13 @@ preview-price.json. About 5 minutes.`)
       )
     }
     return reports
+  }
+
+  /** Whether the command line names one of these flags (not its default): `--name`, `--name=…`, or `-n` for a letter. */
+  private given(...names: string[]): boolean {
+    return this.argv.some((arg) =>
+      names.some((name) => new RegExp(`^${name.length === 1 ? '-' : '--'}${name}(=|$)`).test(arg)),
+    )
   }
 
   protected render(result: BenchResult): string {
