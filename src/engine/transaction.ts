@@ -115,10 +115,11 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
         break
       }
 
-      // A session that could not be had again after the retries: the server is gone, whatever
-      // the last attempt's words were (a full server is as gone to this batch as a closed port).
+      // Retried to the last attempt: the work may name what that means to it.
       const own = step.retryable ? work.exhausted?.(step.error) : undefined
       if (own !== undefined) return done(own, attempt)
+      // A session that could not be had again after the retries: the server is gone, whatever
+      // the last attempt's words were (a full server is as gone to this batch as a closed port).
       const kind = step.connectionLost ? 'unreachable' : step.kind
       return done({outcome: 'failed', sqlstate: step.code, message: step.reason, kind}, attempt)
     }
