@@ -12,8 +12,12 @@
 
 /** A consumer's queue rows, as the evaluation needs them. */
 export interface QueuedAssets {
-  /** The queued assets, each by (name, uri) and whether it is active (what an `asset_ref` resolves to). */
-  assets: ReadonlyArray<{name: string; uri: string; active: boolean}>
+  /**
+   * The queued assets, each by (name, uri) and whether it is active (what an `asset_ref` resolves
+   * to); with its `asset.id` where the caller has it, which lets a tree remember the leaves an id
+   * satisfies (an asset's id names one (name, uri) for good).
+   */
+  assets: ReadonlyArray<{name: string; uri: string; active: boolean; id?: number}>
   /** The aliases linked (asset_alias_asset) to any queued asset. */
   aliases: readonly string[]
 }
@@ -149,6 +153,8 @@ interface TreeIndex {
   slots: Map<ConditionTree, Int32Array>
   /** No label repeats: an AND's missing parts never share one. */
   distinct: boolean
+  /** The asset leaves an asset id satisfies (-1 none), learnt as ids are first met: one integer lookup per queued row after. */
+  assetLeavesById: Map<number, number | number[]>
 }
 
 const indexByTree = new WeakMap<ConditionTree, TreeIndex>()
@@ -166,6 +172,7 @@ function treeIndex(tree: ConditionTree): TreeIndex {
     aliasesByName: new Map(),
     slots: new Map(),
     distinct: false,
+    assetLeavesById: new Map(),
   }
   const add = (map: Map<string, number[]>, key: string, i: number) => {
     const at = map.get(key)
@@ -235,17 +242,81 @@ export function evaluateTree(
  * leaves: each queued asset marks the leaves it satisfies through the tree's own index (a
  * consumer of tens of thousands of assets is evaluated on every completion that reaches it).
  */
-export function evaluateQueue(
-  tree: ConditionTree | undefined,
-  {assets: queued, aliases}: QueuedAssets,
-): ConditionResult {
+export function evaluateQueue(tree: ConditionTree | undefined, queued: QueuedAssets): ConditionResult {
   if (!tree) return evaluateTree(undefined, () => false)
   const index = treeIndex(tree)
+  return evaluateMarks(tree, index, markQueue(index, queued))
+}
+
+/**
+ * What the downstream preview says of a condition: how many leaves the queue satisfies and how
+ * many it still misses, each with its first `cap` labels in the condition's order. The same
+ * decision as evaluateQueue, without listing every leaf: a consumer of tens of thousands of assets
+ * is previewed on every completion that reaches it, and an operator reads counts there, not lists.
+ */
+export interface ConditionPreview {
+  met: boolean
+  /** How many leaves the condition has. */
+  leaves: number
+  satisfied: string[]
+  satisfiedCount: number
+  /** The first `cap` of evaluateQueue's waitingFor (the fewest missing leaves). */
+  waitingFor: string[]
+  waitingForCount: number
+  /** Which leaves, by position, the queue satisfies: what a batch of previews folds. */
+  marks: Uint8Array
+}
+
+/** previewMarks over a consumer's queue rows: the leaves they satisfy marked through the tree's index. */
+export function previewQueue(tree: ConditionTree | undefined, queued: QueuedAssets, cap: number): ConditionPreview {
+  if (!tree) return previewMarks(undefined, new Uint8Array(0), cap)
+  return previewMarks(tree, markQueue(treeIndex(tree), queued), cap)
+}
+
+/**
+ * A condition's preview from which leaves are satisfied (`marks`, by position in leavesOf's order),
+ * in time linear in the leaves and without a string per leaf: counts first, then labels until
+ * `cap`. Equal to evaluateTree's lists cut at `cap`, and to their lengths (a tree that repeats a
+ * label takes evaluateTree's own path, whose AND lists each label once).
+ */
+export function previewMarks(tree: ConditionTree | undefined, marks: Uint8Array, cap: number): ConditionPreview {
+  if (!tree) return {met: false, leaves: 0, satisfied: [], satisfiedCount: 0, waitingFor: [], waitingForCount: 0, marks}
+  const index = treeIndex(tree)
+  const satisfied: string[] = []
+  let satisfiedCount = 0
+  for (let i = 0; i < marks.length; i++)
+    if (marks[i]) {
+      if (satisfied.length < cap) satisfied.push(index.labels[i]!)
+      satisfiedCount++
+    }
+  const state = new NodeState(index, marks)
+  const met = state.met(tree)
+  let waitingFor: string[] = []
+  let waitingForCount = 0
+  if (!met && index.distinct) {
+    waitingForCount = state.missingCount(tree) ?? 0
+    if (waitingForCount > 0) state.missingFirst(tree, cap, waitingFor)
+  } else if (!met) {
+    const all = state.missing(tree) ?? []
+    waitingForCount = all.length
+    waitingFor = all.slice(0, cap)
+  }
+  return {met, leaves: index.leaves.length, satisfied, satisfiedCount, waitingFor, waitingForCount, marks}
+}
+
+/** Each queued asset marks the leaves it satisfies, through the tree's own index. */
+function markQueue(index: TreeIndex, {assets: queued, aliases}: QueuedAssets): Uint8Array {
   const marks = new Uint8Array(index.leaves.length)
   const refs = index.refsByName.size > 0 || index.refsByUri.size > 0
-  for (const {name, uri, active} of queued) {
-    const byName = index.assetsByName.get(name)
-    if (byName) for (const i of byName) if ((index.leaves[i] as {uri: string}).uri === uri) marks[i] = 1
+  for (const {name, uri, active, id} of queued) {
+    let at = id === undefined ? undefined : index.assetLeavesById.get(id)
+    if (at === undefined) {
+      at = assetLeaves(index, name, uri)
+      if (id !== undefined) index.assetLeavesById.set(id, at)
+    }
+    if (typeof at === 'number') {
+      if (at >= 0) marks[at] = 1
+    } else for (const i of at) marks[i] = 1
     if (refs && active) {
       for (const i of index.refsByName.get(name) ?? []) marks[i] = 1
       for (const i of index.refsByUri.get(uri) ?? []) marks[i] = 1
@@ -253,7 +324,30 @@ export function evaluateQueue(
   }
   if (index.aliasesByName.size > 0)
     for (const alias of aliases) for (const i of index.aliasesByName.get(alias) ?? []) marks[i] = 1
-  return evaluateMarks(tree, index, marks)
+  return marks
+}
+
+/** The positions of the asset leaves a (name, uri) satisfies: -1 for none, a number for one. */
+function assetLeaves(index: TreeIndex, name: string, uri: string): number | number[] {
+  const byName = index.assetsByName.get(name)
+  if (!byName) return -1
+  const at = byName.filter((i) => (index.leaves[i] as {uri: string}).uri === uri)
+  return at.length === 0 ? -1 : at.length === 1 ? at[0]! : at
+}
+
+/**
+ * The same marks carried from one tree to another by label: a DAG re-parsed in the middle of a
+ * batch, whose earlier items were previewed against its previous condition.
+ */
+export function remark(from: ConditionTree | undefined, marks: Uint8Array, to: ConditionTree | undefined): Uint8Array {
+  if (from === to) return marks
+  const labels = new Set<string>()
+  const before = leavesOf(from)
+  for (let i = 0; i < before.length; i++) if (marks[i]) labels.add(before[i]!.label)
+  const after = leavesOf(to)
+  const moved = new Uint8Array(after.length)
+  for (let i = 0; i < after.length; i++) if (labels.has(after[i]!.label)) moved[i] = 1
+  return moved
 }
 
 function evaluateMarks(tree: ConditionTree, index: TreeIndex, marks: Uint8Array): ConditionResult {
@@ -339,6 +433,76 @@ class NodeState {
       if (part !== undefined && (best === undefined || part.length < best.length)) best = part
     }
     return best
+  }
+
+  private readonly counts = new Map<ConditionTree, number | undefined>()
+
+  /**
+   * How many leaves missing() would list, for a tree whose labels are distinct (an AND's parts then
+   * never share one): an AND the sum of its unmet parts, an OR its cheapest side; undefined where
+   * missing() is (an unknown node, an empty OR, an AND with such a part).
+   */
+  missingCount(tree: ConditionTree): number | undefined {
+    if (this.met(tree)) return 0
+    if (tree.kind === 'unknown') return undefined
+    if (!('children' in tree)) return 1
+    if (this.counts.has(tree)) return this.counts.get(tree)
+    const slots = this.index.slots.get(tree)!
+    let count: number | undefined
+    if (tree.kind === 'all') {
+      count = 0
+      for (let k = 0; k < slots.length; k++) {
+        const slot = slots[k]!
+        const part = slot >= 0 ? (this.marks[slot] === 1 ? 0 : 1) : this.missingCount(tree.children[k]!)
+        if (part === undefined) {
+          count = undefined
+          break
+        }
+        count += part
+      }
+    } else {
+      for (let k = 0; k < slots.length; k++) {
+        const slot = slots[k]!
+        const part = slot >= 0 ? (this.marks[slot] === 1 ? 0 : 1) : this.missingCount(tree.children[k]!)
+        if (part !== undefined && (count === undefined || part < count)) count = part
+      }
+    }
+    this.counts.set(tree, count)
+    return count
+  }
+
+  /** The first `cap` labels of missing(tree) into `out`, for a tree missingCount counts (defined, distinct labels). */
+  missingFirst(tree: ConditionTree, cap: number, out: string[]): void {
+    if (out.length >= cap || this.met(tree) || tree.kind === 'unknown') return
+    if (!('children' in tree)) {
+      out.push(tree.label)
+      return
+    }
+    const slots = this.index.slots.get(tree)!
+    if (tree.kind === 'all') {
+      for (let k = 0; k < slots.length && out.length < cap; k++) {
+        const slot = slots[k]!
+        if (slot >= 0) {
+          if (this.marks[slot] !== 1) out.push(this.index.labels[slot]!)
+        } else this.missingFirst(tree.children[k]!, cap, out)
+      }
+      return
+    }
+    // The side missing() takes: the first of the cheapest.
+    let best = -1
+    let bestCount: number | undefined
+    for (let k = 0; k < slots.length; k++) {
+      const slot = slots[k]!
+      const part = slot >= 0 ? (this.marks[slot] === 1 ? 0 : 1) : this.missingCount(tree.children[k]!)
+      if (part !== undefined && (bestCount === undefined || part < bestCount)) {
+        best = k
+        bestCount = part
+      }
+    }
+    if (best < 0) return
+    const slot = slots[best]!
+    if (slot >= 0) out.push(this.index.labels[slot]!)
+    else this.missingFirst(tree.children[best]!, cap, out)
   }
 }
 

@@ -249,7 +249,7 @@ const downstreamRows = 50
  */
 export function renderDownstream(downstream: readonly DownstreamSummary[], dryRun: boolean): string {
   const line = (dag: DownstreamSummary) => {
-    const of = `${dag.satisfied.length} of ${dag.assets} asset${dag.assets === 1 ? '' : 's'}`
+    const of = `${dag.satisfied_count} of ${dag.assets} asset${dag.assets === 1 ? '' : 's'}`
     if (dag.ready) return `${dag.dag_id}: ${dryRun ? 'would run' : 'will run'} (${of})`
     if (dag.blocked_by === 'partitioned')
       return `${dag.dag_id}: partitioned timetable, queued through its partition mapper (not evaluated)`
@@ -260,7 +260,8 @@ export function renderDownstream(downstream: readonly DownstreamSummary[], dryRu
     // No serialized DAG (never parsed), or one whose timetable names no asset: nothing to evaluate.
     if (dag.assets === 0)
       return `${dag.dag_id}: its latest serialized DAG names no asset condition, so none was evaluated`
-    return `${dag.dag_id}: waits for ${dag.waiting_for.join(', ')} (${of})`
+    const more = dag.waiting_for_count - dag.waiting_for.length
+    return `${dag.dag_id}: waits for ${dag.waiting_for.join(', ')}${more > 0 ? ` and ${more} more` : ''} (${of})`
   }
   return [
     `Downstream (as the scheduler's next step will see it${dryRun ? ' if this ran' : ''}):`,

@@ -1,4 +1,4 @@
-import {evaluateQueue, evaluateTree, parseCondition, type ConditionTree} from '../airflow/assetCondition.js'
+import {parseCondition, previewMarks, previewQueue, remark, type ConditionTree} from '../airflow/assetCondition.js'
 import type {DownstreamFacts} from '../store/families/downstream.js'
 
 /**
@@ -14,16 +14,30 @@ export interface Downstream {
   dag_id: string
   /** `dags_needing_dagruns` picks it up once this commits: the scheduler creates its run. */
   ready: boolean
-  /** The assets (names; refs and aliases as written) its condition still misses. */
+  /**
+   * The assets (names; refs and aliases as written) its condition still misses, the fewest that
+   * would make it true: the first `listedLeaves` of them, in the condition's order.
+   */
   waiting_for: string[]
+  /** How many it misses in all. */
+  waiting_for_count: number
   blocked_by?: DownstreamBlock
   /** Why, where the block needs saying (the scheduler's cached cap flag). */
   reason?: string
-  /** The assets of its condition the queue satisfies, this completion's included. */
+  /** The assets of its condition the queue satisfies, this completion's included: the first `listedLeaves`. */
   satisfied: string[]
+  /** How many it satisfies in all. */
+  satisfied_count: number
   /** How many assets (refs, aliases) its condition names. */
   assets: number
 }
+
+/**
+ * How many leaves a preview names in `waiting_for` and in `satisfied`; the counts say the rest. A
+ * consumer scheduled on 24,600 assets would otherwise list them on every item (megabytes per item
+ * in NDJSON), and the lists cost more than the decision.
+ */
+export const listedLeaves = 20
 
 /**
  * What a preview was decided from, kept beside it for the batch's fold and never printed: the
@@ -32,6 +46,8 @@ export interface Downstream {
  */
 interface DownstreamBasis {
   tree: ConditionTree | undefined
+  /** Which of the tree's leaves, by position, the queue satisfies. */
+  marks: Uint8Array
   always: DownstreamBlock | undefined
   reason?: string | undefined
   atLimit: boolean
@@ -97,10 +113,19 @@ export function exclusionsOf(
 export function downstreamOf(facts: readonly DownstreamFacts[]): Downstream[] {
   return facts.map((dag) => {
     if (dag.partitioned) {
-      return {dag_id: dag.dagId, ready: false, waiting_for: [], blocked_by: 'partitioned', satisfied: [], assets: 0}
+      return {
+        dag_id: dag.dagId,
+        ready: false,
+        waiting_for: [],
+        waiting_for_count: 0,
+        blocked_by: 'partitioned',
+        satisfied: [],
+        satisfied_count: 0,
+        assets: 0,
+      }
     }
     const tree = parseCondition(dag.condition)
-    const result = evaluateQueue(tree, dag.queued)
+    const result = previewQueue(tree, dag.queued, listedLeaves)
     const {always, atLimit, blocked} = exclusionsOf(dag, result.met)
     const reason = always === 'max_active_runs' ? maxRunsFlagReason : undefined
     return withBasis(
@@ -108,12 +133,14 @@ export function downstreamOf(facts: readonly DownstreamFacts[]): Downstream[] {
         dag_id: dag.dagId,
         ready: result.met && blocked === undefined,
         waiting_for: result.waitingFor,
+        waiting_for_count: result.waitingForCount,
         ...(blocked ? {blocked_by: blocked} : {}),
         ...(reason ? {reason} : {}),
         satisfied: result.satisfied,
-        assets: result.leaves.length,
+        satisfied_count: result.satisfiedCount,
+        assets: result.leaves,
       },
-      {tree, always, reason, atLimit},
+      {tree, marks: result.marks, always, reason, atLimit},
     )
   })
 }
@@ -126,7 +153,6 @@ export interface DownstreamSummary extends Downstream {
 
 interface Folded {
   summary: DownstreamSummary
-  satisfied: Set<string>
   basis: DownstreamBasis | undefined
 }
 
@@ -135,7 +161,7 @@ interface Folded {
  * runs once that item committed), or when its condition, evaluated over the leaves the items
  * satisfy together (a dry run's items each see only their own rows), holds and nothing blocks
  * it; otherwise it waits for the fewest leaves that would make that combined queue true. Memory is
- * one entry per consumer, whatever the item count.
+ * one entry per consumer (a byte per leaf of its condition), whatever the item count.
  */
 export class DownstreamFold {
   private readonly byDag = new Map<string, Folded>()
@@ -146,49 +172,55 @@ export class DownstreamFold {
       const seen = this.byDag.get(preview.dag_id)
       if (!seen) {
         this.byDag.set(preview.dag_id, {
-          summary: {...preview, satisfied: [...preview.satisfied], items: 1},
-          satisfied: new Set(preview.satisfied),
-          basis: basis && {...basis},
+          summary: {...preview, items: 1},
+          basis: basis && {...basis, marks: basis.marks.slice()},
         })
         continue
       }
       const dag = seen.summary
       dag.items++
-      for (const leaf of preview.satisfied) seen.satisfied.add(leaf)
       dag.assets = Math.max(dag.assets, preview.assets)
       dag.ready ||= preview.ready
       const blocked = preview.blocked_by ?? dag.blocked_by
       if (blocked) dag.blocked_by = blocked
-      // The latest item's condition (a DAG re-parsed mid-batch); a block or a cap any item saw.
-      if (basis)
-        seen.basis = {
-          tree: basis.tree,
-          always: seen.basis?.always ?? basis.always,
-          reason: seen.basis?.always ? seen.basis.reason : basis.reason,
-          atLimit: (seen.basis?.atLimit ?? false) || basis.atLimit,
-        }
+      if (!basis) continue
+      // The latest item's condition (a DAG re-parsed mid-batch: what the earlier items satisfied
+      // carried over by label); a block or a cap any item saw.
+      // The fold's own copy: remark returns it unchanged for the same tree.
+      const union = seen.basis
+        ? remark(seen.basis.tree, seen.basis.marks, basis.tree)
+        : new Uint8Array(basis.marks.length)
+      for (let i = 0; i < union.length; i++) union[i]! |= basis.marks[i]!
+      seen.basis = {
+        tree: basis.tree,
+        marks: union,
+        always: seen.basis?.always ?? basis.always,
+        reason: seen.basis?.always ? seen.basis.reason : basis.reason,
+        atLimit: (seen.basis?.atLimit ?? false) || basis.atLimit,
+      }
     }
   }
 
   summary(): DownstreamSummary[] {
     return [...this.byDag.values()]
-      .map(({summary: dag, satisfied, basis}) => {
-        const satisfiedList = [...satisfied].sort()
+      .map(({summary: dag, basis}) => {
         if (!basis || dag.blocked_by === 'partitioned') {
           // Not evaluated (a partitioned timetable): as the items said.
           const {blocked_by, ...rest} = dag
-          return {...rest, satisfied: satisfiedList, ...(blocked_by ? {blocked_by} : {})}
+          return {...rest, ...(blocked_by ? {blocked_by} : {})}
         }
-        const result = evaluateTree(basis.tree, (leaf) => satisfied.has(leaf.label))
+        const result = previewMarks(basis.tree, basis.marks, listedLeaves)
         const blocked = basis.always ?? (result.met && basis.atLimit ? 'max_active_runs' : undefined)
         const ready = dag.ready || (result.met && blocked === undefined)
         return {
           dag_id: dag.dag_id,
           ready,
           waiting_for: ready ? [] : result.waitingFor,
+          waiting_for_count: ready ? 0 : result.waitingForCount,
           ...(!ready && blocked ? {blocked_by: blocked} : {}),
           ...(!ready && blocked && blocked === basis.always && basis.reason ? {reason: basis.reason} : {}),
-          satisfied: satisfiedList,
+          satisfied: result.satisfied,
+          satisfied_count: result.satisfiedCount,
           assets: dag.assets,
           items: dag.items,
         }

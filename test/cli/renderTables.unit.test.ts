@@ -4,7 +4,7 @@ import type {Finding} from '../../src/audit/auditEvents.js'
 import {Tally} from '../../src/batch/tally.js'
 import {BatchOutput} from '../../src/cli/batchOutput.js'
 import {renderEventAudit, type EventAuditReport} from '../../src/cli/renderEventAudit.js'
-import {renderBatch, renderBreakdown, renderEventItems} from '../../src/cli/renderItems.js'
+import {renderBatch, renderBreakdown, renderDownstream, renderEventItems} from '../../src/cli/renderItems.js'
 import type {ItemJson} from '../../src/report/itemJson.js'
 
 /** The identifying part of every row stays readable at a terminal's width (the trial's 80 and 120 columns). */
@@ -127,7 +127,20 @@ describe('a plan says what it plans and marks what it cannot measure', () => {
       })),
       plan: 'a plan reads, it writes nothing',
       ...(downstream
-        ? {downstream: [{dag_id: 'report', ready: true, waiting_for: [], satisfied: ['a'], assets: 1, items: 2}]}
+        ? {
+            downstream: [
+              {
+                dag_id: 'report',
+                ready: true,
+                waiting_for: [],
+                waiting_for_count: 0,
+                satisfied: ['a'],
+                satisfied_count: 1,
+                assets: 1,
+                items: 2,
+              },
+            ],
+          }
         : {}),
     })
 
@@ -164,5 +177,26 @@ describe('the OpenLineage line of a batch', () => {
       `OpenLineage COMPLETE events: 1 sent, 2 failed (first failure: ${dag}/${run}/an_task_7[3]: ECONNREFUSED after 3 attempts; the completions stand).`,
     )
     expect(text).not.toMatch(/failure: failed/)
+  })
+})
+
+describe('the downstream section', () => {
+  it('a consumer of thousands of assets: the first assets it waits for, how many more, and the counts', () => {
+    const text = renderDownstream(
+      [
+        {
+          dag_id: 'wide',
+          ready: false,
+          waiting_for: ['asset_0', 'asset_1'],
+          waiting_for_count: 1100,
+          satisfied: ['asset_100'],
+          satisfied_count: 3900,
+          assets: 5000,
+          items: 3,
+        },
+      ],
+      false,
+    )
+    expect(text).toContain('wide: waits for asset_0, asset_1 and 1098 more (3900 of 5000 assets)')
   })
 })

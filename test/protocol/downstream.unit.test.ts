@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
-import {evaluateCondition, type QueuedAssets} from '../../src/airflow/assetCondition.js'
-import {DownstreamFold, downstreamOf} from '../../src/protocol/downstream.js'
+import {evaluateCondition, parseCondition, previewQueue, type QueuedAssets} from '../../src/airflow/assetCondition.js'
+import {DownstreamFold, downstreamOf, listedLeaves} from '../../src/protocol/downstream.js'
 import type {DownstreamFacts} from '../../src/store/families/downstream.js'
 
 /**
@@ -104,7 +104,15 @@ const facts = (dagId: string, extra: Partial<DownstreamFacts> = {}): DownstreamF
 describe('downstreamOf', () => {
   it('ready when the condition holds and nothing excludes the DAG', () => {
     expect(downstreamOf([facts('report')])).toEqual([
-      {dag_id: 'report', ready: true, waiting_for: [], satisfied: ['a', 'b'], assets: 2},
+      {
+        dag_id: 'report',
+        ready: true,
+        waiting_for: [],
+        waiting_for_count: 0,
+        satisfied: ['a', 'b'],
+        satisfied_count: 2,
+        assets: 2,
+      },
     ])
   })
 
@@ -150,8 +158,26 @@ describe('DownstreamFold', () => {
     fold.add([first!, other!])
     fold.add([second!])
     expect(fold.summary()).toEqual([
-      {dag_id: 'report', ready: true, waiting_for: [], satisfied: ['a', 'b'], assets: 2, items: 2},
-      {dag_id: 'weekly', ready: false, waiting_for: ['b'], satisfied: ['a'], assets: 2, items: 1},
+      {
+        dag_id: 'report',
+        ready: true,
+        waiting_for: [],
+        waiting_for_count: 0,
+        satisfied: ['a', 'b'],
+        satisfied_count: 2,
+        assets: 2,
+        items: 2,
+      },
+      {
+        dag_id: 'weekly',
+        ready: false,
+        waiting_for: ['b'],
+        waiting_for_count: 1,
+        satisfied: ['a'],
+        satisfied_count: 1,
+        assets: 2,
+        items: 1,
+      },
     ])
   })
 })
@@ -164,7 +190,16 @@ describe('DownstreamFold over OR conditions', () => {
     fold.add(downstreamOf([facts('report', {condition, queued: rows([queued('a')])})]))
     fold.add(downstreamOf([facts('report', {condition, queued: rows([queued('c')])})]))
     expect(fold.summary()).toEqual([
-      {dag_id: 'report', ready: true, waiting_for: [], satisfied: ['a', 'c'], assets: 3, items: 2},
+      {
+        dag_id: 'report',
+        ready: true,
+        waiting_for: [],
+        waiting_for_count: 0,
+        satisfied: ['a', 'c'],
+        satisfied_count: 2,
+        assets: 3,
+        items: 2,
+      },
     ])
   })
 
@@ -174,7 +209,16 @@ describe('DownstreamFold over OR conditions', () => {
     fold.add(downstreamOf([facts('report', {condition, queued: rows([queued('b')])})]))
     fold.add(downstreamOf([facts('report', {condition, queued: rows([queued('c')])})]))
     expect(fold.summary()).toEqual([
-      {dag_id: 'report', ready: false, waiting_for: ['d'], satisfied: ['b', 'c'], assets: 4, items: 2},
+      {
+        dag_id: 'report',
+        ready: false,
+        waiting_for: ['d'],
+        waiting_for_count: 1,
+        satisfied: ['b', 'c'],
+        satisfied_count: 2,
+        assets: 4,
+        items: 2,
+      },
     ])
   })
 
@@ -188,8 +232,10 @@ describe('DownstreamFold over OR conditions', () => {
         dag_id: 'report',
         ready: false,
         waiting_for: [],
+        waiting_for_count: 0,
         blocked_by: 'max_active_runs',
         satisfied: ['a', 'b'],
+        satisfied_count: 2,
         assets: 2,
         items: 2,
       },
@@ -290,16 +336,85 @@ describe('evaluateQueue against a plain transcription', () => {
       if (r < 0.95) return {__type: 'asset_alias', name: pick(['x', 'y'])}
       return {__type: 'mystery'}
     }
+    // One id per (name, uri), as asset.id is: the tree learns which leaves an id satisfies.
+    const ids = new Map<string, number>()
+    const idOf = (name: string, uri: string) =>
+      ids.get(`${name} ${uri}`) ?? ids.set(`${name} ${uri}`, ids.size + 1).size
+    const randomQueue = (): QueuedAssets => ({
+      assets: Array.from({length: Math.floor(random() * 6)}, () => {
+        const name = pick(names)
+        const at = uri(name)
+        return {name, uri: at, active: random() < 0.8, id: idOf(name, at)}
+      }),
+      aliases: random() < 0.4 ? [pick(['x', 'y'])] : [],
+    })
     for (let i = 0; i < 2000; i++) {
       const condition = tree(0)
-      const queue: QueuedAssets = {
-        assets: Array.from({length: Math.floor(random() * 6)}, () => {
-          const name = pick(names)
-          return {name, uri: uri(name), active: random() < 0.8}
-        }),
-        aliases: random() < 0.4 ? [pick(['x', 'y'])] : [],
+      const parsed = parseCondition(condition)
+      // Two queues per tree: the second meets ids the first taught it.
+      for (const queue of [randomQueue(), randomQueue()]) {
+        const expected = plain(condition, queue)
+        expect(evaluateCondition(condition, queue), JSON.stringify({condition, queue})).toEqual(expected)
+        // The preview's counts and lists cut short, at a cap that cuts these small trees often.
+        const preview = previewQueue(parsed, queue, 2)
+        expect({...preview, marks: undefined}, JSON.stringify({condition, queue})).toEqual({
+          met: expected.met,
+          leaves: expected.leaves.length,
+          satisfied: expected.satisfied.slice(0, 2),
+          satisfiedCount: expected.satisfied.length,
+          waitingFor: expected.waitingFor.slice(0, 2),
+          waitingForCount: expected.waitingFor.length,
+          marks: undefined,
+        })
       }
-      expect(evaluateCondition(condition, queue), JSON.stringify({condition, queue})).toEqual(plain(condition, queue))
     }
+  })
+})
+
+describe('a consumer of thousands of assets', () => {
+  const leaves = Array.from({length: 5000}, (_, i) => `asset_${i}`)
+  const condition = all(...leaves.map((name) => asset(name)))
+
+  it('names the first listed leaves of each list and counts the rest', () => {
+    const [preview] = downstreamOf([
+      facts('wide', {condition, queued: rows(leaves.slice(100, 4000).map((name) => queued(name)))}),
+    ])
+    expect(preview).toEqual({
+      dag_id: 'wide',
+      ready: false,
+      waiting_for: leaves.slice(0, listedLeaves),
+      waiting_for_count: 1100,
+      satisfied: leaves.slice(100, 100 + listedLeaves),
+      satisfied_count: 3900,
+      assets: 5000,
+    })
+  })
+
+  it('a batch that covers every leaf between its items is ready, its lists still short', () => {
+    const fold = new DownstreamFold()
+    fold.add(
+      downstreamOf([facts('wide', {condition, queued: rows(leaves.slice(0, 2500).map((name) => queued(name)))})]),
+    )
+    fold.add(downstreamOf([facts('wide', {condition, queued: rows(leaves.slice(2500).map((name) => queued(name)))})]))
+    expect(fold.summary()).toEqual([
+      {
+        dag_id: 'wide',
+        ready: true,
+        waiting_for: [],
+        waiting_for_count: 0,
+        satisfied: leaves.slice(0, listedLeaves),
+        satisfied_count: 5000,
+        assets: 5000,
+        items: 2,
+      },
+    ])
+  })
+
+  it('a DAG re-parsed mid-batch: what earlier items satisfied carries over to its new condition by name', () => {
+    const fold = new DownstreamFold()
+    fold.add(downstreamOf([facts('report', {condition: all(asset('a'), asset('b')), queued: rows([queued('a')])})]))
+    // The new condition drops b and adds c; the second item queues c.
+    fold.add(downstreamOf([facts('report', {condition: all(asset('c'), asset('a')), queued: rows([queued('c')])})]))
+    expect(fold.summary()[0]).toMatchObject({ready: true, satisfied: ['c', 'a'], satisfied_count: 2, items: 2})
   })
 })

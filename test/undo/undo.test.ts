@@ -441,7 +441,7 @@ describe.each(versions)('airlock undo on %s', (version) => {
     }
   })
 
-  it('--from-file takes a result line of megabytes (the preview lists every asset a wide consumer waits for)', async () => {
+  it('--from-file takes a result line of megabytes (a file from before the preview capped its lists)', async () => {
     await world(db.knex)
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'airlock-undo-'))
     const file = path.join(dir, 'complete.ndjson')
