@@ -39,18 +39,106 @@ describe("the preview's asset cache", () => {
   })
 
   it('an item sees every queued asset it looked up, even when the full cache evicts one of them meanwhile', async () => {
-    const reader = downstreamReader({partitionedTimetables: false, maxRunsFlag: false}, {assets: 1})
+    const reader = downstreamReader(
+      {partitionedTimetables: false, maxRunsFlag: false, queueShape: 'per_asset'},
+      {assets: 1},
+    )
     const ex = executor()
     const [facts] = await reader.facts(ex, [entry([1, 2])], reader.known())
     expect(facts!.queued.assets.map((asset) => asset.name).sort()).toEqual(['a1', 'a2'])
   })
 
   it('an id the cache holds is not read again; one it evicted is', async () => {
-    const reader = downstreamReader({partitionedTimetables: false, maxRunsFlag: false}, {assets: 2})
+    const reader = downstreamReader(
+      {partitionedTimetables: false, maxRunsFlag: false, queueShape: 'per_asset'},
+      {assets: 2},
+    )
     const ex = executor()
     await reader.facts(ex, [entry([1, 2])], reader.known())
     await reader.facts(ex, [entry([2, 3])], reader.known())
     await reader.facts(ex, [entry([1, 3])], reader.known())
     expect(ex.asked).toEqual([[1, 2], [3], [1]])
+  })
+})
+
+/**
+ * From 3.4 a consumer's queue holds a row per pending event. For a condition of a few plain
+ * assets the statement asks whether each leaf is queued, by the leaves' asset ids, learnt the
+ * first time the condition is read; anything it cannot be sure of keeps reading the rows.
+ */
+describe("3.4: the preview probes a small condition's leaves", () => {
+  const keys: Record<string, number> = {'a s3://a': 11, 'b s3://b': 12}
+  const executor = (): Executor & {statements: string[]} => {
+    const statements: string[] = []
+    return {
+      statements,
+      query<T>(statement: {name?: string; values?: unknown[]}) {
+        statements.push(statement.name ?? '')
+        if (!statement.name?.includes('leaf_ids')) return Promise.resolve([] as T[])
+        const [names, uris] = statement.values as [string[], string[]]
+        return Promise.resolve(
+          names.flatMap((name, i) => {
+            const id = keys[`${name} ${uris[i]}`]
+            return id === undefined ? [] : [{id, name, uri: uris[i]}]
+          }) as T[],
+        )
+      },
+    } as unknown as Executor & {statements: string[]}
+  }
+  const asset = (name: string) => ({__type: 'asset', __var: {name, uri: `s3://${name}`}})
+  const entry = (hash: string, condition: unknown): FactsEntry => ({
+    dag_id: 'consumer',
+    paused: false,
+    stale: false,
+    import_errors: false,
+    max_active_runs: 16,
+    active_runs: 0,
+    partitioned: false,
+    max_runs_flag: false,
+    timetable: {__var: {asset_condition: condition}},
+    data_compressed: null,
+    dag_hash: hash,
+    queued: [],
+    inactive: [],
+    aliases: [],
+  })
+  const reader = (queueShape: 'per_asset' | 'per_event') =>
+    downstreamReader({partitionedTimetables: false, maxRunsFlag: false, queueShape})
+  const all = (...objects: unknown[]) => ({__type: 'asset_all', __var: {objects}})
+
+  it("the next statement is told the leaves' asset ids, per condition hash", async () => {
+    const preview = reader('per_event')
+    expect(preview.known().probes).toBe('{}')
+    await preview.facts(executor(), [entry('h1', all(asset('a'), asset('b')))], preview.known())
+    expect(JSON.parse(preview.known().probes)).toEqual({h1: [11, 12]})
+  })
+
+  it('a leaf no asset row answers: its condition keeps reading the rows (the asset may come later)', async () => {
+    const preview = reader('per_event')
+    await preview.facts(executor(), [entry('h2', all(asset('a'), asset('nowhere')))], preview.known())
+    expect(preview.known().probes).toBe('{}')
+  })
+
+  it('a ref, an alias, or more leaves than a probe is worth: read as rows', async () => {
+    const preview = reader('per_event')
+    const ref = {__type: 'asset_ref', __var: {name: 'a'}}
+    const alias = {__type: 'asset_alias', __var: {name: 'daily'}}
+    const wide = all(...Array.from({length: 65}, () => asset('a')))
+    const ex = executor()
+    await preview.facts(
+      ex,
+      [entry('ref', all(asset('a'), ref)), entry('alias', all(asset('a'), alias)), entry('wide', wide)],
+      preview.known(),
+    )
+    expect(preview.known().probes).toBe('{}')
+    expect(ex.statements.filter((name) => name.includes('leaf_ids'))).toEqual([])
+  })
+
+  it('before 3.4 (a row per asset and DAG, as few as its leaves): nothing is probed, nothing looked up', async () => {
+    const preview = reader('per_asset')
+    const ex = executor()
+    await preview.facts(ex, [entry('h1', all(asset('a'), asset('b')))], preview.known())
+    expect(preview.known().probes).toBe('{}')
+    expect(ex.statements).toEqual([])
   })
 })

@@ -1,4 +1,4 @@
-import {leavesOf, parseCondition} from '../../airflow/assetCondition.js'
+import {leavesOf, parseCondition, type ConditionLeaf} from '../../airflow/assetCondition.js'
 import type {Capabilities} from '../../airflow/schema.js'
 import {serializedDagJson} from '../../airflow/serializedDag.js'
 import type {Executor} from '../../engine/engine.js'
@@ -41,7 +41,7 @@ export interface DownstreamReader {
    *   beyond them (usually none) and the reference tables are not read twice.
    */
   factsSql(params: DownstreamParams, here?: FactsHere): string
-  /** What to bind for `hashes`, `noLeaves`, `noRefs` and `noAliases`, and the snapshot of the cache they describe. */
+  /** What to bind for `hashes`, `noLeaves`, `noRefs`, `noAliases` and `probes`, and the snapshot of the cache they describe. */
   known(): Known
   /**
    * The array's entries as facts, their conditions from the snapshot or parsed and cached, their
@@ -70,6 +70,8 @@ export interface DownstreamParams {
   noLeaves: string
   noRefs: string
   noAliases: string
+  /** From 3.4 only (queueShape per_event): the text of any other release does not name it. */
+  probes?: string
 }
 
 interface CachedCondition {
@@ -80,6 +82,11 @@ interface CachedCondition {
   refs: boolean
   /** Whether it has an alias leaf. */
   aliases: boolean
+  /**
+   * From 3.4, for a condition of a few plain asset leaves: their asset ids, so that the statement
+   * asks the queue whether each is queued, where it would read every row (one per event).
+   */
+  leafIds?: number[]
 }
 
 export interface Known {
@@ -91,6 +98,8 @@ export interface Known {
   noRefs: string[]
   /** The hashes whose conditions have no alias leaf: their DAGs' aliases are not read. */
   noAliases: string[]
+  /** JSON: per hash whose leaves are probed, their asset ids (`{}` for none). */
+  probes: string
 }
 
 /** A DAG as the scheduler's asset step reads it, in a row: its flags, its runs against the cap, its latest timetable. */
@@ -129,11 +138,13 @@ export interface FactsEntry extends SchedulerDagRow {
   aliases: string[]
 }
 
+type AssetLeaf = Extract<ConditionLeaf, {kind: 'asset'}>
+
 /** A queued asset as the evaluation reads it; one object per asset id and activity, shared by every item. */
 type QueuedAsset = DownstreamFacts['queued']['assets'][number]
 
 export function downstreamReader(
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>,
   limits: {assets: number} = {assets: cachedAssets},
 ): DownstreamReader {
   // Conditions by serialized DAG hash, with what of the queue they can use (bounded).
@@ -141,8 +152,7 @@ export function downstreamReader(
   // An asset's (name, uri) by id: its identity, which Airflow never changes (a new asset is a new
   // row, a new id). The statement ships ids, a few bytes each, where it shipped both strings of
   // every queued asset; each id's strings are read once per process (bounded).
-  const assets = new Map<number, {active: QueuedAsset; inactive: QueuedAsset}>()
-  const resolveAssets = prepared('downstream_asset_keys', 'select id, name, uri from asset where id = any($1::int[])')
+  const assets: AssetKeys = new Map()
   return {
     factsSql: (params, here) => factsText(capabilities, params, here),
     known() {
@@ -156,34 +166,15 @@ export function downstreamReader(
         noLeaves: entries.flatMap(([hash, c]) => (c.leaves ? [] : [hash])),
         noRefs: entries.flatMap(([hash, c]) => (c.refs ? [] : [hash])),
         noAliases: entries.flatMap(([hash, c]) => (c.aliases ? [] : [hash])),
+        probes: JSON.stringify(
+          Object.fromEntries(entries.flatMap(([hash, c]) => (c.leafIds ? [[hash, c.leafIds]] : []))),
+        ),
       }
     },
     async facts(ex, entries, known) {
       // Plain loops: a consumer of tens of thousands of queued assets goes through here per item.
-      // This call's own view of the ids it needs: the shared cache may evict an entry (this call's
-      // inserts, or another item's at the same time) between the lookup and the evaluation, and a
-      // queued asset missing there would read as not queued.
-      const here = new Map<number, {active: QueuedAsset; inactive: QueuedAsset}>()
-      const missing = new Set<number>()
-      for (const row of entries)
-        for (const id of row.queued) {
-          if (here.has(id)) continue
-          const cached = assets.get(id)
-          if (cached) here.set(id, cached)
-          else missing.add(id)
-        }
-      if (missing.size > 0) {
-        for (const row of await ex.query<{id: number; name: string; uri: string}>(resolveAssets([[...missing]]))) {
-          const key = {
-            active: {name: row.name, uri: row.uri, active: true},
-            inactive: {name: row.name, uri: row.uri, active: false},
-          }
-          here.set(row.id, key)
-          if (assets.size >= limits.assets) assets.delete(assets.keys().next().value!)
-          assets.set(row.id, key)
-        }
-      }
-      return entries.map((row) => {
+      const here = await assetKeys(ex, entries, assets, limits.assets)
+      const facts = entries.map((row): DownstreamFacts => {
         const inactive = row.inactive.length > 0 ? new Set(row.inactive) : undefined
         const queued: QueuedAsset[] = []
         for (const id of row.queued) {
@@ -204,6 +195,9 @@ export function downstreamReader(
           queued: {assets: queued, aliases: row.aliases},
         }
       })
+      // After the conditions above are parsed and cached: the next statement probes their leaves.
+      if (capabilities.queueShape === 'per_event') await learnLeafIds(ex, conditions, entries, known)
+      return facts
     },
   }
 
@@ -224,14 +218,99 @@ export function downstreamReader(
   }
 }
 
+type AssetKeys = Map<number, {active: QueuedAsset; inactive: QueuedAsset}>
+
+/**
+ * The (name, uri) of every asset id the entries queue, from the process's cache or read in one
+ * statement (then cached, up to `limit`). This call's own view of the ids it needs: the shared
+ * cache may evict an entry (this call's inserts, or another item's at the same time) between the
+ * lookup and the evaluation, and a queued asset missing there would read as not queued.
+ */
+async function assetKeys(
+  ex: Executor,
+  entries: readonly FactsEntry[],
+  assets: AssetKeys,
+  limit: number,
+): Promise<AssetKeys> {
+  const here: AssetKeys = new Map()
+  const missing = new Set<number>()
+  for (const row of entries)
+    for (const id of row.queued) {
+      if (here.has(id)) continue
+      const cached = assets.get(id)
+      if (cached) here.set(id, cached)
+      else missing.add(id)
+    }
+  if (missing.size === 0) return here
+  for (const row of await ex.query<{id: number; name: string; uri: string}>(resolveAssets([[...missing]]))) {
+    const key = {
+      active: {name: row.name, uri: row.uri, active: true, id: row.id},
+      inactive: {name: row.name, uri: row.uri, active: false, id: row.id},
+    }
+    here.set(row.id, key)
+    if (assets.size >= limit) assets.delete(assets.keys().next().value!)
+    assets.set(row.id, key)
+  }
+  return here
+}
+
+const resolveAssets = prepared('downstream_asset_keys', 'select id, name, uri from asset where id = any($1::int[])')
+
+/**
+ * The asset ids of the leaves of conditions first met in `entries` that the statement can probe
+ * (3.4's queue; up to probedLeaves plain assets), read in one statement, into their cache entries.
+ * A condition with a leaf no asset row answers is left to reading rows (its asset may be created
+ * later, under an id not known now). An asset's id names its (name, uri) for good (a new asset is
+ * a new row), so the ids stay true for the process.
+ */
+async function learnLeafIds(
+  ex: Executor,
+  conditions: ReadonlyMap<string, CachedCondition>,
+  entries: readonly FactsEntry[],
+  known: Known,
+): Promise<void> {
+  const learning = new Map<string, AssetLeaf[]>()
+  for (const row of entries) {
+    if (row.dag_hash === null || known.snapshot.has(row.dag_hash) || learning.has(row.dag_hash)) continue
+    const cached = conditions.get(row.dag_hash)
+    if (!cached || cached.leafIds) continue
+    const leaves = leavesOf(parseCondition(cached.condition))
+    if (probeable(leaves)) learning.set(row.dag_hash, leaves)
+  }
+  if (learning.size === 0) return
+  const keys = [...learning.values()].flat()
+  const key = (asset: {name: string; uri: string}) => `${asset.name}\u0000${asset.uri}`
+  const ids = new Map<string, number>()
+  for (const row of await ex.query<{id: number; name: string; uri: string}>(
+    resolveLeaves([keys.map((k) => k.name), keys.map((k) => k.uri)]),
+  ))
+    ids.set(key(row), row.id)
+  for (const [hash, leaves] of learning) {
+    const leafIds = leaves.map((leaf) => ids.get(key(leaf)))
+    const cached = conditions.get(hash)
+    if (cached && leafIds.every((id) => id !== undefined)) cached.leafIds = leafIds
+  }
+}
+
+const resolveLeaves = prepared(
+  'downstream_leaf_ids',
+  'select a.id, a.name, a.uri from unnest($1::text[], $2::text[]) as k(name, uri) join asset a on a.name = k.name and a.uri = k.uri',
+)
+
+/** A condition of a few plain assets: one whose leaves the statement can ask the queue about one by one. */
+function probeable(leaves: readonly ConditionLeaf[]): leaves is AssetLeaf[] {
+  return leaves.length > 0 && leaves.length <= probedLeaves && leaves.every((leaf) => leaf.kind === 'asset')
+}
+
 /** The read-only plan's preview: the facts alone, one statement (a write reads them in its queue statement). */
 function readDownstream(
   reader: DownstreamReader,
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>,
 ) {
+  const perEvent = capabilities.queueShape === 'per_event'
   const read = prepared(
-    `downstream${capabilities.partitionedTimetables ? '_partitioned' : ''}${capabilities.maxRunsFlag ? '_flag' : ''}`,
-    `select ${reader.factsSql({assetIds: '$1::int[]', aliasIds: '$2::int[]', hashes: '$3::text[]', noLeaves: '$4::text[]', noRefs: '$5::text[]', noAliases: '$6::text[]'})} as facts`,
+    `downstream${capabilities.partitionedTimetables ? '_partitioned' : ''}${capabilities.maxRunsFlag ? '_flag' : ''}_${capabilities.queueShape}`,
+    `select ${reader.factsSql({assetIds: '$1::int[]', aliasIds: '$2::int[]', hashes: '$3::text[]', noLeaves: '$4::text[]', noRefs: '$5::text[]', noAliases: '$6::text[]', ...(perEvent ? {probes: '$7::jsonb'} : {})})} as facts`,
   )
   return async (ex: Executor, assetIds: readonly number[], aliasIds: readonly number[]): Promise<DownstreamFacts[]> => {
     if (assetIds.length === 0) return []
@@ -244,6 +323,8 @@ function readDownstream(
         known.noLeaves,
         known.noRefs,
         known.noAliases,
+        // Named only by 3.4's text: a parameter the text does not name is refused.
+        ...(perEvent ? [known.probes] : []),
       ]),
     )
     return reader.facts(ex, row!.facts, known)
@@ -252,7 +333,7 @@ function readDownstream(
 
 /** The facts' scalar subquery, with or without the 3.2+ partitioned timetable column. */
 function factsText(
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>,
   p: DownstreamParams,
   here?: FactsHere,
 ): string {
@@ -281,6 +362,24 @@ function factsText(
   // condition), nor for a known condition with no leaf, nor for a partitioned timetable (not
   // evaluated); there they are not read at all.
   const readsQueue = `sd.dag_hash is not null and not coalesce(sd.dag_hash = any(${p.noLeaves}), false) and not ${partitioned}`
+  // From 3.4 a consumer's rows are one per pending event, so they grow with events, not with its
+  // condition: a condition of a few plain assets asks the queue whether each leaf is queued
+  // (idx_adrq_asset_id, the first row for this DAG answers), any other reads the distinct assets.
+  const probes = p.probes ?? `'{}'::jsonb`
+  const queued =
+    capabilities.queueShape === 'per_event'
+      ? // No OR beside the probe: under an OR PostgreSQL plans it as a subplan, a sequential scan
+        // of the queue per leaf (82 ms against 0.3 ms for the semi-join, at 100k rows).
+        `case when ${probes} -> sd.dag_hash is not null
+              then array(select l.id::int from jsonb_array_elements_text(${probes} -> sd.dag_hash) as l(id)
+                          where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id)${
+                            here
+                              ? `
+                         union all select h.asset_id from (${here.queuedHere}) as h where h.dag_id = d.dag_id`
+                              : ''
+                          })
+              else array(select distinct q.asset_id from (${queueAssets}) as q) end`
+      : `array(${queueAssets})`
   return `(with consumer_dag as materialized (
        -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
        select d.* from dag d where d.dag_id in (${consumers})
@@ -313,7 +412,7 @@ function factsText(
        -- no string of the condition bound and none of the queue's matched in SQL. Whether each is
        -- active only for a condition with a ref leaf (or one the process has not parsed yet).
        cross join lateral (
-         select case when ${readsQueue} then array(${queueAssets}) else '{}'::int[] end as queued,
+         select case when ${readsQueue} then ${queued} else '{}'::int[] end as queued,
                 case when ${readsQueue} and not coalesce(sd.dag_hash = any(${p.noRefs}), false)
                      then array(select q.asset_id from (${queueAssets}) as q join asset a on a.id = q.asset_id
                                  where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
@@ -334,11 +433,17 @@ export interface DownstreamPreview {
 }
 
 export function downstreamPreview(
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag'>,
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>,
 ): DownstreamPreview {
   const reader = downstreamReader(capabilities)
   return {reader, readDownstream: readDownstream(reader, capabilities)}
 }
+
+/**
+ * The most leaves a condition has for the statement to probe each (3.4's queue): a probe is an
+ * index lookup, so a handful cost less than reading a DAG whose queue holds a row per event.
+ */
+const probedLeaves = 64
 
 /** Asset keys kept per process (a few hundred bytes each): 200,000 is some tens of MB at most. */
 const cachedAssets = 200_000

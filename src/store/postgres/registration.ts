@@ -347,6 +347,7 @@ function queueConsumers(
       knownNoLeaves: known?.noLeaves ?? [],
       knownNoRefs: known?.noRefs ?? [],
       knownNoAliases: known?.noAliases ?? [],
+      knownProbes: known?.probes ?? '{}',
     }
     const {slots, queue} = texts[preview ? 1 : 0]!
     const rows = await ex.query<{
@@ -434,7 +435,7 @@ function queueText(
      -- Unsorted: callers count the rows and sort the DAG names they report.
      select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_id, null::json as downstream, null::boolean as raced from queued
      union all
-     select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c${downstream ? previewBranch(downstream, param, mode === 'plan' ? `select ev.alias_id, ev.asset_id from ${byAlias}` : undefined) : ''}`
+     select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c${downstream ? previewBranch(downstream, param, perEvent, mode === 'plan' ? `select ev.alias_id, ev.asset_id from ${byAlias}` : undefined) : ''}`
 }
 
 /**
@@ -445,7 +446,7 @@ function queueText(
  * may have queued other keys of the same consumers too, which the snapshot does not show either,
  * and the caller reads the preview again in a statement of its own.
  */
-function previewBranch(downstream: DownstreamReader, param: QueueParam, linksHere?: string): string {
+function previewBranch(downstream: DownstreamReader, param: QueueParam, perEvent: boolean, linksHere?: string): string {
   const facts = downstream.factsSql(
     {
       assetIds: param('previewAssetIds', 'int[]'),
@@ -454,6 +455,9 @@ function previewBranch(downstream: DownstreamReader, param: QueueParam, linksHer
       noLeaves: param('knownNoLeaves', 'text[]'),
       noRefs: param('knownNoRefs', 'text[]'),
       noAliases: param('knownNoAliases', 'text[]'),
+      // Only 3.4's text names it: a slot is numbered when asked for, and one the text never
+      // names would be a parameter the server refuses.
+      ...(perEvent ? {probes: param('knownProbes', 'jsonb')} : {}),
     },
     {
       queuedHere: "select dag_id, asset_id from consumer where kind = 'queued'",
@@ -540,6 +544,7 @@ type QueueSlot =
   | 'knownNoLeaves'
   | 'knownNoRefs'
   | 'knownNoAliases'
+  | 'knownProbes'
 
 /** The registration family for one capability set, its queue statement reading `preview`. */
 export function registrationStore(

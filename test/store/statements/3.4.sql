@@ -2,10 +2,7 @@
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
--- airlock_downstream_asset_keys_025dc3f61d9a
-select id, name, uri from asset where id = any($1::int[]);
-
--- airlock_downstream_partitioned_flag_79897c1b3cd6
+-- airlock_downstream_partitioned_flag_per_event_b07add32832a
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -44,7 +41,10 @@ select coalesce(json_agg(json_build_object(
   -- no string of the condition bound and none of the queue's matched in SQL. Whether each is
   -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
-    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($4::text[]), false) and not coalesce(d.timetable_partitioned, false) then array(select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) else '{}'::int[] end as queued,
+    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($4::text[]), false) and not coalesce(d.timetable_partitioned, false) then case when $7::jsonb -> sd.dag_hash is not null
+         then array(select l.id::int from jsonb_array_elements_text($7::jsonb -> sd.dag_hash) as l(id)
+                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id))
+         else array(select distinct q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q) end else '{}'::int[] end as queued,
            case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($4::text[]), false) and not coalesce(d.timetable_partitioned, false) and not coalesce(sd.dag_hash = any($5::text[]), false)
                 then array(select q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q join asset a on a.id = q.asset_id
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
@@ -302,7 +302,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_preview_986a0b99c847
+-- airlock_queue_per_event_all_skip_paused_preview_707aa93cb6b9
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -377,8 +377,12 @@ select coalesce(json_agg(json_build_object(
   -- no string of the condition bound and none of the queue's matched in SQL. Whether each is
   -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
-    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($10::text[]), false) and not coalesce(d.timetable_partitioned, false) then array(select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) else '{}'::int[] end as queued,
+    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($10::text[]), false) and not coalesce(d.timetable_partitioned, false) then case when $13::jsonb -> sd.dag_hash is not null
+         then array(select l.id::int from jsonb_array_elements_text($13::jsonb -> sd.dag_hash) as l(id)
+                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id)
+                    union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id)
+         else array(select distinct q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q) end else '{}'::int[] end as queued,
            case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($10::text[]), false) and not coalesce(d.timetable_partitioned, false) and not coalesce(sd.dag_hash = any($11::text[]), false)
                 then array(select q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
               union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q join asset a on a.id = q.asset_id
@@ -422,7 +426,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_previ_1b1ba3d968ef
+-- airlock_plan_queue_per_event_all_skip_paused_previ_e8eec6caac41
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -494,8 +498,12 @@ select coalesce(json_agg(json_build_object(
   -- no string of the condition bound and none of the queue's matched in SQL. Whether each is
   -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
-    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($10::text[]), false) and not coalesce(d.timetable_partitioned, false) then array(select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) else '{}'::int[] end as queued,
+    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($10::text[]), false) and not coalesce(d.timetable_partitioned, false) then case when $13::jsonb -> sd.dag_hash is not null
+         then array(select l.id::int from jsonb_array_elements_text($13::jsonb -> sd.dag_hash) as l(id)
+                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id)
+                    union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id)
+         else array(select distinct q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q) end else '{}'::int[] end as queued,
            case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($10::text[]), false) and not coalesce(d.timetable_partitioned, false) and not coalesce(sd.dag_hash = any($11::text[]), false)
                 then array(select q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
               union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q join asset a on a.id = q.asset_id
@@ -1330,7 +1338,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_teams_prev_a47c5372d661
+-- airlock_queue_per_event_all_skip_paused_teams_prev_8e1734363028
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1417,8 +1425,12 @@ select coalesce(json_agg(json_build_object(
   -- no string of the condition bound and none of the queue's matched in SQL. Whether each is
   -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
-    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($12::text[]), false) and not coalesce(d.timetable_partitioned, false) then array(select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) else '{}'::int[] end as queued,
+    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($12::text[]), false) and not coalesce(d.timetable_partitioned, false) then case when $15::jsonb -> sd.dag_hash is not null
+         then array(select l.id::int from jsonb_array_elements_text($15::jsonb -> sd.dag_hash) as l(id)
+                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id)
+                    union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id)
+         else array(select distinct q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q) end else '{}'::int[] end as queued,
            case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($12::text[]), false) and not coalesce(d.timetable_partitioned, false) and not coalesce(sd.dag_hash = any($13::text[]), false)
                 then array(select q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
               union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q join asset a on a.id = q.asset_id
@@ -1474,7 +1486,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_teams_4fa34d95ef0f
+-- airlock_plan_queue_per_event_all_skip_paused_teams_da3b9cadc36f
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1558,8 +1570,12 @@ select coalesce(json_agg(json_build_object(
   -- no string of the condition bound and none of the queue's matched in SQL. Whether each is
   -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
-    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($12::text[]), false) and not coalesce(d.timetable_partitioned, false) then array(select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
-              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) else '{}'::int[] end as queued,
+    select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($12::text[]), false) and not coalesce(d.timetable_partitioned, false) then case when $15::jsonb -> sd.dag_hash is not null
+         then array(select l.id::int from jsonb_array_elements_text($15::jsonb -> sd.dag_hash) as l(id)
+                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id)
+                    union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id)
+         else array(select distinct q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+              union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q) end else '{}'::int[] end as queued,
            case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($12::text[]), false) and not coalesce(d.timetable_partitioned, false) and not coalesce(sd.dag_hash = any($13::text[]), false)
                 then array(select q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
               union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q join asset a on a.id = q.asset_id
