@@ -14,6 +14,12 @@ import {
   previewPriceMarkdown,
   type PreviewPriceReport,
 } from '../src/bench/previewPrice.js'
+import {
+  measurePreviewEvents,
+  previewEventsDefaults,
+  previewEventsMarkdown,
+  type PreviewEventsReport,
+} from '../src/bench/previewEvents.js'
 import {openScratchServer, type ScratchServer} from '../src/bench/scratch.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {parseIntegerList} from '../src/cli/parseInput.js'
@@ -28,6 +34,7 @@ import {usageError} from '../src/errors.js'
 type BenchResult =
   | (BenchReport & {written: string[]})
   | {machine: BenchReport['machine']; previewPrice: PreviewPriceReport; written: string[]}
+  | {machine: BenchReport['machine']; previewEvents: PreviewEventsReport; written: string[]}
   | {
       machine: BenchReport['machine']
       scale: ScaleReport
@@ -54,7 +61,12 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
 600 outlets, 2 unpaused and 1 paused consumer DAGs each scheduled on all 24,600 assets, the queue
 filled to --queue-sizes rows; registration with the preview, with --no-downstream and as the raw
 floor, side by side, at --outlets 10,300,600, and the lock hold. Writes preview-price.md and
-preview-price.json. About 5 minutes.`)
+preview-price.json. About 5 minutes.
+
+--world preview-events runs the same question on Airflow 3.4's queue (a row per pending event): 3
+consumer DAGs each scheduled on the 20 assets of a small producer, a backlog of events filling the
+queue to --queue-sizes rows; registration with the preview and with --no-downstream, side by side.
+Writes preview-events.md and preview-events.json. About a minute.`)
 
   static override examples = [
     '<%= config.bin %> bench',
@@ -64,6 +76,7 @@ preview-price.json. About 5 minutes.`)
     '<%= config.bin %> bench --profile perf-lab --outlets 0,600',
     '<%= config.bin %> bench --scale --profile perf-lab',
     '<%= config.bin %> bench --world preview-price --profile perf-lab',
+    '<%= config.bin %> bench --world preview-events --profile perf-lab',
   ]
 
   static override flags = {
@@ -154,12 +167,13 @@ preview-price.json. About 5 minutes.`)
     }),
     world: Flags.string({
       description:
-        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there).",
-      options: ['preview-price'],
+        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there), preview-events (the preview on Airflow 3.4's queue of a row per event, consumers of 20 assets).",
+      options: ['preview-price', 'preview-events'],
       helpGroup: 'WORLD',
     }),
     'queue-sizes': Flags.string({
-      description: 'With --world preview-price: the queue sizes (asset_dag_run_queue rows) to fill to, k allowed.',
+      description:
+        'With --world preview-price or preview-events: the queue sizes (asset_dag_run_queue rows) to fill to, k allowed.',
       default: '1k,10k,100k',
       helpGroup: 'WORLD',
     }),
@@ -207,6 +221,8 @@ preview-price.json. About 5 minutes.`)
 
     if (flags.sizes !== undefined && !flags.scale) throw usageError('--sizes goes with --scale.')
     if (flags.world === 'preview-price') return {result: await this.previewPrice(server, adminUrl, flags, writeResults)}
+    if (flags.world === 'preview-events')
+      return {result: await this.previewEvents(server, adminUrl, flags, writeResults)}
     if (flags.scale && flags.sizes !== undefined) {
       const machine = await describeMachine(adminUrl)
       const reports = await this.scaleWorlds(server, flags)
@@ -281,6 +297,32 @@ preview-price.json. About 5 minutes.`)
     return {machine, previewPrice, written}
   }
 
+  /** --world preview-events: the preview on 3.4's queue, small consumers under a backlog of events (issue 44). */
+  private async previewEvents(
+    server: ScratchServer,
+    adminUrl: string,
+    flags: BenchFlags,
+    writeResults: (files: ReadonlyArray<readonly [string, string]>) => Promise<string[]>,
+  ): Promise<{machine: BenchReport['machine']; previewEvents: PreviewEventsReport; written: string[]}> {
+    const quick = flags.quick
+    const machine = await describeMachine(adminUrl)
+    const previewEvents = await measurePreviewEvents(
+      server,
+      {
+        queueSizes: quick ? [300] : parseQueueSizes(flags['queue-sizes']),
+        runs: quick ? 2 : this.given('runs') ? flags.runs : previewEventsDefaults.runs,
+        warmup: quick ? 1 : this.given('warmup') ? flags.warmup : previewEventsDefaults.warmup,
+      },
+      (line) => this.progress(line),
+    )
+    const caption = `${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GiB, Node ${machine.node}, PostgreSQL ${machine.postgres}, ${machine.date}`
+    const written = await writeResults([
+      ['preview-events.md', previewEventsMarkdown(previewEvents, caption)],
+      ['preview-events.json', JSON.stringify({machine, ...previewEvents}, null, 2) + '\n'],
+    ])
+    return {machine, previewEvents, written}
+  }
+
   /** --sizes: the scale world at each size, smallest first; the post-backfill world once, after the last. */
   private async scaleWorlds(server: ScratchServer, flags: BenchFlags): Promise<ScaleReport[]> {
     const sizes = parseEventSizes(flags.sizes!, flags['scale-events'])
@@ -313,6 +355,10 @@ preview-price.json. About 5 minutes.`)
     if ('previewPrice' in result) {
       const m = result.machine
       return `${previewPriceMarkdown(result.previewPrice, `${m.cpus} × ${m.cpuModel}, PostgreSQL ${m.postgres}, ${m.date}`)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
+    }
+    if ('previewEvents' in result) {
+      const m = result.machine
+      return `${previewEventsMarkdown(result.previewEvents, `${m.cpus} × ${m.cpuModel}, PostgreSQL ${m.postgres}, ${m.date}`)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
     }
     if ('scale' in result)
       return `${result.growth ? `${growthMarkdown(result.growth).join('\n')}\n\n` : ''}${scaleMarkdown(result.scale, result.machine)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`

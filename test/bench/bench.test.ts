@@ -251,6 +251,34 @@ describe('airlock bench --quick', () => {
     }
   })
 
+  it('--world preview-events --quick: the preview beside --no-downstream on 3.4, consumers under a backlog of events', async () => {
+    const result = await runCli([
+      'bench',
+      '--world',
+      'preview-events',
+      '--quick',
+      '--database-url',
+      inject('adminUrl'),
+      '--json',
+    ])
+    expect(result.code).toBe(0)
+    const out = envelope(result) as {
+      result: {
+        previewEvents: {
+          world: {tasks: number; outlets: number; consumers: number}
+          rows: Array<{queueRows: number; register: Record<'preview' | 'no_downstream', {p50: number; n: number}>}>
+        }
+      }
+    }
+    const {world, rows} = out.result.previewEvents
+    expect(world).toMatchObject({tasks: 2, outlets: 10, consumers: 3})
+    expect(rows.map((row) => row.queueRows)).toEqual([300])
+    for (const variant of ['preview', 'no_downstream'] as const) {
+      expect(rows[0]!.register[variant].n).toBe(2)
+      expect(rows[0]!.register[variant].p50).toBeGreaterThan(0)
+    }
+  })
+
   it('--sizes without --scale, or a size no world can be, is refused (exit 2)', async () => {
     const adminUrl = inject('adminUrl')
     expect((await runCli(['bench', '--sizes', '1M', '--database-url', adminUrl])).code).toBe(2)
