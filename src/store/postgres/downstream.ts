@@ -222,9 +222,10 @@ type AssetKeys = Map<number, {active: QueuedAsset; inactive: QueuedAsset}>
 
 /**
  * The (name, uri) of every asset id the entries queue, from the process's cache or read in one
- * statement (then cached, up to `limit`). This call's own view of the ids it needs: the shared
- * cache may evict an entry (this call's inserts, or another item's at the same time) between the
- * lookup and the evaluation, and a queued asset missing there would read as not queued.
+ * statement (then cached, up to `limit`). When some must be read, this call's own view of the ids
+ * it needs: the shared cache may evict an entry (this call's inserts, or another item's at the
+ * same time) while the statement runs, and a queued asset missing there would read as not queued.
+ * The caller reads the result synchronously, before anything else can evict from it.
  */
 async function assetKeys(
   ex: Executor,
@@ -232,6 +233,9 @@ async function assetKeys(
   assets: AssetKeys,
   limit: number,
 ): Promise<AssetKeys> {
+  // Usually every id is cached already: the cache itself serves, as nothing can evict an entry
+  // between this check and the caller's synchronous use of it.
+  if (entries.every((row) => row.queued.every((id) => assets.has(id)))) return assets
   const here: AssetKeys = new Map()
   const missing = new Set<number>()
   for (const row of entries)
