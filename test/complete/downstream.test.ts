@@ -145,6 +145,42 @@ describe('downstream preview', () => {
     }
   })
 
+  it('a raced key is noticed even when a row the snapshot showed for another key went before the insert', async () => {
+    // report needs etl's two assets and src's one. The item queues etl's two keys; the first waits
+    // on another producer's uncommitted key (which also queues src's asset), and while it waits the
+    // scheduler takes the row the statement's snapshot showed for the second key, so the insert
+    // writes that key afresh: inserted and shown at once, which a count of the two took for the
+    // raced key.
+    const w = await scenario(db.knex)
+      .producer('etl', {tasks: 1, outlets: 2})
+      .producer('src', {tasks: 1, outlets: 1})
+      .consumer('report', {on: ['etl', 'src']})
+      .build()
+    const [first, second] = [w.asset('etl.task_1.out_1').id, w.asset('etl.task_1.out_2').id].sort((a, b) => a - b)
+    const row = (assetId: number) => ({asset_id: assetId, target_dag_id: 'report', created_at: new Date()})
+    await db.knex('asset_dag_run_queue').insert(row(second!))
+    const other = await db.knex.transaction()
+    try {
+      await other('asset_dag_run_queue').insert([row(first!), row(w.asset('src.task_1.out_1').id)])
+      const completing = cli('complete', '--ti-id', w.ti('etl').id, '--json', '--yes')
+      await waitUntilAppBlocked(db.knex, 'airlock:complete')
+      await db.knex('asset_dag_run_queue').where({asset_id: second, target_dag_id: 'report'}).delete()
+      await other.commit()
+      const result = await completing
+      expect(result.code).toBe(0)
+      const {result: report} = envelope(result) as {
+        result: {items: Array<{downstream: Array<{dag_id: string; ready: boolean; waiting_for: string[]}>}>}
+      }
+      // The scheduler will see all three assets queued.
+      expect(report.items[0]!.downstream.find((dag) => dag.dag_id === 'report')).toMatchObject({
+        ready: true,
+        waiting_for: [],
+      })
+    } finally {
+      if (!other.isCompleted()) await other.rollback()
+    }
+  })
+
   it('one process, one item after another: the second reads the condition it cached and the rows the first committed', async () => {
     await world()
     const result = await cli('complete', '--dag-id', 'etl', '--concurrency', '1', '--ndjson', '--yes')

@@ -297,7 +297,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_all_skip_paused_preview_e48825e9fe6f
+-- airlock_queue_per_asset_all_skip_paused_preview_fccf42e63f15
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -381,11 +381,9 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
-                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
-            else false end;
+       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                              except select q.asset_id, q.target_dag_id from queued q) as k
+                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_plan_queue_per_asset_all_skip_paused_d668094adb9b
 with reference as (
@@ -420,7 +418,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_asset_all_skip_paused_previ_9a0d80e3bfaf
+-- airlock_plan_queue_per_asset_all_skip_paused_previ_efa827a1a200
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -502,11 +500,9 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
-                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
-            else false end;
+       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                              except select q.asset_id, q.target_dag_id from queued q) as k
+                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_lineage_facts_2234eca278b6
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,

@@ -302,7 +302,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_preview_707aa93cb6b9
+-- airlock_queue_per_event_all_skip_paused_preview_6f706a14f35a
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -389,11 +389,9 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
-                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
-            else false end;
+       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                              except select q.asset_id, q.target_dag_id from queued q) as k
+                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_plan_queue_per_event_all_skip_paused_603b9acbb4ed
 with reference as (
@@ -426,7 +424,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_previ_e8eec6caac41
+-- airlock_plan_queue_per_event_all_skip_paused_previ_bffb76d56665
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -510,11 +508,9 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
-                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
-            else false end;
+       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                              except select q.asset_id, q.target_dag_id from queued q) as k
+                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_lineage_facts_2234eca278b6
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
@@ -1338,7 +1334,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_teams_prev_8e1734363028
+-- airlock_queue_per_event_all_skip_paused_teams_prev_e8cf26408c6a
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1437,11 +1433,9 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
-                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
-            else false end;
+       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                              except select q.asset_id, q.target_dag_id from queued q) as k
+                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_plan_queue_per_event_all_skip_paused_teams_1316a85d112d
 with reference as (
@@ -1486,7 +1480,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_teams_da3b9cadc36f
+-- airlock_plan_queue_per_event_all_skip_paused_teams_637a8c1fcc0c
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1582,8 +1576,6 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       case when (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-            then (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k) > (select count(*) from queued)
-                   + (select count(*) from (select distinct k.asset_id, k.dag_id from consumer k where k.kind = 'queued') as k
-                       where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))
-            else false end;
+       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                              except select q.asset_id, q.target_dag_id from queued q) as k
+                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
