@@ -39,12 +39,25 @@ import type {DownstreamStore} from '../families/downstream.js'
 function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>) {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
   const maxRunsFlag = capabilities.maxRunsFlag ? 'd.exceeds_max_non_backfill is true' : 'false'
-  // The asset-scheduled DAGs: a reference of any of the four kinds, or (3.2+) a partitioned timetable.
-  const scheduled = `(exists (select 1 from dag_schedule_asset_reference r where r.dag_id = d.dag_id)
-          or exists (select 1 from dag_schedule_asset_alias_reference r where r.dag_id = d.dag_id)
-          or exists (select 1 from dag_schedule_asset_name_reference r where r.dag_id = d.dag_id)
-          or exists (select 1 from dag_schedule_asset_uri_reference r where r.dag_id = d.dag_id)
-          ${capabilities.partitionedTimetables ? 'or d.timetable_partitioned' : ''})`
+  // The asset-scheduled DAGs after $1: the next $2 DAG ids of each reference table, read off its
+  // dag_id index (so a page reads the references of its own DAGs, not every reference for every
+  // DAG: an EXISTS per DAG row was planned as a sequential scan of the references, for DAGs that
+  // have none too), and (3.2+) the partitioned timetables.
+  const nextOf = (table: string) =>
+    `(select r.dag_id from ${table} r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)`
+  const pageAll = prepared(
+    `explain_dag_page_all${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
+    `select d.dag_id from (
+        ${nextOf('dag_schedule_asset_reference')}
+        union ${nextOf('dag_schedule_asset_alias_reference')}
+        union ${nextOf('dag_schedule_asset_name_reference')}
+        union ${nextOf('dag_schedule_asset_uri_reference')}
+        ${capabilities.partitionedTimetables ? 'union (select p.dag_id from dag p where p.dag_id > $1 and p.timetable_partitioned order by p.dag_id limit $2)' : ''}
+      ) as s
+      join dag d on d.dag_id = s.dag_id
+      order by d.dag_id
+      limit $2`,
+  )
   // Every consumer of an asset named by its name or uri: the four reference kinds, an alias
   // linked to it included.
   const consumersOf = `(select r.dag_id from dag_schedule_asset_reference r join asset a on a.id = r.asset_id
@@ -58,8 +71,7 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
     'explain_dag_page',
     `select d.dag_id from dag d
       where d.dag_id > $1
-        and case $2::text when 'all' then ${scheduled}
-                          when 'dags' then d.dag_id = any($4::text[])
+        and case $2::text when 'dags' then d.dag_id = any($4::text[])
                           else d.dag_id in ${consumersOf} end
       order by d.dag_id
       limit $5`,
@@ -150,6 +162,10 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
 
   return {
     async pageExplainDags(ex: Executor, selection: ExplainSelection, after: string, limit: number): Promise<string[]> {
+      if (selection.kind === 'all') {
+        const rows = await ex.query<{dag_id: string}>(pageAll([after, limit]))
+        return rows.map((row) => row.dag_id)
+      }
       const rows = await ex.query<{dag_id: string}>(
         page([
           after,

@@ -1195,15 +1195,22 @@ update dag_run d
  from json_populate_record(null::dag_run, $1::json) as b
 where d.id = b.id;
 
--- airlock_explain_dag_page_6f5822a9ec85
+-- airlock_explain_dag_page_all_partitioned_7e5e49c0e442
+select d.dag_id from (
+  (select r.dag_id from dag_schedule_asset_reference r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)
+  union (select r.dag_id from dag_schedule_asset_alias_reference r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)
+  union (select r.dag_id from dag_schedule_asset_name_reference r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)
+  union (select r.dag_id from dag_schedule_asset_uri_reference r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)
+  union (select p.dag_id from dag p where p.dag_id > $1 and p.timetable_partitioned order by p.dag_id limit $2)
+) as s
+join dag d on d.dag_id = s.dag_id
+order by d.dag_id
+limit $2;
+
+-- airlock_explain_dag_page_c62ca45be8a5
 select d.dag_id from dag d
 where d.dag_id > $1
-  and case $2::text when 'all' then (exists (select 1 from dag_schedule_asset_reference r where r.dag_id = d.dag_id)
-    or exists (select 1 from dag_schedule_asset_alias_reference r where r.dag_id = d.dag_id)
-    or exists (select 1 from dag_schedule_asset_name_reference r where r.dag_id = d.dag_id)
-    or exists (select 1 from dag_schedule_asset_uri_reference r where r.dag_id = d.dag_id)
-    or d.timetable_partitioned)
-                    when 'dags' then d.dag_id = any($4::text[])
+  and case $2::text when 'dags' then d.dag_id = any($4::text[])
                     else d.dag_id in (select r.dag_id from dag_schedule_asset_reference r join asset a on a.id = r.asset_id
                   where a.name = any($3::text[]) or a.uri = any($3::text[])
            union select r.dag_id from dag_schedule_asset_name_reference r where r.name = any($3::text[])
