@@ -14,6 +14,12 @@ import {
   previewPriceMarkdown,
   type PreviewPriceReport,
 } from '../src/bench/previewPrice.js'
+import {
+  explainAllDefaults,
+  explainAllMarkdown,
+  measureExplainAll,
+  type ExplainAllReport,
+} from '../src/bench/explainAll.js'
 import {openScratchServer, type ScratchServer} from '../src/bench/scratch.js'
 import {AirlockCommand, type CommandOutcome} from '../src/cli/baseCommand.js'
 import {parseIntegerList} from '../src/cli/parseInput.js'
@@ -28,6 +34,7 @@ import {usageError} from '../src/errors.js'
 type BenchResult =
   | (BenchReport & {written: string[]})
   | {machine: BenchReport['machine']; previewPrice: PreviewPriceReport; written: string[]}
+  | {machine: BenchReport['machine']; explainAll: ExplainAllReport; written: string[]}
   | {
       machine: BenchReport['machine']
       scale: ScaleReport
@@ -54,7 +61,15 @@ time, rows/s and peak RSS, and EXPLAIN (ANALYZE) of the statements they send. Ab
 600 outlets, 2 unpaused and 1 paused consumer DAGs each scheduled on all 24,600 assets, the queue
 filled to --queue-sizes rows; registration with the preview, with --no-downstream and as the raw
 floor, side by side, at --outlets 10,300,600, and the lock hold. Writes preview-price.md and
-preview-price.json. About 5 minutes.`)
+preview-price.json. About 5 minutes.
+
+--world explain-all runs only explain --all beside its floor (issue 44): the scale world's 3
+consumer DAGs and their queue without its task instances, at --queue-sizes assets (10k, the
+scale world of 200,000 task instances, unless given), --memory-events events (10 per asset unless
+given); explain --all --ndjson and a plain scan of asset_dag_run_queue and
+dag_schedule_asset_reference, each as a child process and inside the bench's own process, --runs
+alternated rounds (5 unless given), and the peak RSS of each. Writes explain-all.md and
+explain-all.json. About a minute.`)
 
   static override examples = [
     '<%= config.bin %> bench',
@@ -64,6 +79,7 @@ preview-price.json. About 5 minutes.`)
     '<%= config.bin %> bench --profile perf-lab --outlets 0,600',
     '<%= config.bin %> bench --scale --profile perf-lab',
     '<%= config.bin %> bench --world preview-price --profile perf-lab',
+    '<%= config.bin %> bench --world explain-all --queue-sizes 10k,100k --profile perf-lab',
   ]
 
   static override flags = {
@@ -100,7 +116,8 @@ preview-price.json. About 5 minutes.`)
       min: 0,
     }),
     'memory-events': Flags.integer({
-      description: 'Events in the memory run of export-events (0 skips).',
+      description:
+        'Events in the memory run of export-events (0 skips). With --world explain-all: the events of its world (default 10 per asset).',
       default: 100_000,
       min: 0,
     }),
@@ -154,12 +171,13 @@ preview-price.json. About 5 minutes.`)
     }),
     world: Flags.string({
       description:
-        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there).",
-      options: ['preview-price'],
+        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there), explain-all (explain --all beside a scan of the queue and the references).",
+      options: ['preview-price', 'explain-all'],
       helpGroup: 'WORLD',
     }),
     'queue-sizes': Flags.string({
-      description: 'With --world preview-price: the queue sizes (asset_dag_run_queue rows) to fill to, k allowed.',
+      description:
+        'With --world preview-price: the queue sizes (asset_dag_run_queue rows) to fill to, k allowed. With --world explain-all: the assets of each world (its queue holds a row for all but one per consumer; default 10k).',
       default: '1k,10k,100k',
       helpGroup: 'WORLD',
     }),
@@ -207,6 +225,7 @@ preview-price.json. About 5 minutes.`)
 
     if (flags.sizes !== undefined && !flags.scale) throw usageError('--sizes goes with --scale.')
     if (flags.world === 'preview-price') return {result: await this.previewPrice(server, adminUrl, flags, writeResults)}
+    if (flags.world === 'explain-all') return {result: await this.explainAll(server, adminUrl, flags, writeResults)}
     if (flags.scale && flags.sizes !== undefined) {
       const machine = await describeMachine(adminUrl)
       const reports = await this.scaleWorlds(server, flags)
@@ -281,6 +300,38 @@ preview-price.json. About 5 minutes.`)
     return {machine, previewPrice, written}
   }
 
+  /** --world explain-all: explain --all beside a scan of the queue and the references (issue 44, target 4). */
+  private async explainAll(
+    server: ScratchServer,
+    adminUrl: string,
+    flags: BenchFlags,
+    writeResults: (files: ReadonlyArray<readonly [string, string]>) => Promise<string[]>,
+  ): Promise<{machine: BenchReport['machine']; explainAll: ExplainAllReport; written: string[]}> {
+    const quick = flags.quick
+    const machine = await describeMachine(adminUrl)
+    const assets = quick
+      ? [300]
+      : this.given('queue-sizes')
+        ? parseQueueSizes(flags['queue-sizes'])
+        : explainAllDefaults.assets
+    const explainAll = await measureExplainAll(
+      server,
+      {
+        assets,
+        ...(this.given('memory-events') ? {events: flags['memory-events']} : {}),
+        rounds: quick ? 1 : this.given('runs') ? flags.runs : explainAllDefaults.rounds,
+        warmup: quick ? 0 : this.given('warmup') ? flags.warmup : explainAllDefaults.warmup,
+      },
+      (line) => this.progress(line),
+    )
+    const caption = `${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GiB, Node ${machine.node}, PostgreSQL ${machine.postgres}, ${machine.date}`
+    const written = await writeResults([
+      ['explain-all.md', explainAllMarkdown(explainAll, caption)],
+      ['explain-all.json', JSON.stringify({machine, ...explainAll}, null, 2) + '\n'],
+    ])
+    return {machine, explainAll, written}
+  }
+
   /** --sizes: the scale world at each size, smallest first; the post-backfill world once, after the last. */
   private async scaleWorlds(server: ScratchServer, flags: BenchFlags): Promise<ScaleReport[]> {
     const sizes = parseEventSizes(flags.sizes!, flags['scale-events'])
@@ -313,6 +364,10 @@ preview-price.json. About 5 minutes.`)
     if ('previewPrice' in result) {
       const m = result.machine
       return `${previewPriceMarkdown(result.previewPrice, `${m.cpus} × ${m.cpuModel}, PostgreSQL ${m.postgres}, ${m.date}`)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
+    }
+    if ('explainAll' in result) {
+      const m = result.machine
+      return `${explainAllMarkdown(result.explainAll, `${m.cpus} × ${m.cpuModel}, PostgreSQL ${m.postgres}, ${m.date}`)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
     }
     if ('scale' in result)
       return `${result.growth ? `${growthMarkdown(result.growth).join('\n')}\n\n` : ''}${scaleMarkdown(result.scale, result.machine)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
