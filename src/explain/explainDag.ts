@@ -1,5 +1,6 @@
 import {
   evaluateTree,
+  leavesOf,
   queuedLeaf,
   parseCondition,
   type ConditionLeaf,
@@ -89,6 +90,35 @@ export interface ExplainOptions {
   now: Date
   /** A condition that has held (or a partition run pending) this long with no run is `stuck`. */
   stuckAfterMs: number
+}
+
+/**
+ * The assets whose last event the page's answer shows: those of the leaves it will call missing
+ * (every leaf of a partitioned consumer's condition, whose tree is shown unqueued). A queued leaf
+ * shows the event that queued it instead, so a consumer of thousands of assets with all but a few
+ * queued needs a few last events, not thousands (runExplain reads them before explainPage).
+ */
+export function missingLeafAssets(page: ExplainPage): number[] {
+  const context = pageContext(page)
+  const ids = new Set<number>()
+  for (const dag of page.dags) {
+    const tree = parseCondition(dag.condition)
+    if (!tree) continue
+    const isMet = dag.partitioned
+      ? () => false
+      : queuedLeaf(
+          queuedAssets(
+            dag.queue.filter((q) => q.asset !== null),
+            context,
+          ),
+        )
+    for (const leaf of leavesOf(tree)) {
+      if (leaf.kind === 'alias' || isMet(leaf)) continue
+      const asset = leafAsset(leaf, context)
+      if (asset) ids.add(asset.id)
+    }
+  }
+  return [...ids]
 }
 
 /** The page's DAGs, each explained. */
@@ -300,13 +330,7 @@ function leafJson(leaf: ConditionLeaf, met: boolean, rows: ExplainDag['queue'], 
         }
       : {leaf: leaf.label, kind: 'alias', state: 'missing', last_event: eventJson(alias?.lastEvent ?? null)}
   }
-  // The asset the leaf names: by (name, uri), or an Asset.ref's active asset.
-  const asset =
-    leaf.kind === 'asset'
-      ? context.byKey.get(keyOf(leaf.name, leaf.uri))
-      : leaf.name !== undefined
-        ? context.activeByName.get(leaf.name)
-        : context.activeByUri.get(leaf.uri!)
+  const asset = leafAsset(leaf, context)
   if (met) {
     const row = asset ? rowOf(rows, asset) : undefined
     return {
@@ -318,6 +342,15 @@ function leafJson(leaf: ConditionLeaf, met: boolean, rows: ExplainDag['queue'], 
   }
   if (leaf.kind === 'ref' && !asset) return {leaf: leaf.label, kind: 'ref', state: 'unresolved', last_event: null}
   return {leaf: leaf.label, kind: leaf.kind, state: 'missing', last_event: eventJson(asset?.lastEvent ?? null)}
+}
+
+/** The asset an asset or ref leaf names: by (name, uri), or an Asset.ref's active asset. */
+function leafAsset(leaf: Exclude<ConditionLeaf, {kind: 'alias'}>, context: PageContext): ExplainAsset | undefined {
+  return leaf.kind === 'asset'
+    ? context.byKey.get(keyOf(leaf.name, leaf.uri))
+    : leaf.name !== undefined
+      ? context.activeByName.get(leaf.name)
+      : context.activeByUri.get(leaf.uri!)
 }
 
 /** Queue rows by asset key, built once per queue (a consumer of thousands of assets has thousands). */

@@ -1,7 +1,8 @@
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
+import type {DagExplanation, LeafJson} from '../../src/explain/explainDag.js'
 import {runExplain} from '../../src/explain/runExplain.js'
-import {airflowOf} from '../support/complete.js'
+import {airflowOf, completeOne} from '../support/complete.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {scenario} from '../support/scenario.js'
 
@@ -39,5 +40,48 @@ describe.each(['3.0', '3.3'] as const)('explain --all pages on %s', (version) =>
     }
     const all = ['by_alias', 'by_id', 'by_id_too', 'by_name', 'by_uri']
     for (const pageSize of [1, 2, 3, 500]) expect(await explained(pageSize)).toEqual(all)
+  })
+})
+
+/**
+ * A leaf's evidence: a queued leaf names the event that queued it, a missing one its asset's last
+ * event (read for the missing leaves only), by id and as an Asset.ref.
+ */
+describe('explain --all evidence per leaf', () => {
+  let db: TestDatabase
+  beforeAll(async () => {
+    db = await createTestDatabase('3.0')
+  })
+  afterAll(async () => db?.drop())
+
+  it("a missing leaf shows its asset's last event; a queued one the event that queued it", async () => {
+    const w = await scenario(db.knex)
+      .producer('etl', {tasks: ['a', 'b'], outlets: 1})
+      .consumer('both', {on: ['etl.a', 'etl.b']})
+      .consumer('by_name', {on: ['etl.b'], by: 'name'})
+      .build()
+    await completeOne(db.knex, w.ti('etl', 'a').id)
+    // etl.b had events (an older one and the newest) but queued nothing for these consumers.
+    const asset = await db.knex('asset').where({name: 'etl.b.out_1'}).first('id')
+    const stamped = (at: string) =>
+      db
+        .knex('asset_event')
+        .insert({asset_id: asset.id, extra: '{}', source_map_index: -1, timestamp: at})
+        .returning('id')
+    await stamped('2026-01-01T00:00:00Z')
+    const [newest] = await stamped('2026-01-02T00:00:00Z')
+    const airflow = await airflowOf(db.knex)
+    const dags = new Map<string, DagExplanation>()
+    await runExplain(airflow, {selection: {kind: 'all'}, runs: 10, stuckAfterMs: 3_600_000}, (dag) =>
+      dags.set(dag.dag_id, dag),
+    )
+    const [queued, missing] = (dags.get('both')!.condition as {all: LeafJson[]}).all
+    expect(queued).toMatchObject({leaf: 'etl.a.out_1', state: 'queued'})
+    expect(queued!.event!.source).toMatch(/^etl\/.+\/a$/)
+    expect(queued!.last_event).toBeUndefined()
+    expect(missing).toMatchObject({leaf: 'etl.b.out_1', state: 'missing', last_event: {id: newest.id}})
+    expect(dags.get('by_name')!.condition).toMatchObject({
+      all: [{leaf: 'Asset.ref(name=etl.b.out_1)', state: 'missing', last_event: {id: newest.id, source: 'external'}}],
+    })
   })
 })

@@ -108,10 +108,11 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
       where d.dag_id = any($1::text[])
       order by d.dag_id`,
   )
+  // The assets without their last events: a queued leaf shows the event that queued it, so only
+  // the missing ones need theirs (lastEvents), a few of a consumer's thousands.
   const assets = prepared(
     'explain_assets',
-    `select a.id, a.name, a.uri, aa.name is not null as active,
-            (select ${eventJson('e')} from asset_event e where e.asset_id = a.id order by e."timestamp" desc, e.id desc limit 1) as last_event
+    `select a.id, a.name, a.uri, aa.name is not null as active
        from asset a
        left join asset_active aa on aa.name = a.name and aa.uri = a.uri
       where a.name = any($1::text[]) or a.uri = any($2::text[])
@@ -129,11 +130,17 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
   )
   const assetsById = prepared(
     'explain_assets_by_id',
-    `select a.id, a.name, a.uri, aa.name is not null as active, null::json as last_event
+    `select a.id, a.name, a.uri, aa.name is not null as active
        from asset a
        left join asset_active aa on aa.name = a.name and aa.uri = a.uri
       where a.id = any($1::int[])
       order by a.id`,
+  )
+  const lastEvents = prepared(
+    'explain_last_events',
+    `select a.id as asset_id,
+            (select ${eventJson('e')} from asset_event e where e.asset_id = a.id order by e."timestamp" desc, e.id desc limit 1) as event
+       from unnest($1::int[]) as a(id)`,
   )
   const runs = prepared(
     'explain_runs',
@@ -161,6 +168,12 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
     : undefined
 
   return {
+    async readExplainLastEvents(ex: Executor, assetIds: readonly number[]): Promise<Map<number, ExplainEvent>> {
+      if (assetIds.length === 0) return new Map()
+      const rows = await ex.query<{asset_id: number; event: EventJson | null}>(lastEvents([[...assetIds]]))
+      return new Map(rows.flatMap((row) => (row.event ? [[row.asset_id, toEvent(row.event)!] as const] : [])))
+    },
+
     async pageExplainDags(ex: Executor, selection: ExplainSelection, after: string, limit: number): Promise<string[]> {
       if (selection.kind === 'all') {
         const rows = await ex.query<{dag_id: string}>(pageAll([after, limit]))
@@ -263,7 +276,6 @@ interface AssetRow {
   name: string
   uri: string
   active: boolean
-  last_event: EventJson | null
 }
 
 interface AliasRow {
@@ -302,7 +314,7 @@ function toEvent(row: EventJson | null): ExplainEvent | null {
 }
 
 function toAsset(row: AssetRow): ExplainAsset {
-  return {id: row.id, name: row.name, uri: row.uri, active: row.active, lastEvent: toEvent(row.last_event)}
+  return {id: row.id, name: row.name, uri: row.uri, active: row.active, lastEvent: null}
 }
 
 function toDag(row: DagRow): ExplainDag {

@@ -1246,9 +1246,8 @@ select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as 
 where d.dag_id = any($1::text[])
 order by d.dag_id;
 
--- airlock_explain_assets_d17905656cd2
-select a.id, a.name, a.uri, aa.name is not null as active,
-      (select json_build_object('id', e.id, 'timestamp', e."timestamp", 'source_dag_id', e.source_dag_id, 'source_run_id', e.source_run_id, 'source_task_id', e.source_task_id, 'source_map_index', e.source_map_index) from asset_event e where e.asset_id = a.id order by e."timestamp" desc, e.id desc limit 1) as last_event
+-- airlock_explain_assets_d905567a7283
+select a.id, a.name, a.uri, aa.name is not null as active
  from asset a
  left join asset_active aa on aa.name = a.name and aa.uri = a.uri
 where a.name = any($1::text[]) or a.uri = any($2::text[])
@@ -1263,12 +1262,17 @@ select al.name,
 where al.name = any($1::text[])
 order by al.name;
 
--- airlock_explain_assets_by_id_909062dc0bcf
-select a.id, a.name, a.uri, aa.name is not null as active, null::json as last_event
+-- airlock_explain_assets_by_id_6f4c56612d20
+select a.id, a.name, a.uri, aa.name is not null as active
  from asset a
  left join asset_active aa on aa.name = a.name and aa.uri = a.uri
 where a.id = any($1::int[])
 order by a.id;
+
+-- airlock_explain_last_events_0d3afc452b00
+select a.id as asset_id,
+     (select json_build_object('id', e.id, 'timestamp', e."timestamp", 'source_dag_id', e.source_dag_id, 'source_run_id', e.source_run_id, 'source_task_id', e.source_task_id, 'source_map_index', e.source_map_index) from asset_event e where e.asset_id = a.id order by e."timestamp" desc, e.id desc limit 1) as event
+from unnest($1::int[]) as a(id);
 
 -- airlock_explain_runs_749ba30d02ef
 select d.dag_id, r.run_id, r.state, r.run_after, r.queued_at,
