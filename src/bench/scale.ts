@@ -145,23 +145,7 @@ async function timeCommands(
   )
   await fs.rm(path.join(dir, 'export.ndjson'), {force: true})
   const exportFloor = await timeExportFloor(url, path.join(dir, 'floor.ndjson'), commands.at(-1)!.seconds, progress)
-  // explain --all over a queue that holds a row for every asset each consumer is scheduled on
-  // (one asset short, so each waits), beside its floor run the same way (a child process): a
-  // plain scan of the queue and the references.
-  const queue = await fillConsumerQueue(scratch.db.knex)
-  await run(
-    'explain --all',
-    `explain --all over ${queue.dags} consumer DAGs, ${queue.rows} queue rows (--ndjson)`,
-    ['explain', '--database-url', url, '--all', '--ndjson'],
-    queue.rows,
-  )
-  const explainFloor = {
-    rows: queue.rows,
-    scanSeconds: (await runQueueScanFloor(url)).seconds,
-    explainSeconds: commands.at(-1)!.seconds,
-  }
-  // The rows go again: the commands below are timed on the world as it was.
-  await clearQueue(scratch.db.knex)
+  const explainFloor = await timeExplainAll(scratch, commands, progress)
   // A dry run over a window, across every DAG (--all-dags needs a filter to mean it).
   const overWindow = (command: string, since: Date, until?: Date) => [
     command,
@@ -196,6 +180,31 @@ async function timeCommands(
     day.runTis,
   )
   return {commands, summary, day, exportFloor, explainFloor}
+}
+
+/**
+ * explain --all over a queue that holds a row for every asset each consumer is scheduled on (one
+ * asset short, so each waits), beside its floor run the same way (a child process): a plain scan
+ * of the queue and the references. The rows go again after: the commands after it are timed on
+ * the world as it was.
+ */
+async function timeExplainAll(
+  scratch: Scratch,
+  commands: ScaleCommandRow[],
+  progress: (line: string) => void,
+): Promise<ScaleReport['explainFloor']> {
+  const queue = await fillConsumerQueue(scratch.db.knex)
+  await timeCommand(
+    commands,
+    `explain --all over ${queue.dags} consumer DAGs, ${queue.rows} queue rows (--ndjson)`,
+    ['explain', '--database-url', scratch.url, '--all', '--ndjson'],
+    queue.rows,
+    {key: 'explain --all', progress},
+  )
+  const explainSeconds = commands.at(-1)!.seconds
+  const scanSeconds = (await runQueueScanFloor(scratch.url)).seconds
+  await clearQueue(scratch.db.knex)
+  return {rows: queue.rows, scanSeconds, explainSeconds}
 }
 
 /** The export's floor right after the export itself, into a file on the same disk, which is then removed. */
