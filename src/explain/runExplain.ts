@@ -58,12 +58,10 @@ export async function runExplain(
   for (;;) {
     const dagIds = await store.pageExplainDags(ex, settings.selection, after, pageSize)
     if (dagIds.length === 0) break
-    const read = await store.readExplainPage(ex, dagIds, settings.runs)
-    const lastEvents = await store.readExplainLastEvents(ex, missingLeafAssets(read))
-    const page = {
-      ...read,
-      assets: read.assets.map((asset) => ({...asset, lastEvent: lastEvents.get(asset.id) ?? asset.lastEvent})),
-    }
+    const page = await store.readExplainPage(ex, dagIds, settings.runs)
+    // The last events of the assets the answer calls missing, set on the page's own assets.
+    const lastEvents = await store.readExplainLastEvents(ex, missingLeafAssets(page))
+    for (const asset of page.assets) asset.lastEvent = lastEvents.get(asset.id) ?? asset.lastEvent
     // One clock for the page: "how long ago" and `stuck` agree within it.
     const now = settings.now ?? new Date()
     for (const dag of explainPage(page, {now, stuckAfterMs: settings.stuckAfterMs})) {
