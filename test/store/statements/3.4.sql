@@ -1245,11 +1245,13 @@ select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as 
 where d.dag_id = any($1::text[])
 order by d.dag_id;
 
--- airlock_explain_assets_d905567a7283
+-- airlock_explain_assets_1a76c4aa932f
 select a.id, a.name, a.uri, aa.name is not null as active
  from asset a
  left join asset_active aa on aa.name = a.name and aa.uri = a.uri
-where a.name = any($1::text[]) or a.uri = any($2::text[])
+where a.id in (select n.id from asset n where n.name in (select unnest($1::text[]))
+               union all
+               select u.id from asset u where u.uri in (select unnest($2::text[])))
 order by a.id;
 
 -- airlock_explain_aliases_8b1970077bc1
