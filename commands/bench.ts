@@ -15,6 +15,12 @@ import {
   type PreviewPriceReport,
 } from '../src/bench/previewPrice.js'
 import {
+  explainAllDefaults,
+  explainAllMarkdown,
+  measureExplainAll,
+  type ExplainAllReport,
+} from '../src/bench/explainAll.js'
+import {
   measurePreviewEvents,
   previewEventsDefaults,
   previewEventsMarkdown,
@@ -34,6 +40,7 @@ import {usageError} from '../src/errors.js'
 type BenchResult =
   | (BenchReport & {written: string[]})
   | {machine: BenchReport['machine']; previewPrice: PreviewPriceReport; written: string[]}
+  | {machine: BenchReport['machine']; explainAll: ExplainAllReport; written: string[]}
   | {machine: BenchReport['machine']; previewEvents: PreviewEventsReport; written: string[]}
   | {
       machine: BenchReport['machine']
@@ -66,7 +73,15 @@ preview-price.json. About 5 minutes.
 --world preview-events runs the same question on Airflow 3.4's queue (a row per pending event): 3
 consumer DAGs each scheduled on the 20 assets of a small producer, a backlog of events filling the
 queue to --queue-sizes rows; registration with the preview and with --no-downstream, side by side.
-Writes preview-events.md and preview-events.json. About a minute.`)
+Writes preview-events.md and preview-events.json. About a minute.
+
+--world explain-all runs only explain --all beside its floor (issue 44): the scale world's 3
+consumer DAGs and their queue without its task instances, at --queue-sizes assets (10k, the
+scale world of 200,000 task instances, unless given), --memory-events events (10 per asset unless
+given); explain --all --ndjson and a plain scan of asset_dag_run_queue and
+dag_schedule_asset_reference, each as a child process and inside the bench's own process, --runs
+alternated rounds (5 unless given), and the peak RSS of each. Writes explain-all.md and
+explain-all.json. About a minute.`)
 
   static override examples = [
     '<%= config.bin %> bench',
@@ -76,6 +91,7 @@ Writes preview-events.md and preview-events.json. About a minute.`)
     '<%= config.bin %> bench --profile perf-lab --outlets 0,600',
     '<%= config.bin %> bench --scale --profile perf-lab',
     '<%= config.bin %> bench --world preview-price --profile perf-lab',
+    '<%= config.bin %> bench --world explain-all --queue-sizes 10k,100k --profile perf-lab',
     '<%= config.bin %> bench --world preview-events --profile perf-lab',
   ]
 
@@ -113,7 +129,8 @@ Writes preview-events.md and preview-events.json. About a minute.`)
       min: 0,
     }),
     'memory-events': Flags.integer({
-      description: 'Events in the memory run of export-events (0 skips).',
+      description:
+        'Events in the memory run of export-events (0 skips). With --world explain-all: the events of its world (default 10 per asset).',
       default: 100_000,
       min: 0,
     }),
@@ -167,13 +184,13 @@ Writes preview-events.md and preview-events.json. About a minute.`)
     }),
     world: Flags.string({
       description:
-        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there), preview-events (the preview on Airflow 3.4's queue of a row per event, consumers of 20 assets).",
-      options: ['preview-price', 'preview-events'],
+        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there), explain-all (explain --all beside a scan of the queue and the references), preview-events (the preview on Airflow 3.4's queue of a row per event, consumers of 20 assets).",
+      options: ['preview-price', 'explain-all', 'preview-events'],
       helpGroup: 'WORLD',
     }),
     'queue-sizes': Flags.string({
       description:
-        'With --world preview-price or preview-events: the queue sizes (asset_dag_run_queue rows) to fill to, k allowed.',
+        'With --world preview-price or preview-events: the queue sizes (asset_dag_run_queue rows) to fill to, k allowed. With --world explain-all: the assets of each world (its queue holds a row for all but one per consumer; default 10k).',
       default: '1k,10k,100k',
       helpGroup: 'WORLD',
     }),
@@ -221,6 +238,7 @@ Writes preview-events.md and preview-events.json. About a minute.`)
 
     if (flags.sizes !== undefined && !flags.scale) throw usageError('--sizes goes with --scale.')
     if (flags.world === 'preview-price') return {result: await this.previewPrice(server, adminUrl, flags, writeResults)}
+    if (flags.world === 'explain-all') return {result: await this.explainAll(server, adminUrl, flags, writeResults)}
     if (flags.world === 'preview-events')
       return {result: await this.previewEvents(server, adminUrl, flags, writeResults)}
     if (flags.scale && flags.sizes !== undefined) {
@@ -297,6 +315,38 @@ Writes preview-events.md and preview-events.json. About a minute.`)
     return {machine, previewPrice, written}
   }
 
+  /** --world explain-all: explain --all beside a scan of the queue and the references (issue 44, target 4). */
+  private async explainAll(
+    server: ScratchServer,
+    adminUrl: string,
+    flags: BenchFlags,
+    writeResults: (files: ReadonlyArray<readonly [string, string]>) => Promise<string[]>,
+  ): Promise<{machine: BenchReport['machine']; explainAll: ExplainAllReport; written: string[]}> {
+    const quick = flags.quick
+    const machine = await describeMachine(adminUrl)
+    const assets = quick
+      ? [300]
+      : this.given('queue-sizes')
+        ? parseQueueSizes(flags['queue-sizes'])
+        : explainAllDefaults.assets
+    const explainAll = await measureExplainAll(
+      server,
+      {
+        assets,
+        ...(this.given('memory-events') ? {events: flags['memory-events']} : {}),
+        rounds: quick ? 1 : this.given('runs') ? flags.runs : explainAllDefaults.rounds,
+        warmup: quick ? 0 : this.given('warmup') ? flags.warmup : explainAllDefaults.warmup,
+      },
+      (line) => this.progress(line),
+    )
+    const caption = `${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GiB, Node ${machine.node}, PostgreSQL ${machine.postgres}, ${machine.date}`
+    const written = await writeResults([
+      ['explain-all.md', explainAllMarkdown(explainAll, caption)],
+      ['explain-all.json', JSON.stringify({machine, ...explainAll}, null, 2) + '\n'],
+    ])
+    return {machine, explainAll, written}
+  }
+
   /** --world preview-events: the preview on 3.4's queue, small consumers under a backlog of events (issue 44). */
   private async previewEvents(
     server: ScratchServer,
@@ -359,6 +409,10 @@ Writes preview-events.md and preview-events.json. About a minute.`)
     if ('previewEvents' in result) {
       const m = result.machine
       return `${previewEventsMarkdown(result.previewEvents, `${m.cpus} × ${m.cpuModel}, PostgreSQL ${m.postgres}, ${m.date}`)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
+    }
+    if ('explainAll' in result) {
+      const m = result.machine
+      return `${explainAllMarkdown(result.explainAll, `${m.cpus} × ${m.cpuModel}, PostgreSQL ${m.postgres}, ${m.date}`)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
     }
     if ('scale' in result)
       return `${result.growth ? `${growthMarkdown(result.growth).join('\n')}\n\n` : ''}${scaleMarkdown(result.scale, result.machine)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`

@@ -19,15 +19,19 @@ export interface MemoryRun {
   exitCode: number | null
 }
 
-/** `stdoutFile`: where the command's stdout goes (discarded otherwise), for a summary to read back. */
+/**
+ * `stdoutFile`: where the command's stdout goes (discarded otherwise), for a summary to read back.
+ * `script`: another node script in airlock's place (a floor run the same way, start-up included).
+ */
 export async function peakRssOf(
   args: string[],
   acceptedExitCodes: readonly number[] = [0],
   stdoutFile?: string,
+  script: string = cliPath,
 ): Promise<MemoryRun> {
   const stdout = stdoutFile ? fs.openSync(stdoutFile, 'w') : 'ignore'
   const started = Date.now()
-  const child = spawn(process.execPath, [cliPath, ...args], {stdio: ['ignore', stdout, 'pipe']})
+  const child = spawn(process.execPath, [script, ...args], {stdio: ['ignore', stdout, 'pipe']})
   if (typeof stdout === 'number') fs.closeSync(stdout)
   let peakKb = 0
   let stderr = ''

@@ -5,14 +5,15 @@ import path from 'node:path'
 import {performance} from 'node:perf_hooks'
 
 import type {Executor, Statement} from '../engine/engine.js'
-import {statement} from '../engine/prepared.js'
 import {analyzeDatabase} from '../worlds/admin.js'
 import {floorExport, openFloorClient} from '../worlds/rawFloor.js'
 import {fillScaleWorld, scaleSeed, type ScaleWorldFacts} from '../worlds/scaleWorld.js'
+import {clearQueue, fillConsumerQueue} from '../worlds/explainWorld.js'
 import {exportPageSize} from '../export/exportEvents.js'
 import {scanPageSize} from '../selection/selection.js'
 import type {TaskInstanceFilter} from '../store/families/selection.js'
 import {timeCommand, type ScaleCommandRow} from './commandRow.js'
+import {runQueueScanFloor} from './explainAll.js'
 import {timePostBackfill} from './postBackfill.js'
 import type {ScratchServer} from './scratch.js'
 
@@ -48,7 +49,7 @@ export interface ScaleReport {
   commands: ScaleCommandRow[]
   /** export-events beside its floor, the same lines through one COPY … TO STDOUT (floorExport), run back to back. */
   exportFloor: {lines: number; floorSeconds: number; exportSeconds: number}
-  /** explain --all beside one plain scan of the queue table it explains. */
+  /** explain --all beside its floor (queueScanFloor.ts: the queue and the references scanned), both child processes; rows: the queue's. */
   explainFloor: {rows: number; scanSeconds: number; explainSeconds: number}
   explain: ScaleExplainRow[]
 }
@@ -144,18 +145,7 @@ async function timeCommands(
   )
   await fs.rm(path.join(dir, 'export.ndjson'), {force: true})
   const exportFloor = await timeExportFloor(url, path.join(dir, 'floor.ndjson'), commands.at(-1)!.seconds, progress)
-  // explain --all over a queue that holds a row for every asset each consumer is scheduled on
-  // (one asset short, so each waits), beside a plain scan of the queue table.
-  const queue = await fillQueue(scratch.db.executor)
-  await run(
-    'explain --all',
-    `explain --all over ${queue.dags} consumer DAGs, ${queue.rows} queue rows (--ndjson)`,
-    ['explain', '--database-url', url, '--all', '--ndjson'],
-    queue.rows,
-  )
-  const explainFloor = {...(await timeQueueScan(scratch.db.executor)), explainSeconds: commands.at(-1)!.seconds}
-  // The rows go again: the commands below are timed on the world as it was.
-  await scratch.db.executor.query(statement('delete from asset_dag_run_queue'))
+  const explainFloor = await timeExplainAll(scratch, commands, progress)
   // A dry run over a window, across every DAG (--all-dags needs a filter to mean it).
   const overWindow = (command: string, since: Date, until?: Date) => [
     command,
@@ -193,31 +183,28 @@ async function timeCommands(
 }
 
 /**
- * The consumers' queue as a long pause of the scheduler leaves it: a row for every asset each
- * consumer is scheduled on by id but the newest one (3.0's key, one row per asset and DAG).
+ * explain --all over a queue that holds a row for every asset each consumer is scheduled on (one
+ * asset short, so each waits), beside its floor run the same way (a child process): a plain scan
+ * of the queue and the references. The rows go again after: the commands after it are timed on
+ * the world as it was.
  */
-async function fillQueue(ex: Executor): Promise<{dags: number; rows: number}> {
-  await ex.query(
-    statement(`insert into asset_dag_run_queue (asset_id, target_dag_id, created_at)
-           select r.asset_id, r.dag_id, now() from dag_schedule_asset_reference r
-            where r.asset_id < (select max(m.asset_id) from dag_schedule_asset_reference m where m.dag_id = r.dag_id)
-           on conflict do nothing`),
+async function timeExplainAll(
+  scratch: Scratch,
+  commands: ScaleCommandRow[],
+  progress: (line: string) => void,
+): Promise<ScaleReport['explainFloor']> {
+  const queue = await fillConsumerQueue(scratch.db.knex)
+  await timeCommand(
+    commands,
+    `explain --all over ${queue.dags} consumer DAGs, ${queue.rows} queue rows (--ndjson)`,
+    ['explain', '--database-url', scratch.url, '--all', '--ndjson'],
+    queue.rows,
+    {key: 'explain --all', progress},
   )
-  const [row] = await ex.query<{dags: number; rows: number}>(
-    statement(`select count(distinct target_dag_id)::int as dags, count(*)::int as rows from asset_dag_run_queue`),
-  )
-  return row!
-}
-
-/** Every queue row with its asset's name and uri, read once in the bench's own process: what explain must at least read. */
-async function timeQueueScan(ex: Executor): Promise<{rows: number; scanSeconds: number}> {
-  const started = performance.now()
-  const rows = await ex.query(
-    statement(
-      `select q.target_dag_id, q.created_at, a.name, a.uri from asset_dag_run_queue q join asset a on a.id = q.asset_id`,
-    ),
-  )
-  return {rows: rows.length, scanSeconds: (performance.now() - started) / 1000}
+  const explainSeconds = commands.at(-1)!.seconds
+  const scanSeconds = (await runQueueScanFloor(scratch.url)).seconds
+  await clearQueue(scratch.db.knex)
+  return {rows: queue.rows, scanSeconds, explainSeconds}
 }
 
 /** The export's floor right after the export itself, into a file on the same disk, which is then removed. */

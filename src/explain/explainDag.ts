@@ -1,5 +1,6 @@
 import {
   evaluateTree,
+  leavesOf,
   queuedLeaf,
   parseCondition,
   type ConditionLeaf,
@@ -14,7 +15,6 @@ import type {
   ExplainPartition,
   ExplainRun,
 } from '../store/families/downstream.js'
-import {assetKey} from '../store/types.js'
 import {exclusionsOf, maxRunsFlagReason, type ExclusionBlock} from '../protocol/downstream.js'
 
 /**
@@ -91,6 +91,35 @@ export interface ExplainOptions {
   stuckAfterMs: number
 }
 
+/**
+ * The assets whose last event the page's answer shows: those of the leaves it will call missing
+ * (every leaf of a partitioned consumer's condition, whose tree is shown unqueued). A queued leaf
+ * shows the event that queued it instead, so a consumer of thousands of assets with all but a few
+ * queued needs a few last events, not thousands (runExplain reads them before explainPage).
+ */
+export function missingLeafAssets(page: ExplainPage): number[] {
+  const context = pageContext(page)
+  const ids = new Set<number>()
+  for (const dag of page.dags) {
+    const tree = parseCondition(dag.condition)
+    if (!tree) continue
+    const isMet = dag.partitioned
+      ? () => false
+      : queuedLeaf(
+          queuedAssets(
+            dag.queue.filter((q) => q.asset !== null),
+            context,
+          ),
+        )
+    for (const leaf of leavesOf(tree)) {
+      if (leaf.kind === 'alias' || isMet(leaf)) continue
+      const asset = leafAsset(leaf, context)
+      if (asset) ids.add(asset.id)
+    }
+  }
+  return [...ids]
+}
+
 /** The page's DAGs, each explained. */
 export function explainPage(page: ExplainPage, options: ExplainOptions): DagExplanation[] {
   const context = pageContext(page)
@@ -124,21 +153,25 @@ function inContractOrder(e: DagExplanation): DagExplanation {
 }
 
 interface PageContext {
-  byKey: Map<string, ExplainAsset>
+  /** By name, then uri: a leaf's (name, uri) looked up without a key string built per leaf. */
+  byKey: Map<string, Map<string, ExplainAsset>>
   byId: Map<number, ExplainAsset>
   activeByName: Map<string, ExplainAsset>
   activeByUri: Map<string, ExplainAsset>
   aliases: Map<string, {assetIds: Set<number>; lastEvent: ExplainEvent | null}>
 }
 
-const keyOf = (name: string, uri: string) => assetKey({name, uri})
-
 /** The aliases linked to any of these assets: what an alias leaf is satisfied by. */
 function linkedAliases(ids: ReadonlySet<number>, context: PageContext): string[] {
   return [...context.aliases].filter(([, alias]) => [...alias.assetIds].some((id) => ids.has(id))).map(([name]) => name)
 }
 
+/** Each page's context, built once: missingLeafAssets and explainPage both look its assets up. */
+const contexts = new WeakMap<ExplainPage, PageContext>()
+
 function pageContext(page: ExplainPage): PageContext {
+  const known = contexts.get(page)
+  if (known) return known
   const context: PageContext = {
     byKey: new Map(),
     byId: new Map(),
@@ -147,7 +180,9 @@ function pageContext(page: ExplainPage): PageContext {
     aliases: new Map(),
   }
   for (const asset of page.assets) {
-    context.byKey.set(keyOf(asset.name, asset.uri), asset)
+    const byUri = context.byKey.get(asset.name)
+    if (byUri) byUri.set(asset.uri, asset)
+    else context.byKey.set(asset.name, new Map([[asset.uri, asset]]))
     context.byId.set(asset.id, asset)
     if (asset.active) {
       context.activeByName.set(asset.name, asset)
@@ -156,6 +191,7 @@ function pageContext(page: ExplainPage): PageContext {
   }
   for (const alias of page.aliases)
     context.aliases.set(alias.name, {assetIds: new Set(alias.assetIds), lastEvent: alias.lastEvent})
+  contexts.set(page, context)
   return context
 }
 
@@ -176,12 +212,7 @@ function explainDag(
     queued_at: r.queuedAt?.toISOString() ?? null,
     events: r.eventIds,
   }))
-  const queued = rows.map((q) => ({
-    asset: q.asset!.name,
-    uri: q.asset!.uri,
-    since: q.createdAt.toISOString(),
-    event: eventJson(q.event),
-  }))
+  const queued = rows.map((q) => ({asset: q.asset!.name, uri: q.asset!.uri, ...rowEvidence(q)}))
   const base = {dag_id: dag.dagId, queued, runs: runsJson}
 
   if (dag.partitioned) return explainPartitioned(dag, tree, context, partitions, options, base, findings)
@@ -295,41 +326,58 @@ function leafJson(leaf: ConditionLeaf, met: boolean, rows: ExplainDag['queue'], 
           leaf: leaf.label,
           kind: 'alias',
           state: 'queued',
-          since: row!.createdAt.toISOString(),
-          event: eventJson(row!.event),
+          ...rowEvidence(row!),
         }
       : {leaf: leaf.label, kind: 'alias', state: 'missing', last_event: eventJson(alias?.lastEvent ?? null)}
   }
-  // The asset the leaf names: by (name, uri), or an Asset.ref's active asset.
-  const asset =
-    leaf.kind === 'asset'
-      ? context.byKey.get(keyOf(leaf.name, leaf.uri))
-      : leaf.name !== undefined
-        ? context.activeByName.get(leaf.name)
-        : context.activeByUri.get(leaf.uri!)
+  const asset = leafAsset(leaf, context)
   if (met) {
     const row = asset ? rowOf(rows, asset) : undefined
-    return {
-      leaf: leaf.label,
-      kind: leaf.kind,
-      state: 'queued',
-      ...(row ? {since: row.createdAt.toISOString(), event: eventJson(row.event)} : {}),
-    }
+    return {leaf: leaf.label, kind: leaf.kind, state: 'queued', ...(row ? rowEvidence(row) : {})}
   }
   if (leaf.kind === 'ref' && !asset) return {leaf: leaf.label, kind: 'ref', state: 'unresolved', last_event: null}
   return {leaf: leaf.label, kind: leaf.kind, state: 'missing', last_event: eventJson(asset?.lastEvent ?? null)}
 }
 
-/** Queue rows by asset key, built once per queue (a consumer of thousands of assets has thousands). */
-const rowIndexes = new WeakMap<ExplainDag['queue'], Map<string, ExplainDag['queue'][number]>>()
+/** The asset an asset or ref leaf names: by (name, uri), or an Asset.ref's active asset. */
+function leafAsset(leaf: Exclude<ConditionLeaf, {kind: 'alias'}>, context: PageContext): ExplainAsset | undefined {
+  return leaf.kind === 'asset'
+    ? context.byKey.get(leaf.name)?.get(leaf.uri)
+    : leaf.name !== undefined
+      ? context.activeByName.get(leaf.name)
+      : context.activeByUri.get(leaf.uri!)
+}
 
-function rowOf(rows: ExplainDag['queue'], asset: {name: string; uri: string}): ExplainDag['queue'][number] | undefined {
+type QueueRow = ExplainDag['queue'][number]
+
+/**
+ * Queue rows by asset id, built once per queue (a consumer of thousands of assets has thousands):
+ * an asset's (name, uri) is unique, so its id names the same row as its key.
+ */
+const rowIndexes = new WeakMap<ExplainDag['queue'], Map<number, QueueRow>>()
+
+function rowOf(rows: ExplainDag['queue'], asset: ExplainAsset): QueueRow | undefined {
   let index = rowIndexes.get(rows)
   if (!index) {
-    index = new Map(rows.map((r) => [keyOf(r.asset!.name, r.asset!.uri), r]))
+    index = new Map(rows.map((r) => [r.assetId, r]))
     rowIndexes.set(rows, index)
   }
-  return index.get(keyOf(asset.name, asset.uri))
+  return index.get(asset.id)
+}
+
+/**
+ * A queue row's evidence (when it was written, the event that wrote it), built once: the DAG's
+ * `queued` list and the row's leaf show the same, and a consumer's thousands of rows each need it.
+ */
+const evidence = new WeakMap<QueueRow, {since: string; event: EventJson | null}>()
+
+function rowEvidence(row: QueueRow): {since: string; event: EventJson | null} {
+  let shown = evidence.get(row)
+  if (!shown) {
+    shown = {since: row.createdAt.toISOString(), event: eventJson(row.event)}
+    evidence.set(row, shown)
+  }
+  return shown
 }
 
 /**

@@ -4,7 +4,14 @@ import {closeMatches} from '../input/closeMatches.js'
 import {requireAssets} from '../selection/assetFilter.js'
 import type {ExplainSelection, DownstreamStore} from '../store/families/downstream.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
-import {explainPage, findingKinds, type DagExplanation, type FindingKind, type Verdict} from './explainDag.js'
+import {
+  explainPage,
+  findingKinds,
+  missingLeafAssets,
+  type DagExplanation,
+  type FindingKind,
+  type Verdict,
+} from './explainDag.js'
 import type {RegistrationStore} from '../store/families/registration.js'
 import type {SelectionStore} from '../store/families/selection.js'
 
@@ -52,6 +59,9 @@ export async function runExplain(
     const dagIds = await store.pageExplainDags(ex, settings.selection, after, pageSize)
     if (dagIds.length === 0) break
     const page = await store.readExplainPage(ex, dagIds, settings.runs)
+    // The last events of the assets the answer calls missing, set on the page's own assets.
+    const lastEvents = await store.readExplainLastEvents(ex, missingLeafAssets(page))
+    for (const asset of page.assets) asset.lastEvent = lastEvents.get(asset.id) ?? asset.lastEvent
     // One clock for the page: "how long ago" and `stuck` agree within it.
     const now = settings.now ?? new Date()
     for (const dag of explainPage(page, {now, stuckAfterMs: settings.stuckAfterMs})) {

@@ -251,6 +251,44 @@ describe('airlock bench --quick', () => {
     }
   })
 
+  it('--world explain-all --quick: explain --all beside its floor, both as processes and in process', async () => {
+    const result = await runCli([
+      'bench',
+      '--world',
+      'explain-all',
+      '--quick',
+      '--database-url',
+      inject('adminUrl'),
+      '--json',
+    ])
+    expect(result.code).toBe(0)
+    const out = envelope(result) as {
+      result: {
+        explainAll: {
+          rows: Array<{
+            assets: number
+            consumers: number
+            queueRows: number
+            outputBytes: number
+            process: Record<'explain' | 'floor', {p50: number; n: number}>
+            inProcess: Record<'explain' | 'floor', {p50: number; n: number}>
+            peakRssMb: Record<'explain' | 'floor', number>
+          }>
+        }
+      }
+    }
+    const [row] = out.result.explainAll.rows
+    // 300 assets over 3 consumers (report_001 also on etl_001's 10), each queued on all but its newest.
+    expect(row).toMatchObject({assets: 300, consumers: 3, queueRows: 304})
+    expect(row!.outputBytes).toBeGreaterThan(0)
+    for (const which of ['explain', 'floor'] as const) {
+      expect(row!.process[which].n).toBe(1)
+      expect(row!.process[which].p50).toBeGreaterThan(0)
+      expect(row!.inProcess[which].p50).toBeGreaterThan(0)
+      expect(row!.peakRssMb[which]).toBeGreaterThan(0)
+    }
+  })
+
   it('--world preview-events --quick: the preview beside --no-downstream on 3.4, consumers under a backlog of events', async () => {
     const result = await runCli([
       'bench',

@@ -15,12 +15,15 @@ export interface DownstreamStore {
   pageExplainDags(ex: Executor, selection: ExplainSelection, after: string, limit: number): Promise<string[]>
   /**
    * `explain`: what the scheduler reads about these DAGs (flags, runs against the cap, latest
-   * condition, queue rows and the events that queued them), the assets and aliases their
-   * conditions name with their last events, their last `runsPerDag` asset-triggered runs with the
-   * events each consumed, and (3.2+) their pending partition runs. A bounded number of statements
-   * whatever the page's size.
+   * condition, queue rows and the events that queued them), the assets their conditions name
+   * (`lastEvent` null: readExplainLastEvents reads it for the leaves that need it) and the aliases
+   * with their last events, their last `runsPerDag` asset-triggered runs with the events each
+   * consumed, and (3.2+) their pending partition runs. A bounded number of statements whatever
+   * the page's size.
    */
   readExplainPage(ex: Executor, dagIds: readonly string[], runsPerDag: number): Promise<ExplainPage>
+  /** `explain`: the last event of each of these assets (none: not in the map), in one statement. */
+  readExplainLastEvents(ex: Executor, assetIds: readonly number[]): Promise<Map<number, ExplainEvent>>
 }
 
 /** A consumer DAG as the scheduler's asset-triggered step sees it. */

@@ -39,12 +39,25 @@ import type {DownstreamStore} from '../families/downstream.js'
 function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>) {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
   const maxRunsFlag = capabilities.maxRunsFlag ? 'd.exceeds_max_non_backfill is true' : 'false'
-  // The asset-scheduled DAGs: a reference of any of the four kinds, or (3.2+) a partitioned timetable.
-  const scheduled = `(exists (select 1 from dag_schedule_asset_reference r where r.dag_id = d.dag_id)
-          or exists (select 1 from dag_schedule_asset_alias_reference r where r.dag_id = d.dag_id)
-          or exists (select 1 from dag_schedule_asset_name_reference r where r.dag_id = d.dag_id)
-          or exists (select 1 from dag_schedule_asset_uri_reference r where r.dag_id = d.dag_id)
-          ${capabilities.partitionedTimetables ? 'or d.timetable_partitioned' : ''})`
+  // The asset-scheduled DAGs after $1: the next $2 DAG ids of each reference table, read off its
+  // dag_id index (so a page reads the references of its own DAGs, not every reference for every
+  // DAG: an EXISTS per DAG row was planned as a sequential scan of the references, for DAGs that
+  // have none too), and (3.2+) the partitioned timetables.
+  const nextOf = (table: string) =>
+    `(select r.dag_id from ${table} r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)`
+  const pageAll = prepared(
+    `explain_dag_page_all${capabilities.partitionedTimetables ? '_partitioned' : ''}`,
+    `select d.dag_id from (
+        ${nextOf('dag_schedule_asset_reference')}
+        union ${nextOf('dag_schedule_asset_alias_reference')}
+        union ${nextOf('dag_schedule_asset_name_reference')}
+        union ${nextOf('dag_schedule_asset_uri_reference')}
+        ${capabilities.partitionedTimetables ? 'union (select p.dag_id from dag p where p.dag_id > $1 and p.timetable_partitioned order by p.dag_id limit $2)' : ''}
+      ) as s
+      join dag d on d.dag_id = s.dag_id
+      order by d.dag_id
+      limit $2`,
+  )
   // Every consumer of an asset named by its name or uri: the four reference kinds, an alias
   // linked to it included.
   const consumersOf = `(select r.dag_id from dag_schedule_asset_reference r join asset a on a.id = r.asset_id
@@ -58,8 +71,7 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
     'explain_dag_page',
     `select d.dag_id from dag d
       where d.dag_id > $1
-        and case $2::text when 'all' then ${scheduled}
-                          when 'dags' then d.dag_id = any($4::text[])
+        and case $2::text when 'dags' then d.dag_id = any($4::text[])
                           else d.dag_id in ${consumersOf} end
       order by d.dag_id
       limit $5`,
@@ -96,13 +108,19 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
       where d.dag_id = any($1::text[])
       order by d.dag_id`,
   )
+  // The assets without their last events: a queued leaf shows the event that queued it, so only
+  // the missing ones need theirs (lastEvents), a few of a consumer's thousands. The names and
+  // uris are joined, not tested with = ANY: from its sixth page a long --all runs this on a
+  // generic plan, which cannot hash an array parameter and would test every asset row against
+  // every name (0.8 s a page at 10,000 leaves, 64 s at 100,000).
   const assets = prepared(
     'explain_assets',
-    `select a.id, a.name, a.uri, aa.name is not null as active,
-            (select ${eventJson('e')} from asset_event e where e.asset_id = a.id order by e."timestamp" desc, e.id desc limit 1) as last_event
+    `select a.id, a.name, a.uri, aa.name is not null as active
        from asset a
        left join asset_active aa on aa.name = a.name and aa.uri = a.uri
-      where a.name = any($1::text[]) or a.uri = any($2::text[])
+      where a.id in (select n.id from asset n where n.name in (select unnest($1::text[]))
+                     union all
+                     select u.id from asset u where u.uri in (select unnest($2::text[])))
       order by a.id`,
   )
   const aliases = prepared(
@@ -117,11 +135,17 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
   )
   const assetsById = prepared(
     'explain_assets_by_id',
-    `select a.id, a.name, a.uri, aa.name is not null as active, null::json as last_event
+    `select a.id, a.name, a.uri, aa.name is not null as active
        from asset a
        left join asset_active aa on aa.name = a.name and aa.uri = a.uri
       where a.id = any($1::int[])
       order by a.id`,
+  )
+  const lastEvents = prepared(
+    'explain_last_events',
+    `select a.id as asset_id,
+            (select ${eventJson('e')} from asset_event e where e.asset_id = a.id order by e."timestamp" desc, e.id desc limit 1) as event
+       from unnest($1::int[]) as a(id)`,
   )
   const runs = prepared(
     'explain_runs',
@@ -149,7 +173,17 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
     : undefined
 
   return {
+    async readExplainLastEvents(ex: Executor, assetIds: readonly number[]): Promise<Map<number, ExplainEvent>> {
+      if (assetIds.length === 0) return new Map()
+      const rows = await ex.query<{asset_id: number; event: EventJson | null}>(lastEvents([[...assetIds]]))
+      return new Map(rows.flatMap((row) => (row.event ? [[row.asset_id, toEvent(row.event)!] as const] : [])))
+    },
+
     async pageExplainDags(ex: Executor, selection: ExplainSelection, after: string, limit: number): Promise<string[]> {
+      if (selection.kind === 'all') {
+        const rows = await ex.query<{dag_id: string}>(pageAll([after, limit]))
+        return rows.map((row) => row.dag_id)
+      }
       const rows = await ex.query<{dag_id: string}>(
         page([
           after,
@@ -247,7 +281,6 @@ interface AssetRow {
   name: string
   uri: string
   active: boolean
-  last_event: EventJson | null
 }
 
 interface AliasRow {
@@ -286,7 +319,7 @@ function toEvent(row: EventJson | null): ExplainEvent | null {
 }
 
 function toAsset(row: AssetRow): ExplainAsset {
-  return {id: row.id, name: row.name, uri: row.uri, active: row.active, lastEvent: toEvent(row.last_event)}
+  return {id: row.id, name: row.name, uri: row.uri, active: row.active, lastEvent: null}
 }
 
 function toDag(row: DagRow): ExplainDag {

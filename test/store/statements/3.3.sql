@@ -1191,15 +1191,22 @@ update dag_run d
  from json_populate_record(null::dag_run, $1::json) as b
 where d.id = b.id;
 
--- airlock_explain_dag_page_6f5822a9ec85
+-- airlock_explain_dag_page_all_partitioned_7e5e49c0e442
+select d.dag_id from (
+  (select r.dag_id from dag_schedule_asset_reference r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)
+  union (select r.dag_id from dag_schedule_asset_alias_reference r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)
+  union (select r.dag_id from dag_schedule_asset_name_reference r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)
+  union (select r.dag_id from dag_schedule_asset_uri_reference r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)
+  union (select p.dag_id from dag p where p.dag_id > $1 and p.timetable_partitioned order by p.dag_id limit $2)
+) as s
+join dag d on d.dag_id = s.dag_id
+order by d.dag_id
+limit $2;
+
+-- airlock_explain_dag_page_c62ca45be8a5
 select d.dag_id from dag d
 where d.dag_id > $1
-  and case $2::text when 'all' then (exists (select 1 from dag_schedule_asset_reference r where r.dag_id = d.dag_id)
-    or exists (select 1 from dag_schedule_asset_alias_reference r where r.dag_id = d.dag_id)
-    or exists (select 1 from dag_schedule_asset_name_reference r where r.dag_id = d.dag_id)
-    or exists (select 1 from dag_schedule_asset_uri_reference r where r.dag_id = d.dag_id)
-    or d.timetable_partitioned)
-                    when 'dags' then d.dag_id = any($4::text[])
+  and case $2::text when 'dags' then d.dag_id = any($4::text[])
                     else d.dag_id in (select r.dag_id from dag_schedule_asset_reference r join asset a on a.id = r.asset_id
                   where a.name = any($3::text[]) or a.uri = any($3::text[])
            union select r.dag_id from dag_schedule_asset_name_reference r where r.name = any($3::text[])
@@ -1235,12 +1242,13 @@ select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as 
 where d.dag_id = any($1::text[])
 order by d.dag_id;
 
--- airlock_explain_assets_d17905656cd2
-select a.id, a.name, a.uri, aa.name is not null as active,
-      (select json_build_object('id', e.id, 'timestamp', e."timestamp", 'source_dag_id', e.source_dag_id, 'source_run_id', e.source_run_id, 'source_task_id', e.source_task_id, 'source_map_index', e.source_map_index) from asset_event e where e.asset_id = a.id order by e."timestamp" desc, e.id desc limit 1) as last_event
+-- airlock_explain_assets_1a76c4aa932f
+select a.id, a.name, a.uri, aa.name is not null as active
  from asset a
  left join asset_active aa on aa.name = a.name and aa.uri = a.uri
-where a.name = any($1::text[]) or a.uri = any($2::text[])
+where a.id in (select n.id from asset n where n.name in (select unnest($1::text[]))
+               union all
+               select u.id from asset u where u.uri in (select unnest($2::text[])))
 order by a.id;
 
 -- airlock_explain_aliases_8b1970077bc1
@@ -1252,12 +1260,17 @@ select al.name,
 where al.name = any($1::text[])
 order by al.name;
 
--- airlock_explain_assets_by_id_909062dc0bcf
-select a.id, a.name, a.uri, aa.name is not null as active, null::json as last_event
+-- airlock_explain_assets_by_id_6f4c56612d20
+select a.id, a.name, a.uri, aa.name is not null as active
  from asset a
  left join asset_active aa on aa.name = a.name and aa.uri = a.uri
 where a.id = any($1::int[])
 order by a.id;
+
+-- airlock_explain_last_events_0d3afc452b00
+select a.id as asset_id,
+     (select json_build_object('id', e.id, 'timestamp', e."timestamp", 'source_dag_id', e.source_dag_id, 'source_run_id', e.source_run_id, 'source_task_id', e.source_task_id, 'source_map_index', e.source_map_index) from asset_event e where e.asset_id = a.id order by e."timestamp" desc, e.id desc limit 1) as event
+from unnest($1::int[]) as a(id);
 
 -- airlock_explain_runs_749ba30d02ef
 select d.dag_id, r.run_id, r.state, r.run_after, r.queued_at,
