@@ -336,17 +336,21 @@ function assetLeaves(index: TreeIndex, name: string, uri: string): number | numb
 }
 
 /**
- * The same marks carried from one tree to another by label: a DAG re-parsed in the middle of a
- * batch, whose earlier items were previewed against its previous condition.
+ * The same marks carried from one tree to another by what each leaf is (an asset by name and
+ * uri, a ref by name or uri, an alias by name; a label alone would take two assets of one name
+ * for one): a DAG re-parsed in the middle of a batch, whose earlier items were previewed against
+ * its previous condition.
  */
 export function remark(from: ConditionTree | undefined, marks: Uint8Array, to: ConditionTree | undefined): Uint8Array {
   if (from === to) return marks
-  const labels = new Set<string>()
+  const keyOf = (leaf: ConditionLeaf) =>
+    leaf.kind === 'alias' ? `alias\u0000${leaf.name}` : `${leaf.kind}\u0000${leaf.name ?? ''}\u0000${leaf.uri ?? ''}`
+  const satisfied = new Set<string>()
   const before = leavesOf(from)
-  for (let i = 0; i < before.length; i++) if (marks[i]) labels.add(before[i]!.label)
+  for (let i = 0; i < before.length; i++) if (marks[i]) satisfied.add(keyOf(before[i]!))
   const after = leavesOf(to)
   const moved = new Uint8Array(after.length)
-  for (let i = 0; i < after.length; i++) if (labels.has(after[i]!.label)) moved[i] = 1
+  for (let i = 0; i < after.length; i++) if (satisfied.has(keyOf(after[i]!))) moved[i] = 1
   return moved
 }
 

@@ -44,6 +44,9 @@ describe('3.4: the preview of a small condition, leaf by leaf', () => {
       waiting_for: [out('task_2'), out('task_3')],
       satisfied_count: 1,
     })
+    // The plan's own statement (and a raced item's second read) asks leaf by leaf too.
+    const [facts] = await airflow.store.readDownstream(airflow.db.executor, [w.asset(`etl.task_2.out_1`).id], [])
+    expect(facts!.queued.assets.map((asset) => asset.name)).toEqual([out('task_1')])
     // Then leaf by leaf: the row task_1 left, and the one this statement queues.
     expect(await report('task_2')).toMatchObject({
       ready: false,

@@ -410,7 +410,21 @@ describe('a consumer of thousands of assets', () => {
     ])
   })
 
-  it('a DAG re-parsed mid-batch: what earlier items satisfied carries over to its new condition by name', () => {
+  it('a re-parse that names one asset by another uri: the earlier item satisfied the old asset, not the new one', () => {
+    const fold = new DownstreamFold()
+    fold.add(downstreamOf([facts('report', {condition: all(asset('a'), asset('b')), queued: rows([queued('a')])})]))
+    const moved = all(asset('a', 's3://elsewhere/a'), asset('b'))
+    fold.add(downstreamOf([facts('report', {condition: moved, queued: rows([queued('b')])})]))
+    expect(fold.summary()[0]).toMatchObject({ready: false, waiting_for: ['a'], satisfied: ['b'], satisfied_count: 1})
+  })
+
+  it('a folded item keeps no per-leaf state of its own (an item kept for --json stays its JSON)', () => {
+    const [preview] = downstreamOf([facts('wide', {condition, queued: rows([queued('asset_1')])})])
+    new DownstreamFold().add([preview!])
+    expect(Object.getOwnPropertyNames(preview)).toEqual(Object.keys(preview!))
+  })
+
+  it('a DAG re-parsed mid-batch: what earlier items satisfied carries over to its new condition by what each asset is', () => {
     const fold = new DownstreamFold()
     fold.add(downstreamOf([facts('report', {condition: all(asset('a'), asset('b')), queued: rows([queued('a')])})]))
     // The new condition drops b and adds c; the second item queues c.

@@ -83,10 +83,10 @@ interface CachedCondition {
   /** Whether it has an alias leaf. */
   aliases: boolean
   /**
-   * From 3.4, for a condition of a few plain asset leaves: their asset ids, so that the statement
+   * From 3.4, for a condition of a few plain asset leaves: their (name, uri), so that the statement
    * asks the queue whether each is queued, where it would read every row (one per event).
    */
-  leafIds?: number[]
+  probes?: Array<[string, string]>
 }
 
 export interface Known {
@@ -98,7 +98,7 @@ export interface Known {
   noRefs: string[]
   /** The hashes whose conditions have no alias leaf: their DAGs' aliases are not read. */
   noAliases: string[]
-  /** JSON: per hash whose leaves are probed, their asset ids (`{}` for none). */
+  /** JSON: per hash whose leaves are probed, their [name, uri] pairs (`{}` for none). */
   probes: string
 }
 
@@ -153,6 +153,7 @@ export function downstreamReader(
   // row, a new id). The statement ships ids, a few bytes each, where it shipped both strings of
   // every queued asset; each id's strings are read once per process (bounded).
   const assets: AssetKeys = new Map()
+  const resolveAssets = assetKeysStatement()
   return {
     factsSql: (params, here) => factsText(capabilities, params, here),
     known() {
@@ -167,13 +168,17 @@ export function downstreamReader(
         noRefs: entries.flatMap(([hash, c]) => (c.refs ? [] : [hash])),
         noAliases: entries.flatMap(([hash, c]) => (c.aliases ? [] : [hash])),
         probes: JSON.stringify(
-          Object.fromEntries(entries.flatMap(([hash, c]) => (c.leafIds ? [[hash, c.leafIds]] : []))),
+          Object.fromEntries(entries.flatMap(([hash, c]) => (c.probes ? [[hash, c.probes]] : []))),
         ),
       }
     },
     async facts(ex, entries, known) {
       // Plain loops: a consumer of tens of thousands of queued assets goes through here per item.
-      const here = await assetKeys(ex, entries, assets, limits.assets)
+      // Decided here, not in an awaited call: a resumption one tick later could follow another
+      // item's, whose inserts may evict an id this one needs from the shared cache.
+      const here = allCached(entries, assets)
+        ? assets
+        : await assetKeys(ex, resolveAssets, entries, assets, limits.assets)
       const facts = entries.map((row): DownstreamFacts => {
         const inactive = row.inactive.length > 0 ? new Set(row.inactive) : undefined
         const queued: QueuedAsset[] = []
@@ -195,14 +200,14 @@ export function downstreamReader(
           queued: {assets: queued, aliases: row.aliases},
         }
       })
-      // After the conditions above are parsed and cached: the next statement probes their leaves.
-      if (capabilities.queueShape === 'per_event') await learnLeafIds(ex, conditions, entries, known)
       return facts
     },
   }
 
   function conditionOf(known: Known, row: FactsEntry): unknown {
-    const cached = known.snapshot.get(row.dag_hash!)
+    // Cached by this statement's snapshot, or since by an item running beside it: one object per
+    // hash, so the batch's items share one tree (and its indexes).
+    const cached = known.snapshot.get(row.dag_hash!) ?? conditions.get(row.dag_hash!)
     if (cached) return cached.condition
     const condition = conditionOfRow(row)
     if (conditions.size >= cachedConditions) conditions.delete(conditions.keys().next().value!)
@@ -213,6 +218,9 @@ export function downstreamReader(
       leaves: leaves.length > 0,
       refs: leaves.some((leaf) => leaf.kind === 'ref'),
       aliases: leaves.some((leaf) => leaf.kind === 'alias'),
+      ...(capabilities.queueShape === 'per_event' && probeable(leaves)
+        ? {probes: leaves.map((leaf): [string, string] => [leaf.name, leaf.uri])}
+        : {}),
     })
     return condition
   }
@@ -220,22 +228,24 @@ export function downstreamReader(
 
 type AssetKeys = Map<number, {active: QueuedAsset; inactive: QueuedAsset}>
 
+/** Whether every asset id the entries queue is cached: then the cache itself serves, read at once. */
+function allCached(entries: readonly FactsEntry[], assets: AssetKeys): boolean {
+  return entries.every((row) => row.queued.every((id) => assets.has(id)))
+}
+
 /**
  * The (name, uri) of every asset id the entries queue, from the process's cache or read in one
- * statement (then cached, up to `limit`). When some must be read, this call's own view of the ids
- * it needs: the shared cache may evict an entry (this call's inserts, or another item's at the
- * same time) while the statement runs, and a queued asset missing there would read as not queued.
- * The caller reads the result synchronously, before anything else can evict from it.
+ * statement (then cached, up to `limit`): this call's own view of the ids it needs, as the shared
+ * cache may evict an entry (this call's inserts, or another item's at the same time) while the
+ * statement runs, and a queued asset missing there would read as not queued.
  */
 async function assetKeys(
   ex: Executor,
+  resolveAssets: ReturnType<typeof assetKeysStatement>,
   entries: readonly FactsEntry[],
   assets: AssetKeys,
   limit: number,
 ): Promise<AssetKeys> {
-  // Usually every id is cached already: the cache itself serves, as nothing can evict an entry
-  // between this check and the caller's synchronous use of it.
-  if (entries.every((row) => row.queued.every((id) => assets.has(id)))) return assets
   const here: AssetKeys = new Map()
   const missing = new Set<number>()
   for (const row of entries)
@@ -258,48 +268,8 @@ async function assetKeys(
   return here
 }
 
-const resolveAssets = prepared('downstream_asset_keys', 'select id, name, uri from asset where id = any($1::int[])')
-
-/**
- * The asset ids of the leaves of conditions first met in `entries` that the statement can probe
- * (3.4's queue; up to probedLeaves plain assets), read in one statement, into their cache entries.
- * A condition with a leaf no asset row answers is left to reading rows (its asset may be created
- * later, under an id not known now). An asset's id names its (name, uri) for good (a new asset is
- * a new row), so the ids stay true for the process.
- */
-async function learnLeafIds(
-  ex: Executor,
-  conditions: ReadonlyMap<string, CachedCondition>,
-  entries: readonly FactsEntry[],
-  known: Known,
-): Promise<void> {
-  const learning = new Map<string, AssetLeaf[]>()
-  for (const row of entries) {
-    if (row.dag_hash === null || known.snapshot.has(row.dag_hash) || learning.has(row.dag_hash)) continue
-    const cached = conditions.get(row.dag_hash)
-    if (!cached || cached.leafIds) continue
-    const leaves = leavesOf(parseCondition(cached.condition))
-    if (probeable(leaves)) learning.set(row.dag_hash, leaves)
-  }
-  if (learning.size === 0) return
-  const keys = [...learning.values()].flat()
-  const key = (asset: {name: string; uri: string}) => `${asset.name}\u0000${asset.uri}`
-  const ids = new Map<string, number>()
-  for (const row of await ex.query<{id: number; name: string; uri: string}>(
-    resolveLeaves([keys.map((k) => k.name), keys.map((k) => k.uri)]),
-  ))
-    ids.set(key(row), row.id)
-  for (const [hash, leaves] of learning) {
-    const leafIds = leaves.map((leaf) => ids.get(key(leaf)))
-    const cached = conditions.get(hash)
-    if (cached && leafIds.every((id) => id !== undefined)) cached.leafIds = leafIds
-  }
-}
-
-const resolveLeaves = prepared(
-  'downstream_leaf_ids',
-  'select a.id, a.name, a.uri from unnest($1::text[], $2::text[]) as k(name, uri) join asset a on a.name = k.name and a.uri = k.uri',
-)
+const assetKeysStatement = () =>
+  prepared('downstream_asset_keys', 'select id, name, uri from asset where id = any($1::int[])')
 
 /** A condition of a few plain assets: one whose leaves the statement can ask the queue about one by one. */
 function probeable(leaves: readonly ConditionLeaf[]): leaves is AssetLeaf[] {
@@ -372,11 +342,14 @@ function factsText(
   const probes = p.probes ?? `'{}'::jsonb`
   const queued =
     capabilities.queueShape === 'per_event'
-      ? // No OR beside the probe: under an OR PostgreSQL plans it as a subplan, a sequential scan
-        // of the queue per leaf (82 ms against 0.3 ms for the semi-join, at 100k rows).
+      ? // Each leaf by its (name, uri) through idx_asset_name_uri_unique, so an asset created or
+        // re-created since the condition was cached is found as the scheduler finds it. No OR
+        // beside the probe: under an OR PostgreSQL plans it as a subplan, a sequential scan of the
+        // queue per leaf (82 ms against 0.3 ms for the semi-join, at 100k rows).
         `case when ${probes} -> sd.dag_hash is not null
-              then array(select l.id::int from jsonb_array_elements_text(${probes} -> sd.dag_hash) as l(id)
-                          where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id)${
+              then array(select a.id from jsonb_array_elements(${probes} -> sd.dag_hash) as l(key)
+                           join asset a on a.name = l.key ->> 0 and a.uri = l.key ->> 1
+                          where exists (select 1 from asset_dag_run_queue q where q.asset_id = a.id and q.target_dag_id = d.dag_id)${
                             here
                               ? `
                          union all select h.asset_id from (${here.queuedHere}) as h where h.dag_id = d.dag_id`

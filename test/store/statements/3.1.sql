@@ -2,6 +2,9 @@
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"maxRunsFlag":false,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
 
+-- airlock_downstream_asset_keys_025dc3f61d9a
+select id, name, uri from asset where id = any($1::int[]);
+
 -- airlock_downstream_per_asset_cd45795ad95c
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.

@@ -2,6 +2,9 @@
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_asset","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
+-- airlock_downstream_asset_keys_025dc3f61d9a
+select id, name, uri from asset where id = any($1::int[]);
+
 -- airlock_downstream_partitioned_flag_per_asset_79897c1b3cd6
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.

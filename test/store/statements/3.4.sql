@@ -2,7 +2,10 @@
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
 -- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
--- airlock_downstream_partitioned_flag_per_event_b07add32832a
+-- airlock_downstream_asset_keys_025dc3f61d9a
+select id, name, uri from asset where id = any($1::int[]);
+
+-- airlock_downstream_partitioned_flag_per_event_e56418f16c55
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -42,8 +45,9 @@ select coalesce(json_agg(json_build_object(
   -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
     select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($4::text[]), false) and not coalesce(d.timetable_partitioned, false) then case when $7::jsonb -> sd.dag_hash is not null
-         then array(select l.id::int from jsonb_array_elements_text($7::jsonb -> sd.dag_hash) as l(id)
-                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id))
+         then array(select a.id from jsonb_array_elements($7::jsonb -> sd.dag_hash) as l(key)
+                      join asset a on a.name = l.key ->> 0 and a.uri = l.key ->> 1
+                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = a.id and q.target_dag_id = d.dag_id))
          else array(select distinct q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q) end else '{}'::int[] end as queued,
            case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($4::text[]), false) and not coalesce(d.timetable_partitioned, false) and not coalesce(sd.dag_hash = any($5::text[]), false)
                 then array(select q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id) as q join asset a on a.id = q.asset_id
@@ -302,7 +306,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_preview_6f706a14f35a
+-- airlock_queue_per_event_all_skip_paused_preview_8d7a5c5a5e73
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -378,8 +382,9 @@ select coalesce(json_agg(json_build_object(
   -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
     select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($10::text[]), false) and not coalesce(d.timetable_partitioned, false) then case when $13::jsonb -> sd.dag_hash is not null
-         then array(select l.id::int from jsonb_array_elements_text($13::jsonb -> sd.dag_hash) as l(id)
-                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id)
+         then array(select a.id from jsonb_array_elements($13::jsonb -> sd.dag_hash) as l(key)
+                      join asset a on a.name = l.key ->> 0 and a.uri = l.key ->> 1
+                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = a.id and q.target_dag_id = d.dag_id)
                     union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id)
          else array(select distinct q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
               union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q) end else '{}'::int[] end as queued,
@@ -424,7 +429,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_previ_bffb76d56665
+-- airlock_plan_queue_per_event_all_skip_paused_previ_4838133864a6
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -497,8 +502,9 @@ select coalesce(json_agg(json_build_object(
   -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
     select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($10::text[]), false) and not coalesce(d.timetable_partitioned, false) then case when $13::jsonb -> sd.dag_hash is not null
-         then array(select l.id::int from jsonb_array_elements_text($13::jsonb -> sd.dag_hash) as l(id)
-                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id)
+         then array(select a.id from jsonb_array_elements($13::jsonb -> sd.dag_hash) as l(key)
+                      join asset a on a.name = l.key ->> 0 and a.uri = l.key ->> 1
+                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = a.id and q.target_dag_id = d.dag_id)
                     union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id)
          else array(select distinct q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
               union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q) end else '{}'::int[] end as queued,
@@ -1347,7 +1353,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_teams_prev_e8cf26408c6a
+-- airlock_queue_per_event_all_skip_paused_teams_prev_4d72aec57d82
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1435,8 +1441,9 @@ select coalesce(json_agg(json_build_object(
   -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
     select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($12::text[]), false) and not coalesce(d.timetable_partitioned, false) then case when $15::jsonb -> sd.dag_hash is not null
-         then array(select l.id::int from jsonb_array_elements_text($15::jsonb -> sd.dag_hash) as l(id)
-                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id)
+         then array(select a.id from jsonb_array_elements($15::jsonb -> sd.dag_hash) as l(key)
+                      join asset a on a.name = l.key ->> 0 and a.uri = l.key ->> 1
+                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = a.id and q.target_dag_id = d.dag_id)
                     union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id)
          else array(select distinct q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
               union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q) end else '{}'::int[] end as queued,
@@ -1493,7 +1500,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_teams_637a8c1fcc0c
+-- airlock_plan_queue_per_event_all_skip_paused_teams_fd74c106cf69
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1578,8 +1585,9 @@ select coalesce(json_agg(json_build_object(
   -- active only for a condition with a ref leaf (or one the process has not parsed yet).
   cross join lateral (
     select case when sd.dag_hash is not null and not coalesce(sd.dag_hash = any($12::text[]), false) and not coalesce(d.timetable_partitioned, false) then case when $15::jsonb -> sd.dag_hash is not null
-         then array(select l.id::int from jsonb_array_elements_text($15::jsonb -> sd.dag_hash) as l(id)
-                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = l.id::int and q.target_dag_id = d.dag_id)
+         then array(select a.id from jsonb_array_elements($15::jsonb -> sd.dag_hash) as l(key)
+                      join asset a on a.name = l.key ->> 0 and a.uri = l.key ->> 1
+                     where exists (select 1 from asset_dag_run_queue q where q.asset_id = a.id and q.target_dag_id = d.dag_id)
                     union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id)
          else array(select distinct q.asset_id from (select q.asset_id from asset_dag_run_queue q where q.target_dag_id = d.dag_id
               union all select h.asset_id from (select dag_id, asset_id from consumer where kind = 'queued') as h where h.dag_id = d.dag_id) as q) end else '{}'::int[] end as queued,
