@@ -469,15 +469,18 @@ function previewBranch(downstream: DownstreamReader, param: QueueParam, perEvent
   // Raced: a key it queues that it did not insert and its snapshot does not show. The keys not
   // inserted come by EXCEPT (hashed, linear in the item's keys; a probe of the inserted rows per
   // key was a nested loop over two CTEs estimated at one row each, 720,000 comparisons at 600
-  // outlets), and only those are looked for in the snapshot. Counting the inserted and the shown
-  // keys instead took a key for both when the scheduler removed a row the snapshot showed before
-  // the insert wrote that key again, and so missed a raced one.
+  // outlets), and only those are looked for in the snapshot, counted (a semi-join probing the
+  // queue's key per row: as NOT EXISTS the planner may hash the whole queue instead). Counting the
+  // inserted and the shown keys of all took a key for both when the scheduler removed a row the
+  // snapshot showed before the insert wrote that key again, and so missed a raced one.
+  const notInserted = `(select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                        except select q.asset_id, q.target_dag_id from queued q)`
   return `
      union all
      select 'downstream', null, null, null, ${facts},
-            exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
-                                   except select q.asset_id, q.target_dag_id from queued q) as k
-                     where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))`
+            (select count(*) from ${notInserted} as k)
+              > (select count(*) from ${notInserted} as k
+                  where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id))`
 }
 
 /** One row per queue key: a consumer reached through several aliases is one row of consumer each. */

@@ -300,7 +300,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_all_skip_paused_preview_fccf42e63f15
+-- airlock_queue_per_asset_all_skip_paused_preview_e0b6c284d99b
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -384,9 +384,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
-                              except select q.asset_id, q.target_dag_id from queued q) as k
-                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k)
+         > (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k
+             where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_plan_queue_per_asset_all_skip_paused_d668094adb9b
 with reference as (
@@ -421,7 +423,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_asset_all_skip_paused_previ_efa827a1a200
+-- airlock_plan_queue_per_asset_all_skip_paused_previ_8df2da795667
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -503,9 +505,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
-                              except select q.asset_id, q.target_dag_id from queued q) as k
-                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k)
+         > (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k
+             where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_lineage_facts_2234eca278b6
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,

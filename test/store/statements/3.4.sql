@@ -306,7 +306,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_preview_8d7a5c5a5e73
+-- airlock_queue_per_event_all_skip_paused_preview_ea3dd7ecaa3f
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -394,9 +394,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
-                              except select q.asset_id, q.target_dag_id from queued q) as k
-                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k)
+         > (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k
+             where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_plan_queue_per_event_all_skip_paused_603b9acbb4ed
 with reference as (
@@ -429,7 +431,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_previ_4838133864a6
+-- airlock_plan_queue_per_event_all_skip_paused_previ_8d80b10b09bd
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -514,9 +516,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
-                              except select q.asset_id, q.target_dag_id from queued q) as k
-                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k)
+         > (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k
+             where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_lineage_facts_2234eca278b6
 select ti.dag_id, ti.task_id, ti.map_index, ti.try_number,
@@ -1353,7 +1357,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_teams_prev_4d72aec57d82
+-- airlock_queue_per_event_all_skip_paused_teams_prev_a8a26e8c8a09
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1453,9 +1457,11 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
-                              except select q.asset_id, q.target_dag_id from queued q) as k
-                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k)
+         > (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k
+             where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
 
 -- airlock_plan_queue_per_event_all_skip_paused_teams_1316a85d112d
 with reference as (
@@ -1500,7 +1506,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_teams_fd74c106cf69
+-- airlock_plan_queue_per_event_all_skip_paused_teams_f4cccca776a2
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1597,6 +1603,8 @@ select coalesce(json_agg(json_build_object(
                             where not exists (select 1 from asset_active aa where aa.name = a.name and aa.uri = a.uri))
                 else '{}'::int[] end as inactive
   ) as queue_rows),
-       exists (select 1 from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
-                              except select q.asset_id, q.target_dag_id from queued q) as k
-                where not exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
+       (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k)
+         > (select count(*) from (select k.asset_id, k.dag_id from consumer k where k.kind = 'queued'
+                   except select q.asset_id, q.target_dag_id from queued q) as k
+             where exists (select 1 from asset_dag_run_queue r where r.asset_id = k.asset_id and r.target_dag_id = k.dag_id));
