@@ -74,7 +74,7 @@ function withBasis(preview: Downstream, basis: DownstreamBasis): Downstream {
  */
 function takeBasis(preview: Downstream): DownstreamBasis | undefined {
   const basis = (preview as unknown as Record<string, DownstreamBasis | undefined>)[basisKey]
-  if (basis) delete (preview as unknown as Record<string, unknown>)[basisKey]
+  if (basis) Reflect.deleteProperty(preview, basisKey)
   return basis
 }
 

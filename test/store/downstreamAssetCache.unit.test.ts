@@ -90,7 +90,7 @@ describe("3.4: the preview probes a small condition's leaves", () => {
         statements.push(statement.name ?? '')
         return Promise.resolve([] as T[])
       },
-    } as unknown as Executor & {statements: string[]}
+    }
   }
   const asset = (name: string) => ({__type: 'asset', __var: {name, uri: `s3://${name}`}})
   const entry = (hash: string, condition: unknown): FactsEntry => ({
