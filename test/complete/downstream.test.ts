@@ -113,36 +113,43 @@ describe('downstream preview', () => {
     ])
   })
 
-  it("a queue key another transaction committed while the queue statement waited on it: that transaction's other rows count too", async () => {
-    const w = await world()
-    // Another producer of both assets, not committed yet: its queue rows for report hold the keys.
+  /**
+   * Completes `tiId` while another transaction holds uncommitted queue rows (`rows`): once the
+   * completion waits on one of their keys, `whileWaiting` runs, then the other transaction
+   * commits. Returns the completion's preview of report.
+   */
+  const reportBesideAnother = async (
+    tiId: string,
+    rows: Array<{asset_id: number; target_dag_id: string; created_at: Date}>,
+    whileWaiting: () => Promise<unknown> = async () => {},
+  ) => {
     const other = await db.knex.transaction()
     try {
-      await other('asset_dag_run_queue').insert(
-        ['etl.task_1.out_1', 'etl.task_2.out_1'].map((name) => ({
-          asset_id: w.asset(name).id,
-          target_dag_id: 'report',
-          created_at: new Date(),
-        })),
-      )
-      const completing = cli('complete', '--ti-id', w.ti('etl', 'task_1').id, '--json', '--yes')
-      // task_1's queue insert waits on the other transaction's key for its asset (ON CONFLICT).
+      await other('asset_dag_run_queue').insert(rows)
+      const completing = cli('complete', '--ti-id', tiId, '--json', '--yes')
+      // The item's queue insert waits on the other transaction's key (ON CONFLICT).
       await waitUntilAppBlocked(db.knex, 'airlock:complete')
+      await whileWaiting()
       await other.commit()
       const result = await completing
       expect(result.code).toBe(0)
       const {result: report} = envelope(result) as {
         result: {items: Array<{downstream: Array<{dag_id: string; ready: boolean; waiting_for: string[]}>}>}
       }
-      // The statement's snapshot predates that commit; the preview must still see task_2's asset
-      // queued (by the other transaction), as the scheduler will.
-      expect(report.items[0]!.downstream.find((dag) => dag.dag_id === 'report')).toMatchObject({
-        ready: true,
-        waiting_for: [],
-      })
+      return report.items[0]!.downstream.find((dag) => dag.dag_id === 'report')
     } finally {
       if (!other.isCompleted()) await other.rollback()
     }
+  }
+  const queueRow = (assetId: number) => ({asset_id: assetId, target_dag_id: 'report', created_at: new Date()})
+
+  it("a queue key another transaction committed while the queue statement waited on it: that transaction's other rows count too", async () => {
+    const w = await world()
+    // Another producer of both assets, not committed yet: its queue rows for report hold the keys.
+    const rows = ['etl.task_1.out_1', 'etl.task_2.out_1'].map((name) => queueRow(w.asset(name).id))
+    // The statement's snapshot predates that commit; the preview must still see task_2's asset
+    // queued (by the other transaction), as the scheduler will.
+    expect(await reportBesideAnother(w.ti('etl', 'task_1').id, rows)).toMatchObject({ready: true, waiting_for: []})
   })
 
   it('a raced key is noticed even when a row the snapshot showed for another key went before the insert', async () => {
@@ -157,28 +164,11 @@ describe('downstream preview', () => {
       .consumer('report', {on: ['etl', 'src']})
       .build()
     const [first, second] = [w.asset('etl.task_1.out_1').id, w.asset('etl.task_1.out_2').id].sort((a, b) => a - b)
-    const row = (assetId: number) => ({asset_id: assetId, target_dag_id: 'report', created_at: new Date()})
-    await db.knex('asset_dag_run_queue').insert(row(second!))
-    const other = await db.knex.transaction()
-    try {
-      await other('asset_dag_run_queue').insert([row(first!), row(w.asset('src.task_1.out_1').id)])
-      const completing = cli('complete', '--ti-id', w.ti('etl').id, '--json', '--yes')
-      await waitUntilAppBlocked(db.knex, 'airlock:complete')
-      await db.knex('asset_dag_run_queue').where({asset_id: second, target_dag_id: 'report'}).delete()
-      await other.commit()
-      const result = await completing
-      expect(result.code).toBe(0)
-      const {result: report} = envelope(result) as {
-        result: {items: Array<{downstream: Array<{dag_id: string; ready: boolean; waiting_for: string[]}>}>}
-      }
-      // The scheduler will see all three assets queued.
-      expect(report.items[0]!.downstream.find((dag) => dag.dag_id === 'report')).toMatchObject({
-        ready: true,
-        waiting_for: [],
-      })
-    } finally {
-      if (!other.isCompleted()) await other.rollback()
-    }
+    await db.knex('asset_dag_run_queue').insert(queueRow(second!))
+    const taken = () => db.knex('asset_dag_run_queue').where({asset_id: second, target_dag_id: 'report'}).delete()
+    const rows = [queueRow(first!), queueRow(w.asset('src.task_1.out_1').id)]
+    // The scheduler will see all three assets queued.
+    expect(await reportBesideAnother(w.ti('etl').id, rows, taken)).toMatchObject({ready: true, waiting_for: []})
   })
 
   it('one process, one item after another: the second reads the condition it cached and the rows the first committed', async () => {

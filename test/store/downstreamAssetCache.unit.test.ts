@@ -3,6 +3,25 @@ import {describe, expect, it} from 'vitest'
 import type {Executor} from '../../src/engine/engine.js'
 import {downstreamReader, type FactsEntry} from '../../src/store/postgres/downstream.js'
 
+/** One consumer's entry of the facts statement, as json_build_object writes it. */
+const factsEntry = (fields: Partial<FactsEntry>): FactsEntry => ({
+  dag_id: 'consumer',
+  paused: false,
+  stale: false,
+  import_errors: false,
+  max_active_runs: 16,
+  active_runs: 0,
+  partitioned: false,
+  max_runs_flag: false,
+  timetable: null,
+  data_compressed: null,
+  dag_hash: null,
+  queued: [],
+  inactive: [],
+  aliases: [],
+  ...fields,
+})
+
 /**
  * The preview's id → (name, uri) cache is bounded and shared by the items running at once. An
  * entry evicted between an item's lookup and its evaluation must not turn a queued asset into a
@@ -21,22 +40,7 @@ describe("the preview's asset cache", () => {
       },
     } as unknown as Executor & {asked: number[][]}
   }
-  const entry = (queued: number[]): FactsEntry => ({
-    dag_id: 'consumer',
-    paused: false,
-    stale: false,
-    import_errors: false,
-    max_active_runs: 16,
-    active_runs: 0,
-    partitioned: false,
-    max_runs_flag: false,
-    timetable: null,
-    data_compressed: null,
-    dag_hash: null,
-    queued,
-    inactive: [],
-    aliases: [],
-  })
+  const entry = (queued: number[]) => factsEntry({queued})
 
   it('an item sees every queued asset it looked up, even when the full cache evicts one of them meanwhile', async () => {
     const reader = downstreamReader(
@@ -93,22 +97,8 @@ describe("3.4: the preview probes a small condition's leaves", () => {
     }
   }
   const asset = (name: string) => ({__type: 'asset', __var: {name, uri: `s3://${name}`}})
-  const entry = (hash: string, condition: unknown): FactsEntry => ({
-    dag_id: 'consumer',
-    paused: false,
-    stale: false,
-    import_errors: false,
-    max_active_runs: 16,
-    active_runs: 0,
-    partitioned: false,
-    max_runs_flag: false,
-    timetable: {__var: {asset_condition: condition}},
-    data_compressed: null,
-    dag_hash: hash,
-    queued: [],
-    inactive: [],
-    aliases: [],
-  })
+  const entry = (hash: string, condition: unknown) =>
+    factsEntry({dag_hash: hash, timetable: {__var: {asset_condition: condition}}})
   const reader = (queueShape: 'per_asset' | 'per_event') =>
     downstreamReader({partitionedTimetables: false, maxRunsFlag: false, queueShape})
   const all = (...objects: unknown[]) => ({__type: 'asset_all', __var: {objects}})
