@@ -370,6 +370,8 @@ function evaluateMarks(tree: ConditionTree, index: TreeIndex, marks: Uint8Array)
 /** One evaluation: whether each node holds (once per node), and what it still misses. */
 class NodeState {
   private readonly nodes = new Map<ConditionTree, boolean>()
+  /** missingCount per node, once per evaluation. */
+  private readonly counts = new Map<ConditionTree, number | undefined>()
   constructor(
     private readonly index: TreeIndex,
     private readonly marks: Uint8Array,
@@ -439,8 +441,6 @@ class NodeState {
     return best
   }
 
-  private readonly counts = new Map<ConditionTree, number | undefined>()
-
   /**
    * How many leaves missing() would list, for a tree whose labels are distinct (an AND's parts then
    * never share one): an AND the sum of its unmet parts, an OR its cheapest side; undefined where
@@ -456,8 +456,7 @@ class NodeState {
     if (tree.kind === 'all') {
       count = 0
       for (let k = 0; k < slots.length; k++) {
-        const slot = slots[k]!
-        const part = slot >= 0 ? (this.marks[slot] === 1 ? 0 : 1) : this.missingCount(tree.children[k]!)
+        const part = this.childMissing(slots[k]!, tree.children[k]!)
         if (part === undefined) {
           count = undefined
           break
@@ -466,13 +465,17 @@ class NodeState {
       }
     } else {
       for (let k = 0; k < slots.length; k++) {
-        const slot = slots[k]!
-        const part = slot >= 0 ? (this.marks[slot] === 1 ? 0 : 1) : this.missingCount(tree.children[k]!)
+        const part = this.childMissing(slots[k]!, tree.children[k]!)
         if (part !== undefined && (count === undefined || part < count)) count = part
       }
     }
     this.counts.set(tree, count)
     return count
+  }
+
+  /** missingCount of a child: a leaf by its slot, a node by its own count (as childMet). */
+  private childMissing(slot: number, child: ConditionTree): number | undefined {
+    return slot >= 0 ? (this.marks[slot] === 1 ? 0 : 1) : this.missingCount(child)
   }
 
   /** The first `cap` labels of missing(tree) into `out`, for a tree missingCount counts (defined, distinct labels). */
@@ -496,8 +499,7 @@ class NodeState {
     let best = -1
     let bestCount: number | undefined
     for (let k = 0; k < slots.length; k++) {
-      const slot = slots[k]!
-      const part = slot >= 0 ? (this.marks[slot] === 1 ? 0 : 1) : this.missingCount(tree.children[k]!)
+      const part = this.childMissing(slots[k]!, tree.children[k]!)
       if (part !== undefined && (bestCount === undefined || part < bestCount)) {
         best = k
         bestCount = part

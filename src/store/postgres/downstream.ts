@@ -179,7 +179,7 @@ export function downstreamReader(
       const here = allCached(entries, assets)
         ? assets
         : await assetKeys(ex, resolveAssets, entries, assets, limits.assets)
-      const facts = entries.map((row): DownstreamFacts => {
+      return entries.map((row): DownstreamFacts => {
         const inactive = row.inactive.length > 0 ? new Set(row.inactive) : undefined
         const queued: QueuedAsset[] = []
         for (const id of row.queued) {
@@ -200,7 +200,6 @@ export function downstreamReader(
           queued: {assets: queued, aliases: row.aliases},
         }
       })
-      return facts
     },
   }
 
