@@ -28,6 +28,12 @@
  * the branch's chain. The same revision id can then sit in two places; airlock tells them apart by
  * the tables (src/airflow/revisions.ts).
  *
+ * A release's own documentation outranks the rule: where the migration reference built for a
+ * release (airflow.apache.org/docs/apache-airflow/X.Y.Z/migrations-ref.html) shows another head
+ * than the rule gives, the release is recorded with that head under `documentedHeads`, which a
+ * refresh keeps and applies. 3.3.1 and 3.3.2 are such: their pages end at d2f4e1b3c5a7, so the
+ * backport of 3c525f44bea8 on v3-3-test (labelled 3.3.1) reached no 3.3 release.
+ *
  * After refreshing: npm run docs:versions (the supported-versions page), then npm test.
  */
 import {readFileSync, writeFileSync} from 'node:fs'
@@ -151,9 +157,19 @@ const lineOf = (version) => version.split('.').slice(0, 2).join('.')
 const released = parseReleases(readFileSync(join(checkout, 'RELEASE_NOTES.rst'), 'utf8')).filter(
   (r) => compare(r.version, '3.0.0') >= 0,
 )
+const out = join(dirname(fileURLToPath(import.meta.url)), '../src/airflow/revisions.json')
+const documentedHeads = JSON.parse(readFileSync(out, 'utf8')).documentedHeads ?? {}
 const releases = released
   .sort((a, b) => compare(a.version, b.version))
-  .map(({version, date}) => ({version, date, head: headOf(branchChains.get(lineOf(version)) ?? main, version)}))
+  .map(({version, date}) => ({
+    version,
+    date,
+    head: documentedHeads[version]?.head ?? headOf(branchChains.get(lineOf(version)) ?? main, version),
+  }))
+for (const [version, {head}] of Object.entries(documentedHeads)) {
+  if (!revisions.some((row) => row.revision === head))
+    throw new Error(`documentedHeads: ${version}'s head ${head} is not on the refreshed graph`)
+}
 const newest = releases.at(-1)?.version ?? '3.0.0'
 for (const version of [...new Set(main.map((row) => row.airflowVersion))].filter((v) => compare(v, newest) > 0)) {
   releases.push({
@@ -175,10 +191,10 @@ const graph = {
     releases: 'RELEASE_NOTES.rst',
   },
   releaseBranches: [...branchChains.keys()],
+  documentedHeads,
   revisions,
   releases,
 }
-const out = join(dirname(fileURLToPath(import.meta.url)), '../src/airflow/revisions.json')
 writeFileSync(out, JSON.stringify(graph, null, 2) + '\n')
 console.log(
   `${main.length} revisions from ${root} to ${main.at(-1).revision}, ${revisions.length - main.length} on release branches; ${releases.length} releases; wrote ${out}`,

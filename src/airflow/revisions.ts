@@ -35,11 +35,15 @@ export function olderRevisionVersion(head: string): string | undefined {
 /** Where a head sits: which release(s) it is the head of, and every migration applied to reach it. */
 export interface Placement {
   head: string
-  /** What doctor shows: '3.0.3–3.0.6', '3.1.8 (partly migrated)', '3.4.0 (unreleased)', '3.3.x (assumed)'. */
+  /** What doctor shows: '3.0.3–3.0.6', '3.1.8 (partly migrated)', '3.4.0 development (main at dd3e57b)', '3.3.x (assumed)'. */
   release: string
   /** The release whose behaviour airlock follows: the first release with this head, or the migration's version. */
   version: string
-  kind: 'release' | 'partly_migrated' | 'assumed'
+  /**
+   * `development`: a build no release carries, whole (main's head at the graph's commit, or a
+   * migration backported to a release branch after that line's last release).
+   */
+  kind: 'release' | 'partly_migrated' | 'assumed' | 'development'
   /** Revision ids from 3.0.0's head up to and including the head. */
   applied: ReadonlySet<string>
 }
@@ -87,11 +91,17 @@ function releasesHeadedBy(entry: Revision): Release[] {
   return releases.filter((release) => entryOf(release) === entry)
 }
 
+/**
+ * Main's development line at the commit the graph was read from: its version is the release it
+ * was heading for, which may have shipped since with other migrations (3.4.0 did: newerReleases.ts).
+ */
+const developmentLabel = (version: string) => `${version} development (main at ${graph.source.commit.slice(0, 7)})`
+
 function labelFor(headed: Release[]): string {
   const first = headed[0]!
   const last = headed.at(-1)!
   const span = first === last ? first.version : `${first.version}–${last.version}`
-  return first.unreleased ? `${span} (unreleased)` : span
+  return first.unreleased ? developmentLabel(span) : span
 }
 
 /**
@@ -106,15 +116,25 @@ export function placementsOf(head: string): Placement[] {
 export function placementOf(entry: Revision): Placement {
   const head = entry.revision
   const headed = releasesHeadedBy(entry)
-  if (headed.length > 0)
-    return {head, release: labelFor(headed), version: headed[0]!.version, kind: 'release', applied: appliedUpTo(entry)}
+  const applied = appliedUpTo(entry)
+  if (headed.length > 0) {
+    const kind = headed[0]!.unreleased ? 'development' : 'release'
+    return {head, release: labelFor(headed), version: headed[0]!.version, kind, applied}
+  }
+  // A backport on a release branch that none of the line's releases carries (documentedHeads).
+  if (entry.branch !== undefined) {
+    const release = `${entry.airflowVersion} (${entry.branch} release branch, in no release yet)`
+    return {head, release, version: entry.airflowVersion, kind: 'development', applied}
+  }
   const unreleased = !releasedLines.includes(lineOf(entry.airflowVersion))
   return {
     head,
-    release: `${entry.airflowVersion} (${unreleased ? 'unreleased, ' : ''}partly migrated)`,
+    release: unreleased
+      ? `${developmentLabel(entry.airflowVersion)}, partly migrated`
+      : `${entry.airflowVersion} (partly migrated)`,
     version: entry.airflowVersion,
     kind: 'partly_migrated',
-    applied: appliedUpTo(entry),
+    applied,
   }
 }
 
@@ -154,9 +174,9 @@ export function versionOfRevision(revision: string): string | undefined {
 const newestReleased = releases.filter((release) => !release.unreleased).at(-1)!
 const unreleasedText = releases
   .filter((release) => release.unreleased)
-  .map((release) => ` and ${release.version} (unreleased)`)
+  .map((release) => ` and ${developmentLabel(release.version)} up to ${release.head}`)
 
-/** For messages: '3.0.x, 3.1.x, 3.2.x, 3.3.x (through 3.3.2) and 3.4.0 (unreleased)'. */
+/** For messages: '3.0.x, 3.1.x, 3.2.x, 3.3.x (through 3.3.2) and 3.4.0 development (main at dd3e57b) up to ee86eed19e24'. */
 export const supportedVersionsText = `${releaseLines
   .filter((line) => compareVersions(line, lineOf(newestReleased.version)) <= 0)
   .map((line) => `${line}.x`)

@@ -1,5 +1,5 @@
 import type {AirflowSetting, AirflowStringSetting} from './config.js'
-import {compareVersions} from './revisions.js'
+import {compareVersions, type Placement} from './revisions.js'
 
 /** table name → its column names, for the public schema's tables airlock cares about. */
 export type SchemaShape = Map<string, Set<string>>
@@ -86,7 +86,7 @@ export interface AirflowSchema {
   airflowVersion: string
   /** The release whose behaviour airlock follows ('3.0.3'). */
   behaviourVersion: string
-  placement: 'release' | 'partly_migrated' | 'assumed'
+  placement: Placement['kind']
   capabilities: Capabilities
   settings: AirflowSettings
 }

@@ -2,6 +2,7 @@ import graph from './revisions.json' with {type: 'json'}
 import {
   compareVersions,
   placementOf,
+  placementsOf,
   releasePlacement,
   releases,
   revisions,
@@ -9,6 +10,7 @@ import {
   type Release,
 } from './revisions.js'
 import {adaptiveColumns, queueKeyRevision, releaseBehaviour} from './schema.js'
+import {newerReleases} from './newerReleases.js'
 import {unplacedRevisions} from './unplacedRevisions.js'
 
 /**
@@ -29,8 +31,12 @@ export function renderSupportedVersionsPage(): string {
     '',
     `The graph comes from Airflow's \`${source.migrations}\` (${source.repository} at \`${source.commit}\`)`,
     `and the release branches of ${graph.releaseBranches.join(', ')}; release heads follow the rule of Airflow's`,
-    '`_REVISION_HEADS_MAP`: the last migration whose version is at most the release. Refresh it with',
-    '`scripts/refresh-airflow-revisions.mjs` (its header says how).',
+    '`_REVISION_HEADS_MAP`: the last migration whose version is at most the release, except where the',
+    'migration reference built for the release itself shows another head, which wins:',
+    ...Object.entries(graph.documentedHeads).map(
+      ([version, {head, source}]) => `${version} ends at \`${head}\` ([its migration reference](${source})).`,
+    ),
+    'Refresh it with `scripts/refresh-airflow-revisions.mjs` (its header says how).',
     '',
     '## Releases',
     '',
@@ -42,7 +48,7 @@ export function renderSupportedVersionsPage(): string {
     const last = group.releases.at(-1)!
     const placement = group.placement
     lines.push(
-      `| ${placement.release} | ${first.date ?? 'not yet'}${last !== first ? ` – ${last.date ?? 'not yet'}` : ''} | \`${placement.head}\` | ${features(placement).join(' | ')} |`,
+      `| ${placement.release} | ${first.date ?? 'not a release'}${last !== first ? ` – ${last.date ?? 'not a release'}` : ''} | \`${placement.head}\` | ${features(placement).join(' | ')} |`,
     )
   }
 
@@ -51,8 +57,10 @@ export function renderSupportedVersionsPage(): string {
     "Patch releases without migrations share their predecessor's head, so airlock cannot tell them apart",
     'and follows the first of them: 3.1.7 carries the consumer filter of 3.2 (apache/airflow #60022) but',
     "shares 3.1.0's head, so airlock treats a 3.1.0–3.1.7 database as 3.1.0. A migration backported to a",
-    "release branch can keep its revision id on main at another place (3.3.1's `3c525f44bea8`); airlock",
-    'tells the two apart by the tables.',
+    'release branch can keep its revision id on main at another place (`3c525f44bea8`, labelled 3.3.1 on',
+    'the 3.3 release branch, which no 3.3 release carries); airlock tells the two apart by the tables.',
+    `The development line is Airflow main at the commit above, heading for the release it names; that`,
+    'release may have shipped since with other migrations (see below), and the development line is not it.',
     '',
     '## Every migration airlock places',
     '',
@@ -84,6 +92,7 @@ export function renderSupportedVersionsPage(): string {
     'A head from before 3.0.0 (Airflow 2, or an upgrade to 3.0.0 that did not finish) is refused by',
     'name, flag or not.',
     '',
+    ...newerSection(),
     ...unplacedSection(),
   )
   return lines.join('\n')
@@ -118,15 +127,38 @@ function features(placement: Placement): string[] {
   ]
 }
 
+/** Releases newer than airlock supports (src/airflow/newerReleases.ts). */
+function newerSection(): string[] {
+  return newerReleases.flatMap((release) => [
+    `## Airflow ${release.version} (released ${release.date}): not supported yet`,
+    '',
+    `Airflow ${release.version} ${release.changes}.`,
+    '',
+    'airlock does not mirror that yet, so a database at its head, or at one of its migrations below it',
+    '(an upgrade that stopped part-way), is refused with exit 8 before anything is read, naming the',
+    `release; \`--assume-version\` does not apply. Its [migration reference](${release.sources[0]}) could be`,
+    'read down to these rows only:',
+    '',
+    '| revision | revises | migration |',
+    '|---|---|---|',
+    ...release.chain.map((row) => `| \`${row.revision}\` | \`${row.downRevision}\` | ${row.description} |`),
+    '',
+    `\`${release.chain.find((row) => placementsOf(row.revision).length > 0)?.revision ?? '-'}\` is on airlock's graph too, on another parent:`,
+    "a database there is placed on the graph when its tables are the development line's, and refused",
+    `as Airflow ${release.version} otherwise.`,
+    '',
+  ])
+}
+
 /** The migrations airlock has seen but refuses by name (src/airflow/unplacedRevisions.ts). */
 function unplacedSection(): string[] {
   return [
-    '## Development migrations refused by name',
+    '## Migrations refused by name',
     '',
     `Airflow's main and its pull requests have migrations beside or after \`${releases.at(-1)!.head}\` that airlock has seen but cannot place: the`,
-    'copies of their files disagree on their parents and no newer `migrations-ref.rst` could be read,',
-    'so the tables at each are not known. A database at one of them is refused with exit 8, naming it',
-    'and what it changes; `--assume-version` does not apply (they belong to no release).',
+    'copies of their files disagree on their parents, and no migration reference that lists them could be',
+    'read whole, so the tables at each are not known. A database at one of them is refused with exit 8,',
+    'naming it and what it changes; `--assume-version` does not apply.',
     '',
     '| revision | its file says | what it changes |',
     '|---|---|---|',

@@ -1,14 +1,14 @@
 /**
- * Airflow development migrations seen in stored copies of apache/airflow's migration files
- * (airflow-core/src/airflow/migrations/versions/) but not on the graph in revisions.json (which
- * ends at ee86eed19e24), and not placed: no stored file names ee86eed19e24 as its parent, the
- * copies hang off its ancestors (taken before a rebase, which rewrites down_revision) and disagree
- * on their parents (several name the same one; some ids carry two different migrations), no
- * migrations-ref.rst newer than that graph could be read, and no Airflow 3.4.0 release exists. So
- * their order, and the shape of the tables after each, is not established. A database at one of
- * them is refused by name (exit 8) with what the migration is known to change, rather than
- * treated as an unknown head or guessed at: several rewrite the tables airlock writes
- * (task_instance_history dropped into task_instance, map_index renamed). `version` is the
+ * Airflow migrations seen in stored copies of apache/airflow's migration files
+ * (airflow-core/src/airflow/migrations/versions/) but placed neither on the graph in
+ * revisions.json (main's chain up to ee86eed19e24, as its migrations-ref.rst read at one commit)
+ * nor in a newer release's readable chain (newerReleases.ts). The copies were taken before rebases,
+ * which rewrite down_revision, and disagree on their parents (several name the same one; some ids
+ * carry two different migrations). Airflow 3.4.0 shipped on 2026-11-06, but its migration
+ * reference could be read only to its seventh row, so whether it carries each 3.4.0 migration below
+ * and where, and the shape of the tables after each, is not established. A database at one of them
+ * is refused by name (exit 8) with what the migration is known to change, rather than treated as an
+ * unknown head or guessed at: several rewrite the tables airlock writes. `version` is the
  * `airflow_version` the file declares. Regenerate revisions.json from a checkout
  * (scripts/refresh-airflow-revisions.mjs) to place them.
  */
@@ -37,22 +37,8 @@ export const unplacedRevisions: Readonly<Record<string, UnplacedRevision>> = {
   '8a1d6c4f0b53': {version: '3.4.0', changes: 'adds the dag_run_state_store table'},
   a61f0c9d2b47: {version: '3.4.0', changes: 'moves try_number forward for pending retries and cleared task instances'},
   '9f8d3473abf9': {version: '3.4.0', changes: 'removes duplicate dag_run indexes'},
-  e7c2a91bd540: {
-    version: '3.4.0',
-    changes: 'drops task_instance_history (archived tries become task_instance rows) and renames xcom',
-  },
   f954ddd21484: {version: '3.4.0', changes: 'adds indexes on asset_partition_dag_run'},
   a2c4e6f8091b: {version: '3.4.0', changes: 'changes dag_run.conf from JSONB to JSON'},
-  '54a27b6f9d01': {version: '3.4.0', changes: 'adds dynamic_region and task_instance.region_id'},
-  '7f8c9a2d410e': {
-    version: '3.4.0',
-    changes: 'renames task_instance.map_index to region_index (one copy also adds dynamic_region.slot_key)',
-  },
-  c3e7a9182f64: {
-    version: '3.4.0',
-    changes: 'adds asset_event.source_task_instance_id and log.task_instance_id indexes',
-  },
-  a5d7b9c13e40: {version: '3.4.0', changes: 'adds writer columns to asset_state_store'},
   a4f3c8d19e72: {
     version: '3.4.0',
     changes:

@@ -15,7 +15,7 @@ export interface DoctorReport {
     /** The placed release ('3.0.3–3.0.6', '3.1.8 (partly migrated)', '3.3.x (assumed; newer than 3.3.2)'). */
     version: string | null
     /** How the head was placed: the head of a release, a migration between releases, or --assume-version. */
-    placement: 'release' | 'partly_migrated' | 'assumed' | null
+    placement: 'release' | 'partly_migrated' | 'assumed' | 'development' | null
     /** The release whose behaviour airlock follows (the first release with this head). */
     behaviourVersion: string | null
     reason: string | null
@@ -87,7 +87,9 @@ export async function runDoctor(
         ? ' An upgrade stopped between releases: finish `airflow db migrate` before relying on airlock here.'
         : check.schema.placement === 'assumed'
           ? ' The alembic head is unknown to airlock and assumed by --assume-version; upgrade airlock when you can.'
-          : ''
+          : check.schema.placement === 'development'
+            ? ' This is a development build of Airflow, not a release.'
+            : ''
     verdict = `ready: Airflow ${airflow.version} (${airflow.alembicHead}) on PostgreSQL ${server.version}; ${server.currentUser} can run every airlock command.${caveat}`
   }
 

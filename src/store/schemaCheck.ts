@@ -30,6 +30,7 @@ import {
   type AirflowOption,
   type AirflowSetting,
 } from '../airflow/config.js'
+import {newerReleaseOf, newerReleaseReason, newerReleases} from '../airflow/newerReleases.js'
 import {unplacedRevisions} from '../airflow/unplacedRevisions.js'
 import type {Database} from '../engine/engine.js'
 import {doctorAction, unsupportedSchemaError, usageError} from '../errors.js'
@@ -82,6 +83,18 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
   }
 
   const alembicHead = heads[0]!
+  // A newer release's migration that airlock's graph does not hold: its tables are not airlock's
+  // to read, so nothing is (ee86eed19e24 is on both; the tables decide it below).
+  const newer = newerReleaseOf(alembicHead)
+  if (newer !== undefined && placementsOf(alembicHead).length === 0) {
+    return {
+      supported: false,
+      alembicHead,
+      reason: newerReleaseReason(alembicHead, newer, supportedVersionsText),
+      missing: [],
+    }
+  }
+
   const older = olderRevisionVersion(alembicHead)
   if (older !== undefined) {
     return {
@@ -95,12 +108,16 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
   }
 
   const shape = await catalog.readSchemaShape(db.executor, [...Object.keys(requiredColumns), ...optionalTables])
+  // A head on both airlock's graph and a newer release's chain: tables that are not the graph's
+  // are the release's, and the refusal names it.
+  const orNewer = (reason: string) =>
+    newer === undefined ? reason : `${newerReleaseReason(alembicHead, newer, supportedVersionsText)}. ${reason}`
   const missing = missingColumns(shape)
   if (missing.length > 0) {
     return {
       supported: false,
       alembicHead,
-      reason: `the schema lacks what airlock reads and writes: ${missing.join(', ')}`,
+      reason: orNewer(`the schema lacks what airlock reads and writes: ${missing.join(', ')}`),
       missing,
     }
   }
@@ -108,7 +125,9 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
   const keys = await catalog.readPrimaryKeys(db.executor, ['asset_dag_run_queue'])
   const mismatchesAt = (placement: Placement) => shapeMismatches(shape, keys, placement.applied, versionOfRevision)
   const placed = placeOnGraph(alembicHead, options.assumeVersion, mismatchesAt)
-  if ('reason' in placed) return {supported: false, alembicHead, reason: placed.reason, missing: placed.missing}
+  if ('reason' in placed) {
+    return {supported: false, alembicHead, reason: orNewer(placed.reason), missing: placed.missing}
+  }
 
   const {placement} = placed
   const detected = detectCapabilities(shape)
@@ -197,11 +216,15 @@ function placeOnGraph(
 
   const unplaced = unplacedRevisions[head]
   if (unplaced !== undefined) {
+    const shipped = newerReleases.find((release) => release.version === unplaced.version)
+    const where = shipped
+      ? `Airflow ${shipped.version} (released ${shipped.date}) may carry it below the part of its migration reference ` +
+        `that could be read, and airlock does not support ${shipped.version} yet`
+      : `Where it sits among the migrations after ${newestRevision()}, the last one airlock places, is not established`
     return {
       reason:
-        `alembic head ${head} is an Airflow ${unplaced.version} development migration that no release airlock knows carries: ` +
-        `it ${unplaced.changes}. Where it sits among the migrations after ${newestRevision()}, the last one airlock places, is not ` +
-        `established, so airlock cannot tell what the tables hold; airlock supports Airflow main up to ${newestRevision()}`,
+        `alembic head ${head} is an Airflow ${unplaced.version} migration that airlock cannot place: it ${unplaced.changes}. ` +
+        `${where}, so airlock cannot tell what the tables hold (it supports ${supportedVersionsText})`,
       missing: [],
     }
   }
@@ -259,6 +282,9 @@ export function placementWarning(schema: AirflowSchema): string | undefined {
   }
   if (schema.placement === 'partly_migrated') {
     return `Airflow ${schema.airflowVersion}: an upgrade stopped at ${schema.alembicHead}; finish \`airflow db migrate\``
+  }
+  if (schema.placement === 'development') {
+    return `Airflow ${schema.airflowVersion} is a development build, not a release: airlock follows its migrations up to ${schema.alembicHead}, checked against the tables`
   }
   return undefined
 }

@@ -17,8 +17,8 @@ const expectedVersion = {
   '3.0': '3.0.0–3.0.2',
   '3.1': '3.1.0–3.1.7',
   '3.2': '3.2.0–3.2.2',
-  '3.3': '3.3.0',
-  '3.4': '3.4.0 (unreleased)',
+  '3.3': '3.3.0–3.3.2',
+  '3.4': '3.4.0 development (main at dd3e57b)',
 } as const
 
 interface DoctorJson {
@@ -72,11 +72,12 @@ describe('airlock doctor', () => {
     ['3.1', '82dbd68e6171', '3.1.8 (partly migrated)', 'partly_migrated'],
     ['3.1', '509b94a1042d', '3.1.8', 'release'],
     ['3.2', '1d6611b6ab7c', '3.2.0–3.2.2', 'release'],
-    ['3.3', 'd2f4e1b3c5a7', '3.3.0', 'release'],
-    // 3c525f44bea8 is 3.3.1's head on its release branch and a 3.4.0 migration on main: the tables decide.
-    ['3.3', '3c525f44bea8', '3.3.1–3.3.2', 'release'],
-    ['3.4', '3c525f44bea8', '3.4.0 (unreleased, partly migrated)', 'partly_migrated'],
-    ['3.4', 'ee86eed19e24', '3.4.0 (unreleased)', 'release'],
+    ['3.3', 'd2f4e1b3c5a7', '3.3.0–3.3.2', 'release'],
+    // 3c525f44bea8 is a backport on the 3.3 release branch that no 3.3 release carries (their own
+    // migration references end at d2f4e1b3c5a7), and a 3.4.0 migration on main: the tables decide.
+    ['3.3', '3c525f44bea8', '3.3.1 (3.3 release branch, in no release yet)', 'development'],
+    ['3.4', '3c525f44bea8', '3.4.0 development (main at dd3e57b), partly migrated', 'partly_migrated'],
+    ['3.4', 'ee86eed19e24', '3.4.0 development (main at dd3e57b)', 'development'],
   ]
   for (const version of fixtureVersions) {
     const heads = placements.filter(([fixture]) => fixture === version)
@@ -159,19 +160,84 @@ describe('airlock doctor', () => {
     expect(result.stdout).toContain('--assume-version 3.2')
   })
 
-  it('a development migration off the graph is refused by name, saying what it changes (exit 8)', async () => {
+  it('a migration of a newer release is refused by name before any read, saying what it changes (exit 8)', async () => {
     const database = await createTestDatabase('3.4', 1)
     databases.push(database)
     await database.knex('alembic_version').update({version_num: '7f8c9a2d410e'})
     const result = await runCli(['doctor', '--database-url', database.url])
     expect(result.code).toBe(8)
     expect(result.stdout).toContain(
-      'alembic head 7f8c9a2d410e is an Airflow 3.4.0 development migration that no release airlock knows carries',
+      'alembic head 7f8c9a2d410e is a migration of Airflow 3.4.0 (an upgrade to it that stopped part-way), released 2026-11-06',
     )
-    expect(result.stdout).toContain('renames task_instance.map_index to region_index')
-    expect(result.stdout).toContain('after ee86eed19e24, the last one airlock places, is not established')
+    expect(result.stdout).toContain('renames the stored map index to region_index')
     // A writer stops the same way, before any read.
     expect((await runCli(['complete', '--database-url', database.url, '--dag-id', 'x', '--yes'])).code).toBe(8)
+  })
+
+  describe('Airflow 3.4.0 (released 2026-11-06, not supported yet)', () => {
+    /** The 3.4 fixture with what 3.4.0's migration reference shows it changes in the tables airlock reads. */
+    async function releasedShape(database: TestDatabase, head: string): Promise<void> {
+      await database.knex.raw('alter table task_instance rename column map_index to region_index')
+      await database.knex('alembic_version').update({version_num: head})
+    }
+
+    it('its head is refused naming the release, before any read: exit 8, nothing written', async () => {
+      const database = await createTestDatabase('3.4', 1)
+      databases.push(database)
+      await releasedShape(database, 'b4f1a7d2c903')
+      const before = await database.knex('log').count({n: '*'})
+      const out = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
+      expect(out.status).toBe(8)
+      expect(out.result.airflow).toMatchObject({supported: false, alembicHead: 'b4f1a7d2c903', missing: []})
+      expect(out.result.airflow.reason).toContain(
+        'alembic head b4f1a7d2c903 is the head of Airflow 3.4.0, released 2026-11-06, which this airlock does not support yet',
+      )
+      expect(out.result.airflow.reason).toContain('(it supports 3.0.x, 3.1.x, 3.2.x, 3.3.x (through 3.3.2)')
+      expect(out.result.airflow.reason).not.toContain('is not a migration of any Airflow release')
+      const complete = await runCli(['complete', '--database-url', database.url, '--all-dags', '--yes'])
+      expect(complete.code).toBe(8)
+      expect(complete.stderr + complete.stdout).toContain('Airflow 3.4.0')
+      // --assume-version names a released line, but 3.4.0's head is known, and refused, by name.
+      const assumed = await runCli(['doctor', '--database-url', database.url, '--assume-version', '3.3'])
+      expect(assumed.code).toBe(8)
+      expect(assumed.stdout).toContain('is the head of Airflow 3.4.0')
+      expect(await database.knex('log').count({n: '*'})).toEqual(before)
+    })
+
+    it("ee86eed19e24 is placed on main's development line when the tables are its, refused as 3.4.0's otherwise", async () => {
+      const database = await createTestDatabase('3.4', 1)
+      databases.push(database)
+      const development = envelope(
+        await runCli(['doctor', '--database-url', database.url, '--json']),
+      ) as unknown as DoctorJson
+      expect(development.result.airflow).toMatchObject({
+        alembicHead: 'ee86eed19e24',
+        version: '3.4.0 development (main at dd3e57b)',
+        placement: 'development',
+      })
+      expect(development.result.verdict).toContain('This is a development build of Airflow, not a release.')
+
+      await releasedShape(database, 'ee86eed19e24')
+      const released = envelope(
+        await runCli(['doctor', '--database-url', database.url, '--json']),
+      ) as unknown as DoctorJson
+      expect(released.status).toBe(8)
+      expect(released.result.airflow.reason).toContain(
+        'alembic head ee86eed19e24 is a migration of Airflow 3.4.0 (an upgrade to it that stopped part-way)',
+      )
+      expect(released.result.airflow.reason).toContain('task_instance.map_index')
+    })
+
+    it("a development build's writers warn on every run that it is not a release", async () => {
+      const database = await createTestDatabase('3.4', 1)
+      databases.push(database)
+      const audit = envelope(await runCli(['audit-events', '--database-url', database.url, '--json'])) as {
+        warnings: string[]
+      }
+      expect(audit.warnings.join('\n')).toContain(
+        'Airflow 3.4.0 development (main at dd3e57b) is a development build, not a release',
+      )
+    })
   })
 
   // Airflow main's heads after the graph (issue: "Airflow main moved on"): each refused before any
@@ -193,7 +259,9 @@ describe('airlock doctor', () => {
     const before = await database.knex('log').count({n: '*'})
     const out = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
     expect(out.status).toBe(8)
-    expect(out.result.airflow.reason).toContain(`alembic head ${head} is an Airflow ${version} development migration`)
+    expect(out.result.airflow.reason).toContain(
+      `alembic head ${head} is an Airflow ${version} migration that airlock cannot place`,
+    )
     expect(out.result.airflow.reason).toContain(says)
     expect((await runCli(['complete', '--database-url', database.url, '--all-dags', '--yes'])).code).toBe(8)
     expect(await database.knex('log').count({n: '*'})).toEqual(before)

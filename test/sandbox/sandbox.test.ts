@@ -79,7 +79,7 @@ describe('airlock sandbox', () => {
     }
     expect(reset.result.airflowVersion).toBe('3.4')
     const afterReset = envelope(await cli('doctor', '--embedded', '--json')) as {result: {airflow: {version: string}}}
-    expect(afterReset.result.airflow.version).toBe('3.4.0 (unreleased)')
+    expect(afterReset.result.airflow.version).toBe('3.4.0 development (main at dd3e57b)')
 
     expect(envelope(await cli('sandbox', 'stop', '--json'))).toMatchObject({result: {action: 'stopped'}})
     expect(envelope(await cli('sandbox', 'stop', '--json'))).toMatchObject({result: {action: 'already_stopped'}})
