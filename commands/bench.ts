@@ -184,7 +184,7 @@ explain-all.json. About a minute.`)
     }),
     world: Flags.string({
       description:
-        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there), explain-all (explain --all beside a scan of the queue and the references), preview-events (the preview on Airflow 3.4's queue of a row per event, consumers of 20 assets).",
+        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there), explain-all (explain --all beside a scan of the queue and the references), preview-events (the preview on the queue of main's 3.4 development line, a row per event, consumers of 20 assets).",
       options: ['preview-price', 'explain-all', 'preview-events'],
       helpGroup: 'WORLD',
     }),

@@ -1,8 +1,9 @@
 import type {Knex} from 'knex'
 
 /**
- * Fixture schema, Airflow 3.4.0 (unreleased; stamped with main's head ee86eed19e24): the DAG-run
- * queue keeps one row per event. asset_dag_run_queue gains asset_event_id (FK → asset_event ON
+ * Fixture schema, main's 3.4.0 development line (stamped with main's head ee86eed19e24 at dd3e57b;
+ * the 3.4.0 release re-parented that migration and is refused): the DAG-run queue keeps one row per
+ * event. asset_dag_run_queue gains asset_event_id (FK → asset_event ON
  * DELETE CASCADE) and its key becomes (target_dag_id, asset_event_id), so writers insert instead
  * of upserting (apache/airflow #70972, 0128_3_4_0_add_asset_event_id_to_adrq.py, b2f1a9c7d4e0;
  * asset_id stays, indexed). asset_partition_dag_run gains pending_partition_key, unique per target

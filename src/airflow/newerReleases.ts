@@ -18,8 +18,17 @@ export interface NewerRelease {
   sources: readonly string[]
   /** What the release changes that airlock does not mirror, as the refusal says it ("it …"). */
   changes: string
-  /** Release-tied rows of its migration chain, the head first. */
+  /**
+   * Release-tied rows of its migration chain, the head first. `downRevision` is as the page shows
+   * it: the last row's is cut off there (a prefix ending in '…').
+   */
   chain: ReadonlyArray<{revision: string; downRevision: string; description: string}>
+  /**
+   * A column whose presence says the tables are this release's (or past it): no release airlock
+   * supports has it. Read with the shape, where a head sits both on airlock's graph and in this
+   * chain (ee86eed19e24).
+   */
+  marker: {table: string; column: string; why: string}
 }
 
 export const newerReleases: readonly NewerRelease[] = [
@@ -63,14 +72,19 @@ export const newerReleases: readonly NewerRelease[] = [
         description: 'Rename the stored map index to region_index and add the dynamic region slot key.',
       },
       {
-        // The page is cut inside this row's parent ("e7c2a9…"): e7c2a91bd540 is the only migration
-        // id seen with that prefix, and the stored copy of 54a27b6f9d01's file names it and gives
-        // this description.
+        // The page is cut inside this row: its parent shows as "e7c2a9", its description not at
+        // all. (A stored copy of the file names e7c2a91bd540 and "Add dynamic region storage.",
+        // but copies from before a rebase are not evidence of the release's order.)
         revision: '54a27b6f9d01',
-        downRevision: 'e7c2a91bd540',
-        description: 'Add dynamic region storage.',
+        downRevision: 'e7c2a9…',
+        description: '(cut off)',
       },
     ],
+    marker: {
+      table: 'task_instance',
+      column: 'region_index',
+      why: '3.4.0 renames the stored map index to region_index (7f8c9a2d410e)',
+    },
   },
 ]
 
@@ -80,15 +94,19 @@ export interface NewerReleaseMigration {
   isHead: boolean
 }
 
-/** The newer release a revision belongs to (as a row of its chain, or the parent of one), if any. */
+/** The newer release a revision is a row of, if any (only rows the page shows whole). */
 export function newerReleaseOf(revision: string): NewerReleaseMigration | undefined {
   for (const release of newerReleases) {
-    const inChain = release.chain.some((row) => row.revision === revision || row.downRevision === revision)
-    if (inChain) return {release, isHead: release.chain[0]!.revision === revision}
+    if (release.chain.some((row) => row.revision === revision))
+      return {release, isHead: release.chain[0]!.revision === revision}
   }
 
   return undefined
 }
+
+/** The newer release whose line is `line` ('3.4'), for a message about --assume-version. */
+export const newerReleaseOfLine = (line: string): NewerRelease | undefined =>
+  newerReleases.find((release) => release.version.startsWith(`${line}.`))
 
 /** The refusal's words: which release, released when, and what airlock does not mirror. */
 export function newerReleaseReason(revision: string, found: NewerReleaseMigration, supported: string): string {
@@ -98,6 +116,6 @@ export function newerReleaseReason(revision: string, found: NewerReleaseMigratio
   return (
     `alembic head ${revision} is ${where}${stopped}, released ${release.date}, which this airlock does not ` +
     `support yet (it supports ${supported}). Airflow ${release.version} ${release.changes}; airlock does not ` +
-    `mirror that, so it reads and writes nothing here`
+    `mirror that, so it writes nothing here`
   )
 }

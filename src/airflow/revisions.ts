@@ -121,9 +121,17 @@ export function placementOf(entry: Revision): Placement {
     const kind = headed[0]!.unreleased ? 'development' : 'release'
     return {head, release: labelFor(headed), version: headed[0]!.version, kind, applied}
   }
-  // A backport on a release branch that none of the line's releases carries (documentedHeads).
+  // A backport on a release branch: an upgrade that stopped short of a release of the line that
+  // carries it, else a build of the branch past the line's last release airlock knows.
   if (entry.branch !== undefined) {
-    const release = `${entry.airflowVersion} (${entry.branch} release branch, in no release yet)`
+    const line = releases.filter((release) => lineOf(release.version) === entry.branch)
+    const carriedBy = line.find((release) => appliedUpTo(entryOf(release)!).has(head))
+    if (carriedBy !== undefined) {
+      const release = `${carriedBy.version} (partly migrated)`
+      return {head, release, version: carriedBy.version, kind: 'partly_migrated', applied}
+    }
+    const span = line.length > 1 ? `${line[0]!.version}–${line.at(-1)!.version}` : line[0]?.version
+    const release = `${entry.branch} release branch, past ${line.at(-1)?.version ?? entry.branch} (in none of ${span})`
     return {head, release, version: entry.airflowVersion, kind: 'development', applied}
   }
   const unreleased = !releasedLines.includes(lineOf(entry.airflowVersion))

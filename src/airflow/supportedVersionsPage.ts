@@ -129,25 +129,33 @@ function features(placement: Placement): string[] {
 
 /** Releases newer than airlock supports (src/airflow/newerReleases.ts). */
 function newerSection(): string[] {
-  return newerReleases.flatMap((release) => [
-    `## Airflow ${release.version} (released ${release.date}): not supported yet`,
-    '',
-    `Airflow ${release.version} ${release.changes}.`,
-    '',
-    'airlock does not mirror that yet, so a database at its head, or at one of its migrations below it',
-    '(an upgrade that stopped part-way), is refused with exit 8 before anything is read, naming the',
-    `release; \`--assume-version\` does not apply. Its [migration reference](${release.sources[0]}) could be`,
-    'read down to these rows only:',
-    '',
-    '| revision | revises | migration |',
-    '|---|---|---|',
-    ...release.chain.map((row) => `| \`${row.revision}\` | \`${row.downRevision}\` | ${row.description} |`),
-    '',
-    `\`${release.chain.find((row) => placementsOf(row.revision).length > 0)?.revision ?? '-'}\` is on airlock's graph too, on another parent:`,
-    "a database there is placed on the graph when its tables are the development line's, and refused",
-    `as Airflow ${release.version} otherwise.`,
-    '',
-  ])
+  return newerReleases.flatMap((release) => {
+    const placed = release.chain.filter((row) => placementsOf(row.revision).length > 0).map((row) => row.revision)
+    const {table, column} = release.marker
+    return [
+      `## Airflow ${release.version} (released ${release.date}): not supported yet`,
+      '',
+      `Airflow ${release.version} ${release.changes}.`,
+      '',
+      "airlock does not mirror that yet. A database at one of the rows below that is not on airlock's graph",
+      'is refused with exit 8 before anything else is read, naming the release; `--assume-version` does',
+      `not apply. So is any database whose tables have \`${table}.${column}\`, whatever its head. Its`,
+      `[migration reference](${release.sources[0]}) could be read down to these rows only:`,
+      '',
+      '| revision | revises | migration |',
+      '|---|---|---|',
+      ...release.chain.map((row) => `| \`${row.revision}\` | \`${row.downRevision}\` | ${row.description} |`),
+      '',
+      ...(placed.length > 0
+        ? [
+            `${placed.map((id) => `\`${id}\``).join(', ')} ${placed.length > 1 ? 'are' : 'is'} on airlock's graph too, on another parent:`,
+            "a database there is placed on the graph when its tables are the development line's, and refused",
+            `as Airflow ${release.version}'s when they have \`${table}.${column}\`.`,
+            '',
+          ]
+        : []),
+    ]
+  })
 }
 
 /** The migrations airlock has seen but refuses by name (src/airflow/unplacedRevisions.ts). */

@@ -19,6 +19,10 @@ export interface UnplacedRevision {
 }
 
 export const unplacedRevisions: Readonly<Record<string, UnplacedRevision>> = {
+  e7c2a91bd540: {
+    version: '3.4.0',
+    changes: 'drops task_instance_history (archived tries become task_instance rows) and renames xcom',
+  },
   '4f6723e37686': {version: '3.4.0', changes: 'drops dag_run.log_template_id and the log_template table'},
   '76c46545c91e': {version: '3.4.0', changes: 'adds an index on trigger'},
   c7f0a5d2e9b4: {

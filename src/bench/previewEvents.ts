@@ -34,7 +34,7 @@ export interface PreviewEventsReport {
 }
 
 /**
- * The per-event world (Airflow 3.4's queue, a row per pending event): a producer of 2 × 10 assets,
+ * The per-event world (the 3.4 development line's queue, a row per pending event): a producer of 2 × 10 assets,
  * 3 consumers each scheduled on all 20 (a condition small enough to be asked leaf by leaf), and a
  * probe DAG whose task emits the first 10. The queue holds a backlog of events on the other 10,
  * each queued for every consumer, so a consumer's rows grow with the backlog while its condition
@@ -108,7 +108,7 @@ export function previewEventsMarkdown(report: PreviewEventsReport, machine: stri
   const f = (ms: number) => ms.toFixed(2)
   const added = (row: PreviewEventsRow) => row.register.preview.p50 - row.register.no_downstream.p50
   const lines = [
-    `### The per-event world (issue 44, Airflow 3.4's queue): ${report.world.consumers} consumers of ${report.world.tasks * report.world.outlets} assets, a backlog of pending events`,
+    `### The per-event world (issue 44, the 3.4 development line's queue): ${report.world.consumers} consumers of ${report.world.tasks * report.world.outlets} assets, a backlog of pending events`,
     '',
     `${machine}; ${report.runs} measured runs per point (+${report.warmup} warm-up), registration p50 (ms), ${report.world.probes[0]} outlets per completion.`,
     '',

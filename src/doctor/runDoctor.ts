@@ -88,7 +88,7 @@ export async function runDoctor(
         : check.schema.placement === 'assumed'
           ? ' The alembic head is unknown to airlock and assumed by --assume-version; upgrade airlock when you can.'
           : check.schema.placement === 'development'
-            ? ' This is a development build of Airflow, not a release.'
+            ? ' No Airflow release airlock knows has this head: it is a development build.'
             : ''
     verdict = `ready: Airflow ${airflow.version} (${airflow.alembicHead}) on PostgreSQL ${server.version}; ${server.currentUser} can run every airlock command.${caveat}`
   }

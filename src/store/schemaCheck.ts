@@ -30,7 +30,7 @@ import {
   type AirflowOption,
   type AirflowSetting,
 } from '../airflow/config.js'
-import {newerReleaseOf, newerReleaseReason, newerReleases} from '../airflow/newerReleases.js'
+import {newerReleaseOf, newerReleaseOfLine, newerReleaseReason, newerReleases} from '../airflow/newerReleases.js'
 import {unplacedRevisions} from '../airflow/unplacedRevisions.js'
 import type {Database} from '../engine/engine.js'
 import {doctorAction, unsupportedSchemaError, usageError} from '../errors.js'
@@ -108,10 +108,29 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
   }
 
   const shape = await catalog.readSchemaShape(db.executor, [...Object.keys(requiredColumns), ...optionalTables])
-  // A head on both airlock's graph and a newer release's chain: tables that are not the graph's
-  // are the release's, and the refusal names it.
+  // A head on both airlock's graph and a newer release's chain (ee86eed19e24): the release's
+  // marker column says the tables are the release's; without it a mismatch may still be a stopped
+  // upgrade to the release, and the refusal says so rather than claiming it.
+  const marked = newerReleases.find((release) => shape.get(release.marker.table)?.has(release.marker.column))
+  if (marked !== undefined && (newer !== undefined || placementsOf(alembicHead).length === 0)) {
+    const {table, column, why} = marked.marker
+    const has = `its tables have ${table}.${column}: ${why}`
+    return {
+      supported: false,
+      alembicHead,
+      reason:
+        newer === undefined
+          ? `alembic head ${alembicHead} is not a migration airlock knows, and ${has}: a database of Airflow ` +
+            `${lineOf(marked.version)}, which this airlock does not support yet (it supports ${supportedVersionsText})`
+          : `${newerReleaseReason(alembicHead, newer, supportedVersionsText)} (${has})`,
+      missing: [],
+    }
+  }
   const orNewer = (reason: string) =>
-    newer === undefined ? reason : `${newerReleaseReason(alembicHead, newer, supportedVersionsText)}. ${reason}`
+    newer === undefined
+      ? reason
+      : `${reason}. ${alembicHead} is also a migration of Airflow ${newer.release.version} (released ${newer.release.date}); ` +
+        `if this is an upgrade to it that stopped part-way, this airlock does not support ${newer.release.version} yet`
   const missing = missingColumns(shape)
   if (missing.length > 0) {
     return {
@@ -173,17 +192,19 @@ function airflowConfig<T>(read: () => T): T {
 
 type Placed = {placement: Placement} | {reason: string; missing: string[]}
 
+const placementRank: Record<Placement['kind'], number> = {release: 0, development: 1, partly_migrated: 2, assumed: 3}
+
 function placeOnGraph(
   head: string,
   assumeVersion: string | undefined,
   mismatchesAt: (placement: Placement) => string[],
 ): Placed {
   const candidates = placementsOf(head).map((placement) => ({placement, mismatches: mismatchesAt(placement)}))
-  // A backported migration can sit on a release branch and on main: the tables say which, and a
-  // release wins a tie (a release database is likelier than a development build).
+  // A backported migration can sit on a release branch and on main: the tables say which, and on a
+  // tie a release wins, then a whole build, then an upgrade that stopped (likeliest first).
   const matching = candidates
     .filter((candidate) => candidate.mismatches.length === 0)
-    .sort((a, b) => Number(b.placement.kind === 'release') - Number(a.placement.kind === 'release'))[0]
+    .sort((a, b) => placementRank[a.placement.kind] - placementRank[b.placement.kind])[0]
   if (matching) return {placement: matching.placement}
   if (candidates.length > 0) {
     const closest = candidates.sort((a, b) => a.mismatches.length - b.mismatches.length)[0]!
@@ -193,27 +214,8 @@ function placeOnGraph(
     }
   }
 
-  if (assumeVersion !== undefined) {
-    const line = lineOf(assumeVersion)
-    const assumed = assumedPlacement(line, head)
-    if (!assumed) {
-      return {
-        reason: `--assume-version (or AIRLOCK_ASSUME_VERSION) ${assumeVersion} names no released Airflow line airlock knows (${releasedLines.join(', ')}); it is only for a patch release newer than airlock of one of those`,
-        missing: [],
-      }
-    }
-
-    const mismatches = mismatchesAt(assumed)
-    if (mismatches.length > 0) {
-      return {
-        reason: `alembic head ${head} is unknown, and its tables are not Airflow ${line}'s as --assume-version ${assumeVersion} says: ${mismatches.join('; ')}`,
-        missing: mismatches,
-      }
-    }
-
-    return {placement: assumed}
-  }
-
+  // Refused by name even under --assume-version: a migration no release airlock supports is known
+  // to carry, whose tables may look like an older release's in every column airlock checks.
   const unplaced = unplacedRevisions[head]
   if (unplaced !== undefined) {
     const shipped = newerReleases.find((release) => release.version === unplaced.version)
@@ -227,6 +229,31 @@ function placeOnGraph(
         `${where}, so airlock cannot tell what the tables hold (it supports ${supportedVersionsText})`,
       missing: [],
     }
+  }
+
+  if (assumeVersion !== undefined) {
+    const line = lineOf(assumeVersion)
+    const assumed = assumedPlacement(line, head)
+    if (!assumed) {
+      const newerLine = newerReleaseOfLine(line)
+      const unsupported = newerLine
+        ? ` (Airflow ${newerLine.version}, released ${newerLine.date}, is not supported yet)`
+        : ''
+      return {
+        reason: `--assume-version (or AIRLOCK_ASSUME_VERSION) ${assumeVersion} names no released Airflow line airlock knows (${releasedLines.join(', ')})${unsupported}; it is only for a patch release newer than airlock of one of those`,
+        missing: [],
+      }
+    }
+
+    const mismatches = mismatchesAt(assumed)
+    if (mismatches.length > 0) {
+      return {
+        reason: `alembic head ${head} is unknown, and its tables are not Airflow ${line}'s as --assume-version ${assumeVersion} says: ${mismatches.join('; ')}`,
+        missing: mismatches,
+      }
+    }
+
+    return {placement: assumed}
   }
 
   const nearest = nearestRelease(mismatchesAt)
@@ -284,7 +311,7 @@ export function placementWarning(schema: AirflowSchema): string | undefined {
     return `Airflow ${schema.airflowVersion}: an upgrade stopped at ${schema.alembicHead}; finish \`airflow db migrate\``
   }
   if (schema.placement === 'development') {
-    return `Airflow ${schema.airflowVersion} is a development build, not a release: airlock follows its migrations up to ${schema.alembicHead}, checked against the tables`
+    return `Airflow ${schema.airflowVersion} is not a release airlock knows (a development build): airlock follows its migrations up to ${schema.alembicHead}, checked against the tables`
   }
   return undefined
 }

@@ -37,9 +37,12 @@ describe('the supported-versions page and the revision graph', () => {
       expect(releases.find((r) => r.version === version)?.head).toBe('d2f4e1b3c5a7')
     const [release] = placementsOf('d2f4e1b3c5a7')
     expect(release).toMatchObject({release: '3.3.0–3.3.2', kind: 'release', version: '3.3.0'})
-    // The v3-3-test backport labelled 3.3.1 reached no 3.3 release: a build of that branch.
     const branch = placementsOf('3c525f44bea8').find((p) => p.version === '3.3.1')
-    expect(branch).toMatchObject({release: '3.3.1 (3.3 release branch, in no release yet)', kind: 'development'})
+    // The v3-3-test backport labelled 3.3.1 reached none of 3.3.0–3.3.2: a build of that branch.
+    expect(branch).toMatchObject({
+      release: '3.3 release branch, past 3.3.2 (in none of 3.3.0–3.3.2)',
+      kind: 'development',
+    })
     expect(branch?.applied.has('b2f1a9c7d4e0')).toBe(false)
   })
 
@@ -57,19 +60,21 @@ describe('the supported-versions page and the revision graph', () => {
       release: {version: '3.4.0', date: '2026-11-06'},
       isHead: true,
     })
-    for (const below of [
-      '9cffe90fa0c0',
-      'a5d7b9c13e40',
-      'c3e7a9182f64',
-      '7f8c9a2d410e',
-      '54a27b6f9d01',
-      'e7c2a91bd540',
-    ])
+    for (const below of ['9cffe90fa0c0', 'a5d7b9c13e40', 'c3e7a9182f64', '7f8c9a2d410e', '54a27b6f9d01'])
       expect(newerReleaseOf(below), below).toMatchObject({release: {version: '3.4.0'}, isHead: false})
+    // The page is cut inside 54a27b6f9d01's parent: a copy of a file is no evidence of the release's order.
+    expect(newerReleaseOf('e7c2a91bd540')).toBeUndefined()
+    expect(unplacedRevisions.e7c2a91bd540).toMatchObject({version: '3.4.0'})
     // ee86eed19e24 is in both: on the graph (main's development line) and in 3.4.0's chain.
     expect(newerReleaseOf('ee86eed19e24')?.isHead).toBe(false)
     expect(newerReleaseOf('d2f4e1b3c5a7')).toBeUndefined()
-    for (const row of newerReleases[0]!.chain.slice(2)) expect(placementsOf(row.revision)).toEqual([])
+    // Only ee86eed19e24, which 3.4.0 re-parented, is on airlock's graph; a refresh that placed
+    // another row (its head) would let a 3.4.0 database past the refusal before any read.
+    for (const row of newerReleases[0]!.chain.filter((row) => row.revision !== 'ee86eed19e24'))
+      expect(placementsOf(row.revision), row.revision).toEqual([])
+    // Nor may a refresh list a newer release as one airlock places by the version rule.
+    for (const newer of newerReleases)
+      expect(releases.filter((r) => r.version === newer.version && !r.unreleased)).toEqual([])
     // A migration is either refused as a newer release's or as unplaced, never both.
     for (const row of newerReleases.flatMap((release) => release.chain))
       expect(Object.keys(unplacedRevisions)).not.toContain(row.revision)

@@ -75,7 +75,7 @@ describe('airlock doctor', () => {
     ['3.3', 'd2f4e1b3c5a7', '3.3.0–3.3.2', 'release'],
     // 3c525f44bea8 is a backport on the 3.3 release branch that no 3.3 release carries (their own
     // migration references end at d2f4e1b3c5a7), and a 3.4.0 migration on main: the tables decide.
-    ['3.3', '3c525f44bea8', '3.3.1 (3.3 release branch, in no release yet)', 'development'],
+    ['3.3', '3c525f44bea8', '3.3 release branch, past 3.3.2 (in none of 3.3.0–3.3.2)', 'development'],
     ['3.4', '3c525f44bea8', '3.4.0 development (main at dd3e57b), partly migrated', 'partly_migrated'],
     ['3.4', 'ee86eed19e24', '3.4.0 development (main at dd3e57b)', 'development'],
   ]
@@ -215,7 +215,7 @@ describe('airlock doctor', () => {
         version: '3.4.0 development (main at dd3e57b)',
         placement: 'development',
       })
-      expect(development.result.verdict).toContain('This is a development build of Airflow, not a release.')
+      expect(development.result.verdict).toContain('No Airflow release airlock knows has this head')
 
       await releasedShape(database, 'ee86eed19e24')
       const released = envelope(
@@ -225,7 +225,38 @@ describe('airlock doctor', () => {
       expect(released.result.airflow.reason).toContain(
         'alembic head ee86eed19e24 is a migration of Airflow 3.4.0 (an upgrade to it that stopped part-way)',
       )
-      expect(released.result.airflow.reason).toContain('task_instance.map_index')
+      expect(released.result.airflow.reason).toContain('its tables have task_instance.region_index')
+    })
+
+    it('ee86eed19e24 with tables that are neither: the columns named, 3.4.0 offered as a possibility, not claimed', async () => {
+      const database = await createTestDatabase('3.4', 1)
+      databases.push(database)
+      await database.knex.raw('alter table asset_dag_run_queue drop column asset_event_id cascade')
+      const out = envelope(await runCli(['doctor', '--database-url', database.url, '--json'])) as unknown as DoctorJson
+      expect(out.status).toBe(8)
+      expect(out.result.airflow.reason).toContain('asset_dag_run_queue.asset_event_id')
+      expect(out.result.airflow.reason).toContain(
+        'if this is an upgrade to it that stopped part-way, this airlock does not support 3.4.0 yet',
+      )
+      expect(out.result.airflow.reason).not.toContain('is a migration of Airflow 3.4.0 (an upgrade')
+    })
+
+    it("a head airlock does not know whose tables are 3.4's (a 3.4 patch) is refused as a 3.4 database", async () => {
+      const database = await createTestDatabase('3.4', 1)
+      databases.push(database)
+      await releasedShape(database, 'deadbeef0000')
+      const out = envelope(
+        await runCli(['doctor', '--database-url', database.url, '--assume-version', '3.3', '--json']),
+      ) as unknown as DoctorJson
+      expect(out.status).toBe(8)
+      expect(out.result.airflow.reason).toContain(
+        'alembic head deadbeef0000 is not a migration airlock knows, and its tables have task_instance.region_index',
+      )
+      expect(out.result.airflow.reason).toContain('a database of Airflow 3.4, which this airlock does not support yet')
+      const assume34 = envelope(
+        await runCli(['doctor', '--database-url', database.url, '--assume-version', '3.4', '--json']),
+      ) as unknown as DoctorJson
+      expect(assume34.status).toBe(8)
     })
 
     it("a development build's writers warn on every run that it is not a release", async () => {
@@ -235,7 +266,7 @@ describe('airlock doctor', () => {
         warnings: string[]
       }
       expect(audit.warnings.join('\n')).toContain(
-        'Airflow 3.4.0 development (main at dd3e57b) is a development build, not a release',
+        'Airflow 3.4.0 development (main at dd3e57b) is not a release airlock knows (a development build)',
       )
     })
   })
@@ -265,6 +296,20 @@ describe('airlock doctor', () => {
     expect(out.result.airflow.reason).toContain(says)
     expect((await runCli(['complete', '--database-url', database.url, '--all-dags', '--yes'])).code).toBe(8)
     expect(await database.knex('log').count({n: '*'})).toEqual(before)
+  })
+
+  it('a migration refused by name stays refused under --assume-version, though its tables look like 3.3', async () => {
+    const database = await createTestDatabase('3.3', 1)
+    databases.push(database)
+    // 0808389e656e adds only deadline columns, which airlock does not check: 3.3's in every column it does.
+    await database.knex('alembic_version').update({version_num: '0808389e656e'})
+    const out = envelope(
+      await runCli(['doctor', '--database-url', database.url, '--assume-version', '3.3', '--json']),
+    ) as unknown as DoctorJson
+    expect(out.status).toBe(8)
+    expect(out.result.airflow.reason).toContain(
+      'alembic head 0808389e656e is an Airflow 3.3.0 migration that airlock cannot place',
+    )
   })
 
   it('an unknown head whose tables match no release: the differences named, no --assume-version offered', async () => {
