@@ -34,6 +34,7 @@
  */
 
 import {attributionBasis} from '../../airflow/tryAttribution.js'
+import {undoLogEvent} from '../families/undo.js'
 
 /** A task-instance key as SQL expressions (columns or placeholders). */
 export interface KeyColumns {
@@ -57,9 +58,28 @@ export interface TryArrays {
 export const namingEvents = ['success', 'airlock.replay-events'] as const
 
 /**
+ * Whether airlock's audit row `row` (an alias of `log`) still stands: no committed `airlock undo`
+ * took it back. An undo writes its own row (event `airlock.undo`, `extra.airlock.undoes` the id of
+ * the row it takes back) under the undone row's task instance key (src/undo/undoItem.ts,
+ * writeUndoRow), so the lookup is a probe of idx_log_task_instance; findUndoOf
+ * (postgres/undo.ts) asks the same by id. A row an undo took back is no evidence of anything:
+ * its events were deleted and the task instance put back, as if it had never been written.
+ * Another session's undo that has not committed is not seen (MVCC), so it counts only once it
+ * does.
+ */
+export function notUndone(row: string): string {
+  return `not exists (select 1 from log u
+     where u.dag_id = ${row}.dag_id and u.task_id = ${row}.task_id and u.run_id = ${row}.run_id and u.map_index = ${row}.map_index
+       and u.event = '${undoLogEvent}'
+       and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = ${row}.id::text)`
+}
+
+/**
  * Whether `log l` is an airlock row of this key (of one of `events`) naming event `eventId` in
  * extra.airlock.event_ids, whatever its try_number (a re-emitted copy whose original's try could not be told has none).
- * log.extra is free text: read as JSON only on airlock's rows (`"airlock"` in it).
+ * log.extra is free text: read as JSON only on airlock's rows (`"airlock"` in it). A row an undo
+ * took back needs no notUndone here: the undo deleted every event it names (or rolled back), and
+ * event ids come from a sequence, so it names no event that exists.
  */
 export function namesEvent(
   eventId: string,

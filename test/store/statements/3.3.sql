@@ -559,7 +559,7 @@ returning id;
 -- airlock_log_exists_bf1d39573d1b
 select 1 from log where id = $1;
 
--- airlock_missing_outlets_36fa708c322d
+-- airlock_missing_outlets_e60440d7047c
 with ti as materialized (
      select least(t.queued_dttm, t.scheduled_dttm, t.start_date) as earliest, t.start_date, coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
    where h.dag_id = $2 and h.run_id = $3 and h.task_id = $4 and h.map_index = $5::int
@@ -677,10 +677,18 @@ else (
        select 2, 'airlock_events', l.id from log l
         where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.map_index = $5::int and l.try_number = $6::int and l.event in ('success', 'airlock.replay-events') and l.extra like '{%"airlock":{%'
           and ((l.extra::jsonb -> 'airlock' ->> 'command') = 'replay-events' or coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1) > 0)
+          and not exists (select 1 from log u
+   where u.dag_id = l.dag_id and u.task_id = l.task_id and u.run_id = l.run_id and u.map_index = l.map_index
+     and u.event = 'airlock.undo'
+     and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = l.id::text)
        union all
        select 3, 'airlock_no_events', l.id from log l
         where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.map_index = $5::int and l.try_number = $6::int and l.event = 'success' and l.extra like '{%"airlock":{%'
           and (l.extra::jsonb -> 'airlock' ->> 'command') like 'complete%' and coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1) = 0
+          and not exists (select 1 from log u
+   where u.dag_id = l.dag_id and u.task_id = l.task_id and u.run_id = l.run_id and u.map_index = l.map_index
+     and u.event = 'airlock.undo'
+     and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = l.id::text)
        union all
        select 4, 'marked_task', l.id from log l
         where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.event = 'patch_task_instance' and l.extra like '{%' and l.dttm > coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
