@@ -547,17 +547,21 @@ where ti.id = $1::uuid;
 -- airlock_lineage_serialized_dag_6c2d10a0fe68
 select data::text as data, data_compressed from serialized_dag where dag_version_id = $1::uuid limit 1;
 
--- airlock_airlock_completions_12f151e2ed54
+-- airlock_airlock_completions_3d4799d45c19
 select ti.id
- from log l
- join task_instance ti
-   on ti.dag_id = l.dag_id and ti.run_id = l.run_id and ti.task_id = l.task_id
-  and ti.map_index = l.map_index and ti.try_number = l.try_number
-where l.event = 'success' and l.extra like '{%"airlock"%'
-  and l.dttm >= $1::timestamptz and l.dttm < $2::timestamptz
-  and ($3::text is null or l.dag_id = $3::text)
-  and ti.state = 'success'
-order by l.dttm, ti.id;
+  from log l
+  join task_instance ti
+    on ti.dag_id = l.dag_id and ti.run_id = l.run_id and ti.task_id = l.task_id
+   and ti.map_index = l.map_index and ti.try_number = l.try_number
+ where l.event = 'success' and l.extra like '{%"airlock"%'
+   and l.dttm >= $1::timestamptz and l.dttm < $2::timestamptz
+   and ($3::text is null or l.dag_id = $3::text)
+   and ti.state = 'success'
+   and not exists (select 1 from log u
+where u.dag_id = l.dag_id and u.task_id = l.task_id and u.run_id = l.run_id and u.map_index = l.map_index
+  and u.event = 'airlock.undo'
+  and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = l.id::text)
+ order by l.dttm, ti.id;
 
 -- airlock_insert_log_4d18242dc1d2
 insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
