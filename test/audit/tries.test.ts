@@ -273,6 +273,32 @@ describe.each(fixtureVersions)('which try an event belongs to, on %s', (version)
     expect(report.counts).toMatchObject({ok: 1, orphan_not_success: 0, missing_events: 0, missing_unknown: 0})
   })
 
+  it("a try archived for its retry, marked success by airlock, then cleared and run again: record_ti keeps the failed archive, airlock's success row says the try succeeded, its event is ok", async () => {
+    const {dagId, tiId} = await producer()
+    const retrying = await failForRetryAsAirflowDoes(db.knex, tiId)
+    const result = await cli('complete', '--ti-id', retrying, '--from-state', 'up_for_retry', '--yes', '--json')
+    expect(result.code, result.stderr).toBe(0)
+    // The clear finds try 1 archived already (as failed, for its retry) and archives nothing.
+    const second = await rerunAsAirflowDoes(db.knex, retrying)
+    expect(await db.knex('task_instance_history').where({dag_id: dagId}).pluck('state')).toEqual(['failed'])
+
+    const {code, report} = await audit(dagId)
+    expect(report.counts).toMatchObject({ok: 1, orphan_not_success: 0, superseded_by_rerun: 0})
+    expect(code).toBe(0)
+    expect(second).not.toBe(retrying)
+  })
+
+  it('a try airlock completed, then marked failed and cleared: the archive written after the completion says failed, its event orphan_not_success', async () => {
+    const {dagId, tiId} = await producer()
+    await airlockCompletes(tiId)
+    await db.knex('task_instance').where({id: tiId}).update({state: 'failed'})
+    await rerunAsAirflowDoes(db.knex, tiId)
+
+    const {report} = await audit(dagId)
+    expect(report.counts).toMatchObject({ok: 0, orphan_not_success: 1})
+    expect(findingsOf(report, 'orphan_not_success')[0]!.evidence).toContain('no try')
+  })
+
   it("a rerun whose earlier tries were pruned from task_instance_history: an event try 1's audit row names is still try 1's", async () => {
     const {dagId, tiId} = await producer()
     await airlockCompletes(tiId)

@@ -220,6 +220,32 @@ describe('delivering COMPLETE events', () => {
     expect(collector.runIds).toEqual([])
   })
 
+  it('lineage resend --since leaves out a completion airlock undo took back, even once the task instance is success again', async () => {
+    await setUp(2)
+    const done = await runCli([...completeArgs(), '--no-lineage', '--json'])
+    expect(done.code, done.stderr).toBe(0)
+    const [first] = (envelope(done) as {result: {items: Array<{log_id: number; ti_id: string}>}}).result.items
+    const undone = await runCli([
+      'undo',
+      '--database-url',
+      db.url,
+      '--log-id',
+      String(first!.log_id),
+      '--yes',
+      '--json',
+    ])
+    expect(undone.code, undone.stderr).toBe(0)
+    // Then marked success in the UI: success again, but not by airlock's completion.
+    await db.knex('task_instance').where({id: first!.ti_id}).update({state: 'success'})
+    const args = ['lineage', 'resend', '--database-url', db.url, '--dag-id', 'etl', '--since', '1h']
+    const dry = await runCli([...args, '--dry-run', '--json'], {env: env()})
+    expect(dry.code, dry.stderr).toBe(0)
+    const items = (envelope(dry) as {result: {items: Array<{ti_id: string}>}}).result.items
+    expect(items).toHaveLength(1)
+    expect(items[0]!.ti_id).not.toBe(first!.ti_id)
+    expect(collector.runIds).toEqual([])
+  })
+
   it('a lost spool is rebuilt from the database: lineage resend --since sends the COMPLETE of every try airlock completed, once each', async () => {
     await setUp(4)
     const done = await runCli([...completeArgs(), '--no-lineage'])

@@ -344,6 +344,58 @@ describe('replay-events, missing mode: lost, or never emitted?', () => {
     expect(envelope(replay)).toMatchObject({result: {items: [{outcome: 'not_emitted'}]}})
     expect(await eventsOf(db.knex, target)).toHaveLength(0)
   })
+
+  it('an undone replay is no evidence: the try is unknown again, the audit finds nothing lost, a plain replay writes nothing', async () => {
+    // Success with no row saying how (a bulk mark): unknown.
+    const world = await scenario(db.knex)
+      .producer('etl', {outlets: 2, state: 'success'})
+      .consumer('report', {on: ['etl']})
+      .build()
+    const target = world.ti('etl')
+    const forced = await cli('replay-events', '--ti-id', target.id, '--include-unknown', '--yes', '--json')
+    const item = (envelope(forced) as {result: {items: Array<{outcome: string; events: number; log_id: number}>}})
+      .result.items[0]!
+    expect(item).toMatchObject({outcome: 'replayed', events: 2})
+    // The operator takes the replay back: those events should not have been written.
+    const undone = await cli('undo', '--log-id', String(item.log_id), '--yes', '--json')
+    expect(undone.code, undone.stderr).toBe(0)
+    expect(await eventsOf(db.knex, target)).toHaveLength(0)
+
+    const audit = envelope(await cli('audit-events', '--dag-id', 'etl', '--json')) as {
+      result: {counts: Record<string, number>}
+    }
+    expect(audit.result.counts).toMatchObject({missing_events: 0, missing_unknown: 1})
+    const again = await cli('replay-events', '--ti-id', target.id, '--yes', '--json')
+    expect(envelope(again)).toMatchObject({result: {items: [{outcome: 'unknown'}]}})
+    expect(await eventsOf(db.knex, target)).toHaveLength(0)
+  })
+
+  it("complete, undo, then a mark-success in the UI: not_emitted, the undone completion's row no evidence", async () => {
+    const world = await scenario(db.knex).producer('etl', {outlets: 1}).build()
+    const target = world.ti('etl')
+    const done = await cli('complete', '--ti-id', target.id, '--yes', '--json')
+    const item = (envelope(done) as {result: {items: Array<{outcome: string; log_id: number}>}}).result.items[0]!
+    expect(item.outcome).toBe('completed')
+    const undone = await cli('undo', '--log-id', String(item.log_id), '--yes', '--json')
+    expect(undone.code, undone.stderr).toBe(0)
+    // Then the same try is marked success in the UI (PATCH …/taskInstances/produce): no events, on purpose.
+    await db.knex('log').insert({
+      dttm: db.knex.raw('clock_timestamp()'),
+      dag_id: 'etl',
+      task_id: 'produce',
+      run_id: target.run_id,
+      event: 'patch_task_instance',
+      owner: 'admin',
+      extra: JSON.stringify({new_state: 'success', note: null, method: 'PATCH'}),
+    })
+    await db.knex.raw(
+      `update task_instance set state = 'success', end_date = clock_timestamp(), updated_at = clock_timestamp() where id = ?`,
+      [target.id],
+    )
+    const replay = await cli('replay-events', '--ti-id', target.id, '--yes', '--json')
+    expect(envelope(replay)).toMatchObject({result: {items: [{outcome: 'not_emitted'}]}})
+    expect(await eventsOf(db.knex, target)).toHaveLength(0)
+  })
 })
 
 describe('replay-events, missing mode: only what the database says was lost', () => {

@@ -34,6 +34,7 @@
  */
 
 import {attributionBasis} from '../../airflow/tryAttribution.js'
+import {undoLogEvent} from '../families/undo.js'
 
 /** A task-instance key as SQL expressions (columns or placeholders). */
 export interface KeyColumns {
@@ -57,9 +58,28 @@ export interface TryArrays {
 export const namingEvents = ['success', 'airlock.replay-events'] as const
 
 /**
+ * Whether airlock's audit row `row` (an alias of `log`) still stands: no committed `airlock undo`
+ * took it back. An undo writes its own row (event `airlock.undo`, `extra.airlock.undoes` the id of
+ * the row it takes back) under the undone row's task instance key (src/undo/undoItem.ts,
+ * writeUndoRow), so the lookup is a probe of idx_log_task_instance; findUndoOf
+ * (postgres/undo.ts) asks the same by id. A row an undo took back is no evidence of anything:
+ * its events were deleted and the task instance put back, as if it had never been written.
+ * Another session's undo that has not committed is not seen (MVCC), so it counts only once it
+ * does.
+ */
+export function notUndone(row: string): string {
+  return `not exists (select 1 from log u
+     where u.dag_id = ${row}.dag_id and u.task_id = ${row}.task_id and u.run_id = ${row}.run_id and u.map_index = ${row}.map_index
+       and u.event = '${undoLogEvent}'
+       and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = ${row}.id::text)`
+}
+
+/**
  * Whether `log l` is an airlock row of this key (of one of `events`) naming event `eventId` in
  * extra.airlock.event_ids, whatever its try_number (a re-emitted copy whose original's try could not be told has none).
- * log.extra is free text: read as JSON only on airlock's rows (`"airlock"` in it).
+ * log.extra is free text: read as JSON only on airlock's rows (`"airlock"` in it). A row an undo
+ * took back needs no notUndone here: the undo deleted every event it names (or rolled back), and
+ * event ids come from a sequence, so it names no event that exists.
  */
 export function namesEvent(
   eventId: string,
@@ -82,10 +102,36 @@ export function namesEvent(
  * success then (airlock's complete from up_for_retry, a mark in the UI) succeeded in that
  * try, so the current row's success is the try's state, the archived row its span. Columns:
  * dag_id, run_id, task_id, map_index, try_number, state, start_date, last_write.
+ *
+ * Once the current row has left that try, the archive is all that is left of it, and it is
+ * stale: a later clear (`clear_task_instances` → `TaskInstance.prepare_db_for_next_try` →
+ * `TaskInstanceHistory.record_ti`, airflow-core/src/airflow/models/taskinstance.py and
+ * taskinstancehistory.py) finds the try archived already and returns without writing, so the
+ * archive keeps the `failed` record_ti gave the unfinished try. Then airlock's own `success` row
+ * of that try (complete's) says it succeeded, when it stands (notUndone) and the archive is older
+ * than it: record_ti copies the task instance's id into `task_instance_id` before
+ * prepare_db_for_next_try gives the row a new one, so an archive made before airlock's write
+ * names another id than the one airlock completed (its before-image, `airlock.before.task_instance.id`);
+ * one made after (airlock completed the try, something marked it failed, a clear archived it)
+ * names the same id and its state is the try's end. A row without a before-image (an airlock
+ * before undo) cannot tell, and is not counted. While the current row still carries the try, its
+ * state decides (cleared: NULL, the archive as above). Not told apart: a try completed by airlock
+ * after its retry archive, marked failed, then cleared reads as success (record_ti kept no record
+ * of the failure).
  */
 export function tryRows(where: (alias: 'h' | 't') => string, join: (alias: 'h' | 't') => string = () => ''): string {
   return `select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number,
-                case when c.state = 'success' then c.state else h.state end as state, h.start_date,
+                case when c.state = 'success' or h.state = 'success' then 'success'
+                     when c.state is null and exists (
+                       select 1 from log l
+                        where l.dag_id = h.dag_id and l.task_id = h.task_id and l.run_id = h.run_id
+                          and l.map_index = h.map_index and l.try_number = h.try_number
+                          and l.event = 'success' and l.extra like '{%"airlock":{%'
+                          and (l.extra::jsonb -> 'airlock' -> 'before' -> 'task_instance' ->> 'id') <> h.task_instance_id::text
+                          and ${notUndone('l')})
+                     then 'success'
+                     else h.state
+                end as state, h.start_date,
                 coalesce(h.updated_at, h.end_date, h.start_date) as last_write
            from task_instance_history h ${join('h')}
            left join task_instance c

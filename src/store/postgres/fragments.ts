@@ -1,6 +1,6 @@
 import type {Params} from '../../engine/prepared.js'
 import type {EventFilter} from '../types.js'
-import {attributedTry, namesEvent, namingEvents} from './attribution.js'
+import {attributedTry, namesEvent, namingEvents, notUndone} from './attribution.js'
 
 /**
  * The conditions of an event filter on `asset_event e` (time window, source DAG, asset names or
@@ -80,6 +80,10 @@ export function namedByAirlockRow(
  *   missing ones were lost. Releases without #61932 never write it (3.0, 3.1).
  * - `airlock_events` (lost): airlock's own row of this try names events it wrote (complete's
  *   `success` row with events, or replay-events' row): they existed, so missing ones were lost.
+ *   A row that `airlock undo` took back (notUndone) is not counted, here or as
+ *   `airlock_no_events`: the undo deleted its events on purpose, so the try has the evidence it
+ *   had without that write (a mark-success in the UI after the undo is `marked_task`, nothing at
+ *   all `unknown`), and a plain replay never writes again what the operator took back.
  * - deliberate, `not_emitted`: a path that sets SUCCESS and emits no events on purpose, through
  *   `mark_tasks.set_state` (airflow-core/src/airflow/api/common/mark_tasks.py), logged by the REST
  *   API's `action_logging` (airflow-core/src/airflow/api_fastapi/logging/decorators.py: event = the
@@ -124,10 +128,12 @@ function tryEvidenceRows(on: EvidenceOn): string {
          select 2, 'airlock_events', l.id from log l
           where ${thisTry} and l.event in ('success', 'airlock.replay-events') and ${airlockRow}
             and ((l.extra::jsonb -> 'airlock' ->> 'command') = 'replay-events' or ${airlockEvents} > 0)
+            and ${notUndone('l')}
          union all
          select 3, 'airlock_no_events', l.id from log l
           where ${thisTry} and l.event = 'success' and ${airlockRow}
             and (l.extra::jsonb -> 'airlock' ->> 'command') like 'complete%' and ${airlockEvents} = 0
+            and ${notUndone('l')}
          union all
          select 4, 'marked_task', l.id from log l
           where ${key} and l.event = 'patch_task_instance' and l.extra like '{%' and ${sinceTryBegan}

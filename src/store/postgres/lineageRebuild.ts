@@ -1,11 +1,14 @@
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
+import {notUndone} from './attribution.js'
 
 /**
  * The task instances whose current try airlock completed in a window: the ones with airlock's
  * own `success` audit row (complete's, `extra.airlock`) of that very try, still success. Their
  * COMPLETE events can be rebuilt from the database whatever became of the spool, since the run
  * id is a hash of the try (what `lineage resend` rebuilds). Optional source DAG; oldest first.
+ * A completion `airlock undo` took back is left out (notUndone): the task instance may be success
+ * again (a mark in the UI), but not by airlock's completion, whose events are gone.
  */
 export function readAirlockCompletions() {
   const read = prepared(
@@ -19,6 +22,7 @@ export function readAirlockCompletions() {
         and l.dttm >= $1::timestamptz and l.dttm < $2::timestamptz
         and ($3::text is null or l.dag_id = $3::text)
         and ti.state = 'success'
+        and ${notUndone('l')}
       order by l.dttm, ti.id`,
   )
   return async (ex: Executor, window: {since: Date; until: Date; dagId?: string | undefined}): Promise<string[]> => {

@@ -536,17 +536,21 @@ where ti.id = $1::uuid;
 -- airlock_lineage_serialized_dag_6c2d10a0fe68
 select data::text as data, data_compressed from serialized_dag where dag_version_id = $1::uuid limit 1;
 
--- airlock_airlock_completions_12f151e2ed54
+-- airlock_airlock_completions_3d4799d45c19
 select ti.id
- from log l
- join task_instance ti
-   on ti.dag_id = l.dag_id and ti.run_id = l.run_id and ti.task_id = l.task_id
-  and ti.map_index = l.map_index and ti.try_number = l.try_number
-where l.event = 'success' and l.extra like '{%"airlock"%'
-  and l.dttm >= $1::timestamptz and l.dttm < $2::timestamptz
-  and ($3::text is null or l.dag_id = $3::text)
-  and ti.state = 'success'
-order by l.dttm, ti.id;
+  from log l
+  join task_instance ti
+    on ti.dag_id = l.dag_id and ti.run_id = l.run_id and ti.task_id = l.task_id
+   and ti.map_index = l.map_index and ti.try_number = l.try_number
+ where l.event = 'success' and l.extra like '{%"airlock"%'
+   and l.dttm >= $1::timestamptz and l.dttm < $2::timestamptz
+   and ($3::text is null or l.dag_id = $3::text)
+   and ti.state = 'success'
+   and not exists (select 1 from log u
+where u.dag_id = l.dag_id and u.task_id = l.task_id and u.run_id = l.run_id and u.map_index = l.map_index
+  and u.event = 'airlock.undo'
+  and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = l.id::text)
+ order by l.dttm, ti.id;
 
 -- airlock_insert_log_4d18242dc1d2
 insert into log (dttm, dag_id, task_id, run_id, map_index, try_number, event, logical_date, owner, extra)
@@ -556,7 +560,7 @@ returning id;
 -- airlock_log_exists_bf1d39573d1b
 select 1 from log where id = $1;
 
--- airlock_missing_outlets_36fa708c322d
+-- airlock_missing_outlets_e60440d7047c
 with ti as materialized (
      select least(t.queued_dttm, t.scheduled_dttm, t.start_date) as earliest, t.start_date, coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
    where h.dag_id = $2 and h.run_id = $3 and h.task_id = $4 and h.map_index = $5::int
@@ -674,10 +678,18 @@ else (
        select 2, 'airlock_events', l.id from log l
         where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.map_index = $5::int and l.try_number = $6::int and l.event in ('success', 'airlock.replay-events') and l.extra like '{%"airlock":{%'
           and ((l.extra::jsonb -> 'airlock' ->> 'command') = 'replay-events' or coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1) > 0)
+          and not exists (select 1 from log u
+   where u.dag_id = l.dag_id and u.task_id = l.task_id and u.run_id = l.run_id and u.map_index = l.map_index
+     and u.event = 'airlock.undo'
+     and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = l.id::text)
        union all
        select 3, 'airlock_no_events', l.id from log l
         where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.map_index = $5::int and l.try_number = $6::int and l.event = 'success' and l.extra like '{%"airlock":{%'
           and (l.extra::jsonb -> 'airlock' ->> 'command') like 'complete%' and coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1) = 0
+          and not exists (select 1 from log u
+   where u.dag_id = l.dag_id and u.task_id = l.task_id and u.run_id = l.run_id and u.map_index = l.map_index
+     and u.event = 'airlock.undo'
+     and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = l.id::text)
        union all
        select 4, 'marked_task', l.id from log l
         where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.event = 'patch_task_instance' and l.extra like '{%' and l.dttm > coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
@@ -826,7 +838,7 @@ insert into asset_event (asset_id, extra, source_dag_id, source_run_id, source_t
 values ($1, $2::json, $3, $4, $5, $6::int, clock_timestamp())
 returning id;
 
--- airlock_event_try_ed70addeafb4
+-- airlock_event_try_de9930a9cd35
 select case when f.numbers is not null
                then (case when cardinality(f.numbers) = 1 and (f.numbers)[1] <= 1 then array[(f.numbers)[1], (f.numbers)[1], 3]
 else (
@@ -857,7 +869,20 @@ else (
           end as try_number
      from (select array_agg(t.try_number order by t.try_number) as numbers, array_agg(t.start_date order by t.try_number) as starts, array_agg(t.last_write order by t.try_number) as last_writes
              from (select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number,
-              case when c.state = 'success' then c.state else h.state end as state, h.start_date,
+              case when c.state = 'success' or h.state = 'success' then 'success'
+                   when c.state is null and exists (
+                     select 1 from log l
+                      where l.dag_id = h.dag_id and l.task_id = h.task_id and l.run_id = h.run_id
+                        and l.map_index = h.map_index and l.try_number = h.try_number
+                        and l.event = 'success' and l.extra like '{%"airlock":{%'
+                        and (l.extra::jsonb -> 'airlock' -> 'before' -> 'task_instance' ->> 'id') <> h.task_instance_id::text
+                        and not exists (select 1 from log u
+   where u.dag_id = l.dag_id and u.task_id = l.task_id and u.run_id = l.run_id and u.map_index = l.map_index
+     and u.event = 'airlock.undo'
+     and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = l.id::text))
+                   then 'success'
+                   else h.state
+              end as state, h.start_date,
               coalesce(h.updated_at, h.end_date, h.start_date) as last_write
          from task_instance_history h
          left join task_instance c
@@ -878,7 +903,7 @@ select count(*) as n from asset_event where id = any($1::int[]);
 -- airlock_lock_events_skip_locked_b8464b4a255d
 select id from asset_event where id = any($1::int[]) order by id for update skip locked;
 
--- airlock_duplicates_of_kept_fd177304448d
+-- airlock_duplicates_of_kept_c561ab28dda2
 with kept as (
      select e.*, coalesce(e.source_map_index, -1) as map_index, '' as partition_text, e.extra::jsonb as extra_jsonb,
             coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') as alias_text
@@ -886,7 +911,20 @@ with kept as (
    ), f as (
      select array_agg(t.try_number order by t.try_number) as numbers, array_agg(t.start_date order by t.try_number) as starts, array_agg(t.last_write order by t.try_number) as last_writes
        from (select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number,
-              case when c.state = 'success' then c.state else h.state end as state, h.start_date,
+              case when c.state = 'success' or h.state = 'success' then 'success'
+                   when c.state is null and exists (
+                     select 1 from log l
+                      where l.dag_id = h.dag_id and l.task_id = h.task_id and l.run_id = h.run_id
+                        and l.map_index = h.map_index and l.try_number = h.try_number
+                        and l.event = 'success' and l.extra like '{%"airlock":{%'
+                        and (l.extra::jsonb -> 'airlock' -> 'before' -> 'task_instance' ->> 'id') <> h.task_instance_id::text
+                        and not exists (select 1 from log u
+   where u.dag_id = l.dag_id and u.task_id = l.task_id and u.run_id = l.run_id and u.map_index = l.map_index
+     and u.event = 'airlock.undo'
+     and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = l.id::text))
+                   then 'success'
+                   else h.state
+              end as state, h.start_date,
               coalesce(h.updated_at, h.end_date, h.start_date) as last_write
          from task_instance_history h
          left join task_instance c

@@ -55,7 +55,9 @@ export async function failForRetryAsAirflowDoes(knex: Knex, tiId: string): Promi
  * A finished try run again as Airflow 3 runs it, step by step, each a write of its own:
  * 1. the clear (`clear_task_instances` → `TaskInstance.prepare_db_for_next_try`,
  *    airflow-core/src/airflow/models/taskinstance.py): `TaskInstanceHistory.record_ti` archives
- *    the row as it stands (its state, dates and updated_at), the row gets a NEW id and state NULL;
+ *    the row as it stands (its state, dates and updated_at), unless that try is archived already
+ *    (a try archived for its retry: record_ti returns early, airflow-core/src/airflow/models/
+ *    taskinstancehistory.py), the row gets a NEW id and state NULL;
  * 2. the scheduler (`DagRun.schedule_tis`, airflow-core/src/airflow/models/dagrun.py): state
  *    scheduled, `scheduled_dttm` now, `try_number + 1`;
  * 3. unless `until` is 'scheduled', a worker starts it (the execution API's `ti_run`): state
@@ -70,7 +72,10 @@ export async function rerunAsAirflowDoes(
   await knex.raw(
     `insert into task_instance_history (task_instance_id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, duration, updated_at, state, pool, pool_slots, dag_version_id)
      select id, task_id, dag_id, run_id, map_index, try_number, start_date, end_date, duration, updated_at, state, pool, pool_slots, dag_version_id
-       from task_instance where id = ?`,
+       from task_instance t where id = ?
+        and not exists (select 1 from task_instance_history h
+                         where h.dag_id = t.dag_id and h.task_id = t.task_id and h.run_id = t.run_id
+                           and h.map_index = t.map_index and h.try_number = t.try_number)`,
     [tiId],
   )
   const {rows} = await knex.raw<{rows: Array<{id: string}>}>(
