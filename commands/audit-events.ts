@@ -28,8 +28,10 @@ export default class AuditEvents extends AirlockCommand<EventAuditReport> {
   static override description =
     prose(`Every event gets exactly one class, with its evidence: external (no source task: never a finding),
 orphan_missing_ti, orphan_not_success, superseded_by_rerun (an earlier try's events: legitimate),
-duplicate (beyond the first of a group of the last successful try's events with the same asset,
-source, extra and partition key within --duplicate-window), unattributed (stamped between two
+duplicate (beyond what the try's declared outlets call for, one per declaration of the asset
+directly or by Asset.ref, in a group of the last successful try's events with the same asset,
+source, extra and partition key within --duplicate-window), duplicate_unknown (such an extra where
+the serialized DAG cannot tell how many the outlets call for; never removed), unattributed (stamped between two
 tries and named by no airlock audit row: which try it belongs to cannot be told; never removed),
 ok. Which try an event belongs to: the airlock audit row that names it, else the try whose span
 (start_date to its last write) holds its timestamp, else the task instance's only try.

@@ -18,6 +18,7 @@ export const eventClasses = [
   'orphan_not_success',
   'superseded_by_rerun',
   'duplicate',
+  'duplicate_unknown',
   'unattributed',
   'missing_events',
   'missing_unknown',
@@ -30,6 +31,7 @@ export const findingClasses: readonly AuditClass[] = [
   'orphan_missing_ti',
   'orphan_not_success',
   'duplicate',
+  'duplicate_unknown',
   'unattributed',
   'missing_events',
   'missing_unknown',
@@ -258,7 +260,9 @@ function eventFinding(event: ClassifiedEvent, fixSays: string): Finding {
           : fixSays
         : event.class === 'unattributed'
           ? 'never removed by airlock: find out which try wrote it (the task logs of both tries) before deleting it'
-          : null,
+          : event.class === 'duplicate_unknown'
+            ? "never removed by airlock: compare the task's outlets in the DAG file the try ran (an asset declared directly and by Asset.ref gets one event per declaration) before deleting it"
+            : null,
   }
 }
 
@@ -281,11 +285,19 @@ function eventEvidence(event: ClassifiedEvent): string {
         ? `airlock audit rows of more than one try of ${key} name it (the latest: try ${candidate}): which try it belongs to cannot be told`
         : `stamped after the last write of the try before try ${candidate} of ${key} and before try ${candidate} started, and no airlock audit row names it: a late copy of the earlier try's event or try ${candidate}'s own, the database cannot tell`
     case 'duplicate':
-      return `same asset, extra, partition key and aliases as event ${event.keptId} (kept), both of try ${tryNumber} (the last successful one)`
+      return `same asset, extra, partition key and aliases as event ${event.keptId} (kept), both of try ${tryNumber} (the last successful one)${declaredText(event.declared)}`
+    case 'duplicate_unknown':
+      return `same asset, extra, partition key and aliases as event ${event.keptId} (kept), both of try ${tryNumber} (the last successful one), but the database cannot tell whether the try's outlets called for it (an asset declared directly and by Asset.ref gets one event per declaration): ${event.declared && !event.declared.known ? event.declared.reason : 'unknown'}`
     default:
       return ''
   }
 }
+
+/** How many events of that content the try's declared outlets call for, when the serialized DAG says. */
+const declaredText = (declared: ClassifiedEvent['declared']): string =>
+  declared?.known
+    ? `; its declared outlets call for ${declared.count} event${declared.count === 1 ? '' : 's'} of that content and it is beyond them`
+    : ''
 
 const basisText = (basis: ClassifiedEvent['attribution']['basis']): string =>
   ({

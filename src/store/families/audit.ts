@@ -1,4 +1,5 @@
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
+import type {DeclaredAllowance} from '../../airflow/declaredEvents.js'
 import type {AttributionBasis} from '../../airflow/tryAttribution.js'
 import type {Executor} from '../../engine/engine.js'
 import type {EventFilter} from '../types.js'
@@ -48,7 +49,14 @@ export const noLogSubject: LogSubject = {
 }
 
 export type EventClass =
-  'ok' | 'external' | 'orphan_missing_ti' | 'orphan_not_success' | 'superseded_by_rerun' | 'duplicate' | 'unattributed'
+  | 'ok'
+  | 'external'
+  | 'orphan_missing_ti'
+  | 'orphan_not_success'
+  | 'superseded_by_rerun'
+  | 'duplicate'
+  | 'duplicate_unknown'
+  | 'unattributed'
 
 export interface ClassifiedEvent {
   id: number
@@ -71,6 +79,12 @@ export interface ClassifiedEvent {
     basis: AttributionBasis | null
     successTry: number | null
   }
+  /**
+   * duplicate, duplicate_unknown: how many events of this content the try's declared outlets call
+   * for on the asset (one per declaration: the asset, Asset.ref by name, by uri), or why the
+   * serialized DAG cannot tell.
+   */
+  declared?: DeclaredAllowance
 }
 
 export interface QueueOrphan {

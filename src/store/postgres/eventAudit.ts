@@ -4,6 +4,8 @@ import {Params, statement} from '../../engine/prepared.js'
 import type {ClassifiedEvent, EventAuditStore, EventClass, QueueOrphan} from '../families/audit.js'
 import type {EventFilter} from '../types.js'
 import {attributionBasis, basisOfCode} from '../../airflow/tryAttribution.js'
+import {declaredAllowance} from '../../airflow/declaredEvents.js'
+import {serializedDagJson} from '../../airflow/serializedDag.js'
 import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
 import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
 
@@ -67,10 +69,15 @@ function streamClassifiedEvents(capabilities: Pick<Capabilities, 'eventPartition
     // asset_event); this one is read to the end, so plan it as a whole query.
     await tx.query(statement('set local cursor_tuple_fraction = 1'))
     await tx.query(statement(`declare ${cursor} no scroll cursor for ${text}`, params.values))
+    const serialized = serializedDags()
     for (;;) {
       const rows = await tx.query<ClassifiedEventRow>(statement(`fetch forward ${batch} from ${cursor}`))
       if (rows.length === 0) break
-      yield rows.map(classifiedEventOf)
+      const versions = await serialized(
+        tx,
+        rows.flatMap((row) => row.dag_version_ids ?? []),
+      )
+      yield rows.map((row) => allowDeclared(classifiedEventOf(row), row, versions))
       if (rows.length < batch) break
     }
     await tx.query(statement(`close ${cursor}`))
@@ -93,6 +100,51 @@ interface ClassifiedEventRow {
   candidate_try: number | null
   basis: number | null
   success_try: number | null
+  position: number | null
+  asset_uri: string | null
+  dag_version_ids: string[] | null
+}
+
+/**
+ * The serialized DAGs of DAG versions, each read once per pass (a duplicate group is rare, and its
+ * versions repeat): parsed here, since `data_compressed` is zlib, which SQL cannot read.
+ */
+function serializedDags() {
+  const seen = new Map<string, unknown>()
+  return async (tx: Executor, ids: readonly string[]): Promise<Map<string, unknown>> => {
+    const wanted = [...new Set(ids)].filter((id) => !seen.has(id))
+    if (wanted.length > 0) {
+      const rows = await tx.query<{id: string; data: unknown; data_compressed: Buffer | null}>(
+        statement(
+          'select dag_version_id::text as id, data, data_compressed from serialized_dag where dag_version_id = any($1::uuid[])',
+          [wanted],
+        ),
+      )
+      for (const id of wanted) seen.set(id, undefined)
+      for (const row of rows) seen.set(row.id, serializedDagJson(row.data, row.data_compressed))
+    }
+    return seen
+  }
+}
+
+/**
+ * A group of identical events of one try is allowed as many as the try's declared outlets call
+ * for (declaredAllowance: an asset declared directly and by Asset.ref gets one event per
+ * declaration, as register_asset_changes_in_db writes them); only the events beyond that are
+ * duplicates. Where the serialized DAG cannot tell, the extra is `duplicate_unknown`: a finding,
+ * never removed.
+ */
+function allowDeclared(
+  event: ClassifiedEvent,
+  row: ClassifiedEventRow,
+  serialized: Map<string, unknown>,
+): ClassifiedEvent {
+  if (event.class !== 'duplicate' || row.position === null) return event
+  const versions = (row.dag_version_ids ?? []).map((id) => ({id, serialized: serialized.get(id)}))
+  const declared = declaredAllowance(versions, event.source.taskId, {name: event.assetName, uri: row.asset_uri ?? ''})
+  if (!declared.known) return {...event, class: 'duplicate_unknown', declared}
+  if (row.position <= declared.count) return {...event, class: 'ok', keptId: null, declared}
+  return {...event, declared}
 }
 
 function classifiedEventOf(row: ClassifiedEventRow): ClassifiedEvent {
@@ -126,6 +178,18 @@ function consumedCondition(capabilities: Pick<Capabilities, 'eventPartitionKey'>
     : ''
   return `(exists (select 1 from dagrun_asset_event c where c.event_id = ${eventId})${partitioned})`
 }
+
+/** The DAG versions the rows of a key's last successful try name (`g`: the key and success_try). */
+const successTryVersions = `array(
+                select distinct v.dag_version_id::text
+                  from (select t.dag_version_id from task_instance t
+                         where t.dag_id = g.dag_id and t.run_id = g.run_id and t.task_id = g.task_id and t.map_index = g.map_index
+                           and t.try_number = g.success_try
+                        union all
+                        select h.dag_version_id from task_instance_history h
+                         where h.dag_id = g.dag_id and h.run_id = g.run_id and h.task_id = g.task_id and h.map_index = g.map_index
+                           and h.try_number = g.success_try) as v
+                 where v.dag_version_id is not null order by 1)`
 
 /** The one classifying statement (see streamClassifiedEvents), its values bound through `params`. */
 function classifiedEventsText(
@@ -192,7 +256,12 @@ function classifiedEventsText(
               case when g.class <> 'ok' then g.try_number end as try_number,
               case when g.class <> 'ok' then g.candidate_try end as candidate_try,
               case when g.class <> 'ok' then g.basis end as basis,
-              case when g.class <> 'ok' then g.success_try end as success_try
+              case when g.class <> 'ok' then g.success_try end as success_try,
+              -- What the declared outlets decide a duplicate by (allowDeclared): its place in the
+              -- group, its asset's uri and the DAG versions the rows of its try name.
+              case when g.class = 'duplicate' then g.n::int end as position,
+              case when g.class = 'duplicate' then (select a.uri from asset a where a.id = g.asset_id) end as asset_uri,
+              case when g.class = 'duplicate' then ${successTryVersions} end as dag_version_ids
          from c as g`
 }
 

@@ -5,6 +5,8 @@ import {Params, prepared, statement} from '../../engine/prepared.js'
 import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {EventContent, EventPageFilter, EventStore, RemovedDuplicates, StoredEvent} from '../families/events.js'
 import {assetKey} from '../types.js'
+import {declaredAllowance, type DeclaredAllowance} from '../../airflow/declaredEvents.js'
+import {serializedDagJson} from '../../airflow/serializedDag.js'
 import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
 import {eventFilterConditions, heldConsumerDags, namedByAirlockRow, whereAll} from './fragments.js'
 
@@ -271,7 +273,23 @@ function readEventTry() {
 function removeDuplicateEvents(
   capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape' | 'partitionedTimetables'>,
 ) {
-  const {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents} = repairStatements(capabilities)
+  const {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents, keptDeclared, serializedDags} =
+    repairStatements(capabilities)
+  /** The kept event's allowance (declaredAllowance) from the serialized DAG of its try's DAG version. */
+  const declaredOfKept = async (ex: Executor, keptId: number): Promise<DeclaredAllowance> => {
+    const [kept] = await ex.query<{name: string; uri: string; task_id: string; dag_version_ids: string[]}>(
+      keptDeclared([keptId]),
+    )
+    if (!kept) return {known: false, reason: 'the kept event is gone'}
+    const rows = await ex.query<{id: string; data: unknown; data_compressed: Buffer | null}>(
+      serializedDags([kept.dag_version_ids]),
+    )
+    const versions = kept.dag_version_ids.map((id) => {
+      const row = rows.find((r) => r.id === id)
+      return {id, serialized: row ? serializedDagJson(row.data, row.data_compressed) : undefined}
+    })
+    return declaredAllowance(versions, kept.task_id, kept)
+  }
   const nothing = {
     removed: [],
     removedRows: [],
@@ -292,12 +310,22 @@ function removeDuplicateEvents(
     const busy = existing.filter((id) => !locked.includes(id))
     if (busy.length > 0) return {...nothing, busy}
     if (!locked.includes(keptId)) return {...nothing, changed: [...extraIds]}
-    const still = (
-      await ex.query<{id: number}>(sameAsKept([keptId, extraIds.filter((id) => locked.includes(id))]))
-    ).map((row) => row.id)
-    const changed = extraIds.filter((id) => !still.includes(id))
+    // Every event of the kept one's content and try, the audit's extras or not: the group as it
+    // stands under the locks, each held FOR KEY SHARE so none leaves before COMMIT.
+    const siblings = (await ex.query<{id: number}>(sameAsKept([keptId]))).map((row) => row.id)
+    const still = extraIds.filter((id) => locked.includes(id) && siblings.includes(id))
+    // The group is allowed as many events as the try's declared outlets call for (one per
+    // declaration of the asset, directly or by Asset.ref): only those beyond are duplicates, and
+    // where the serialized DAG cannot tell, none is (the audit reported them duplicate_unknown).
+    const declared = await declaredOfKept(ex, keptId)
+    const excess = declared.known ? siblings.length + 1 - declared.count : 0
     const namedIds = (await ex.query<{id: number}>(named([still]))).map((row) => row.id)
-    const candidates = still.filter((id) => !namedIds.includes(id))
+    // The unnamed extras last in the audit's order (named first, then id) are the excess ones.
+    const candidates = still
+      .filter((id) => !namedIds.includes(id))
+      .sort((a, b) => b - a)
+      .slice(0, Math.max(0, excess))
+    const changed = extraIds.filter((id) => !candidates.includes(id) && !namedIds.includes(id))
     if (candidates.length === 0) return {...nothing, changed, named: namedIds}
     const [dags] = await ex.query<{wanted: number; locked: number; partitioned: boolean}>(consumers([all]))
     if (dags!.locked < dags!.wanted) return {...nothing, busy: candidates, changed, named: namedIds}
@@ -386,13 +414,56 @@ function repairStatements(
      select gone.id, ((to_jsonb(gone) - 'extra') || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
        from gone left join links on links.event_id = gone.id`,
   )
-  return {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents}
+  const {keptDeclared, serializedDags} = declaredOutletsStatements()
+  return {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents, keptDeclared, serializedDags}
 }
 
 /**
- * Which extras are still the kept event's duplicates under the group's locks: same source task
- * instance, asset, extra, partition key and aliases, and of the same try by the audit's
- * attribution as it holds now.
+ * The DAG versions the rows of the kept event's try name (task_instance, task_instance_history),
+ * its asset and task, and those versions' serialized DAGs: what declaredAllowance reads the try's
+ * outlets from, under the repair's locks.
+ */
+function declaredOutletsStatements() {
+  // The DAG versions the rows of the kept event's try name (task_instance, task_instance_history),
+  // its asset and task: what declaredAllowance reads the try's outlets from.
+  const keyOfKept = {
+    dagId: 'k.source_dag_id',
+    runId: 'k.source_run_id',
+    taskId: 'k.source_task_id',
+    mapIndex: 'k.map_index',
+  }
+  const arrays = tryArraysOf('t')
+  const sameKey = (alias: string) =>
+    `${alias}.dag_id = k.source_dag_id and ${alias}.run_id = k.source_run_id and ${alias}.task_id = k.source_task_id and ${alias}.map_index = k.map_index`
+  const keptDeclared = prepared(
+    'kept_event_declared_outlets',
+    `with kept as (select e.*, coalesce(e.source_map_index, -1) as map_index from asset_event e where e.id = $1),
+          f as (select ${arrays.numbers} as numbers, ${arrays.starts} as starts, ${arrays.lastWrites} as last_writes
+                  from (${tryRows((alias) => `(${alias}.dag_id, ${alias}.run_id, ${alias}.task_id, ${alias}.map_index) = (select source_dag_id, source_run_id, source_task_id, map_index from kept)`)}) as t),
+          try as (select (${attributedTry({id: 'k.id', timestamp: 'k."timestamp"'}, keyOfKept, {numbers: 'f.numbers', starts: 'f.starts', lastWrites: 'f.last_writes'})})[1] as try_number
+                    from kept k, f)
+     select a.name, a.uri, k.source_task_id as task_id,
+            array(select distinct v.dag_version_id::text
+                    from (select t.dag_version_id from task_instance t where ${sameKey('t')} and t.try_number = try.try_number
+                          union all
+                          select h.dag_version_id from task_instance_history h where ${sameKey('h')} and h.try_number = try.try_number) as v
+                   where v.dag_version_id is not null order by 1) as dag_version_ids
+       from kept k join asset a on a.id = k.asset_id, try`,
+  )
+  const serializedDags = prepared(
+    'serialized_dags_of_versions',
+    'select dag_version_id::text as id, data, data_compressed from serialized_dag where dag_version_id = any($1::uuid[])',
+  )
+  return {keptDeclared, serializedDags}
+}
+
+/**
+ * Every other event still of the kept event's group under the repair's locks, the audit's extras
+ * or not: same source task instance, asset, extra, partition key and aliases, and of the same try
+ * by the audit's attribution as it holds now. Each is held FOR KEY SHARE (the weakest lock a
+ * DELETE conflicts with, and no obstacle to the scheduler's foreign-key check) so the group cannot
+ * shrink before COMMIT; one another session holds is skipped, which counts the group smaller and
+ * so removes fewer.
  */
 function sameAsKeptStatement(capabilities: Pick<Capabilities, 'eventPartitionKey'>) {
   const partition = capabilities.eventPartitionKey ? "coalesce(e.partition_key, '')" : "''"
@@ -415,7 +486,7 @@ function sameAsKeptStatement(capabilities: Pick<Capabilities, 'eventPartitionKey
          from (${tryRows((alias) => `(${alias}.dag_id, ${alias}.run_id, ${alias}.task_id, ${alias}.map_index) = (select source_dag_id, source_run_id, source_task_id, map_index from kept)`)}) as t
      )
      select e.id from asset_event e, kept k, f
-      where e.id = any($2::int[]) and e.id <> k.id
+      where e.id <> k.id
         and e.asset_id = k.asset_id and e.source_dag_id = k.source_dag_id and e.source_run_id = k.source_run_id
         and e.source_task_id = k.source_task_id and coalesce(e.source_map_index, -1) = k.map_index
         and e.extra::jsonb = k.extra_jsonb and ${partition} = k.partition_text
@@ -424,7 +495,8 @@ function sameAsKeptStatement(capabilities: Pick<Capabilities, 'eventPartitionKey
         -- audit read them can make one a later try's event, or unattributed: no longer a duplicate).
         and (${attributedTry({id: 'e.id', timestamp: 'e."timestamp"'}, keptKey, keptTries)})[1]
           = (${attributedTry({id: 'k.id', timestamp: 'k."timestamp"'}, keptKey, keptTries)})[1]
-      order by e.id`,
+      order by e.id
+        for key share of e skip locked`,
   )
 }
 

@@ -914,7 +914,7 @@ select count(*) as n from asset_event where id = any($1::int[]);
 -- airlock_lock_events_skip_locked_b8464b4a255d
 select id from asset_event where id = any($1::int[]) order by id for update skip locked;
 
--- airlock_duplicates_of_kept_partitioned_d1b4b7685e46
+-- airlock_duplicates_of_kept_partitioned_22f280d5360f
 with kept as (
      select e.*, coalesce(e.source_map_index, -1) as map_index, coalesce(e.partition_key, '') as partition_text, e.extra::jsonb as extra_jsonb,
             coalesce((select string_agg(l.alias_id::text, ',' order by l.alias_id) from asset_alias_asset_event l where l.event_id = e.id), '') as alias_text
@@ -951,7 +951,7 @@ with kept as (
                              and x.map_index = t.map_index and x.try_number = t.try_number)) as t
    )
    select e.id from asset_event e, kept k, f
-    where e.id = any($2::int[]) and e.id <> k.id
+    where e.id <> k.id
       and e.asset_id = k.asset_id and e.source_dag_id = k.source_dag_id and e.source_run_id = k.source_run_id
       and e.source_task_id = k.source_task_id and coalesce(e.source_map_index, -1) = k.map_index
       and e.extra::jsonb = k.extra_jsonb and coalesce(e.partition_key, '') = k.partition_text
@@ -1010,7 +1010,8 @@ else (
            where u.last_write >= k."timestamp" or u.i = cardinality(f.numbers)
            order by u.i limit 1) as s
 ) end)[1]
-    order by e.id;
+    order by e.id
+      for key share of e skip locked;
 
 -- airlock_events_named_by_success_row_d186a7de5078
 select e.id from asset_event e
@@ -1054,6 +1055,75 @@ with links as (select l.event_id, json_agg(l.alias_id order by l.alias_id) as al
 -- equals its kept event's (sameAsKept), which is where an undo takes it from.
 select gone.id, ((to_jsonb(gone) - 'extra') || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
   from gone left join links on links.event_id = gone.id;
+
+-- airlock_kept_event_declared_outlets_af441327dc5a
+with kept as (select e.*, coalesce(e.source_map_index, -1) as map_index from asset_event e where e.id = $1),
+        f as (select array_agg(t.try_number order by t.try_number) as numbers, array_agg(t.start_date order by t.try_number) as starts, array_agg(t.last_write order by t.try_number) as last_writes
+                from (select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number,
+              case when c.state = 'success' or h.state = 'success' then 'success'
+                   when c.state is null and exists (
+                     select 1 from log l
+                      where l.dag_id = h.dag_id and l.task_id = h.task_id and l.run_id = h.run_id
+                        and l.map_index = h.map_index and l.try_number = h.try_number
+                        and l.event = 'success' and l.extra like '{%"airlock":{%'
+                        and (l.extra::jsonb -> 'airlock' -> 'before' -> 'task_instance' ->> 'id') <> h.task_instance_id::text
+                        and not exists (select 1 from log u
+   where u.dag_id = l.dag_id and u.task_id = l.task_id and u.run_id = l.run_id and u.map_index = l.map_index
+     and u.event = 'airlock.undo'
+     and (case when u.extra like '{%"airlock":{%' then u.extra::jsonb -> 'airlock' ->> 'undoes' end) = l.id::text))
+                   then 'success'
+                   else h.state
+              end as state, h.start_date,
+              coalesce(h.updated_at, h.end_date, h.start_date) as last_write
+         from task_instance_history h
+         left join task_instance c
+           on c.dag_id = h.dag_id and c.task_id = h.task_id and c.run_id = h.run_id and c.map_index = h.map_index
+          and c.try_number = h.try_number
+        where (h.dag_id, h.run_id, h.task_id, h.map_index) = (select source_dag_id, source_run_id, source_task_id, map_index from kept)
+       union all
+       select t.dag_id, t.run_id, t.task_id, t.map_index, t.try_number, t.state, t.start_date,
+              coalesce(t.updated_at, t.end_date, t.start_date)
+         from task_instance t  where (t.dag_id, t.run_id, t.task_id, t.map_index) = (select source_dag_id, source_run_id, source_task_id, map_index from kept)
+          and not exists (select 1 from task_instance_history x
+                           where x.dag_id = t.dag_id and x.task_id = t.task_id and x.run_id = t.run_id
+                             and x.map_index = t.map_index and x.try_number = t.try_number)) as t),
+        try as (select (case when cardinality(f.numbers) = 1 and (f.numbers)[1] <= 1 then array[(f.numbers)[1], (f.numbers)[1], 3]
+else (
+  select case
+           -- A row naming it with no try: a copy of an event whose own try could not be told.
+           when n.untried then array[null, (f.numbers)[cardinality(f.numbers)], 6]
+           when n.tries = 1 then array[n.first_try, n.first_try, 1]
+           when n.tries > 1 then array[null, n.last_try, 5]
+           when s.in_window then array[s.try_number, s.try_number, 2]
+           when s.first then array[s.try_number, s.try_number, 3]
+           else array[null, s.try_number, 4]
+         end
+    from (select count(distinct l.try_number)::int as tries, min(l.try_number) as first_try, max(l.try_number) as last_try,
+                 coalesce(bool_or(l.try_number is null), false) as untried
+            from log l where l.dag_id = k.source_dag_id and l.task_id = k.source_task_id and l.run_id = k.source_run_id and l.map_index = k.map_index
+     and l.event in ('success', 'airlock.replay-events')
+     and case when l.extra like '{%"airlock"%' then coalesce((l.extra::jsonb -> 'airlock' -> 'event_ids') @> to_jsonb(k.id), false) else false end) as n,
+         -- The try whose span the stamp falls in: the first whose last write is not before it,
+         -- else the last try; in its window when it started after the tries before it ended
+         -- (tries without any timestamp bound nothing, as in tryBegan).
+         (select u.try_number, u.i = 1 or u.before is null as first,
+                 u.start_date is not null and u.start_date > coalesce(u.before, '-infinity') and k."timestamp" >= u.start_date as in_window
+            from (select x.try_number, x.start_date, x.last_write, x.i, max(x.last_write) over (order by x.i rows between unbounded preceding and 1 preceding) as before
+                    from unnest(f.numbers, f.starts, f.last_writes) with ordinality as x(try_number, start_date, last_write, i)) as u
+           where u.last_write >= k."timestamp" or u.i = cardinality(f.numbers)
+           order by u.i limit 1) as s
+) end)[1] as try_number
+                  from kept k, f)
+   select a.name, a.uri, k.source_task_id as task_id,
+          array(select distinct v.dag_version_id::text
+                  from (select t.dag_version_id from task_instance t where t.dag_id = k.source_dag_id and t.run_id = k.source_run_id and t.task_id = k.source_task_id and t.map_index = k.map_index and t.try_number = try.try_number
+                        union all
+                        select h.dag_version_id from task_instance_history h where h.dag_id = k.source_dag_id and h.run_id = k.source_run_id and h.task_id = k.source_task_id and h.map_index = k.map_index and h.try_number = try.try_number) as v
+                 where v.dag_version_id is not null order by 1) as dag_version_ids
+     from kept k join asset a on a.id = k.asset_id, try;
+
+-- airlock_serialized_dags_of_versions_fe36669f3909
+select dag_version_id::text as id, data, data_compressed from serialized_dag where dag_version_id = any($1::uuid[]);
 
 -- airlock_audit_records_e413ce2bf457
 select id, dttm, logical_date, event, dag_id, run_id, task_id, map_index, try_number, owner, extra from log where id = any($1::int[]) order by id;
