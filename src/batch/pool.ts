@@ -46,6 +46,11 @@ export async function runBatch<Item, R>(
 
         const step = await next()
         if (step.done === true) return
+        // The signal came while the next item was being read: it is not started (not reached).
+        if (options.shouldStop()) {
+          run.interrupted = true
+          return
+        }
         const result = await work(step.value)
         if (options.lostServer?.(result)) run.lost = true
         options.onResult(result)

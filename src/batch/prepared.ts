@@ -11,6 +11,11 @@ export interface BatchHooks<J, Name extends string> {
   onItem: (json: J, tally: Tally<Name>) => void
   /** Items waiting for their task instance's row lock, for the "who holds it" line. */
   lockWaits?: LockWaits | undefined
+  /**
+   * Fires with shouldStop (its reason names the signal): the items in flight start no new
+   * attempt, and those waiting for a row lock give it up and roll back (ProtocolOptions.stop).
+   */
+  stop?: AbortSignal | undefined
 }
 
 /**

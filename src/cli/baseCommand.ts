@@ -286,7 +286,9 @@ export abstract class AirlockCommand<R> extends Command {
     // Until the flags are parsed, the mode comes from the raw arguments (a signal can come first).
     this.outputMode = this.argv.includes('--json') ? 'json' : this.argv.includes('--ndjson') ? 'ndjson' : 'human'
     this.interrupts = new Interrupts((signal) =>
-      this.progress(`${signal}: finishing the transactions in flight, taking no new ones…`),
+      this.progress(
+        `${signal}: stopping: no new item or retry is started; transactions waiting for a row lock are cancelled and rolled back, those past it finish. A second signal stops at once (the server rolls back what is still open).`,
+      ),
     )
     try {
       // A signal before the batch (loading, connecting, counting, the prompt) ends the command here.

@@ -81,6 +81,7 @@ export async function writeBatch<J extends {outcome: string}, Name extends strin
   const {tally, interrupted, lost, lineage} = await batch
     .run({
       shouldStop: host.interrupts.requested,
+      stop: host.interrupts.stop,
       onItem: (json, tally) => {
         latest = tally
         output.add(json, tally)

@@ -22,13 +22,21 @@ export const interruptedError = (signal: string) =>
  * SIGINT / SIGTERM at any moment of a command, from the first line of bin/run.js on:
  * - before a batch starts (loading, connecting, counting, at the prompt): the command stops at
  *   once with exit 130 and an INTERRUPTED error (an envelope under --json); nothing was written;
- * - during a batch, the first signal asks workers to take no new item (in-flight transactions
- *   commit or roll back on their own, then the summary is printed, exit 130);
+ * - during a batch, the first signal asks workers to take no new item and the items in flight to
+ *   start no new attempt: a transaction waiting for a row lock is cancelled and rolled back (its
+ *   item reported interrupted), one past the lock commits or rolls back on its own; then the
+ *   summary is printed, exit 130;
  * - a second signal during a batch prints what has finished so far (the --json envelope, the
  *   --ndjson summary) and exits at once; the server rolls back whatever was still open.
  */
 export class Interrupts {
   private signal: string | undefined
+  private readonly stopping = new AbortController()
+  /**
+   * Fires on the first signal during a batch (its reason: the signal's name): the items in flight
+   * start no new attempt and give up their row-lock waits (BatchHooks.stop).
+   */
+  readonly stop: AbortSignal = this.stopping.signal
   private batch: {onSecond: () => void; onFirst?: ((signal: string) => void) | undefined} | undefined
   private rejectSetup!: (error: Error) => void
   private disposed = false
@@ -44,6 +52,7 @@ export class Interrupts {
     if (this.signal === undefined) {
       this.signal = signal
       ;(this.batch.onFirst ?? this.onFirstInBatch)(signal)
+      this.stopping.abort(signal)
       return
     }
 

@@ -215,12 +215,17 @@ export function renderBatch(
   return parts.join('\n\n')
 }
 
-/** "12 task instances selected", or for a run stopped early "189 … selected, 179 done, 10 not reached". */
+/**
+ * "12 task instances selected", or for a run stopped early "189 … selected, 177 done, 2 failed, 10
+ * not reached": the items taken that did not fail, those that failed (an interrupted lock wait
+ * among them), and those never taken, which add up to the selection.
+ */
 function selectedPhrase(s: BatchReport['summary'], noun: string): string {
   const taken = s.selected as number
   const notReached = s.not_reached as number | undefined
   if (notReached === undefined) return `${plural(taken, noun)} selected`
-  return `${plural(taken + notReached, noun)} selected, ${taken.toLocaleString('en-US')} done, ${notReached.toLocaleString('en-US')} not reached`
+  const failed = typeof s.failed === 'number' ? s.failed : 0
+  return `${plural(taken + notReached, noun)} selected, ${(taken - failed).toLocaleString('en-US')} done, ${failed > 0 ? `${failed.toLocaleString('en-US')} failed, ` : ''}${notReached.toLocaleString('en-US')} not reached`
 }
 
 /**

@@ -60,13 +60,14 @@ export async function prepareComplete(
     plan: write.plan,
     warnings: [...(source.warnings ?? []), ...(write.plan ? [] : lineageWarnings(request.lineage))],
     holderOf: (tiId) => airflow.store.readRowHolder(airflow.db.executor, tiId),
-    async run({shouldStop, onItem, lockWaits}) {
+    async run({shouldStop, onItem, lockWaits, stop}) {
       const options: ProtocolOptions = {
         lockTimeoutMs: write.lockTimeoutMs,
         statementTimeoutMs: write.statementTimeoutMs,
         dryRun: write.dryRun,
         order: request.order,
         lockWaits,
+        stop,
       }
       const tally = new Tally(completeOutcomes)
       const planOptions = {downstream: request.settings.downstream ?? true}

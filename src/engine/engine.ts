@@ -71,15 +71,38 @@ export interface Transaction extends Executor {
   commit(): Promise<void>
   /** Tag the rest of the transaction anew (its session tag), once it knows what it works on. */
   setApplicationName(applicationName: string): Promise<void>
+  /**
+   * A statement that waits for a lock, given up when `stop` fires: refused when it already has,
+   * and while it waits for the lock, cancelled on the server (only while it still waits for a
+   * lock: once granted, it and the statements after it run on). Either way it throws
+   * LockWaitInterrupted and the transaction rolls back.
+   */
+  queryUntil<Row>(statement: Statement, stop: AbortSignal): Promise<Row[]>
+}
+
+/**
+ * A lock wait given up because the run is stopping (Transaction.queryUntil: a signal): not a
+ * timeout and never retried; the transaction rolls back, nothing it did is kept.
+ */
+export class LockWaitInterrupted extends Error {
+  constructor(
+    /** The server's code when it cancelled the wait (57014), null when the wait never began. */
+    readonly code: string | null,
+  ) {
+    super('the lock wait was given up: the run is stopping')
+  }
 }
 
 /**
  * How an engine reads a failure: `retryable` (serialization failure, deadlock: run the whole
  * transaction again), `lock_timeout` (retried too, then reported), `login` (wrong credentials,
  * database missing, server starting or full), `unreachable` (the network, or the session ended
- * under us), `timeout` (statement_timeout), `permission`, `other`.
+ * under us), `timeout` (statement_timeout), `permission`, `other`; and, set by the transaction
+ * engine rather than read from an error, `interrupted` (the run stopped on a signal while the
+ * item waited for a lock or for its next attempt: rolled back, nothing written).
  */
-export type ErrorClass = 'retryable' | 'lock_timeout' | 'login' | 'unreachable' | 'timeout' | 'permission' | 'other'
+export type ErrorClass =
+  'retryable' | 'lock_timeout' | 'login' | 'unreachable' | 'timeout' | 'permission' | 'other' | 'interrupted'
 
 export interface ClassifiedError {
   kind: ErrorClass

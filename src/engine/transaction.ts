@@ -1,6 +1,13 @@
 import {performance} from 'node:perf_hooks'
 
-import type {Database, ErrorClass, Executor, TransactionLocals} from './engine.js'
+import {
+  LockWaitInterrupted,
+  type Database,
+  type ErrorClass,
+  type Executor,
+  type Statement,
+  type TransactionLocals,
+} from './engine.js'
 import {backoffDelay, defaultRetryPolicy, sleep, type RetryPolicy} from './retry.js'
 
 /** An item that could not be done: after the last retry, or for a reason no retry fixes. */
@@ -25,6 +32,11 @@ export interface WorkTransaction<O> extends Executor {
   commit(outcome: O): Promise<void>
   /** Tag the rest of this transaction anew, once the work knows what it works on. */
   setApplicationName(applicationName: string): Promise<void>
+  /**
+   * A statement that waits for a lock, given up (and the transaction rolled back, the item
+   * `interrupted`) when the work's `stop` fires while it waits; without `stop`, a plain query.
+   */
+  queryUntilStopped<Row>(statement: Statement): Promise<Row[]>
 }
 
 export interface TransactionWork<O> {
@@ -68,6 +80,15 @@ export interface TransactionWork<O> {
    * wait long uncommitted (the protocol's events: see docs/complete.md, the event-to-commit window).
    */
   lockSliceMs?: number
+  /**
+   * The run is stopping (a signal): once it fires, no new attempt and no new lock-wait slice
+   * starts, a wait through `queryUntilStopped` is cancelled on the server, and the item ends
+   * `failed` with kind `interrupted`, rolled back. A transaction past its lock wait runs on to its
+   * COMMIT or ROLLBACK. Its reason names the signal.
+   */
+  stop?: AbortSignal | undefined
+  /** What `queryUntilStopped` waits for, in the interrupted item's words (default "a lock"). */
+  waitingFor?: string
 }
 
 export interface TransactionResult<O> {
@@ -98,6 +119,14 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
     attempts,
     totalMs: performance.now() - started,
   })
+  const stop = work.stop
+  const interrupted = (during: string): Failed => ({
+    outcome: 'failed',
+    sqlstate: null,
+    message: `interrupted (${String(stop?.reason)}) ${during}: rolled back, nothing written; running the same command again takes it up`,
+    kind: 'interrupted',
+  })
+  const waiting = `while waiting for ${work.waitingFor ?? 'a lock'}`
   for (let attempt = 1; ; attempt++) {
     const attemptStarted = performance.now()
     for (;;) {
@@ -108,10 +137,19 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
         : {...work.locals, lockTimeoutMs: Math.max(1, remainingMs)}
       const step = await attemptOnce(db, work, attempt, work.lockSliceMs === undefined ? work.locals : locals)
       if ('done' in step) return done(step.done, attempt)
-      // A slice expired with budget left: roll back (done) and start again with fresh statements.
-      if (sliced && step.kind === 'lock_timeout') continue
+      if (step.kind === 'interrupted') return done({...interrupted(waiting), sqlstate: step.code}, attempt)
+      // A slice expired with budget left: roll back (done) and start again with fresh statements,
+      // unless the run is stopping: the wait was the slice's, and no new one starts.
+      if (sliced && step.kind === 'lock_timeout') {
+        if (stop?.aborted) return done(interrupted(waiting), attempt)
+        continue
+      }
       if (step.retryable && attempt < policy.maxAttempts) {
-        await sleep(backoffDelay(policy, attempt))
+        // No retry once the run is stopping, nor after a backoff the signal cut short.
+        const before = `before retrying (${step.kind === 'lock_timeout' ? 'its lock wait timed out' : step.reason})`
+        if (stop?.aborted) return done(interrupted(before), attempt)
+        await sleepUnlessStopped(backoffDelay(policy, attempt), stop)
+        if (stop?.aborted) return done(interrupted(before), attempt)
         break
       }
 
@@ -146,6 +184,7 @@ async function attemptOnce<O>(
       const decision = await work.run(
         {
           query: (statement) => tx.query(statement),
+          queryUntilStopped: (statement) => (work.stop ? tx.queryUntil(statement, work.stop) : tx.query(statement)),
           setApplicationName: (applicationName) => tx.setApplicationName(applicationName),
           async commit(outcome) {
             if (work.dryRun) throw new RollbackWith(outcome)
@@ -170,6 +209,16 @@ async function attemptOnce<O>(
   } catch (error) {
     work.settled?.()
     if (error instanceof RollbackWith) return {done: error.outcome as O}
+    // Rolled back by the handler: a wait given up for a stopping run, before any COMMIT was sent.
+    if (error instanceof LockWaitInterrupted && committing === undefined)
+      return {
+        kind: 'interrupted',
+        code: error.code,
+        reason: error.message,
+        retryable: false,
+        connectionLost: false,
+        error,
+      }
     const {kind, code, connectionLost = false} = db.classify(error)
     const reason = error instanceof Error ? error.message : String(error)
     if (committing !== undefined) return {done: await resolveLostCommit(db, work, committing, code, reason)}
@@ -184,6 +233,22 @@ async function attemptOnce<O>(
       error,
     }
   }
+}
+
+/** A backoff that ends early when the run is stopping. */
+async function sleepUnlessStopped(ms: number, stop: AbortSignal | undefined): Promise<void> {
+  if (!stop) return sleep(ms)
+  await new Promise<void>((resolve) => {
+    const wake = () => {
+      clearTimeout(timer)
+      resolve()
+    }
+    const timer = setTimeout(() => {
+      stop.removeEventListener('abort', wake)
+      resolve()
+    }, ms)
+    stop.addEventListener('abort', wake, {once: true})
+  })
 }
 
 async function resolveLostCommit<O>(

@@ -87,6 +87,12 @@ export interface ProtocolOptions {
   lockSliceMs?: number | null | undefined
   /** Where the batch sees which items wait for their row lock (the "who holds it" line). */
   lockWaits?: LockWaits | undefined
+  /**
+   * The run is stopping (a signal): no new attempt or lock-wait slice starts, a wait for the row
+   * lock is cancelled on the server and rolled back (the item `failed`, kind `interrupted`, nothing
+   * written); a transaction past the lock runs on to its COMMIT or ROLLBACK.
+   */
+  stop?: AbortSignal | undefined
 }
 
 /**
@@ -188,6 +194,8 @@ export async function runProtocol<O extends {outcome: string}, Input, Registrati
     dryRun: options.dryRun,
     retry: options.retry,
     ...(options.lockSliceMs === null ? {} : {lockSliceMs: options.lockSliceMs ?? lockWaitSliceMs}),
+    stop: options.stop,
+    waitingFor: 'the row lock',
     retryAlso: (error) => error instanceof RetryFromStart,
     unknownCommitAdvice: 'running again is safe (the recheck reports already_success if it committed)',
     beginAttempt() {
@@ -301,9 +309,13 @@ async function readCurrent(
   return store.readTaskInstance(tx, item.current, {withOutlets})
 }
 
-/** Step 3, timed: how long the row lock was waited for, and when it was granted. */
+/**
+ * Step 3, timed: how long the row lock was waited for, and when it was granted. The one statement
+ * a stopping run gives up (see ProtocolOptions.stop): before it, registration has only written
+ * what the rollback takes back; after it, the recheck and COMMIT are short and run on.
+ */
 async function lockRow<Registration, Receipt>(
-  tx: Executor,
+  tx: Pick<WorkTransaction<unknown>, 'queryUntilStopped'>,
   {db, store}: Airflow,
   context: TaskInstanceContext,
   item: Item,
@@ -314,7 +326,7 @@ async function lockRow<Registration, Receipt>(
   options.lockWaits?.waiting(context.id, formatKey(context))
   item.waitedOn.add(context.id)
   try {
-    const locked = await store.lockTaskInstance(tx, context.id)
+    const locked = await store.lockTaskInstance({query: (statement) => tx.queryUntilStopped(statement)}, context.id)
     attempt.lockedAt = performance.now()
     options.lockWaits?.done(context.id)
     item.waitedMs = 0

@@ -239,7 +239,7 @@ async function replayMissing(
   writer: ReturnType<typeof replayMissingWriter>,
   source: ItemSource,
   checkpoint: Checkpoint,
-  {shouldStop, onItem, lockWaits}: BatchHooks<ItemJson | EventItemJson, ReplayOutcomeName>,
+  {shouldStop, onItem, lockWaits, stop}: BatchHooks<ItemJson | EventItemJson, ReplayOutcomeName>,
   {
     sender: lineage,
     settings: lineageSettings,
@@ -262,6 +262,7 @@ async function replayMissing(
             statementTimeoutMs: write.statementTimeoutMs,
             dryRun: write.dryRun,
             lockWaits,
+            stop,
           })
       await checkpoint.finish(sequence, result.result.outcome !== 'failed')
       return lineage ? lineage.finish(result) : result

@@ -6,12 +6,15 @@ export interface ErrorJson {
   message: string
   /** The COMMIT was sent and the connection lost: the next run's read finds whether it committed. */
   commit_unknown?: true
+  /** A signal stopped the run while the item waited for its lock or its next attempt: rolled back, nothing written. */
+  interrupted?: true
 }
 
 export const errorJson = (failed: Failed): ErrorJson => ({
   sqlstate: failed.sqlstate ?? null,
   message: failed.message,
   ...(failed.commitUnknown ? {commit_unknown: true} : {}),
+  ...(failed.kind === 'interrupted' ? {interrupted: true} : {}),
 })
 
 export interface ItemJson {

@@ -431,10 +431,10 @@ describe('airlock complete', () => {
     expect(rows[0]!.n).toBe(40)
   })
 
-  it('SIGINT: in-flight transactions finish, the summary is printed, exit 130', async () => {
+  it('SIGINT: the item waiting for its row lock is given up (interrupted, nothing written), the summary is printed, exit 130', async () => {
     const world = await threeRunningTasks()
     const blocked = world.ti('etl', 'task_1')
-    await whileRowLocked(db.knex, blocked.id, async (holder) => {
+    await whileRowLocked(db.knex, blocked.id, async () => {
       const {child, finished} = startCli([
         'complete',
         '--database-url',
@@ -451,21 +451,27 @@ describe('airlock complete', () => {
       // Wait until the CLI is stuck on the held row (some other TIs may have completed first).
       await waitUntilAppBlocked(db.knex, `airlock:complete:${blocked.id}`)
       child.kill('SIGINT')
-      await holder.raw(`update task_instance set state = 'failed' where id = ?`, [blocked.id])
-      // Commit the holder now so the in-flight item can finish: it must see the committed state.
-      await holder.commit()
+      // The holder keeps the row until the CLI has ended: it must not wait for it.
       const {code, stdout} = await finished
       expect(code).toBe(130)
       const out = JSON.parse(stdout) as {
         status: number
-        result: {interrupted: boolean; summary: {selected: number; conflict: number; not_reached: number}}
+        result: {
+          interrupted: boolean
+          summary: {selected: number; failed: number; not_reached: number}
+          items: Array<{ti_id: string; outcome: string; error?: {interrupted?: boolean}}>
+        }
       }
       expect(out.status).toBe(130)
       expect(out.result.interrupted).toBe(true)
-      expect(out.result.summary.conflict).toBe(1)
-      expect(out.result.summary.selected).toBeLessThan(3 + 1)
+      expect(out.result.summary.failed).toBe(1)
+      expect(out.result.items.find((item) => item.ti_id === blocked.id)).toMatchObject({
+        outcome: 'failed',
+        error: {interrupted: true},
+      })
       // What was never taken is counted: the summary accounts for the whole selection.
       expect(out.result.summary.selected + out.result.summary.not_reached).toBe(3)
+      expect(await db.knex('task_instance').where({id: blocked.id}).first('state')).toEqual({state: 'running'})
     })
   })
 

@@ -242,6 +242,100 @@ describe('runTransaction', () => {
     }
   })
 
+  it('a stop while the work waits for a lock (queryUntilStopped): the wait is cancelled on the server, rolled back, interrupted, never retried', async () => {
+    const holder = await test.knex.transaction()
+    try {
+      await holder.raw('select 1 from item where id = 1 for update')
+      const stop = new AbortController()
+      let runs = 0
+      const waiting = runTransaction(db, {
+        // A lock timeout the holder outlasts: only the cancel can end this wait.
+        locals: {...locals, lockTimeoutMs: 600_000, applicationName: 'airlock:test:stopped'},
+        lockSliceMs: 300_000,
+        retry: {maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 1},
+        stop: stop.signal,
+        waitingFor: 'the row lock',
+        dryRun: false,
+        unknownCommitAdvice: '',
+        wasCommitted: never,
+        async run(tx) {
+          runs++
+          await tx.query(insert(2))
+          await tx.queryUntilStopped({text: 'select 1 from item where id = 1 for update'})
+          return {commit: 'locked'}
+        },
+      })
+      await waitUntilAppBlocked(test.knex, 'airlock:test:stopped')
+      stop.abort('SIGINT')
+      const result = await waiting
+      expect(result.result).toMatchObject({outcome: 'failed', kind: 'interrupted', sqlstate: '57014'})
+      expect((result.result as {message: string}).message).toMatch(
+        /^interrupted \(SIGINT\) while waiting for the row lock: rolled back, nothing written/,
+      )
+      expect(runs).toBe(1)
+      expect(result.attempts).toBe(1)
+      // Returned while the holder still holds the row: the wait was given up, not outlasted.
+      expect(holder.isCompleted()).toBe(false)
+    } finally {
+      await holder.rollback()
+    }
+    expect(await notes(test.knex)).toEqual([1])
+  })
+
+  it('a stop after a lock timeout: no retry starts, the item is interrupted with nothing written', async () => {
+    const holder = await test.knex.transaction()
+    try {
+      await holder.raw('select 1 from item where id = 1 for update')
+      const stop = new AbortController()
+      let runs = 0
+      const result = await runTransaction(db, {
+        locals: {...locals, lockTimeoutMs: 50},
+        retry: {maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 1},
+        stop: stop.signal,
+        dryRun: false,
+        unknownCommitAdvice: '',
+        wasCommitted: never,
+        async run(tx) {
+          runs++
+          await tx.query(insert(2))
+          // The signal lands while this attempt's wait times out: the retry it would start is not.
+          stop.abort('SIGTERM')
+          await tx.query({text: 'select 1 from item where id = 1 for update'})
+          return {commit: 'locked'}
+        },
+      })
+      expect(result.result).toMatchObject({outcome: 'failed', kind: 'interrupted'})
+      expect((result.result as {message: string}).message).toContain(
+        'interrupted (SIGTERM) before retrying (its lock wait timed out): rolled back, nothing written',
+      )
+      expect(runs).toBe(1)
+    } finally {
+      await holder.rollback()
+    }
+    expect(await notes(test.knex)).toEqual([1])
+  })
+
+  it('a stop once the lock is granted cancels nothing: the transaction goes on to its COMMIT', async () => {
+    const stop = new AbortController()
+    const result = await runTransaction(db, {
+      locals,
+      stop: stop.signal,
+      dryRun: false,
+      unknownCommitAdvice: '',
+      wasCommitted: never,
+      async run(tx) {
+        await tx.queryUntilStopped({text: 'select 1 from item where id = 1 for update'})
+        stop.abort('SIGINT')
+        // Past the lock: the recheck and the write run on, whatever the signal.
+        await tx.query({text: 'select pg_sleep(0.05)'})
+        await tx.query(insert(2))
+        return {commit: 'locked'}
+      },
+    })
+    expect(result.result).toBe('locked')
+    expect(await notes(test.knex)).toEqual([1, 2])
+  })
+
   it('retries what the writer calls retryable, from the first statement', async () => {
     let runs = 0
     const result = await runTransaction(db, {

@@ -3,6 +3,7 @@ import os from 'node:os'
 import type {Knex} from 'knex'
 
 import {
+  LockWaitInterrupted,
   readLimits,
   writeTransactionIdleLimitMs,
   type Database,
@@ -47,6 +48,12 @@ interface PgClient {
   escapeLiteral(value: string): string
   /** node-postgres's public end(): knex's pool discards a client that ended (its 'end' listener). */
   end(): Promise<void>
+  /**
+   * The backend's pid, from the server's BackendKeyData at connect (node-postgres keeps it on the
+   * client, beside the cancel key; it has no cancel call of its own on a client). Behind a
+   * connection pooler it names the pooler's session, not a backend: see cancelLockWait.
+   */
+  processID?: number | null
 }
 
 /**
@@ -137,6 +144,53 @@ function beginEvent(locals: TransactionLocals): string {
   return `begin read committed (lock_timeout ${Math.trunc(locals.lockTimeoutMs)}ms, statement_timeout ${Math.trunc(locals.statementTimeoutMs)}ms, idle_in_transaction_session_timeout ${Math.trunc(idleMs)}ms, ${locals.genericPlans ? 'plan_cache_mode force_generic_plan, ' : ''}application_name ${truncateUtf8(locals.applicationName, 63)})`
 }
 
+/**
+ * Cancels backend `pid`'s statement `text` while, and only while, it waits for a lock
+ * (pg_cancel_backend: the server answers the wait with 57014, and the transaction is rolled back by
+ * its owner). Run from another pooled connection, as the waiting one is busy. The conditions are
+ * read in the same statement as the cancel: a wait that was granted meanwhile (the statement
+ * returned, or the transaction went on to its recheck or COMMIT) is never cancelled, and behind a
+ * connection pooler, whose pids are not the server's, nothing is; the wait then ends at its
+ * lock-wait slice, since no new one starts. Cancelling one's own role's backends needs no
+ * privilege.
+ */
+const cancelLockWaitStatement: Statement = {
+  text: `select pg_cancel_backend(pid) as cancelled
+           from pg_stat_activity
+          where pid = $1 and state = 'active' and wait_event_type = 'Lock' and left($2, length(query)) = query`,
+}
+
+/**
+ * Transaction.queryUntil: the statement, and when `stop` fires while it runs, cancelLockWait on
+ * another connection (`cancel`). Awaited before returning, so a cancel never reaches a later
+ * statement of the transaction.
+ */
+async function queryUntilStopped<Row>(
+  executor: Executor,
+  client: PgClient,
+  statement: Statement,
+  stop: AbortSignal,
+  cancel: (values: [number, string]) => Promise<void>,
+): Promise<Row[]> {
+  if (stop.aborted) throw new LockWaitInterrupted(null)
+  let cancelling: Promise<unknown> | undefined
+  const onStop = () => {
+    const pid = client.processID
+    if (typeof pid === 'number') cancelling = cancel([pid, statement.text]).catch(() => undefined)
+  }
+  stop.addEventListener('abort', onStop, {once: true})
+  try {
+    return await executor.query<Row>(statement)
+  } catch (error) {
+    if (cancelling && sqlStateOf(error) === SqlState.queryCanceled)
+      throw new LockWaitInterrupted(SqlState.queryCanceled)
+    throw error
+  } finally {
+    stop.removeEventListener('abort', onStop)
+    await cancelling
+  }
+}
+
 function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database {
   // knex types its client loosely; these two calls are its documented pool interface.
   const pool = knex.client as {
@@ -187,6 +241,15 @@ function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database 
               `set local application_name ${name}`,
             )
           },
+          queryUntil: (statement, stop) =>
+            queryUntilStopped(executor, client, statement, stop, async (values) => {
+              const other = await acquire()
+              try {
+                await executorOn(other, log).query({...cancelLockWaitStatement, values})
+              } finally {
+                await release(other)
+              }
+            }),
         }
         const result = await work(tx)
         if (!state.committed) {

@@ -11,7 +11,11 @@ export const SqlState = {
   deadlockDetected: '40P01',
   /** lock_timeout expired while waiting for a row lock; retry, then report the item as failed. */
   lockNotAvailable: '55P03',
-  /** statement_timeout expired (or the query was cancelled); not retried: the statement is too slow. */
+  /**
+   * statement_timeout expired, or the query was cancelled; not retried: the statement is too slow.
+   * Also what airlock's own cancel of a lock wait gets when a run stops on a signal
+   * (Transaction.queryUntil), which reads it as interrupted, not as a timeout.
+   */
   queryCanceled: '57014',
   /** idle_in_transaction_session_timeout ended the session between statements. */
   idleInTransactionTimeout: '25P03',
