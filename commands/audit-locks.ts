@@ -99,7 +99,12 @@ task_instance locks is older than --crit-idle. --fail-on makes such findings exi
     }
     if (flags.watch && (!this.interactiveStdout || this.outputMode !== 'human'))
       throw usageError('--watch needs a terminal; use --samples and --interval for a report.')
-    const {db} = await this.openDatabase(flags, {verb: 'audit-locks', poolSize: 1, idleInTransactionTimeoutMs: null})
+    const {db} = await this.openDatabase(flags, {
+      verb: 'audit-locks',
+      poolSize: 1,
+      idleInTransactionTimeoutMs: null,
+      limitsAfterConnect: true,
+    })
     // pgrowlocks reads the whole task_instance table: once per report, not once per refresh.
     const options = {samples: flags.samples, intervalMs, thresholds, readRowLocks: !flags.watch}
     let audit = await auditLocks(db, options)

@@ -33,7 +33,11 @@ writer needs (the verdict says which commands still work).`)
 
   protected async execute(): Promise<CommandOutcome<DoctorReport>> {
     const {flags} = await this.parse(Doctor)
-    const {db, target, source} = await this.openDatabase(flags, {verb: 'doctor', idleInTransactionTimeoutMs: null})
+    const {db, target, source} = await this.openDatabase(flags, {
+      verb: 'doctor',
+      idleInTransactionTimeoutMs: null,
+      limitsAfterConnect: true,
+    })
     const {report, exit} = await runDoctor(db, {target, source}, {assumeVersion: flags['assume-version']})
     for (const setting of report.settings)
       if (setting.level === 'warning' && setting.advice) this.recordWarning(`${setting.name}: ${setting.advice}`)

@@ -69,8 +69,8 @@ export function renderDoctor(report: DoctorReport, width?: number): string {
 
   sections.push(
     renderTable(
-      ['setting', 'value', 'source', 'status'],
-      report.settings.map((s) => [s.name, s.value, s.source, s.level]),
+      ['setting', 'value', 'source', 'status', "airlock's own session"],
+      report.settings.map((s) => [s.name, s.value, s.source, s.level, s.airlockSession ?? '']),
       {width},
     ),
   )

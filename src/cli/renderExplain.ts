@@ -70,6 +70,8 @@ function leafLine(leaf: LeafJson, now: Date): string {
       return `✓ ${leaf.leaf}: queued${leaf.since ? ` ${short(leaf.since)}` : ''}${leaf.event ? ` by event ${describe(leaf.event)}` : ''}`
     case 'unresolved':
       return `✗ ${leaf.leaf}: no active asset answers it (the scheduler counts it false)`
+    case 'inactive':
+      return `✗ ${leaf.leaf}: inactive (no asset_active row): no task outlet emits for it until a DAG declares the asset again${leaf.last_event ? `; last event ${describe(leaf.last_event)}, ${ago(new Date(leaf.last_event.timestamp), now)}` : ''}`
     case 'missing':
       return `✗ ${leaf.leaf}: missing${leaf.last_event ? `; last event ${describe(leaf.last_event)}, ${ago(new Date(leaf.last_event.timestamp), now)}` : '; never had an event'}`
   }

@@ -105,7 +105,7 @@ export function renderLockAudit(audit: LockAudit, width?: number): string {
   }
 
   parts.push(
-    `Settings: ${audit.settings.map((x) => `${x.name}=${x.value}`).join(', ')}; deadlocks ${audit.deadlocks.total} (+${audit.deadlocks.delta} in the window).`,
+    `Settings (the server's, for every other session): ${audit.settings.map((x) => `${x.name}=${x.value}`).join(', ')}; deadlocks ${audit.deadlocks.total} (+${audit.deadlocks.delta} in the window).`,
   )
   parts.push(
     audit.findings.length === 0

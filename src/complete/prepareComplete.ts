@@ -12,6 +12,8 @@ import {openItemSource, type ItemSource, type SelectionRequest} from '../selecti
 import type {SelectionBreakdown} from '../selection/selection.js'
 import type {WorkItem} from '../selection/workItem.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
+import {usageError} from '../errors.js'
+import type {NamedAsset} from '../selection/inputFile.js'
 import type {LineageStore} from '../store/families/lineage.js'
 import type {SelectionStore} from '../store/families/selection.js'
 import {completeOutcomes, completeWriter, type CompleteSettings, type CompleteStore} from './completeWriter.js'
@@ -39,6 +41,7 @@ export async function prepareComplete(
   request: CompleteRequest,
 ): Promise<PreparedBatch<ItemJson, CompleteOutcomeName>> {
   const source = 'items' in request.selection ? request.selection : await openItemSource(airflow, request.selection)
+  await requireNamedAssets(airflow, source.namedAssets ?? [])
   const {continueRun, ...settings} = request.settings
   const writer = completeWriter(airflow.store, {
     ...settings,
@@ -96,6 +99,45 @@ export async function prepareComplete(
       return {tally, interrupted, lost, lineage: await lineageReport(lineage, request.lineage)}
     },
   }
+}
+
+/**
+ * An outlet_events entry that names no asset at all is a typo: refused (exit 2) naming the line
+ * and the asset, before the first item is written, rather than a warning per item and a
+ * completion without the event the operator asked for. A string must match an asset's name or
+ * uri (an alias's target exactly one, as aliasEmissions requires again per item); `{name, uri}`
+ * an asset with both, but for an alias's target, which the emission may create (Airflow 3.1.5+
+ * `register_asset_changes_in_db` creates it). An asset that exists but is not an active outlet of
+ * the task stays a warning per item: Airflow ignores the extra it was given, as
+ * `register_asset_changes_in_db` (airflow-core/src/airflow/models/taskinstance.py, 3.0) reads
+ * `asset_event_extras` only for the task's own outlets.
+ */
+async function requireNamedAssets(
+  airflow: AirflowDatabase<CompleteStore>,
+  named: readonly NamedAsset[],
+): Promise<void> {
+  const checked = named.filter((n) => typeof n.asset === 'string' || !n.throughAlias)
+  if (checked.length === 0) return
+  const strings = [...new Set(checked.map((n) => (typeof n.asset === 'string' ? n.asset : n.asset.name)))]
+  const found = await airflow.store.findAssetsByNameOrUri(airflow.db.executor, strings)
+  const problems = checked.flatMap(({asset, throughAlias, where}) => {
+    if (typeof asset === 'string') {
+      const matches = found.get(asset) ?? []
+      if (matches.length === 0)
+        return [`${where}: outlet_events name asset ${JSON.stringify(asset)}, which matches no asset (by name or uri)`]
+      if (throughAlias && matches.length > 1)
+        return [
+          `${where}: outlet_events name ${JSON.stringify(asset)} as an alias's target, which matches ${matches.length} assets`,
+        ]
+      return []
+    }
+    const exists = (found.get(asset.name) ?? []).some((a) => a.name === asset.name && a.uri === asset.uri)
+    return exists ? [] : [`${where}: outlet_events name asset ${asset.name} (${asset.uri}), which does not exist`]
+  })
+  if (problems.length === 0) return
+  throw usageError(`${problems.join('; ')}; nothing written.`, [
+    'Check the asset names (airlock does not guess): a string is an existing asset\'s name or uri; name an alias target that may not exist yet as {"name": …, "uri": …} with "alias".',
+  ])
 }
 
 /**

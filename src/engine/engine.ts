@@ -138,6 +138,14 @@ export interface OpenOptions {
   lockTimeoutMs?: number
   /** statement_timeout of statements outside write transactions (default readLimits). */
   statementTimeoutMs?: number
+  /**
+   * Apply lock_timeout and statement_timeout with SET once connected rather than in the startup
+   * packet: a startup option becomes the session's reset value, so pg_settings.reset_val would
+   * show airlock's own limits instead of what the server gives every other session (Airflow's).
+   * For the reports that show the server's settings (doctor, audit-locks); one round trip more
+   * per connection.
+   */
+  limitsAfterConnect?: boolean
   /** Every transaction of the session read-only (default_transaction_read_only): a plan writes nothing, by the server's word. */
   readOnly?: boolean
   /** Where the engine says something the operator should know about the connection (an ignored password file). */

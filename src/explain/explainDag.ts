@@ -29,7 +29,15 @@ import {exclusionsOf, maxRunsFlagReason, type ExclusionBlock} from '../protocol/
  */
 export type Verdict = 'will_run' | 'waiting' | 'blocked' | 'not_asset_scheduled'
 
-export type ExplainBlock = ExclusionBlock
+/**
+ * `inactive_assets`: the condition cannot hold without an asset that has no asset_active row, and
+ * no task outlet registers an event for one: `register_asset_changes_in_db`
+ * (airflow-core/src/airflow/models/taskinstance.py) selects outlets `AssetModel.active.has()` and
+ * skips (3.2+) or fails on the rest. Only an alias emission or an event posted through Airflow's
+ * API reaches it (`AssetManager.register_asset_change` warns "Emitting event for inactive
+ * AssetModel" and writes), so it holds until a DAG declares the asset again.
+ */
+export type ExplainBlock = ExclusionBlock | 'inactive_assets'
 
 export const findingKinds = ['stuck', 'duplicate_run', 'orphan_queue', 'duplicate_partition_run'] as const
 export type FindingKind = (typeof findingKinds)[number]
@@ -44,8 +52,12 @@ export interface EventJson {
 export interface LeafJson {
   leaf: string
   kind: 'asset' | 'ref' | 'alias'
-  /** unresolved: an Asset.ref no active asset answers, so the scheduler counts it false. */
-  state: 'queued' | 'missing' | 'unresolved'
+  /**
+   * unresolved: an Asset.ref no active asset answers, so the scheduler counts it false;
+   * inactive: an asset with no asset_active row, which no task outlet emits for until a DAG
+   * declares it again.
+   */
+  state: 'queued' | 'missing' | 'unresolved' | 'inactive'
   /** queued: when its queue row was written, and the event that wrote it. */
   since?: string
   event?: EventJson | null
@@ -229,8 +241,18 @@ function explainDag(
   const queue = queuedAssets(rows, context)
   const isMet = queuedLeaf(queue)
   const result = evaluateTree(tree, isMet)
-  const {always, blocked} = exclusionsOf(dag, result.met)
-  const reason = blockReason(dag, blocked, always)
+  const exclusions = exclusionsOf(dag, result.met)
+  const {always} = exclusions
+  const inactive = result.met ? [] : inactiveLeaves(tree, isMet, context)
+  const blocked: ExplainBlock | undefined =
+    exclusions.blocked ??
+    (inactive.length > 0 && !evaluateTree(tree, (leaf) => isMet(leaf) || !inactive.includes(leaf)).met
+      ? 'inactive_assets'
+      : undefined)
+  const reason =
+    blocked === 'inactive_assets'
+      ? `its condition needs inactive asset${inactive.length > 1 ? 's' : ''} ${inactive.map((l) => l.label).join(', ')}: no task outlet emits an event for an inactive asset (only an alias emission or an event posted through Airflow's API would), until a DAG declares it again`
+      : blockReason(dag, blocked, always)
   const metSince = result.met ? metSinceOf(tree, rows, context) : undefined
   if (metSince && options.now.getTime() - metSince.getTime() > options.stuckAfterMs) {
     findings.unshift({
@@ -247,6 +269,17 @@ function explainDag(
     ...(metSince ? {met_since: metSince.toISOString()} : {}),
     findings,
   }
+}
+
+/** The unqueued asset leaves whose asset exists but is inactive (no asset_active row). */
+function inactiveLeaves(
+  tree: ConditionTree,
+  isMet: (leaf: ConditionLeaf) => boolean,
+  context: PageContext,
+): ConditionLeaf[] {
+  return leavesOf(tree).filter(
+    (leaf) => leaf.kind === 'asset' && !isMet(leaf) && context.byKey.get(leaf.name)?.get(leaf.uri)?.active === false,
+  )
 }
 
 /** What a block means for this DAG now, in words. */
@@ -336,6 +369,8 @@ function leafJson(leaf: ConditionLeaf, met: boolean, rows: ExplainDag['queue'], 
     return {leaf: leaf.label, kind: leaf.kind, state: 'queued', ...(row ? rowEvidence(row) : {})}
   }
   if (leaf.kind === 'ref' && !asset) return {leaf: leaf.label, kind: 'ref', state: 'unresolved', last_event: null}
+  if (leaf.kind === 'asset' && asset && !asset.active)
+    return {leaf: leaf.label, kind: 'asset', state: 'inactive', last_event: eventJson(asset.lastEvent)}
   return {leaf: leaf.label, kind: leaf.kind, state: 'missing', last_event: eventJson(asset?.lastEvent ?? null)}
 }
 

@@ -15,19 +15,28 @@ export const lockSettingNames = [
 
 export interface SettingReport {
   name: string
+  /** What every other session (Airflow's) gets: the server's value for this role and database. */
   value: string
   source: string
+  /** airlock's own session value where it differs (its read limits), labelled so; never the server's. */
+  airlockSession: string | null
   level: 'ok' | 'advice' | 'warning'
   advice: string | null
 }
 
-export function displayValue(setting: ServerSetting): string {
+export function displayValue(setting: Pick<ServerSetting, 'setting' | 'unit'>): string {
   if (setting.setting === '0' && setting.unit) return '0 (disabled)'
   return setting.unit && setting.unit !== '' ? `${setting.setting}${setting.unit}` : setting.setting
 }
 
 export function adviseOn(setting: ServerSetting): SettingReport {
-  const base = {name: setting.name, value: displayValue(setting), source: setting.source}
+  const base = {
+    name: setting.name,
+    value: displayValue(setting),
+    source: setting.source,
+    airlockSession:
+      setting.sessionSetting === null ? null : displayValue({setting: setting.sessionSetting, unit: setting.unit}),
+  }
   const off = setting.setting === '0'
   switch (setting.name) {
     case 'idle_in_transaction_session_timeout': {

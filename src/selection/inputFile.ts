@@ -146,6 +146,16 @@ const inputKeys = ['ti_id', 'dag_id', 'run_id', 'task_id', 'map_index', 'outlet_
 export interface InputFile {
   count: number
   items(): AsyncGenerator<WorkItem>
+  /** Each asset the outlet_events name, once, with the first line naming it: checked before anything is written. */
+  namedAssets: NamedAsset[]
+}
+
+/** An asset an outlet_events entry names, and the first line that names it so. */
+export interface NamedAsset {
+  asset: OutletEventInput['asset']
+  /** Named as an alias's target (which may be created), rather than as an outlet of the task. */
+  throughAlias: boolean
+  where: string
 }
 
 /**
@@ -165,8 +175,14 @@ export async function openInputFile(
   const firstLine = new Map<string, number>()
   const kept: WorkItem[] = []
   let count = 0
+  const named = new Map<string, NamedAsset>()
   for await (const {text, line} of checkedLines(path, name)) {
     const item = parseInputLine(text, line, source)
+    for (const entry of item.outletEvents) {
+      const asset = typeof entry.asset === 'string' ? entry.asset : {name: entry.asset.name, uri: entry.asset.uri}
+      const key = JSON.stringify([asset, Boolean(entry.alias)])
+      if (!named.has(key)) named.set(key, {asset, throughAlias: Boolean(entry.alias), where: `${source} line ${line}`})
+    }
     const key = describeRef(item.ref)
     const first = firstLine.get(key)
     if (first !== undefined) {
@@ -181,6 +197,7 @@ export async function openInputFile(
 
   return {
     count,
+    namedAssets: [...named.values()],
     async *items() {
       if (path === '-') {
         yield* kept

@@ -3,7 +3,7 @@ import {retryingReads} from '../engine/retry.js'
 import {AirlockError, usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
-import {openInputFile} from './inputFile.js'
+import {openInputFile, type NamedAsset} from './inputFile.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {
   pagesFrom,
@@ -40,6 +40,8 @@ export interface ItemSource {
   explicit: boolean
   /** A filter selection's runs and states, for the operator to check before it is written. */
   breakdown?: SelectionBreakdown
+  /** The assets an input file's outlet_events name (see InputFile), for the writer to check first. */
+  namedAssets?: NamedAsset[]
 }
 
 /** Whether any filter flag narrows the selection (as opposed to naming task instances one by one). */
@@ -108,7 +110,13 @@ export async function openItemSource(
         `${fromFile === '-' ? 'standard input' : fromFile} holds no task instance (empty, or blank lines only): nothing to do`,
       )
     const limit = filter.limit ?? Number.POSITIVE_INFINITY
-    return {count: Math.min(file.count, limit), explicit: true, items: take(file.items(), limit), warnings}
+    return {
+      count: Math.min(file.count, limit),
+      explicit: true,
+      items: take(file.items(), limit),
+      warnings,
+      namedAssets: file.namedAssets,
+    }
   }
 
   const {db, store} = airflow

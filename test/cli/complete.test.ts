@@ -281,6 +281,49 @@ describe('airlock complete', () => {
     await fs.rm(dir, {recursive: true, force: true})
   })
 
+  it('--from-file: outlet_events naming no asset is exit 2 naming the line and the asset, before any item is written', async () => {
+    const world = await threeRunningTasks()
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-typo-asset-'))
+    try {
+      const a = world.ti('etl', 'task_1')
+      const b = world.ti('etl', 'task_2')
+      const key = (ti: typeof a) => ({dag_id: ti.dag_id, run_id: ti.run_id, task_id: ti.task_id})
+      const lines = [
+        // A good line first: validating up front means it is not written either.
+        JSON.stringify(key(a)),
+        JSON.stringify({...key(b), outlet_events: [{asset: 'nope.asset'}]}),
+      ]
+      const file = path.join(dir, 'typo.ndjson')
+      await fs.writeFile(file, lines.join('\n') + '\n')
+      const footprint = await writeFootprint(db.knex)
+      for (const mode of [['--yes'], ['--dry-run'], ['--plan']]) {
+        const refused = await complete('--from-file', file, ...mode, '--json')
+        expect(refused.code).toBe(2)
+        const message = (envelope(refused) as {error: {message: string}}).error.message
+        expect(message).toContain(`${file} line 2`)
+        expect(message).toContain('"nope.asset"')
+        expect(message).toContain('nothing written')
+      }
+      expect(await writeFootprint(db.knex)).toEqual(footprint)
+
+      // {name, uri} naming no asset is refused the same way; an existing asset that is not an
+      // outlet of the task stays a warning (Airflow ignores the extra given for it).
+      await fs.writeFile(
+        file,
+        JSON.stringify({...key(b), outlet_events: [{asset: {name: 'etl.task_2.out_1', uri: 'wrong://uri'}}]}) + '\n',
+      )
+      expect((await complete('--from-file', file, '--yes')).code).toBe(2)
+      await fs.writeFile(file, JSON.stringify({...key(b), outlet_events: [{asset: 'etl.task_1.out_1'}]}) + '\n')
+      const other = await complete('--from-file', file, '--yes', '--json')
+      expect(other.code).toBe(0)
+      expect(envelope(other).warnings).toEqual(
+        expect.arrayContaining([expect.stringContaining('etl.task_1.out_1, which is not an active outlet')]),
+      )
+    } finally {
+      await fs.rm(dir, {recursive: true, force: true})
+    }
+  })
+
   it('an empty --from-file (0 bytes, blank lines, empty stdin) is exit 0 with a warning naming the file', async () => {
     await threeRunningTasks()
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-empty-input-'))

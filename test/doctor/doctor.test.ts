@@ -501,6 +501,49 @@ describe('airlock doctor', () => {
     }
   })
 
+  it("shows the server's lock settings, what Airflow's sessions get, not airlock's own session limits", async () => {
+    const database = await createTestDatabase('3.0', 3)
+    databases.push(database)
+    // The server's lock_timeout stays as built (0 on a plain server); the database gets its own statement_timeout.
+    const [{lock_timeout: serverLockTimeout}] = (
+      await database.knex.raw<{rows: Array<{lock_timeout: string}>}>(
+        "select reset_val as lock_timeout from pg_settings where name = 'lock_timeout'",
+      )
+    ).rows as [{lock_timeout: string}]
+    expect(serverLockTimeout).toBe('0')
+    await database.knex.raw(`alter database ?? set statement_timeout = '7s'`, [database.name])
+
+    const checked = await runCli(['doctor', '--database-url', database.url, '--json'])
+    expect(checked.code).toBe(0)
+    const settings = (
+      envelope(checked) as {
+        result: {settings: Array<{name: string; value: string; source: string; level: string; airlockSession: string}>}
+      }
+    ).result.settings
+    const byName = new Map(settings.map((setting) => [setting.name, setting]))
+    expect(byName.get('lock_timeout')).toMatchObject({
+      value: '0 (disabled)',
+      level: 'advice',
+      airlockSession: '10000ms',
+    })
+    expect(byName.get('lock_timeout')!.source).not.toBe('client')
+    expect(byName.get('statement_timeout')).toMatchObject({
+      value: '7000ms',
+      source: 'database',
+      level: 'ok',
+      airlockSession: '300000ms',
+    })
+
+    const shown = await runCli(['doctor', '--database-url', database.url])
+    expect(shown.stdout).toMatch(/lock_timeout: Sessions wait forever for row locks/)
+
+    const audit = await runCli(['audit-locks', '--database-url', database.url, '--samples', '1', '--json'])
+    const auditSettings = (envelope(audit) as {result: {settings: Array<{name: string; value: string}>}}).result
+      .settings
+    expect(auditSettings.find((setting) => setting.name === 'lock_timeout')?.value).toBe('0 (disabled)')
+    expect(auditSettings.find((setting) => setting.name === 'statement_timeout')?.value).toBe('7000ms')
+  })
+
   it('reports a plain non-Airflow database as unsupported (exit 8) with what is missing', async () => {
     const database = await createTestDatabase('empty', 1)
     databases.push(database)

@@ -127,6 +127,23 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
     expect(dagOf(plain.report, 'plain')).toMatchObject({verdict: 'not_asset_scheduled', condition: null})
   })
 
+  it('an inactive asset is inactive, not missing, and a condition that needs it is blocked', async () => {
+    const w = await world()
+    // etl.b.out_1 loses its asset_active row (no DAG declares it any more): no outlet emits for it.
+    await db.knex('asset_active').where({name: 'etl.b.out_1'}).del()
+    await completeOne(db.knex, w.ti('etl', 'a').id)
+    const {report} = await explain('--all', '--json')
+    const both = dagOf(report, 'both')
+    expect(both).toMatchObject({verdict: 'blocked', blocked_by: 'inactive_assets', waiting_for: ['etl.b.out_1']})
+    expect(both.reason).toContain('inactive asset etl.b.out_1')
+    expect((both.condition as {all: Leaf[]}).all[1]).toMatchObject({leaf: 'etl.b.out_1', state: 'inactive'})
+    // a | b holds through a; (a | b) & c can still be met without b.
+    expect(dagOf(report, 'either')).toMatchObject({verdict: 'will_run'})
+    expect(dagOf(report, 'nested')).toMatchObject({verdict: 'waiting', waiting_for: ['etl.c.out_1']})
+    const human = await runCli(['explain', '--database-url', db.url, '--dag-id', 'both'])
+    expect(human.stdout).toContain('etl.b.out_1: inactive')
+  })
+
   it('reads like an answer for people, and --asset explains every consumer of that asset', async () => {
     const w = await world()
     await completeOne(db.knex, w.ti('etl', 'a').id)

@@ -65,6 +65,11 @@ interface PgClient {
  * a half-open connection may never confirm its end.
  */
 const brokenClients = new WeakSet<object>()
+
+/** node-postgres's callback form of query, as knex's afterCreate hands the raw client. */
+interface SimpleQueryClient {
+  query(text: string, callback: (error: Error | null) => void): void
+}
 const endWaitMs = 1000
 
 async function discard(client: PgClient): Promise<void> {
@@ -296,6 +301,10 @@ export const postgresEngine: Engine = {
     // override the object's, which would drop the password source and the session settings.
     const fromUrl = (await import('pg-connection-string')).default.parse(plainUrl)
     const knexFactory = await loadKnex()
+    const limits = [
+      `lock_timeout=${Math.trunc(options.lockTimeoutMs ?? readLimits.lockTimeoutMs)}`,
+      `statement_timeout=${Math.trunc(options.statementTimeoutMs ?? readLimits.statementTimeoutMs)}`,
+    ]
     for (const [index, encrypted] of attempts.entries()) {
       const knex = knexFactory({
         client: 'pg',
@@ -314,8 +323,7 @@ export const postgresEngine: Engine = {
           // holds a task_instance row lock for long (the incident behind this project).
           options: [
             ...(fromUrl.options ? [fromUrl.options] : []),
-            `-c lock_timeout=${Math.trunc(options.lockTimeoutMs ?? readLimits.lockTimeoutMs)}`,
-            `-c statement_timeout=${Math.trunc(options.statementTimeoutMs ?? readLimits.statementTimeoutMs)}`,
+            ...(options.limitsAfterConnect ? [] : limits.map((l) => `-c ${l}`)),
             ...(idleMs === null ? [] : [`-c idle_in_transaction_session_timeout=${idleMs}`]),
             ...(options.readOnly ? ['-c default_transaction_read_only=on'] : []),
             // No JIT: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost,
@@ -326,7 +334,22 @@ export const postgresEngine: Engine = {
           ].join(' '),
           connectionTimeoutMillis: connectTimeoutMs,
         },
-        pool: {min: 0, max: options.poolSize ?? 2, validate: (client: object) => !brokenClients.has(client)},
+        pool: {
+          min: 0,
+          max: options.poolSize ?? 2,
+          validate: (client: object) => !brokenClients.has(client),
+          ...(options.limitsAfterConnect
+            ? {
+                // knex's documented pool hook: one simple-protocol round trip, before the pool hands the client out.
+                afterCreate: (
+                  client: SimpleQueryClient,
+                  done: (error: Error | null, client: SimpleQueryClient) => void,
+                ) => {
+                  client.query(limits.map((l) => `set ${l}`).join('; '), (error) => done(error, client))
+                },
+              }
+            : {}),
+        },
         acquireConnectionTimeout: connectTimeoutMs + 2000,
         // knex prints pool errors to the console itself; airlock reports them once, classified and scrubbed.
         log: silentKnexLog,

@@ -63,9 +63,13 @@ export interface PrivilegeResult extends PrivilegeCheck {
 
 export interface ServerSetting {
   name: string
+  /** What a new session of this role on this database gets (pg_settings.reset_val). */
   setting: string
   unit: string | null
+  /** Where that value comes from (`default`, `server configuration`, `database`, `user`, `database user`, …). */
   source: string
+  /** airlock's own session value, where it set one that differs (its read limits). */
+  sessionSetting: string | null
 }
 
 /**

@@ -139,11 +139,39 @@ export const postgresCatalog: CatalogStore = {
     return checks.map((check, index) => ({...check, granted: rows[index]?.granted === true}))
   },
 
+  /**
+   * What a new session of this role on this database gets (reset_val: the value at session
+   * start), with where it comes from, and airlock's own session value beside it. The session must
+   * have set its limits with SET after connecting (OpenOptions.limitsAfterConnect): a startup
+   * option becomes the reset value, and its source `client`. pg_settings shows no source for the
+   * reset value once SET, so it is read as PostgreSQL applies it: ALTER ROLE … IN DATABASE, then
+   * ALTER ROLE, then ALTER DATABASE (pg_db_role_setting, readable by every role), else the server's
+   * configuration (postgresql.conf, ALTER SYSTEM or the command line: which one only a superuser may
+   * read), or the built-in default when the value is boot_val.
+   */
   async readSettings(ex, names): Promise<ServerSetting[]> {
     return ex.query<ServerSetting>(
-      statement('select name, setting, unit, source from pg_settings where name = any($1::text[]) order by name', [
-        [...names],
-      ]),
+      statement(
+        `select s.name, s.reset_val as setting, s.unit,
+                case when s.source <> 'session' then s.source
+                     else coalesce(r.source, case when s.reset_val = s.boot_val then 'default' else 'server configuration' end)
+                end as source,
+                case when s.source = 'session' and s.setting <> s.reset_val then s.setting end as "sessionSetting"
+           from pg_settings s
+           left join lateral (
+             select case when d.setdatabase <> 0 and d.setrole <> 0 then 'database user'
+                         when d.setrole <> 0 then 'user' else 'database' end as source
+               from pg_db_role_setting d, unnest(d.setconfig) as c(item)
+              where d.setdatabase in (0, (select oid from pg_database where datname = current_database()))
+                and d.setrole in (0, (select oid from pg_roles where rolname = session_user))
+                and split_part(c.item, '=', 1) = s.name
+              order by d.setrole <> 0 desc, d.setdatabase <> 0 desc
+              limit 1
+           ) r on true
+          where s.name = any($1::text[])
+          order by s.name`,
+        [[...names]],
+      ),
     )
   },
 
