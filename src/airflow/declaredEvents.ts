@@ -1,4 +1,4 @@
-import {tasksOf, type DeclaredOutlet} from './serializedDag.js'
+import {tasksOf, type DeclaredOutlet, type VersionDag} from './serializedDag.js'
 
 /**
  * How many events of one content a try's declared outlets call for on one asset, or why the
@@ -39,7 +39,7 @@ export function declaredEventCount(outlets: readonly DeclaredOutlet[], asset: {n
  * serialized for that version, and its outlets are not known.
  */
 export function declaredAllowance(
-  versions: ReadonlyArray<{id: string; serialized: unknown}>,
+  versions: readonly VersionDag[],
   taskId: string,
   asset: {name: string; uri: string},
 ): DeclaredAllowance {
@@ -50,6 +50,11 @@ export function declaredAllowance(
       reason: `the try's rows name ${versions.length} DAG versions (${versions.map((v) => v.id).join(', ')})`,
     }
   const [version] = versions
+  if (version!.unreadable !== undefined)
+    return {
+      known: false,
+      reason: `the serialized DAG of version ${version!.id} could not be read: ${version!.unreadable}`,
+    }
   if (version!.serialized === undefined)
     return {known: false, reason: `no serialized DAG for its DAG version ${version!.id}`}
   const task = tasksOf(version!.serialized).get(taskId)

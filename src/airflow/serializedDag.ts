@@ -1,5 +1,7 @@
 import {inflateSync} from 'node:zlib'
 
+import {unsupportedSchemaError} from '../errors.js'
+
 /**
  * A task's declared outlets as the DAG processor serialized them, per task id. Operators'
  * fields go through `BaseSerialization.serialize`
@@ -17,11 +19,41 @@ export type DeclaredOutlet =
   | {kind: 'uri_ref'; uri: string}
   | {kind: 'alias'; name: string}
 
-/** `serialized_dag.data` (JSON) or, when it is NULL, `data_compressed` (zlib, [core] compress_serialized_dags). */
+/**
+ * `serialized_dag.data` (JSON) or, when it is NULL, `data_compressed` (zlib, [core] compress_serialized_dags).
+ * A payload that is not zlib or not JSON is exit 8 naming what failed, not a bug in airlock:
+ * airlock cannot read what is stored, and Airflow could not load that DAG either. A reader that can
+ * go on without it (the audit's declared outlets) catches it and says it cannot tell.
+ */
 export function serializedDagJson(data: unknown, compressed: Buffer | null): unknown {
-  if (data !== null && data !== undefined) return typeof data === 'string' ? JSON.parse(data) : data
-  if (compressed) return JSON.parse(inflateSync(compressed).toString('utf8'))
-  return undefined
+  try {
+    if (data !== null && data !== undefined) return typeof data === 'string' ? JSON.parse(data) : data
+    if (compressed) return JSON.parse(inflateSync(compressed).toString('utf8'))
+    return undefined
+  } catch (error) {
+    throw unsupportedSchemaError(
+      `A serialized DAG could not be read (${data !== null && data !== undefined ? 'serialized_dag.data' : 'serialized_dag.data_compressed'}: ${(error as Error).message}).`,
+    )
+  }
+}
+
+/** A DAG version's serialized DAG as a reader that can say "cannot tell" takes it: unreadable, not thrown. */
+export interface VersionDag {
+  id: string
+  /** undefined: no serialized DAG stored for the version (or it could not be read). */
+  serialized: unknown
+  /** Why the stored payload could not be read. */
+  unreadable?: string
+}
+
+/** serializedDagJson of a version's row (undefined: none stored), or why it could not be read. */
+export function versionDag(id: string, row: {data: unknown; data_compressed: Buffer | null} | undefined): VersionDag {
+  if (!row) return {id, serialized: undefined}
+  try {
+    return {id, serialized: serializedDagJson(row.data, row.data_compressed)}
+  } catch (error) {
+    return {id, serialized: undefined, unreadable: (error as Error).message}
+  }
 }
 
 /** What the protocol's read needs of a task in its serialized DAG. */

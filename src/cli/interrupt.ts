@@ -1,3 +1,5 @@
+import {setMaxListeners} from 'node:events'
+
 import {AirlockError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 
@@ -34,9 +36,11 @@ export class Interrupts {
   private readonly stopping = new AbortController()
   /**
    * Fires on the first signal during a batch (its reason: the signal's name): the items in flight
-   * start no new attempt and give up their row-lock waits (BatchHooks.stop).
+   * start no new attempt and give up their row-lock waits (BatchHooks.stop). Every item in flight
+   * listens on it (its lock statement, its backoff), so it takes any number of listeners: Node's
+   * default of 10 would warn on stderr past --concurrency 10.
    */
-  readonly stop: AbortSignal = this.stopping.signal
+  readonly stop: AbortSignal = withoutListenerLimit(this.stopping.signal)
   private batch: {onSecond: () => void; onFirst?: ((signal: string) => void) | undefined} | undefined
   private rejectSetup!: (error: Error) => void
   private disposed = false
@@ -112,4 +116,9 @@ export class Interrupts {
     process.off('SIGINT', this.handler)
     process.off('SIGTERM', this.handler)
   }
+}
+
+function withoutListenerLimit(signal: AbortSignal): AbortSignal {
+  setMaxListeners(0, signal)
+  return signal
 }

@@ -71,7 +71,7 @@ function leafLine(leaf: LeafJson, now: Date): string {
     case 'unresolved':
       return `✗ ${leaf.leaf}: no active asset answers it (the scheduler counts it false)`
     case 'inactive':
-      return `✗ ${leaf.leaf}: inactive (no asset_active row): no task outlet emits for it until a DAG declares the asset again${leaf.last_event ? `; last event ${describe(leaf.last_event)}, ${ago(new Date(leaf.last_event.timestamp), now)}` : ''}`
+      return `✗ ${leaf.leaf}: inactive (no asset_active row: no DAG references it, or its name or uri clashes with an active asset): no task outlet emits for it until it is active again${leaf.last_event ? `; last event ${describe(leaf.last_event)}, ${ago(new Date(leaf.last_event.timestamp), now)}` : ''}`
     case 'missing':
       return `✗ ${leaf.leaf}: missing${leaf.last_event ? `; last event ${describe(leaf.last_event)}, ${ago(new Date(leaf.last_event.timestamp), now)}` : '; never had an event'}`
   }

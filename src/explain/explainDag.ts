@@ -35,7 +35,9 @@ export type Verdict = 'will_run' | 'waiting' | 'blocked' | 'not_asset_scheduled'
  * (airflow-core/src/airflow/models/taskinstance.py) selects outlets `AssetModel.active.has()` and
  * skips (3.2+) or fails on the rest. Only an alias emission or an event posted through Airflow's
  * API reaches it (`AssetManager.register_asset_change` warns "Emitting event for inactive
- * AssetModel" and writes), so it holds until a DAG declares the asset again.
+ * AssetModel" and writes). An asset is inactive when no DAG references it, or when its name or uri
+ * clashes with an active asset (`activate_assets_if_possible`); the scheduler's orphanage pass can
+ * activate it again.
  */
 export type ExplainBlock = ExclusionBlock | 'inactive_assets'
 
@@ -54,8 +56,8 @@ export interface LeafJson {
   kind: 'asset' | 'ref' | 'alias'
   /**
    * unresolved: an Asset.ref no active asset answers, so the scheduler counts it false;
-   * inactive: an asset with no asset_active row, which no task outlet emits for until a DAG
-   * declares it again.
+   * inactive: an asset with no asset_active row, which no task outlet emits for until it is
+   * active again.
    */
   state: 'queued' | 'missing' | 'unresolved' | 'inactive'
   /** queued: when its queue row was written, and the event that wrote it. */
@@ -251,7 +253,7 @@ function explainDag(
       : undefined)
   const reason =
     blocked === 'inactive_assets'
-      ? `its condition needs inactive asset${inactive.length > 1 ? 's' : ''} ${inactive.map((l) => l.label).join(', ')}: no task outlet emits an event for an inactive asset (only an alias emission or an event posted through Airflow's API would), until a DAG declares it again`
+      ? `its condition needs inactive asset${inactive.length > 1 ? 's' : ''} ${inactive.map((l) => l.label).join(', ')}: no task outlet emits an event for an inactive asset (only an alias emission or an event posted through Airflow's API would), until the scheduler activates it again (an asset is inactive when no DAG references it, or its name or uri clashes with an active asset)`
       : blockReason(dag, blocked, always)
   const metSince = result.met ? metSinceOf(tree, rows, context) : undefined
   if (metSince && options.now.getTime() - metSince.getTime() > options.stuckAfterMs) {

@@ -8,6 +8,7 @@ import {
   type AirflowSchema,
   type Capabilities,
   type SchemaCheck,
+  type SchemaShape,
 } from '../airflow/schema.js'
 import {
   assumedPlacement,
@@ -30,7 +31,13 @@ import {
   type AirflowOption,
   type AirflowSetting,
 } from '../airflow/config.js'
-import {newerReleaseOf, newerReleaseOfLine, newerReleaseReason, newerReleases} from '../airflow/newerReleases.js'
+import {
+  newerReleaseOf,
+  newerReleaseOfLine,
+  newerReleaseReason,
+  newerReleases,
+  type NewerReleaseMigration,
+} from '../airflow/newerReleases.js'
 import {unplacedRevisions} from '../airflow/unplacedRevisions.js'
 import type {Database} from '../engine/engine.js'
 import {doctorAction, unsupportedSchemaError, usageError} from '../errors.js'
@@ -55,6 +62,65 @@ export interface SchemaCheckOptions {
 export async function checkAirflowSchema(db: Database, options: SchemaCheckOptions = {}): Promise<SchemaCheck> {
   const catalog = catalogFor(db)
   const heads = await catalog.readAlembicHeads(db.executor)
+  const refused = refusedByHead(heads)
+  if (refused) return refused
+  const alembicHead = heads![0]!
+  const newer = newerReleaseOf(alembicHead)
+
+  const shape = await catalog.readSchemaShape(db.executor, [...Object.keys(requiredColumns), ...optionalTables])
+  const marked = markedAsNewer(alembicHead, newer, shape)
+  if (marked) return marked
+  const orNewer = (reason: string) =>
+    newer === undefined
+      ? reason
+      : `${reason}. ${alembicHead} is also a migration of Airflow ${newer.release.version} (released ${newer.release.date}); ` +
+        `if this is an upgrade to it that stopped part-way, this airlock does not support ${newer.release.version} yet`
+  const missing = missingColumns(shape)
+  if (missing.length > 0) {
+    return {
+      supported: false,
+      alembicHead,
+      reason: orNewer(`the schema lacks what airlock reads and writes: ${missing.join(', ')}`),
+      missing,
+    }
+  }
+
+  const keys = await catalog.readPrimaryKeys(db.executor, ['asset_dag_run_queue'])
+  const mismatchesAt = (placement: Placement) => shapeMismatches(shape, keys, placement.applied, versionOfRevision)
+  const placed = placeOnGraph(alembicHead, options.assumeVersion, mismatchesAt)
+  if ('reason' in placed) {
+    return {supported: false, alembicHead, reason: orNewer(placed.reason), missing: placed.missing}
+  }
+
+  const {placement} = placed
+  const detected = detectCapabilities(shape)
+  // Airflow's own settings decide these, read only where the release has them.
+  const settings = {
+    multiTeam: detected.multiTeam ? airflowSetting(multiTeamOption) : null,
+    clearStateOnSuccess: detected.taskStateTable ? airflowSetting(clearStateOnSuccessOption) : null,
+    workerStateBackend: detected.taskStateTable ? airflowConfig(() => readWorkerStateBackend() ?? null) : null,
+  }
+  const capabilities: Capabilities = {
+    ...detected,
+    ...releaseBehaviour(placement.version),
+    teamFilter: settings.multiTeam?.value ?? false,
+    clearTaskStateOnSuccess: settings.clearStateOnSuccess?.value ?? false,
+  }
+  return {
+    supported: true,
+    schema: {
+      alembicHead,
+      airflowVersion: placement.release,
+      behaviourVersion: placement.version,
+      placement: placement.kind,
+      capabilities,
+      settings,
+    },
+  }
+}
+
+/** What the alembic head alone refuses, before any table is read: no head, several, or one airlock knows it cannot read. */
+function refusedByHead(heads: string[] | undefined): Extract<SchemaCheck, {supported: false}> | undefined {
   if (heads === undefined) {
     return {
       supported: false,
@@ -107,7 +173,18 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
     }
   }
 
-  const shape = await catalog.readSchemaShape(db.executor, [...Object.keys(requiredColumns), ...optionalTables])
+  return undefined
+}
+
+/**
+ * A newer release's marker column in the tables: refused as that release's, for a head in its
+ * chain that is also on airlock's graph (ee86eed19e24), or a head airlock does not know at all.
+ */
+function markedAsNewer(
+  alembicHead: string,
+  newer: NewerReleaseMigration | undefined,
+  shape: SchemaShape,
+): Extract<SchemaCheck, {supported: false}> | undefined {
   // A head on both airlock's graph and a newer release's chain (ee86eed19e24): the release's
   // marker column says the tables are the release's; without it a mismatch may still be a stopped
   // upgrade to the release, and the refusal says so rather than claiming it.
@@ -126,53 +203,7 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
       missing: [],
     }
   }
-  const orNewer = (reason: string) =>
-    newer === undefined
-      ? reason
-      : `${reason}. ${alembicHead} is also a migration of Airflow ${newer.release.version} (released ${newer.release.date}); ` +
-        `if this is an upgrade to it that stopped part-way, this airlock does not support ${newer.release.version} yet`
-  const missing = missingColumns(shape)
-  if (missing.length > 0) {
-    return {
-      supported: false,
-      alembicHead,
-      reason: orNewer(`the schema lacks what airlock reads and writes: ${missing.join(', ')}`),
-      missing,
-    }
-  }
-
-  const keys = await catalog.readPrimaryKeys(db.executor, ['asset_dag_run_queue'])
-  const mismatchesAt = (placement: Placement) => shapeMismatches(shape, keys, placement.applied, versionOfRevision)
-  const placed = placeOnGraph(alembicHead, options.assumeVersion, mismatchesAt)
-  if ('reason' in placed) {
-    return {supported: false, alembicHead, reason: orNewer(placed.reason), missing: placed.missing}
-  }
-
-  const {placement} = placed
-  const detected = detectCapabilities(shape)
-  // Airflow's own settings decide these, read only where the release has them.
-  const settings = {
-    multiTeam: detected.multiTeam ? airflowSetting(multiTeamOption) : null,
-    clearStateOnSuccess: detected.taskStateTable ? airflowSetting(clearStateOnSuccessOption) : null,
-    workerStateBackend: detected.taskStateTable ? airflowConfig(() => readWorkerStateBackend() ?? null) : null,
-  }
-  const capabilities: Capabilities = {
-    ...detected,
-    ...releaseBehaviour(placement.version),
-    teamFilter: settings.multiTeam?.value ?? false,
-    clearTaskStateOnSuccess: settings.clearStateOnSuccess?.value ?? false,
-  }
-  return {
-    supported: true,
-    schema: {
-      alembicHead,
-      airflowVersion: placement.release,
-      behaviourVersion: placement.version,
-      placement: placement.kind,
-      capabilities,
-      settings,
-    },
-  }
+  return undefined
 }
 
 /** An Airflow setting, or exit 2 naming the value Airflow itself would refuse. */

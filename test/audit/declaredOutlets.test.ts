@@ -112,6 +112,25 @@ describe('an asset declared directly and by Asset.ref gets one event per declara
     expect(await eventsOf(db.knex, target)).toHaveLength(2)
   })
 
+  it('a serialized DAG that cannot be read (not zlib): duplicate_unknown saying why, not a failure of the audit', async () => {
+    await db.knex.raw('truncate asset_event, log, asset_dag_run_queue cascade')
+    const world = await scenario(db.knex).producer('etl6', {outlets: 1, state: 'success', emitted: true}).build()
+    await db.knex.raw(
+      `update serialized_dag set data = null, data_compressed = '\\xdeadbeef'::bytea
+        where dag_version_id = (select dag_version_id from task_instance where id = ?)`,
+      [world.ti('etl6').id],
+    )
+    await copyEvent('etl6', 1)
+    const {code, result} = await audit('etl6')
+    expect(code).toBe(0)
+    expect(result.counts.duplicate).toBe(0)
+    expect(result.counts.duplicate_unknown).toBe(1)
+    expect(findings(result, 'duplicate_unknown')[0]!.evidence).toContain('could not be read')
+    const fix = await audit('etl6', '--fix', '--no-dry-run', '--yes')
+    expect(fix.code).toBe(0)
+    expect(await eventsOf(db.knex, world.ti('etl6'))).toHaveLength(2)
+  })
+
   it('the serialized DAG declares the asset once: the second event is still a duplicate', async () => {
     await db.knex.raw('truncate asset_event, log, asset_dag_run_queue cascade')
     const world = await scenario(db.knex).producer('etl5', {outlets: 1, state: 'success', emitted: true}).build()

@@ -175,24 +175,56 @@ async function queryUntilStopped<Row>(
   client: PgClient,
   statement: Statement,
   stop: AbortSignal,
-  cancel: (values: [number, string]) => Promise<void>,
+  cancel: (values: [number, string], settled: () => boolean, onSend: (sent: Promise<unknown>) => void) => Promise<void>,
 ): Promise<Row[]> {
   if (stop.aborted) throw new LockWaitInterrupted(null)
-  let cancelling: Promise<unknown> | undefined
+  // The cancel needs another pooled connection, which may take a while when every connection is
+  // waiting on a lock. A statement that returns meanwhile must not wait for it while holding its
+  // row lock: the cancel is sent only if the statement is still running once a connection is in
+  // hand, and only a cancel actually sent is awaited (before the next statement goes out).
+  let settled = false
+  const signalled = {fired: false}
+  let sending: Promise<unknown> | undefined
+  const onSend = (sent: Promise<unknown>) => {
+    sending = sent
+  }
   const onStop = () => {
+    signalled.fired = true
     const pid = client.processID
-    if (typeof pid === 'number') cancelling = cancel([pid, statement.text]).catch(() => undefined)
+    if (typeof pid !== 'number') return
+    void cancel([pid, statement.text], () => settled, onSend).catch(() => undefined)
   }
   stop.addEventListener('abort', onStop, {once: true})
   try {
     return await executor.query<Row>(statement)
   } catch (error) {
-    if (cancelling && sqlStateOf(error) === SqlState.queryCanceled)
+    if (signalled.fired && sqlStateOf(error) === SqlState.queryCanceled)
       throw new LockWaitInterrupted(SqlState.queryCanceled)
     throw error
   } finally {
+    settled = true
     stop.removeEventListener('abort', onStop)
-    await cancelling
+    await sending?.catch(() => undefined)
+  }
+}
+
+/** The cancel of queryUntilStopped, sent on a connection of its own from the pool. */
+function cancelOn(
+  acquire: () => Promise<PgClient>,
+  release: (client: PgClient) => Promise<void>,
+  log: StatementLog | undefined,
+) {
+  return async (values: [number, string], settled: () => boolean, onSend: (sent: Promise<unknown>) => void) => {
+    const other = await acquire()
+    try {
+      // Checked and sent in one turn of the event loop: the statement cannot settle between.
+      if (settled()) return
+      const sent = executorOn(other, log).query({...cancelLockWaitStatement, values})
+      onSend(sent)
+      await sent
+    } finally {
+      await release(other)
+    }
   }
 }
 
@@ -247,14 +279,7 @@ function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database 
             )
           },
           queryUntil: (statement, stop) =>
-            queryUntilStopped(executor, client, statement, stop, async (values) => {
-              const other = await acquire()
-              try {
-                await executorOn(other, log).query({...cancelLockWaitStatement, values})
-              } finally {
-                await release(other)
-              }
-            }),
+            queryUntilStopped(executor, client, statement, stop, cancelOn(acquire, release, log)),
         }
         const result = await work(tx)
         if (!state.committed) {

@@ -5,7 +5,7 @@ import type {ClassifiedEvent, EventAuditStore, EventClass, QueueOrphan} from '..
 import type {EventFilter} from '../types.js'
 import {attributionBasis, basisOfCode} from '../../airflow/tryAttribution.js'
 import {declaredAllowance} from '../../airflow/declaredEvents.js'
-import {serializedDagJson} from '../../airflow/serializedDag.js'
+import {versionDag, type VersionDag} from '../../airflow/serializedDag.js'
 import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
 import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
 
@@ -110,8 +110,8 @@ interface ClassifiedEventRow {
  * versions repeat): parsed here, since `data_compressed` is zlib, which SQL cannot read.
  */
 function serializedDags() {
-  const seen = new Map<string, unknown>()
-  return async (tx: Executor, ids: readonly string[]): Promise<Map<string, unknown>> => {
+  const seen = new Map<string, VersionDag>()
+  return async (tx: Executor, ids: readonly string[]): Promise<Map<string, VersionDag>> => {
     const wanted = [...new Set(ids)].filter((id) => !seen.has(id))
     if (wanted.length > 0) {
       const rows = await tx.query<{id: string; data: unknown; data_compressed: Buffer | null}>(
@@ -120,8 +120,15 @@ function serializedDags() {
           [wanted],
         ),
       )
-      for (const id of wanted) seen.set(id, undefined)
-      for (const row of rows) seen.set(row.id, serializedDagJson(row.data, row.data_compressed))
+      // One unreadable payload makes its groups duplicate_unknown, not the audit a failure.
+      for (const id of wanted)
+        seen.set(
+          id,
+          versionDag(
+            id,
+            rows.find((row) => row.id === id),
+          ),
+        )
     }
     return seen
   }
@@ -137,10 +144,10 @@ function serializedDags() {
 function allowDeclared(
   event: ClassifiedEvent,
   row: ClassifiedEventRow,
-  serialized: Map<string, unknown>,
+  serialized: Map<string, VersionDag>,
 ): ClassifiedEvent {
   if (event.class !== 'duplicate' || row.position === null) return event
-  const versions = (row.dag_version_ids ?? []).map((id) => ({id, serialized: serialized.get(id)}))
+  const versions = (row.dag_version_ids ?? []).map((id) => serialized.get(id) ?? {id, serialized: undefined})
   const declared = declaredAllowance(versions, event.source.taskId, {name: event.assetName, uri: row.asset_uri ?? ''})
   if (!declared.known) return {...event, class: 'duplicate_unknown', declared}
   if (row.position <= declared.count) return {...event, class: 'ok', keptId: null, declared}

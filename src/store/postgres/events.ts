@@ -6,7 +6,7 @@ import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {EventContent, EventPageFilter, EventStore, RemovedDuplicates, StoredEvent} from '../families/events.js'
 import {assetKey} from '../types.js'
 import {declaredAllowance, type DeclaredAllowance} from '../../airflow/declaredEvents.js'
-import {serializedDagJson} from '../../airflow/serializedDag.js'
+import {versionDag} from '../../airflow/serializedDag.js'
 import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
 import {eventFilterConditions, heldConsumerDags, namedByAirlockRow, whereAll} from './fragments.js'
 
@@ -284,10 +284,12 @@ function removeDuplicateEvents(
     const rows = await ex.query<{id: string; data: unknown; data_compressed: Buffer | null}>(
       serializedDags([kept.dag_version_ids]),
     )
-    const versions = kept.dag_version_ids.map((id) => {
-      const row = rows.find((r) => r.id === id)
-      return {id, serialized: row ? serializedDagJson(row.data, row.data_compressed) : undefined}
-    })
+    const versions = kept.dag_version_ids.map((id) =>
+      versionDag(
+        id,
+        rows.find((r) => r.id === id),
+      ),
+    )
     return declaredAllowance(versions, kept.task_id, kept)
   }
   const nothing = {
