@@ -1,7 +1,5 @@
 import {inflateSync} from 'node:zlib'
 
-import {unsupportedSchemaError} from '../errors.js'
-
 /**
  * A task's declared outlets as the DAG processor serialized them, per task id. Operators'
  * fields go through `BaseSerialization.serialize`
@@ -19,21 +17,31 @@ export type DeclaredOutlet =
   | {kind: 'uri_ref'; uri: string}
   | {kind: 'alias'; name: string}
 
+/** A stored serialized DAG that is not zlib or not JSON: airlock cannot read it, nor could Airflow load it. */
+export class UnreadableSerializedDag extends Error {
+  constructor(
+    /** The column that held it. */
+    readonly column: 'data' | 'data_compressed',
+    cause: unknown,
+  ) {
+    super(`serialized_dag.${column}: ${(cause as Error).message}`, {cause})
+    this.name = 'UnreadableSerializedDag'
+  }
+}
+
 /**
- * `serialized_dag.data` (JSON) or, when it is NULL, `data_compressed` (zlib, [core] compress_serialized_dags).
- * A payload that is not zlib or not JSON is exit 8 naming what failed, not a bug in airlock:
- * airlock cannot read what is stored, and Airflow could not load that DAG either. A reader that can
- * go on without it (the audit's declared outlets) catches it and says it cannot tell.
+ * `serialized_dag.data` (JSON) or, when it is NULL, `data_compressed` (zlib, [core] compress_serialized_dags);
+ * UnreadableSerializedDag when the payload is not. A reader that can go on without it (the
+ * audit's declared outlets: versionDag) says it cannot tell; the store stops the others with exit 8.
  */
 export function serializedDagJson(data: unknown, compressed: Buffer | null): unknown {
+  const column = data !== null && data !== undefined ? 'data' : 'data_compressed'
   try {
-    if (data !== null && data !== undefined) return typeof data === 'string' ? JSON.parse(data) : data
+    if (column === 'data') return typeof data === 'string' ? JSON.parse(data) : data
     if (compressed) return JSON.parse(inflateSync(compressed).toString('utf8'))
     return undefined
   } catch (error) {
-    throw unsupportedSchemaError(
-      `A serialized DAG could not be read (${data !== null && data !== undefined ? 'serialized_dag.data' : 'serialized_dag.data_compressed'}: ${(error as Error).message}).`,
-    )
+    throw new UnreadableSerializedDag(column, error)
   }
 }
 
@@ -52,7 +60,8 @@ export function versionDag(id: string, row: {data: unknown; data_compressed: Buf
   try {
     return {id, serialized: serializedDagJson(row.data, row.data_compressed)}
   } catch (error) {
-    return {id, serialized: undefined, unreadable: (error as Error).message}
+    if (!(error instanceof UnreadableSerializedDag)) throw error
+    return {id, serialized: undefined, unreadable: error.message}
   }
 }
 

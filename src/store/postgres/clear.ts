@@ -1,4 +1,4 @@
-import {serializedDagJson} from '../../airflow/serializedDag.js'
+import {storedDagJson} from './storedDag.js'
 import type {StoredState, TaskInstanceContext} from '../../airflow/taskInstance.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared, statement} from '../../engine/prepared.js'
@@ -29,7 +29,7 @@ function readLatestSerializedDag() {
   )
   return async (ex: Executor, dagId: string): Promise<unknown> => {
     const [row] = await ex.query<{data: unknown; data_compressed: Buffer | null}>(latest([dagId]))
-    return row ? serializedDagJson(row.data, row.data_compressed) : undefined
+    return row ? storedDagJson(row.data, row.data_compressed) : undefined
   }
 }
 
@@ -41,7 +41,7 @@ function readVersionSerializedDag() {
   )
   return async (ex: Executor, dagVersionId: string): Promise<unknown> => {
     const [row] = await ex.query<{data: unknown; data_compressed: Buffer | null}>(version([dagVersionId]))
-    return row ? serializedDagJson(row.data, row.data_compressed) : undefined
+    return row ? storedDagJson(row.data, row.data_compressed) : undefined
   }
 }
 

@@ -1,6 +1,6 @@
 import {leavesOf, parseCondition, type ConditionLeaf} from '../../airflow/assetCondition.js'
 import type {Capabilities} from '../../airflow/schema.js'
-import {serializedDagJson} from '../../airflow/serializedDag.js'
+import {storedDagJson} from './storedDag.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
 import type {DownstreamFacts} from '../families/downstream.js'
@@ -121,7 +121,7 @@ export interface SchedulerDagRow {
 export function conditionOfRow(row: Pick<SchedulerDagRow, 'timetable' | 'data_compressed'>): unknown {
   const timetable = row.data_compressed
     ? (
-        serializedDagJson(null, Buffer.from(row.data_compressed, 'base64')) as
+        storedDagJson(null, Buffer.from(row.data_compressed, 'base64')) as
           {dag?: {timetable?: SchedulerDagRow['timetable']}} | undefined
       )?.dag?.timetable
     : row.timetable

@@ -1,4 +1,4 @@
-import {serializedDagJson} from '../../airflow/serializedDag.js'
+import {storedDagJson} from './storedDag.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
 import type {DeclaredJob, LineageRow, LineageStore} from '../families/lineage.js'
@@ -91,7 +91,7 @@ function declaredJobCache() {
     if (!versions.has(cacheKey)) {
       const [row] = await ex.query<{data: string | null; data_compressed: Buffer | null}>(serializedDag([versionId]))
       if (versions.size >= cachedVersions) versions.delete(versions.keys().next().value!)
-      versions.set(cacheKey, row ? serializedDagJson(row.data, row.data_compressed) : undefined)
+      versions.set(cacheKey, row ? storedDagJson(row.data, row.data_compressed) : undefined)
     }
 
     return declaredJob(versions.get(cacheKey), taskId)

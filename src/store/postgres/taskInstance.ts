@@ -1,5 +1,6 @@
 import type {Capabilities} from '../../airflow/schema.js'
-import {serializedDagJson, tasksOf, type DeclaredOutlet, type SerializedTask} from '../../airflow/serializedDag.js'
+import {tasksOf, type DeclaredOutlet, type SerializedTask} from '../../airflow/serializedDag.js'
+import {storedDagJson} from './storedDag.js'
 import type {
   OutletAsset,
   StoredState,
@@ -194,7 +195,7 @@ function serializedTaskCache() {
     let byTask = versions.get(cacheKey)
     if (!byTask) {
       const [row] = await ex.query<{data: string | null; data_compressed: Buffer | null}>(serializedDag([versionId]))
-      byTask = tasksOf(row ? serializedDagJson(row.data, row.data_compressed) : undefined)
+      byTask = tasksOf(row ? storedDagJson(row.data, row.data_compressed) : undefined)
       if (versions.size >= cachedVersions) versions.delete(versions.keys().next().value!)
       versions.set(cacheKey, byTask)
     }
