@@ -148,6 +148,21 @@ export function tryRows(where: (alias: 'h' | 't') => string, join: (alias: 'h' |
 }
 
 /** TryArrays aggregated over tryRows grouped by key (`rows` is the alias of those rows). */
+/**
+ * The DAG versions (text, sorted, distinct) the rows of one try name: its task_instance row while
+ * it carries the try, and its task_instance_history row once archived. Where a try's declared
+ * outlets are read from (declaredAllowance): the audit's duplicates and --fix's recheck.
+ */
+export function tryDagVersionIds(key: KeyColumns, tryNumber: string): string {
+  const sameTry = (alias: string) =>
+    `${alias}.dag_id = ${key.dagId} and ${alias}.run_id = ${key.runId} and ${alias}.task_id = ${key.taskId} and ${alias}.map_index = ${key.mapIndex} and ${alias}.try_number = ${tryNumber}`
+  return `array(select distinct v.dag_version_id::text
+                  from (select t.dag_version_id from task_instance t where ${sameTry('t')}
+                        union all
+                        select h.dag_version_id from task_instance_history h where ${sameTry('h')}) as v
+                 where v.dag_version_id is not null order by 1)`
+}
+
 export const tryArraysOf = (rows: string) => ({
   numbers: `array_agg(${rows}.try_number order by ${rows}.try_number)`,
   starts: `array_agg(${rows}.start_date order by ${rows}.try_number)`,

@@ -5,9 +5,10 @@ import type {ClassifiedEvent, EventAuditStore, EventClass, QueueOrphan} from '..
 import type {EventFilter} from '../types.js'
 import {attributionBasis, basisOfCode} from '../../airflow/tryAttribution.js'
 import {declaredAllowance} from '../../airflow/declaredEvents.js'
-import {versionDag, type VersionDag} from '../../airflow/serializedDag.js'
-import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
+import type {VersionDag} from '../../airflow/serializedDag.js'
+import {attributedTry, tryArraysOf, tryDagVersionIds, tryRows} from './attribution.js'
 import {eventFilterConditions, namedByAirlockRow, whereAll} from './fragments.js'
+import {readVersionDags} from './storedDag.js'
 
 /**
  * How many filtered events have a source task instance and how many do not (REST- or
@@ -107,29 +108,15 @@ interface ClassifiedEventRow {
 
 /**
  * The serialized DAGs of DAG versions, each read once per pass (a duplicate group is rare, and its
- * versions repeat): parsed here, since `data_compressed` is zlib, which SQL cannot read.
+ * versions repeat).
  */
 function serializedDags() {
+  const read = readVersionDags()
   const seen = new Map<string, VersionDag>()
   return async (tx: Executor, ids: readonly string[]): Promise<Map<string, VersionDag>> => {
     const wanted = [...new Set(ids)].filter((id) => !seen.has(id))
-    if (wanted.length > 0) {
-      const rows = await tx.query<{id: string; data: unknown; data_compressed: Buffer | null}>(
-        statement(
-          'select dag_version_id::text as id, data, data_compressed from serialized_dag where dag_version_id = any($1::uuid[])',
-          [wanted],
-        ),
-      )
-      // One unreadable payload makes its groups duplicate_unknown, not the audit a failure.
-      for (const id of wanted)
-        seen.set(
-          id,
-          versionDag(
-            id,
-            rows.find((row) => row.id === id),
-          ),
-        )
-    }
+    // One unreadable payload makes its groups duplicate_unknown, not the audit a failure.
+    if (wanted.length > 0) for (const version of await read(tx, wanted)) seen.set(version.id, version)
     return seen
   }
 }
@@ -187,16 +174,10 @@ function consumedCondition(capabilities: Pick<Capabilities, 'eventPartitionKey'>
 }
 
 /** The DAG versions the rows of a key's last successful try name (`g`: the key and success_try). */
-const successTryVersions = `array(
-                select distinct v.dag_version_id::text
-                  from (select t.dag_version_id from task_instance t
-                         where t.dag_id = g.dag_id and t.run_id = g.run_id and t.task_id = g.task_id and t.map_index = g.map_index
-                           and t.try_number = g.success_try
-                        union all
-                        select h.dag_version_id from task_instance_history h
-                         where h.dag_id = g.dag_id and h.run_id = g.run_id and h.task_id = g.task_id and h.map_index = g.map_index
-                           and h.try_number = g.success_try) as v
-                 where v.dag_version_id is not null order by 1)`
+const successTryVersions = tryDagVersionIds(
+  {dagId: 'g.dag_id', runId: 'g.run_id', taskId: 'g.task_id', mapIndex: 'g.map_index'},
+  'g.success_try',
+)
 
 /** The one classifying statement (see streamClassifiedEvents), its values bound through `params`. */
 function classifiedEventsText(

@@ -6,9 +6,9 @@ import type {TaskInstanceKey} from '../../airflow/taskInstance.js'
 import type {EventContent, EventPageFilter, EventStore, RemovedDuplicates, StoredEvent} from '../families/events.js'
 import {assetKey} from '../types.js'
 import {declaredAllowance, type DeclaredAllowance} from '../../airflow/declaredEvents.js'
-import {versionDag} from '../../airflow/serializedDag.js'
-import {attributedTry, tryArraysOf, tryRows} from './attribution.js'
+import {attributedTry, tryArraysOf, tryDagVersionIds, tryRows} from './attribution.js'
 import {eventFilterConditions, heldConsumerDags, namedByAirlockRow, whereAll} from './fragments.js'
+import {readVersionDags} from './storedDag.js'
 
 /** The columns every event read here returns, as the driver gives them. */
 interface EventRow {
@@ -273,23 +273,16 @@ function readEventTry() {
 function removeDuplicateEvents(
   capabilities: Pick<Capabilities, 'eventPartitionKey' | 'queueShape' | 'partitionedTimetables'>,
 ) {
-  const {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents, keptDeclared, serializedDags} =
+  const {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents, keptDeclared} =
     repairStatements(capabilities)
+  const versionDags = readVersionDags()
   /** The kept event's allowance (declaredAllowance) from the serialized DAG of its try's DAG version. */
   const declaredOfKept = async (ex: Executor, keptId: number): Promise<DeclaredAllowance> => {
     const [kept] = await ex.query<{name: string; uri: string; task_id: string; dag_version_ids: string[]}>(
       keptDeclared([keptId]),
     )
     if (!kept) return {known: false, reason: 'the kept event is gone'}
-    const rows = await ex.query<{id: string; data: unknown; data_compressed: Buffer | null}>(
-      serializedDags([kept.dag_version_ids]),
-    )
-    const versions = kept.dag_version_ids.map((id) =>
-      versionDag(
-        id,
-        rows.find((r) => r.id === id),
-      ),
-    )
+    const versions = await versionDags(ex, kept.dag_version_ids)
     return declaredAllowance(versions, kept.task_id, kept)
   }
   const nothing = {
@@ -416,8 +409,8 @@ function repairStatements(
      select gone.id, ((to_jsonb(gone) - 'extra') || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
        from gone left join links on links.event_id = gone.id`,
   )
-  const {keptDeclared, serializedDags} = declaredOutletsStatements()
-  return {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents, keptDeclared, serializedDags}
+  const {keptDeclared} = declaredOutletsStatements()
+  return {lock, sameAsKept, named, consumers, consumed, queued, deleteEvents, keptDeclared}
 }
 
 /**
@@ -426,8 +419,6 @@ function repairStatements(
  * outlets from, under the repair's locks.
  */
 function declaredOutletsStatements() {
-  // The DAG versions the rows of the kept event's try name (task_instance, task_instance_history),
-  // its asset and task: what declaredAllowance reads the try's outlets from.
   const keyOfKept = {
     dagId: 'k.source_dag_id',
     runId: 'k.source_run_id',
@@ -435,8 +426,6 @@ function declaredOutletsStatements() {
     mapIndex: 'k.map_index',
   }
   const arrays = tryArraysOf('t')
-  const sameKey = (alias: string) =>
-    `${alias}.dag_id = k.source_dag_id and ${alias}.run_id = k.source_run_id and ${alias}.task_id = k.source_task_id and ${alias}.map_index = k.map_index`
   const keptDeclared = prepared(
     'kept_event_declared_outlets',
     `with kept as (select e.*, coalesce(e.source_map_index, -1) as map_index from asset_event e where e.id = $1),
@@ -444,19 +433,10 @@ function declaredOutletsStatements() {
                   from (${tryRows((alias) => `(${alias}.dag_id, ${alias}.run_id, ${alias}.task_id, ${alias}.map_index) = (select source_dag_id, source_run_id, source_task_id, map_index from kept)`)}) as t),
           try as (select (${attributedTry({id: 'k.id', timestamp: 'k."timestamp"'}, keyOfKept, {numbers: 'f.numbers', starts: 'f.starts', lastWrites: 'f.last_writes'})})[1] as try_number
                     from kept k, f)
-     select a.name, a.uri, k.source_task_id as task_id,
-            array(select distinct v.dag_version_id::text
-                    from (select t.dag_version_id from task_instance t where ${sameKey('t')} and t.try_number = try.try_number
-                          union all
-                          select h.dag_version_id from task_instance_history h where ${sameKey('h')} and h.try_number = try.try_number) as v
-                   where v.dag_version_id is not null order by 1) as dag_version_ids
+     select a.name, a.uri, k.source_task_id as task_id, ${tryDagVersionIds(keyOfKept, 'try.try_number')} as dag_version_ids
        from kept k join asset a on a.id = k.asset_id, try`,
   )
-  const serializedDags = prepared(
-    'serialized_dags_of_versions',
-    'select dag_version_id::text as id, data, data_compressed from serialized_dag where dag_version_id = any($1::uuid[])',
-  )
-  return {keptDeclared, serializedDags}
+  return {keptDeclared}
 }
 
 /**

@@ -1045,7 +1045,7 @@ with links as (select l.event_id, json_agg(l.alias_id order by l.alias_id) as al
 select gone.id, ((to_jsonb(gone) - 'extra') || jsonb_build_object('alias_ids', coalesce(links.alias_ids, '[]'::json)))::text as row
   from gone left join links on links.event_id = gone.id;
 
--- airlock_kept_event_declared_outlets_af441327dc5a
+-- airlock_kept_event_declared_outlets_4b9c7f58e056
 with kept as (select e.*, coalesce(e.source_map_index, -1) as map_index from asset_event e where e.id = $1),
         f as (select array_agg(t.try_number order by t.try_number) as numbers, array_agg(t.start_date order by t.try_number) as starts, array_agg(t.last_write order by t.try_number) as last_writes
                 from (select h.dag_id, h.run_id, h.task_id, h.map_index, h.try_number,
@@ -1103,12 +1103,11 @@ else (
            order by u.i limit 1) as s
 ) end)[1] as try_number
                   from kept k, f)
-   select a.name, a.uri, k.source_task_id as task_id,
-          array(select distinct v.dag_version_id::text
-                  from (select t.dag_version_id from task_instance t where t.dag_id = k.source_dag_id and t.run_id = k.source_run_id and t.task_id = k.source_task_id and t.map_index = k.map_index and t.try_number = try.try_number
-                        union all
-                        select h.dag_version_id from task_instance_history h where h.dag_id = k.source_dag_id and h.run_id = k.source_run_id and h.task_id = k.source_task_id and h.map_index = k.map_index and h.try_number = try.try_number) as v
-                 where v.dag_version_id is not null order by 1) as dag_version_ids
+   select a.name, a.uri, k.source_task_id as task_id, array(select distinct v.dag_version_id::text
+                from (select t.dag_version_id from task_instance t where t.dag_id = k.source_dag_id and t.run_id = k.source_run_id and t.task_id = k.source_task_id and t.map_index = k.map_index and t.try_number = try.try_number
+                      union all
+                      select h.dag_version_id from task_instance_history h where h.dag_id = k.source_dag_id and h.run_id = k.source_run_id and h.task_id = k.source_task_id and h.map_index = k.map_index and h.try_number = try.try_number) as v
+               where v.dag_version_id is not null order by 1) as dag_version_ids
      from kept k join asset a on a.id = k.asset_id, try;
 
 -- airlock_serialized_dags_of_versions_fe36669f3909
