@@ -61,14 +61,12 @@ export interface SchemaCheckOptions {
  */
 export async function checkAirflowSchema(db: Database, options: SchemaCheckOptions = {}): Promise<SchemaCheck> {
   const catalog = catalogFor(db)
-  const heads = await catalog.readAlembicHeads(db.executor)
-  const refused = refusedByHead(heads)
-  if (refused) return refused
-  const alembicHead = heads![0]!
-  const newer = newerReleaseOf(alembicHead)
+  const read = readHead(await catalog.readAlembicHeads(db.executor))
+  if ('refused' in read) return read.refused
+  const {alembicHead, newer} = read
 
   const shape = await catalog.readSchemaShape(db.executor, [...Object.keys(requiredColumns), ...optionalTables])
-  const marked = markedAsNewer(alembicHead, newer, shape)
+  const marked = markedAsNewer(read, shape)
   if (marked) return marked
   const orNewer = (reason: string) =>
     newer === undefined
@@ -119,77 +117,68 @@ export async function checkAirflowSchema(db: Database, options: SchemaCheckOptio
   }
 }
 
-/** What the alembic head alone refuses, before any table is read: no head, several, or one airlock knows it cannot read. */
-function refusedByHead(heads: string[] | undefined): Extract<SchemaCheck, {supported: false}> | undefined {
+type Refusal = Extract<SchemaCheck, {supported: false}>
+
+/** The one alembic head, whether it is on airlock's graph, and the newer release it belongs to, if any. */
+interface Head {
+  alembicHead: string
+  newer: NewerReleaseMigration | undefined
+  onGraph: boolean
+}
+
+/**
+ * The alembic head, or what it alone refuses before any table is read: no head, several, or one
+ * airlock knows it cannot read.
+ */
+function readHead(heads: string[] | undefined): Head | {refused: Refusal} {
+  const refused = (reason: string, alembicHead?: string, missing: string[] = []) => ({
+    refused: {supported: false as const, alembicHead, reason, missing},
+  })
   if (heads === undefined) {
-    return {
-      supported: false,
-      alembicHead: undefined,
-      reason: 'this is not an Airflow metadata database (no alembic_version table)',
-      missing: ['table alembic_version'],
-    }
+    return refused('this is not an Airflow metadata database (no alembic_version table)', undefined, [
+      'table alembic_version',
+    ])
   }
-
-  if (heads.length === 0) {
-    return {
-      supported: false,
-      alembicHead: undefined,
-      reason: 'alembic_version is empty: the database was never stamped (`airflow db migrate` did not finish)',
-      missing: [],
-    }
-  }
-
+  if (heads.length === 0)
+    return refused('alembic_version is empty: the database was never stamped (`airflow db migrate` did not finish)')
   if (heads.length !== 1) {
-    return {
-      supported: false,
-      alembicHead: heads.join(','),
-      reason: `alembic_version holds ${heads.length} heads (expected exactly one); a migration may be half-applied`,
-      missing: [],
-    }
+    return refused(
+      `alembic_version holds ${heads.length} heads (expected exactly one); a migration may be half-applied`,
+      heads.join(','),
+    )
   }
 
   const alembicHead = heads[0]!
+  const onGraph = placementsOf(alembicHead).length > 0
   // A newer release's migration that airlock's graph does not hold: its tables are not airlock's
-  // to read, so nothing is (ee86eed19e24 is on both; the tables decide it below).
+  // to read, so nothing is (ee86eed19e24 is on both; the tables decide it: markedAsNewer).
   const newer = newerReleaseOf(alembicHead)
-  if (newer !== undefined && placementsOf(alembicHead).length === 0) {
-    return {
-      supported: false,
-      alembicHead,
-      reason: newerReleaseReason(alembicHead, newer, supportedVersionsText),
-      missing: [],
-    }
-  }
+  if (newer !== undefined && !onGraph)
+    return refused(newerReleaseReason(alembicHead, newer, supportedVersionsText), alembicHead)
 
   const older = olderRevisionVersion(alembicHead)
   if (older !== undefined) {
-    return {
-      supported: false,
-      alembicHead,
-      reason: older.startsWith('3.')
+    return refused(
+      older.startsWith('3.')
         ? `alembic head ${alembicHead} is a migration of Airflow 3.0.0 before its last: the upgrade to Airflow 3 did not finish (run \`airflow db migrate\`)`
         : `alembic head ${alembicHead} is Airflow ${older}: airlock supports Airflow 3.0.0 and later`,
-      missing: [],
-    }
+      alembicHead,
+    )
   }
 
-  return undefined
+  return {alembicHead, newer, onGraph}
 }
 
 /**
  * A newer release's marker column in the tables: refused as that release's, for a head in its
  * chain that is also on airlock's graph (ee86eed19e24), or a head airlock does not know at all.
  */
-function markedAsNewer(
-  alembicHead: string,
-  newer: NewerReleaseMigration | undefined,
-  shape: SchemaShape,
-): Extract<SchemaCheck, {supported: false}> | undefined {
+function markedAsNewer({alembicHead, newer, onGraph}: Head, shape: SchemaShape): Refusal | undefined {
   // A head on both airlock's graph and a newer release's chain (ee86eed19e24): the release's
   // marker column says the tables are the release's; without it a mismatch may still be a stopped
   // upgrade to the release, and the refusal says so rather than claiming it.
   const marked = newerReleases.find((release) => shape.get(release.marker.table)?.has(release.marker.column))
-  if (marked !== undefined && (newer !== undefined || placementsOf(alembicHead).length === 0)) {
+  if (marked !== undefined && (newer !== undefined || !onGraph)) {
     const {table, column, why} = marked.marker
     const has = `its tables have ${table}.${column}: ${why}`
     return {
