@@ -64,8 +64,8 @@ export async function up(knex: Knex): Promise<void> {
   })
 
   // The DAG as the DAG processor serialized it, one row per DAG version: the task's declared
-  // outlets (assets, Asset.ref references, aliases) come from here. `data` is JSON, or NULL with
-  // `data_compressed` (zlib) when [core] compress_serialized_dags is on.
+  // outlets (assets, Asset.ref references, aliases) come from here. `data` is JSON (jsonb from 3.2:
+  // 0004), or NULL with `data_compressed` (zlib) when [core] compress_serialized_dags is on.
   await knex.schema.createTable('serialized_dag', (t) => {
     t.uuid('id').notNullable().primary({constraintName: 'serialized_dag_pkey'})
     t.string('dag_id', 250).notNullable()

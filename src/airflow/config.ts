@@ -37,10 +37,10 @@ export const clearStateOnSuccessOption: AirflowOption = {
 
 /**
  * The worker-side task state backend (3.3+, apache/airflow #66859): a class on the workers that
- * keeps the task state's payloads in its own storage, the `task_state` row holding only a
- * reference. #66859 named the option `[workers] state_backend`; the 3.3-era deployment docs and
- * apache/airflow #72100 name it `[workers] state_store_backend`. Which name 3.3.0 itself reads could
- * not be established at its tag, so both are read, the newer name first.
+ * keeps the task state's payloads in its own storage, the `task_state_store` row holding only a
+ * reference. 3.3.0–3.3.2 read `[workers] state_store_backend` (their config.yml, and the task SDK's
+ * `_get_worker_state_store_backend`); `state_backend`, the name #66859 first proposed, is in no
+ * release but is still read after it, as an operator may have set it from that pull request.
  */
 export const workerStateBackendOptions = [
   {section: 'workers', key: 'state_store_backend'},

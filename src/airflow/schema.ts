@@ -60,10 +60,10 @@ export interface Capabilities {
    */
   teamFilter: boolean
   /**
-   * The task state store table (3.3+, migration fde9ed84d07b): `task_state` in the stored copy of
-   * that migration, `task_state_store` in a later description of it; whichever the database has.
+   * The task state store table (3.3+, migration fde9ed84d07b, 0112_3_3_0_add_task_state_store_and_
+   * asset_state_store_tables.py in 3.3.0–3.3.2): `task_state_store`, when the database has it.
    */
-  taskStateTable: 'task_state' | 'task_state_store' | null
+  taskStateTable: 'task_state_store' | null
   /** A success clears the task's state store: the table exists and `[state_store] clear_on_success` is true. */
   clearTaskStateOnSuccess: boolean
 }
@@ -190,7 +190,6 @@ export const optionalTables = [
   'partitioned_asset_key_log',
   'team',
   'dag_bundle_team',
-  'task_state',
   'task_state_store',
 ]
 
@@ -202,27 +201,31 @@ export const optionalTables = [
  *   `_postgres_queue_dagruns`, 3.2 and 3.3 `_queue_dagruns_nonpartitioned_postgres`);
  *   apache/airflow #62501 (keep the newest, stamped with the event's time: `ON CONFLICT DO UPDATE
  *   … WHERE created_at < excluded.created_at`) was merged to main between 2026-06-17 and
- *   2026-08-03, no 3.2 or 3.3 backport of it was found, and 3.4 replaced it with one row per event
- *   (#70972); whether a 3.3 patch release carries it is unverified (its release notes were not
- *   readable), so airlock follows the code every copy of 3.2 and 3.3 read shows;
+ *   2026-08-03, and 3.4 replaced it with one row per event (#70972); no 3.2 or 3.3 release carries
+ *   it (`_queue_dagruns_nonpartitioned_postgres` uses `on_conflict_do_nothing()` in 3.2.0–3.2.2 and
+ *   3.3.0–3.3.2), so airlock follows DO NOTHING on every release before 3.4;
  * - consumer filters changed with #60022, released in 3.1.7 and 3.2.0. Head `cc92b33c6709` is
  *   shared by 3.1.0 to 3.1.7, so airlock cannot tell 3.1.7 apart and follows 3.1.0–3.1.6;
  * - alias-created assets take the declared group and extra from #58038 (3.1.5, backported as
  *   #58712: in the 3.1.5 release notes); on the shared 3.1.0–3.1.7 head airlock follows 3.1.0;
- * - 3.3.0 lets a task choose partition keys per event (#65447, #66782, #67718) and logs key-less
- *   events partition-aware consumers listen to. Only the task side is tied to 3.3.0 (its
- *   documentation shows `add_partitions`); the server side was read in copies of main and its
- *   release is unverified (docs/airflow-versions.md, "Release evidence for the 3.3 claims").
+ * - 3.3.0 lets a task choose partition keys per event (#65447, #66782, #67718): the task side is in
+ *   Task SDK 1.3.0 (`OutletEventAccessor.add_partitions`), the server side in 3.3.0
+ *   (`TaskInstance.register_asset_changes_in_db` `payloads_by_asset`, `ti_update_state`
+ *   `_validate_outlet_event_partition_keys`; not in 3.2.0–3.2.2). The `missing partition key` log
+ *   row for key-less events partition-aware consumers listen to is older: 3.2.0's
+ *   `AssetManager._queue_partitioned_dags` already writes it, as 3.3.x does, so
+ *   `missingPartitionKeyLog` starts at 3.2.0.
  */
 export function releaseBehaviour(
   version: string,
 ): Pick<Capabilities, 'consumerFilter' | 'eventPartitionKeys' | 'missingPartitionKeyLog' | 'aliasAssetShape'> {
   const before60022 = compareVersions(version, '3.1.7') < 0
   const from33 = compareVersions(version, '3.3.0') >= 0
+  const from32 = compareVersions(version, '3.2.0') >= 0
   return {
     consumerFilter: before60022 ? 'id_and_alias_skip_paused_and_stale' : 'all_skip_paused',
     eventPartitionKeys: from33,
-    missingPartitionKeyLog: from33,
+    missingPartitionKeyLog: from32,
     aliasAssetShape: compareVersions(version, '3.1.5') < 0 ? 'bare' : 'declared',
   }
 }
@@ -244,9 +247,8 @@ export function detectCapabilities(
       has('dag_bundle_team', 'team_name'),
     inletReferences: shape.has('task_inlet_asset_reference'),
     taskStateTable:
-      (['task_state', 'task_state_store'] as const).find((t) =>
-        ['dag_run_id', 'task_id', 'map_index'].every((c) => has(t, c)),
-      ) ?? null,
+      (['task_state_store'] as const).find((t) => ['dag_run_id', 'task_id', 'map_index'].every((c) => has(t, c))) ??
+      null,
   }
 }
 
@@ -283,9 +285,9 @@ export const adaptiveColumns: ReadonlyArray<{table: string; column?: string; add
   {table: 'dag', column: 'exceeds_max_non_backfill', addedIn: '0b112f49112d'},
   // 0096_3_2_0_remove_team_id.py renames 3.1.0's dag_bundle_team.team_id to team_name.
   {table: 'dag_bundle_team', column: 'team_name', addedIn: 'b12d4f98a91e'},
-  // "Add access control columns to dag_schedule_asset_reference" (3.3.0). The stored copy of the
-  // migration adds allow_producer_teams; allow_global_producers is on the 3.3 model
-  // (DagScheduleAssetReference) and came with it before the release (apache/airflow #67251).
+  // "Add access control columns to dag_schedule_asset_reference" (3.3.0): 3.3.0's
+  // 0114_3_3_0_add_access_control_columns_to_dag_schedule_asset_reference.py adds both
+  // allow_producer_teams and allow_global_producers (NOT NULL, server default true).
   {table: 'dag_schedule_asset_reference', column: 'allow_producer_teams', addedIn: 'a7f3b2c1d4e5'},
   {table: 'dag_schedule_asset_reference', column: 'allow_global_producers', addedIn: 'a7f3b2c1d4e5'},
   // "Add allow_consumer_teams columns to task_outlet_asset_reference" (3.3.0).

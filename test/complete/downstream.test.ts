@@ -19,8 +19,8 @@ afterAll(async () => db?.drop())
 const cli = (...args: string[]) => runCli([args[0]!, '--database-url', db.url, ...args.slice(1)])
 
 /** etl's two tasks each produce one asset; report needs both, weekly either; paused_report is paused. */
-async function world() {
-  return scenario(db.knex)
+async function world(knex = db.knex) {
+  return scenario(knex)
     .producer('etl', {tasks: 2, outlets: 1})
     .consumer('report', {on: ['etl']})
     .consumer('weekly', {on: ['etl'], condition: 'any'})
@@ -213,14 +213,29 @@ describe('downstream preview', () => {
   })
 
   it('a consumer whose is_paused is NULL gets no run, as the scheduler reads is_paused == false()', async () => {
-    const w = await world()
-    await db.knex('dag').where({dag_id: 'weekly'}).update({is_paused: null})
-    const result = await cli('complete', '--ti-id', w.ti('etl', 'task_1').id, '--json', '--yes')
-    const items = (envelope(result) as {result: {items: Array<{downstream: Array<{dag_id: string}>}>}}).result.items
-    expect(items[0]!.downstream.find((dag) => dag.dag_id === 'weekly')).toMatchObject({
-      ready: false,
-      blocked_by: 'paused',
-    })
+    // dag.is_paused is nullable until 3.2.0 (0108_3_2_0_fix_migration_file_ORM_inconsistencies.py
+    // makes it NOT NULL), so on 3.1.
+    const own = await createTestDatabase('3.1', 2)
+    try {
+      const w = await world(own.knex)
+      await own.knex('dag').where({dag_id: 'weekly'}).update({is_paused: null})
+      const result = await runCli([
+        'complete',
+        '--database-url',
+        own.url,
+        '--ti-id',
+        w.ti('etl', 'task_1').id,
+        '--json',
+        '--yes',
+      ])
+      const items = (envelope(result) as {result: {items: Array<{downstream: Array<{dag_id: string}>}>}}).result.items
+      expect(items[0]!.downstream.find((dag) => dag.dag_id === 'weekly')).toMatchObject({
+        ready: false,
+        blocked_by: 'paused',
+      })
+    } finally {
+      await own.drop()
+    }
   })
 
   it('reads the queue rows only of a consumer whose condition can use them: none without a serialized DAG, none for a leafless one', async () => {

@@ -279,9 +279,9 @@ describe('[state_store] clear_on_success (Airflow 3.3+)', () => {
       value: '"x"',
       updated_at: new Date(),
     })
-    await v33.knex('task_state').insert([state(mine, 'cursor'), state(mine, 'offset'), state(other, 'cursor')])
+    await v33.knex('task_state_store').insert([state(mine, 'cursor'), state(mine, 'offset'), state(other, 'cursor')])
     const keys = async () =>
-      (await v33.knex('task_state').orderBy(['task_id', 'key']).select('task_id', 'key')).map(
+      (await v33.knex('task_state_store').orderBy(['task_id', 'key']).select('task_id', 'key')).map(
         (r) => `${r.task_id}.${r.key}`,
       )
 

@@ -19,9 +19,9 @@ import type {DownstreamStore} from '../families/downstream.js'
  * dag.py, airflow-core/src/airflow/jobs/scheduler_job_runner.py; read on main, whose 3.0-era copy
  * agrees on these reads). From 3.2 (migration 0b112f49112d, apache/airflow #60006) it also reads
  * `dag.exceeds_max_non_backfill`, the scheduler's cached cap flag, which the WHERE clause of
- * `dags_needing_dagruns` excludes a DAG on, asset-triggered ones included (read in copies of main
- * from January to March 2026, before 3.2.0 shipped: the release of that clause is unverified,
- * the column's is the migration's own).
+ * `dags_needing_dagruns` excludes a DAG on, asset-triggered ones included (the clause is in
+ * 3.2.0's `DagModel.dags_needing_dagruns`, airflow/models/dag.py, as in 3.2.2 and 3.3.0; the column
+ * is the migration's own).
  *
  * Two statements embed it: the queue statement (`queueConsumers`, the preview of a write, read in
  * the same statement that queues the item's consumers) and `readDownstream` (the read-only plan).
@@ -377,7 +377,7 @@ function factsText(
             ) order by d.dag_id), '[]')
        from consumer_dag d
        -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-       -- parses the whole document (a json column), megabytes for a large DAG.
+       -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
        left join lateral (
          select s.dag_hash,
                 case when s.dag_hash = any(${p.hashes}) then null else s.data -> 'dag' -> 'timetable' end as timetable,

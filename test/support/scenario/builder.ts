@@ -3,6 +3,7 @@ import {deflateSync} from 'node:zlib'
 
 import type {Knex} from 'knex'
 
+import {readDagColumns} from '../../../src/worlds/dagColumns.js'
 import type {TiRow} from './rows.js'
 import {
   assetsMatching,
@@ -203,6 +204,7 @@ export class ScenarioBuilder {
           stale: false,
           owner: p.owner,
           summary: '@daily',
+          timetable: 'CronTriggerTimetable' as const,
           maxActiveRuns: 16,
         })),
         ...this.consumers.map((c) => ({
@@ -211,11 +213,13 @@ export class ScenarioBuilder {
           stale: c.stale,
           owner: c.owner,
           summary: 'Asset',
+          timetable: 'AssetTriggeredTimetable' as const,
           maxActiveRuns: c.maxActiveRuns,
         })),
       ]
       const versions = new Map<string, string>()
       if (dags.length > 0) {
+        const later = await readDagColumns(trx)
         await trx('dag').insert(
           dags.map((d) => ({
             dag_id: d.dagId,
@@ -231,6 +235,7 @@ export class ScenarioBuilder {
             max_active_runs: d.maxActiveRuns,
             max_consecutive_failed_dag_runs: 0,
             has_task_concurrency_limits: false,
+            ...later.row(d.timetable),
           })),
         )
         for (const d of dags) versions.set(d.dagId, randomUUID())
