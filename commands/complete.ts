@@ -77,7 +77,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     'strict-outlets': Flags.boolean({
       default: false,
       description:
-        'Refuse a task instance whose declared outlet asset is not active (outcome inactive_outlet, nothing written), as a worker starting it would fail it (Airflow 3.0.2+); by default that event is skipped with a warning, as Airflow 3.2+ does at success.',
+        'Refuse a task instance whose declared outlet asset is not active (outcome inactive_outlet, nothing written), as a worker starting it would fail it (Airflow 3.0.2+); by default that event is skipped with a warning, as Airflow 3.1+ does at success.',
       helpGroup: 'WRITING',
     }),
     'allow-unqueued-consumers': Flags.boolean({
@@ -112,7 +112,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     }),
     'end-date': Flags.string({
       description:
-        'end_date to record (ISO-8601 UTC); default: now. Refused in the future (beyond 5 minutes of clock skew) and, per task instance, before its start_date.',
+        "end_date to record (ISO-8601 UTC); default: now, or the end_date a task instance that already ended (failed, up_for_retry) has, as the mark-success of Airflow's UI keeps it. Refused in the future (beyond 5 minutes of clock skew) and, per task instance, before its start_date.",
       helpGroup: 'WRITING',
     }),
     'force-end-date': Flags.boolean({

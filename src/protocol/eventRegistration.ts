@@ -128,12 +128,12 @@ export async function emitOutletEvents(
 /**
  * What an inactive outlet means in Airflow, for the warning: from 3.0.2 (apache/airflow #50773, in
  * its release notes) a worker fails a task whose outlet is inactive before running it; at success,
- * `register_asset_changes_in_db` raises at its end in the 3.0 and early 3.1 copies (the task
- * instance ends FAILED) and logs "Task has inactive assets" and carries on in the 3.2 and 3.3
- * copies (apache/airflow #55714; its release unverified).
+ * `register_asset_changes_in_db` (airflow/models/taskinstance.py) raises at its end in 3.0.0–3.0.6
+ * (from 3.0.2 the task instance ends FAILED) and logs "Task has inactive assets" and carries on
+ * from 3.1.0 (apache/airflow #55714, in 3.1.0 through 3.3.2).
  */
 const inactiveOutletRule =
-  'a worker would have failed this task before running it; at success Airflow 3.2+ skips it with a warning, as airlock does, and earlier releases fail the task; --strict-outlets refuses instead'
+  'a worker would have failed this task before running it; at success Airflow 3.1+ skips it with a warning, as airlock does, and 3.0 fails the task; --strict-outlets refuses instead'
 
 /**
  * Partition keys per event are written from 3.3 only, and never on alias emissions (3.3.1 raises:

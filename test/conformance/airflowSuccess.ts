@@ -287,8 +287,8 @@ async function registerAssetChangesInDb(
     })
   }
 
-  // After #55714 (the 3.2- and 3.3-era copies): logged, not raised.
-  if (bad.length > 0 && !from('3.2.0')) throw new InactiveOutlets(bad.join(', '))
+  // From 3.1.0 (#55714; read in 3.1.8's, 3.2.2's and 3.3.2's packages): logged, not raised.
+  if (bad.length > 0 && !from('3.1.0')) throw new InactiveOutlets(bad.join(', '))
 }
 
 /** Python's json.dumps(value, sort_keys=True): keys sorted at every level (the spacing does not matter to a key). */
@@ -462,10 +462,10 @@ async function queueDagruns(
     )
     const partitioned = new Set(rows.map((r) => r.dag_id))
     // _queue_partitioned_dags: with a key, through the partition mapper (not transcribed: airlock
-    // refuses those); without one, from 3.3, one Log row per event naming the listening DAGs (in
+    // refuses those); without one, from 3.2, one Log row per event naming the listening DAGs (in
     // set order there; sorted here).
     const listening = targets.filter((d) => partitioned.has(d)).sort()
-    if (listening.length > 0 && partitionKey === null && compareVersions(schema.behaviourVersion, '3.3.0') >= 0) {
+    if (listening.length > 0 && partitionKey === null && compareVersions(schema.behaviourVersion, '3.2.0') >= 0) {
       const msg =
         `Listening Dags are partition-aware but the run has no partition key (listening_dags=[${listening.map((d) => `'${d}'`).join(', ')}], ` +
         `asset_id=${assetId}, run_id=${ti.run_id}, dag_id=${ti.dag_id}, task_id=${ti.task_id})`

@@ -31,13 +31,13 @@ const from32 = {
   maxRunsFlag: true,
   consumerFilter: 'all_skip_paused',
   aliasAssetShape: 'declared',
+  missingPartitionKeyLog: true,
 } as const
 const from33 = {
   ...from32,
   multiTeam: true,
-  taskStateTable: 'task_state',
+  taskStateTable: 'task_state_store',
   eventPartitionKeys: true,
-  missingPartitionKeyLog: true,
 } as const
 
 export const lineCapabilities: Record<FixtureVersion, Capabilities> = {

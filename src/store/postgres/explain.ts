@@ -34,7 +34,10 @@ import type {DownstreamStore} from '../families/downstream.js'
  * - partition runs (3.2+): `asset_partition_dag_run` rows with no `created_dag_run_id` are the
  *   pending ones, and `partitioned_asset_key_log` says which asset events (and source keys) each
  *   received (`AssetManager._queue_partitioned_dags`; the scheduler's step that turns them into
- *   runs was read in a copy of main from before 3.2.0 shipped and in PR threads: unverified).
+ *   runs is 3.2.0–3.2.2's `SchedulerJobRunner._create_dagruns_for_partitioned_asset_dags`,
+ *   airflow/jobs/scheduler_job_runner.py; 3.3.0's also skips stale DAGs' rows, ignores key log rows
+ *   of inactive assets, checks rollup mappers and drops rows with a stale `rollup_fingerprint`,
+ *   which is not mirrored here).
  */
 function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>) {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'

@@ -350,7 +350,10 @@ function readRowHolder() {
  * updated_at. next_method and next_kwargs are cleared as the fix for apache/airflow #56704 clears
  * them on every terminal state (`_create_ti_state_update_query_and_update_state`); 3.0's success
  * branch left them, which only a deferred task's resume reads. A task instance that never started gets start_date =
- * end_date, as `TaskInstance.set_state` does (airflow-core/src/airflow/models/taskinstance.py, Airflow 3.0).
+ * end_date, and one that has already ended (failed, up_for_retry, …: the UI's mark-success path,
+ * not the worker's) keeps its end_date unless --end-date gives one, as `TaskInstance.set_state` does
+ * (`self.end_date = self.end_date or current_time`, airflow/models/taskinstance.py, 3.0.6–3.3.2;
+ * the judge lane holds `complete --continue-run` to `patch_task_instance` on each).
  */
 function markTaskInstanceSuccess() {
   const update = prepared(
@@ -361,7 +364,8 @@ function markTaskInstanceSuccess() {
             -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
             duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
             next_method = null, next_kwargs = null, updated_at = clock_timestamp()
-       from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
+       from (select coalesce($1::timestamptz, ended.end_date, clock_timestamp()) as end_date
+               from task_instance ended where ended.id = $2::uuid) as stamp
       where ti.id = $2::uuid`,
   )
   return async (ex: Executor, tiId: string, endDate: Date | null): Promise<void> => {
@@ -372,9 +376,8 @@ function markTaskInstanceSuccess() {
 /**
  * A success clears the task's state store when `[state_store] clear_on_success` is on
  * (apache/airflow #66586, `_clear_task_state_store_on_success` beside `ti_update_state` and the REST
- * mark-success: `backend.clear(scope)` for the task instance's dag run, task and map index). The
- * table is the one migration fde9ed84d07b creates (`task_state`, primary key dag_run_id, task_id,
- * map_index, key), or `task_state_store`, whichever this database has.
+ * mark-success: `backend.clear(scope)` for the task instance's dag run, task and map index), from
+ * `task_state_store` (migration fde9ed84d07b, 3.3.0: unique on dag_run_id, task_id, map_index, key).
  */
 function clearTaskState(capabilities: Pick<Capabilities, 'taskStateTable'>) {
   const table = capabilities.taskStateTable

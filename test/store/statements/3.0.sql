@@ -5,7 +5,7 @@
 -- airlock_downstream_asset_keys_025dc3f61d9a
 select id, name, uri from asset where id = any($1::int[]);
 
--- airlock_downstream_per_asset_cd45795ad95c
+-- airlock_downstream_per_asset_23e75c0abd7c
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -33,7 +33,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($3::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
@@ -177,14 +177,15 @@ select a.pid, a.application_name, a.xact_start, a.state, a.usename::text as usen
  from task_instance t join pg_stat_activity a on a.backend_xid::text = t.xmax::text
 where t.id = $1 and t.xmax::text <> '0';
 
--- airlock_mark_ti_success_08c53f8d7eb0
+-- airlock_mark_ti_success_4d5c46ed6dbb
 update task_instance ti
   set state = 'success', end_date = stamp.end_date,
       start_date = coalesce(ti.start_date, stamp.end_date),
       -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
       duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
       next_method = null, next_kwargs = null, updated_at = clock_timestamp()
- from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
+ from (select coalesce($1::timestamptz, ended.end_date, clock_timestamp()) as end_date
+         from task_instance ended where ended.id = $2::uuid) as stamp
 where ti.id = $2::uuid;
 
 -- airlock_insert_events_logged_7222ed922378
@@ -300,7 +301,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_id_and_alias_skip_paused_a_0f6706169124
+-- airlock_queue_per_asset_id_and_alias_skip_paused_a_4c950710950c
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -365,7 +366,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($7::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
@@ -423,7 +424,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_asset_id_and_alias_skip_pau_75200948bec8
+-- airlock_plan_queue_per_asset_id_and_alias_skip_pau_10c23f2b63e8
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -486,7 +487,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($7::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,

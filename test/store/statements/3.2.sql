@@ -1,11 +1,11 @@
 -- Every statement airlock prepares on an Airflow 3.2 database (Airflow defaults).
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
--- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"all_skip_paused","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
+-- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"all_skip_paused","eventPartitionKeys":false,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
 -- airlock_downstream_asset_keys_025dc3f61d9a
 select id, name, uri from asset where id = any($1::int[]);
 
--- airlock_downstream_partitioned_flag_per_asset_79897c1b3cd6
+-- airlock_downstream_partitioned_flag_per_asset_33f78e7cfbb9
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -33,7 +33,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($3::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
@@ -177,14 +177,15 @@ select a.pid, a.application_name, a.xact_start, a.state, a.usename::text as usen
  from task_instance t join pg_stat_activity a on a.backend_xid::text = t.xmax::text
 where t.id = $1 and t.xmax::text <> '0';
 
--- airlock_mark_ti_success_08c53f8d7eb0
+-- airlock_mark_ti_success_4d5c46ed6dbb
 update task_instance ti
   set state = 'success', end_date = stamp.end_date,
       start_date = coalesce(ti.start_date, stamp.end_date),
       -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
       duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
       next_method = null, next_kwargs = null, updated_at = clock_timestamp()
- from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
+ from (select coalesce($1::timestamptz, ended.end_date, clock_timestamp()) as end_date
+         from task_instance ended where ended.id = $2::uuid) as stamp
 where ti.id = $2::uuid;
 
 -- airlock_insert_events_logged_b8137e629bac
@@ -300,7 +301,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_asset_all_skip_paused_preview_e0b6c284d99b
+-- airlock_queue_per_asset_all_skip_paused_preview_4a284d73845a
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -365,7 +366,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($7::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
@@ -423,7 +424,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_asset_all_skip_paused_previ_8df2da795667
+-- airlock_plan_queue_per_asset_all_skip_paused_previ_5cb8a177cb53
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -486,7 +487,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($7::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,

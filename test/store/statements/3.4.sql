@@ -1,11 +1,11 @@
 -- Every statement airlock prepares on an Airflow 3.4 database (Airflow defaults).
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
--- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
+-- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state_store","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
 -- airlock_downstream_asset_keys_025dc3f61d9a
 select id, name, uri from asset where id = any($1::int[]);
 
--- airlock_downstream_partitioned_flag_per_event_e56418f16c55
+-- airlock_downstream_partitioned_flag_per_event_96ce4eb68edd
 select (with consumer_dag as materialized (
   -- Materialized: the consumers first (a handful), then each one's facts, never every DAG's.
   select d.* from dag d where d.dag_id in (select r.dag_id from dag_schedule_asset_reference r where r.asset_id = any($1::int[])
@@ -33,7 +33,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($3::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
@@ -181,18 +181,19 @@ select a.pid, a.application_name, a.xact_start, a.state, a.usename::text as usen
  from task_instance t join pg_stat_activity a on a.backend_xid::text = t.xmax::text
 where t.id = $1 and t.xmax::text <> '0';
 
--- airlock_mark_ti_success_08c53f8d7eb0
+-- airlock_mark_ti_success_4d5c46ed6dbb
 update task_instance ti
   set state = 'success', end_date = stamp.end_date,
       start_date = coalesce(ti.start_date, stamp.end_date),
       -- Never negative: an end before the start is refused unless forced, and then recorded as 0.
       duration = greatest(0, extract(epoch from (stamp.end_date - coalesce(ti.start_date, stamp.end_date)))),
       next_method = null, next_kwargs = null, updated_at = clock_timestamp()
- from (select coalesce($1::timestamptz, clock_timestamp()) as end_date) as stamp
+ from (select coalesce($1::timestamptz, ended.end_date, clock_timestamp()) as end_date
+         from task_instance ended where ended.id = $2::uuid) as stamp
 where ti.id = $2::uuid;
 
--- airlock_clear_task_state_06405cee4548
-delete from task_state where dag_run_id = $1::int and task_id = $2 and map_index = $3::int returning 1;
+-- airlock_clear_task_state_store_969f58e236a0
+delete from task_state_store where dag_run_id = $1::int and task_id = $2 and map_index = $3::int returning 1;
 
 -- airlock_insert_events_logged_b8137e629bac
 with event as (
@@ -306,7 +307,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_preview_ea3dd7ecaa3f
+-- airlock_queue_per_event_all_skip_paused_preview_03f553b5ef0e
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -370,7 +371,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($9::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
@@ -431,7 +432,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_previ_8d80b10b09bd
+-- airlock_plan_queue_per_event_all_skip_paused_previ_07831b3775e0
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -492,7 +493,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($9::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
@@ -1464,7 +1465,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_queue_per_event_all_skip_paused_teams_prev_a8a26e8c8a09
+-- airlock_queue_per_event_all_skip_paused_teams_prev_477052633164
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1540,7 +1541,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($11::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
@@ -1613,7 +1614,7 @@ select 'queued' as kind, asset_id, target_dag_id as dag_id, null::int as alias_i
 union all
 select kind, asset_id, dag_id, alias_id, null, null from (select distinct kind, asset_id, dag_id, alias_id from consumer where kind <> 'queued') as c;
 
--- airlock_plan_queue_per_event_all_skip_paused_teams_f4cccca776a2
+-- airlock_plan_queue_per_event_all_skip_paused_teams_cc17996b50fe
 with reference as (
   -- UNION ALL: each branch's rows are distinct already (one reference row per DAG and
   -- asset, alias, name or uri), and consumer takes the distinct queue keys anyway.
@@ -1686,7 +1687,7 @@ select coalesce(json_agg(json_build_object(
        ) order by d.dag_id), '[]')
   from consumer_dag d
   -- A serialized DAG whose hash the process has seen is not read again: reading its timetable
-  -- parses the whole document (a json column), megabytes for a large DAG.
+  -- reads the whole document (json, parsed; jsonb from 3.2, detoasted), megabytes for a large DAG.
   left join lateral (
     select s.dag_hash,
            case when s.dag_hash = any($11::text[]) then null else s.data -> 'dag' -> 'timetable' end as timetable,
