@@ -1,11 +1,13 @@
 import os from 'node:os'
 import path from 'node:path'
 
-import {defineConfig} from 'vitest/config'
+import {configDefaults, defineConfig} from 'vitest/config'
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The judge lane (Airflow's own releases beside airlock) runs with `npm run test:airflow`.
+    exclude: [...configDefaults.exclude, 'test/judge/**'],
     globalSetup: ['test/support/globalSetup.ts'],
     // Files run in parallel, each against its own database cloned from a template.
     pool: 'forks',

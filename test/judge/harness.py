@@ -19,6 +19,10 @@ Steps:
                                                the worker reporting SUCCESS: the task SDK builds the
                                                payload (task_outlets, outlet_events) and the execution
                                                API's ti_update_state handles it in-process
+  {"op": "states", "dag": D, "run_id": R, "states": {T: STATE}, "run_state": S}
+                                               task instances and the run as a failed run leaves them
+  {"op": "mark_success", "dag": D, "run_id": R, "task": T}
+                                               the UI's mark-success (patch_task_instance, new_state=success)
   {"op": "schedule"}                           one pass of the scheduler's DAG-run creation
                                                (_create_dagruns_for_dags): the runs it created and the
                                                events each consumed
@@ -107,6 +111,66 @@ def start(step):
         ti.hostname = "judge-worker"
         ti.queued_dttm = ti.start_date - timedelta(seconds=5)
         return {"ti_id": str(ti.id)}
+
+
+def states(step):
+    """Task instance and run states as a failed run leaves them (try 1, ended), set on Airflow's models."""
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import TaskInstance
+
+    now = datetime.now(timezone.utc)
+    with create_session() as session:
+        for ti in session.query(TaskInstance).filter_by(dag_id=step["dag"], run_id=step["run_id"]):
+            state = step["states"].get(ti.task_id)
+            if state is None:
+                continue
+            ti.state = state
+            if state in ("failed", "success"):
+                ti.try_number = 1
+                ti.start_date = now - timedelta(minutes=3)
+                ti.end_date = now - timedelta(minutes=2)
+                ti.duration = 60.0
+        if "run_state" in step:
+            run = session.query(DagRun).filter_by(dag_id=step["dag"], run_id=step["run_id"]).one()
+            run.state = step["run_state"]
+            run.end_date = now - timedelta(minutes=1)
+    return {}
+
+
+def mark_success(step):
+    """The UI's and REST API's mark-success: patch_task_instance with new_state=success, called
+    in-process as FastAPI would (its action_logging audit row is a route dependency, not run here)."""
+    from airflow.api_fastapi.core_api.datamodels.task_instances import PatchTaskInstanceBody
+    from airflow.api_fastapi.core_api.routes.public.task_instances import patch_task_instance
+
+    class User:
+        def get_name(self):
+            return "judge"
+
+        def get_id(self):
+            return "judge"
+
+    try:
+        from airflow.models.dagbag import DBDagBag  # 3.1+
+
+        dag_bag = DBDagBag()
+    except ImportError:
+        from airflow.models.dagbag import DagBag
+
+        dag_bag = DagBag(read_dags_from_db=True)
+    with create_session() as session:
+        patch_task_instance(
+            dag_id=step["dag"],
+            dag_run_id=step["run_id"],
+            task_id=step["task"],
+            dag_bag=dag_bag,
+            body=PatchTaskInstanceBody(new_state="success"),
+            user=User(),
+            session=session,
+            map_index=-1,
+            update_mask=None,
+        )
+    return {}
 
 
 def outlet_payload(task, emit):
@@ -205,6 +269,8 @@ STEPS = {
     "start": start,
     "succeed": succeed,
     "schedule": schedule,
+    "states": states,
+    "mark_success": mark_success,
     "version": version,
 }
 

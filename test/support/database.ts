@@ -23,12 +23,16 @@ export function admin(): Knex {
  * (`'empty'`) for non-Airflow and dump-restore cases.
  */
 export async function createTestDatabase(version: FixtureVersion | 'empty', poolSize = 4): Promise<TestDatabase> {
-  const runId = inject('runId')
-  const name = `airlock_t${runId}_${randomBytes(4).toString('hex')}`
+  return createDatabase(version === 'empty' ? undefined : templateName(inject('runId'), version), poolSize)
+}
+
+/** A fresh database of this run, empty or a copy of the database `template` names, with its own pool. */
+export async function createDatabase(template: string | undefined, poolSize = 4): Promise<TestDatabase> {
+  const name = `airlock_t${inject('runId')}_${randomBytes(4).toString('hex')}`
   const root = admin()
   try {
-    if (version === 'empty') await root.raw('create database ??', [name])
-    else await root.raw('create database ?? template ??', [name, templateName(runId, version)])
+    if (template === undefined) await root.raw('create database ??', [name])
+    else await root.raw('create database ?? template ??', [name, template])
   } finally {
     await root.destroy()
   }
