@@ -7,7 +7,8 @@ import {afterAll, describe, expect, it} from 'vitest'
 import {compareVersions} from '../../src/airflow/revisions.js'
 import {runCli} from '../support/cli.js'
 import type {TestDatabase} from '../support/database.js'
-import {dagsFolder, harness, installedReleases, type Release, type ScheduledRun, type Step} from './support/airflow.js'
+import {dagsFolder, harness, installedReleases, schedule, type Release, type Step} from './support/airflow.js'
+import {airlockEvents, willRun} from './support/airlock.js'
 import {airflowDatabase, cloneDatabase} from './support/databases.js'
 import {randomWorld, type RandomWorld} from './support/randomWorld.js'
 
@@ -40,19 +41,8 @@ afterAll(async () => {
     )
 })
 
-async function willRun(database: TestDatabase): Promise<string[]> {
-  const explained = await runCli(['explain', '--database-url', database.url, '--all', '--json'])
-  if (explained.code !== 0) throw new Error(`explain exited ${explained.code}: ${explained.stderr}`)
-  const envelope = JSON.parse(explained.stdout) as {result: {dags: Array<{dag_id: string; verdict: string}>}}
-  return envelope.result.dags
-    .filter((dag) => dag.verdict === 'will_run')
-    .map((dag) => dag.dag_id)
-    .sort()
-}
-
 async function scheduled(release: Release, database: TestDatabase, dags: string): Promise<string[]> {
-  const [result] = (await harness(release, database.url, [{op: 'schedule'}], dags)) as [{runs: ScheduledRun[]}]
-  return result.runs.map((run) => run.dag_id).sort()
+  return (await schedule(release, database.url, dags)).map((run) => run.dag_id).sort()
 }
 
 async function compare(release: Release, world: RandomWorld) {
@@ -93,11 +83,7 @@ async function compare(release: Release, world: RandomWorld) {
         .map((row) =>
           JSON.stringify({
             ti_id: row.id,
-            outlet_events: emissionFor(row.task_id).map((e) => ({
-              asset: {name: e.asset, uri: e.uri},
-              extra: {},
-              alias: e.alias,
-            })),
+            outlet_events: airlockEvents(emissionFor(row.task_id)),
           }),
         )
         .join('\n') + '\n',

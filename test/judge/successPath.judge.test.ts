@@ -9,8 +9,16 @@ import {schemaOf} from '../support/complete.js'
 import type {TestDatabase} from '../support/database.js'
 import {snapshot, type Snapshot} from '../conformance/snapshot.js'
 import type {CreatedRun} from '../conformance/scheduler.js'
-import {harness, installedReleases, type Emission, type Release, type ScheduledRun} from './support/airflow.js'
+import {
+  harness,
+  installedReleases,
+  schedule,
+  type Emission,
+  type Release,
+  type ScheduledRun,
+} from './support/airflow.js'
 import {airflowDatabase, cloneDatabase} from './support/databases.js'
+import {airlockEvents, willRun} from './support/airlock.js'
 import {deliberate} from './support/differences.js'
 
 /**
@@ -50,14 +58,6 @@ const cases: Record<string, Case> = {
   },
 }
 
-/** What `airlock complete --from-file` takes for the same emissions. */
-const airlockEvents = (emit: Emission[]) =>
-  emit.map((event) => ({
-    asset: {name: event.asset, uri: event.uri ?? event.asset},
-    extra: event.extra ?? {},
-    ...(event.alias ? {alias: event.alias} : {}),
-  }))
-
 const toCreated = (runs: ScheduledRun[]): CreatedRun[] =>
   runs.map((run) => ({
     dagId: run.dag_id,
@@ -87,16 +87,6 @@ async function world(release: Release): Promise<TestDatabase> {
   ])
   await database.knex.destroy()
   return database
-}
-
-/** The DAGs `airlock explain` says the next scheduler loop creates a run for. */
-async function willRun(database: TestDatabase): Promise<string[]> {
-  const explained = await runCli(['explain', '--database-url', database.url, '--all', '--json'])
-  const envelope = JSON.parse(explained.stdout) as {result: {dags: Array<{dag_id: string; verdict: string}>}}
-  return envelope.result.dags
-    .filter((dag) => dag.verdict === 'will_run')
-    .map((dag) => dag.dag_id)
-    .sort()
 }
 
 interface Side {
@@ -130,9 +120,9 @@ async function sideBySide(release: Release, base: TestDatabase, test: Case): Pro
     const explained = await willRun(database)
     let scheduled: string[] = []
     const snap = await snapshot(database.knex, await schemaOf(database.knex), since, tiKey, async () => {
-      const [result] = (await harness(release, database.url, [{op: 'schedule'}])) as [{runs: ScheduledRun[]}]
-      scheduled = result.runs.map((run) => run.dag_id).sort()
-      return toCreated(result.runs)
+      const runs = await schedule(release, database.url)
+      scheduled = runs.map((run) => run.dag_id).sort()
+      return toCreated(runs)
     })
     return {rows: snap, explained, scheduled}
   }

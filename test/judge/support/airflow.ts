@@ -128,3 +128,9 @@ export async function harness(
     throw new Error(`Airflow ${release.version} harness failed on ${JSON.stringify(steps)}:\n${stderr.slice(-4000)}`)
   }
 }
+
+/** One pass of the release's DAG-run creation on the database: the runs it created. */
+export async function schedule(release: Release, databaseUrl: string, dags = dagsFolder): Promise<ScheduledRun[]> {
+  const [result] = (await harness(release, databaseUrl, [{op: 'schedule'}], dags)) as [{runs: ScheduledRun[]}]
+  return result.runs
+}

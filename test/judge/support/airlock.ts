@@ -1,0 +1,22 @@
+import {runCli} from '../../support/cli.js'
+import type {TestDatabase} from '../../support/database.js'
+import type {Emission} from './airflow.js'
+
+/** The DAGs `airlock explain --all` says the next scheduler loop creates a run for, sorted. */
+export async function willRun(database: TestDatabase): Promise<string[]> {
+  const explained = await runCli(['explain', '--database-url', database.url, '--all', '--json'])
+  if (explained.code !== 0) throw new Error(`explain exited ${explained.code}: ${explained.stderr}`)
+  const envelope = JSON.parse(explained.stdout) as {result: {dags: Array<{dag_id: string; verdict: string}>}}
+  return envelope.result.dags
+    .filter((dag) => dag.verdict === 'will_run')
+    .map((dag) => dag.dag_id)
+    .sort()
+}
+
+/** What a `complete --from-file` line's `outlet_events` say for the emissions a task recorded. */
+export const airlockEvents = (emit: Emission[]) =>
+  emit.map((event) => ({
+    asset: {name: event.asset, uri: event.uri ?? event.asset},
+    extra: event.extra ?? {},
+    ...(event.alias ? {alias: event.alias} : {}),
+  }))
