@@ -20,6 +20,16 @@ export interface Capabilities {
    * on, asset-triggered ones included.
    */
   maxRunsFlag: boolean
+  /**
+   * The scheduler's partition step (`SchedulerJobRunner._create_dagruns_for_partitioned_asset_dags`,
+   * airflow/jobs/scheduler_job_runner.py). 'all_pending' (3.2.0–3.2.2): every pending
+   * `asset_partition_dag_run`, its condition over the assets with a key log row. 'fresh_active'
+   * (3.3.0–3.3.2, read the same in both): pending rows of DAGs that are not stale, oldest first, at
+   * most 500 a loop; a row whose `rollup_fingerprint` is NULL or not the timetable's is deleted
+   * with its key log rows; key log rows of inactive assets do not count. Told apart by the
+   * `rollup_fingerprint` column (3.3.0's migration dd5f3a8e2b91).
+   */
+  partitionStep: 'all_pending' | 'fresh_active' | null
   /** 'per_asset': (asset_id, target_dag_id) upserted (before 3.4); 'per_event': one row per event (3.4). */
   queueShape: 'per_asset' | 'per_event'
   /** dag_schedule_asset_reference.allow_producer_teams etc. (3.3+). */
@@ -238,6 +248,11 @@ export function detectCapabilities(
     eventPartitionKey: has('asset_event', 'partition_key'),
     partitionedTimetables: has('dag', 'timetable_partitioned'),
     maxRunsFlag: has('dag', 'exceeds_max_non_backfill'),
+    partitionStep: !shape.has('asset_partition_dag_run')
+      ? null
+      : has('asset_partition_dag_run', 'rollup_fingerprint')
+        ? 'fresh_active'
+        : 'all_pending',
     queueShape: has('asset_dag_run_queue', 'asset_event_id') ? 'per_event' : 'per_asset',
     multiTeam:
       has('dag_schedule_asset_reference', 'allow_producer_teams') &&

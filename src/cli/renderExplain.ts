@@ -19,7 +19,7 @@ export function renderExplainedDag(dag: DagExplanation, now: Date): string {
   }
   for (const p of dag.partitions ?? []) {
     lines.push(
-      `  partition ${p.partition_key} (pending since ${short(p.created_at)}): ${p.verdict === 'will_run' ? 'will run' : `waiting for ${p.waiting_for.join(', ')}`}${p.received.length > 0 ? `; received ${p.received.join(', ')}` : ''}`,
+      `  partition ${p.partition_key} (pending since ${short(p.created_at)}): ${p.verdict === 'will_run' ? 'will run' : p.verdict === 'cleared' ? `cleared: ${p.reason}` : `waiting for ${p.waiting_for.join(', ')}`}${p.received.length > 0 ? `; received ${p.received.join(', ')}` : ''}`,
     )
   }
   if (dag.runs.length > 0) {

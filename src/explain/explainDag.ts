@@ -1,3 +1,4 @@
+import {sameFingerprint} from '../airflow/rollupFingerprint.js'
 import {
   evaluateTree,
   leavesOf,
@@ -91,9 +92,11 @@ export interface DagExplanation {
   partitions?: Array<{
     partition_key: string
     created_at: string
-    verdict: 'will_run' | 'waiting'
+    /** cleared: 3.3's next loop deletes it, queued under another mapper definition (`reason` says). */
+    verdict: 'will_run' | 'waiting' | 'cleared'
     waiting_for: string[]
     received: string[]
+    reason?: string
   }>
   runs: Array<{run_id: string; state: string | null; run_after: string; queued_at: string | null; events: number[]}>
   findings: FindingJson[]
@@ -423,8 +426,10 @@ function rowEvidence(row: QueueRow): {since: string; event: EventJson | null} {
  * received (`partitioned_asset_key_log`), not from the queue. A pending row whose condition holds
  * gets its run on the scheduler's next loop; two pending rows for one key split the events
  * between them, so neither may ever hold (apache/airflow #71070, fixed from 3.4 by a unique key).
- * A partition mapper that rolls several upstream keys into one (a rollup) needs more than one key
- * per asset, which only Python can tell: airlock counts an asset received once any key arrived.
+ * From 3.3 the step skips a stale DAG's rows and deletes a row whose rollup fingerprint is not the
+ * timetable's (docs/explain.md). A partition mapper that rolls several upstream keys into one (a
+ * rollup) needs more than one key per asset, which only Python can tell: airlock counts an asset
+ * received once any key arrived.
  */
 function explainPartitioned(
   dag: ExplainDag,
@@ -435,6 +440,10 @@ function explainPartitioned(
   base: Pick<DagExplanation, 'dag_id' | 'queued' | 'runs'>,
   findings: FindingJson[],
 ): DagExplanation {
+  // 3.3's step (the store reads a fingerprint per row only there) skips a stale DAG's rows and
+  // deletes a row queued under another mapper definition before it evaluates any.
+  const freshActive = partitions.some((p) => p.fingerprint !== undefined)
+  const skipped = freshActive && dag.stale
   const evaluated = partitions.map((p) => {
     const received = new Set(p.received.map((r) => r.assetId))
     const queue: QueuedAssets = {
@@ -445,7 +454,12 @@ function explainPartitioned(
       aliases: linkedAliases(received, context),
     }
     const result = evaluateTree(tree, queuedLeaf(queue))
-    return {partition: p, result, queue}
+    const cleared =
+      !skipped &&
+      p.fingerprint !== undefined &&
+      dag.rollupFingerprint !== undefined &&
+      !sameFingerprint(p.fingerprint, dag.rollupFingerprint)
+    return {partition: p, result, queue, cleared, runs: !skipped && !cleared && result.met}
   })
   const keys = new Map<string, number>()
   for (const p of partitions) keys.set(p.partitionKey, (keys.get(p.partitionKey) ?? 0) + 1)
@@ -463,20 +477,35 @@ function explainPartitioned(
       detail: `its partition run for key ${oldest.partitionKey} has been pending since ${oldest.createdAt.toISOString()} (${ago(oldest.createdAt, options.now)})`,
     })
   }
-  const ready = evaluated.find((e) => e.result.met)
-  const first = evaluated[0]
+  const ready = evaluated.find((e) => e.runs)
+  const first = evaluated.find((e) => !e.cleared)
   const nothingYet = tree ? evaluateTree(tree, () => false).waitingFor : []
   return {
     ...base,
-    verdict: ready ? 'will_run' : 'waiting',
+    verdict: skipped ? 'blocked' : ready ? 'will_run' : 'waiting',
+    ...(skipped
+      ? {
+          blocked_by: 'stale' as const,
+          reason:
+            "it is stale (its file is gone): from 3.3 the scheduler's partition step skips its pending partition runs",
+        }
+      : {}),
     waiting_for: ready ? [] : (first?.result.waitingFor ?? nothingYet),
     condition: tree ? conditionJson(tree, () => false, [], context) : null,
-    partitions: evaluated.map(({partition, result, queue}) => ({
+    partitions: evaluated.map(({partition, result, queue, cleared, runs}) => ({
       partition_key: partition.partitionKey,
       created_at: partition.createdAt.toISOString(),
-      verdict: result.met ? 'will_run' : 'waiting',
-      waiting_for: result.waitingFor,
+      verdict: cleared ? 'cleared' : runs ? 'will_run' : 'waiting',
+      waiting_for: cleared ? [] : result.waitingFor,
       received: queue.assets.map((a) => a.name),
+      ...(cleared
+        ? {
+            reason:
+              partition.fingerprint === null
+                ? 'queued without a rollup fingerprint (before 3.3): the next scheduler loop deletes it and its key log rows; the next event for its key queues it afresh'
+                : "queued under another partition mapper definition (its rollup fingerprint is not the DAG's now): the next scheduler loop deletes it and its key log rows; the next event for its key queues it afresh",
+          }
+        : {}),
     })),
     findings,
   }

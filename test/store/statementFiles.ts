@@ -12,6 +12,7 @@ const base = {
   eventPartitionKey: false,
   partitionedTimetables: false,
   maxRunsFlag: false,
+  partitionStep: null,
   queueShape: 'per_asset',
   multiTeam: false,
   inletReferences: false,
@@ -29,6 +30,7 @@ const from32 = {
   eventPartitionKey: true,
   partitionedTimetables: true,
   maxRunsFlag: true,
+  partitionStep: 'all_pending',
   consumerFilter: 'all_skip_paused',
   aliasAssetShape: 'declared',
   missingPartitionKeyLog: true,
@@ -36,6 +38,7 @@ const from32 = {
 const from33 = {
   ...from32,
   multiTeam: true,
+  partitionStep: 'fresh_active',
   taskStateTable: 'task_state_store',
   eventPartitionKeys: true,
 } as const

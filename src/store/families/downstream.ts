@@ -62,6 +62,11 @@ export interface ExplainEvent {
 export interface ExplainDag extends Omit<DownstreamFacts, 'queued'> {
   /** Whether it has a serialized DAG at all. */
   serialized: boolean
+  /**
+   * 3.3+, a partitioned timetable airlock can read: the rollup fingerprint the scheduler compares
+   * pending partition runs with (src/airflow/rollupFingerprint.ts).
+   */
+  rollupFingerprint?: Record<string, unknown>
   queue: Array<{
     assetId: number
     /** null: the asset row is gone (an orphan queue row). */
@@ -103,6 +108,12 @@ export interface ExplainPartition {
   partitionKey: string
   createdAt: Date
   received: Array<{assetId: number; sourceKeys: string[]}>
+  /**
+   * 3.3+ (the `fresh_active` partition step): the fingerprint stamped when the row was queued
+   * (null: none, as rows queued before 3.3), and `received` counts active assets only. Left out
+   * before 3.3, whose step reads neither.
+   */
+  fingerprint?: unknown
 }
 
 export interface ExplainPage {

@@ -119,13 +119,19 @@ export interface SchedulerDagRow {
 
 /** The asset condition of a row's timetable; a compressed serialized DAG is inflated for it. */
 export function conditionOfRow(row: Pick<SchedulerDagRow, 'timetable' | 'data_compressed'>): unknown {
-  const timetable = row.data_compressed
+  return timetableOfRow(row)?.__var?.asset_condition
+}
+
+/** A row's timetable as the DAG processor serialized it; a compressed serialized DAG is inflated for it. */
+export function timetableOfRow(
+  row: Pick<SchedulerDagRow, 'timetable' | 'data_compressed'>,
+): SchedulerDagRow['timetable'] | undefined {
+  return row.data_compressed
     ? (
         storedDagJson(null, Buffer.from(row.data_compressed, 'base64')) as
           {dag?: {timetable?: SchedulerDagRow['timetable']}} | undefined
       )?.dag?.timetable
     : row.timetable
-  return timetable?.__var?.asset_condition
 }
 
 /** One entry of factsSql's array, as json_build_object writes it. */

@@ -1,4 +1,5 @@
 import {leavesOf, parseCondition} from '../../airflow/assetCondition.js'
+import {rollupFingerprint} from '../../airflow/rollupFingerprint.js'
 import type {Capabilities} from '../../airflow/schema.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
@@ -12,7 +13,7 @@ import type {
   ExplainRun,
   ExplainSelection,
 } from '../families/downstream.js'
-import {conditionOfRow, type DownstreamPreview, type SchedulerDagRow} from './downstream.js'
+import {timetableOfRow, type DownstreamPreview, type SchedulerDagRow} from './downstream.js'
 import type {DownstreamStore} from '../families/downstream.js'
 
 /**
@@ -34,12 +35,13 @@ import type {DownstreamStore} from '../families/downstream.js'
  * - partition runs (3.2+): `asset_partition_dag_run` rows with no `created_dag_run_id` are the
  *   pending ones, and `partitioned_asset_key_log` says which asset events (and source keys) each
  *   received (`AssetManager._queue_partitioned_dags`; the scheduler's step that turns them into
- *   runs is 3.2.0–3.2.2's `SchedulerJobRunner._create_dagruns_for_partitioned_asset_dags`,
- *   airflow/jobs/scheduler_job_runner.py; 3.3.0's also skips stale DAGs' rows, ignores key log rows
- *   of inactive assets, checks rollup mappers and drops rows with a stale `rollup_fingerprint`,
- *   which is not mirrored here).
+ *   runs is `SchedulerJobRunner._create_dagruns_for_partitioned_asset_dags`,
+ *   airflow/jobs/scheduler_job_runner.py; 3.3.0–3.3.2's counts key log rows of active assets only
+ *   and compares each row's `rollup_fingerprint`, read here for explainDag).
  */
-function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>) {
+function explainStatements(
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'partitionStep' | 'maxRunsFlag' | 'queueShape'>,
+) {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
   const maxRunsFlag = capabilities.maxRunsFlag ? 'd.exceeds_max_non_backfill is true' : 'false'
   // The asset-scheduled DAGs after $1: the next $2 DAG ids of each reference table, read off its
@@ -161,13 +163,24 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
        ) as r
       order by d.dag_id, r.run_after desc, r.id desc`,
   )
+  // 3.3's step counts no key log row of an inactive asset (`AssetModel.active.has()`) and compares
+  // each row's rollup fingerprint with the timetable's (explainDag decides what that means).
+  const freshActive = capabilities.partitionStep === 'fresh_active'
   const partitions = capabilities.partitionedTimetables
     ? prepared(
-        'explain_partitions',
+        `explain_partitions${freshActive ? '_fresh_active' : ''}`,
         `select p.id, p.target_dag_id, p.partition_key, p.created_at,
+                ${freshActive ? 'p.rollup_fingerprint' : 'null'} as fingerprint,
                 coalesce((select json_agg(json_build_object('asset_id', k.asset_id, 'source_keys', k.keys) order by k.asset_id)
                             from (select l.asset_id, array_agg(distinct l.source_partition_key order by l.source_partition_key) as keys
-                                    from partitioned_asset_key_log l where l.asset_partition_dag_run_id = p.id
+                                    from partitioned_asset_key_log l
+                                   where l.asset_partition_dag_run_id = p.id
+                                     ${
+                                       freshActive
+                                         ? `and exists (select 1 from asset a join asset_active aa on aa.name = a.name and aa.uri = a.uri
+                                                         where a.id = l.asset_id)`
+                                         : ''
+                                     }
                                    group by l.asset_id) as k), '[]') as received
            from asset_partition_dag_run p
           where p.target_dag_id = any($1::text[]) and p.created_dag_run_id is null
@@ -202,7 +215,7 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
     async readExplainPage(ex: Executor, dagIds: readonly string[], runsPerDag: number): Promise<ExplainPage> {
       if (dagIds.length === 0) return {dags: [], assets: [], aliases: [], runs: [], partitions: []}
       const dagRows = await ex.query<DagRow>(facts([[...dagIds]]))
-      const dags = dagRows.map(toDag)
+      const dags = dagRows.map((row) => toDag(row, capabilities.partitionStep))
       // The leaves every condition of the page names, read in one statement each: the assets (by
       // name, uri or an Asset.ref's one of them) and the aliases.
       const names = new Set<string>()
@@ -252,6 +265,7 @@ function explainStatements(capabilities: Pick<Capabilities, 'partitionedTimetabl
           partitionKey: row.partition_key,
           createdAt: new Date(row.created_at),
           received: row.received.map((r) => ({assetId: r.asset_id, sourceKeys: r.source_keys})),
+          ...(freshActive ? {fingerprint: row.fingerprint} : {}),
         })),
       }
     },
@@ -306,6 +320,7 @@ interface PartitionRow {
   target_dag_id: string
   partition_key: string
   created_at: string
+  fingerprint: unknown
   received: Array<{asset_id: number; source_keys: string[]}>
 }
 
@@ -325,7 +340,9 @@ function toAsset(row: AssetRow): ExplainAsset {
   return {id: row.id, name: row.name, uri: row.uri, active: row.active, lastEvent: null}
 }
 
-function toDag(row: DagRow): ExplainDag {
+function toDag(row: DagRow, partitionStep: Capabilities['partitionStep']): ExplainDag {
+  const timetable = timetableOfRow(row)
+  const fingerprint = partitionStep === 'fresh_active' && row.partitioned ? rollupFingerprint(timetable) : undefined
   return {
     dagId: row.dag_id,
     paused: row.paused,
@@ -336,7 +353,8 @@ function toDag(row: DagRow): ExplainDag {
     maxRunsFlag: row.max_runs_flag,
     partitioned: row.partitioned,
     serialized: row.serialized,
-    condition: conditionOfRow(row),
+    condition: timetable?.__var?.asset_condition,
+    ...(fingerprint ? {rollupFingerprint: fingerprint} : {}),
     queue: row.queue.map((q) => ({
       assetId: q.asset_id,
       // A row whose asset is gone (no asset row): an orphan the scheduler cannot match.
@@ -349,7 +367,7 @@ function toDag(row: DagRow): ExplainDag {
 
 /** The downstream family: the preview's own read and `explain`'s pages. */
 export function downstreamStore(
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'maxRunsFlag' | 'queueShape'>,
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'partitionStep' | 'maxRunsFlag' | 'queueShape'>,
   preview: DownstreamPreview,
 ): DownstreamStore {
   return {readDownstream: preview.readDownstream, ...explainStatements(capabilities)}

@@ -1,6 +1,6 @@
 -- Every statement airlock prepares on an Airflow 3.0 database (Airflow defaults).
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
--- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"maxRunsFlag":false,"queueShape":"per_asset","multiTeam":false,"inletReferences":false,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
+-- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"maxRunsFlag":false,"partitionStep":null,"queueShape":"per_asset","multiTeam":false,"inletReferences":false,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
 
 -- airlock_downstream_asset_keys_025dc3f61d9a
 select id, name, uri from asset where id = any($1::int[]);

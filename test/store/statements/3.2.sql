@@ -1,6 +1,6 @@
 -- Every statement airlock prepares on an Airflow 3.2 database (Airflow defaults).
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
--- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"all_skip_paused","eventPartitionKeys":false,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
+-- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"partitionStep":"all_pending","queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"all_skip_paused","eventPartitionKeys":false,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
 -- airlock_downstream_asset_keys_025dc3f61d9a
 select id, name, uri from asset where id = any($1::int[]);
@@ -1394,11 +1394,14 @@ select d.dag_id, r.run_id, r.state, r.run_after, r.queued_at,
  ) as r
 order by d.dag_id, r.run_after desc, r.id desc;
 
--- airlock_explain_partitions_99f112bb5579
+-- airlock_explain_partitions_2a855f5adf7c
 select p.id, p.target_dag_id, p.partition_key, p.created_at,
+      null as fingerprint,
       coalesce((select json_agg(json_build_object('asset_id', k.asset_id, 'source_keys', k.keys) order by k.asset_id)
                   from (select l.asset_id, array_agg(distinct l.source_partition_key order by l.source_partition_key) as keys
-                          from partitioned_asset_key_log l where l.asset_partition_dag_run_id = p.id
+                          from partitioned_asset_key_log l
+                         where l.asset_partition_dag_run_id = p.id
+
                          group by l.asset_id) as k), '[]') as received
  from asset_partition_dag_run p
 where p.target_dag_id = any($1::text[]) and p.created_dag_run_id is null

@@ -1,6 +1,6 @@
 -- Every statement airlock prepares on an Airflow 3.4 database (Airflow defaults).
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
--- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state_store","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
+-- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"partitionStep":"fresh_active","queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state_store","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
 
 -- airlock_downstream_asset_keys_025dc3f61d9a
 select id, name, uri from asset where id = any($1::int[]);
@@ -1407,11 +1407,15 @@ select d.dag_id, r.run_id, r.state, r.run_after, r.queued_at,
  ) as r
 order by d.dag_id, r.run_after desc, r.id desc;
 
--- airlock_explain_partitions_99f112bb5579
+-- airlock_explain_partitions_fresh_active_518319109efb
 select p.id, p.target_dag_id, p.partition_key, p.created_at,
+      p.rollup_fingerprint as fingerprint,
       coalesce((select json_agg(json_build_object('asset_id', k.asset_id, 'source_keys', k.keys) order by k.asset_id)
                   from (select l.asset_id, array_agg(distinct l.source_partition_key order by l.source_partition_key) as keys
-                          from partitioned_asset_key_log l where l.asset_partition_dag_run_id = p.id
+                          from partitioned_asset_key_log l
+                         where l.asset_partition_dag_run_id = p.id
+                           and exists (select 1 from asset a join asset_active aa on aa.name = a.name and aa.uri = a.uri
+                                               where a.id = l.asset_id)
                          group by l.asset_id) as k), '[]') as received
  from asset_partition_dag_run p
 where p.target_dag_id = any($1::text[]) and p.created_dag_run_id is null
