@@ -24,6 +24,9 @@ export interface Snapshot {
   queue: string[]
   runs: string[]
   logs: Array<Record<string, unknown>>
+  /** 3.2+: the pending partition runs and the keys each received (left out before 3.2). */
+  partitionRuns?: string[]
+  keyLog?: string[]
 }
 
 const canonical = (value: unknown): string =>
@@ -107,8 +110,11 @@ export async function snapshot(
     [since],
   )
 
+  const partitions = schema.capabilities.partitionedTimetables ? await partitionRows(knex, describe, at) : {}
+
   const runs = await schedule()
   return {
+    ...partitions,
     taskInstance: {
       state: ti.state,
       endDateIsNew: ti.end_date !== null && ti.end_date >= since,
@@ -141,5 +147,55 @@ export async function snapshot(
       )
       .sort(),
     logs,
+  }
+}
+
+/**
+ * The partition runs a success queued (`asset_partition_dag_run`) and what each received
+ * (`partitioned_asset_key_log`). A run the scheduler already created reads `run=created`; from 3.3
+ * the rollup fingerprint and partition date are named by whether they were stamped.
+ */
+async function partitionRows(
+  knex: Knex,
+  describe: Map<number, string>,
+  at: (t: Date | null) => string,
+): Promise<Pick<Snapshot, 'partitionRuns' | 'keyLog'>> {
+  const {rows: columns} = await knex.raw<{rows: Array<{column_name: string}>}>(
+    `select column_name from information_schema.columns
+      where table_schema = current_schema() and table_name = 'asset_partition_dag_run'`,
+  )
+  const has = (name: string) => columns.some((c) => c.column_name === name)
+  const {rows: runs} = await knex.raw<{
+    rows: Array<{
+      target_dag_id: string
+      partition_key: string
+      created_at: Date
+      created: boolean
+      fingerprint: string | null
+      partition_date: Date | null
+    }>
+  }>(
+    `select target_dag_id, partition_key, created_at, created_dag_run_id is not null as created,
+            ${has('rollup_fingerprint') ? 'rollup_fingerprint::text' : 'null'} as fingerprint,
+            ${has('partition_date') ? 'partition_date' : 'null'} as partition_date
+       from asset_partition_dag_run`,
+  )
+  const {rows: log} = await knex.raw<{
+    rows: Array<{name: string; event_id: number; source: string; target: string; dag_id: string}>
+  }>(
+    `select a.name, l.asset_event_id as event_id, l.source_partition_key as source, l.target_partition_key as target, l.target_dag_id as dag_id
+       from partitioned_asset_key_log l join asset a on a.id = l.asset_id`,
+  )
+  return {
+    partitionRuns: runs
+      .map(
+        (r) =>
+          `${r.target_dag_id} key=${r.partition_key} created_at=${at(r.created_at)}${r.created ? ' run=created' : ''}` +
+          `${r.fingerprint === null ? '' : ` fingerprint=${r.fingerprint}`}${r.partition_date === null ? '' : ` date=${r.partition_date.toISOString()}`}`,
+      )
+      .sort(),
+    keyLog: log
+      .map((l) => `${l.name} ${l.source} -> ${l.dag_id} ${l.target} event=(${describe.get(l.event_id)})`)
+      .sort(),
   }
 }

@@ -11,7 +11,8 @@ own functions, never SQL of ours: the point is to see what the release itself wr
 
 Steps:
   {"op": "reserialize"}                        the DAG processor's sync of the DAG files to the database
-  {"op": "trigger", "dag": D, "run_id": R}     a run as `airflow dags trigger` creates it (trigger_dag)
+  {"op": "trigger", "dag": D, "run_id": R}     a run as `airflow dags trigger` creates it (trigger_dag);
+                                               "partition_key": K gives it a partition key (3.2+)
   {"op": "start", "dag": D, "run_id": R, "task": T}
                                                the scheduler and a worker taking the task instance to
                                                running: try 1, start date, hostname, as they leave it
@@ -24,7 +25,8 @@ Steps:
   {"op": "mark_success", "dag": D, "run_id": R, "task": T}
                                                the UI's mark-success (patch_task_instance, new_state=success)
   {"op": "schedule"}                           one pass of the scheduler's DAG-run creation
-                                               (_create_dagruns_for_dags): the runs it created and the
+                                               (_create_dagruns_for_dags, which from 3.2 runs the
+                                               partitioned step first): the runs it created and the
                                                events each consumed
   {"op": "version"}                            the release and its _REVISION_HEADS_MAP
 
@@ -237,8 +239,7 @@ def schedule(_step):
     runner = SchedulerJobRunner(job=Job())
     with create_session() as session:
         with prohibit_commit(session) as guard:
-            if hasattr(runner, "_create_dagruns_for_partitioned_asset_dags"):
-                runner._create_dagruns_for_partitioned_asset_dags(session)
+            # From 3.2 this also runs _create_dagruns_for_partitioned_asset_dags first, as the loop does.
             runner._create_dagruns_for_dags(guard, session)
             guard.commit()
     created = []

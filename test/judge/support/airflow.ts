@@ -12,6 +12,8 @@ const run = promisify(execFile)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..')
 const harnessFile = path.join(root, 'test/judge/harness.py')
 export const dagsFolder = path.join(root, 'test/judge/dags')
+/** DAG files with partitioned timetables, which only 3.2+ can parse. */
+export const partitionedDagsFolder = path.join(root, 'test/judge/dags-partitioned')
 
 /** One Airflow release the lane runs, as scripts/airflow/releases.tsv lists it. */
 export interface Release {
@@ -86,7 +88,7 @@ export async function migrate(release: Release, databaseUrl: string): Promise<vo
 
 export type Step =
   | {op: 'reserialize'}
-  | {op: 'trigger'; dag: string; run_id: string}
+  | {op: 'trigger'; dag: string; run_id: string; partition_key?: string}
   | {op: 'start' | 'succeed'; dag: string; run_id: string; task: string; emit?: Emission[]}
   | {op: 'states'; dag: string; run_id: string; states: Record<string, string>; run_state?: string}
   | {op: 'mark_success'; dag: string; run_id: string; task: string}

@@ -18,7 +18,14 @@ export function deliberate(release: Release, side: Snapshot): Snapshot {
       //    object in extra, so the audit log says who marked the task and `undo` can find it:
       //    before 3.2.0 that row is airlock's alone, and from 3.2.0 its owner and extra differ.
       .filter((row) => airflowLogsSuccess || !isAirlocks(row))
-      .map((row) => (row.event === 'success' ? {...row, owner: '(who)', extra: '(where)'} : row)),
+      .map((row) => (row.event === 'success' ? {...row, owner: '(who)', extra: '(where)'} : row))
+      // 3. The order of the log rows of one success, and of the DAGs a `missing partition key`
+      //    row lists: Airflow writes that row while it registers the event, before its success
+      //    row, and lists the DAGs in the order of a Python set (assets/manager.py,
+      //    AssetManager._queue_partitioned_dags), which no run repeats; airlock writes its audit
+      //    row first and lists them sorted. Compared: the rows, not their order.
+      .map((row) => ({...row, extra: sortListedDags(row.extra)}))
+      .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1)),
     // 2. An asset a task declares twice (directly and by Asset.ref) gets two events on both sides.
     //    Airflow registers them one by one and the first stamps the consumer's queue row, so the
     //    second event is younger than the row and the run the scheduler creates takes only the
@@ -35,3 +42,11 @@ export function deliberate(release: Release, side: Snapshot): Snapshot {
 }
 
 const isAirlocks = (row: Record<string, unknown>) => /"airlock":\{/.test(String(row.extra))
+
+const sortListedDags = (extra: unknown) =>
+  typeof extra === 'string'
+    ? extra.replace(
+        /listening_dags=\[([^\]]*)\]/,
+        (_all, dags: string) => `listening_dags=[${dags.split(', ').sort().join(', ')}]`,
+      )
+    : extra
