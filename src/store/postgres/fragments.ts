@@ -88,8 +88,9 @@ export function namedByAirlockRow(
  *   `mark_tasks.set_state` (airflow-core/src/airflow/api/common/mark_tasks.py), logged by the REST
  *   API's `action_logging` (airflow-core/src/airflow/api_fastapi/logging/decorators.py: event = the
  *   endpoint's function name, map_index and try_number NULL, `extra` the query and path values
- *   as strings, then the JSON body, then `"method"`), committed before the state changes, so
- *   counted only when written after the try began (tryBegan):
+ *   as strings, then the JSON body, then `"method"`), stamped before the state changes (3.2.2 and
+ *   3.3.2 commit it at once; 3.0.6 and 3.1.8 add it to the request's session, so it commits with
+ *   the change), so counted only when written after the try began (tryBegan):
  *   - `marked_task`: `patch_task_instance` (PATCH …/taskInstances/{task_id}[/{map_index}]) with
  *     `new_state` success; a row that names another map index does not count;
  *   - `marked_group`: `patch_task_group_instances` (PATCH …/taskGroupInstances/{group_id}) with
