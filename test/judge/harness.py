@@ -29,6 +29,10 @@ Steps:
                                                partitioned step first): the runs it created and the
                                                events each consumed
   {"op": "version"}                            the release and its _REVISION_HEADS_MAP
+  {"op": "load_serialized", "file": F}         serialized DAGs written by someone else (F: a JSON file of
+                                               {dag_id: serialized_dag.data}) read back as the release
+                                               reads them: its JSON schema's verdict and what
+                                               SerializedDAG.from_dict makes of each
 
 `emit` lists what the task recorded in its outlet_events accessors:
   {"asset": NAME, "extra": {...}}                    outlet_events[Asset(NAME)].extra = {...}
@@ -258,6 +262,54 @@ def schedule(_step):
     return {"runs": created}
 
 
+def load_serialized(step):
+    """Each serialized DAG of the file as the release reads it back: SerializedDAG.validate_schema
+    (the JSON schema the DAG processor's own to_dict validates against) and SerializedDAG.from_dict
+    (what the scheduler and the UI load a serialized_dag row with), then what the loaded DAG says of
+    its timetable and tasks, re-encoded by the release's own code."""
+    import copy
+
+    from airflow.serialization import serialized_objects
+    from airflow.serialization.serialized_objects import BaseSerialization
+
+    # 3.2 moved the loader to DagSerialization (SerializedDagModel.dag); before, SerializedDAG was both.
+    loader = getattr(serialized_objects, "DagSerialization", None) or serialized_objects.SerializedDAG
+    with open(step["file"]) as file:
+        rows = json.load(file)
+    read = {}
+    for dag_id, data in sorted(rows.items()):
+        entry = {}
+        try:
+            loader.validate_schema(copy.deepcopy(data))
+            entry["schema"] = "valid"
+        except Exception as error:  # the verdict is the result
+            entry["schema"] = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+        try:
+            dag = loader.from_dict(copy.deepcopy(data))
+            timetable = dag.timetable
+            entry["loaded"] = {
+                "dag_id": dag.dag_id,
+                "timetable": {
+                    "type": f"{type(timetable).__module__}.{type(timetable).__qualname__}",
+                    "var": timetable.serialize(),
+                    "summary": timetable.summary,
+                },
+                "tasks": [
+                    {
+                        "task_id": task.task_id,
+                        "owner": task.owner,
+                        "task_type": task.task_type,
+                        "outlets": [BaseSerialization.serialize(outlet) for outlet in task.outlets],
+                    }
+                    for task in sorted(dag.tasks, key=lambda task: task.task_id)
+                ],
+            }
+        except Exception as error:  # the verdict is the result
+            entry["loaded"] = f"{type(error).__name__}: {error}"
+        read[dag_id] = entry
+    return read
+
+
 def version(_step):
     from airflow.utils.db import _REVISION_HEADS_MAP
 
@@ -273,6 +325,7 @@ STEPS = {
     "states": states,
     "mark_success": mark_success,
     "version": version,
+    "load_serialized": load_serialized,
 }
 
 

@@ -94,6 +94,7 @@ export type Step =
   | {op: 'mark_success'; dag: string; run_id: string; task: string}
   | {op: 'schedule'}
   | {op: 'version'}
+  | {op: 'load_serialized'; file: string}
 
 /** What a task records in its outlet_events accessors (harness.py says how each becomes the payload). */
 export interface Emission {
