@@ -129,19 +129,36 @@ function readOption(file: string, option: AirflowOption): string | undefined {
   }
 
   let section: string | undefined
-  let found: string | undefined
+  let found: string[] | undefined
+  // configparser's multi-line values: a line indented deeper than its key continues the key's
+  // value (joined with newlines, the end stripped); an empty line inside it is kept, a comment
+  // line is not. Only the option asked for is collected.
+  let collecting: {indent: number; lines: string[]} | undefined
   for (const line of text.split(/\r?\n/)) {
     const trimmed = line.trim()
-    if (trimmed === '' || trimmed.startsWith('#') || trimmed.startsWith(';')) continue
+    if (trimmed.startsWith('#') || trimmed.startsWith(';')) continue
+    if (trimmed === '') {
+      collecting?.lines.push('')
+      continue
+    }
+    const indent = line.length - line.trimStart().length
+    if (collecting && indent > collecting.indent) {
+      collecting.lines.push(trimmed)
+      continue
+    }
+    collecting = undefined
     const header = /^\[(.+)\]$/.exec(trimmed)
     if (header) {
       section = header[1]!.trim()
       continue
     }
-    if (section !== option.section || /^\s/.test(line)) continue
+    if (section !== option.section || indent > 0) continue
     const match = /^([^=:]+)[=:](.*)$/.exec(trimmed)
-    if (match && match[1]!.trim().toLowerCase() === option.key) found = match[2]!.trim()
+    if (match && match[1]!.trim().toLowerCase() === option.key) {
+      found = [match[2]!.trim()]
+      collecting = {indent, lines: found}
+    }
   }
 
-  return found
+  return found?.join('\n').trimEnd()
 }

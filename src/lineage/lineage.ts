@@ -3,7 +3,8 @@ import type {ItemResult} from '../protocol/outcomes.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {completeEvent} from './event.js'
 import {LineageOutbox, type LineageDelivery} from './outbox.js'
-import type {DeclaredJob, LineageStore} from '../store/families/lineage.js'
+import type {LineageRow, LineageStore} from '../store/families/lineage.js'
+import {resolveTaskEmission, type TaskEmission} from './emissionPolicy.js'
 import type {LineageFilters, LineageSettings} from './settings.js'
 import {LineageSpool} from './spool.js'
 
@@ -107,11 +108,18 @@ export async function buildComplete(
   const {namespace} = settings
   const facts = await store.readLineageFacts(db.executor, tiId).catch(() => undefined)
   if (!facts) return undefined
-  const skipped = skippedByProvider(facts.declared, settings.filters)
-  if (skipped) return {skipped}
+  const emission = emissionByProvider(facts, settings.filters)
+  if (!emission.emit) return {skipped: emission.why ?? 'the provider emits no event for this task'}
   const endMicros = facts.endMicros ?? BigInt(Date.now()) * 1000n
   const event = completeEvent(
-    {...facts, endDate: {epochMicros: endMicros}, runInstant: {epochMicros: facts.runMicros}},
+    {
+      ...facts,
+      // extract_operator_metadata false: the listener skips the extractor manager, so the
+      // worker's COMPLETE carries no outputs (plugins/listener.py `_on_task_instance_success`).
+      outputs: emission.extractOperatorMetadata ? facts.outputs : [],
+      endDate: {epochMicros: endMicros},
+      runInstant: {epochMicros: facts.runMicros},
+    },
     {namespace, airlockVersion},
   )
   return {event}
@@ -127,19 +135,29 @@ export async function lineageReport(
 }
 
 /**
- * Why the provider's listener would send no COMPLETE for this task (plugins/listener.py
- * `_on_task_instance_success`): its operator is in `[openlineage] disabled_for_operators`
- * (utils/utils.py `is_operator_disabled`), or `[openlineage] selective_enable` is on and neither
- * the task nor its DAG enabled lineage (`is_selective_lineage_enabled`, utils/selective_enable.py
- * `is_task_lineage_enabled`). Without a serialized DAG the operator cannot be named: only
- * selective enable can then skip it, as it needs an explicit enable.
+ * What the provider's listener decides for this task's COMPLETE (plugins/listener.py
+ * `_on_task_instance_success` → utils/emission_policy.py `resolve_task_emission_policy`, 2.19.0+):
+ * whether it is sent, and whether operator metadata (the outputs) is extracted. The task is read
+ * from the serialized DAG of the try's version: its operator class (`_task_module` +
+ * `task_type`), its `_selective_enable_ol` param and its `_openlineage_emission_policy` param.
+ * Without a serialized DAG only the rules that need neither (dag, dag+task and global ones,
+ * `selective_enable`) can apply.
  */
-export function skippedByProvider(declared: DeclaredJob | null, filters: LineageFilters): string | undefined {
-  if (declared?.operatorClass && filters.disabledOperators.includes(declared.operatorClass))
-    return `its operator ${declared.operatorClass} is in [openlineage] disabled_for_operators`
-  if (filters.selectiveEnable && declared?.selectiveEnable !== true)
-    return 'lineage is not enabled for the task or its DAG while [openlineage] selective_enable is on'
-  return undefined
+export function emissionByProvider(
+  facts: Pick<LineageRow, 'dagId' | 'taskId' | 'declared'>,
+  filters: LineageFilters,
+): TaskEmission {
+  const {declared} = facts
+  return resolveTaskEmission(
+    {
+      dagId: facts.dagId,
+      taskId: facts.taskId,
+      operatorClass: declared?.operatorClass ?? null,
+      selectiveEnable: declared?.selectiveEnable ?? null,
+      authoring: declared?.emissionPolicyFlags ?? null,
+    },
+    filters,
+  )
 }
 
 const unreadable = 'the task instance could not be read back after its commit'

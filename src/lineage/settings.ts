@@ -4,6 +4,7 @@ import path from 'node:path'
 
 import {AirflowConfigError, parseBoolean, readAirflowString} from '../airflow/config.js'
 import {usageError} from '../errors.js'
+import {parseEmissionPolicy, type EmissionRule} from './emissionPolicy.js'
 import {defaultSendPolicy, type SendPolicy} from './send.js'
 
 /** How a run delivers its COMPLETE events: the spool, how long it waits for them, the POST policy. */
@@ -18,14 +19,17 @@ export interface LineageDeliverySettings {
 }
 
 /**
- * The provider's filters on task events (providers/openlineage conf.py `disabled_operators`,
- * `selective_enable`; plugins/listener.py `_on_task_instance_success` skips a task whose operator
- * is listed, or, with selective enable on, a task not enabled).
+ * The provider's controls on task events (apache-airflow-providers-openlineage conf.py
+ * `disabled_operators`, `selective_enable`, `emission_policy`; plugins/listener.py
+ * `_on_task_instance_success` resolves them with utils/emission_policy.py
+ * `resolve_task_emission_policy` from 2.19.0: emissionPolicy.ts).
  */
 export interface LineageFilters {
   /** Fully qualified operator class names, `;`-separated in the option. */
   disabledOperators: string[]
   selectiveEnable: boolean
+  /** `[openlineage] emission_policy`'s valid rules; null when it is not a JSON array (the provider's defaults apply). */
+  emissionPolicy: EmissionRule[] | null
 }
 
 /** Where COMPLETE events go, or why none are sent. */
@@ -37,8 +41,10 @@ export type LineageSettings =
       namespace: string
       source: string
       delivery: LineageDeliverySettings
-      /** What the provider sends no COMPLETE for: `[openlineage] disabled_for_operators`, `selective_enable`. */
+      /** What the provider sends no COMPLETE for: `[openlineage] disabled_for_operators`, `selective_enable`, `emission_policy`. */
       filters: LineageFilters
+      /** Said to the operator before the first item: emission_policy rules the provider ignores. */
+      warnings: string[]
     }
   | {
       enabled: false
@@ -113,6 +119,7 @@ export async function lineageSettings(
     }
   }
   const namespace = openlineageOption('namespace', env)?.value || env.OPENLINEAGE_NAMESPACE || 'default'
+  const {filters, warnings} = lineageFilters(env)
   return {
     enabled: true,
     url: endpointUrl(found, found.source),
@@ -123,7 +130,8 @@ export async function lineageSettings(
       ...flags.delivery,
       policy: sendPolicy(found, env),
     },
-    filters: lineageFilters(env),
+    filters,
+    warnings,
   }
 }
 
@@ -280,11 +288,13 @@ function endpointUrl(transport: HttpTransport, source: string): string {
   return url.toString()
 }
 
-/** `[openlineage] disabled_for_operators` and `selective_enable`, read as the provider reads them. */
-function lineageFilters(env: NodeJS.ProcessEnv): LineageFilters {
+/** `[openlineage] disabled_for_operators`, `selective_enable` and `emission_policy`, read as the provider reads them. */
+function lineageFilters(env: NodeJS.ProcessEnv): {filters: LineageFilters; warnings: string[]} {
   const operators = openlineageOption('disabled_for_operators', env)?.value ?? ''
   const selective = openlineageOption('selective_enable', env)
-  return {
+  const policy = parseEmissionPolicy(openlineageOption('emission_policy', env))
+  const filters: LineageFilters = {
+    emissionPolicy: policy.rules,
     disabledOperators: operators
       .split(';')
       .map((name) => name.trim())
@@ -295,9 +305,12 @@ function lineageFilters(env: NodeJS.ProcessEnv): LineageFilters {
         ? airflowConfig(() => parseBoolean(selective.value, `[openlineage] selective_enable (${selective.source})`))
         : false,
   }
+  return {filters, warnings: policy.warnings}
 }
 
-/** What the operator is told before the batch: lineage configured in a way airlock does not send. */
+/** What the operator is told before the batch: lineage configured in a way airlock does not send, or rules the provider ignores. */
 export function lineageWarnings(settings: LineageSettings | undefined): string[] {
-  return settings && !settings.enabled && settings.warning ? [settings.warning] : []
+  if (!settings) return []
+  if (settings.enabled) return settings.warnings
+  return settings.warning ? [settings.warning] : []
 }

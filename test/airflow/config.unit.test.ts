@@ -9,6 +9,7 @@ import {
   clearStateOnSuccessOption,
   multiTeamOption,
   readAirflowSetting,
+  readAirflowString,
 } from '../../src/airflow/config.js'
 
 /** Airflow's settings as Airflow reads them: its variable, then airflow.cfg, then the default. */
@@ -56,5 +57,22 @@ describe('readAirflowSetting', () => {
     )
     const file = await cfg('bad.cfg', '[core]\nmulti_team = on\n')
     expect(() => readAirflowSetting(multiTeamOption, {AIRFLOW_CONFIG: file})).toThrow(/in .*bad\.cfg/)
+  })
+})
+
+describe('readAirflowString', () => {
+  it("a multi-line value as configparser joins it (expected: Python's configparser.ConfigParser().get on the same text)", async () => {
+    const file = await cfg(
+      'multi.cfg',
+      '[openlineage]\nemission_policy = [\n    {"scope": {}, "controls": {"emit": false}},\n# a comment\n\n' +
+        '    {"scope": {"dag_id": "etl"}, "controls": {"emit": true}}\n  ]\nnamespace = prod\n  \n' +
+        '[core]\nemission_policy = not this one\n',
+    )
+    expect(readAirflowString('openlineage', 'emission_policy', {AIRFLOW_CONFIG: file})).toEqual({
+      value:
+        '[\n{"scope": {}, "controls": {"emit": false}},\n\n{"scope": {"dag_id": "etl"}, "controls": {"emit": true}}\n]',
+      source: file,
+    })
+    expect(readAirflowString('openlineage', 'namespace', {AIRFLOW_CONFIG: file})?.value).toBe('prod')
   })
 })

@@ -29,8 +29,12 @@ const facts = {
 describe('completeEvent', () => {
   it('carries the datasets the provider converts, none for a name-only or unknown asset, and validates', () => {
     const event = completeEvent(facts, {namespace: 'default', airlockVersion: '1.2.3'})
-    // postgres has no converter in apache/airflow's provider: no dataset, as the worker's event.
-    expect(event.outputs).toEqual([{namespace: 's3://lake', name: 'orders/2025-03-14'}])
+    // postgres converts from apache-airflow-providers-postgres 6.7.0; a name-only asset and an
+    // unknown scheme give none, as in the worker's event.
+    expect(event.outputs).toEqual([
+      {namespace: 's3://lake', name: 'orders/2025-03-14'},
+      {namespace: 'postgres://db.example.com:5432', name: 'shop.public.orders'},
+    ])
     expect(JSON.stringify(event)).not.toContain('"airflow"')
     expectValid(event)
   })
@@ -50,6 +54,7 @@ describe('completeEvent', () => {
           dagTags: ['team:data', 'etl'],
           operatorClass: 'airflow.providers.standard.operators.python.PythonOperator',
           selectiveEnable: null,
+          emissionPolicyFlags: null,
         },
       },
       {namespace: 'default', airlockVersion: '1.2.3'},

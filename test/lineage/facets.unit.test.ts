@@ -22,6 +22,7 @@ const declared = (over: Partial<DeclaredJob> = {}): DeclaredJob => ({
   dagTags: [],
   operatorClass: null,
   selectiveEnable: null,
+  emissionPolicyFlags: null,
   ...over,
 })
 
@@ -201,6 +202,7 @@ describe('declaredJob (the serialized DAG fields the job facets read)', () => {
       dagTags: ['b', 'a'],
       operatorClass: null,
       selectiveEnable: null,
+      emissionPolicyFlags: null,
     })
   })
 

@@ -55,4 +55,6 @@ export interface DeclaredJob {
   operatorClass: string | null
   /** The task's `_selective_enable_ol` param (else the DAG's): true, false, or null when unset. */
   selectiveEnable: boolean | null
+  /** The task's `_openlineage_emission_policy` param (its flags), or null when unset. */
+  emissionPolicyFlags: Record<string, unknown> | null
 }

@@ -139,6 +139,9 @@ export function declaredJob(serialized: unknown, taskId: string): DeclaredJob | 
     // utils/selective_enable.py is_task_lineage_enabled: the task's `_selective_enable_ol` param;
     // enable_lineage(dag) sets it on every task and on the DAG, whose params a task inherits.
     selectiveEnable: selectiveParam(field(op, 'params')) ?? selectiveParam(field(dag, 'params')),
+    // utils/emission_policy.py `_read_param(operator, "_openlineage_emission_policy")`: the task's
+    // own params only; a call on the DAG writes its task flags into every task's params.
+    emissionPolicyFlags: emissionPolicyParam(field(op, 'params')),
   }
 }
 
@@ -149,22 +152,39 @@ function operatorClassOf(op: unknown): string | null {
 }
 
 /**
- * The `_selective_enable_ol` param of serialized params: a list of [name, param] pairs (3.x,
- * `_serialize_params_dict`) or an object (older), each param `{"__class", "default", …}`.
+ * A param's value in serialized params: a list of [name, param] pairs (3.x,
+ * `_serialize_params_dict`) or an object (older), each param `{"__class", "default", …}`;
+ * undefined when the param is not there.
  */
-function selectiveParam(params: unknown): boolean | null {
+function paramValue(params: unknown, name: string): unknown {
   const entries: unknown[] = Array.isArray(params)
     ? params
     : typeof params === 'object' && params !== null
       ? Object.entries(params)
       : []
   for (const entry of entries) {
-    if (!Array.isArray(entry) || entry[0] !== '_selective_enable_ol') continue
+    if (!Array.isArray(entry) || entry[0] !== name) continue
     const value: unknown = entry[1]
-    const setting = typeof value === 'object' && value !== null && 'default' in value ? value.default : value
-    return typeof setting === 'boolean' ? setting : null
+    return typeof value === 'object' && value !== null && 'default' in value ? value.default : value
   }
-  return null
+  return undefined
+}
+
+/** The `_selective_enable_ol` param: true, false, or null when unset or not a boolean. */
+function selectiveParam(params: unknown): boolean | null {
+  const setting = paramValue(params, '_selective_enable_ol')
+  return typeof setting === 'boolean' ? setting : null
+}
+
+/**
+ * The `_openlineage_emission_policy` param's flags: a dict, serialized `{"__type": "dict",
+ * "__var": {…}}` (as Airflow 3.2.2's serializer writes `Param({"emit": False})`) or plain; null
+ * when unset or not a dict (`_read_param` then reads `{}`).
+ */
+function emissionPolicyParam(params: unknown): Record<string, unknown> | null {
+  const value = paramValue(params, '_openlineage_emission_policy')
+  const dict = field(value, '__type') === 'dict' ? field(value, '__var') : value
+  return typeof dict === 'object' && dict !== null && !Array.isArray(dict) ? (dict as Record<string, unknown>) : null
 }
 
 function field(value: unknown, key: string): unknown {
