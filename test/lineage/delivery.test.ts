@@ -21,6 +21,8 @@ let home: string
 /** A collector: it records each POST's run id, and answers as `answer` says (hold: answer later, or never). */
 class Collector {
   readonly runIds: string[] = []
+  /** Each confirmed event's outputs, by run id. */
+  readonly outputs = new Map<string, unknown[]>()
   answer: 'ok' | 'hold' | 'never' | 'flap' = 'ok'
   private held: http.ServerResponse[] = []
   private readonly flapped = new Set<string>()
@@ -29,7 +31,9 @@ class Collector {
     let text = ''
     req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')))
     req.on('end', () => {
-      const runId = (JSON.parse(text) as {run: {runId: string}}).run.runId
+      const event = JSON.parse(text) as {run: {runId: string}; outputs: unknown[]}
+      const runId = event.run.runId
+      this.outputs.set(runId, event.outputs)
       this.posts++
       if (this.answer === 'never') return void this.held.push(res)
       if (this.answer === 'hold') {
@@ -201,9 +205,21 @@ describe('delivering COMPLETE events', () => {
     expect(await run({AIRFLOW__OPENLINEAGE__SELECTIVE_ENABLE: 'true'})).toMatchObject({sent: 0, skipped: 3})
     expect(collector.runIds).toEqual([])
     expect(await spooled()).toEqual([])
-    // The same task instances, filters off: sent.
+    // [openlineage] emission_policy (provider 2.19.0+): a rule turning the DAG's task events off.
+    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 1}).build()
+    const off = '[{"scope": {"dag_id": "etl"}, "controls": {"emit_task_events": false}}]'
+    expect(await run({AIRFLOW__OPENLINEAGE__EMISSION_POLICY: off})).toMatchObject({sent: 0, skipped: 3})
+    expect(collector.runIds).toEqual([])
+    // extract_operator_metadata false: sent, but without the outputs the extractor manager would give.
+    await scenario(db.knex).producer('etl', {tasks: 3, outlets: 1}).build()
+    const bare = '[{"scope": {}, "controls": {"extract_operator_metadata": false}}]'
+    expect(await run({AIRFLOW__OPENLINEAGE__EMISSION_POLICY: bare})).toMatchObject({sent: 3})
+    expect([...collector.outputs.values()]).toEqual([[], [], []])
+    collector.outputs.clear()
+    // The same task instances, filters off: sent, each with its outlet's dataset.
     await scenario(db.knex).producer('etl', {tasks: 3, outlets: 1}).build()
     expect(await run({})).toEqual({sent: 3, unconfirmed: 0, failed: 0, not_tried: 0})
+    expect([...collector.outputs.values()].map((outputs) => outputs.length)).toEqual([1, 1, 1])
   })
 
   it('a spool that cannot be one is exit 2 before anything is written; a dry run leaves it alone', async () => {
