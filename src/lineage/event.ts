@@ -43,23 +43,30 @@ const specUrl = 'https://openlineage.io/spec'
 export const producer = 'https://github.com/airflow-airlock/airlock'
 
 /**
- * The COMPLETE RunEvent Airflow's OpenLineage provider would have sent for this try, built from
- * the database (apache/airflow providers/openlineage: plugins/listener.py
- * `_on_task_instance_manual_state_change` and `on_task_instance_success`, plugins/adapter.py
- * `build_task_instance_run_id`, `build_dag_run_id`, `complete_task`, utils/utils.py
- * `get_task_parent_run_facet`; read on the provider's main branch, the release an operator runs
- * is unverified):
+ * The COMPLETE RunEvent Airflow's OpenLineage provider sends for a try that succeeded on a worker,
+ * built from the database (apache-airflow-providers-openlineage, read in the released wheels
+ * 2.0.0 to 2.20.3: plugins/listener.py `_on_task_instance_success`, plugins/adapter.py
+ * `build_task_instance_run_id`, `build_dag_run_id`, `complete_task`, `_build_run`, `_build_job`,
+ * utils/utils.py `get_task_parent_run_facet`; docs/lineage.md names the release that first
+ * carries each part):
  *
  * - run.runId: `generate_static_uuid(logical_date or run_after,
- *   f"{namespace}.{dag_id}.{task_id}.{try_number}.{map_index}")`, the id the worker's START used;
+ *   f"{namespace}.{dag_id}.{task_id}.{try_number}.{map_index}")`, the id the worker's START used
+ *   (2.1.0+; 2.10.0 moved it to utils.py `build_task_instance_ol_run_id`, same data);
  * - the parent facet: the dag run (`generate_static_uuid(same instant,
  *   f"{namespace}.{dag_id}.{clear_number}")`, job `{namespace, dag_id}`), its root the dag run too
  *   unless `dag_run.conf["openlineage"]` names a complete root (rootParentRunId,
- *   rootParentJobNamespace, rootParentJobName) or, failing that, a complete parent;
+ *   rootParentJobNamespace, rootParentJobName; 2.8.0+) or, failing that, a complete parent
+ *   (2.9.0+);
  * - job `{namespace, "{dag_id}.{task_id}"}` with the job-type facet (BATCH, AIRFLOW, TASK);
- * - eventTime: the recorded end_date, as Python's isoformat writes it;
+ * - eventTime: the recorded end_date, as Python's isoformat writes it. The provider's listener
+ *   sends `timezone.utcnow()` of the moment it runs (every release, worker and manual paths
+ *   alike); airlock keeps the instant the try was recorded to end, so an event rebuilt later
+ *   (`lineage resend --since`) still says when the task finished;
  * - outputs: the datasets the provider's converters make of the assets airlock wrote events for
- *   (datasets.ts `datasetOf`); an asset the provider makes no dataset of is left out;
+ *   (datasets.ts `datasetOf`), as the worker's COMPLETE carries a task's Asset outlets from
+ *   2.16.0; an asset the provider makes no dataset of is left out (the caller passes none when
+ *   `extract_operator_metadata` is off);
  * - a processing_engine facet naming airlock, so nobody takes it for the worker's event;
  * - the `nominalTime` run facet and the `documentation`, `ownership` and `tags` job facets, as
  *   the worker's `_on_task_instance_success` makes them (facets.ts), from the run's data interval

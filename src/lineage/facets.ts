@@ -3,14 +3,16 @@ import {pythonIsoformat, type MicroInstant} from './staticUuid.js'
 
 /**
  * The facets the worker's COMPLETE carries that the database lets airlock know, shaped as
- * apache/airflow's OpenLineage provider shapes them: `plugins/listener.py`
- * `_on_task_instance_success` (read at 71421c21fbd6) computes them, `plugins/adapter.py`
- * `complete_task` → `_build_run` / `_build_job` (0c4ed70d9375) wraps them, `utils/utils.py`
- * `get_task_documentation`, `get_dag_documentation`, `_truncate_string_to_byte_size`
- * (008a445fc81d) read the docs. The provider release an operator runs is unverified. Schema URLs
- * are the ones openlineage-python's generated facet classes name (`_get_schema()` in
- * client/python/src/openlineage/client/generated/: nominal_time_run.py at 28e36c97d501,
- * ownership_job.py and documentation_job.py at 02153b1fdf9f, tags_job.py at 00465d27c6dc).
+ * apache-airflow-providers-openlineage shapes them, read in the released wheels:
+ * `plugins/listener.py` `_on_task_instance_success` computes them (nominal time, owners and tags
+ * from 2.4.0, documentation from 2.6.0), `plugins/adapter.py` `complete_task` → `_build_run` /
+ * `_build_job` wraps them (this order and shape from 2.4.0, the documentation's `contentType`
+ * from 2.6.0), `utils/utils.py` `get_task_documentation`, `get_dag_documentation`,
+ * `_truncate_string_to_byte_size` (2.6.0, unchanged in meaning through 2.20.3) read the docs.
+ * Schema URLs are the ones openlineage-python's generated facet classes name (`_get_schema()` in
+ * openlineage/client/generated/ nominal_time_run.py, ownership_job.py, documentation_job.py,
+ * tags_job.py; read in the released openlineage-python 1.54.0 wheel, provider 2.20.3 needing
+ * 1.52.0 or later).
  */
 
 export const nominalTimeSchema = '1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet'

@@ -5,11 +5,11 @@ import type {DeclaredJob} from '../../src/store/families/lineage.js'
 import {declaredJob} from '../../src/store/postgres/lineage.js'
 
 /**
- * The facet shaping without a database. Rows follow apache/airflow's provider code
- * (plugins/listener.py `_on_task_instance_success` at 71421c21fbd6, plugins/adapter.py
- * `_build_run` / `_build_job` at 0c4ed70d9375, utils/utils.py at 008a445fc81d) and, where it has
- * them, its tests' expectations (providers/openlineage/tests/unit/openlineage/utils/test_utils.py
- * at 4a7724e4c979: `test_truncate_string_to_byte_size_*`, `test_get_task_documentation`,
+ * The facet shaping without a database. Rows follow apache-airflow-providers-openlineage's code
+ * as released (plugins/listener.py `_on_task_instance_success`, plugins/adapter.py `_build_run` /
+ * `_build_job`, utils/utils.py; read in the 2.6.0 and 2.20.3 wheels) and, where it has them, its
+ * tests' expectations (the tests ship in no wheel: apache/airflow
+ * providers/openlineage/tests/unit/openlineage/utils/test_utils.py at 4a7724e4c979: `test_truncate_string_to_byte_size_*`, `test_get_task_documentation`,
  * `test_get_dag_documentation`, `*_longer_than_allowed`).
  */
 const noDocs = {doc: null, docMd: null, docJson: null, docYaml: null, docRst: null}
