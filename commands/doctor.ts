@@ -10,14 +10,16 @@ export default class Doctor extends AirlockCommand<DoctorReport> {
     prose(`Connects (showing which setting supplied the URL, never the password), reads the server version,
 the Airflow release the alembic head places on Airflow's migration graph (checked against the
 tables: a column the release lacks or adds is named), the capabilities (partition columns,
-DAG-run queue shape, multi-team columns), checks the privileges airlock's writers need,
+DAG-run queue shape, multi-team columns), whether the server accepts writes (a hot standby,
+default_transaction_read_only), checks the privileges airlock's writers need,
 and gives advice on lock_timeout, statement_timeout, idle_in_transaction_session_timeout,
 deadlock_timeout and log_lock_waits. Writes nothing.
 
 Exit 0 when airlock supports the database, 7 when it cannot connect or log in, 8 when the database
 is not an Airflow 3 schema airlock supports (the report says what is missing; for a patch
-release newer than airlock, --assume-version X.Y), 9 when the user can read but lacks privileges a
-writer needs (the verdict says which commands still work).`)
+release newer than airlock, --assume-version X.Y), 9 when airlock can read but not write: the
+server accepts no writes (a standby, or default_transaction_read_only on: the verdict says which),
+or the user lacks privileges a writer needs (the verdict says which commands still work).`)
 
   static override examples = [
     '<%= config.bin %> doctor --embedded',

@@ -85,8 +85,8 @@ export function prepareDuplicateFix(
         concurrency: 1,
         shouldStop,
         lostServer: ({failure}) => failure !== undefined && lostServer({result: failure}),
-        onResult({fix}) {
-          tally.add({result: {outcome: fix.outcome}, events: 0, queued: 0, warnings: []})
+        onResult({fix, failure}) {
+          tally.add({result: {outcome: fix.outcome, kind: failure?.kind}, events: 0, queued: 0, warnings: []})
           onItem(fix, tally)
         },
       })

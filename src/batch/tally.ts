@@ -2,7 +2,8 @@ import {ExitCode, worstItemExit} from '../exitCodes.js'
 
 /** What a tally needs of an item, whichever writer produced it. */
 export interface Countable<Name extends string = string> {
-  result: {outcome: Name; commitUnknown?: boolean}
+  /** `kind`: a failed item's error class (the engine's), when it has one. */
+  result: {outcome: Name; commitUnknown?: boolean; kind?: string | undefined}
   events: number
   queued: number
   warnings: string[]
@@ -29,6 +30,8 @@ export class Tally<Name extends string = string> {
   selected = 0
   /** Failed items whose COMMIT was sent when the connection was lost: done or not, unknown. */
   commitUnknown = 0
+  /** Failed items the server refused because it accepts no writes (SQLSTATE 25006): nothing written. */
+  refusedReadOnly = 0
   eventsCreated = 0
   runsQueued = 0
   readonly counts = new Map<Name, number>()
@@ -42,6 +45,7 @@ export class Tally<Name extends string = string> {
     this.selected++
     this.counts.set(item.result.outcome, (this.counts.get(item.result.outcome) ?? 0) + 1)
     if (item.result.commitUnknown) this.commitUnknown++
+    if (item.result.outcome === 'failed' && item.result.kind === 'read_only') this.refusedReadOnly++
     this.eventsCreated += item.events
     this.runsQueued += item.queued
     for (const warning of item.warnings) this.warningCounts.set(warning, (this.warningCounts.get(warning) ?? 0) + 1)

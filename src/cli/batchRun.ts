@@ -1,6 +1,7 @@
 import type {Tally} from '../batch/tally.js'
 import {notConfirmed, type LineageDeliveryReport, type PreparedBatch} from '../batch/prepared.js'
-import {unreachableError, type AirlockError} from '../errors.js'
+import {readOnlyServerActions} from '../doctor/writableServer.js'
+import {AirlockError, unreachableError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {LockWaits, watchLockWaits} from '../protocol/lockWaits.js'
 import {planCaveat} from '../protocol/plan.js'
@@ -95,9 +96,15 @@ export async function writeBatch<J extends {outcome: string}, Name extends strin
     )
     .finally(stopWatching)
   for (const warning of tally.warnings()) host.note(warning)
-  // The server went away: one event, exit 7, reported as a batch the database cut short (the
-  // error envelope, or the stream's error line, with every item that finished).
-  const error = lost && lostServerError(tally, batch.count, resumeAdvice(host, options.outputFile))
+  // The server went away, or stopped taking writes: one event, exit 7 (9 for a read-only server),
+  // reported as a batch the database cut short (the error envelope, or the stream's error line,
+  // with every item that finished).
+  const resume = lost ? resumeAdvice(host, options.outputFile) : undefined
+  const error =
+    resume &&
+    (tally.refusedReadOnly > 0
+      ? readOnlyServerError(tally, batch.count, resume)
+      : lostServerError(tally, batch.count, resume))
   if (error) failedAfter(error, !options.quiet && output.fail(tally, batch.dryRun, host.errorLine(error)))
   if (lineage) output.delivered(lineage.delivery)
   const exit = batchExit(host, tally, batch, interrupted, options.failIfEmpty === true, lineage)
@@ -204,6 +211,30 @@ function resumeAdvice(host: BatchHost, outputFile: string | undefined): {command
         : ['the password is printed as ***: put it back, or give it as PGPASSWORD, a password file or a profile']),
     ],
   }
+}
+
+/**
+ * What a run cut short by a server that stopped accepting writes says (a failover put a standby
+ * behind the address, default_transaction_read_only was turned on): the items it refused wrote
+ * nothing, and running again meets the same refusal until the server accepts writes, so it is
+ * exit 9, never exit 5's "running again is safe".
+ */
+function readOnlyServerError(
+  tally: Tally,
+  selected: number,
+  resume: {command: string; caveats: string[]},
+): AirlockError {
+  const failed = tally.counts.get('failed') ?? 0
+  return new AirlockError(
+    'READ_ONLY_SERVER',
+    ExitCode.readOnly,
+    `The server stopped accepting writes during the batch (SQLSTATE 25006: a standby behind the address after a failover, or default_transaction_read_only turned on): of ${selected} selected, ${tally.selected - failed} done, ${failed} failed (${tally.refusedReadOnly} refused as read-only: rolled back, nothing written), ${Math.max(0, selected - tally.selected)} never reached. No new item was started after the first the server refused; each line above says what became of its item.`,
+    [
+      ...readOnlyServerActions(),
+      `Once it accepts writes, run the same command again: every item is rechecked under its lock, so what committed reads already_success or is no longer selected${resume.caveats.length > 0 ? ` (${resume.caveats.join('; ')})` : ''}.`,
+      `Resume with: ${resume.command}`,
+    ],
+  )
 }
 
 /**

@@ -14,7 +14,7 @@ interface DatabaseFailure {
  * is that item's outcome instead): never "a bug". Exit codes as in docs/exit-codes-and-json.md.
  */
 const databaseFailures: Record<
-  'unreachable' | 'login' | 'timeout' | 'lock_timeout' | 'retryable' | 'permission',
+  'unreachable' | 'login' | 'timeout' | 'lock_timeout' | 'retryable' | 'permission' | 'read_only',
   DatabaseFailure
 > = {
   unreachable: {
@@ -52,6 +52,15 @@ const databaseFailures: Record<
     code: 'DATABASE_CONFLICT',
     what: 'The server aborted a statement to resolve a conflict with another session (deadlock or serialization failure)',
     actions: ['Running the same command again is safe.'],
+  },
+  read_only: {
+    exit: ExitCode.readOnly,
+    code: 'READ_ONLY_SERVER',
+    what: 'The server refused a write: it accepts no writes (a hot standby, or default_transaction_read_only on)',
+    actions: [
+      'Nothing was written by the refused statement. Running the same command again fails the same way until the server accepts writes: point airlock at the primary, or have the read-only setting turned off.',
+      doctorAction('says why the server is read-only.'),
+    ],
   },
   permission: {
     exit: ExitCode.usage,

@@ -21,7 +21,8 @@ export const exitCodeMeanings: Record<ExitCode, string> = {
   [ExitCode.auditFindings]: 'findings at or above --fail-on',
   [ExitCode.unreachable]: 'database unreachable, login refused, TLS failed, or the session was lost',
   [ExitCode.unsupportedSchema]: 'not an Airflow 3 schema airlock supports (doctor names the head)',
-  [ExitCode.readOnly]: 'the user can read but lacks privileges a writer needs (the read-only commands still work)',
+  [ExitCode.readOnly]:
+    'can read, cannot write: the server accepts no writes (a standby, default_transaction_read_only), or (doctor) the user lacks privileges a writer needs; nothing written, the read-only commands still work',
   [ExitCode.interrupted]: 'interrupted (Ctrl-C, SIGTERM): transactions in flight finished or rolled back',
 }
 
@@ -33,14 +34,20 @@ const connected: ExitCode[] = [
   ExitCode.interrupted,
 ]
 const onAirflow: ExitCode[] = [...connected, ExitCode.unsupportedSchema]
-const writer: ExitCode[] = [...onAirflow, ExitCode.conflict, ExitCode.notFound, ExitCode.partialFailure]
+const writer: ExitCode[] = [
+  ...onAirflow,
+  ExitCode.conflict,
+  ExitCode.notFound,
+  ExitCode.partialFailure,
+  ExitCode.readOnly,
+]
 
 /** The exit codes each command can end with; the sandbox's commands add 7 (the server did not start or answer); others not listed have 0, 1 and 2. */
 export const commandExitCodes: Record<string, ExitCode[]> = {
   complete: writer,
   'replay-events': writer,
   undo: writer,
-  'audit-events': [...onAirflow, ExitCode.partialFailure, ExitCode.auditFindings],
+  'audit-events': [...onAirflow, ExitCode.partialFailure, ExitCode.auditFindings, ExitCode.readOnly],
   'audit-locks': [...connected, ExitCode.partialFailure, ExitCode.auditFindings],
   'export-events': [...onAirflow, ExitCode.partialFailure],
   explain: [...onAirflow, ExitCode.notFound, ExitCode.auditFindings],

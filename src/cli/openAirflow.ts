@@ -1,4 +1,5 @@
 import type {Database, OpenOptions, StatementLog} from '../engine/engine.js'
+import {requireWritableServer} from '../doctor/writableServer.js'
 import {requirePrivileges} from '../doctor/writePrivileges.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import type {AirflowStore} from '../store/airflowStore.js'
@@ -40,8 +41,10 @@ export async function openDatabase(
 
 /**
  * Opens the Airflow database the flags name and builds its store, or exits 8 naming what is
- * wrong. `writes`: the command whose privileges must all be granted before the first item
- * (exit 2, PERMISSION_DENIED, naming them), instead of every item failing on 42501.
+ * wrong. `writes`: the command that must be able to write before the first item, instead of every
+ * item failing: the server must accept writes (exit 9, READ_ONLY_SERVER: a standby or
+ * default_transaction_read_only, not SQLSTATE 25006 per item), and its privileges must all be
+ * granted (exit 2, PERMISSION_DENIED, naming them, not 42501 per item).
  */
 export async function openAirflow(
   host: OpenHost,
@@ -50,7 +53,10 @@ export async function openAirflow(
 ): Promise<AirflowDatabase<AirflowStore>> {
   const {db} = await openDatabase(host, flags, options)
   const airflow = await requireAirflow(db, {assumeVersion: flags['assume-version']})
-  if (options.writes) await requirePrivileges(db, options.writes)
+  if (options.writes) {
+    await requireWritableServer(db, options.writes)
+    await requirePrivileges(db, options.writes)
+  }
   // Said on every run, so a forgotten AIRLOCK_ASSUME_VERSION or an unfinished upgrade is seen.
   const placement = placementWarning(airflow.schema)
   if (placement) host.recordWarning(placement)

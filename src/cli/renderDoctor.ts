@@ -11,6 +11,7 @@ export function renderDoctor(report: DoctorReport, width?: number): string {
       ['user', connection.user],
       ['postgresql', server.version],
       ['tls', server.tls ?? 'no (not encrypted)'],
+      ['writes', server.acceptsWrites ? 'accepted' : `refused: ${server.readOnlyReason ?? 'the server is read-only'}`],
       ['alembic head', airflow.alembicHead],
       ['airflow', airflow.supported ? placementText(airflow) : `unsupported (${airflow.reason})`],
       ['inlet references', capabilities ? yesNo(capabilities.inletReferences) : null],

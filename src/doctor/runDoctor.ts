@@ -1,14 +1,27 @@
-import type {AirflowSettings, Capabilities} from '../airflow/schema.js'
+import type {AirflowSchema, AirflowSettings, Capabilities} from '../airflow/schema.js'
 import type {Database} from '../engine/engine.js'
 import {ExitCode} from '../exitCodes.js'
 import {adviseOn, lockSettingNames, type SettingReport} from '../report/settingsAdvice.js'
+import type {ServerInfo} from '../store/families/catalog.js'
 import {catalogFor} from '../store/openStore.js'
 import {checkAirflowSchema, type SchemaCheckOptions} from '../store/schemaCheck.js'
+import {whyReadOnly} from './writableServer.js'
 import {neededPrivileges, readOnlyCommands} from './writePrivileges.js'
 
 export interface DoctorReport {
   connection: {target: string; source: string; user: string}
-  server: {version: string; versionNum: number; canMonitor: boolean; tls: string | null}
+  server: {
+    version: string
+    versionNum: number
+    canMonitor: boolean
+    tls: string | null
+    /** A transaction begun now may write (transaction_read_only off). */
+    acceptsWrites: boolean
+    /** A hot standby (pg_is_in_recovery()). */
+    inRecovery: boolean
+    /** Why it accepts no writes (a standby, default_transaction_read_only and where it is set); null when it does. */
+    readOnlyReason: string | null
+  }
   airflow: {
     supported: boolean
     alembicHead: string | null
@@ -42,6 +55,8 @@ export async function runDoctor(
 ): Promise<DoctorOutcome> {
   const catalog = catalogFor(db)
   const server = await catalog.readServerInfo(db.executor)
+  const access = await catalog.readWriteAccess(db.executor)
+  const readOnlyReason = whyReadOnly(access) ?? null
   const check = await checkAirflowSchema(db, options)
   const privileges = (await catalog.readTablePrivileges(db.executor, neededPrivileges)).map((result, index) => ({
     object: result.object.replace(/^public\./, ''),
@@ -76,32 +91,61 @@ export async function runDoctor(
       }
 
   const denied = privileges.filter((p) => !p.granted)
-  let verdict: string
-  if (!check.supported) {
-    verdict = `unsupported: ${check.reason}.`
-  } else if (denied.length > 0) {
-    verdict = `read-only: Airflow ${airflow.version} on PostgreSQL ${server.version}, but ${server.currentUser} lacks ${denied.map((p) => `${p.privilege} on ${p.object}`).join(', ')} (see the privileges table). Still works: ${readOnlyCommands.join(', ')}.`
-  } else {
-    const caveat =
-      check.schema.placement === 'partly_migrated'
-        ? ' An upgrade stopped between releases: finish `airflow db migrate` before relying on airlock here.'
-        : check.schema.placement === 'assumed'
-          ? ' The alembic head is unknown to airlock and assumed by --assume-version; upgrade airlock when you can.'
-          : check.schema.placement === 'development'
-            ? ' No Airflow release airlock knows has this head: it is a development build.'
-            : ''
-    verdict = `ready: Airflow ${airflow.version} (${airflow.alembicHead}) on PostgreSQL ${server.version}; ${server.currentUser} can run every airlock command.${caveat}`
-  }
+  const verdict = check.supported
+    ? verdictOf(check.schema, server, readOnlyReason, denied)
+    : `unsupported: ${check.reason}.`
 
   return {
     report: {
       connection: {target: connection.target, source: connection.source, user: server.currentUser},
-      server: {version: server.version, versionNum: server.versionNum, canMonitor: server.canMonitor, tls: server.tls},
+      server: {
+        version: server.version,
+        versionNum: server.versionNum,
+        canMonitor: server.canMonitor,
+        tls: server.tls,
+        acceptsWrites: !access.readOnly,
+        inRecovery: access.inRecovery,
+        readOnlyReason,
+      },
       airflow,
       privileges,
       settings,
       verdict,
     },
-    exit: !check.supported ? ExitCode.unsupportedSchema : denied.length > 0 ? ExitCode.readOnly : ExitCode.ok,
+    exit: !check.supported
+      ? ExitCode.unsupportedSchema
+      : readOnlyReason !== null || denied.length > 0
+        ? ExitCode.readOnly
+        : ExitCode.ok,
   }
+}
+
+/**
+ * The one line that says whether airlock can work on a supported database: a server that accepts
+ * no writes first (nothing a writer does helps until it does), then missing privileges, then ready.
+ */
+function verdictOf(
+  schema: AirflowSchema,
+  server: ServerInfo,
+  readOnlyReason: string | null,
+  denied: ReadonlyArray<{object: string; privilege: string}>,
+): string {
+  const on = `Airflow ${schema.airflowVersion} on PostgreSQL ${server.version}`
+  const lacks =
+    denied.length > 0
+      ? `${server.currentUser} lacks ${denied.map((p) => `${p.privilege} on ${p.object}`).join(', ')} (see the privileges table)`
+      : undefined
+  const stillWorks = `Still works: ${readOnlyCommands.join(', ')}.`
+  if (readOnlyReason !== null)
+    return `read-only: ${on}, but the server accepts no writes: ${readOnlyReason}. Every writer stops before its first item (exit 9) until it does; running one again will not help before then.${lacks ? ` Also, ${lacks}.` : ''} ${stillWorks}`
+  if (lacks) return `read-only: ${on}, but ${lacks}. ${stillWorks}`
+  const caveat =
+    schema.placement === 'partly_migrated'
+      ? ' An upgrade stopped between releases: finish `airflow db migrate` before relying on airlock here.'
+      : schema.placement === 'assumed'
+        ? ' The alembic head is unknown to airlock and assumed by --assume-version; upgrade airlock when you can.'
+        : schema.placement === 'development'
+          ? ' No Airflow release airlock knows has this head: it is a development build.'
+          : ''
+  return `ready: Airflow ${schema.airflowVersion} (${schema.alembicHead}) on PostgreSQL ${server.version}; ${server.currentUser} can run every airlock command.${caveat}`
 }

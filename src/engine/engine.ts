@@ -97,12 +97,21 @@ export class LockWaitInterrupted extends Error {
  * How an engine reads a failure: `retryable` (serialization failure, deadlock: run the whole
  * transaction again), `lock_timeout` (retried too, then reported), `login` (wrong credentials,
  * database missing, server starting or full), `unreachable` (the network, or the session ended
- * under us), `timeout` (statement_timeout), `permission`, `other`; and, set by the transaction
+ * under us), `timeout` (statement_timeout), `permission`, `read_only` (the server accepts no
+ * writes: a hot standby, or default_transaction_read_only on), `other`; and, set by the transaction
  * engine rather than read from an error, `interrupted` (the run stopped on a signal while the
  * item waited for a lock or for its next attempt: rolled back, nothing written).
  */
 export type ErrorClass =
-  'retryable' | 'lock_timeout' | 'login' | 'unreachable' | 'timeout' | 'permission' | 'other' | 'interrupted'
+  | 'retryable'
+  | 'lock_timeout'
+  | 'login'
+  | 'unreachable'
+  | 'timeout'
+  | 'permission'
+  | 'read_only'
+  | 'other'
+  | 'interrupted'
 
 export interface ClassifiedError {
   kind: ErrorClass

@@ -159,7 +159,12 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
       // A session that could not be had again after the retries: the server is gone, whatever
       // the last attempt's words were (a full server is as gone to this batch as a closed port).
       const kind = step.connectionLost ? 'unreachable' : step.kind
-      return done({outcome: 'failed', sqlstate: step.code, message: step.reason, kind}, attempt)
+      // Not "run again": every attempt meets the same read-only server until it accepts writes.
+      const message =
+        kind === 'read_only'
+          ? `the server accepts no writes (${step.reason}): rolled back, nothing written; running again fails the same way until it accepts writes`
+          : step.reason
+      return done({outcome: 'failed', sqlstate: step.code, message, kind}, attempt)
     }
   }
 }

@@ -54,7 +54,9 @@ export interface ItemResult<O extends {outcome: string}> {
 
 /**
  * An item that failed because the server could not be reached or the session was lost, after the
- * engine's retries: the batch takes no new item after it (runBatch's `lostServer`).
+ * engine's retries, or because the server accepts no writes (SQLSTATE 25006: a failover put a
+ * standby behind the address, or the database was made read-only mid-run): every item after it
+ * would fail the same way, so the batch takes no new one (runBatch's `lostServer`).
  */
 export const lostServer = (item: {result: {outcome: string; kind?: string | undefined}}): boolean =>
-  item.result.outcome === 'failed' && item.result.kind === 'unreachable'
+  item.result.outcome === 'failed' && (item.result.kind === 'unreachable' || item.result.kind === 'read_only')

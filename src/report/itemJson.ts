@@ -8,6 +8,8 @@ export interface ErrorJson {
   commit_unknown?: true
   /** A signal stopped the run while the item waited for its lock or its next attempt: rolled back, nothing written. */
   interrupted?: true
+  /** The server accepts no writes (SQLSTATE 25006): rolled back, nothing written; running again fails the same way until it does. */
+  read_only?: true
 }
 
 export const errorJson = (failed: Failed): ErrorJson => ({
@@ -15,6 +17,7 @@ export const errorJson = (failed: Failed): ErrorJson => ({
   message: failed.message,
   ...(failed.commitUnknown ? {commit_unknown: true} : {}),
   ...(failed.kind === 'interrupted' ? {interrupted: true} : {}),
+  ...(failed.kind === 'read_only' ? {read_only: true} : {}),
 })
 
 export interface ItemJson {

@@ -3,6 +3,7 @@ import type {BatchHooks, PreparedBatch, WriteOptions} from '../batch/prepared.js
 import {Tally} from '../batch/tally.js'
 import {ExitCode} from '../exitCodes.js'
 import type {Downstream} from '../protocol/downstream.js'
+import {lostServer} from '../protocol/outcomes.js'
 import {errorJson, type ErrorJson} from '../report/itemJson.js'
 import {checkedLines, checkReadable, parseJsonLine} from '../selection/ndjsonInput.js'
 import {type AuditRecord, type AuditRecordWindow, undoLogEvent} from '../store/families/undo.js'
@@ -120,9 +121,10 @@ export async function prepareUndo(
           // One at a time, newest first: undoing a replay of a completion before the completion.
           concurrency: 1,
           shouldStop,
-          lostServer: ({result}) => result.outcome === 'failed' && result.kind === 'unreachable',
+          lostServer: ({result}) => lostServer({result}),
           onResult: ({json, result}) => {
-            tally.add({result: {outcome: result.outcome}, events: 0, queued: 0, warnings: []})
+            const kind = result.outcome === 'failed' ? result.kind : undefined
+            tally.add({result: {outcome: result.outcome, kind}, events: 0, queued: 0, warnings: []})
             onItem(json, tally)
           },
         },

@@ -43,6 +43,12 @@ export const SqlState = {
   undefinedTable: '42P01',
   /** Missing privilege on a table or sequence. */
   insufficientPrivilege: '42501',
+  /**
+   * A write in a read-only transaction: the server is a hot standby (a failover moved the address
+   * to one), or default_transaction_read_only is on for this database, role or server. Not
+   * retried: every attempt gets the same answer until the server accepts writes.
+   */
+  readOnlySqlTransaction: '25006',
 } as const
 
 export type SqlState = (typeof SqlState)[keyof typeof SqlState]
@@ -146,6 +152,7 @@ export function classifyPostgresError(error: unknown): ClassifiedError {
     if (loginSqlStates.has(code)) return {kind: 'login', code}
     if (code === SqlState.objectNotInPrerequisiteState && severityOf(error) === 'FATAL') return {kind: 'login', code}
     if (code === SqlState.insufficientPrivilege) return {kind: 'permission', code}
+    if (code === SqlState.readOnlySqlTransaction) return {kind: 'read_only', code}
     if (code === SqlState.queryCanceled) return {kind: 'timeout', code}
     if (sessionLostSqlStates.has(code) || sessionLostClasses.includes(code.slice(0, 2)))
       return {kind: 'unreachable', code, connectionLost: true}

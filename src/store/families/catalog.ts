@@ -10,6 +10,8 @@ export interface CatalogStore {
   /** Each named public table's primary key columns, in key order. */
   readPrimaryKeys(ex: Executor, tables: readonly string[]): Promise<PrimaryKeys>
   readServerInfo(ex: Executor): Promise<ServerInfo>
+  /** Whether a transaction begun now may write, and if not, what makes it read-only. */
+  readWriteAccess(ex: Executor): Promise<WriteAccess>
   readTablePrivileges(ex: Executor, checks: readonly PrivilegeCheck[]): Promise<PrivilegeResult[]>
   readSettings(ex: Executor, names: readonly string[]): Promise<ServerSetting[]>
   readDeadlockCount(ex: Executor): Promise<number>
@@ -49,6 +51,21 @@ export interface ServerInfo {
   canMonitor: boolean
   /** The TLS version of this session ('TLSv1.3'), null when it is not encrypted. */
   tls: string | null
+}
+
+/**
+ * What a writer's transaction will get: `readOnly` is transaction_read_only as a transaction begun
+ * now sees it (on for every transaction of a hot standby, or where default_transaction_read_only
+ * is on), with the two reasons it can be on.
+ */
+export interface WriteAccess {
+  readOnly: boolean
+  /** pg_is_in_recovery(): a hot standby, which accepts no writes whatever the settings say. */
+  inRecovery: boolean
+  /** default_transaction_read_only as this session got it. */
+  defaultReadOnly: boolean
+  /** Where that value comes from (pg_settings.source: `database`, `user`, `configuration file`, `client`, …). */
+  defaultReadOnlySource: string
 }
 
 export interface PrivilegeCheck {

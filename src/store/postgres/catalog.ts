@@ -9,6 +9,7 @@ import type {
   ServerSetting,
   SessionRow,
   TaskInstanceRowLock,
+  WriteAccess,
 } from '../families/catalog.js'
 import {keyedTaskInstanceOf, type KeyedTaskInstanceRow} from './rows.js'
 
@@ -120,6 +121,33 @@ export const postgresCatalog: CatalogStore = {
       isSuperuser: row!.is_superuser,
       canMonitor: row!.can_monitor || row!.is_superuser,
       tls: row!.tls,
+    }
+  },
+
+  /**
+   * Run on the pool outside any transaction block, so the statement is a transaction of its own,
+   * begun as a writer's BEGIN will be: transaction_read_only is what that transaction got (a
+   * standby's, or default_transaction_read_only's), not a setting that may differ from it.
+   */
+  async readWriteAccess(ex): Promise<WriteAccess> {
+    const [row] = await ex.query<{
+      read_only: boolean
+      in_recovery: boolean
+      default_read_only: boolean
+      source: string
+    }>(
+      statement(`select current_setting('transaction_read_only') = 'on' as read_only,
+                        pg_is_in_recovery() as in_recovery,
+                        s.setting = 'on' as default_read_only,
+                        s.source
+                   from pg_settings s
+                  where s.name = 'default_transaction_read_only'`),
+    )
+    return {
+      readOnly: row!.read_only,
+      inRecovery: row!.in_recovery,
+      defaultReadOnly: row!.default_read_only,
+      defaultReadOnlySource: row!.source,
     }
   },
 
