@@ -17,7 +17,7 @@ import {Interrupts} from './interrupt.js'
 import {openAirflow, openDatabase, type OpenHost} from './openAirflow.js'
 import {openOutputFile, type OutputMode} from './outputFile.js'
 import type {BatchReport} from './renderItems.js'
-import {resumeCommand} from './resumeCommand.js'
+import {resumeCommand, resumeLines} from './resumeCommand.js'
 
 export type {CommandOutcome} from './batchRun.js'
 export type {ErrorEnvelope} from './errorEnvelope.js'
@@ -168,7 +168,7 @@ export abstract class AirlockCommand<R> extends Command {
       errorLine: (error) => this.errorLine(error),
       stoppedAtOnce: (partial) => this.stoppedAtOnce(partial),
       cutShort: (finished) => (this.cutShort = finished),
-      commandLine: () => resumeCommand(this.config.bin, this.id ?? '', this.argv),
+      commandLine: () => resumeCommand(this.config.bin, this.id ?? '', this.argv, this.ctor.flags?.output?.char),
     }
   }
 
@@ -188,7 +188,7 @@ export abstract class AirlockCommand<R> extends Command {
       )
     } else if (this.outputMode === 'human') {
       process.stderr.write(
-        `Stopped at once by a second signal: ${partial ? `${partial.summary.selected} item(s) had finished (above)` : 'no item had finished'}; transactions still open were rolled back by the server. Running the same command again is safe.\n`,
+        `Stopped at once by a second signal: ${partial ? `${partial.summary.selected} item(s) had finished (above)` : 'no item had finished'}; transactions still open were rolled back by the server. Running the same command again is safe.${partial?.resume ? `\n${resumeLines(partial)}` : ''}\n`,
       )
     }
   }

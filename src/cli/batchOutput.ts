@@ -124,12 +124,16 @@ export class BatchOutput<J extends ItemLike> {
     return report
   }
 
-  /** The batch's report, and its summary line on the stream and in the --output file (`summaryLine`). */
+  /**
+   * The batch's report, and its summary line on the stream and in the --output file
+   * (`summaryLine`). `resume`: for a run a signal stopped, the line that takes it up.
+   */
   finish<Name extends string>(
     tally: Tally<Name>,
     dryRun: boolean,
     interrupted: boolean,
     summaryLine = true,
+    resume?: {command: string; caveats: string[]},
   ): BatchReport<J> {
     this.progress.stop()
     const summary = tally.summary(dryRun)
@@ -137,10 +141,14 @@ export class BatchOutput<J extends ItemLike> {
     if (interrupted && this.total !== null) summary.not_reached = Math.max(0, this.total - tally.selected)
     const downstream = this.sawDownstream ? this.downstream.summary() : undefined
     const {lineage, firstFailure, spool} = this.lineageSummary()
+    const resumed = resume
+      ? {resume: resume.command, ...(resume.caveats.length > 0 ? {resume_notes: resume.caveats} : {})}
+      : {}
     const line = JSON.stringify({
       type: 'summary',
       ...summary,
       interrupted,
+      ...resumed,
       ...(lineage ? {lineage} : {}),
       ...(downstream ? {downstream} : {}),
     })
@@ -158,6 +166,7 @@ export class BatchOutput<J extends ItemLike> {
         : {}),
       ...(this.rows.omitted ? {omitted: this.rows.omitted} : {}),
       ...(interrupted ? {interrupted} : {}),
+      ...resumed,
       ...(this.sink ? {output_file: this.sink.path} : {}),
     }
   }

@@ -9,6 +9,7 @@ import {BatchOutput} from './batchOutput.js'
 import {confirmBulkWrite} from './confirm.js'
 import type {Interrupts} from './interrupt.js'
 import {newOutputName, openOutputFile, writingFailed, type OutputMode} from './outputFile.js'
+import type {ResumeLine} from './resumeCommand.js'
 import {describeLockWait, renderBreakdown, type BatchReport} from './renderItems.js'
 
 /** What a batch run asks of the command it runs in: its output, its signals, its error report. */
@@ -31,8 +32,8 @@ export interface BatchHost {
   stoppedAtOnce(partial: BatchReport<unknown> | undefined): void
   /** The report of a batch a failure cut short, for the error's report to list. */
   cutShort(finished: unknown): void
-  /** The operator's own command line (unscrubbed), to take up a run the server cut short. */
-  commandLine(): string
+  /** The operator's own command line (unscrubbed), to take up a run a signal or the server cut short. */
+  commandLine(): ResumeLine
 }
 
 /** What a command hands back: the result that becomes `--json`'s `result`, and its exit code. */
@@ -68,7 +69,11 @@ export async function writeBatch<J extends {outcome: string}, Name extends strin
   )
   // What has finished, for a second signal that exits at once.
   let latest: Tally<Name> | undefined
-  host.interrupts.startBatch(() => host.stoppedAtOnce(latest && output.finish(latest, batch.dryRun, true)))
+  // A run a signal stops says how to take it up (a batch inside another report leaves that to it).
+  const resumeOnSignal = () => (options.quiet ? undefined : resumeAdvice(host))
+  host.interrupts.startBatch(() =>
+    host.stoppedAtOnce(latest && output.finish(latest, batch.dryRun, true, true, resumeOnSignal())),
+  )
   const lockWaits = new LockWaits()
   const stopWatching = batch.holderOf
     ? watchLockWaits(lockWaits, batch.holderOf, (wait) =>
@@ -99,7 +104,7 @@ export async function writeBatch<J extends {outcome: string}, Name extends strin
   // The server went away, or stopped taking writes: one event, exit 7 (9 for a read-only server),
   // reported as a batch the database cut short (the error envelope, or the stream's error line,
   // with every item that finished).
-  const resume = lost ? resumeAdvice(host, options.outputFile) : undefined
+  const resume = lost ? resumeAdvice(host) : undefined
   const error =
     resume &&
     (tally.refusedReadOnly > 0
@@ -111,7 +116,7 @@ export async function writeBatch<J extends {outcome: string}, Name extends strin
   // A batch that is the whole command: its summary is the command's, so its exit stands from
   // here (a quiet batch is part of a command that settles its own exit).
   if (!options.quiet) host.interrupts.settle(exit)
-  const report = output.finish(tally, batch.dryRun, interrupted)
+  const report = output.finish(tally, batch.dryRun, interrupted, true, interrupted ? resumeOnSignal() : undefined)
   // The items are in the database whatever became of their copy (a full disk): said, not a failure.
   await file
     ?.close()
@@ -193,18 +198,20 @@ export function exitUnlessEmpty(
 }
 
 /**
- * The operator's own command line, to take up a run the server cut short, and what it cannot
- * repeat verbatim: an --output file this run created (a second run refuses to overwrite it), a
- * password the line prints scrubbed.
+ * The operator's own command line, to take up a run a signal or the server cut short, and what
+ * it does not repeat verbatim: the --output file this run created (the line names a new one: a
+ * second run never overwrites a file), a password it prints scrubbed.
  */
-function resumeAdvice(host: BatchHost, outputFile: string | undefined): {command: string; caveats: string[]} {
-  const command = host.commandLine()
+function resumeAdvice(host: BatchHost): {command: string; caveats: string[]} {
+  const {command, output} = host.commandLine()
   const scrubbed = host.scrub(command)
   return {
     command: scrubbed,
     caveats: [
-      ...(outputFile !== undefined && !outputFile.includes('{timestamp}')
-        ? [`give --output a new name: ${outputFile} holds this run's items, and airlock never overwrites a file`]
+      ...(output && output.now !== output.was
+        ? [
+            `its items go to a new file, ${output.now} ({timestamp} filled in when it starts): ${output.was} keeps this run's`,
+          ]
         : []),
       ...(scrubbed === command
         ? []

@@ -3,6 +3,7 @@ import type {DownstreamSummary} from '../protocol/downstream.js'
 import {keyColumn, renderTable} from '../output/table.js'
 import {describeHolder, type LockWaitReport} from '../protocol/lockWaits.js'
 import type {SelectionBreakdown} from '../selection/selection.js'
+import {resumeLines} from './resumeCommand.js'
 
 /** Refusal reasons listed under the table. */
 const detailRows = 20
@@ -70,6 +71,10 @@ export interface BatchReport<J = ItemJson> {
   /** Items not kept for the human table (large runs keep the first rows and every problem). */
   omitted?: number
   interrupted?: boolean
+  /** A run a signal stopped: the command line that takes it up (a new --output name; its password scrubbed). */
+  resume?: string
+  /** What that line does not repeat verbatim (the new --output file, a scrubbed password). */
+  resume_notes?: string[]
   /** Every consumer DAG the batch's events reach, as the scheduler's next step will see them. */
   downstream?: DownstreamSummary[]
   /**
@@ -206,7 +211,8 @@ export function renderBatch(
   parts.push(
     `${report.plan ? 'PLAN (read-only: nothing written, no row locked): ' : s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${selectedPhrase(s, noun)}: ` +
       `${counts.join(', ') || 'nothing to do'}; ${amounts ?? `${plural(s.events_created as number, 'event')}, ${plural(s.runs_queued as number, 'queue row')}`}${report.plan ? ` planned${report.downstream?.length ? ' (what they make ready: Downstream, below)' : ''}` : ''}.` +
-      (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : ''),
+      (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : '') +
+      (report.resume ? `\n${resumeLines(report)}` : ''),
   )
   if (report.plan) parts.push(`Plan: ${report.plan}.`)
   const lineage = lineageLine(report)

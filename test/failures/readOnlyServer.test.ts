@@ -1,11 +1,6 @@
-import {execFile} from 'node:child_process'
-import path from 'node:path'
-import {fileURLToPath} from 'node:url'
-import {promisify} from 'node:util'
-
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {envelope, runCli, startCli} from '../support/cli.js'
+import {envelope, runCli, runPasted, startCli} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
 import {scenario, writeFootprint} from '../support/scenario.js'
@@ -162,26 +157,10 @@ describe('a server that accepts no writes', () => {
     const resume = last.error.actions
       .find((action) => action.startsWith('Resume with: '))!
       .slice('Resume with: '.length)
-    const pasted = await pasteInShell(resume)
+    const pasted = await runPasted(resume)
     expect(pasted.code, pasted.stderr).toBe(0)
     expect(await db.knex('task_instance').where({dag_id: 'failover', state: 'success'}).count({n: '*'})).toEqual([
       {n: String(tasks)},
     ])
   })
 })
-
-const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'run.js')
-
-/** Runs a printed `airlock …` line as an operator pastes it into a POSIX shell. */
-async function pasteInShell(line: string): Promise<{code: number; stdout: string; stderr: string}> {
-  const script = `airlock() { "${process.execPath}" "${bin}" "$@"; }\n${line}\n`
-  try {
-    const {stdout, stderr} = await promisify(execFile)('/bin/sh', ['-c', script], {
-      env: {PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LANG: 'C.UTF-8'},
-    })
-    return {code: 0, stdout, stderr}
-  } catch (error) {
-    const failed = error as {code: number; stdout: string; stderr: string}
-    return {code: failed.code, stdout: failed.stdout, stderr: failed.stderr}
-  }
-}

@@ -52,6 +52,26 @@ export function startCli(args: string[], options: {env?: Record<string, string>;
   return {child, finished}
 }
 
+/**
+ * Runs a line airlock printed (`airlock complete …`, a resume line) as an operator pastes it into a
+ * POSIX shell: the shell's own quoting, `airlock` being the built CLI.
+ */
+export async function runPasted(line: string): Promise<CliResult> {
+  const script = `airlock() { '${process.execPath}' '${path.join(root, 'bin', 'run.js')}' "$@"; }\n${line}\n`
+  const child = spawn('/bin/sh', ['-c', script], {
+    env: {PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LANG: 'C.UTF-8'},
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  return new Promise<CliResult>((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code, signal) => resolve({code, signal, stdout, stderr}))
+  })
+}
+
 /** The one JSON envelope a --json run printed on stdout. */
 export function envelope(result: CliResult): Record<string, unknown> {
   const lines = result.stdout.trim().split('\n')
