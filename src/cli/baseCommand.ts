@@ -168,7 +168,7 @@ export abstract class AirlockCommand<R> extends Command {
       errorLine: (error) => this.errorLine(error),
       stoppedAtOnce: (partial) => this.stoppedAtOnce(partial),
       cutShort: (finished) => (this.cutShort = finished),
-      commandLine: () => resumeCommand(this.config.bin, this.id ?? '', this.argv, this.ctor.flags?.output?.char),
+      commandLine: () => resumeCommand(this.config.bin, this.id ?? '', this.argv, this.ctor.flags.output?.char),
     }
   }
 
