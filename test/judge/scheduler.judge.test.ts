@@ -7,7 +7,15 @@ import {afterAll, describe, expect, it} from 'vitest'
 import {compareVersions} from '../../src/airflow/revisions.js'
 import {runCli} from '../support/cli.js'
 import type {TestDatabase} from '../support/database.js'
-import {dagsFolder, harness, installedReleases, schedule, type Release, type Step} from './support/airflow.js'
+import {
+  dagsFolder,
+  harness,
+  installedReleases,
+  schedule,
+  type Release,
+  type ScheduledRun,
+  type Step,
+} from './support/airflow.js'
 import {airlockEvents, willRun} from './support/airlock.js'
 import {airflowDatabase, cloneDatabase} from './support/databases.js'
 import {randomWorld, type RandomWorld} from './support/randomWorld.js'
@@ -167,6 +175,45 @@ describe.each(installedReleases())('Airflow $version: its scheduler after replay
     expect(predicted).toEqual(['on_both', 'on_either', 'on_nested', 'on_orders'])
     expect(await scheduled(release, world, dagsFolder)).toEqual(predicted)
     expect(await consumed(world)).toBeGreaterThan(0)
+  })
+
+  it('audit-events --fix of a duplicate: the runs the scheduler creates take the kept events, as without it', async () => {
+    const world = await producerWorld()
+    await harness(release, world.url, [{op: 'succeed', dag: 'producer', run_id: 'judge', task: 'load', emit: []}])
+    const twin = await cloneDatabase(world.name)
+    dropped.push(twin)
+    // The double registration of an HA race: a second `orders` event of the same try, a second later.
+    const {rows: copies} = await world.knex.raw<{rows: Array<{id: number}>}>(
+      `insert into asset_event (asset_id, extra, source_task_id, source_dag_id, source_run_id, source_map_index, "timestamp")
+       select e.asset_id, e.extra, e.source_task_id, e.source_dag_id, e.source_run_id, e.source_map_index, e."timestamp" + interval '1 second'
+         from asset_event e join asset a on a.id = e.asset_id where a.name = 'orders'
+       returning id`,
+    )
+    expect(copies).toHaveLength(1)
+    const fixed = await runCli([
+      'audit-events',
+      '--database-url',
+      world.url,
+      '--fix',
+      '--no-dry-run',
+      '--yes',
+      '--json',
+    ])
+    // Exit 6: the report names the duplicate it found (and removed: `fix.removed`).
+    expect({
+      code: fixed.code,
+      removed: (JSON.parse(fixed.stdout) as {result: {fix: {removed: number}}}).result.fix.removed,
+    }).toEqual({code: 6, removed: 1})
+    const left = await world.knex.raw<{rows: unknown[]}>('select 1 from asset_event where id = ?', [copies[0]!.id])
+    expect(left.rows).toEqual([])
+
+    const predicted = await willRun(world)
+    expect(predicted).toEqual(['on_both', 'on_either', 'on_nested', 'on_orders'])
+    const runs = await schedule(release, world.url)
+    expect(runs.map((run) => run.dag_id).sort()).toEqual(predicted)
+    // Each run took the same events as the twin that never had the duplicate.
+    const takes = (created: ScheduledRun[]) => created.map((run) => `${run.dag_id}: ${run.event_ids.join(',')}`).sort()
+    expect(takes(runs)).toEqual(takes(await schedule(release, twin.url)))
   })
 
   it('undo of a completion before the scheduler saw it: explain and the scheduler agree nothing runs', async () => {

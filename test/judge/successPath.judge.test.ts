@@ -19,7 +19,7 @@ import {
 } from './support/airflow.js'
 import {airflowDatabase, cloneDatabase} from './support/databases.js'
 import {airlockEvents, willRun} from './support/airlock.js'
-import {deliberate} from './support/differences.js'
+import {deliberate, inactiveOutletOn30} from './support/differences.js'
 
 /**
  * The success path, differentially: one world (the DAG files of test/judge/dags, serialized by the
@@ -34,6 +34,10 @@ import {deliberate} from './support/differences.js'
 interface Case {
   task: string
   emit: Emission[]
+  /** SQL run on the world before either twin's success. */
+  before?: string
+  /** Passed through a deliberate difference of its own (support/differences.ts). */
+  departs?: (release: Release, side: Snapshot) => Snapshot
 }
 
 const cases: Record<string, Case> = {
@@ -51,6 +55,12 @@ const cases: Record<string, Case> = {
   'an alias emission to an asset no DAG declares (created by the success)': {
     task: 'via_alias',
     emit: [{alias: 'dynamic', asset: 'refunds', uri: 's3://judge/refunds', extra: {}}],
+  },
+  'an outlet whose asset is no longer active (no DAG file declares it)': {
+    task: 'load',
+    emit: [],
+    before: `delete from asset_active where name = 'customers'`,
+    departs: inactiveOutletOn30,
   },
   'an extra for an asset that is not an outlet is dropped': {
     task: 'load',
@@ -101,6 +111,7 @@ async function sideBySide(release: Release, base: TestDatabase, test: Case): Pro
   const airlock = await cloneDatabase(base.name)
   dropped.push(airflow, airlock)
   const tiKey = {dag_id: 'producer', run_id: 'judge', task_id: test.task, map_index: -1}
+  if (test.before) for (const twin of [airflow, airlock]) await twin.knex.raw(test.before)
   const since = new Date(Date.now() - 1000)
 
   await harness(release, airflow.url, [
@@ -137,7 +148,10 @@ describe.each(installedReleases())('Airflow $version: its success path beside ai
 
   it.concurrent.each(Object.entries(cases))('%s', async (_name, test) => {
     const {airflow, airlock} = await sideBySide(release, base, test)
-    expect(deliberate(release, airlock.rows)).toEqual(deliberate(release, airflow.rows))
+    const departs = test.departs ?? ((_release: Release, side: Snapshot) => side)
+    expect(deliberate(release, departs(release, airlock.rows))).toEqual(
+      deliberate(release, departs(release, airflow.rows)),
+    )
     // explain, on either twin, named exactly the DAGs the release's scheduler then ran.
     expect(airflow.explained).toEqual(airflow.scheduled)
     expect(airlock.explained).toEqual(airlock.scheduled)
