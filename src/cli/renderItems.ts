@@ -211,8 +211,7 @@ export function renderBatch(
   parts.push(
     `${report.plan ? 'PLAN (read-only: nothing written, no row locked): ' : s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${selectedPhrase(s, noun)}: ` +
       `${counts.join(', ') || 'nothing to do'}; ${amounts ?? `${plural(s.events_created as number, 'event')}, ${plural(s.runs_queued as number, 'queue row')}`}${report.plan ? ` planned${report.downstream?.length ? ' (what they make ready: Downstream, below)' : ''}` : ''}.` +
-      (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : '') +
-      (report.resume ? `\n${resumeLines(report)}` : ''),
+      stoppedLines(report),
   )
   if (report.plan) parts.push(`Plan: ${report.plan}.`)
   const lineage = lineageLine(report)
@@ -220,6 +219,11 @@ export function renderBatch(
   if (report.downstream && report.downstream.length > 0) parts.push(renderDownstream(report.downstream, s.dry_run))
   return parts.join('\n\n')
 }
+
+/** A stopped run's last lines: what became of its items, and the line that takes it up. */
+const stoppedLines = (report: BatchReport<unknown>): string =>
+  (report.interrupted ? '\nInterrupted: the items above finished or rolled back; the rest were not touched.' : '') +
+  (report.resume ? `\n${resumeLines(report)}` : '')
 
 /**
  * "12 task instances selected", or for a run stopped early "189 … selected, 177 done, 2 failed, 10
