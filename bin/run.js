@@ -7,13 +7,20 @@ import {arch, platform, release} from 'node:os'
 import {join} from 'node:path'
 
 // A signal that comes while oclif is still loading is remembered here, not obeyed: the command
-// reports it as an interruption (exit 130, an envelope under --json) as soon as it starts.
+// reports it as an interruption (exit 130, an envelope under --json) as soon as it starts. This is
+// the first statement that runs: before it, only Node.js's own start-up, during which a signal
+// ends the process by the signal (Node resets an inherited SIG_IGN and signal mask; no JavaScript
+// runs earlier). test/cli/earlySignal.test.ts signals each moment from here on.
 const early = (signal) => {
   globalThis.airlockEarlySignal ??= signal
 }
 process.on('SIGINT', early)
 process.on('SIGTERM', early)
+// Set when a command takes the early signal up (src/cli/interrupt.ts); one that never does
+// (--version, help, autocomplete, a mistyped command) still ends as interrupted, below.
+let earlySignalsTaken = false
 globalThis.airlockReleaseEarlySignals = () => {
+  earlySignalsTaken = true
   process.off('SIGINT', early)
   process.off('SIGTERM', early)
 }
@@ -37,6 +44,9 @@ if (version) {
 // also keeps a stray handle from holding a cron job open after the result was printed. The
 // writes are flushed first (a pipe is asynchronous on macOS).
 await Promise.all([process.stdout, process.stderr].map((stream) => new Promise((resolve) => stream.write('', resolve))))
+// A signal no command took up: what it printed is whole, but it was asked to stop, and a wrapper
+// reads that from 130 as from any other command (nothing was written either way).
+if (!earlySignalsTaken && globalThis.airlockEarlySignal !== undefined) process.exitCode = 130
 process.exit()
 
 /**

@@ -4,6 +4,7 @@ import type {Hook, Interfaces} from '@oclif/core'
 import {AirlockError, usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
+import {earlySignal} from './interrupt.js'
 
 /** What is quoted back: a command's words, never a pasted URL (its password) or a whole line. */
 const commandLike = /^[\w.: -]{1,60}$/
@@ -68,7 +69,8 @@ const commandNotFound: Hook<'command_not_found'> = async function ({id, argv, co
     : {stream: process.stderr, line: [`Error: ${error.message}`, ...error.actions.map((a) => `  → ${a}`)].join('\n')}
   // Written before oclif exits the process (a pipe is asynchronous on macOS).
   await new Promise((resolve) => text.stream.write(`${text.line}\n`, resolve))
-  this.exit(ExitCode.usage)
+  // A signal came while oclif loaded: interrupted, as every command ends after one (nothing ran).
+  this.exit(earlySignal() === undefined ? ExitCode.usage : ExitCode.interrupted)
 }
 
 export default commandNotFound

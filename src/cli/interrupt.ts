@@ -9,6 +9,12 @@ interface EarlySignals {
   airlockReleaseEarlySignals?: () => void
 }
 
+/**
+ * The signal bin/run.js remembered while oclif loaded, for what ends without an airlock command to
+ * take it up (the command_not_found hook exits through oclif, before bin/run.js's last lines).
+ */
+export const earlySignal = (): string | undefined => (globalThis as EarlySignals).airlockEarlySignal
+
 /** After the command decided its exit (the summary printed): that exit, or 130 when none was decided. */
 const lateSignal = () => process.exit(process.exitCode ?? ExitCode.interrupted)
 
