@@ -22,7 +22,8 @@ import {randomWorld, type RandomWorld} from './support/randomWorld.js'
 
 /**
  * The scheduler, differentially, on random worlds: conditions over 2–6 assets with `&`, `|`,
- * `Asset.ref` and an alias, paused consumers, consumers held by max_active_runs, producers declaring
+ * `Asset.ref` and an alias, paused, stale and import-error consumers, consumers held by
+ * max_active_runs, producers declaring
  * by reference. Airflow's DAG processor serializes the DAG files; in one twin the release's
  * execution API succeeds the chosen task instances, in the other `airlock complete` does. Then on
  * each twin `airlock explain` says which DAGs will run, and the release's scheduler step runs: its
@@ -65,6 +66,10 @@ async function compare(release: Release, world: RandomWorld) {
     ...world.busy.map((dag) => ({op: 'trigger' as const, dag, run_id: 'busy'})),
   ]
   await harness(release, base.url, setup, dags)
+  // What the DAG processor records when a consumer's file is gone or no longer parses.
+  if (world.stale.length > 0) await base.knex('dag').whereIn('dag_id', world.stale).update({is_stale: true})
+  if (world.importErrors.length > 0)
+    await base.knex('dag').whereIn('dag_id', world.importErrors).update({has_import_errors: true})
   await base.knex.destroy()
   const airflow = await cloneDatabase(base.name)
   const airlock = await cloneDatabase(base.name)

@@ -25,6 +25,10 @@ export interface RandomWorld {
   aliasTarget: string | null
   /** Consumers that already have a running run and max_active_runs=1. */
   busy: string[]
+  /** Consumers whose file is gone (`dag.is_stale`, as the DAG processor marks it). */
+  stale: string[]
+  /** Consumers whose file no longer parses (`dag.has_import_errors`, as the DAG processor marks it). */
+  importErrors: string[]
   describe: string
 }
 
@@ -52,7 +56,9 @@ export function randomWorld(seed: number): RandomWorld {
   const consumers = Array.from({length: 2 + Math.floor(random() * 3)}, (_, i) => {
     const paused = random() < 0.15
     const busy = random() < 0.15
-    return {id: `c${i}`, condition: python(condition(2)), paused, busy}
+    const stale = random() < 0.12
+    const importErrors = !stale && random() < 0.12
+    return {id: `c${i}`, condition: python(condition(2)), paused, busy, stale, importErrors}
   })
   const declared = assets.map((name) => ({name, byRef: random() < 0.25}))
   const complete = declared.filter(() => random() < 0.7).map(({name}) => `t_${name}`)
@@ -84,8 +90,14 @@ export function randomWorld(seed: number): RandomWorld {
     complete,
     aliasTarget,
     busy: consumers.filter((c) => c.busy).map((c) => c.id),
+    stale: consumers.filter((c) => c.stale).map((c) => c.id),
+    importErrors: consumers.filter((c) => c.importErrors).map((c) => c.id),
     describe: consumers
-      .map((c) => `${c.id}: ${c.condition}${c.paused ? ' (paused)' : ''}${c.busy ? ' (busy)' : ''}`)
+      .map(
+        (c) =>
+          `${c.id}: ${c.condition}${c.paused ? ' (paused)' : ''}${c.busy ? ' (busy)' : ''}` +
+          `${c.stale ? ' (stale)' : ''}${c.importErrors ? ' (import errors)' : ''}`,
+      )
       .concat(`complete: ${complete.join(', ') || 'nothing'}${aliasTarget ? ` (alias → ${aliasTarget})` : ''}`)
       .join('; '),
   }
