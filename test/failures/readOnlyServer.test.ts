@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {envelope, runCli, runPasted, startCli} from '../support/cli.js'
+import {envelope, runCli, runPasted, startCli, withPasswordBack} from '../support/cli.js'
 import {createTestDatabase, type TestDatabase} from '../support/database.js'
 import {waitUntilAppBlocked, whileRowLocked} from '../support/locks.js'
 import {scenario, writeFootprint} from '../support/scenario.js'
@@ -107,7 +107,8 @@ describe('a server that accepts no writes', () => {
     } finally {
       await readOnly(false)
     }
-  })
+    // About fifteen airlock processes one after another: minutes on a loaded machine.
+  }, 240_000)
 
   it('turning read-only mid-run: the item the server refused says so, no new item starts, exit 9 (not 5), and the printed line resumes once it accepts writes', async () => {
     const tasks = 5
@@ -157,7 +158,8 @@ describe('a server that accepts no writes', () => {
     const resume = last.error.actions
       .find((action) => action.startsWith('Resume with: '))!
       .slice('Resume with: '.length)
-    const pasted = await runPasted(resume)
+    // The line shows a URL's password as ***; the operator puts it back.
+    const pasted = await runPasted(withPasswordBack(resume, db.url))
     expect(pasted.code, pasted.stderr).toBe(0)
     expect(await db.knex('task_instance').where({dag_id: 'failover', state: 'success'}).count({n: '*'})).toEqual([
       {n: String(tasks)},

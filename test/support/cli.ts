@@ -56,6 +56,21 @@ export function startCli(args: string[], options: {env?: Record<string, string>;
  * Runs a line airlock printed (`airlock complete …`, a resume line) as an operator pastes it into a
  * POSIX shell: the shell's own quoting, `airlock` being the built CLI.
  */
+/** A URL's password, if it has one. */
+const passwordOf = (url: string) => /^postgres(?:ql)?:\/\/[^:/@]*:([^@]*)@/.exec(url)?.[1]
+
+/** The URL as airlock prints it: a password as ***, which the operator puts back when pasting. */
+export const shownUrl = (url: string): string => {
+  const password = passwordOf(url)
+  return password ? url.replace(`:${password}@`, ':***@') : url
+}
+
+/** A printed command line with `url`'s password put back, as the note above it asks. */
+export const withPasswordBack = (line: string, url: string): string => {
+  const password = passwordOf(url)
+  return password ? line.replace(':***@', `:${password}@`) : line
+}
+
 export async function runPasted(line: string): Promise<CliResult> {
   const script = `airlock() { '${process.execPath}' '${path.join(root, 'bin', 'run.js')}' "$@"; }\n${line}\n`
   const child = spawn('/bin/sh', ['-c', script], {
