@@ -5,7 +5,8 @@ import {Flags, type Interfaces} from '@oclif/core'
 
 import {lockHoldChart} from '../src/bench/chart.js'
 import {growthChart, growthMarkdown, growthOf, parseEventSizes, type Growth} from '../src/bench/growth.js'
-import {benchMarkdown, benchTerminal, scaleMarkdown} from '../src/bench/report.js'
+import {benchMarkdown, benchTerminal, lineageDeliveryMarkdown, scaleMarkdown} from '../src/bench/report.js'
+import {measureLineageDelivery, type LineageDeliveryRow} from '../src/bench/lineageDelivery.js'
 import {describeMachine, runBench, type BenchReport} from '../src/bench/runBench.js'
 import {runScale, type ScaleReport} from '../src/bench/scale.js'
 import {
@@ -42,6 +43,7 @@ type BenchResult =
   | {machine: BenchReport['machine']; previewPrice: PreviewPriceReport; written: string[]}
   | {machine: BenchReport['machine']; explainAll: ExplainAllReport; written: string[]}
   | {machine: BenchReport['machine']; previewEvents: PreviewEventsReport; written: string[]}
+  | {machine: BenchReport['machine']; lineageDelivery: LineageDeliveryRow[]; rounds: number; written: string[]}
   | {
       machine: BenchReport['machine']
       scale: ScaleReport
@@ -81,7 +83,14 @@ scale world of 200,000 task instances, unless given), --memory-events events (10
 given); explain --all --ndjson and a plain scan of asset_dag_run_queue and
 dag_schedule_asset_reference, each as a child process and inside the bench's own process, --runs
 alternated rounds (5 unless given), and the peak RSS of each. Writes explain-all.md and
-explain-all.json. About a minute.`)
+explain-all.json. About a minute.
+
+--world lineage-delivery runs only complete beside an OpenLineage collector: over --lineage-items
+task instances (12 unless given), with lineage off, sending to a local collector that answers at
+once and to one that answers each COMPLETE in --lineage-collector-ms (2000 unless given), at the
+default --lineage-wait an operator gets; --runs rounds (5 unless given), medians, with what
+lineage adds to the process and the most POSTs the collector held at once. Writes
+lineage-delivery.md and lineage-delivery.json. About a minute.`)
 
   static override examples = [
     '<%= config.bin %> bench',
@@ -93,6 +102,7 @@ explain-all.json. About a minute.`)
     '<%= config.bin %> bench --world preview-price --profile perf-lab',
     '<%= config.bin %> bench --world explain-all --queue-sizes 10k,100k --profile perf-lab',
     '<%= config.bin %> bench --world preview-events --profile perf-lab',
+    '<%= config.bin %> bench --world lineage-delivery --profile perf-lab',
   ]
 
   static override flags = {
@@ -122,6 +132,12 @@ explain-all.json. About a minute.`)
         'Task instances in the lineage delivery run: complete with lineage off, then sending to a local collector that answers in 1 s (0 skips).',
       default: 200,
       min: 0,
+    }),
+    'lineage-collector-ms': Flags.integer({
+      description:
+        'Milliseconds the slow collector of the lineage delivery run takes to answer each COMPLETE (default 1000; 2000 with --world lineage-delivery).',
+      min: 0,
+      max: 60_000,
     }),
     'memory-tis': Flags.integer({
       description: 'Task instances in the memory run of complete (0 skips).',
@@ -184,8 +200,8 @@ explain-all.json. About a minute.`)
     }),
     world: Flags.string({
       description:
-        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there), explain-all (explain --all beside a scan of the queue and the references), preview-events (the preview on the queue of main's 3.4 development line, a row per event, consumers of 20 assets).",
-      options: ['preview-price', 'explain-all', 'preview-events'],
+        "Only the named world's run: preview-price (the downstream preview beside --no-downstream and the floor, on consumers of 24,600 assets; --outlets defaults to 10,300,600 there), explain-all (explain --all beside a scan of the queue and the references), preview-events (the preview on the queue of main's 3.4 development line, a row per event, consumers of 20 assets), lineage-delivery (complete with lineage off and to a collector answering at once and in --lineage-collector-ms, at the default --lineage-wait; --lineage-items defaults to 12, --runs to 5 there).",
+      options: ['preview-price', 'explain-all', 'preview-events', 'lineage-delivery'],
       helpGroup: 'WORLD',
     }),
     'queue-sizes': Flags.string({
@@ -241,6 +257,8 @@ explain-all.json. About a minute.`)
     if (flags.world === 'explain-all') return {result: await this.explainAll(server, adminUrl, flags, writeResults)}
     if (flags.world === 'preview-events')
       return {result: await this.previewEvents(server, adminUrl, flags, writeResults)}
+    if (flags.world === 'lineage-delivery')
+      return {result: await this.lineageDelivery(server, adminUrl, flags, writeResults)}
     if (flags.scale && flags.sizes !== undefined) {
       const machine = await describeMachine(adminUrl)
       const reports = await this.scaleWorlds(server, flags)
@@ -373,6 +391,35 @@ explain-all.json. About a minute.`)
     return {machine, previewEvents, written}
   }
 
+  /** --world lineage-delivery: what a slow collector adds to a short run of complete, at the default wait. */
+  private async lineageDelivery(
+    server: ScratchServer,
+    adminUrl: string,
+    flags: BenchFlags,
+    writeResults: (files: ReadonlyArray<readonly [string, string]>) => Promise<string[]>,
+  ): Promise<{
+    machine: BenchReport['machine']
+    lineageDelivery: LineageDeliveryRow[]
+    rounds: number
+    written: string[]
+  }> {
+    const quick = flags.quick
+    const machine = await describeMachine(adminUrl)
+    const items = quick ? 4 : this.given('lineage-items') ? flags['lineage-items'] : 12
+    const collectorMs = flags['lineage-collector-ms'] ?? 2000
+    const rounds = quick ? 1 : this.given('runs') ? flags.runs : 5
+    this.progress(
+      `lineage: complete over ${items} task instances, ${rounds} rounds, collector answering in ${collectorMs} ms…`,
+    )
+    const lineageDelivery = await measureLineageDelivery(server, {items, collectorMs, rounds})
+    const caption = `${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GiB, Node ${machine.node}, PostgreSQL ${machine.postgres}, ${machine.date}`
+    const written = await writeResults([
+      ['lineage-delivery.md', lineageDeliveryMarkdown(lineageDelivery, {rounds, wait: undefined}, caption)],
+      ['lineage-delivery.json', JSON.stringify({machine, items, collectorMs, rounds, lineageDelivery}, null, 2) + '\n'],
+    ])
+    return {machine, lineageDelivery, rounds, written}
+  }
+
   /** --sizes: the scale world at each size, smallest first; the post-backfill world once, after the last. */
   private async scaleWorlds(server: ScratchServer, flags: BenchFlags): Promise<ScaleReport[]> {
     const sizes = parseEventSizes(flags.sizes!, flags['scale-events'])
@@ -405,6 +452,10 @@ explain-all.json. About a minute.`)
     if ('previewPrice' in result) {
       const m = result.machine
       return `${previewPriceMarkdown(result.previewPrice, `${m.cpus} × ${m.cpuModel}, PostgreSQL ${m.postgres}, ${m.date}`)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
+    }
+    if ('lineageDelivery' in result) {
+      const m = result.machine
+      return `${lineageDeliveryMarkdown(result.lineageDelivery, {rounds: result.rounds, wait: undefined}, `${m.cpus} × ${m.cpuModel}, PostgreSQL ${m.postgres}, ${m.date}`)}${result.written.length ? `\nWrote ${result.written.join(', ')}` : ''}`
     }
     if ('previewEvents' in result) {
       const m = result.machine
@@ -449,6 +500,6 @@ function benchPlan(flags: BenchFlags) {
     stampRuns: quick ? 2 : flags['stamp-runs'],
     stampHoldMs: quick ? 300 : flags['stamp-hold'],
     lineageItems: quick ? 10 : flags['lineage-items'],
-    lineageCollectorMs: 1000,
+    lineageCollectorMs: flags['lineage-collector-ms'] ?? 1000,
   }
 }

@@ -15,12 +15,16 @@ export interface LineageDeliveryRow {
   /** `off` (--no-lineage), or the collector's answer time in milliseconds. */
   collector: 'off' | number
   items: number
-  /** From the process's start to its last item line: how fast it completed. */
+  /** From the process's start to its last item line: how fast it completed (the median round). */
   completionSeconds: number
   perSecond: number
-  /** The whole process, the wait for the last events included. */
+  /** The whole process, the wait for the last events included (the median round). */
   processSeconds: number
-  /** The summary's lineage counts (sent, unconfirmed, failed, not_tried). */
+  /** What lineage added to the whole process: its median less lineage off's (0 for off itself). */
+  extraSeconds: number
+  /** The most POSTs the collector held at once, over the rounds (0 for off). */
+  maxInFlight: number
+  /** The summary's lineage counts of the last round. */
   lineage: Record<string, number> | null
 }
 
@@ -29,45 +33,86 @@ export interface LineageDeliveryRow {
  * concurrency 4): with lineage off, sending to a local collector that answers at once, and to one
  * that answers each POST after `collectorMs`. Completions per second should not depend on the
  * collector (the two collectors side by side), only the wait after the last item does; lineage
- * on against off is what building and spooling each event costs. Each on a fresh seeded world.
+ * on against off is what building and spooling each event costs. `wait`: the run's
+ * --lineage-wait (unset: the default an operator gets). Each round on a fresh seeded world, the
+ * three variants alternated; medians over `rounds`.
  */
 export async function measureLineageDelivery(
   server: ScratchServer,
-  options: {items: number; collectorMs: number},
+  options: {items: number; collectorMs: number; rounds?: number; wait?: string | undefined},
 ): Promise<LineageDeliveryRow[]> {
-  const rows: LineageDeliveryRow[] = []
-  for (const collector of ['off', 0, options.collectorMs] as const) {
-    const scratch = await server.create({
-      seed: {dags: 1, runs: options.items, tasks: 1, outlets: 1, consumers: 1},
-      poolSize: 1,
-    })
-    const slow = collector === 'off' ? undefined : await slowCollector(collector)
-    const home = await mkdtemp(path.join(os.tmpdir(), 'airlock-bench-lineage-'))
-    try {
-      const args = ['complete', '--database-url', scratch.url, '--dag-id', 'etl_001', '--yes', '--ndjson']
-      const run = await timeItems([...args, ...(slow ? ['--lineage-wait', '10m'] : ['--no-lineage'])], {
-        AIRLOCK_HOME: home,
-        ...(slow ? {OPENLINEAGE_URL: slow.url} : {}),
+  const variants = ['off', 0, options.collectorMs] as const
+  const runs = new Map<(typeof variants)[number], Array<RunTimes & {maxInFlight: number}>>(
+    variants.map((variant) => [variant, []]),
+  )
+  for (let round = 0; round < Math.max(1, options.rounds ?? 1); round++) {
+    for (const collector of variants) {
+      const scratch = await server.create({
+        seed: {dags: 1, runs: options.items, tasks: 1, outlets: 1, consumers: 1},
+        poolSize: 1,
       })
-      rows.push({collector, ...run, perSecond: run.items / run.completionSeconds})
-    } finally {
-      await slow?.close()
-      await rm(home, {recursive: true, force: true})
-      await scratch.drop()
+      const slow = collector === 'off' ? undefined : await slowCollector(collector)
+      const home = await mkdtemp(path.join(os.tmpdir(), 'airlock-bench-lineage-'))
+      try {
+        const args = ['complete', '--database-url', scratch.url, '--dag-id', 'etl_001', '--yes', '--ndjson']
+        const lineageArgs = slow ? (options.wait ? ['--lineage-wait', options.wait] : []) : ['--no-lineage']
+        const run = await timeItems([...args, ...lineageArgs], {
+          AIRLOCK_HOME: home,
+          ...(slow ? {OPENLINEAGE_URL: slow.url} : {}),
+        })
+        runs.get(collector)!.push({...run, maxInFlight: slow?.maxInFlight() ?? 0})
+      } finally {
+        await slow?.close()
+        await rm(home, {recursive: true, force: true})
+        await scratch.drop()
+      }
     }
   }
-  return rows
+  const offSeconds = median(runs.get('off')!.map((run) => run.processSeconds))
+  return variants.map((collector) => {
+    const rounds = runs.get(collector)!
+    const completionSeconds = median(rounds.map((run) => run.completionSeconds))
+    const processSeconds = median(rounds.map((run) => run.processSeconds))
+    return {
+      collector,
+      items: rounds.at(-1)!.items,
+      completionSeconds,
+      perSecond: rounds.at(-1)!.items / completionSeconds,
+      processSeconds,
+      extraSeconds: collector === 'off' ? 0 : processSeconds - offSeconds,
+      maxInFlight: Math.max(...rounds.map((run) => run.maxInFlight)),
+      lineage: rounds.at(-1)!.lineage,
+    }
+  })
 }
 
-/** A collector on 127.0.0.1 that answers every POST after `ms`. */
-async function slowCollector(ms: number): Promise<{url: string; close: () => Promise<void>}> {
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+/** A collector on 127.0.0.1 that answers every POST after `ms`, counting the POSTs it holds at once. */
+async function slowCollector(
+  ms: number,
+): Promise<{url: string; maxInFlight: () => number; close: () => Promise<void>}> {
+  let inFlight = 0
+  let most = 0
   const server = http.createServer((req, res) => {
+    inFlight++
+    most = Math.max(most, inFlight)
     req.resume()
-    req.on('end', () => setTimeout(() => res.writeHead(201).end(), ms))
+    req.on('end', () =>
+      setTimeout(() => {
+        inFlight--
+        res.writeHead(201).end()
+      }, ms),
+    )
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    maxInFlight: () => most,
     close: async () => {
       server.closeAllConnections()
       await new Promise((resolve) => server.close(resolve))
@@ -75,11 +120,10 @@ async function slowCollector(ms: number): Promise<{url: string; close: () => Pro
   }
 }
 
+type RunTimes = Omit<LineageDeliveryRow, 'collector' | 'perSecond' | 'extraSeconds' | 'maxInFlight'>
+
 /** Runs the CLI, timing its item lines as they arrive; the seeded world's one conflict makes exit 3. */
-async function timeItems(
-  args: string[],
-  env: Record<string, string>,
-): Promise<Omit<LineageDeliveryRow, 'collector' | 'perSecond'>> {
+async function timeItems(args: string[], env: Record<string, string>): Promise<RunTimes> {
   const started = performance.now()
   const child = spawn(process.execPath, [cliPath, ...args], {
     env: {PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env},

@@ -1,5 +1,6 @@
 import {renderTable} from '../output/table.js'
 import type {CpuPerItem} from './cpuTime.js'
+import type {LineageDeliveryRow} from './lineageDelivery.js'
 import type {BenchReport} from './runBench.js'
 import type {ScaleReport} from './scale.js'
 
@@ -183,30 +184,56 @@ function memorySection(report: BenchReport): string[] {
 
 function lineageSection(report: BenchReport): string[] {
   if (!report.lineage?.length) return []
+  return ['', '### Lineage delivery (complete, --ndjson, concurrency 4)', '', lineageDeliveryTable(report.lineage)]
+}
+
+/** `bench --world lineage-delivery`: what a slow collector adds to a short run, medians over the rounds. */
+export function lineageDeliveryMarkdown(
+  rows: readonly LineageDeliveryRow[],
+  options: {rounds: number; wait: string | undefined},
+  caption: string,
+): string {
   return [
+    `## Lineage delivery: what a slow collector adds to a run`,
     '',
-    '### Lineage delivery (complete, --ndjson, concurrency 4)',
+    `complete over ${rows[0]?.items ?? 0} task instances (the built CLI, --ndjson, concurrency 4), ` +
+      `--lineage-wait ${options.wait ?? 'at its default'}; medians of ${options.rounds} round${options.rounds === 1 ? '' : 's'}. ${caption}.`,
     '',
-    markdownTable(
-      ['lineage', 'items', 'completions/s (to the last item)', 'process', 'COMPLETE events'],
-      report.lineage.map((row) => [
-        row.collector === 'off'
-          ? 'off (--no-lineage)'
-          : row.collector === 0
-            ? 'collector answering at once'
-            : `collector answering in ${f(row.collector / 1000, 1)} s`,
-        String(row.items),
-        f(row.perSecond, 0),
-        `${f(row.processSeconds, 1)} s`,
-        row.lineage
-          ? Object.entries(row.lineage)
-              .filter(([, n]) => n > 0)
-              .map(([kind, n]) => `${n} ${kind.replace('_', ' ')}`)
-              .join(', ')
-          : '—',
-      ]),
-    ),
-  ]
+    lineageDeliveryTable(rows),
+    '',
+  ].join('\n')
+}
+
+function lineageDeliveryTable(rows: readonly LineageDeliveryRow[]): string {
+  return markdownTable(
+    [
+      'lineage',
+      'items',
+      'completions/s (to the last item)',
+      'process',
+      'extra over off',
+      'most POSTs at once',
+      'COMPLETE events',
+    ],
+    rows.map((row) => [
+      row.collector === 'off'
+        ? 'off (--no-lineage)'
+        : row.collector === 0
+          ? 'collector answering at once'
+          : `collector answering in ${f(row.collector / 1000, 1)} s`,
+      String(row.items),
+      f(row.perSecond, 0),
+      `${f(row.processSeconds, 1)} s`,
+      row.collector === 'off' ? '—' : `${f(Math.abs(row.extraSeconds) < 0.05 ? 0 : row.extraSeconds, 1)} s`,
+      row.collector === 'off' ? '—' : String(row.maxInFlight),
+      row.lineage
+        ? Object.entries(row.lineage)
+            .filter(([, n]) => n > 0)
+            .map(([kind, n]) => `${n} ${kind.replaceAll('_', ' ')}`)
+            .join(', ')
+        : '—',
+    ]),
+  )
 }
 
 export function markdownTable(headers: string[], rows: string[][]): string {
