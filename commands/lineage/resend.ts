@@ -20,19 +20,28 @@ before sending it, and remove it once the backend confirmed it: what is left was
 confirmed (the backend was down, slow, or the run stopped waiting). This sends each again, through
 the same transport settings, and removes each one confirmed.
 
+An event sent whole that got no answer (a timeout, a connection lost after the body went out, the
+run's wait over) is kept as maybe delivered: the backend may hold it, and a second copy is stored
+again (docs/lineage.md says what Marquez makes of it). Those are left in the spool unless
+--include-maybe-delivered says to send them too: check the backend first, or accept the copy.
+
 With --since (and --dag-id, --until) it rebuilds instead, from the database: the COMPLETE of every
 task instance whose current try airlock completed in that window (airlock's own audit row of the
 try), for a spool that was lost or never written. The run id is a hash of the try, so an event the
 backend already had arrives again under the same run.
 
-Exit 0 when every event was confirmed (or there was none), 5 when some were not: they stay in the
-spool for the next resend.`)
+Exit 0 when every event was confirmed (or there was none), 5 when some were not, maybe-delivered
+ones left in the spool included: they stay for the next resend.`)
 
   static override examples = [
     {description: 'What the spool holds, nothing sent', command: '<%= config.bin %> lineage resend --dry-run'},
     {
       description: 'Send it (cron-friendly: exit 5 while something is left)',
       command: '<%= config.bin %> lineage resend --json',
+    },
+    {
+      description: 'Send the maybe-delivered events too, once the backend was checked (a copy may be stored twice)',
+      command: '<%= config.bin %> lineage resend --include-maybe-delivered',
     },
     {
       description: 'Rebuild a lost spool: every COMPLETE of one DAG airlock completed in the last day',
@@ -67,6 +76,12 @@ spool for the next resend.`)
       helpGroup: 'REBUILD',
     }),
     'dag-id': Flags.string({summary: 'With --since: only this DAG.', helpGroup: 'REBUILD'}),
+    'include-maybe-delivered': Flags.boolean({
+      summary: 'Send the maybe-delivered events too (sent whole, no answer): the backend may then store them twice.',
+      description:
+        'Without it they stay in the spool, unsent, listed as held_maybe_delivered (exit 5). Not with --since, which sends every event it rebuilds.',
+      default: false,
+    }),
     'dry-run': Flags.boolean({summary: 'List the events it would send; send nothing, change no file.', default: false}),
   }
 
@@ -79,6 +94,10 @@ spool for the next resend.`)
     const since = flags.since ? parseWindowBound(flags.since, '--since') : undefined
     const until = flags.until ? parseWindowBound(flags.until, '--until') : new Date()
     if (since) checkRange(since, until)
+    if (since && flags['include-maybe-delivered'])
+      throw usageError(
+        "--include-maybe-delivered chooses among the spool's events; --since sends every event it rebuilds. Give one of them.",
+      )
     const settings = await lineageSettings({
       openlineageUrl: flags['openlineage-url'],
       lineage: true,
@@ -99,9 +118,12 @@ spool for the next resend.`)
           {since, until, dagId: flags['dag-id']},
           {dryRun: flags['dry-run'], airlockVersion: this.config.version},
         )
-      : await resendSpool(settings, flags['dry-run'])
+      : await resendSpool(settings, {
+          dryRun: flags['dry-run'],
+          includeMaybeDelivered: flags['include-maybe-delivered'],
+        })
     const kept = report.items.filter((item) => item.outcome !== 'sent' && item.outcome !== 'would_send').length
-    return {result: report, exit: kept > 0 ? ExitCode.partialFailure : ExitCode.ok}
+    return {result: report, exit: kept > 0 && !report.dry_run ? ExitCode.partialFailure : ExitCode.ok}
   }
 
   protected render(report: ResendReport): string {
@@ -118,8 +140,21 @@ spool for the next resend.`)
     )
     const counts = new Map<string, number>()
     for (const item of report.items) counts.set(item.outcome, (counts.get(item.outcome) ?? 0) + 1)
-    const summary = [...counts].map(([outcome, n]) => `${n} ${outcome.replace('_', ' ')}`).join(', ')
-    const left = report.delivery && report.items.some((item) => item.outcome !== 'sent')
-    return `${table}\n\n${report.dry_run ? 'DRY RUN (nothing sent): ' : ''}${report.items.length} COMPLETE event${report.items.length === 1 ? '' : 's'}: ${summary}.${left ? `\nThe events not confirmed stay in ${report.delivery!.spool}; run airlock lineage resend again.` : ''}`
+    const summary = [...counts].map(([outcome, n]) => `${n} ${outcome.replaceAll('_', ' ')}`).join(', ')
+    const lines = [
+      `${report.dry_run ? 'DRY RUN (nothing sent): ' : ''}${report.items.length} COMPLETE event${report.items.length === 1 ? '' : 's'}: ${summary}.`,
+    ]
+    const spool = report.delivery?.spool
+    if (
+      report.delivery &&
+      report.items.some((item) => item.outcome !== 'sent' && item.outcome !== 'held_maybe_delivered')
+    )
+      lines.push(`The events not confirmed stay in ${spool}; run airlock lineage resend again.`)
+    const held = counts.get('held_maybe_delivered') ?? 0
+    if (held > 0)
+      lines.push(
+        `${held} maybe delivered (sent whole, no answer) ${report.dry_run ? 'would stay' : 'stay'} in the spool, unsent: the backend may hold ${held === 1 ? 'it' : 'them'}. Check it; airlock lineage resend --include-maybe-delivered sends ${held === 1 ? 'it' : 'them'} too (the backend stores a second copy).`,
+      )
+    return `${table}\n\n${lines.join('\n')}`
   }
 }

@@ -71,7 +71,8 @@ export interface PreparedBatch<J extends {outcome: string}, Name extends string>
 /** What became of a batch's OpenLineage COMPLETE events (the lineage outbox's report). */
 export interface LineageDeliveryReport {
   sent: number
-  unconfirmed: number
+  /** Sent whole, no answer: the backend may hold them; kept apart in the spool. */
+  maybe_delivered: number
   failed: number
   not_tried: number
   /** Where the events not confirmed stay. */
@@ -83,7 +84,7 @@ export interface LineageDeliveryReport {
 
 /** The events the backend did not confirm, each kept in the spool. */
 export const notConfirmed = (delivery: LineageDeliveryReport): number =>
-  delivery.unconfirmed + delivery.failed + delivery.not_tried
+  delivery.maybe_delivered + delivery.failed + delivery.not_tried
 
 /** The settings every write batch shares: how many at once and each transaction's limits. */
 export interface WriteOptions {

@@ -5,6 +5,8 @@ import {DownstreamFold, type Downstream} from '../protocol/downstream.js'
 import type {ItemJson} from '../report/itemJson.js'
 import {humanRowCap, RowStream, type ItemSink, type OutputMode} from './outputFile.js'
 import {itemLabel, type BatchReport} from './renderItems.js'
+import {resumeCommand} from './resumeCommand.js'
+import {lineageSpoolDir} from './writeFlags.js'
 
 export type {OutputMode} from './outputFile.js'
 
@@ -54,22 +56,27 @@ export class BatchOutput<J extends ItemLike> {
 
   /**
    * The run's COMPLETE events by what became of them: the outbox's report where events were
-   * handed to it (the items' own `queued`/`spooled` were only the way there), and the spool that
-   * holds every one not confirmed.
+   * handed to it (the items' own `queued`/`spooled` were only the way there), the spool that
+   * holds every one not confirmed, and the command lines that send them.
    */
-  private lineageSummary(): {lineage?: Record<string, number>; firstFailure?: string; spool?: string} {
+  private lineageSummary(): {
+    lineage?: Record<string, number>
+    firstFailure?: string
+    spool?: string
+    resend?: string[]
+  } {
     const items = Object.fromEntries([...this.lineage].filter(([kind]) => kind !== 'queued' && kind !== 'spooled'))
     if (!this.delivery) {
       return this.lineage.size > 0
         ? {lineage: items, ...(this.firstLineageFailure ? {firstFailure: this.firstLineageFailure} : {})}
         : {}
     }
-    const {sent, unconfirmed, failed, not_tried: notTried, spool, skipped} = this.delivery
+    const {sent, maybe_delivered: maybeDelivered, failed, not_tried: notTried, spool, skipped} = this.delivery
     const firstFailure = this.delivery.first_failure ?? this.firstLineageFailure
     const lineage = {
       ...items,
       sent,
-      unconfirmed,
+      maybe_delivered: maybeDelivered,
       failed: failed + (items.failed ?? 0),
       not_tried: notTried,
       ...(skipped ? {skipped} : {}),
@@ -77,7 +84,7 @@ export class BatchOutput<J extends ItemLike> {
     return {
       lineage,
       ...(firstFailure ? {firstFailure} : {}),
-      ...(notConfirmed(this.delivery) > 0 ? {spool} : {}),
+      ...(notConfirmed(this.delivery) > 0 ? {spool, resend: resendLines(spool, maybeDelivered > 0)} : {}),
     }
   }
 
@@ -140,7 +147,12 @@ export class BatchOutput<J extends ItemLike> {
     // `selected` counts the items taken; a run stopped early says how many of the selection it never took.
     if (interrupted && this.total !== null) summary.not_reached = Math.max(0, this.total - tally.selected)
     const downstream = this.sawDownstream ? this.downstream.summary() : undefined
-    const {lineage, firstFailure, spool} = this.lineageSummary()
+    const {lineage, firstFailure, spool, resend} = this.lineageSummary()
+    const lineageNames = {
+      ...(firstFailure ? {lineage_first_failure: firstFailure} : {}),
+      ...(spool ? {lineage_spool: spool} : {}),
+      ...(resend ? {lineage_resend: resend} : {}),
+    }
     const resumed = resume
       ? {resume: resume.command, ...(resume.caveats.length > 0 ? {resume_notes: resume.caveats} : {})}
       : {}
@@ -149,7 +161,7 @@ export class BatchOutput<J extends ItemLike> {
       ...summary,
       interrupted,
       ...resumed,
-      ...(lineage ? {lineage} : {}),
+      ...(lineage ? {lineage, ...lineageNames} : {}),
       ...(downstream ? {downstream} : {}),
     })
     if (summaryLine) this.rows.end(line)
@@ -157,17 +169,22 @@ export class BatchOutput<J extends ItemLike> {
       summary,
       items: this.rows.kept,
       ...(downstream ? {downstream} : {}),
-      ...(lineage
-        ? {
-            lineage,
-            ...(firstFailure ? {lineage_first_failure: firstFailure} : {}),
-            ...(spool ? {lineage_spool: spool} : {}),
-          }
-        : {}),
+      ...(lineage ? {lineage, ...lineageNames} : {}),
       ...(this.rows.omitted ? {omitted: this.rows.omitted} : {}),
       ...(interrupted ? {interrupted} : {}),
       ...resumed,
       ...(this.sink ? {output_file: this.sink.path} : {}),
     }
   }
+}
+
+/**
+ * The command lines that send a run's events not confirmed: `lineage resend` (what was not
+ * delivered), and with `--include-maybe-delivered` the maybe-delivered too; `--lineage-spool`
+ * named when the spool is not the default one.
+ */
+function resendLines(spool: string, maybeDelivered: boolean): string[] {
+  const base = spool === lineageSpoolDir(undefined) ? [] : ['--lineage-spool', spool]
+  const line = (extra: string[]) => resumeCommand('airlock', 'lineage:resend', [...base, ...extra]).command
+  return [line([]), ...(maybeDelivered ? [line(['--include-maybe-delivered'])] : [])]
 }

@@ -78,14 +78,16 @@ export interface BatchReport<J = ItemJson> {
   /** Every consumer DAG the batch's events reach, as the scheduler's next step will see them. */
   downstream?: DownstreamSummary[]
   /**
-   * Committed items' OpenLineage COMPLETE events by what became of them: sent, unconfirmed,
+   * Committed items' OpenLineage COMPLETE events by what became of them: sent, maybe_delivered,
    * failed, not_tried (each kept in the spool), would_send, disabled.
    */
   lineage?: Record<string, number>
-  /** The first event not confirmed and why: `dag/run/task[map]: unconfirmed: why`. */
+  /** The first event not confirmed and why: `dag/run/task[map]: maybe delivered: why`. */
   lineage_first_failure?: string
   /** Where the events not confirmed are kept, when there are any: `airlock lineage resend` sends them. */
   lineage_spool?: string
+  /** The command lines that send them: the not delivered, then (when any) the maybe delivered too. */
+  lineage_resend?: string[]
 }
 
 /** Items of an event-level replay (by id, from a file): where each came from and what it became. */
@@ -239,21 +241,36 @@ function selectedPhrase(s: BatchReport['summary'], noun: string): string {
 }
 
 /**
- * "OpenLineage COMPLETE events: 3 sent, 1 failed (first failure: etl/r1/load: HTTP 400; …).";
- * nothing when lineage was off throughout.
+ * "OpenLineage COMPLETE events: 3 sent, 1 failed (first failure: etl/r1/load: HTTP 400; …)." and,
+ * when some were not confirmed, how many, where they are kept and the command that sends them
+ * (the maybe-delivered apart); nothing when lineage was off throughout.
  */
 function lineageLine(report: BatchReport): string | undefined {
   if (!report.lineage || ('disabled' in report.lineage && Object.keys(report.lineage).length === 1)) return undefined
   const counts = Object.entries(report.lineage)
     .filter(([, n]) => n > 0)
-    .map(([kind, n]) => `${n} ${kind.replace('_', ' ')}`)
+    .map(([kind, n]) => `${n} ${kind.replaceAll('_', ' ')}`)
   const failure = report.lineage_first_failure
     ? ` (first failure: ${report.lineage_first_failure}; the completions stand)`
     : ''
-  const spool = report.lineage_spool
-    ? `\nThe events not confirmed are kept in ${report.lineage_spool}: airlock lineage resend sends them.`
-    : ''
-  return `OpenLineage COMPLETE events: ${counts.join(', ') || 'none'}${failure}.${spool}`
+  return `OpenLineage COMPLETE events: ${counts.join(', ') || 'none'}${failure}.${report.lineage_spool ? `\n${keptLine(report)}` : ''}`
+}
+
+/** "3 COMPLETE events not confirmed are kept in DIR: `…resend` sends the 1 not delivered; the 2 maybe delivered …". */
+function keptLine(report: BatchReport): string {
+  const counts = report.lineage ?? {}
+  const maybe = counts.maybe_delivered ?? 0
+  const notDelivered = (counts.failed ?? 0) + (counts.not_tried ?? 0)
+  const [resend, withMaybe] = report.lineage_resend ?? ['airlock lineage resend']
+  const parts = [
+    ...(notDelivered > 0 ? [`${resend} sends the ${notDelivered} not delivered`] : []),
+    ...(maybe > 0
+      ? [
+          `the ${maybe} maybe delivered (sent whole, no answer: the backend may hold ${maybe === 1 ? 'it' : 'them'}) ${maybe === 1 ? 'stays' : 'stay'} until ${withMaybe}, which sends ${maybe === 1 ? 'it' : 'them'} again`,
+        ]
+      : []),
+  ]
+  return `${plural(maybe + notDelivered, 'COMPLETE event')} not confirmed ${maybe + notDelivered === 1 ? 'is' : 'are'} kept in ${report.lineage_spool}: ${parts.join('; ')}.`
 }
 
 const downstreamRows = 50

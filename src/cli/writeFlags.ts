@@ -3,6 +3,7 @@ import path from 'node:path'
 import {Flags} from '@oclif/core'
 
 import type {WriteOptions} from '../batch/prepared.js'
+import {sendConcurrency} from '../lineage/outbox.js'
 import {lineageSettings, type LineageSettings} from '../lineage/settings.js'
 import {LineageSpool} from '../lineage/spool.js'
 import {sandboxHome} from '../sandbox/sandbox.js'
@@ -77,7 +78,7 @@ export const outcomeFlags = {
   'openlineage-url': Flags.string({
     summary: 'Send each committed task instance an OpenLineage COMPLETE (default: OPENLINEAGE_URL).',
     description:
-      "The OpenLineage backend (Marquez, DataHub, …) to send each committed item's COMPLETE RunEvent to, after its commit, as Airflow's OpenLineage provider would have: same run id as the worker's START, the dag run as parent, the assets airlock wrote as outputs. Default: OPENLINEAGE_URL (with OPENLINEAGE_ENDPOINT and OPENLINEAGE_API_KEY). A backend that is down never fails a completion: the item says lineage failed (why). See docs/lineage.md.",
+      "The OpenLineage backend (Marquez, DataHub, …) to send each committed item's COMPLETE RunEvent to, after its commit, as Airflow's OpenLineage provider would have: same run id as the worker's START, the dag run as parent, the assets airlock wrote as outputs. Default: OPENLINEAGE_URL (with OPENLINEAGE_ENDPOINT and OPENLINEAGE_API_KEY). A backend that is down or slow never fails or holds up a completion: events are sent beside the batch and the summary says what the backend confirmed. See docs/lineage.md.",
     helpGroup: 'OUTPUT',
   }),
   lineage: Flags.boolean({
@@ -95,8 +96,7 @@ export const outcomeFlags = {
   }),
   'lineage-wait': Flags.string({
     summary: 'After the last completion, how long to wait for COMPLETE events still being sent (default 30s).',
-    description:
-      'Events are sent alongside the completions, never holding them up; what is still queued or in flight when the wait ends stays in the spool for `airlock lineage resend`.',
+    description: `Events are sent alongside the completions (${sendConcurrency} at a time), never holding them up. When the wait ends, what is still queued stays in the spool (not delivered) and what is in flight is cut short (maybe delivered once its body went out); the summary counts them and names the \`airlock lineage resend\` line that sends them.`,
     default: '30s',
     helpGroup: 'OUTPUT',
     helpValue: 'DURATION',

@@ -77,7 +77,8 @@ export class LineageSender {
         if (!built) throw new Error(unreadable)
         if ('skipped' in built) return built
         const runId = (built.event.run as {runId: string}).runId
-        return {runId, body: await outbox.spool.put(runId, built.event)}
+        await outbox.spool.put(runId, built.event)
+        return {runId}
       },
     })
     return {lineage}

@@ -97,7 +97,7 @@ describe('airlock bench --quick', () => {
       [slow, 1000],
     ] as const) {
       expect(row).toMatchObject({collector: ms, items: 10})
-      expect(row!.lineage).toEqual({sent: completed, unconfirmed: 0, failed: 0, not_tried: 0})
+      expect(row!.lineage).toEqual({sent: completed, maybe_delivered: 0, failed: 0, not_tried: 0})
     }
     expect(slow!.perSecond).toBeGreaterThan(0)
 

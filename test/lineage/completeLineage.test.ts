@@ -115,7 +115,7 @@ describe('OpenLineage COMPLETE after complete', () => {
     // The item was handed to the outbox (it never waits on the backend); the summary says it was confirmed.
     const report = (envelope(result) as {result: LineageResult}).result
     expect(report.items[0]!.lineage).toBe('queued')
-    expect(report.lineage).toEqual({sent: 1, unconfirmed: 0, failed: 0, not_tried: 0})
+    expect(report.lineage).toEqual({sent: 1, maybe_delivered: 0, failed: 0, not_tried: 0})
     expect(report.lineage_spool).toBeUndefined()
     expect(await spooled()).toEqual([])
     expect(result.stdout + result.stderr).not.toContain('secret-key')
@@ -131,7 +131,7 @@ describe('OpenLineage COMPLETE after complete', () => {
     expect(result.code).toBe(0)
     const {result: report} = envelope(result) as {result: LineageResult}
     expect(report.items[0]).toMatchObject({outcome: 'completed', lineage: 'queued'})
-    expect(report.lineage).toEqual({sent: 0, unconfirmed: 0, failed: 1, not_tried: 0})
+    expect(report.lineage).toEqual({sent: 0, maybe_delivered: 0, failed: 1, not_tried: 0})
     expect(report.lineage_first_failure).toMatch(/^etl\/.*\/produce\[3\]: failed: ECONNREFUSED after 3 attempts$/)
     expect(report.lineage_spool).toBe(path.join(home, 'lineage-spool'))
     expect(await spooled()).toHaveLength(1)

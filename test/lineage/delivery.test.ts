@@ -12,21 +12,31 @@ import {scenario, writeFootprint} from '../support/scenario.js'
 
 /**
  * Delivery of the COMPLETE events against a real collector on 127.0.0.1 that the test makes slow,
- * silent, down or flapping: no completion waits on it, a timeout is unconfirmed (not failed),
- * nothing unconfirmed is lost (the spool), and `lineage resend` delivers exactly what is missing.
+ * silent, down or flapping: no completion waits on it, a request whose body went out is never
+ * sent again blindly (maybe delivered, kept apart), nothing unconfirmed is lost (the spool), and
+ * `lineage resend` delivers exactly what is missing.
  */
 let db: TestDatabase
 let home: string
 
-/** A collector: it records each POST's run id, and answers as `answer` says (hold: answer later, or never). */
+/**
+ * A collector: it records each POST's run id, and answers as `answer` says (hold: answer later, or
+ * never; a number: answer 201 after that many milliseconds).
+ */
 class Collector {
   readonly runIds: string[] = []
+  /** Every POST's run id, answered or not, in the order they arrived. */
+  readonly posts: string[] = []
   /** Each confirmed event's outputs, by run id. */
   readonly outputs = new Map<string, unknown[]>()
-  answer: 'ok' | 'hold' | 'never' | 'flap' = 'ok'
+  answer: 'ok' | 'hold' | 'never' | 'flap' | number = 'ok'
+  /** The most POSTs received and not yet answered at any moment. */
+  maxInFlight = 0
+  /** Called as each POST arrives, before it is answered. */
+  onPost: ((runId: string) => void) | undefined
+  private inFlight = 0
   private held: http.ServerResponse[] = []
   private readonly flapped = new Set<string>()
-  private posts = 0
   private readonly server = http.createServer((req, res) => {
     let text = ''
     req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')))
@@ -34,17 +44,30 @@ class Collector {
       const event = JSON.parse(text) as {run: {runId: string}; outputs: unknown[]}
       const runId = event.run.runId
       this.outputs.set(runId, event.outputs)
-      this.posts++
+      this.posts.push(runId)
+      this.onPost?.(runId)
+      this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight)
+      res.on('close', () => this.inFlight--)
       if (this.answer === 'never') return void this.held.push(res)
       if (this.answer === 'hold') {
         this.runIds.push(runId)
         return void this.held.push(res)
       }
-      // Flapping: each event's first request is a 503 or a dropped connection (retried by the sender).
+      if (typeof this.answer === 'number') {
+        const ms = this.answer
+        this.held.push(res)
+        setTimeout(() => {
+          if (res.destroyed) return
+          this.runIds.push(runId)
+          res.writeHead(201).end()
+        }, ms)
+        return
+      }
+      // Flapping: each event's first request is answered 503 or 429 (retried by the sender; a
+      // connection dropped once the request was read whole is not: it may have been stored).
       if (this.answer === 'flap' && !this.flapped.has(runId)) {
         this.flapped.add(runId)
-        if (this.posts % 2 === 0) res.writeHead(503).end()
-        else res.destroy()
+        res.writeHead(this.posts.length % 2 === 0 ? 503 : 429).end()
         return
       }
       this.runIds.push(runId)
@@ -89,11 +112,26 @@ async function setUp(tasks: number) {
 
 const env = (extra: Record<string, string> = {}) => ({OPENLINEAGE_URL: url, AIRLOCK_HOME: home, ...extra})
 const completeArgs = () => ['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--concurrency', '1']
-const spooled = async () =>
-  (await readdir(path.join(home, 'lineage-spool')).catch(() => []))
-    .filter((name) => name.endsWith('.json'))
-    .map((name) => name.slice(0, -'.json'.length))
-    .sort()
+/** The spool's files by state: `{run id}.json` not delivered, `{run id}.maybe-delivered.json` maybe delivered. */
+const spoolStates = async () => {
+  const names = await readdir(path.join(home, 'lineage-spool')).catch(() => [])
+  const of = (suffix: string) =>
+    names
+      .filter((name) => /^[0-9a-f-]{36}\./.test(name) && name.slice(36) === suffix)
+      .map((name) => name.slice(0, 36))
+      .sort()
+  return {notDelivered: of('.json'), maybeDelivered: of('.maybe-delivered.json')}
+}
+/** Every event the spool holds, whatever its state. */
+const spooled = async () => {
+  const {notDelivered, maybeDelivered} = await spoolStates()
+  return [...notDelivered, ...maybeDelivered].sort()
+}
+const postsPerRunId = (posts: string[]) => {
+  const counts = new Map<string, number>()
+  for (const runId of posts) counts.set(runId, (counts.get(runId) ?? 0) + 1)
+  return [...counts.values()]
+}
 
 interface Summary {
   type: string
@@ -123,22 +161,95 @@ describe('delivering COMPLETE events', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as Summary)
       .find((line) => line.type === 'summary')!
-    expect(summary.lineage).toEqual({sent: 10, unconfirmed: 0, failed: 0, not_tried: 0})
+    expect(summary.lineage).toEqual({sent: 10, maybe_delivered: 0, failed: 0, not_tried: 0})
     expect(new Set(collector.runIds).size).toBe(10)
     expect(await spooled()).toEqual([])
   })
 
-  it('a collector that never answers: unconfirmed (it may have arrived), kept in the spool, and the run ends at --lineage-wait', async () => {
-    await setUp(2)
+  it('a collector that answers after the timeout: one POST per event, maybe delivered, kept apart; resend leaves it unless --include-maybe-delivered', async () => {
+    await setUp(3)
+    collector.answer = 1500
+    const result = await runCli([...completeArgs(), '--json'], {env: env({OPENLINEAGE__TRANSPORT__TIMEOUT: '0.5'})})
+    expect(result.code, result.stderr).toBe(0)
+    const report = (
+      envelope(result) as {
+        result: {lineage: Record<string, number>; lineage_first_failure: string; lineage_resend: string[]}
+      }
+    ).result
+    expect(report.lineage).toEqual({sent: 0, maybe_delivered: 3, failed: 0, not_tried: 0})
+    expect(report.lineage_first_failure).toMatch(/: maybe delivered: no answer within 500 ms after the body was sent$/)
+    // The retries the transport allows (2 by default) were not used: the body had gone out.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    expect(collector.posts).toHaveLength(3)
+    expect(postsPerRunId(collector.posts)).toEqual([1, 1, 1])
+    const held = await spoolStates()
+    expect(held).toEqual({notDelivered: [], maybeDelivered: [...new Set(collector.posts)].sort()})
+    // How to resend: what the default sends, and the flag that sends the maybe-delivered too.
+    expect(report.lineage_resend).toEqual([
+      'airlock lineage resend',
+      'airlock lineage resend --include-maybe-delivered',
+    ])
+
+    collector.answer = 'ok'
+    const dry = await runCli(['lineage', 'resend', '--dry-run', '--json'], {env: env()})
+    expect(dry.code, dry.stderr).toBe(0)
+    type Resent = {result: {items: Array<{run_id: string; outcome: string; state: string}>}}
+    const listed = (envelope(dry) as Resent).result.items
+    expect(listed.map((item) => [item.state, item.outcome])).toEqual(
+      Array(3).fill(['maybe_delivered', 'held_maybe_delivered']),
+    )
+    const left = await runCli(['lineage', 'resend', '--json'], {env: env()})
+    // Left in the spool, for the operator to decide: exit 5, nothing sent.
+    expect(left.code, left.stderr).toBe(5)
+    expect((envelope(left) as Resent).result.items.map((item) => item.outcome)).toEqual(
+      Array(3).fill('held_maybe_delivered'),
+    )
+    expect(collector.posts).toHaveLength(3)
+    expect(await spoolStates()).toEqual(held)
+    const human = await runCli(['lineage', 'resend'], {env: env()})
+    expect(human.stdout).toContain('--include-maybe-delivered')
+
+    const sent = await runCli(['lineage', 'resend', '--include-maybe-delivered', '--json'], {env: env()})
+    expect(sent.code, sent.stderr).toBe(0)
+    expect((envelope(sent) as Resent).result.items.map((item) => item.outcome)).toEqual(Array(3).fill('sent'))
+    expect(postsPerRunId(collector.posts)).toEqual([2, 2, 2])
+    expect(await spooled()).toEqual([])
+  })
+
+  it('--lineage-wait bounds the end of the run: what is not confirmed by then stays in the spool, and the summary says how to send it', async () => {
+    await setUp(20)
     collector.answer = 'never'
-    const result = await runCli([...completeArgs(), '--json', '--lineage-wait', '2s'], {
-      env: env({OPENLINEAGE__TRANSPORT__TIMEOUT: '0.5', OPENLINEAGE__TRANSPORT__RETRY__TOTAL: '0'}),
+    // A collector that never answers and a 10-minute timeout: only the wait ends the run.
+    const result = await runCli([...completeArgs(), '--json', '--lineage-wait', '1s'], {
+      env: env({OPENLINEAGE__TRANSPORT__TIMEOUT: '600'}),
     })
     expect(result.code, result.stderr).toBe(0)
-    const report = (envelope(result) as {result: {lineage: Record<string, number>; lineage_spool: string}}).result
-    expect(report.lineage).toEqual({sent: 0, unconfirmed: 2, failed: 0, not_tried: 0})
+    const report = (
+      envelope(result) as {
+        result: {lineage: Record<string, number>; lineage_spool: string; lineage_resend: string[]}
+      }
+    ).result
+    const {sent, maybe_delivered: maybe, failed, not_tried: notTried} = report.lineage
+    expect({sent, failed}).toEqual({sent: 0, failed: 0})
+    expect(maybe! + notTried!).toBe(20)
+    // Those sent and cut short when the wait ended went out whole: maybe delivered, kept apart.
+    const states = await spoolStates()
+    expect(states.maybeDelivered).toHaveLength(maybe!)
+    expect(states.maybeDelivered).toEqual([...new Set(collector.posts)].sort())
+    expect(states.notDelivered).toHaveLength(notTried!)
     expect(report.lineage_spool).toBe(path.join(home, 'lineage-spool'))
-    expect(await spooled()).toHaveLength(2)
+    expect(report.lineage_resend[0]).toBe('airlock lineage resend')
+    // The human summary names the count and the command.
+    await scenario(db.knex).producer('etl', {tasks: 2, outlets: 1}).build()
+    const human = await runCli(
+      [...completeArgs(), '--lineage-wait', '500ms', '--lineage-spool', path.join(home, 'other')],
+      {
+        env: env({OPENLINEAGE__TRANSPORT__TIMEOUT: '600'}),
+      },
+    )
+    expect(human.code, human.stderr).toBe(0)
+    expect(human.stdout).toContain(`2 COMPLETE events not confirmed are kept in ${path.join(home, 'other')}`)
+    expect(human.stdout).toContain(`airlock lineage resend --lineage-spool ${path.join(home, 'other')}`)
   })
 
   it('a collector that is down: nothing lost; a re-run of complete sends nothing, lineage resend delivers each event exactly once', async () => {
@@ -146,13 +257,18 @@ describe('delivering COMPLETE events', () => {
     await collector.stop()
     const result = await runCli([...completeArgs(), '--json'], {env: env()})
     expect(result.code).toBe(0)
-    // Refused: failed (it cannot have arrived), or not tried once three in a row were refused.
-    const lineage = (envelope(result) as {result: {lineage: Record<string, number>}}).result.lineage
-    expect(lineage).toMatchObject({sent: 0, unconfirmed: 0})
+    // Refused: retried, then failed (it cannot have arrived), or not tried once three in a row
+    // were refused; all kept as not delivered, which a plain resend sends.
+    const report = (envelope(result) as {result: {lineage: Record<string, number>; lineage_first_failure: string}})
+      .result
+    const lineage = report.lineage
+    expect(report.lineage_first_failure).toMatch(/: failed: ECONNREFUSED after 3 attempts$/)
+    expect(lineage).toMatchObject({sent: 0, maybe_delivered: 0})
     expect(lineage.failed! + lineage.not_tried!).toBe(5)
     expect(lineage.failed).toBeGreaterThanOrEqual(3)
     const waiting = await spooled()
     expect(waiting).toHaveLength(5)
+    expect((await spoolStates()).maybeDelivered).toEqual([])
     const rerun = await runCli([...completeArgs(), '--json'], {env: env()})
     expect((envelope(rerun) as {result: {summary: {already_success: number}}}).result.summary.already_success).toBe(5)
 
@@ -200,7 +316,7 @@ describe('delivering COMPLETE events', () => {
       AIRFLOW__OPENLINEAGE__DISABLED_FOR_OPERATORS:
         'x.Other;airflow.providers.standard.operators.python.PythonOperator',
     })
-    expect(disabled).toEqual({sent: 0, unconfirmed: 0, failed: 0, not_tried: 0, skipped: 3})
+    expect(disabled).toEqual({sent: 0, maybe_delivered: 0, failed: 0, not_tried: 0, skipped: 3})
     await scenario(db.knex).producer('etl', {tasks: 3, outlets: 1}).build()
     expect(await run({AIRFLOW__OPENLINEAGE__SELECTIVE_ENABLE: 'true'})).toMatchObject({sent: 0, skipped: 3})
     expect(collector.runIds).toEqual([])
@@ -218,7 +334,7 @@ describe('delivering COMPLETE events', () => {
     collector.outputs.clear()
     // The same task instances, filters off: sent, each with its outlet's dataset.
     await scenario(db.knex).producer('etl', {tasks: 3, outlets: 1}).build()
-    expect(await run({})).toEqual({sent: 3, unconfirmed: 0, failed: 0, not_tried: 0})
+    expect(await run({})).toEqual({sent: 3, maybe_delivered: 0, failed: 0, not_tried: 0})
     expect([...collector.outputs.values()].map((outputs) => outputs.length)).toEqual([1, 1, 1])
   })
 
