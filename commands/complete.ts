@@ -6,7 +6,13 @@ import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {parseEndDate, parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, type BatchReport} from '../src/cli/renderItems.js'
 import {selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
-import {lineageFromFlags, outcomeFlags, writeOptionsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
+import {
+  lineageFromFlags,
+  lineagePoolShare,
+  outcomeFlags,
+  writeOptionsFromFlags,
+  writeFlags,
+} from '../src/cli/writeFlags.js'
 import {prepareComplete} from '../src/complete/prepareComplete.js'
 import {prose} from '../src/cli/prose.js'
 
@@ -148,7 +154,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     }
     const airflow = await this.openAirflow(flags, {
       verb: 'complete',
-      poolSize: write.concurrency + 1,
+      poolSize: write.concurrency + 1 + lineagePoolShare(request.lineage, !write.dryRun),
       lockTimeoutMs: write.lockTimeoutMs,
       // A plan runs on SELECT alone, in a read-only session.
       ...(flags.plan ? {readOnly: true} : {writes: flags['continue-run'] ? 'complete --continue-run' : 'complete'}),

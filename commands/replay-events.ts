@@ -5,7 +5,13 @@ import {connectionFlags} from '../src/cli/connectionFlags.js'
 import {isRelativeTime, parseJsonObject} from '../src/cli/parseInput.js'
 import {renderBatch, renderEventItems, type BatchReport} from '../src/cli/renderItems.js'
 import {maxInt4, selectionFlags, selectionFromFlags} from '../src/cli/selectionFlags.js'
-import {lineageFromFlags, outcomeFlags, writeOptionsFromFlags, writeFlags} from '../src/cli/writeFlags.js'
+import {
+  lineageFromFlags,
+  lineagePoolShare,
+  outcomeFlags,
+  writeOptionsFromFlags,
+  writeFlags,
+} from '../src/cli/writeFlags.js'
 import {usageError} from '../src/errors.js'
 import {prepareReplay, type EventItemJson, type ReplayMode} from '../src/replay/prepareReplay.js'
 import type {ItemJson} from '../src/report/itemJson.js'
@@ -147,7 +153,8 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
     }
     const airflow = await this.openAirflow(flags, {
       verb: 'replay-events',
-      poolSize: write.concurrency + 1,
+      poolSize:
+        write.concurrency + 1 + lineagePoolShare(request.lineage, !write.dryRun && flags['lineage-for-replays']),
       lockTimeoutMs: write.lockTimeoutMs,
       ...(flags.plan ? {readOnly: true} : {writes: 'replay-events'}),
     })

@@ -95,9 +95,9 @@ export const outcomeFlags = {
     helpValue: 'DIR',
   }),
   'lineage-wait': Flags.string({
-    summary: 'After the last completion, how long to wait for COMPLETE events still being sent (default 30s).',
+    summary: 'After the last completion, how long to wait for COMPLETE events still being sent (500ms, 10s, 2m).',
     description: `Events are sent alongside the completions (${sendConcurrency} at a time), never holding them up. When the wait ends, what is still queued stays in the spool (not delivered) and what is in flight is cut short (maybe delivered once its body went out); the summary counts them and names the \`airlock lineage resend\` line that sends them.`,
-    default: '30s',
+    default: '10s',
     helpGroup: 'OUTPUT',
     helpValue: 'DURATION',
   }),
@@ -142,6 +142,14 @@ export async function lineageFromFlags(
   })
   if (settings.enabled && sends) await LineageSpool.open(settings.delivery.spoolDir)
   return settings
+}
+
+/**
+ * The pooled connections the lineage outbox needs beside the batch's: one, on which it builds each
+ * event after its commit, so no completion waits for a connection while it does.
+ */
+export function lineagePoolShare(settings: LineageSettings, sends: boolean): number {
+  return settings.enabled && sends ? 1 : 0
 }
 
 /** --lineage-spool, else the spool under airlock's home (AIRLOCK_HOME). */

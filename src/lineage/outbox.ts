@@ -41,8 +41,12 @@ export interface OutboxEntry {
 /** A loaded entry: the run id its spooled event is under, why the provider would send none, or nothing left to send. */
 type Loaded = {runId: string} | {skipped: string} | undefined
 
-/** POSTs in flight at once. */
-export const sendConcurrency = 4
+/**
+ * POSTs in flight at once. A backend answering in 2 s then takes about 2 s, not 6, beyond the
+ * last of a dozen completions; a thousand take 2 minutes of sending beside the batch, which
+ * `--lineage-wait` bounds at the end. The backend sees at most this many requests from a run.
+ */
+export const sendConcurrency = 16
 
 /** After this many deliveries in a row that were not confirmed, the backend is taken for down. */
 const breakAfter = 3

@@ -216,6 +216,31 @@ describe('delivering COMPLETE events', () => {
     expect(await spooled()).toEqual([])
   })
 
+  it('a dozen completions to a collector answering in 2 s: sent many at once, from before the last commit, all confirmed', async () => {
+    await setUp(12)
+    collector.answer = 2000
+    // How many task instances were committed when the first POST arrived (read right then, so
+    // at least as many as at its arrival).
+    let committedAtFirstPost: Promise<number> | undefined
+    collector.onPost = () => {
+      committedAtFirstPost ??= db
+        .knex('task_instance')
+        .where({state: 'success'})
+        .count({n: '*'})
+        .then((rows) => Number(rows[0]!.n))
+    }
+    const result = await runCli([...completeArgs(), '--json'], {env: env()})
+    expect(result.code, result.stderr).toBe(0)
+    const report = (envelope(result) as {result: {lineage: Record<string, number>; lineage_spool?: string}}).result
+    expect(report.lineage).toEqual({sent: 12, maybe_delivered: 0, failed: 0, not_tried: 0})
+    expect(report.lineage_spool).toBeUndefined()
+    expect(postsPerRunId(collector.posts)).toEqual(Array(12).fill(1))
+    expect(await committedAtFirstPost).toBeLessThan(12)
+    // Four at a time would make a dozen at 2 s each take 6 s after the last commit.
+    expect(collector.maxInFlight).toBeGreaterThanOrEqual(8)
+    expect(await spooled()).toEqual([])
+  })
+
   it('--lineage-wait bounds the end of the run: what is not confirmed by then stays in the spool, and the summary says how to send it', async () => {
     await setUp(20)
     collector.answer = 'never'
