@@ -114,7 +114,7 @@ audit log (event "airlock.replay-events"), not into the events' extra, which con
       summary:
         "Missing mode: send a replayed try's OpenLineage COMPLETE too (off: its worker's listener already sent one).",
       description:
-        "A missing-mode replay writes the lost events of a try whose success Airflow recorded, and Airflow's OpenLineage listener sent that try's COMPLETE then; a second one makes a new job version and new output dataset versions in a backend such as Marquez. Send it anyway when the worker's never arrived.",
+        "A missing-mode replay writes the lost events of a try whose success Airflow recorded, and Airflow's OpenLineage listener sent that try's COMPLETE then; a second one for the same run is stored again by the backend (Marquez keeps both events and records the run completed twice). Send it anyway when the worker's never arrived.",
       default: false,
       helpGroup: 'OUTPUT',
     }),

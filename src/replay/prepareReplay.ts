@@ -341,8 +341,9 @@ async function replayEvents(
 /**
  * Why a replay sends no COMPLETE by default: a missing-mode replay writes the lost events of a
  * try whose success Airflow recorded, and the provider's listener sent that try's COMPLETE when
- * it did (plugins/listener.py `on_task_instance_success`); a second one makes a new job version
- * and new output dataset versions in a backend such as Marquez.
+ * it did (plugins/listener.py `on_task_instance_success`); a second one for the same run is
+ * stored again by the backend (Marquez keeps both events and a second COMPLETED state of the run;
+ * docs/lineage.md).
  */
 /** Lineage configured in a way airlock does not send, or (by default) the note that a replay sends none. */
 function replayLineageWarnings(request: ReplayRequest, sendsLineage: boolean): string[] {
