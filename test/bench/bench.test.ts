@@ -104,6 +104,30 @@ describe('airlock bench --quick', () => {
     expect(await benchDatabases()).toBe(before)
   })
 
+  it('--world lineage-delivery --quick: lineage off and the two collectors, every COMPLETE confirmed, the extra time and the POSTs at once', async () => {
+    const adminUrl = inject('adminUrl')
+    const result = await runCli([
+      'bench',
+      '--world',
+      'lineage-delivery',
+      '--quick',
+      '--database-url',
+      adminUrl,
+      '--json',
+    ])
+    expect(result.code, result.stderr).toBe(0)
+    type Row = {collector: 'off' | number; items: number; maxInFlight: number; lineage: Record<string, number> | null}
+    const rows = (envelope(result) as {result: {lineageDelivery: Row[]}}).result.lineageDelivery
+    expect(rows.map((row) => row.collector)).toEqual(['off', 0, 2000])
+    expect(rows[0]).toMatchObject({items: 4, maxInFlight: 0, lineage: {disabled: 4}})
+    for (const row of rows.slice(1)) {
+      expect(row.lineage).toEqual({sent: 4, maybe_delivered: 0, failed: 0, not_tried: 0})
+      expect(row.maxInFlight).toBeGreaterThanOrEqual(1)
+    }
+    // The slow collector held the four at once: they are sent beside the completions, not in turn.
+    expect(rows[2]!.maxInFlight).toBeGreaterThan(1)
+  })
+
   it('--scale --quick: seeds a world, runs each reading command over it, finds exactly what was planted, explains the plans, writes scale.md', async () => {
     const adminUrl = inject('adminUrl')
     const out = await fs.mkdtemp(path.join(os.tmpdir(), 'airlock-bench-scale-'))
