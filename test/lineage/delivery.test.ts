@@ -420,6 +420,10 @@ describe('delivering COMPLETE events', () => {
     expect(await spooled()).toEqual([])
     // --dag-id without --since is a usage error: the spool or a window, never a guess.
     expect((await runCli(['lineage', 'resend', '--dag-id', 'etl'], {env: env()})).code).toBe(2)
+    // --include-maybe-delivered chooses among the spool's events; a rebuild sends all it rebuilds.
+    const both = await runCli([...args, '--include-maybe-delivered'], {env: env()})
+    expect(both.code, both.stderr).toBe(2)
+    expect(both.stderr).toContain('--include-maybe-delivered chooses among the spool')
     // A spool that cannot be one (a file, or a path under a file) is the operator's to fix: exit 2, nothing sent.
     const file = path.join(home, 'not-a-directory')
     await writeFile(file, '')
