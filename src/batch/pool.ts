@@ -24,7 +24,10 @@ export async function runBatch<Item, R>(
   const iterator: AsyncIterator<Item> | Iterator<Item> =
     Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]()
   // Set by the workers, read after they all stopped.
-  const run: {interrupted: boolean; lost: boolean; failure?: {error: unknown}} = {interrupted: false, lost: false}
+  const run: {interrupted: boolean; lost: boolean; failure?: {error: unknown}; readFailure?: {error: unknown}} = {
+    interrupted: false,
+    lost: false,
+  }
   // Async generators queue concurrent next() calls, but a plain iterable may not: serialise them.
   let pulling: Promise<unknown> = Promise.resolve()
   const next = () => {
@@ -38,13 +41,26 @@ export async function runBatch<Item, R>(
   const worker = async () => {
     try {
       for (;;) {
-        if (run.failure || run.lost) return
+        if (run.failure || run.readFailure || run.lost) return
         if (options.shouldStop()) {
           run.interrupted = true
           return
         }
 
-        const step = await next()
+        let step: IteratorResult<Item>
+        try {
+          step = await next()
+        } catch (error) {
+          // A read of the next items that failed once the run was stopping (a signal's grace
+          // spent on it) ends the batch as interrupted: what it would have given is not reached.
+          // Otherwise it is the batch's failure, unless an item in flight finds the server gone.
+          if (options.shouldStop()) {
+            run.interrupted = true
+            return
+          }
+          run.readFailure ??= {error}
+          return
+        }
         if (step.done === true) return
         // The signal came while the next item was being read: it is not started (not reached).
         if (options.shouldStop()) {
@@ -61,8 +77,10 @@ export async function runBatch<Item, R>(
   }
 
   await Promise.all(Array.from({length: Math.max(1, options.concurrency)}, worker))
-  if (run.interrupted || run.failure || run.lost)
-    await Promise.resolve(iterator.return?.(undefined)).catch(() => undefined)
-  if (run.failure) throw run.failure.error
+  // A read of the next items that failed while an item in flight found the server gone failed for
+  // the same reason: the batch ends as lost, the items it would have given never reached.
+  const failure = run.failure ?? (run.lost ? undefined : run.readFailure)
+  if (run.interrupted || failure || run.lost) await Promise.resolve(iterator.return?.(undefined)).catch(() => undefined)
+  if (failure) throw failure.error
   return {interrupted: run.interrupted, lost: run.lost}
 }

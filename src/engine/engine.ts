@@ -94,13 +94,48 @@ export class LockWaitInterrupted extends Error {
 }
 
 /**
+ * A round trip that got no answer and was given up, its connection ended: the path to the server
+ * went silent (no answer, no FIN, no RST: a firewall that drops, a failover that leaves the old
+ * address silent, a stopped proxy). `serverSilent`: a new connection got no answer within the
+ * connect timeout either, so asking the server again now (a retry, a re-read) would wait as long;
+ * otherwise this connection alone stayed silent past its statement_timeout and the margin, which a
+ * live path never does (the server's own timeout answers first), and another connection may work.
+ */
+export class NoAnswer extends Error {
+  constructor(
+    readonly waitedMs: number,
+    readonly serverSilent: boolean,
+    connectTimeoutMs: number,
+  ) {
+    super(
+      serverSilent
+        ? `no answer from the server for ${seconds(waitedMs)}, and a new connection got none within the connect timeout (${seconds(connectTimeoutMs)}) either: the network path to it is silent`
+        : `no answer on this connection for ${seconds(waitedMs)}, past its statement_timeout and the connect timeout: the connection was given up`,
+    )
+  }
+}
+
+/**
+ * A round trip given up because the run is stopping on a signal and the grace it gives the items
+ * in flight is spent (OpenOptions.abandon): its connection is ended, so the server rolls back a
+ * transaction whose COMMIT was not sent.
+ */
+export class RoundTripAbandoned extends Error {
+  constructor(readonly signal: string) {
+    super(`given up while waiting for the server's answer: the run is stopping (${signal})`)
+  }
+}
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`
+
+/**
  * How an engine reads a failure: `retryable` (serialization failure, deadlock: run the whole
  * transaction again), `lock_timeout` (retried too, then reported), `login` (wrong credentials,
  * database missing, server starting or full), `unreachable` (the network, or the session ended
  * under us), `timeout` (statement_timeout), `permission`, `read_only` (the server accepts no
- * writes: a hot standby, or default_transaction_read_only on), `other`; and, set by the transaction
- * engine rather than read from an error, `interrupted` (the run stopped on a signal while the
- * item waited for a lock or for its next attempt: rolled back, nothing written).
+ * writes: a hot standby, or default_transaction_read_only on), `other`; and `interrupted` (the run
+ * stopped on a signal while the item waited for a lock, for its next attempt, or for an answer
+ * past the signal's grace (RoundTripAbandoned): rolled back unless its COMMIT was sent).
  */
 export type ErrorClass =
   | 'retryable'
@@ -125,6 +160,11 @@ export interface ClassifiedError {
    * starting or shutting down). Not a connect timeout: asking again would wait it out again.
    */
   connectionLost?: boolean
+  /**
+   * Nothing answered: neither the connection the statement ran on nor a new one within the connect
+   * timeout (NoAnswer). Asking again now, to retry or to re-read a lost COMMIT, would wait as long.
+   */
+  serverSilent?: boolean
 }
 
 export interface OpenOptions {
@@ -155,6 +195,13 @@ export interface OpenOptions {
    * per connection.
    */
   limitsAfterConnect?: boolean
+  /**
+   * The run is stopping and gives up on the server: once this fires, every round trip still
+   * waiting for its answer, and every wait for a connection, ends at once with RoundTripAbandoned
+   * (its connection ended), and none starts. The CLI fires it a grace period after the first
+   * SIGINT/SIGTERM of a batch, so a statement that never returns cannot hold the exit.
+   */
+  abandon?: AbortSignal
   /** Every transaction of the session read-only (default_transaction_read_only): a plan writes nothing, by the server's word. */
   readOnly?: boolean
   /** Where the engine says something the operator should know about the connection (an ignored password file). */

@@ -2,6 +2,8 @@ import {performance} from 'node:perf_hooks'
 
 import {
   LockWaitInterrupted,
+  RoundTripAbandoned,
+  type ClassifiedError,
   type Database,
   type ErrorClass,
   type Executor,
@@ -127,6 +129,9 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
     kind: 'interrupted',
   })
   const waiting = `while waiting for ${work.waitingFor ?? 'a lock'}`
+  // The grace after the signal ran out with a statement unanswered: its connection was ended
+  // before COMMIT was sent, so the server rolls the transaction back.
+  const answering = "while waiting for the server's answer (given up before its COMMIT was sent)"
   for (let attempt = 1; ; attempt++) {
     const attemptStarted = performance.now()
     for (;;) {
@@ -137,7 +142,11 @@ export async function runTransaction<O>(db: Database, work: TransactionWork<O>):
         : {...work.locals, lockTimeoutMs: Math.max(1, remainingMs)}
       const step = await attemptOnce(db, work, attempt, work.lockSliceMs === undefined ? work.locals : locals)
       if ('done' in step) return done(step.done, attempt)
-      if (step.kind === 'interrupted') return done({...interrupted(waiting), sqlstate: step.code}, attempt)
+      if (step.kind === 'interrupted')
+        return done(
+          {...interrupted(step.error instanceof RoundTripAbandoned ? answering : waiting), sqlstate: step.code},
+          attempt,
+        )
       // A slice expired with budget left: roll back (done) and start again with fresh statements,
       // unless the run is stopping: the wait was the slice's, and no new one starts.
       if (sliced && step.kind === 'lock_timeout') {
@@ -224,9 +233,10 @@ async function attemptOnce<O>(
         connectionLost: false,
         error,
       }
-    const {kind, code, connectionLost = false} = db.classify(error)
+    const classified = db.classify(error)
+    const {kind, code, connectionLost = false} = classified
     const reason = error instanceof Error ? error.message : String(error)
-    if (committing !== undefined) return {done: await resolveLostCommit(db, work, committing, code, reason)}
+    if (committing !== undefined) return {done: await resolveLostCommit(db, work, committing, classified, reason)}
     // A lost session before COMMIT was sent: the server rolled the transaction back, so running
     // it again from its first statement is as safe as after a deadlock.
     return {
@@ -260,9 +270,27 @@ async function resolveLostCommit<O>(
   db: Database,
   work: TransactionWork<O>,
   outcome: O,
-  code: string | null,
+  {kind, code, serverSilent}: ClassifiedError,
   reason: string,
 ): Promise<O | Failed> {
+  // Not re-read when asking could only wait: the run is stopping past its grace (the item is
+  // unknown, not interrupted: something may have committed), or the server just failed to
+  // answer a new connection within the connect timeout.
+  if (kind === 'interrupted')
+    return {
+      outcome: 'failed',
+      sqlstate: code,
+      message: `unknown: the COMMIT was sent and no answer came before the run stopped (${reason}), so it was not re-read; ${work.unknownCommitAdvice}`,
+      commitUnknown: true,
+    }
+  if (serverSilent)
+    return {
+      outcome: 'failed',
+      sqlstate: code,
+      message: `unknown: the COMMIT was sent and no answer came (${reason}), so it could not be re-read; ${work.unknownCommitAdvice}`,
+      kind: 'unreachable',
+      commitUnknown: true,
+    }
   try {
     if (await work.wasCommitted(db.executor, outcome)) return outcome
     return {

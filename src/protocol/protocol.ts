@@ -386,8 +386,12 @@ async function itemResult<O extends {outcome: string}, Input, Registration, Rece
       : writer.counts(attempt.registration)
   // A failed item names its task instance: from any attempt's read, or read now on a fresh
   // connection when every attempt failed before reading it (best effort: the server may be gone).
+  // Not when the server is unreachable and the selection saw the key: the read would only wait
+  // out the connect timeout to name what the line is named by anyway.
   let named = attempt.ti ?? item.known
-  if (!named && result.outcome === 'failed' && 'tiId' in item.current) {
+  const namedBySelection = 'tiId' in item.current && item.current.seen !== undefined
+  const unreachable = result.outcome === 'failed' && (result as Failed).kind === 'unreachable'
+  if (!named && result.outcome === 'failed' && 'tiId' in item.current && !(namedBySelection && unreachable)) {
     named = await store.readTaskInstance(db.executor, item.current, {withOutlets: false}).catch(() => undefined)
   }
   const {registerMs, lockWaitMs, lockedAt, settledAt, stampedAt} = attempt

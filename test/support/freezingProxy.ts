@@ -11,16 +11,18 @@ import net from 'node:net'
 export interface FreezingProxy {
   /** The target's URL with the proxy's host and port. */
   url: string
-  /** Stop forwarding now, both directions, sockets left open. */
-  freeze(): void
+  /**
+   * Stop forwarding now, both directions, sockets left open. `open`: only the connections open
+   * now freeze, and new ones are forwarded (one dead path beside a server that still answers: a
+   * lost NAT entry, one stopped proxy worker).
+   */
+  freeze(scope?: 'all' | 'open'): void
   /**
    * Freeze when the `nth` client message holding `text` passes (counted from now, on any
    * connection): `deliver` sends it to the server first (the server acts on it, its answer is
    * lost), `drop` swallows it (the server never sees it). Resolves once frozen.
    */
   freezeAt(text: string, options?: {nth?: number; how?: 'deliver' | 'drop'}): Promise<void>
-  /** Client messages holding `text` seen so far (for a test that waits for some progress). */
-  seen(text: string): number
   readonly frozen: boolean
   /** Destroys every socket (the server then rolls back what was open) and stops listening. */
   close(): Promise<void>
@@ -28,15 +30,18 @@ export interface FreezingProxy {
 
 export async function startFreezingProxy(target: URL): Promise<FreezingProxy> {
   const sockets = new Set<net.Socket>()
+  const frozenSockets = new WeakSet<net.Socket>()
   const state = {frozen: false}
-  const counts = new Map<string, number>()
   let trigger: {text: string; nth: number; how: 'deliver' | 'drop'; done: () => void} | undefined
 
-  const freeze = () => {
-    state.frozen = true
+  const freeze = (scope: 'all' | 'open' = 'all') => {
+    if (scope === 'all') state.frozen = true
     // Nothing is read any more: the kernel's buffers fill and the window closes, as behind a
     // stopped process. Nothing is closed either.
-    for (const socket of sockets) socket.pause()
+    for (const socket of sockets) {
+      frozenSockets.add(socket)
+      socket.pause()
+    }
   }
   const hold = (socket: net.Socket) => {
     sockets.add(socket)
@@ -54,10 +59,8 @@ export async function startFreezingProxy(target: URL): Promise<FreezingProxy> {
     const upstream = net.connect(Number(target.port || 5432), target.hostname)
     hold(upstream)
     client.on('data', (chunk: Buffer) => {
-      if (state.frozen) return
-      const text = chunk.toString('latin1')
-      for (const key of counts.keys()) if (text.includes(key)) counts.set(key, counts.get(key)! + 1)
-      if (trigger && text.includes(trigger.text) && --trigger.nth === 0) {
+      if (frozenSockets.has(client)) return
+      if (trigger && chunk.toString('latin1').includes(trigger.text) && --trigger.nth === 0) {
         const {how, done} = trigger
         trigger = undefined
         if (how === 'deliver') upstream.write(chunk)
@@ -68,7 +71,7 @@ export async function startFreezingProxy(target: URL): Promise<FreezingProxy> {
       upstream.write(chunk)
     })
     upstream.on('data', (chunk: Buffer) => {
-      if (!state.frozen) client.write(chunk)
+      if (!frozenSockets.has(upstream)) client.write(chunk)
     })
     client.on('close', () => upstream.destroy())
     upstream.on('close', () => client.destroy())
@@ -79,13 +82,9 @@ export async function startFreezingProxy(target: URL): Promise<FreezingProxy> {
   url.port = String((server.address() as net.AddressInfo).port)
   return {
     url: url.toString(),
-    freeze,
+    freeze: (scope) => freeze(scope),
     freezeAt(text, {nth = 1, how = 'deliver'} = {}) {
       return new Promise<void>((resolve) => (trigger = {text, nth, how, done: resolve}))
-    },
-    seen(text) {
-      if (!counts.has(text)) counts.set(text, 0)
-      return counts.get(text)!
     },
     get frozen() {
       return state.frozen

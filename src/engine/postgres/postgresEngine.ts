@@ -5,6 +5,7 @@ import type {Knex} from 'knex'
 import {
   LockWaitInterrupted,
   readLimits,
+  RoundTripAbandoned,
   writeTransactionIdleLimitMs,
   type Database,
   type Engine,
@@ -16,6 +17,7 @@ import {
   type TransactionLocals,
 } from '../engine.js'
 import {logRoundTrip, logTextOnce, rowCount, statementLabel} from '../statementLog.js'
+import {answerWatch, watched, type AnswerWatch} from './answerWatch.js'
 import {passwordFromFile} from './pgpass.js'
 import {
   classifyPostgresError,
@@ -91,13 +93,15 @@ export const silentKnexLog = {warn() {}, error() {}, debug() {}, deprecate() {}}
  * per-statement overhead inside the lock window. What that did to the lock hold and to
  * completions per second is measured in docs/bench.md.
  */
-function executorOn(client: PgClient, log: StatementLog | undefined): Executor {
+function executorOn(client: PgClient, log: StatementLog | undefined, watch?: RoundTripWatch): Executor {
   const run = (statement: Statement) =>
-    client.query({
-      ...(statement.name ? {name: statement.name} : {}),
-      text: statement.text,
-      values: [...(statement.values ?? [])],
-    })
+    watchedOn(client, watch, () =>
+      client.query({
+        ...(statement.name ? {name: statement.name} : {}),
+        text: statement.text,
+        values: [...(statement.values ?? [])],
+      }),
+    )
   return {
     async query<Row>(statement: Statement): Promise<Row[]> {
       if (log) logTextOnce(log, statement)
@@ -113,6 +117,17 @@ function executorOn(client: PgClient, log: StatementLog | undefined): Executor {
       return rows as Row[]
     },
   }
+}
+
+/** The watch over a connection's round trips, and the statement_timeout the server applies to them there. */
+interface RoundTripWatch {
+  watch: AnswerWatch
+  statementTimeoutMs: number
+}
+
+/** A round trip on `client` under the watch; given up, the client is ended and never handed out again. */
+function watchedOn<T>(client: PgClient, on: RoundTripWatch | undefined, roundTrip: () => Promise<T>): Promise<T> {
+  return watched(on?.watch, on?.statementTimeoutMs ?? 0, roundTrip, () => void discard(client))
 }
 
 /** PostgreSQL keeps at most 63 bytes of an application_name; cut without splitting a character. */
@@ -213,13 +228,14 @@ function cancelOn(
   acquire: () => Promise<PgClient>,
   release: (client: PgClient) => Promise<void>,
   log: StatementLog | undefined,
+  watch: RoundTripWatch | undefined,
 ) {
   return async (values: [number, string], settled: () => boolean, onSend: (sent: Promise<unknown>) => void) => {
     const other = await acquire()
     try {
       // Checked and sent in one turn of the event loop: the statement cannot settle between.
       if (settled()) return
-      const sent = executorOn(other, log).query({...cancelLockWaitStatement, values})
+      const sent = executorOn(other, log, watch).query({...cancelLockWaitStatement, values})
       onSend(sent)
       await sent
     } finally {
@@ -228,17 +244,82 @@ function cancelOn(
   }
 }
 
-function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database {
+/**
+ * How long close() waits for the pool to say goodbye: ending an idle connection sends Terminate
+ * and waits for the server to close it, which a silent path never does. Past it, the process ends
+ * anyway (bin/run.js exits) and the server ends the sessions.
+ */
+const closeWaitMs = 1000
+
+async function destroyWithin(knex: Knex, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([knex.destroy(), new Promise((resolve) => (timer = setTimeout(resolve, ms)))])
+  clearTimeout(timer)
+}
+
+/** BEGIN (with its SET LOCALs), COMMIT and ROLLBACK: simple-protocol round trips, logged by what they are. */
+function controlRoundTrip(
+  client: PgClient,
+  text: string,
+  event: string,
+  on: RoundTripWatch | undefined,
+  log: StatementLog | undefined,
+) {
+  const roundTrip = () => watchedOn(client, on, () => client.query(text))
+  return log ? logRoundTrip(log, event, roundTrip) : roundTrip()
+}
+
+/**
+ * A connection from the pool, unless the run gives up on the server first (OpenOptions.abandon):
+ * then it does not wait for one either, and one that comes after goes straight back.
+ */
+async function acquireUnlessAbandoned(
+  pool: {acquireConnection(): Promise<unknown>},
+  release: (client: PgClient) => Promise<void>,
+  abandon: AbortSignal | undefined,
+): Promise<PgClient> {
+  if (!abandon) return (await pool.acquireConnection()) as PgClient
+  if (abandon.aborted) throw new RoundTripAbandoned(String(abandon.reason))
+  const acquiring = pool.acquireConnection() as Promise<PgClient>
+  let onAbandon: (() => void) | undefined
+  try {
+    return await Promise.race([
+      acquiring,
+      new Promise<never>((_, reject) => {
+        onAbandon = () => {
+          void acquiring.then(release, () => undefined)
+          reject(new RoundTripAbandoned(String(abandon.reason)))
+        }
+        abandon.addEventListener('abort', onAbandon, {once: true})
+      }),
+    ])
+  } finally {
+    if (onAbandon) abandon.removeEventListener('abort', onAbandon)
+  }
+}
+
+/**
+ * The pool as a Database. `watching`: the answer watch over the round trips of a pool airlock
+ * opened, with the statement_timeout its sessions run statements under outside write transactions
+ * (see answerWatch.ts); a pool someone else owns (wrap) runs unwatched.
+ */
+function databaseOver(
+  knex: Knex,
+  owned: boolean,
+  log?: StatementLog,
+  watching?: {watch: AnswerWatch; sessionStatementTimeoutMs: number},
+): Database {
   // knex types its client loosely; these two calls are its documented pool interface.
   const pool = knex.client as {
     acquireConnection(): Promise<unknown>
     releaseConnection(connection: unknown): Promise<void>
   }
-  const acquire = async () => (await pool.acquireConnection()) as PgClient
   const release = (client: PgClient) => pool.releaseConnection(client)
-  // BEGIN (with its SET LOCALs), COMMIT and ROLLBACK: simple-protocol round trips, logged by what they are.
-  const control = (client: PgClient, text: string, event: string) =>
-    log ? logRoundTrip(log, event, () => client.query(text)) : client.query(text)
+  const acquire = () => acquireUnlessAbandoned(pool, release, watching?.watch.abandon)
+  const under = (statementTimeoutMs: number) => watching && {watch: watching.watch, statementTimeoutMs}
+  const session = under(watching?.sessionStatementTimeoutMs ?? 0)
+  const control = (client: PgClient, text: string, event: string, on: RoundTripWatch | undefined) =>
+    controlRoundTrip(client, text, event, on, log)
   return {
     engine: 'postgres',
     knex,
@@ -246,7 +327,7 @@ function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database 
       async query<Row>(statement: Statement): Promise<Row[]> {
         const client = await acquire()
         try {
-          return await executorOn(client, log).query<Row>(statement)
+          return await executorOn(client, log, session).query<Row>(statement)
         } finally {
           await release(client)
         }
@@ -256,19 +337,22 @@ function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database 
       const client = await acquire()
       // Flags the COMMIT callback sets, read after it ran (an object, so the flow analysis sees them change).
       const state = {committed: false}
+      // Past BEGIN, the transaction's own statement_timeout (SET LOCAL) applies, to COMMIT too.
+      const inTransaction = under(locals.statementTimeoutMs)
       try {
         await control(
           client,
           beginStatement(locals, (value) => client.escapeLiteral(value)),
           log ? beginEvent(locals) : '',
+          under(Math.max(session?.statementTimeoutMs ?? 0, locals.statementTimeoutMs)),
         )
-        const executor = executorOn(client, log)
+        const executor = executorOn(client, log, inTransaction)
         const tx: Transaction = {
           query: (statement) => executor.query(statement),
           async commit() {
             // Marked before the round trip: if the connection dies in flight, nothing may roll back or commit again.
             state.committed = true
-            await control(client, 'commit', 'commit')
+            await control(client, 'commit', 'commit', inTransaction)
           },
           async setApplicationName(applicationName) {
             const name = truncateUtf8(applicationName, 63)
@@ -276,15 +360,16 @@ function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database 
               client,
               `set local application_name = ${client.escapeLiteral(name)}`,
               `set local application_name ${name}`,
+              inTransaction,
             )
           },
           queryUntil: (statement, stop) =>
-            queryUntilStopped(executor, client, statement, stop, cancelOn(acquire, release, log)),
+            queryUntilStopped(executor, client, statement, stop, cancelOn(acquire, release, log, session)),
         }
         const result = await work(tx)
         if (!state.committed) {
           state.committed = true
-          await control(client, 'commit', 'commit')
+          await control(client, 'commit', 'commit', inTransaction)
         }
 
         return result
@@ -293,7 +378,7 @@ function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database 
           // Also when BEGIN's round trip failed part-way (a SET LOCAL refused): the session may
           // sit in an aborted transaction block. A failed ROLLBACK means the connection is gone:
           // the pool must not hand it out again.
-          await control(client, 'rollback', 'rollback').catch(() => discard(client))
+          await control(client, 'rollback', 'rollback', inTransaction).catch(() => discard(client))
         } else {
           await discard(client)
         }
@@ -304,9 +389,7 @@ function databaseOver(knex: Knex, owned: boolean, log?: StatementLog): Database 
       }
     },
     classify: classifyPostgresError,
-    close: async () => {
-      if (owned) await knex.destroy()
-    },
+    close: () => (owned ? destroyWithin(knex, closeWaitMs) : Promise.resolve()),
   }
 }
 
@@ -326,39 +409,25 @@ export const postgresEngine: Engine = {
     // override the object's, which would drop the password source and the session settings.
     const fromUrl = (await import('pg-connection-string')).default.parse(plainUrl)
     const knexFactory = await loadKnex()
+    const sessionStatementTimeoutMs = Math.trunc(options.statementTimeoutMs ?? readLimits.statementTimeoutMs)
     const limits = [
       `lock_timeout=${Math.trunc(options.lockTimeoutMs ?? readLimits.lockTimeoutMs)}`,
-      `statement_timeout=${Math.trunc(options.statementTimeoutMs ?? readLimits.statementTimeoutMs)}`,
+      `statement_timeout=${sessionStatementTimeoutMs}`,
     ]
     for (const [index, encrypted] of attempts.entries()) {
+      const connection = () =>
+        connectionSettings({
+          fromUrl,
+          password,
+          ssl: sslOption(tls, encrypted),
+          limits,
+          idleMs,
+          connectTimeoutMs,
+          options,
+        })
       const knex = knexFactory({
         client: 'pg',
-        connection: {
-          host: fromUrl.host ?? undefined,
-          port: fromUrl.port ? Number(fromUrl.port) : undefined,
-          user: fromUrl.user,
-          database: fromUrl.database ?? undefined,
-          ...(fromUrl.client_encoding ? {client_encoding: fromUrl.client_encoding} : {}),
-          // node-postgres takes undefined from this function as "no password" (client.js _getPassword); its types say string.
-          password: password ? (password as () => Promise<string>) : fromUrl.password,
-          ssl: sslOption(tls, encrypted),
-          application_name: truncateUtf8(`airlock:${options.verb}`, 63),
-          // Session defaults for statements outside write transactions (which SET LOCAL their own):
-          // a read never waits forever behind a table lock, and a crashed or stuck airlock never
-          // holds a task_instance row lock for long (the incident behind this project).
-          options: [
-            ...(fromUrl.options ? [fromUrl.options] : []),
-            ...(options.limitsAfterConnect ? [] : limits.map((l) => `-c ${l}`)),
-            ...(idleMs === null ? [] : [`-c idle_in_transaction_session_timeout=${idleMs}`]),
-            ...(options.readOnly ? ['-c default_transaction_read_only=on'] : []),
-            // No JIT: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost,
-            // and airlock's scans of task_instance (a missing-events page, a selection's
-            // breakdown) pass it on a large database: 0.6-1.6 s of compiling for every page,
-            // more than the page's own work. See docs/bench.md.
-            '-c jit=off',
-          ].join(' '),
-          connectionTimeoutMillis: connectTimeoutMs,
-        },
+        connection: connection(),
         pool: {
           min: 0,
           max: options.poolSize ?? 2,
@@ -379,10 +448,17 @@ export const postgresEngine: Engine = {
         // knex prints pool errors to the console itself; airlock reports them once, classified and scrubbed.
         log: silentKnexLog,
       })
-      const database = databaseOver(knex, true, options.log)
+      const watch = answerWatch({
+        connectTimeoutMs,
+        abandon: options.abandon,
+        ask: () => answersNewConnection(connection(), connectTimeoutMs),
+        log: options.log,
+      })
+      const database = databaseOver(knex, true, options.log, {watch, sessionStatementTimeoutMs})
       try {
         // The first round trip opens the first connection: logged as the connect, never with the password.
-        const probe = () => databaseOver(knex, false).executor.query({text: 'select 1'})
+        const probe = () =>
+          databaseOver(knex, false, undefined, {watch, sessionStatementTimeoutMs}).executor.query({text: 'select 1'})
         const where = () =>
           `${fromUrl.user ? `${fromUrl.user}@` : ''}${fromUrl.host ?? 'localhost'}:${fromUrl.port ?? 5432}/${fromUrl.database ?? ''}`
         await (options.log
@@ -410,6 +486,92 @@ export const postgresEngine: Engine = {
     void loadKnex()
     return databaseOver(knex, false)
   },
+}
+
+/** The node-postgres settings of every connection open() makes: the pool's, and the answer watch's questions. */
+function connectionSettings({
+  fromUrl,
+  password,
+  ssl,
+  limits,
+  idleMs,
+  connectTimeoutMs,
+  options,
+}: {
+  fromUrl: ReturnType<typeof import('pg-connection-string').parse>
+  password: (() => Promise<string | undefined>) | undefined
+  ssl: ReturnType<typeof sslOption>
+  limits: string[]
+  idleMs: number | null
+  connectTimeoutMs: number
+  options: OpenOptions
+}) {
+  return {
+    host: fromUrl.host ?? undefined,
+    port: fromUrl.port ? Number(fromUrl.port) : undefined,
+    user: fromUrl.user,
+    database: fromUrl.database ?? undefined,
+    ...(fromUrl.client_encoding ? {client_encoding: fromUrl.client_encoding} : {}),
+    // node-postgres takes undefined from this function as "no password" (client.js _getPassword); its types say string.
+    password: password ? (password as () => Promise<string>) : fromUrl.password,
+    ssl,
+    application_name: truncateUtf8(`airlock:${options.verb}`, 63),
+    // Session defaults for statements outside write transactions (which SET LOCAL their own):
+    // a read never waits forever behind a table lock, and a crashed or stuck airlock never
+    // holds a task_instance row lock for long (the incident behind this project).
+    options: [
+      ...(fromUrl.options ? [fromUrl.options] : []),
+      ...(options.limitsAfterConnect ? [] : limits.map((l) => `-c ${l}`)),
+      ...(idleMs === null ? [] : [`-c idle_in_transaction_session_timeout=${idleMs}`]),
+      ...(options.readOnly ? ['-c default_transaction_read_only=on'] : []),
+      // No JIT: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost,
+      // and airlock's scans of task_instance (a missing-events page, a selection's
+      // breakdown) pass it on a large database: 0.6-1.6 s of compiling for every page,
+      // more than the page's own work. See docs/bench.md.
+      '-c jit=off',
+    ].join(' '),
+    connectionTimeoutMillis: connectTimeoutMs,
+    // TCP keepalive: see keepAliveIdleMs.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: keepAliveIdleMs,
+  }
+}
+
+/**
+ * TCP keepalive, which node-postgres leaves off (libpq turns it on): a connection whose path stops
+ * acknowledging while it is quiet (a long statement, an idle pooled connection) errors after this
+ * plus 10 unanswered probes a second apart (Node 20 sets that interval and count), rather than
+ * after the kernel's two hours. It cannot see a middlebox whose kernel still acknowledges (a
+ * stopped proxy), nor a path that died with data unacknowledged: the answer watch
+ * (answerWatch.ts) covers those.
+ */
+const keepAliveIdleMs = 10_000
+
+/**
+ * The answer watch's question (answerWatch.ts): does the server answer a new connection, outside
+ * the pool (whose connections may all be stuck on the silent path), within the connect timeout,
+ * to connect and to `select 1`? A refusal with a SQLSTATE (too many connections, starting up) is
+ * an answer too: the server is there.
+ */
+async function answersNewConnection(settings: object, connectTimeoutMs: number): Promise<boolean> {
+  const pg = (await import('pg')).default
+  const client = new pg.Client({
+    ...settings,
+    connectionTimeoutMillis: connectTimeoutMs,
+    query_timeout: connectTimeoutMs,
+  })
+  // Reported through connect() and query(); an error event with no listener would end the process.
+  client.on('error', () => undefined)
+  try {
+    await client.connect()
+    await client.query('select 1')
+    return true
+  } catch (error) {
+    return sqlStateOf(error) !== undefined
+  } finally {
+    // With a query still unanswered, end() drops the socket at once rather than waiting for a goodbye.
+    void client.end().catch(() => undefined)
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import type {ClassifiedError} from '../engine.js'
+import {NoAnswer, RoundTripAbandoned, type ClassifiedError} from '../engine.js'
 
 /**
  * Every SQLSTATE airlock reacts to, named once with the reason it matters. Errors are matched by
@@ -144,6 +144,13 @@ const networkErrnos: ReadonlySet<string> = new Set([
 
 /** What a PostgreSQL failure means for airlock, by SQLSTATE or errno, never by message text. */
 export function classifyPostgresError(error: unknown): ClassifiedError {
+  // The engine's own give-ups (answerWatch.ts): a silent path is the network's failure; a wait
+  // given up for a stopping run is the signal's.
+  if (error instanceof NoAnswer)
+    return error.serverSilent
+      ? {kind: 'unreachable', code: null, serverSilent: true}
+      : {kind: 'unreachable', code: null, connectionLost: true}
+  if (error instanceof RoundTripAbandoned) return {kind: 'interrupted', code: null}
   const code = sqlStateOf(error) ?? null
   if (code !== null) {
     if (retryableSqlStates.has(code)) return {kind: 'retryable', code}
