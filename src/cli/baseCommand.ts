@@ -13,7 +13,7 @@ import type {AirflowStore} from '../store/airflowStore.js'
 import {exitUnlessEmpty, writeBatch, type BatchHost, type CommandOutcome} from './batchRun.js'
 import type {ConnectionFlagValues} from './connectionFlags.js'
 import {errorEnvelope, type ErrorEnvelope} from './errorEnvelope.js'
-import {Interrupts} from './interrupt.js'
+import {abandonAfterMs, Interrupts} from './interrupt.js'
 import {openAirflow, openDatabase, type OpenHost} from './openAirflow.js'
 import {openOutputFile, type OutputMode} from './outputFile.js'
 import type {BatchReport} from './renderItems.js'
@@ -158,6 +158,9 @@ export abstract class AirlockCommand<R> extends Command {
       get statementLog() {
         return command.statementLog
       },
+      get abandon() {
+        return command.interrupts.abandon
+      },
       note: (message) => this.note(message),
       recordWarning: (message) => this.recordWarning(message),
       progress: (message) => this.progress(message),
@@ -287,7 +290,7 @@ export abstract class AirlockCommand<R> extends Command {
     this.outputMode = this.argv.includes('--json') ? 'json' : this.argv.includes('--ndjson') ? 'ndjson' : 'human'
     this.interrupts = new Interrupts((signal) =>
       this.progress(
-        `${signal}: stopping: no new item or retry is started; transactions waiting for a row lock are cancelled and rolled back, those past it finish. A second signal stops at once (the server rolls back what is still open).`,
+        `${signal}: stopping: no new item or retry is started; transactions waiting for a row lock are cancelled and rolled back, those past it finish, and whatever still waits for the server ${abandonAfterMs / 1000} s from now is given up. A second signal stops at once (the server rolls back what is still open).`,
       ),
     )
     try {

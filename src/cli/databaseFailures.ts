@@ -14,7 +14,7 @@ interface DatabaseFailure {
  * is that item's outcome instead): never "a bug". Exit codes as in docs/exit-codes-and-json.md.
  */
 const databaseFailures: Record<
-  'unreachable' | 'login' | 'timeout' | 'lock_timeout' | 'retryable' | 'permission' | 'read_only',
+  'unreachable' | 'login' | 'timeout' | 'lock_timeout' | 'retryable' | 'permission' | 'read_only' | 'interrupted',
   DatabaseFailure
 > = {
   unreachable: {
@@ -61,6 +61,12 @@ const databaseFailures: Record<
       'Nothing was written by the refused statement. Running the same command again fails the same way until the server accepts writes: point airlock at the primary, or have the read-only setting turned off.',
       doctorAction('says why the server is read-only.'),
     ],
+  },
+  interrupted: {
+    exit: ExitCode.interrupted,
+    code: 'INTERRUPTED',
+    what: "Interrupted: a statement was still waiting for the server's answer when the grace after the signal ran out, and was given up",
+    actions: ['Items finished before the signal are in the database; running the same command again is safe.'],
   },
   permission: {
     exit: ExitCode.usage,

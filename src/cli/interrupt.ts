@@ -15,6 +15,14 @@ interface EarlySignals {
  */
 export const earlySignal = (): string | undefined => (globalThis as EarlySignals).airlockEarlySignal
 
+/**
+ * How long the first signal of a batch lets the items in flight finish before giving up on the
+ * server (Interrupts.abandon). A statement or COMMIT answers in milliseconds on a live path; one
+ * still unanswered after this is on a path that may never answer (a frozen network), and waiting
+ * on it would hold the exit forever.
+ */
+export const abandonAfterMs = 3000
+
 /** After the command decided its exit (the summary printed): that exit, or 130 when none was decided. */
 const lateSignal = () => process.exit(process.exitCode ?? ExitCode.interrupted)
 
@@ -33,7 +41,9 @@ export const interruptedError = (signal: string) =>
  * - during a batch, the first signal asks workers to take no new item and the items in flight to
  *   start no new attempt: a transaction waiting for a row lock is cancelled and rolled back (its
  *   item reported interrupted), one past the lock commits or rolls back on its own; then the
- *   summary is printed, exit 130;
+ *   summary is printed, exit 130. What still waits for the server abandonAfterMs later is given
+ *   up (`abandon`): its connection ended, its item interrupted, or unknown if its COMMIT was
+ *   sent, so a statement that never returns cannot hold the exit;
  * - a second signal during a batch prints what has finished so far (the --json envelope, the
  *   --ndjson summary) and exits at once; the server rolls back whatever was still open.
  */
@@ -47,6 +57,14 @@ export class Interrupts {
    * default of 10 would warn on stderr past --concurrency 10.
    */
   readonly stop: AbortSignal = withoutListenerLimit(this.stopping.signal)
+  private readonly abandoning = new AbortController()
+  /**
+   * Fires abandonAfterMs after `stop` (its reason: the signal's name), unless the command is done
+   * by then: the database gives up every round trip still waiting for its answer
+   * (OpenOptions.abandon). Every round trip in flight listens on it.
+   */
+  readonly abandon: AbortSignal = withoutListenerLimit(this.abandoning.signal)
+  private abandonTimer: NodeJS.Timeout | undefined
   private batch: {onSecond: () => void; onFirst?: ((signal: string) => void) | undefined} | undefined
   private rejectSetup!: (error: Error) => void
   private disposed = false
@@ -63,6 +81,7 @@ export class Interrupts {
       this.signal = signal
       ;(this.batch.onFirst ?? this.onFirstInBatch)(signal)
       this.stopping.abort(signal)
+      this.abandonTimer = setTimeout(() => this.abandoning.abort(signal), abandonAfterMs)
       return
     }
 
@@ -115,6 +134,7 @@ export class Interrupts {
   dispose(): void {
     if (this.disposed) return
     this.disposed = true
+    clearTimeout(this.abandonTimer)
     // The new listeners first: Node restores a signal's default action (death by it) the moment its
     // last listener goes, so removing first would leave that window open.
     process.on('SIGINT', lateSignal)

@@ -20,6 +20,8 @@ export interface OpenHost {
   onCleanup(cleanup: () => Promise<void>): void
   /** --verbose: the statement log the engine writes to stderr; undefined when off. */
   readonly statementLog: StatementLog | undefined
+  /** Fires when the run gives up on the server (a signal's grace spent): see OpenOptions.abandon. */
+  readonly abandon: AbortSignal
 }
 
 /** Opens the database the connection flags name (closed when the command ends); for commands that need no Airflow schema. */
@@ -31,7 +33,7 @@ export async function openDatabase(
   // Said at once, so a connection that then fails still shows it (an ignored password file).
   const opened = await openFromFlags(
     flags,
-    {...options, warn: (message) => host.note(message), log: host.statementLog},
+    {...options, warn: (message) => host.note(message), log: host.statementLog, abandon: host.abandon},
     (secret) => host.remember(secret),
   )
   host.onCleanup(() => opened.db.close())

@@ -6,7 +6,10 @@ export interface ErrorJson {
   message: string
   /** The COMMIT was sent and the connection lost: the next run's read finds whether it committed. */
   commit_unknown?: true
-  /** A signal stopped the run while the item waited for its lock or its next attempt: rolled back, nothing written. */
+  /**
+   * A signal stopped the run while the item waited for its lock, its next attempt, or the server's
+   * answer past the signal's grace (given up before its COMMIT was sent): rolled back, nothing written.
+   */
   interrupted?: true
   /** The server accepts no writes (SQLSTATE 25006): rolled back, nothing written; running again fails the same way until it does. */
   read_only?: true

@@ -1,6 +1,6 @@
 import {afterEach, describe, expect, it, vi} from 'vitest'
 
-import {Interrupts} from '../../src/cli/interrupt.js'
+import {abandonAfterMs, Interrupts} from '../../src/cli/interrupt.js'
 import {ExitCode} from '../../src/exitCodes.js'
 
 /**
@@ -36,6 +36,31 @@ describe('signals around a batch', () => {
     process.emit('SIGINT', 'SIGINT')
     expect(stoppedAtOnce).toBe(1)
     expect(exit).toHaveBeenCalledWith(ExitCode.interrupted)
+  })
+
+  it('the first signal in a batch gives up on the server abandonAfterMs later, unless the command is done by then', () => {
+    exits()
+    vi.useFakeTimers()
+    try {
+      const interrupts = new Interrupts(() => undefined)
+      interrupts.startBatch(() => undefined)
+      process.emit('SIGTERM', 'SIGTERM')
+      expect(interrupts.stop.aborted).toBe(true)
+      vi.advanceTimersByTime(abandonAfterMs - 1)
+      expect(interrupts.abandon.aborted).toBe(false)
+      vi.advanceTimersByTime(1)
+      expect(interrupts.abandon.aborted).toBe(true)
+      expect(interrupts.abandon.reason).toBe('SIGTERM')
+
+      const done = new Interrupts(() => undefined)
+      done.startBatch(() => undefined)
+      process.emit('SIGINT', 'SIGINT')
+      done.settle(ExitCode.interrupted)
+      vi.advanceTimersByTime(abandonAfterMs)
+      expect(done.abandon.aborted).toBe(false)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('once the batch settled on its exit (its summary printed), any number of signals exit with that exit, never 130', () => {

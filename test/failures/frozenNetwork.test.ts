@@ -14,7 +14,8 @@ import {scenario} from '../support/scenario.js'
  * The network path to the server freezes in the middle of a run: no answer, no FIN, no RST (a
  * stopped proxy, a firewall that drops, a failover that leaves the old address silent). airlock
  * must notice on its own, report every item in flight honestly and exit 7, within the freeze
- * bound of docs/connection.md.
+ * bound of docs/connection.md; a signal must end it within a few seconds even though the statement
+ * in flight never returns.
  *
  * The time assertions are liveness bounds ("does not hang"), not performance figures: each is
  * three times the documented bound for the --connect-timeout the test passes, generous on purpose
@@ -207,5 +208,50 @@ describe('a frozen network path', () => {
 
     expect(result.code, result.stderr).toBe(7)
     expect((JSON.parse(result.stdout) as Envelope).error?.code).toBe('DATABASE_UNREACHABLE')
+  })
+
+  it('the first SIGINT ends a run whose statement never returns within a few seconds: exit 130, the items in flight reported', async () => {
+    const tasks = 200
+    await scenario(db.knex).producer('stopped', {tasks, outlets: 1}).build()
+    proxy = await startFreezingProxy(new URL(db.url))
+    // A connect timeout far longer than the wait allowed below: only the signal can end this run in time.
+    const running = startCli([
+      'complete',
+      '--database-url',
+      proxy.url,
+      '--dag-id',
+      'stopped',
+      '--yes',
+      '--concurrency',
+      '4',
+      '--connect-timeout',
+      '60s',
+      '--json',
+    ])
+    await proxy.freezeAt('commit\u0000', {nth: 20, how: 'deliver'})
+    running.child.kill('SIGINT')
+    // The grace the first signal gives the items in flight, plus the summary and the exit, three
+    // times over (docs/exit-codes-and-json.md: exit 130).
+    const result = await finishedWithin(running, 3 * 5000)
+
+    expect(result.code, result.stderr).toBe(130)
+    const out = JSON.parse(result.stdout) as Envelope
+    const {summary, items} = out.result!
+    expect(out.result!.interrupted).toBe(true)
+    expect(summary.selected).toBe(items.length)
+    expect(summary.selected + summary.not_reached!).toBe(tasks)
+    const failed = items.filter((item) => item.outcome === 'failed')
+    expect(failed.length).toBeGreaterThanOrEqual(1)
+    expect(failed.length).toBeLessThanOrEqual(4)
+    // The COMMIT that reached the server is unknown to airlock, and said so; the others were given
+    // up before their COMMIT: interrupted, nothing kept.
+    const committed = await successIds('stopped')
+    const unknown = failed.filter((item) => item.error?.commit_unknown)
+    expect(unknown.length).toBeGreaterThanOrEqual(1)
+    expect(unknown.some((item) => committed.has(item.ti_id))).toBe(true)
+    for (const item of failed.filter((i) => !i.error?.commit_unknown)) {
+      expect(item.error?.interrupted).toBe(true)
+      expect(committed.has(item.ti_id)).toBe(false)
+    }
   })
 })
