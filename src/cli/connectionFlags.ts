@@ -41,7 +41,7 @@ export const connectionFlags = {
   }),
   'connect-timeout': Flags.string({
     description:
-      'How long to wait for the server to answer a new connection (500ms, 10s, 1m). A batch whose server stops answering ends within it plus the retries (a few hundred milliseconds), never in proportion to the items left. Also AIRLOCK_CONNECT_TIMEOUT.',
+      'How long the server may take to answer (500ms, 10s, 1m): a new connection, and a statement before airlock asks, on a new connection, whether the server is still there. No answer to that either means the path is silent: the run stops (a batch takes no new item) and exits 7, about twice this after the path froze (the freeze bound, docs/connection.md), never in proportion to the items left. A slow statement on a server that answers runs on to its statement timeout. Also AIRLOCK_CONNECT_TIMEOUT.',
     env: 'AIRLOCK_CONNECT_TIMEOUT',
     default: '10s',
     helpGroup: 'CONNECTION',
