@@ -22,12 +22,14 @@ import {keyedTaskInstanceOf, type KeyedTaskInstanceRow} from './rows.js'
  * One look at every client session of this database: what it runs, what it waits for, who blocks
  * it (pg_blocking_pids: the sessions directly in its way, not the root of the chain), and the
  * tuple and table locks it holds. pg_locks.waitstart exists from PostgreSQL 14; before it the
- * wait start is unknown (null). Both texts are built once.
+ * wait start is unknown (null). Both texts are built once. Every row is sampled at the statement's
+ * start: pg_stat_activity is read once per transaction, so a per-row clock would only add the time
+ * the pg_locks subqueries took, and could order two sessions' ages the wrong way.
  */
 const lockSnapshotText = (
   waitStart: string,
 ) => `select a.pid, coalesce(a.application_name, '') as application_name, a.usename::text, a.state, a.wait_event_type, a.wait_event,
-            a.xact_start, a.state_change, left(a.query, 1000) as query, host(a.client_addr) as client_addr, a.backend_start, a.backend_xid::text as backend_xid, pg_blocking_pids(a.pid) as blocked_by, clock_timestamp() as sampled_at,
+            a.xact_start, a.state_change, left(a.query, 1000) as query, host(a.client_addr) as client_addr, a.backend_start, a.backend_xid::text as backend_xid, pg_blocking_pids(a.pid) as blocked_by, statement_timestamp() as sampled_at,
             ${waitStart} as wait_start,
             (select json_build_object('locktype', l.locktype, 'relation', l.relation::regclass::text, 'page', l.page, 'tuple', l.tuple, 'mode', l.mode)
                from pg_locks l where l.pid = a.pid and not l.granted limit 1) as waiting_on,
