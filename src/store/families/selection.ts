@@ -30,6 +30,11 @@ export interface SelectionStore {
     limit: number,
   ): Promise<Array<{n: number; id: string; key: TaskInstanceKey}>>
   countTaskInstances(ex: Executor, filter: TaskInstanceFilter): Promise<number>
+  /** The selection's task instances counted by state (NULL: no state yet), in state order. */
+  countTaskInstancesByState(
+    ex: Executor,
+    filter: TaskInstanceFilter,
+  ): Promise<Array<{state: string | null; count: number}>>
   /** The selection grouped by DAG, run and state (at most `maxGroups` groups, in key order). */
   summarizeTaskInstances(
     ex: Executor,
@@ -68,8 +73,8 @@ export interface TaskInstanceFilter {
   until?: Date | undefined
   /** What since/until compare: the run's run_after (complete) or the TI's end_date (replay-events). */
   timeColumn?: 'run_after' | 'end_date' | undefined
-  /** Only task instances in these states. */
-  states?: readonly string[] | undefined
+  /** Only task instances in these states (null: no state yet). */
+  states?: ReadonlyArray<string | null> | undefined
   /** Only task instances with an active declared outlet lacking an event since their start_date. */
   missingEventsOnly?: boolean | undefined
   /** With missingEventsOnly: only tries whose strongest evidence is one of these kinds (see TryEvidence). */

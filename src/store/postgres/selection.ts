@@ -45,7 +45,11 @@ function filtered(
   if (filter.runIds.length > 0) where.push(`ti.run_id = any(${params.add([...filter.runIds])}::text[])`)
   if (filter.taskIds.length > 0) where.push(`ti.task_id = any(${params.add([...filter.taskIds])}::text[])`)
   if (filter.mapIndex !== undefined) where.push(`ti.map_index = ${params.add(filter.mapIndex)}::int`)
-  if (filter.states) where.push(`ti.state = any(${params.add([...filter.states])}::text[])`)
+  if (filter.states) {
+    // A task instance with no state yet has a NULL state, which `= any` never matches.
+    const named = `ti.state = any(${params.add(filter.states.filter((state) => state !== null))}::text[])`
+    where.push(filter.states.includes(null) ? `(${named} or ti.state is null)` : named)
+  }
 
   if (filter.missingEventsOnly) {
     // The task's active declared outlets, joined by hash: one read of the outlets for the whole
@@ -251,6 +255,19 @@ function countTaskInstances() {
   }
 }
 
+function countTaskInstancesByState() {
+  return async (ex: Executor, filter: TaskInstanceFilter): Promise<Array<{state: string | null; count: number}>> => {
+    const params = new Params()
+    const rows = await ex.query<{state: string | null; n: string}>(
+      statement(
+        `select ti.state, count(*) as n ${filtered(filter, params)} group by ti.state order by ti.state`,
+        params.values,
+      ),
+    )
+    return rows.map((row) => ({state: row.state, count: Number(row.n)}))
+  }
+}
+
 /**
  * Which of the given (active, declared outlet) assets have no event of this task instance's try
  * (eventOfThisTry: none, or only one that may be this try's): the events its last successful try
@@ -396,6 +413,7 @@ export function selectionStore(): SelectionStore {
     selectRunPage: selectRunPage(),
     selectTaskInstanceIdsOfRuns: selectTaskInstanceIdsOfRuns(),
     countTaskInstances: countTaskInstances(),
+    countTaskInstancesByState: countTaskInstancesByState(),
     summarizeTaskInstances: summarizeTaskInstances(),
     readDagIds: readDagIds(),
     readUnknownSelectors: readUnknownSelectors(),
