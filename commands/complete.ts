@@ -24,8 +24,12 @@ event per active outlet asset (alias events and consumer queue rows included), l
 task_instance row, recheck its state, then commit state + events + an audit log row, or roll
 everything back. The row lock is held only for the state update.
 
-Outcomes per task instance: completed; already_success (nothing written); conflict (it was in
-another state: nothing written, previous_state says which); inactive_outlet (--strict-outlets
+A filter selection (--dag-id, --run-id, --task-id, --since, …) takes only task instances in a
+--from-state state: the others it matches are not selected, counted in the summary by state.
+
+Outcomes per task instance: completed; already_success (nothing written); conflict (named
+explicitly in another state, or its state changed before its row lock: nothing written,
+previous_state says which); inactive_outlet (--strict-outlets
 only: an outlet asset is not active, as a worker would fail the task before running it); unsupported_consumer (a
 consumer DAG has a partitioned timetable, which only Airflow can queue; nothing written unless
 --allow-unqueued-consumers); mapped_downstream (a mapped task downstream expands over this
@@ -74,7 +78,7 @@ Without --yes, more than one task instance needs confirmation on a terminal and 
     ...selectionFlags,
     'from-state': Flags.string({
       description:
-        'States a task instance may be in to be completed; repeatable; "none" for a task instance with no state yet (NULL). The lock recheck still applies.',
+        'States a task instance may be in to be completed; repeatable; "none" for a task instance with no state yet (NULL). A filter selection takes only task instances in these states (the summary counts the others as not_selected); one named with --ti-id or --from-file in another state is a conflict (exit 3). The state is checked again under the row lock.',
       multiple: true,
       default: ['running'],
       options: [...taskInstanceStates.filter((s) => s !== 'success'), 'none'],

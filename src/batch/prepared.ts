@@ -1,4 +1,5 @@
 import type {LockWaits} from '../protocol/lockWaits.js'
+import type {NotSelected} from '../selection/itemSource.js'
 import type {SelectionBreakdown} from '../selection/selection.js'
 import type {RowHolder} from '../store/families/taskInstances.js'
 import type {Tally} from './tally.js'
@@ -29,6 +30,8 @@ export interface PreparedBatch<J extends {outcome: string}, Name extends string>
   count: number
   /** A filter selection's runs and states, shown before the question and in a dry run's report. */
   breakdown?: SelectionBreakdown | undefined
+  /** What a filter matched in states the writer does not take from (complete's --from-state): not items. */
+  notSelected?: NotSelected | undefined
   /**
    * The question: "Mark 12 task instances as success?" is {action: 'mark', noun: 'task instances
    * as success'}. `changing`: how many of the items the write would change, where the selection

@@ -19,6 +19,8 @@ export type Summary<Name extends string> = {selected: number} & Record<Name, num
     dry_run: boolean
     /** A run stopped early (a signal, a lost server): the selected items never taken. */
     not_reached?: number
+    /** A filter selection with a states filter (complete's --from-state): what it matched in other states. */
+    not_selected?: number
   }
 
 /**

@@ -3,6 +3,7 @@ import type {Tally} from '../batch/tally.js'
 import {createProgress, type Progress} from '../output/progress.js'
 import {DownstreamFold, type Downstream} from '../protocol/downstream.js'
 import type {ItemJson} from '../report/itemJson.js'
+import type {NotSelected} from '../selection/itemSource.js'
 import {humanRowCap, RowStream, type ItemSink, type OutputMode} from './outputFile.js'
 import {itemLabel, type BatchReport} from './renderItems.js'
 import {resumeCommand} from './resumeCommand.js'
@@ -32,6 +33,7 @@ export class BatchOutput<J extends ItemLike> {
   private readonly lineage = new Map<string, number>()
   private firstLineageFailure: string | undefined
   private delivery: LineageDeliveryReport | undefined
+  private notSelected: NotSelected | undefined
 
   constructor(
     mode: OutputMode,
@@ -47,6 +49,11 @@ export class BatchOutput<J extends ItemLike> {
     this.rows = new RowStream<J>(mode, 'item', emit, sink, {
       keep: (json, kept) => kept < humanFirstRows || (!doneOutcomes.includes(json.outcome) && kept < humanRowCap),
     })
+  }
+
+  /** What the filter matched but the writer's states left out: counted in the summary, never items. */
+  passedOver(notSelected: NotSelected | undefined): void {
+    this.notSelected = notSelected
   }
 
   /** What the lineage outbox delivered once the batch stopped waiting for it. */
@@ -146,6 +153,8 @@ export class BatchOutput<J extends ItemLike> {
     const summary = tally.summary(dryRun)
     // `selected` counts the items taken; a run stopped early says how many of the selection it never took.
     if (interrupted && this.total !== null) summary.not_reached = Math.max(0, this.total - tally.selected)
+    const passedOver = this.notSelected ? {not_selected_states: this.notSelected.states} : {}
+    if (this.notSelected) summary.not_selected = this.notSelected.count
     const downstream = this.sawDownstream ? this.downstream.summary() : undefined
     const {lineage, firstFailure, spool, resend} = this.lineageSummary()
     const lineageNames = {
@@ -159,6 +168,7 @@ export class BatchOutput<J extends ItemLike> {
     const line = JSON.stringify({
       type: 'summary',
       ...summary,
+      ...passedOver,
       interrupted,
       ...resumed,
       ...(lineage ? {lineage, ...lineageNames} : {}),
@@ -167,6 +177,7 @@ export class BatchOutput<J extends ItemLike> {
     if (summaryLine) this.rows.end(line)
     return {
       summary,
+      ...passedOver,
       items: this.rows.kept,
       ...(downstream ? {downstream} : {}),
       ...(lineage ? {lineage, ...lineageNames} : {}),

@@ -67,6 +67,7 @@ export async function writeBatch<J extends {outcome: string}, Name extends strin
     (line) => host.emit(line),
     file,
   )
+  output.passedOver(batch.notSelected)
   // What has finished, for a second signal that exits at once.
   let latest: Tally<Name> | undefined
   // A run a signal stops says how to take it up (a batch inside another report leaves that to it).
@@ -134,12 +135,14 @@ export async function writeBatch<J extends {outcome: string}, Name extends strin
 /** What a filter reaches, shown before anyone is asked to confirm it (or a dry run lists its items); then the question. */
 async function confirmBatch(
   host: BatchHost,
-  batch: Pick<PreparedBatch<{outcome: string}, string>, 'count' | 'prompt' | 'dryRun' | 'breakdown'>,
+  batch: Pick<PreparedBatch<{outcome: string}, string>, 'count' | 'prompt' | 'dryRun' | 'breakdown' | 'notSelected'>,
   yes: boolean,
 ): Promise<void> {
   const asking = !yes && !batch.dryRun && ((batch.prompt.changing ?? batch.count) > 1 || batch.prompt.always)
   if (batch.breakdown && host.outputMode === 'human' && (asking || batch.dryRun) && batch.count > 0) {
-    process.stderr.write(`${host.scrub(renderBreakdown(batch.breakdown, batch.count, host.terminalWidth))}\n\n`)
+    process.stderr.write(
+      `${host.scrub(renderBreakdown(batch.breakdown, batch.count, host.terminalWidth, batch.notSelected))}\n\n`,
+    )
   }
   await confirmBulkWrite({
     count: batch.count,

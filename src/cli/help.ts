@@ -14,7 +14,8 @@ export const exitCodeMeanings: Record<ExitCode, string> = {
   [ExitCode.ok]: 'done (a writer: every item completed, was already done, or there was nothing to do)',
   [ExitCode.internal]: 'a bug in airlock (AIRLOCK_DEBUG=1 prints the stack)',
   [ExitCode.usage]: 'bad flag or input, refused (no --yes without a terminal), or a missing privilege; nothing written',
-  [ExitCode.conflict]: 'some task instance was in another state or refused (see previous_state, detail)',
+  [ExitCode.conflict]:
+    'something changed since it was selected or read, something named explicitly was in another state, or an item was refused (see previous_state, detail); never what a filter merely matched',
   [ExitCode.notFound]: 'something named explicitly does not exist',
   [ExitCode.partialFailure]:
     'some items failed (lock or statement timeout, a serialization conflict, the scheduler kept changing them); running again is safe',

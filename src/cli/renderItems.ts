@@ -1,7 +1,9 @@
 import {dryRunOutcomeNames, type ItemJson} from '../report/itemJson.js'
 import type {DownstreamSummary} from '../protocol/downstream.js'
+import {describeCounts, plural} from '../output/counts.js'
 import {keyColumn, renderTable} from '../output/table.js'
 import {describeHolder, type LockWaitReport} from '../protocol/lockWaits.js'
+import type {NotSelected} from '../selection/itemSource.js'
 import type {SelectionBreakdown} from '../selection/selection.js'
 import {resumeLines} from './resumeCommand.js'
 
@@ -16,7 +18,12 @@ export const itemLabel = (item: Partial<Pick<ItemJson, 'ti_id' | 'dag_id' | 'run
 const breakdownRows = 20
 
 /** "Selected 120 task instances in 3 runs of 2 DAGs:" and a table of runs with their states. */
-export function renderBreakdown(breakdown: SelectionBreakdown, count: number, width?: number): string {
+export function renderBreakdown(
+  breakdown: SelectionBreakdown,
+  count: number,
+  width?: number,
+  notSelected?: NotSelected,
+): string {
   const runs = breakdown.runs.length
   const head = breakdown.truncated
     ? `Selected ${plural(count, 'task instance')} in more than ${plural(runs, 'run')} (the first ${runs.toLocaleString('en-US')} counted):`
@@ -24,15 +31,7 @@ export function renderBreakdown(breakdown: SelectionBreakdown, count: number, wi
   const shown = breakdown.runs.slice(0, breakdownRows)
   const table = renderTable(
     [{header: 'dag', keep: true}, {header: 'run', keep: true, middle: true}, 'task instances', 'states'],
-    shown.map((run) => [
-      run.dag_id,
-      run.run_id,
-      run.task_instances,
-      Object.entries(run.states)
-        .sort(([, a], [, b]) => b - a)
-        .map(([state, n]) => `${n} ${state}`)
-        .join(', '),
-    ]),
+    shown.map((run) => [run.dag_id, run.run_id, run.task_instances, describeCounts(run.states)]),
     {width},
   )
   // The rest is what the count leaves after the runs listed: a truncated breakdown counted only
@@ -45,7 +44,11 @@ export function renderBreakdown(breakdown: SelectionBreakdown, count: number, wi
           breakdown.truncated ? `at least ${restRuns.toLocaleString('en-US')} more runs` : plural(restRuns, 'more run')
         }`
       : ''
-  return `${head}\n${table}${more}`
+  const passedOver =
+    notSelected && notSelected.count > 0
+      ? `\nNot selected: ${plural(notSelected.count, 'task instance')} the filter matched in other states (${describeCounts(notSelected.states)}).`
+      : ''
+  return `${head}\n${table}${more}${passedOver}`
 }
 
 /** "waiting 2.4 s for the row lock of etl/r1/load: held by pid 4242 "airflow scheduler" (…) → airlock audit-locks". */
@@ -56,9 +59,6 @@ export function describeLockWait(wait: LockWaitReport): string {
     : `${waited}; airlock audit-locks shows who holds it`
 }
 
-/** "1 run", "3 runs". */
-export const plural = (n: number, noun: string) => `${n.toLocaleString('en-US')} ${noun}${n === 1 ? '' : 's'}`
-
 export interface BatchReport<J = ItemJson> {
   summary: {dry_run: boolean} & Record<string, number | boolean>
   items: J[]
@@ -68,6 +68,8 @@ export interface BatchReport<J = ItemJson> {
   plan?: string
   /** A dry run of a filter selection: its runs and their task instances per state. */
   breakdown?: SelectionBreakdown
+  /** What the filter matched in states the writer does not take from, by state (`summary.not_selected` in all). */
+  not_selected_states?: Record<string, number>
   /** Items not kept for the human table (large runs keep the first rows and every problem). */
   omitted?: number
   interrupted?: boolean
@@ -203,7 +205,7 @@ export function renderBatch(
     .filter(
       ([key, value]) =>
         typeof value === 'number' &&
-        !['selected', 'events_created', 'runs_queued', 'not_reached'].includes(key) &&
+        !['selected', 'events_created', 'runs_queued', 'not_reached', 'not_selected'].includes(key) &&
         value > 0,
     )
     .map(
@@ -213,6 +215,7 @@ export function renderBatch(
   parts.push(
     `${report.plan ? 'PLAN (read-only: nothing written, no row locked): ' : s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${selectedPhrase(s, noun)}: ` +
       `${counts.join(', ') || 'nothing to do'}; ${amounts ?? `${plural(s.events_created as number, 'event')}, ${plural(s.runs_queued as number, 'queue row')}`}${report.plan ? ` planned${report.downstream?.length ? ' (what they make ready: Downstream, below)' : ''}` : ''}.` +
+      notSelectedLine(report) +
       stoppedLines(report),
   )
   if (report.plan) parts.push(`Plan: ${report.plan}.`)
@@ -221,6 +224,12 @@ export function renderBatch(
   if (report.downstream && report.downstream.length > 0) parts.push(renderDownstream(report.downstream, s.dry_run))
   return parts.join('\n\n')
 }
+
+/** "Not selected: 14 task instances the filter matched in other states (12 none, 2 success)." */
+const notSelectedLine = (report: BatchReport<unknown>): string =>
+  typeof report.summary.not_selected === 'number' && report.summary.not_selected > 0
+    ? `\nNot selected: ${plural(report.summary.not_selected, 'task instance')} the filter matched in other states (${describeCounts(report.not_selected_states ?? {})}): --from-state leaves them out, untouched.`
+    : ''
 
 /** A stopped run's last lines: what became of its items, and the line that takes it up. */
 const stoppedLines = (report: BatchReport<unknown>): string =>

@@ -107,6 +107,7 @@ export const selectorFlags: SelectorNames = {
   allDags: '--all-dags',
   shard: '--shard',
   dryRun: '--dry-run',
+  states: '--from-state',
 }
 
 export function selectionFromFlags(flags: SelectionFlagValues): SelectionRequest {

@@ -9,7 +9,6 @@ import {plannerOf, planProtocol} from '../protocol/plan.js'
 import {runProtocol, type ProtocolOptions} from '../protocol/protocol.js'
 import {toItemJson, type ItemJson} from '../report/itemJson.js'
 import {openItemSource, type ItemSource, type SelectionRequest} from '../selection/itemSource.js'
-import type {SelectionBreakdown} from '../selection/selection.js'
 import type {WorkItem} from '../selection/workItem.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {usageError} from '../errors.js'
@@ -40,7 +39,10 @@ export async function prepareComplete(
   airflow: AirflowDatabase<CompleteStore & SelectionStore & LineageStore>,
   request: CompleteRequest,
 ): Promise<PreparedBatch<ItemJson, CompleteOutcomeName>> {
-  const source = 'items' in request.selection ? request.selection : await openItemSource(airflow, request.selection)
+  const source =
+    'items' in request.selection
+      ? request.selection
+      : await openItemSource(airflow, fromStatesFilter(request.selection, request.settings.fromStates))
   await requireNamedAssets(airflow, source.namedAssets ?? [])
   const {continueRun, ...settings} = request.settings
   const writer = completeWriter(airflow.store, {
@@ -51,10 +53,10 @@ export async function prepareComplete(
   return {
     count: source.count,
     breakdown: source.breakdown,
+    notSelected: source.notSelected,
     prompt: {
       action: 'mark',
       noun: 'task instances as success',
-      changing: wouldChange(source.count, source.breakdown, request.settings.fromStates),
     },
     label: 'complete',
     doneOutcomes: ['completed', 'would_complete', 'already_success'],
@@ -141,22 +143,13 @@ async function requireNamedAssets(
 }
 
 /**
- * How many selected task instances are in a --from-state state, so a completion would change
- * them (the others end already_success or conflict, untouched), where the breakdown holds the
- * whole selection; undefined where it does not (an explicit list, a breakdown cut short).
+ * A filter selection takes only the task instances in a --from-state state: the others (the
+ * never-run task instances of a DAG's other runs, its successes) are not selected, and the
+ * summary counts them (not_selected), instead of a conflict each that would make a backfill exit
+ * 3 on any DAG with history. A task instance named one by one (--ti-id, --from-file) is still
+ * taken whatever its state: its outcome (conflict) is the answer the operator asked for. Either
+ * way the state is read again under the row lock, and one that changed since is a conflict.
  */
-function wouldChange(
-  count: number,
-  breakdown: SelectionBreakdown | undefined,
-  fromStates: readonly StoredState[],
-): number | undefined {
-  if (!breakdown || breakdown.truncated) return undefined
-  const taken = new Set<string>(fromStates.map((state) => state ?? 'none'))
-  let listed = 0
-  let changing = 0
-  for (const run of breakdown.runs) {
-    listed += run.task_instances
-    for (const [state, n] of Object.entries(run.states)) if (taken.has(state)) changing += n
-  }
-  return listed === count ? changing : undefined
+function fromStatesFilter(selection: SelectionRequest, fromStates: readonly StoredState[]): SelectionRequest {
+  return {...selection, filter: {...selection.filter, states: fromStates}}
 }

@@ -3,6 +3,7 @@ import {retryingReads} from '../engine/retry.js'
 import {AirlockError, usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
+import {describeCounts, plural} from '../output/counts.js'
 import {openInputFile, type NamedAsset} from './inputFile.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {
@@ -40,8 +41,20 @@ export interface ItemSource {
   explicit: boolean
   /** A filter selection's runs and states, for the operator to check before it is written. */
   breakdown?: SelectionBreakdown
+  /** What the filter matched in states its states filter leaves out (NotSelected). */
+  notSelected?: NotSelected
   /** The assets an input file's outlet_events name (see InputFile), for the writer to check first. */
   namedAssets?: NamedAsset[]
+}
+
+/**
+ * The task instances a filter matched but its states filter (complete's --from-state) left out,
+ * by state ("none": no state yet). They are not selected: no item, no outcome, no exit code; the
+ * summary counts them, so a backfill over a DAG with history says what it passed over.
+ */
+export interface NotSelected {
+  count: number
+  states: Record<string, number>
 }
 
 /** Whether any filter flag narrows the selection (as opposed to naming task instances one by one). */
@@ -125,15 +138,42 @@ export async function openItemSource(
   const reads = retryingReads(db)
   const first = filter.missingEventsOnly ? await readFirstScanPage(store, reads, filter) : undefined
   const {count, breakdown} = first?.whole ? summarizeRows(first.rows) : await summarizeSelection(store, reads, filter)
-  await requireNamedSelectors(airflow, filter, count)
+  const notSelected = filter.states && !filter.missingEventsOnly ? await notSelectedOf(store, reads, filter) : undefined
+  await requireNamedSelectors(airflow, filter, count + (notSelected?.count ?? 0))
   const warnings: string[] = []
   // Every named id exists, yet nothing matched (a window or a map index that holds nothing): an
   // empty result, said in so many words.
-  if (count === 0 && !filter.states && !filter.missingEventsOnly)
-    warnings.push(`no task instance matches ${describeFilter(filter, n)}`)
+  if (count === 0 && !filter.missingEventsOnly) {
+    if (notSelected && notSelected.count > 0)
+      warnings.push(
+        `no task instance matching ${describeFilter(filter, n)} is in a state ${n.states} takes (${describeStates(filter.states ?? [])}): ${plural(notSelected.count, 'task instance')} in other states (${describeCounts(notSelected.states)}) not selected`,
+      )
+    else warnings.push(`no task instance matches ${describeFilter(filter, n)}`)
+  }
   const items = mapItems(first ? pagesFrom(store, reads, filter, first) : selectTaskInstances(store, reads, filter))
-  return {count, breakdown, explicit: false, items, warnings}
+  return {count, breakdown, explicit: false, items, warnings, ...(notSelected ? {notSelected} : {})}
 }
+
+/** What the filter matches in the states its states filter leaves out. */
+async function notSelectedOf(
+  store: SelectionStore,
+  ex: Parameters<SelectionStore['countTaskInstancesByState']>[0],
+  filter: SelectionFilter,
+): Promise<NotSelected> {
+  const taken = new Set(filter.states)
+  const byState = await store.countTaskInstancesByState(ex, {...filter, states: undefined})
+  const states: Record<string, number> = {}
+  let count = 0
+  for (const {state, count: n} of byState) {
+    if (taken.has(state)) continue
+    states[state ?? 'none'] = n
+    count += n
+  }
+  return {count, states}
+}
+
+/** "running, none". */
+const describeStates = (states: ReadonlyArray<string | null>) => states.map((state) => state ?? 'none').join(', ')
 
 /**
  * A DAG, run or task id that names nothing is a typo, exit 4 with the close matches,

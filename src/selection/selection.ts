@@ -9,9 +9,10 @@ import {
 } from '../store/families/selection.js'
 
 /**
- * Which task instances a command works on, from the selection flags. Filters select task
- * instances whatever their state: the protocol reports each one's outcome (completed,
- * already_success, conflict), so an operator sees what a run really holds.
+ * Which task instances a command works on, from the selection flags. A writer's states (complete's
+ * --from-state) are part of the filter: what it matches in other states is not selected, only
+ * counted (NotSelected); the protocol reports each selected one's outcome, and a state that
+ * changed before the row lock is its conflict.
  */
 export interface SelectionFilter extends TaskInstanceFilter {
   limit?: number | undefined

@@ -23,6 +23,8 @@ export interface SelectorNames {
   shard: string
   /** A run that rolls every write back. */
   dryRun: string
+  /** The states a writer takes a task instance from (complete's), which filter a filter selection. */
+  states: string
 }
 
 export const plainSelectorNames: SelectorNames = {
@@ -37,4 +39,5 @@ export const plainSelectorNames: SelectorNames = {
   allDags: 'all DAGs',
   shard: 'a shard',
   dryRun: 'a dry run',
+  states: 'the writer',
 }

@@ -52,7 +52,7 @@ async function signalledAfter(args: string[], summaryText: string) {
 }
 
 describe('airlock complete', () => {
-  it('a dag run with --json: the JSON envelope, exit 3 when one of its task instances conflicts', async () => {
+  it('a dag run with --json: its task instances in a --from-state state are the selection; the others are not selected, counted by state', async () => {
     const world = await scenario(db.knex)
       .producer('etl', {
         tasks: ['load', 'done', 'retry'],
@@ -67,17 +67,23 @@ describe('airlock complete', () => {
     const result = await complete('--dag-id', 'etl', '--run-id', run, '--yes', '--json')
     const out = envelope(result) as {
       status: number
-      result: {summary: Record<string, unknown>; items: Array<Record<string, unknown>>}
+      result: {
+        summary: Record<string, unknown>
+        not_selected_states: Record<string, number>
+        items: Array<Record<string, unknown>>
+      }
       warnings: string[]
     }
-    expect(result.code).toBe(3)
-    expect(out.status).toBe(3)
-    // load: completed, one event (its second outlet is inactive) queuing report and audit; done: already_success; retry: conflict.
+    // A filter selection is not a list of conflicts: done (success) and retry (up_for_retry) are
+    // not running, so not selected, and nothing changed under airlock's feet: exit 0.
+    expect(result.code).toBe(0)
+    expect(out.status).toBe(0)
+    // load: completed, one event (its second outlet is inactive) queuing report and audit.
     expect(out.result.summary).toEqual({
-      selected: 3,
+      selected: 1,
       completed: 1,
-      already_success: 1,
-      conflict: 1,
+      already_success: 0,
+      conflict: 0,
       inactive_outlet: 0,
       unsupported_consumer: 0,
       invalid_end_date: 0,
@@ -89,9 +95,89 @@ describe('airlock complete', () => {
       events_created: 1,
       runs_queued: 2,
       dry_run: false,
+      not_selected: 2,
     })
-    const conflict = out.result.items.find((i) => i.outcome === 'conflict')
-    expect(conflict).toMatchObject({
+    expect(out.result.not_selected_states).toEqual({success: 1, up_for_retry: 1})
+    expect(out.result.items.map((i) => [i.task_id, i.outcome])).toEqual([['load', 'completed']])
+    const item = out.result.items[0]!
+    expect(Object.keys(item.timings as object).sort()).toEqual([
+      'lock_hold_ms',
+      'lock_wait_ms',
+      'register_ms',
+      'stamp_to_commit_ms',
+      'total_ms',
+    ])
+    expect(out.warnings.join()).toContain('not active')
+  })
+
+  it('a backfill over a DAG with history: never-run task instances of other runs are not selected, not conflicts; --from-state none takes them', async () => {
+    const world = await scenario(db.knex).producer('etl', {tasks: 3, outlets: 1, runs: 3}).build()
+    // Runs 2 and 3 were created but never ran: their task instances have no state yet (NULL).
+    const idle = [world.run('etl', 2).run_id, world.run('etl', 3).run_id]
+    await db.knex('task_instance').where({dag_id: 'etl'}).whereIn('run_id', idle).update({state: null})
+    const result = await complete('--dag-id', 'etl', '--from-state', 'running', '--yes', '--json')
+    const out = envelope(result) as {
+      result: {summary: Record<string, unknown>; not_selected_states: Record<string, number>}
+    }
+    expect(result.code, result.stderr).toBe(0)
+    expect(out.result.summary).toMatchObject({selected: 3, completed: 3, conflict: 0, not_selected: 6})
+    expect(out.result.not_selected_states).toEqual({none: 6})
+    const human = await complete('--dag-id', 'etl', '--yes')
+    expect(human.code).toBe(0)
+    expect(human.stdout).toContain(
+      'Not selected: 9 task instances the filter matched in other states (6 none, 3 success): --from-state leaves them out, untouched.',
+    )
+    // Named as a state, "none" selects exactly the task instances with no state (SQL NULL).
+    const idleToo = envelope(await complete('--dag-id', 'etl', '--from-state', 'none', '--dry-run', '--json')) as {
+      result: {summary: Record<string, unknown>; items: Array<{run_id: string}>}
+    }
+    expect(idleToo.result.summary).toMatchObject({selected: 6, not_selected: 3})
+    expect(new Set(idleToo.result.items.map((i) => i.run_id))).toEqual(new Set(idle))
+  })
+
+  it("a filter selection whose task instance changes state under airlock's feet (between the selection and the row lock): a conflict, exit 3", async () => {
+    const world = await threeRunningTasks()
+    const moved = world.ti('etl', 'task_2')
+    const footprint = await writeFootprint(db.knex)
+    const result = await whileRowLocked(db.knex, moved.id, async (holder) => {
+      const {finished} = startCli(['complete', '--database-url', db.url, '--dag-id', 'etl', '--yes', '--json'])
+      // Selected as running; the scheduler fails it while airlock waits for its row.
+      await waitUntilAppBlocked(db.knex, `airlock:complete:${moved.id}`)
+      await holder.raw(`update task_instance set state = 'failed' where id = ?`, [moved.id])
+      await holder.commit()
+      return finished
+    })
+    expect(result.code, result.stderr).toBe(3)
+    const out = envelope(result) as {
+      result: {
+        summary: Record<string, unknown>
+        items: Array<{task_id: string; outcome: string; previous_state: string}>
+      }
+    }
+    expect(out.result.summary).toMatchObject({selected: 3, completed: 2, conflict: 1, not_selected: 0})
+    expect(out.result.items.find((i) => i.outcome === 'conflict')).toMatchObject({
+      task_id: 'task_2',
+      previous_state: 'failed',
+    })
+    expect((await eventsOf(db.knex, moved)).length).toBe(0)
+    expect((await writeFootprint(db.knex)).asset_event).toBe((footprint.asset_event ?? 0) + 4)
+  })
+
+  it('task instances named one by one are taken whatever their state: one not in a --from-state state is a conflict, exit 3', async () => {
+    const world = await scenario(db.knex)
+      .producer('etl', {tasks: ['load', 'done', 'retry'], outlets: 1, state: {done: 'success', retry: 'up_for_retry'}})
+      .build()
+    const run = world.run('etl').run_id
+    const ids = ['load', 'done', 'retry'].flatMap((task) => ['--ti-id', world.ti('etl', task).id])
+    const result = await complete(...ids, '--yes', '--json')
+    const out = envelope(result) as {
+      status: number
+      result: {summary: Record<string, unknown>; items: Array<Record<string, unknown>>}
+    }
+    expect(result.code).toBe(3)
+    expect(out.result.summary).toMatchObject({selected: 3, completed: 1, already_success: 1, conflict: 1})
+    expect(out.result.summary).not.toHaveProperty('not_selected')
+    expect(out.result.items.find((i) => i.outcome === 'conflict')).toMatchObject({
       dag_id: 'etl',
       run_id: run,
       task_id: 'retry',
@@ -100,14 +186,6 @@ describe('airlock complete', () => {
       events: 0,
       queued: 0,
     })
-    expect(Object.keys(conflict!.timings as object).sort()).toEqual([
-      'lock_hold_ms',
-      'lock_wait_ms',
-      'register_ms',
-      'stamp_to_commit_ms',
-      'total_ms',
-    ])
-    expect(out.warnings.join()).toContain('not active')
   })
 
   it('--ndjson streams one item per line and ends with the summary', async () => {
@@ -174,7 +252,7 @@ describe('airlock complete', () => {
     expect(await writeFootprint(db.knex)).toEqual(footprint)
   })
 
-  it('the refusal counts what would change: the task instances in a --from-state state, of those selected; none to change is no question', async () => {
+  it('the refusal counts the task instances in a --from-state state; the others are not selected; none left is no question', async () => {
     await scenario(db.knex).producer('etl', {tasks: 5, outlets: 1}).build()
     const run = await db.knex('task_instance').where({dag_id: 'etl'}).first('run_id')
     const ids = await db.knex('task_instance').where({dag_id: 'etl'}).orderBy('task_id').pluck('id')
@@ -182,20 +260,21 @@ describe('airlock complete', () => {
     const footprint = await writeFootprint(db.knex)
     const refused = await complete('--dag-id', 'etl', '--run-id', run!.run_id as string)
     expect(refused.code).toBe(2)
-    expect(refused.stderr).toContain(
-      'Refusing to mark 2 task instances as success (of 5 selected; the other 3 would be left as they are) without confirmation.',
-    )
+    expect(refused.stderr).toContain('Refusing to mark 2 task instances as success without confirmation.')
+    expect(refused.stderr).toContain('Not selected: 3 task instances the filter matched in other states (3 success).')
     expect(await writeFootprint(db.knex)).toEqual(footprint)
 
-    // All already success: nothing would change, so nothing is asked; each item says so, exit 0.
+    // All already success: nothing is selected, so nothing is asked; the warning and the summary say why, exit 0.
     await db.knex('task_instance').whereIn('id', ids).update({state: 'success'})
+    const settledFootprint = await writeFootprint(db.knex)
     const settled = await complete('--dag-id', 'etl', '--run-id', run!.run_id as string, '--json')
     expect(settled.code, settled.stderr).toBe(0)
-    expect((envelope(settled) as {result: {summary: Record<string, number>}}).result.summary).toMatchObject({
-      selected: 5,
-      already_success: 5,
-      completed: 0,
-    })
+    const out = envelope(settled) as {result: {summary: Record<string, number>}; warnings: string[]}
+    expect(out.result.summary).toMatchObject({selected: 0, completed: 0, not_selected: 5})
+    expect(out.warnings.join()).toContain(
+      'is in a state --from-state takes (running): 5 task instances in other states (5 success) not selected',
+    )
+    expect(await writeFootprint(db.knex)).toEqual(settledFootprint)
   })
 
   it('piped output honours COLUMNS when set, and keeps every value whole when not', async () => {
@@ -787,17 +866,22 @@ describe('airlock complete', () => {
     const runs = [world.run('etl', 1).run_id, world.run('etl', 2).run_id].sort()
     const footprint = await writeFootprint(db.knex)
 
-    // No terminal to answer: refused, but the operator still sees what was refused.
+    // No terminal to answer: refused, but the operator still sees what was refused, and what the
+    // filter matched that --from-state leaves out.
     const refused = await complete('--dag-id', 'etl')
     expect(refused.code).toBe(2)
-    expect(refused.stderr).toContain('Selected 6 task instances in 2 runs of 1 DAG:')
-    expect(refused.stderr).toMatch(new RegExp(`etl\\s+${escape(runs[0]!)}\\s+3\\s+2 running, 1 failed`))
+    expect(refused.stderr).toContain('Selected 4 task instances in 2 runs of 1 DAG:')
+    expect(refused.stderr).toMatch(new RegExp(`etl\\s+${escape(runs[0]!)}\\s+2\\s+2 running`))
+    expect(refused.stderr).toContain('Not selected: 2 task instances the filter matched in other states (2 failed).')
 
     const dry = await complete('--dag-id', 'etl', '--dry-run')
-    expect(dry.code).toBe(3)
-    expect(dry.stderr).toContain('Selected 6 task instances in 2 runs of 1 DAG:')
+    expect(dry.code).toBe(0)
+    expect(dry.stderr).toContain('Selected 4 task instances in 2 runs of 1 DAG:')
+    expect(dry.stdout).toContain('Not selected: 2 task instances the filter matched in other states (2 failed)')
     const json = envelope(await complete('--dag-id', 'etl', '--dry-run', '--json')) as {
       result: {
+        summary: Record<string, unknown>
+        not_selected_states: Record<string, number>
         breakdown: {
           dags: number
           truncated: boolean
@@ -808,8 +892,16 @@ describe('airlock complete', () => {
     expect(json.result.breakdown).toEqual({
       dags: 1,
       truncated: false,
-      runs: runs.map((run_id) => ({dag_id: 'etl', run_id, task_instances: 3, states: {running: 2, failed: 1}})),
+      runs: runs.map((run_id) => ({dag_id: 'etl', run_id, task_instances: 2, states: {running: 2}})),
     })
+    expect(json.result.summary).toMatchObject({selected: 4, completed: 4, not_selected: 2})
+    expect(json.result.not_selected_states).toEqual({failed: 2})
+    // --from-state failed too: all six are selected, none left out.
+    const both = envelope(
+      await complete('--dag-id', 'etl', '--from-state', 'running', '--from-state', 'failed', '--dry-run', '--json'),
+    ) as {result: {summary: Record<string, unknown>; not_selected_states: Record<string, number>}}
+    expect(both.result.summary).toMatchObject({selected: 6, not_selected: 0})
+    expect(both.result.not_selected_states).toEqual({})
     // --limit: the breakdown counts what the pages will take, not the whole filter.
     const limited = envelope(await complete('--dag-id', 'etl', '--limit', '2', '--dry-run', '--json')) as {
       result: {breakdown: {runs: Array<{task_instances: number}>}}

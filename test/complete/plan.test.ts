@@ -53,7 +53,8 @@ describe('--plan: a read-only plan', () => {
     expect(refused.code).toBe(2)
 
     const planned = await runCli(['complete', '--database-url', reader, '--dag-id', 'etl', '--plan', '--json'])
-    expect(planned.code).toBe(3)
+    // task_3 failed: not selected (running is the default --from-state), so no conflict.
+    expect(planned.code).toBe(0)
     const plan = envelope(planned) as unknown as Report
     expect(plan.result.plan).toContain('writes nothing')
     const dry = envelope(
@@ -64,7 +65,8 @@ describe('--plan: a read-only plan', () => {
       shape(plan)
         .items.map((i) => i.outcome)
         .sort(),
-    ).toEqual(['conflict', 'would_complete', 'would_complete'])
+    ).toEqual(['would_complete', 'would_complete'])
+    expect(plan.result.summary).toMatchObject({not_selected: 1})
     // Both task instances together satisfy report; audit still waits for task_3's asset.
     expect(plan.result.downstream).toEqual(
       expect.arrayContaining([
