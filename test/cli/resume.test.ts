@@ -90,8 +90,9 @@ describe('the resume line of a run a signal stopped', () => {
     const written = (await fs.readdir(dir)).filter((name) => name.startsWith(`${mode} items-`))
     expect(written).toHaveLength(1)
     const second = await lines(path.join(dir, written[0]!))
-    expect(second.filter((line) => line.type === 'item')).toHaveLength(tasks)
+    // What the first run completed is no longer running: not selected again, only counted.
+    expect(second.filter((line) => line.type === 'item')).toHaveLength(tasks - done)
     expect(second.filter((line) => line.outcome === 'completed')).toHaveLength(tasks - done)
-    expect(second.at(-1)).toMatchObject({type: 'summary', interrupted: false})
+    expect(second.at(-1)).toMatchObject({type: 'summary', interrupted: false, not_selected: done})
   })
 })
