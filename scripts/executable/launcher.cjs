@@ -30,7 +30,17 @@ const root =
   process.env.AIRLOCK_EXECUTABLE_CACHE ||
   path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'airlock', 'executable')
 const dir = path.join(root, build)
-if (!fs.existsSync(path.join(dir, '.complete'))) unpack()
+if (!fs.existsSync(path.join(dir, '.complete'))) {
+  try {
+    unpack()
+  } catch (error) {
+    // Where the files cannot go (a read-only home, a full disk): what to set, never a stack.
+    process.stderr.write(
+      `airlock: cannot unpack its files into ${dir} (${error.code ?? error.message}): set AIRLOCK_EXECUTABLE_CACHE to a writable directory (or XDG_CACHE_HOME).\n`,
+    )
+    process.exit(2)
+  }
+}
 
 // Loaded from disk, launch.cjs may import() the ES modules; the injected script may not.
 createRequire(path.join(dir, 'launch.cjs'))('./launch.cjs')

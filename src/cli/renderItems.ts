@@ -201,17 +201,7 @@ export function renderBatch(
     )
   else if (report.output_file) parts.push(`Every item is in ${report.output_file}.`)
   const s = report.summary
-  const counts = Object.entries(s)
-    .filter(
-      ([key, value]) =>
-        typeof value === 'number' &&
-        !['selected', 'events_created', 'runs_queued', 'not_reached', 'not_selected'].includes(key) &&
-        value > 0,
-    )
-    .map(
-      ([key, value]) =>
-        `${value.toLocaleString('en-US')} ${((s.dry_run && dryRunOutcomeNames[key]) || key).replaceAll('_', ' ')}`,
-    )
+  const counts = outcomeCounts(s)
   parts.push(
     `${report.plan ? 'PLAN (read-only: nothing written, no row locked): ' : s.dry_run ? 'DRY RUN (rolled back, nothing written): ' : ''}${selectedPhrase(s, noun)}: ` +
       `${counts.join(', ') || 'nothing to do'}; ${amounts ?? `${plural(s.events_created as number, 'event')}, ${plural(s.runs_queued as number, 'queue row')}`}${report.plan ? ` planned${report.downstream?.length ? ' (what they make ready: Downstream, below)' : ''}` : ''}.` +
@@ -223,6 +213,21 @@ export function renderBatch(
   if (lineage) parts.push(lineage)
   if (report.downstream && report.downstream.length > 0) parts.push(renderDownstream(report.downstream, s.dry_run))
   return parts.join('\n\n')
+}
+
+/** "6 completed, 1 conflict": the summary's outcome counts that are not zero (in a dry run's words). */
+function outcomeCounts(s: BatchReport['summary']): string[] {
+  return Object.entries(s)
+    .filter(
+      ([key, value]) =>
+        typeof value === 'number' &&
+        !['selected', 'events_created', 'runs_queued', 'not_reached', 'not_selected'].includes(key) &&
+        value > 0,
+    )
+    .map(
+      ([key, value]) =>
+        `${value.toLocaleString('en-US')} ${((s.dry_run && dryRunOutcomeNames[key]) || key).replaceAll('_', ' ')}`,
+    )
 }
 
 /** "Not selected: 14 task instances the filter matched in other states (12 none, 2 success)." */
