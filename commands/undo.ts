@@ -27,6 +27,11 @@ names the run, to stop or mark in Airflow), changed (the task instance moved on 
 clear, the scheduler), not_airlock (a row airlock did not write), not_undoable (an undo itself, a
 row from an airlock that recorded no before-image), already_undone. Any refusal is exit 3.
 
+A consumed write's events may still be queued for other consumer DAGs, whose runs will take
+them: the item lists them (still_queued). --withdraw-queued withdraws exactly those queue rows,
+under undo's locks and checks, in an audit row of its own that undo takes back (withdrawn, exit
+3: the run that consumed the events stands, to handle in Airflow).
+
 Select by --log-id (the log_id of each item of complete's or replay-events' --json/--ndjson
 output), by --from-file (such an output file), or by --since/--until with --by-actor and
 --dag-id/--run-id/--task-id.`)
@@ -94,6 +99,11 @@ output), by --from-file (such an output file), or by --since/--until with --by-a
       helpGroup: 'SELECTION',
     }),
     ...failIfEmptyFlag,
+    'withdraw-queued': Flags.boolean({
+      description:
+        "For a write a run consumed (outcome consumed): withdraw the queue rows its events still hold for other consumer DAGs (still_queued), so those DAGs do not run on them. Under undo's locks and checks, recorded in its own audit row (undo --log-id of it puts them back while still valid); the run that consumed them is not taken back. With --plan or --dry-run: what it would withdraw.",
+      helpGroup: 'WRITING',
+    }),
     ...undoWriteFlags,
     plan: Flags.boolean({
       ...undoWriteFlags.plan,
@@ -113,7 +123,13 @@ output), by --from-file (such an output file), or by --since/--until with --by-a
       ...(flags.plan ? {readOnly: true} : {writes: 'undo'}),
     })
     return this.writeBatch(
-      await prepareUndo(airflow, {selection, write, airlockVersion: this.config.version, actor: flags.actor}),
+      await prepareUndo(airflow, {
+        selection,
+        write,
+        airlockVersion: this.config.version,
+        actor: flags.actor,
+        withdrawQueued: flags['withdraw-queued'],
+      }),
       {yes: flags.yes, outputFile: flags.output, failIfEmpty: flags['fail-if-empty']},
     )
   }

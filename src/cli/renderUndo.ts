@@ -44,6 +44,22 @@ export function renderUndo(report: BatchReport<UndoItemJson>, width?: number): s
     parts.push(
       `${report.summary.dry_run ? 'Would no longer be ready' : 'No longer ready'} (the undone events had made them ready): ${[...new Set(lost)].slice(0, detailRows).join(', ')}`,
     )
+  const queued = report.items.flatMap((item) =>
+    Object.keys(item.still_queued ?? {}).map((dag) => `${dag} (log row ${item.log_id})`),
+  )
+  if (queued.length > 0)
+    parts.push(
+      `Still queued on consumed writes' events (their next runs will take them; --withdraw-queued withdraws those queue rows): ${[...new Set(queued)].slice(0, detailRows).join(', ')}`,
+    )
+  const withdrawn = report.items.flatMap((item) =>
+    Object.keys({...item.withdrawn_queue_rows, ...(item.outcome.includes('withdraw') ? item.kept_queue_rows : {})}).map(
+      (dag) => `${dag} (log row ${item.log_id}${item.withdraw_log_id ? `, withdrawal ${item.withdraw_log_id}` : ''})`,
+    ),
+  )
+  if (withdrawn.length > 0)
+    parts.push(
+      `${report.summary.dry_run ? 'Would be withdrawn' : 'Withdrawn'} from the queue (the runs that consumed the events stand: handle them in Airflow): ${[...new Set(withdrawn)].slice(0, detailRows).join(', ')}`,
+    )
   parts.push(renderBatch({...report, items: []}, 'audit row', width, amounts(report)))
   return parts.join('\n\n')
 }

@@ -65,6 +65,7 @@ export const dryRunOutcomeNames: Readonly<Record<string, string>> = {
   completed: 'would_complete',
   replayed: 'would_replay',
   undone: 'would_undo',
+  withdrawn: 'would_withdraw',
 }
 
 /** An item in its JSON shape (snake_case, as Airflow's columns; docs/exit-codes-and-json.md). */

@@ -4,9 +4,9 @@ import {Tally} from '../batch/tally.js'
 import {ExitCode} from '../exitCodes.js'
 import type {Downstream} from '../protocol/downstream.js'
 import {lostServer} from '../protocol/outcomes.js'
-import {errorJson, type ErrorJson} from '../report/itemJson.js'
+import {dryRunOutcomeNames, errorJson, type ErrorJson} from '../report/itemJson.js'
 import {checkedLines, checkReadable, parseJsonLine} from '../selection/ndjsonInput.js'
-import {type AuditRecord, type AuditRecordWindow, undoLogEvent} from '../store/families/undo.js'
+import {type AuditRecord, type AuditRecordWindow, undoLogEvent, withdrawLogEvent} from '../store/families/undo.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
 import {byDag, undoItem, type UndoItemStore, type UndoResult} from './undoItem.js'
 import {undoTargetOf, type UndoTarget} from './undoTarget.js'
@@ -16,6 +16,8 @@ export const undoOutcomes = {
   undone: ExitCode.ok,
   already_undone: ExitCode.ok,
   consumed: ExitCode.conflict,
+  // The write's queue rows withdrawn, but the run that consumed its events stands: Airflow's to handle.
+  withdrawn: ExitCode.conflict,
   changed: ExitCode.conflict,
   not_airlock: ExitCode.conflict,
   not_undoable: ExitCode.conflict,
@@ -28,7 +30,7 @@ export const undoOutcomes = {
 export type UndoOutcomeName = keyof typeof undoOutcomes
 
 /** The log events airlock's writers leave (complete writes Airflow's own `success`). */
-export const undoableEvents = ['success', 'airlock.replay-events', 'airlock.audit-events.fix']
+export const undoableEvents = ['success', 'airlock.replay-events', 'airlock.audit-events.fix', withdrawLogEvent]
 
 export type UndoSelection =
   | {kind: 'log-ids'; ids: number[]}
@@ -38,6 +40,8 @@ export type UndoSelection =
 export interface UndoRequest {
   selection: UndoSelection
   write: WriteOptions
+  /** --withdraw-queued: a consumed write's events withdrawn from the queues that still hold them. */
+  withdrawQueued?: boolean
   airlockVersion: string
   actor?: string | undefined
 }
@@ -59,7 +63,14 @@ export interface UndoItemJson {
   /** --continue-run: the task instances its clear took, back under these (their old) ids. */
   restored_cleared: string[]
   restored_event_ids: number[]
+  /** An undo of a withdrawal: the queue rows put back. */
+  restored_queue_rows?: Record<string, number[]>
   consuming_runs?: Array<{event_id: number; dag_id: string; run_id: string | null}>
+  /** consumed: the queue rows the write's events still hold for other consumers, whose runs will take them. */
+  still_queued?: Record<string, number[]>
+  /** withdrawn: the withdrawal's own audit row (undo --log-id takes it back), and the rows it withdrew. */
+  withdraw_log_id?: number | null
+  withdrawn_queue_rows?: Record<string, number[]>
   /** The consumer DAGs of the deleted events' assets as the scheduler sees them after the undo. */
   downstream?: Downstream[]
   /** The consumer DAGs those events had made ready that the undo leaves not ready. */
@@ -110,6 +121,7 @@ export async function prepareUndo(
           const {result, totalMs} = await undoItem(airflow, item, {
             dryRun: write.dryRun,
             plan: write.plan ?? false,
+            withdrawQueued: request.withdrawQueued ?? false,
             lockTimeoutMs: write.lockTimeoutMs,
             statementTimeoutMs: write.statementTimeoutMs,
             airlockVersion: request.airlockVersion,
@@ -221,7 +233,7 @@ function toUndoItemJson(target: UndoTarget, result: UndoResult, totalMs: number,
     run_id: record.runId,
     task_id: record.taskId,
     map_index: record.mapIndex,
-    outcome: dryRun && result.outcome === 'undone' ? 'would_undo' : result.outcome,
+    outcome: (dryRun && dryRunOutcomeNames[result.outcome]) || result.outcome,
     timings: {total_ms: Math.round(totalMs * 100) / 100},
   }
   switch (result.outcome) {
@@ -235,6 +247,7 @@ function toUndoItemJson(target: UndoTarget, result: UndoResult, totalMs: number,
         restored_task_instance: result.restoredTaskInstance,
         restored_cleared: result.restoredCleared,
         restored_event_ids: result.restoredEventIds,
+        ...(result.restoredQueueRows.length > 0 ? {restored_queue_rows: byDag(result.restoredQueueRows)} : {}),
         downstream: result.downstream,
         lost_readiness: result.lostReadiness,
       }
@@ -244,6 +257,16 @@ function toUndoItemJson(target: UndoTarget, result: UndoResult, totalMs: number,
       return {
         ...base,
         consuming_runs: result.runs.map((r) => ({event_id: r.eventId, dag_id: r.dagId, run_id: r.runId})),
+        still_queued: byDag(result.stillQueued),
+        detail: result.detail,
+      }
+    case 'withdrawn':
+      return {
+        ...base,
+        consuming_runs: result.runs.map((r) => ({event_id: r.eventId, dag_id: r.dagId, run_id: r.runId})),
+        withdraw_log_id: dryRun ? null : result.withdrawLogId,
+        withdrawn_queue_rows: byDag(result.withdrawnQueueRows),
+        kept_queue_rows: byDag(result.keptQueueRows),
         detail: result.detail,
       }
     case 'failed':

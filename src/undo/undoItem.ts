@@ -2,11 +2,19 @@ import {clearSubset, taskGraph} from '../airflow/serializedDag.js'
 import {runTransaction, type Decision, type Failed} from '../engine/transaction.js'
 import type {Executor} from '../engine/engine.js'
 import {auditIdentity} from '../protocol/auditIdentity.js'
-import {downstreamOf, type Downstream} from '../protocol/downstream.js'
+import type {Downstream} from '../protocol/downstream.js'
 import {sessionTag} from '../protocol/sessionTag.js'
-import {type ConsumingRun, undoLogEvent, type UndoStore} from '../store/families/undo.js'
+import {
+  type ConsumingRun,
+  type EventConsumerLocks,
+  undoLogEvent,
+  type UndoQueueEffect,
+  type UndoStore,
+  withdrawLogEvent,
+} from '../store/families/undo.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
-import type {QueueRow, UndoTarget} from './undoTarget.js'
+import {type QueueRow, type UndoTarget, withdrawCommand} from './undoTarget.js'
+import {undoDownstream, type UndoDownstream} from './undoDownstream.js'
 import type {StoreCapabilities} from '../store/types.js'
 import type {EventStore} from '../store/families/events.js'
 import type {AuditLogStore} from '../store/families/audit.js'
@@ -35,14 +43,32 @@ export type UndoOutcome =
       /** --continue-run: the task instances its clear took, back under their old ids. */
       restoredCleared: string[]
       restoredEventIds: number[]
+      /** An undo of a withdrawal: the queue rows put back. */
+      restoredQueueRows: QueueRow[]
       downstream: Downstream[]
       /** The consumer DAGs the deleted events had made ready, ready no longer: the scheduler will not run them for this write. */
       lostReadiness: string[]
     }
   /** An undo of this row committed already (this one wrote nothing). */
   | {outcome: 'already_undone'; undoLogId: number}
-  /** A run took its events: undo cannot take back a run. */
-  | {outcome: 'consumed'; runs: ConsumingRun[]; detail: string}
+  /**
+   * A run took its events: undo cannot take back a run. `stillQueued`: the queue rows the write's
+   * events still hold for other consumers, whose runs will take them (--withdraw-queued).
+   */
+  | {outcome: 'consumed'; runs: ConsumingRun[]; stillQueued: QueueRow[]; detail: string}
+  /**
+   * --withdraw-queued on a consumed write: the queue rows its events still held withdrawn (before
+   * 3.4 one kept where another pending event needs it), under the withdrawal's own audit row; the
+   * run that consumed them stands.
+   */
+  | {
+      outcome: 'withdrawn'
+      runs: ConsumingRun[]
+      withdrawLogId: number
+      withdrawnQueueRows: QueueRow[]
+      keptQueueRows: QueueRow[]
+      detail: string
+    }
   /** What airlock wrote moved on since (a retry, a clear, the scheduler, another write). */
   | {outcome: 'changed'; detail: string}
   /** A consumer DAG's row was held (the scheduler creating a run) on every attempt. */
@@ -56,6 +82,8 @@ export interface UndoSettings {
   dryRun: boolean
   /** --plan: decided on reads alone; nothing is locked or written. */
   plan: boolean
+  /** --withdraw-queued: a consumed write's events withdrawn from the queues that still hold them. */
+  withdrawQueued?: boolean
   lockTimeoutMs: number
   statementTimeoutMs: number
   airlockVersion: string
@@ -82,7 +110,7 @@ export async function undoItem(
   const {db, store} = airflow
   if (settings.plan) {
     const started = performance.now()
-    const result = await planUndo(store, db.executor, target)
+    const result = await planUndo(store, db.executor, target, settings)
     return {result, totalMs: performance.now() - started}
   }
   const subject = target.kind === 'complete' ? target.tiId : `log-${target.record.id}`
@@ -98,7 +126,8 @@ export async function undoItem(
     unknownCommitAdvice: 'running the undo again is safe (it reports already_undone if it committed)',
     run: (tx) => undoWrite(store, tx, target, settings),
     wasCommitted: async (ex, outcome) =>
-      outcome.outcome === 'undone' && (await store.logRowExists(ex, outcome.undoLogId)),
+      (outcome.outcome === 'undone' && (await store.logRowExists(ex, outcome.undoLogId))) ||
+      (outcome.outcome === 'withdrawn' && (await store.logRowExists(ex, outcome.withdrawLogId))),
   })
   return {result, totalMs}
 }
@@ -109,8 +138,8 @@ type Taken = {
   assetIds: number[]
   aliasIds: number[]
   queue: {deleted: QueueRow[]; kept: QueueRow[]}
-  /** The consumer DAGs as the scheduler saw them with the events still there. */
-  before: Downstream[]
+  /** What the undo changes downstream (undoDownstream), decided under the locks before the delete. */
+  change: UndoDownstream
 }
 
 /** One attempt: the events taken back (or a fix's put back), the undo's audit row, then the rows under their locks. */
@@ -122,8 +151,9 @@ async function undoWrite(
 ): Promise<Decision<UndoOutcome>> {
   const earlier = await store.findUndoOf(tx, target.record.id)
   if (earlier !== undefined) return {rollback: {outcome: 'already_undone', undoLogId: earlier}}
-  const taken = await takeBackEvents(store, tx, target)
-  if ('outcome' in taken) return {rollback: taken}
+  if (target.kind === 'withdrawal') return undoWithdrawal(store, tx, target, settings)
+  const taken = await takeBackEvents(store, tx, target, settings)
+  if ('outcome' in taken) return taken.outcome === 'withdrawn' ? {commit: taken} : {rollback: taken}
   const restoredEventIds =
     target.kind === 'fix' ? await store.restoreEvents(tx, target.removedEvents, target.keptEventId) : []
   if (target.kind === 'fix' && restoredEventIds.length < target.removedEvents.length) {
@@ -143,8 +173,6 @@ async function undoWrite(
     const refused = await restoreUnderLock(store, tx, target, undoLogId)
     if (refused) return {rollback: refused}
   }
-  const downstream =
-    taken.assetIds.length > 0 ? downstreamOf(await store.readDownstream(tx, taken.assetIds, taken.aliasIds)) : []
   return {
     commit: {
       outcome: 'undone',
@@ -155,16 +183,11 @@ async function undoWrite(
       restoredTaskInstance: target.kind === 'complete' ? target.tiId : null,
       restoredCleared: target.kind === 'complete' ? clearedIds(target) : [],
       restoredEventIds,
-      downstream,
-      lostReadiness: lostReadiness(taken.before, downstream),
+      restoredQueueRows: [],
+      downstream: taken.change.downstream,
+      lostReadiness: taken.change.lostReadiness,
     },
   }
-}
-
-/** The consumer DAGs the events made ready that are ready no longer. */
-function lostReadiness(before: readonly Downstream[], after: readonly Downstream[]): string[] {
-  const readyAfter = new Set(after.filter((d) => d.ready).map((d) => d.dag_id))
-  return before.filter((d) => d.ready && !readyAfter.has(d.dag_id)).map((d) => d.dag_id)
 }
 
 /** The undo's own audit row: which row it takes back and what it deleted and restored. */
@@ -175,6 +198,7 @@ async function writeUndoRow(
   settings: UndoSettings,
   taken: Taken,
   restoredEventIds: number[],
+  restoredQueueRows: QueueRow[] = [],
 ): Promise<number> {
   const identity = auditIdentity()
   const {record} = target
@@ -202,6 +226,7 @@ async function writeUndoRow(
         deleted_queue_rows: byDag(taken.queue.deleted),
         kept_queue_rows: byDag(taken.queue.kept),
         restored_event_ids: restoredEventIds,
+        ...(target.kind === 'withdrawal' ? {restored_queue_rows: byDag(restoredQueueRows)} : {}),
         ...(target.kind === 'complete' ? {restored_task_instance: target.tiId} : {}),
         ...(target.kind === 'complete' && target.clear
           ? {restored_cleared: clearedIds(target), restored_dag_run: (target.clear.dagRun as {id: number}).id}
@@ -249,16 +274,29 @@ const busyDetail =
  * The events a write made, taken back while no run can take them: the consumer DAGs' rows locked,
  * then refused when a run consumed any, else deleted with the queue rows the write created.
  */
-async function takeBackEvents(store: UndoItemStore, tx: Executor, target: Writable): Promise<UndoOutcome | Taken> {
-  const none = {deleted: [], assetIds: [], aliasIds: [], queue: {deleted: [], kept: []}, before: []}
+async function takeBackEvents(
+  store: UndoItemStore,
+  tx: Executor,
+  target: Exclude<Writable, {kind: 'withdrawal'}>,
+  settings: UndoSettings,
+): Promise<UndoOutcome | Taken> {
+  const none = {
+    deleted: [],
+    assetIds: [],
+    aliasIds: [],
+    queue: {deleted: [], kept: []},
+    change: {downstream: [], lostReadiness: []},
+  }
   if (target.kind === 'fix' || target.eventIds.length === 0) return none
   const locks = await store.lockEventConsumers(tx, target.eventIds)
   if (locks.locked < locks.wanted) throw new ConsumersBusy('a consumer DAG of these events is held by another session')
   const runs = await store.readConsumingRuns(tx, target.eventIds)
-  if (runs.length > 0) return consumed(runs)
+  if (runs.length > 0)
+    return settings.withdrawQueued
+      ? withdrawQueued(store, tx, target, settings, locks, runs)
+      : consumed(runs, await stillQueued(store, tx, target, locks.assetIds))
   if (locks.partitioned.length > 0) return partitionedRefusal(locks.partitioned)
-  const preview = (ex: Executor) => store.readDownstream(ex, locks.assetIds, locks.aliasIds)
-  const before = locks.assetIds.length > 0 ? downstreamOf(await preview(tx)) : []
+  const change = await downstreamChange(store, tx, target, locks)
   const deleted = await store.deleteEvents(tx, target.eventIds)
   if (deleted.length < target.eventIds.length) {
     // Gone already: another undo committed first (its row says so), or something else deleted them.
@@ -275,15 +313,192 @@ async function takeBackEvents(store: UndoItemStore, tx: Executor, target: Writab
     store.capabilities.queueShape === 'per_event'
       ? {deleted: [], kept: []}
       : await store.deleteCreatedQueueRows(tx, {assetIds: locks.assetIds, logId: target.record.id}, target.eventIds)
-  return {deleted: deleted.map((e) => e.id), assetIds: locks.assetIds, aliasIds: locks.aliasIds, queue, before}
+  return {deleted: deleted.map((e) => e.id), assetIds: locks.assetIds, aliasIds: locks.aliasIds, queue, change}
 }
 
-function consumed(runs: ConsumingRun[]): UndoOutcome {
-  const named = [...new Set(runs.map((r) => (r.runId ? `${r.dagId} run ${r.runId}` : `${r.dagId} (partition log)`)))]
+/**
+ * What taking back the events changes downstream, read with them still there (the write under
+ * its locks, before its delete; the plan without a lock): the consumers' facts and the queue keys
+ * the undo takes, one decision (undoDownstream) for the write, --dry-run and --plan.
+ */
+async function downstreamChange(
+  store: UndoItemStore,
+  ex: Executor,
+  target: Extract<Writable, {eventIds: number[]}>,
+  consumers: {assetIds: number[]; aliasIds: number[]},
+): Promise<UndoDownstream & {effect: UndoQueueEffect}> {
+  if (consumers.assetIds.length === 0)
+    return {downstream: [], lostReadiness: [], effect: {deleted: [], kept: [], lostAliases: []}}
+  const before = await store.readDownstream(ex, consumers.assetIds, consumers.aliasIds)
+  const effect = await store.readUndoQueueEffect(
+    ex,
+    {assetIds: consumers.assetIds, logId: target.record.id},
+    target.eventIds,
+  )
+  return {...undoDownstream(before, effect), effect}
+}
+
+function consumed(runs: ConsumingRun[], queued: QueueRow[], why?: string): UndoOutcome {
+  const dags = [...new Set(queued.map((r) => r.dagId))]
+  const still =
+    dags.length === 0
+      ? ''
+      : `; they are still queued for ${dags.join(', ')}, whose next runs will take them: ${why ?? '--withdraw-queued withdraws exactly those queue rows (its own audit row; undo of it puts them back)'}`
   return {
     outcome: 'consumed',
     runs,
-    detail: `its events were consumed by ${named.join(', ')}: undo cannot take back a run; stop or mark it in Airflow (the run's controls in the UI, or PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id})`,
+    stillQueued: queued,
+    detail: `its events were consumed by ${consumers(runs)}: undo cannot take back a run; ${runAdvice}${still}`,
+  }
+}
+
+const consumers = (runs: readonly ConsumingRun[]) =>
+  [...new Set(runs.map((r) => (r.runId ? `${r.dagId} run ${r.runId}` : `${r.dagId} (partition log)`)))].join(', ')
+
+/** What to do about a run that took a write's events, in Airflow: undo cannot take it back. */
+const runAdvice =
+  "stop or mark it in Airflow: mark the run failed (the run's controls in the UI, or PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id} with state failed), clear its task instances once the right data is there, or delete the run in the UI"
+
+/** The queue rows a consumed write's events still hold for other consumers (readUndoQueueEffect's keys). */
+async function stillQueued(
+  store: UndoItemStore,
+  ex: Executor,
+  target: {record: {id: number}; eventIds: number[]},
+  assetIds: number[],
+): Promise<QueueRow[]> {
+  const effect = await store.readUndoQueueEffect(ex, {assetIds, logId: target.record.id}, target.eventIds)
+  return [...effect.deleted, ...effect.kept].sort((a, b) => a.dagId.localeCompare(b.dagId) || a.assetId - b.assetId)
+}
+
+/**
+ * --withdraw-queued on a consumed write, under undo's locks (the consumer DAGs' rows, so no run
+ * takes the events meanwhile) and after its checks: the queue rows its events still hold go as an
+ * undo would delete them (before 3.4 deleteCreatedQueueRows: the rows the write created, one kept
+ * with the next pending event's time where another event needs it; from 3.4 the rows naming its
+ * events), recorded in the withdrawal's own audit row with their before-image. The run that
+ * consumed them stands. A partitioned consumer's path takes events without those locks: refused.
+ */
+async function withdrawQueued(
+  store: UndoItemStore,
+  tx: Executor,
+  target: Extract<Writable, {eventIds: number[]}>,
+  settings: UndoSettings,
+  locks: EventConsumerLocks,
+  runs: ConsumingRun[],
+): Promise<UndoOutcome> {
+  const queued = await stillQueued(store, tx, target, locks.assetIds)
+  if (locks.partitioned.length > 0) return consumed(runs, queued, partitionedWithdrawal(locks.partitioned))
+  const rows = await store.readWriteQueueRows(tx, {assetIds: locks.assetIds, logId: target.record.id}, target.eventIds)
+  if (rows.length === 0) return consumed(runs, [])
+  const queue =
+    store.capabilities.queueShape === 'per_event'
+      ? {deleted: await store.deleteEventQueueRows(tx, target.eventIds), kept: []}
+      : await store.deleteCreatedQueueRows(tx, {assetIds: locks.assetIds, logId: target.record.id}, target.eventIds)
+  const identity = auditIdentity()
+  const {record} = target
+  const {logId} = await store.insertLogRow(
+    tx,
+    {
+      dagId: record.dagId,
+      taskId: record.taskId,
+      runId: record.runId,
+      mapIndex: record.mapIndex,
+      tryNumber: record.tryNumber,
+      logicalDate: record.logicalDate,
+      owners: settings.actor ?? identity.os_user,
+    },
+    withdrawLogEvent,
+    JSON.stringify({
+      host_name: identity.host_name,
+      airlock: {
+        version: settings.airlockVersion,
+        command: withdrawCommand,
+        os_user: identity.os_user,
+        withdraws: record.id,
+        withdrawn_command: target.command,
+        withdrawn_event_ids: target.eventIds,
+        consuming_runs: runs.map((r) => ({event_id: r.eventId, dag_id: r.dagId, run_id: r.runId})),
+        withdrawn_queue_rows: byDag(queue.deleted),
+        kept_queue_rows: byDag(queue.kept),
+        before: {version: 1, queue_rows: rows},
+      },
+    }),
+  )
+  return withdrawn(runs, queue, logId)
+}
+
+/** A withdrawal's outcome (logId undefined: planned), and what it leaves to do in Airflow. */
+function withdrawn(runs: ConsumingRun[], queue: {deleted: QueueRow[]; kept: QueueRow[]}, logId?: number): UndoOutcome {
+  const dags = [...new Set([...queue.deleted, ...queue.kept].map((r) => r.dagId))]
+  const row =
+    logId === undefined
+      ? 'its own audit row, which undo takes back'
+      : `audit row ${logId}; undo --log-id ${logId} puts the rows back while the events are there and unconsumed by those DAGs`
+  return {
+    outcome: 'withdrawn',
+    runs,
+    withdrawLogId: logId ?? 0,
+    withdrawnQueueRows: queue.deleted,
+    keptQueueRows: queue.kept,
+    detail: `withdrawn from the queue of ${dags.join(', ')} (${row}). Not taken back: ${consumers(runs)}, which consumed its events; ${runAdvice}`,
+  }
+}
+
+const partitionedWithdrawal = (dags: readonly string[]) =>
+  `not withdrawn: consumer ${dags.join(', ')} has a partitioned timetable, whose partition path takes events without the locks undo holds`
+
+/**
+ * The undo of a withdrawal, under the same locks (the consumer DAGs of the withdrawn write's
+ * events): the queue rows it withdrew come back when each is still valid (its DAG, its asset and
+ * the write's events of that asset there, and no run of that DAG consumed them since), else
+ * nothing is written (`changed`).
+ */
+async function undoWithdrawal(
+  store: UndoItemStore,
+  tx: Executor,
+  target: Extract<Writable, {kind: 'withdrawal'}>,
+  settings: UndoSettings,
+): Promise<Decision<UndoOutcome>> {
+  if (target.eventIds.length > 0) {
+    const locks = await store.lockEventConsumers(tx, target.eventIds)
+    if (locks.locked < locks.wanted)
+      throw new ConsumersBusy('a consumer DAG of these events is held by another session')
+  }
+  const problems = await store.readQueueRowsUnrestorable(tx, target.queueRows, target.eventIds)
+  if (problems.length > 0) return {rollback: withdrawalMoved(problems)}
+  const restored = await store.restoreQueueRows(tx, target.queueRows)
+  const undoLogId = await writeUndoRow(store, tx, target, settings, noneTaken, [], restored)
+  return {commit: undoneWithdrawal(undoLogId, restored)}
+}
+
+const noneTaken: Taken = {
+  deleted: [],
+  assetIds: [],
+  aliasIds: [],
+  queue: {deleted: [], kept: []},
+  change: {downstream: [], lostReadiness: []},
+}
+
+function withdrawalMoved(problems: readonly string[]): UndoOutcome {
+  return {
+    outcome: 'changed',
+    detail: `the withdrawn queue rows cannot be put back: ${problems.join('; ')}; nothing written`,
+  }
+}
+
+function undoneWithdrawal(undoLogId: number, restored: QueueRow[]): UndoOutcome {
+  return {
+    outcome: 'undone',
+    undoLogId,
+    deletedEventIds: [],
+    deletedQueueRows: [],
+    keptQueueRows: [],
+    restoredTaskInstance: null,
+    restoredCleared: [],
+    restoredEventIds: [],
+    restoredQueueRows: restored,
+    downstream: [],
+    lostReadiness: [],
   }
 }
 
@@ -326,16 +541,31 @@ async function changedSince(
 
 /**
  * --plan: the same decisions on reads alone, in the same order (no lock: a run may still take the
- * events, or the scheduler move a row, before a real undo). The queue rows a real undo would keep
- * or delete are decided only by the write (--dry-run).
+ * events, or the scheduler move a row, before a real undo). The queue rows it would delete and
+ * keep and what that changes downstream are read as the write reads them (downstreamChange).
  */
-async function planUndo(store: UndoItemStore, ex: Executor, target: Writable): Promise<UndoResult> {
+async function planUndo(
+  store: UndoItemStore,
+  ex: Executor,
+  target: Writable,
+  settings: UndoSettings,
+): Promise<UndoResult> {
   const earlier = await store.findUndoOf(ex, target.record.id)
   if (earlier !== undefined) return {outcome: 'already_undone', undoLogId: earlier}
-  let downstream: Downstream[] = []
+  if (target.kind === 'withdrawal') {
+    const problems = await store.readQueueRowsUnrestorable(ex, target.queueRows, target.eventIds)
+    if (problems.length > 0) return withdrawalMoved(problems)
+    return undoneWithdrawal(0, sortedRows(target.queueRows.map((r) => ({dagId: r.dag_id, assetId: r.asset_id}))))
+  }
+  let change: Awaited<ReturnType<typeof downstreamChange>> | undefined
   if (target.kind !== 'fix' && target.eventIds.length > 0) {
     const runs = await store.readConsumingRuns(ex, target.eventIds)
-    if (runs.length > 0) return consumed(runs)
+    if (runs.length > 0) {
+      const locks = await store.lockEventConsumers(ex, target.eventIds, {lock: false})
+      return settings.withdrawQueued
+        ? planWithdrawal(store, ex, target, locks, runs)
+        : consumed(runs, await stillQueued(store, ex, target, locks.assetIds))
+    }
     const consumers = await store.lockEventConsumers(ex, target.eventIds, {lock: false})
     if (consumers.partitioned.length > 0) return partitionedRefusal(consumers.partitioned)
     const present = await store.countEvents(ex, target.eventIds)
@@ -344,8 +574,7 @@ async function planUndo(store: UndoItemStore, ex: Executor, target: Writable): P
         outcome: 'changed',
         detail: `${target.eventIds.length - present} of its events no longer exist (deleted since, as audit-events --fix deletes duplicates)`,
       }
-    if (consumers.assetIds.length > 0)
-      downstream = downstreamOf(await store.readDownstream(ex, consumers.assetIds, consumers.aliasIds))
+    change = await downstreamChange(store, ex, target, consumers)
   }
   if (target.kind === 'complete') {
     const changed = await changedSince(store, ex, target)
@@ -357,16 +586,41 @@ async function planUndo(store: UndoItemStore, ex: Executor, target: Writable): P
     outcome: 'undone',
     undoLogId: 0,
     deletedEventIds: target.kind === 'fix' ? [] : target.eventIds,
-    deletedQueueRows: [],
-    keptQueueRows: [],
+    // From 3.4 a queue row goes with its event (nothing listed), as the write reports it.
+    deletedQueueRows: store.capabilities.queueShape === 'per_event' ? [] : (change?.effect.deleted ?? []),
+    keptQueueRows: store.capabilities.queueShape === 'per_event' ? [] : (change?.effect.kept ?? []),
     restoredTaskInstance: target.kind === 'complete' ? target.tiId : null,
     restoredCleared: target.kind === 'complete' ? clearedIds(target) : [],
     restoredEventIds: target.kind === 'fix' ? target.removedEvents.map((e) => Number(e.id)) : [],
-    // The consumers as they stand with the events: what the undo would take their readiness from.
-    downstream,
-    lostReadiness: downstream.filter((d) => d.ready).map((d) => d.dag_id),
+    restoredQueueRows: [],
+    downstream: change?.downstream ?? [],
+    lostReadiness: change?.lostReadiness ?? [],
   }
 }
+
+/** --plan of --withdraw-queued: the rows the withdrawal would delete and keep, read as it reads them. */
+async function planWithdrawal(
+  store: UndoItemStore,
+  ex: Executor,
+  target: Extract<Writable, {eventIds: number[]}>,
+  locks: EventConsumerLocks,
+  runs: ConsumingRun[],
+): Promise<UndoOutcome> {
+  const queued = await stillQueued(store, ex, target, locks.assetIds)
+  if (locks.partitioned.length > 0) return consumed(runs, queued, partitionedWithdrawal(locks.partitioned))
+  const rows = await store.readWriteQueueRows(ex, {assetIds: locks.assetIds, logId: target.record.id}, target.eventIds)
+  if (rows.length === 0) return consumed(runs, [])
+  if (store.capabilities.queueShape === 'per_event')
+    return withdrawn(runs, {deleted: sortedRows(rows.map((r) => ({dagId: r.dag_id, assetId: r.asset_id}))), kept: []})
+  const effect = await store.readUndoQueueEffect(
+    ex,
+    {assetIds: locks.assetIds, logId: target.record.id},
+    target.eventIds,
+  )
+  return withdrawn(runs, {deleted: effect.deleted, kept: effect.kept})
+}
+
+const sortedRows = (rows: QueueRow[]) => rows.sort((a, b) => a.dagId.localeCompare(b.dagId) || a.assetId - b.assetId)
 
 function partitionedRefusal(dags: readonly string[]): UndoOutcome {
   return {

@@ -1,4 +1,4 @@
-import type {AuditRecord, ClearImage} from '../store/families/undo.js'
+import {type AuditRecord, type ClearImage, type QueueImageRow, withdrawLogEvent} from '../store/families/undo.js'
 
 /**
  * What an audit row says airlock wrote, and what taking it back needs: read from the row's extra
@@ -29,6 +29,18 @@ export type UndoTarget =
       /** The event each kept: the removed ones' extra is taken from it. */
       keptEventId: number
     }
+  /**
+   * `undo --withdraw-queued`: the queue rows it withdrew from a consumed write's events come back
+   * (while that write's events are still there and unconsumed by those DAGs).
+   */
+  | {
+      kind: 'withdrawal'
+      record: AuditRecord
+      command: string
+      /** The withdrawn write's events (the consumer DAGs' locks are taken on them). */
+      eventIds: number[]
+      queueRows: QueueImageRow[]
+    }
   /** Nothing airlock can take back; the outcome says why. */
   | {
       kind: 'refused'
@@ -42,6 +54,9 @@ export interface QueueRow {
   dagId: string
   assetId: number
 }
+
+/** The command a withdrawal's audit row names. */
+export const withdrawCommand = 'undo --withdraw-queued'
 
 /** The before-image versions this airlock reads. */
 const knownVersion = 1
@@ -81,6 +96,14 @@ export function undoTargetOf(record: AuditRecord, undoEvent: string): UndoTarget
       `log row ${record.id} records a before-image of version ${String(image.version)}, which this airlock does not read: use the airlock that wrote it (${String(airlock.version)}) or later`,
       command,
     )
+  if (command === withdrawCommand && record.event === withdrawLogEvent)
+    return {
+      kind: 'withdrawal',
+      record,
+      command,
+      eventIds: numbers(airlock.withdrawn_event_ids),
+      queueRows: Array.isArray(image.queue_rows) ? (image.queue_rows as QueueImageRow[]) : [],
+    }
   const eventIds = numbers(airlock.event_ids)
   if (command === 'replay-events') return {kind: 'events', record, command, eventIds}
   if (command === 'audit-events --fix')

@@ -111,6 +111,43 @@ describe.each(versions)('airlock undo on %s', (version) => {
     })
   })
 
+  it('--plan, --dry-run and the write say the same downstream: the consumers as after the undo, and the readiness it takes', async () => {
+    const w = await world(db.knex)
+    const {log_id: logId} = await complete()
+    // Another producer's event after airlock's, on one of the two assets: before 3.4 its row is
+    // kept, so one of report's two assets stays queued after the undo.
+    const [asset] = w.assets('etl')
+    const [other] = await db
+      .knex('asset_event')
+      .insert({asset_id: asset!.id, extra: '{}', timestamp: new Date(Date.now() + 1000)})
+      .returning('id')
+    if (version === '3.4')
+      await db.knex('asset_dag_run_queue').insert({
+        asset_id: asset!.id,
+        target_dag_id: 'report',
+        created_at: new Date(),
+        asset_event_id: (other as {id: number}).id,
+      })
+    const pick = (item: Record<string, unknown>) => ({
+      downstream: item.downstream,
+      lost_readiness: item.lost_readiness,
+      deleted_queue_rows: item.deleted_queue_rows,
+      kept_queue_rows: item.kept_queue_rows,
+    })
+    const plan = await undo('--log-id', String(logId), '--plan')
+    const dry = await undo('--log-id', String(logId), '--dry-run')
+    const write = await undo('--log-id', String(logId))
+    expect([plan.code, dry.code, write.code]).toEqual([0, 0, 0])
+    const written = pick(write.out.result.items[0]!)
+    expect(pick(plan.out.result.items[0]!)).toEqual(written)
+    expect(pick(dry.out.result.items[0]!)).toEqual(written)
+    // What the write left is what they said: report waits for the asset whose row went.
+    expect(written.lost_readiness).toEqual(['report'])
+    expect(written.downstream).toEqual([
+      expect.objectContaining({dag_id: 'report', ready: false, waiting_for_count: 1, satisfied_count: 1}),
+    ])
+  })
+
   it('a heartbeat between the registration and the lock: the completion registers again, and undo restores the row the heartbeat left', async () => {
     const w = await world(db.knex)
     const target = w.ti('etl')
@@ -180,6 +217,115 @@ describe.each(versions)('airlock undo on %s', (version) => {
     expect(item!.detail).toContain(runs[0]!.runId)
     expect(await snapshot(db.knex)).toEqual(before)
     expect(await db.knex('log').count({n: '*'}).first()).toEqual(logs)
+  })
+
+  /** report ran on the completion's events (audit was paused meanwhile); audit still has them queued. */
+  const partlyConsumed = async () => {
+    await scenario(db.knex)
+      .producer('etl', {outlets: 2})
+      .producer('other', {outlets: 1, state: 'success'})
+      .consumer('report', {on: ['etl']})
+      .consumer('audit', {on: ['etl']})
+      .build()
+    const {log_id: logId} = await complete()
+    await db.knex('dag').where({dag_id: 'audit'}).update({is_paused: true})
+    const runs = await createAssetTriggeredRuns(db.knex, await schemaOf(db.knex))
+    await db.knex('dag').where({dag_id: 'audit'}).update({is_paused: false})
+    expect(runs.map((r) => r.dagId)).toEqual(['report'])
+    return {logId, runId: runs[0]!.runId}
+  }
+  const queueRows = async () =>
+    (
+      await db.knex.raw<{rows: Array<{r: string}>}>(
+        `select to_jsonb(q)::text as r from asset_dag_run_queue q order by target_dag_id, asset_id`,
+      )
+    ).rows.map((row) => row.r)
+
+  it('a write one consumer ran off: consumed, and the consumers its events are still queued for are listed', async () => {
+    const {logId, runId} = await partlyConsumed()
+    const assets = (await db.knex('asset_event').whereIn('id', [1, 2]).orderBy('asset_id')).map(
+      (e: {asset_id: number}) => e.asset_id,
+    )
+    const before = await snapshot(db.knex)
+    const {code, out} = await undo('--log-id', String(logId))
+    expect(code).toBe(3)
+    expect(out.result.items[0]).toMatchObject({outcome: 'consumed', still_queued: {audit: assets}})
+    expect(out.result.items[0]!.detail).toContain(`report run ${runId}`)
+    expect(out.result.items[0]!.detail).toContain('still queued for audit')
+    // The plan says the same; the people's output names them.
+    const plan = await undo('--log-id', String(logId), '--plan')
+    expect(plan.out.result.items[0]).toMatchObject({outcome: 'consumed', still_queued: {audit: assets}})
+    const human = await cli('undo', '--log-id', String(logId), '--yes')
+    expect(human.stdout).toContain('Still queued')
+    expect(human.stdout).toContain(`audit (log row ${logId})`)
+    expect(await snapshot(db.knex)).toEqual(before)
+  })
+
+  it('--withdraw-queued: exactly the rows still queued go (plan = dry run = write), in an audit row undo takes back', async () => {
+    const {logId, runId} = await partlyConsumed()
+    const queued = await queueRows()
+    expect(queued).not.toEqual([])
+    const runsBefore = await db.knex('dag_run').orderBy('id')
+    const plan = await undo('--log-id', String(logId), '--withdraw-queued', '--plan')
+    const dry = await undo('--log-id', String(logId), '--withdraw-queued', '--dry-run')
+    expect(await queueRows()).toEqual(queued)
+    const write = await undo('--log-id', String(logId), '--withdraw-queued')
+    expect([plan.code, dry.code, write.code]).toEqual([3, 3, 3])
+    const item = write.out.result.items[0]!
+    expect(item).toMatchObject({
+      outcome: 'withdrawn',
+      consuming_runs: expect.arrayContaining([expect.objectContaining({run_id: runId})]),
+    })
+    const pick = (i: Record<string, unknown>) => ({rows: i.withdrawn_queue_rows, kept: i.kept_queue_rows})
+    expect(pick(plan.out.result.items[0]!)).toEqual(pick(item))
+    expect(pick(dry.out.result.items[0]!)).toEqual(pick(item))
+    expect([plan.out.result.items[0]!.outcome, dry.out.result.items[0]!.outcome]).toEqual([
+      'would_withdraw',
+      'would_withdraw',
+    ])
+    expect(Object.keys(item.withdrawn_queue_rows as object)).toEqual(['audit'])
+    expect(item.detail).toContain('mark the run failed')
+    // The queue is empty; the run that consumed the events stands.
+    expect(await queueRows()).toEqual([])
+    expect(await db.knex('dag_run').orderBy('id')).toEqual(runsBefore)
+    const withdrawLogId = item.withdraw_log_id as number
+    const [row] = await db.knex('log').where({id: withdrawLogId})
+    expect(row.event).toBe('airlock.undo.withdraw-queued')
+    const extra = JSON.parse(row.extra as string) as {airlock: {withdraws: number; before: {queue_rows: unknown[]}}}
+    expect(extra.airlock.withdraws).toBe(logId)
+    expect(extra.airlock.before.queue_rows).toHaveLength(queued.length)
+    // The write itself stays consumed (nothing left to withdraw), not undone.
+    const again = await undo('--log-id', String(logId), '--withdraw-queued')
+    expect(again.out.result.items[0]).toMatchObject({outcome: 'consumed', still_queued: {}})
+
+    // Undoing the withdrawal puts back exactly the rows it took.
+    const back = await undo('--log-id', String(withdrawLogId))
+    expect(back.code).toBe(0)
+    expect(back.out.result.items[0]).toMatchObject({
+      outcome: 'undone',
+      command: 'undo --withdraw-queued',
+      restored_queue_rows: item.withdrawn_queue_rows,
+    })
+    expect(await queueRows()).toEqual(queued)
+  })
+
+  it('undo of a withdrawal whose DAG consumed the events since: changed, nothing written', async () => {
+    const {logId} = await partlyConsumed()
+    const write = await undo('--log-id', String(logId), '--withdraw-queued')
+    const withdrawLogId = write.out.result.items[0]!.withdraw_log_id as number
+    // audit runs on the events anyway (a run of it consumed them: its condition met by later rows).
+    const [run] = await db.knex('dag_run').where({dag_id: 'report'})
+    const [auditRun] = await db
+      .knex('dag_run')
+      .insert({...run, id: undefined, dag_id: 'audit', run_id: 'asset_triggered__audit'})
+      .returning('id')
+    await db.knex('dagrun_asset_event').insert({dag_run_id: (auditRun as {id: number}).id, event_id: 1})
+    const before = await snapshot(db.knex)
+    const back = await undo('--log-id', String(withdrawLogId))
+    expect(back.code).toBe(3)
+    expect(back.out.result.items[0]).toMatchObject({outcome: 'changed'})
+    expect(back.out.result.items[0]!.detail).toContain('a run of it consumed the events since')
+    expect(await snapshot(db.knex)).toEqual(before)
   })
 
   it("keeps a queue row another producer's pending event still needs (before 3.4: one row per asset and DAG)", async () => {

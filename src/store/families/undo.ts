@@ -20,6 +20,32 @@ export interface UndoStore {
     of: {assetIds: readonly number[]; logId: number},
     undoneEventIds: readonly number[],
   ): Promise<{deleted: Array<{dagId: string; assetId: number}>; kept: Array<{dagId: string; assetId: number}>}>
+  /**
+   * What taking back these events does to the queue, on reads alone (before 3.4 the rows
+   * deleteCreatedQueueRows deletes and keeps; from 3.4 the keys left with no row), and the aliases
+   * each DAG's queue no longer reaches.
+   */
+  readUndoQueueEffect(
+    ex: Executor,
+    of: {assetIds: readonly number[]; logId: number},
+    undoneEventIds: readonly number[],
+  ): Promise<UndoQueueEffect>
+  /** The queue rows a write's events still hold (its created rows before 3.4, the rows naming them from 3.4), as JSON rows. */
+  readWriteQueueRows(
+    ex: Executor,
+    of: {assetIds: readonly number[]; logId: number},
+    eventIds: readonly number[],
+  ): Promise<QueueImageRow[]>
+  /** 3.4: the queue rows naming these events, deleted; the keys. */
+  deleteEventQueueRows(ex: Executor, eventIds: readonly number[]): Promise<Array<{dagId: string; assetId: number}>>
+  /** Why withdrawn queue rows cannot be put back (none: they can), one phrase per row. */
+  readQueueRowsUnrestorable(
+    ex: Executor,
+    rows: readonly QueueImageRow[],
+    eventIds: readonly number[],
+  ): Promise<string[]>
+  /** Withdrawn queue rows put back from their before-image; the keys written. */
+  restoreQueueRows(ex: Executor, rows: readonly QueueImageRow[]): Promise<Array<{dagId: string; assetId: number}>>
   /** Under the row lock: which columns differ from what airlock's write left. */
   compareTaskInstanceLeft(
     ex: Executor,
@@ -44,6 +70,17 @@ export interface UndoStore {
   /** Events removed by the duplicate repair, put back whole (their extra from the kept event); the ids restored. */
   restoreEvents(ex: Executor, rows: readonly unknown[], keptEventId: number): Promise<number[]>
 }
+
+/** A queue row as a withdrawal's before-image records it (`event_id` from 3.4, one row per event). */
+export interface QueueImageRow {
+  dag_id: string
+  asset_id: number
+  created_at: string
+  event_id?: number
+}
+
+/** log.event of the audit row of `undo --withdraw-queued` (varchar(60) in Airflow). */
+export const withdrawLogEvent = 'airlock.undo.withdraw-queued'
 
 /** log.event of an undo's own audit row (varchar(60) in Airflow): what findUndoOf looks for. */
 export const undoLogEvent = 'airlock.undo'
@@ -91,6 +128,13 @@ export interface EventConsumerLocks {
   /** The events' assets and aliases (what the downstream preview reads before they go). */
   assetIds: number[]
   aliasIds: number[]
+}
+
+/** The queue keys an undo takes away and keeps, and the aliases a DAG's queue no longer reaches. */
+export interface UndoQueueEffect {
+  deleted: Array<{dagId: string; assetId: number}>
+  kept: Array<{dagId: string; assetId: number}>
+  lostAliases: Array<{dagId: string; alias: string}>
 }
 
 /** A run that consumed an event; runId null for a 3.2+ partition log row (no run yet). */

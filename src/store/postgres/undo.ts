@@ -7,6 +7,8 @@ import {
   type ClearImage,
   type ConsumingRun,
   type EventConsumerLocks,
+  type QueueImageRow,
+  type UndoQueueEffect,
   undoLogEvent,
 } from '../families/undo.js'
 import {heldConsumerDags} from './fragments.js'
@@ -250,6 +252,196 @@ function deleteCreatedQueueRows() {
 }
 
 /**
+ * What taking back a write's events does to the queue, decided on reads (the same rows
+ * deleteCreatedQueueRows then deletes and keeps; from 3.4 the rows that go with the events by
+ * their foreign key): the (DAG, asset) keys no longer queued afterwards, the keys kept (before
+ * 3.4, another pending event still needs the row), and per DAG the aliases its queue no longer
+ * reaches (linked only to assets that leave it). The downstream preview of an undo is the facts
+ * read with the events, less these: one answer for the write, --dry-run and --plan. From 3.4
+ * `kept` is the keys another event keeps queued: together with `deleted`, every key the events
+ * hold in the queue (a row of each stays when a run consumed them for another DAG).
+ */
+function readUndoQueueEffect(capabilities: Pick<Capabilities, 'queueShape'>) {
+  const perEvent = capabilities.queueShape === 'per_event'
+  const keys = perEvent
+    ? // One row per event (3.4): a key leaves the queue when every row of it is one of the events'.
+      `gone as (
+       select distinct q.target_dag_id as dag_id, q.asset_id
+         from asset_dag_run_queue q
+        where q.asset_event_id = any($1::int[])
+          and not exists (select 1 from asset_dag_run_queue o
+                           where o.target_dag_id = q.target_dag_id and o.asset_id = q.asset_id
+                             and o.asset_event_id <> all($1::int[]))
+     ), kept as (
+       -- Still queued on another event: listed (what a consumed write leaves queued), not deleted.
+       select distinct q.target_dag_id as dag_id, q.asset_id
+         from asset_dag_run_queue q
+        where q.asset_event_id = any($1::int[])
+          and not exists (select 1 from gone g where g.dag_id = q.target_dag_id and g.asset_id = q.asset_id)
+     )`
+    : // deleteCreatedQueueRows' own choice, read: its created and needed rows.
+      `created as (
+       select q.target_dag_id as dag_id, q.asset_id, q.created_at
+         from asset_dag_run_queue q
+        where q.asset_id = any($1::int[]) and q.xmin = (select l.xmin from log l where l.id = $2::int)
+     ), kept as (
+       select c.dag_id, c.asset_id
+         from created c
+         join asset_event e on e.asset_id = c.asset_id and e.id <> all($3::int[]) and e.timestamp >= c.created_at
+        where e.timestamp > coalesce((select max(r.run_after) from dag_run r
+                                       where r.dag_id = c.dag_id and r.run_type = 'asset_triggered'), '-infinity')
+        group by c.dag_id, c.asset_id
+     ), gone as (
+       select c.dag_id, c.asset_id from created c
+        where not exists (select 1 from kept k where k.dag_id = c.dag_id and k.asset_id = c.asset_id)
+     )`
+  const read = prepared(
+    `undo_queue_effect_${capabilities.queueShape}`,
+    `with ${keys}, lost as (
+       select distinct g.dag_id, al.name
+         from gone g
+         join asset_alias_asset l on l.asset_id = g.asset_id
+         join asset_alias al on al.id = l.alias_id
+        where not exists (select 1 from asset_dag_run_queue q join asset_alias_asset o on o.asset_id = q.asset_id
+                           where q.target_dag_id = g.dag_id and o.alias_id = l.alias_id
+                             and not exists (select 1 from gone n where n.dag_id = q.target_dag_id and n.asset_id = q.asset_id))
+     )
+     select 'deleted' as kind, dag_id, asset_id, null::varchar as alias from gone
+     union all
+     select 'kept', dag_id, asset_id, null from kept
+     union all
+     select 'alias', dag_id, null, name from lost
+      order by 1, 2, 3, 4`,
+  )
+  return async (
+    ex: Executor,
+    of: {assetIds: readonly number[]; logId: number},
+    undoneEventIds: readonly number[],
+  ): Promise<UndoQueueEffect> => {
+    if (of.assetIds.length === 0 || undoneEventIds.length === 0) return {deleted: [], kept: [], lostAliases: []}
+    const rows = await ex.query<{kind: string; dag_id: string; asset_id: number | null; alias: string | null}>(
+      // 3.4's text names the events alone.
+      read(perEvent ? [undoneEventIds] : [of.assetIds, of.logId, undoneEventIds]),
+    )
+    const rowsOf = (kind: string) =>
+      rows.filter((r) => r.kind === kind).map((r) => ({dagId: r.dag_id, assetId: r.asset_id!}))
+    return {
+      deleted: rowsOf('deleted'),
+      kept: rowsOf('kept'),
+      lostAliases: rows.filter((r) => r.kind === 'alias').map((r) => ({dagId: r.dag_id, alias: r.alias!})),
+    }
+  }
+}
+
+/**
+ * The queue rows a write's events still hold (`undo --withdraw-queued`'s before-image), as JSON
+ * rows (timestamps as PostgreSQL writes them, to the microsecond): before 3.4 the rows the write
+ * created (its audit row's xmin, as deleteCreatedQueueRows finds them), from 3.4 the rows naming
+ * its events. A consumer whose run consumed the events has none left: the scheduler deletes a
+ * DAG's queue rows when it creates the run (`SchedulerJobRunner._create_dag_runs_asset_triggered`).
+ */
+function readWriteQueueRows(capabilities: Pick<Capabilities, 'queueShape'>) {
+  const perEvent = capabilities.queueShape === 'per_event'
+  const read = prepared(
+    `undo_write_queue_rows_${capabilities.queueShape}`,
+    perEvent
+      ? `select json_build_object('dag_id', q.target_dag_id, 'asset_id', q.asset_id, 'created_at', q.created_at,
+                                  'event_id', q.asset_event_id) as row
+           from asset_dag_run_queue q where q.asset_event_id = any($1::int[])
+          order by q.target_dag_id, q.asset_id, q.asset_event_id`
+      : `select json_build_object('dag_id', q.target_dag_id, 'asset_id', q.asset_id, 'created_at', q.created_at) as row
+           from asset_dag_run_queue q
+          where q.asset_id = any($1::int[]) and q.xmin = (select l.xmin from log l where l.id = $2::int)
+          order by q.target_dag_id, q.asset_id`,
+  )
+  return async (
+    ex: Executor,
+    of: {assetIds: readonly number[]; logId: number},
+    eventIds: readonly number[],
+  ): Promise<QueueImageRow[]> => {
+    if (eventIds.length === 0) return []
+    return (await ex.query<{row: QueueImageRow}>(read(perEvent ? [eventIds] : [of.assetIds, of.logId]))).map(
+      (r) => r.row,
+    )
+  }
+}
+
+/** 3.4: the queue rows naming these events deleted (keyed per event, nothing else needs them). */
+function deleteEventQueueRows() {
+  const remove = prepared(
+    'undo_withdraw_event_queue_rows',
+    `delete from asset_dag_run_queue q where q.asset_event_id = any($1::int[])
+      returning q.target_dag_id as dag_id, q.asset_id`,
+  )
+  return async (ex: Executor, eventIds: readonly number[]): Promise<Array<{dagId: string; assetId: number}>> =>
+    (await ex.query<{dag_id: string; asset_id: number}>(remove([eventIds])))
+      .map((r) => ({dagId: r.dag_id, assetId: r.asset_id}))
+      .sort((a, b) => a.dagId.localeCompare(b.dagId) || a.assetId - b.assetId)
+}
+
+/**
+ * Why withdrawn queue rows cannot be put back, one phrase per row (none: all can): the DAG or the
+ * asset is gone, the write's events of the asset are gone, or a run of that DAG consumed them
+ * since (`dagrun_asset_event`): a row put back would queue a run on events already consumed.
+ */
+function readQueueRowsUnrestorable() {
+  const check = prepared(
+    'undo_queue_rows_unrestorable',
+    `select format('%s/asset %s: %s', b.dag_id, b.asset_id,
+                   case when not exists (select 1 from dag d where d.dag_id = b.dag_id) then 'the DAG is gone'
+                        when not exists (select 1 from asset a where a.id = b.asset_id) then 'the asset is gone'
+                        when not exists (select 1 from asset_event e where e.asset_id = b.asset_id and e.id = any($2::int[])
+                                            and (b.event_id is null or e.id = b.event_id))
+                          then 'its events are gone'
+                        else 'a run of it consumed the events since' end) as problem
+       from json_to_recordset($1::json) as b(dag_id text, asset_id int, created_at timestamptz, event_id int)
+      where not exists (select 1 from dag d where d.dag_id = b.dag_id)
+         or not exists (select 1 from asset a where a.id = b.asset_id)
+         or not exists (select 1 from asset_event e where e.asset_id = b.asset_id and e.id = any($2::int[])
+                           and (b.event_id is null or e.id = b.event_id))
+         or exists (select 1 from dagrun_asset_event c join dag_run r on r.id = c.dag_run_id
+                     join asset_event e on e.id = c.event_id
+                    where r.dag_id = b.dag_id and e.asset_id = b.asset_id and c.event_id = any($2::int[]))
+      order by 1`,
+  )
+  return async (ex: Executor, rows: readonly QueueImageRow[], eventIds: readonly number[]): Promise<string[]> =>
+    (await ex.query<{problem: string}>(check([JSON.stringify(rows), eventIds]))).map((r) => r.problem)
+}
+
+/**
+ * Withdrawn queue rows put back from the withdrawal's before-image. Before 3.4 a key queued again
+ * since keeps its row with the earlier of the two times (the scheduler takes the events stamped up
+ * to the newest created_at of the DAG's rows: the earlier time keeps the write's event in the
+ * window, as `AssetManager._queue_dagruns_nonpartitioned_postgres` would have left it); from 3.4 a
+ * row per event, one queued again since left as it is.
+ */
+function restoreQueueRows(capabilities: Pick<Capabilities, 'queueShape'>) {
+  const perEvent = capabilities.queueShape === 'per_event'
+  const restore = prepared(
+    `undo_restore_queue_rows_${capabilities.queueShape}`,
+    perEvent
+      ? `insert into asset_dag_run_queue (asset_id, target_dag_id, created_at, asset_event_id)
+         select b.asset_id, b.dag_id, b.created_at, b.event_id
+           from json_to_recordset($1::json) as b(dag_id text, asset_id int, created_at timestamptz, event_id int)
+          order by b.dag_id, b.event_id
+         on conflict (target_dag_id, asset_event_id) do nothing
+         returning target_dag_id as dag_id, asset_id`
+      : `insert into asset_dag_run_queue as q (asset_id, target_dag_id, created_at)
+         select b.asset_id, b.dag_id, b.created_at
+           from json_to_recordset($1::json) as b(dag_id text, asset_id int, created_at timestamptz)
+          order by b.asset_id, b.dag_id
+         on conflict (asset_id, target_dag_id) do update set created_at = least(q.created_at, excluded.created_at)
+         returning q.target_dag_id as dag_id, q.asset_id`,
+  )
+  return async (ex: Executor, rows: readonly QueueImageRow[]): Promise<Array<{dagId: string; assetId: number}>> => {
+    if (rows.length === 0) return []
+    return (await ex.query<{dag_id: string; asset_id: number}>(restore([JSON.stringify(rows)])))
+      .map((r) => ({dagId: r.dag_id, assetId: r.asset_id}))
+      .sort((a, b) => a.dagId.localeCompare(b.dagId) || a.assetId - b.assetId)
+  }
+}
+
+/**
  * Under the task instance's row lock: whether it is still exactly the row version airlock's write
  * left. PostgreSQL stamps every row version with the transaction that wrote it (xmin): the
  * task_instance row and the audit row of one write carry the same one until anything writes the
@@ -448,7 +640,9 @@ function readMovedSince() {
 }
 
 /** The undo family for one capability set. */
-export function undoStore(capabilities: Pick<Capabilities, 'partitionedTimetables' | 'eventPartitionKey'>): UndoStore {
+export function undoStore(
+  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'eventPartitionKey' | 'queueShape'>,
+): UndoStore {
   return {
     readAuditRecords: readAuditRecords(),
     readAuditRecordWindow: readAuditRecordWindow(),
@@ -457,6 +651,11 @@ export function undoStore(capabilities: Pick<Capabilities, 'partitionedTimetable
     readConsumingRuns: readConsumingRuns(capabilities),
     deleteEvents: deleteEvents(),
     deleteCreatedQueueRows: deleteCreatedQueueRows(),
+    readUndoQueueEffect: readUndoQueueEffect(capabilities),
+    readWriteQueueRows: readWriteQueueRows(capabilities),
+    deleteEventQueueRows: deleteEventQueueRows(),
+    readQueueRowsUnrestorable: readQueueRowsUnrestorable(),
+    restoreQueueRows: restoreQueueRows(capabilities),
     compareTaskInstanceLeft: compareTaskInstanceLeft(),
     restoreTaskInstance: restoreTaskInstance(),
     readMovedSince: readMovedSince(),

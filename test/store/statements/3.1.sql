@@ -1208,6 +1208,73 @@ union all
 select 'kept', dag_id, asset_id from kept
  order by 1, 2, 3;
 
+-- airlock_undo_queue_effect_per_asset_239a83fda5c8
+with created as (
+  select q.target_dag_id as dag_id, q.asset_id, q.created_at
+    from asset_dag_run_queue q
+   where q.asset_id = any($1::int[]) and q.xmin = (select l.xmin from log l where l.id = $2::int)
+), kept as (
+  select c.dag_id, c.asset_id
+    from created c
+    join asset_event e on e.asset_id = c.asset_id and e.id <> all($3::int[]) and e.timestamp >= c.created_at
+   where e.timestamp > coalesce((select max(r.run_after) from dag_run r
+                                  where r.dag_id = c.dag_id and r.run_type = 'asset_triggered'), '-infinity')
+   group by c.dag_id, c.asset_id
+), gone as (
+  select c.dag_id, c.asset_id from created c
+   where not exists (select 1 from kept k where k.dag_id = c.dag_id and k.asset_id = c.asset_id)
+), lost as (
+  select distinct g.dag_id, al.name
+    from gone g
+    join asset_alias_asset l on l.asset_id = g.asset_id
+    join asset_alias al on al.id = l.alias_id
+   where not exists (select 1 from asset_dag_run_queue q join asset_alias_asset o on o.asset_id = q.asset_id
+                      where q.target_dag_id = g.dag_id and o.alias_id = l.alias_id
+                        and not exists (select 1 from gone n where n.dag_id = q.target_dag_id and n.asset_id = q.asset_id))
+)
+select 'deleted' as kind, dag_id, asset_id, null::varchar as alias from gone
+union all
+select 'kept', dag_id, asset_id, null from kept
+union all
+select 'alias', dag_id, null, name from lost
+ order by 1, 2, 3, 4;
+
+-- airlock_undo_write_queue_rows_per_asset_530b5501ce7e
+select json_build_object('dag_id', q.target_dag_id, 'asset_id', q.asset_id, 'created_at', q.created_at) as row
+ from asset_dag_run_queue q
+where q.asset_id = any($1::int[]) and q.xmin = (select l.xmin from log l where l.id = $2::int)
+order by q.target_dag_id, q.asset_id;
+
+-- airlock_undo_withdraw_event_queue_rows_f488c986adf8
+delete from asset_dag_run_queue q where q.asset_event_id = any($1::int[])
+returning q.target_dag_id as dag_id, q.asset_id;
+
+-- airlock_undo_queue_rows_unrestorable_ae3789ba41e0
+select format('%s/asset %s: %s', b.dag_id, b.asset_id,
+             case when not exists (select 1 from dag d where d.dag_id = b.dag_id) then 'the DAG is gone'
+                  when not exists (select 1 from asset a where a.id = b.asset_id) then 'the asset is gone'
+                  when not exists (select 1 from asset_event e where e.asset_id = b.asset_id and e.id = any($2::int[])
+                                      and (b.event_id is null or e.id = b.event_id))
+                    then 'its events are gone'
+                  else 'a run of it consumed the events since' end) as problem
+ from json_to_recordset($1::json) as b(dag_id text, asset_id int, created_at timestamptz, event_id int)
+where not exists (select 1 from dag d where d.dag_id = b.dag_id)
+   or not exists (select 1 from asset a where a.id = b.asset_id)
+   or not exists (select 1 from asset_event e where e.asset_id = b.asset_id and e.id = any($2::int[])
+                     and (b.event_id is null or e.id = b.event_id))
+   or exists (select 1 from dagrun_asset_event c join dag_run r on r.id = c.dag_run_id
+               join asset_event e on e.id = c.event_id
+              where r.dag_id = b.dag_id and e.asset_id = b.asset_id and c.event_id = any($2::int[]))
+order by 1;
+
+-- airlock_undo_restore_queue_rows_per_asset_124d153ffb21
+insert into asset_dag_run_queue as q (asset_id, target_dag_id, created_at)
+select b.asset_id, b.dag_id, b.created_at
+  from json_to_recordset($1::json) as b(dag_id text, asset_id int, created_at timestamptz)
+ order by b.asset_id, b.dag_id
+on conflict (asset_id, target_dag_id) do update set created_at = least(q.created_at, excluded.created_at)
+returning q.target_dag_id as dag_id, q.asset_id;
+
 -- airlock_undo_compare_ti_cc09b1b34f3e
 select ti.xmin = l.xmin as same, ti.state, ti.try_number
  from task_instance ti, log l
