@@ -424,14 +424,20 @@ async function withdrawQueued(
       },
     }),
   )
-  return withdrawn(runs, queue, logId)
+  // A dry run's row is rolled back: its id names nothing to undo.
+  return withdrawn(runs, queue, logId, settings.dryRun)
 }
 
 /** A withdrawal's outcome (logId undefined: planned), and what it leaves to do in Airflow. */
-function withdrawn(runs: ConsumingRun[], queue: {deleted: QueueRow[]; kept: QueueRow[]}, logId?: number): UndoOutcome {
+function withdrawn(
+  runs: ConsumingRun[],
+  queue: {deleted: QueueRow[]; kept: QueueRow[]},
+  logId?: number,
+  dryRun = false,
+): UndoOutcome {
   const dags = [...new Set([...queue.deleted, ...queue.kept].map((r) => r.dagId))]
   const row =
-    logId === undefined
+    logId === undefined || dryRun
       ? 'its own audit row, which undo takes back'
       : `audit row ${logId}; undo --log-id ${logId} puts the rows back while the events are there and unconsumed by those DAGs`
   return {
