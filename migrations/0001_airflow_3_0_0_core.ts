@@ -304,10 +304,29 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['event'], 'idx_log_event')
     t.index(['dag_id', 'task_id', 'run_id', 'map_index', 'try_number'], 'idx_log_task_instance')
   })
+
+  // The scheduler's and the DAG processor's heartbeats (`Job`, airflow/jobs/job.py; created by
+  // 0000_2_6_2_squashed_migrations.py and unchanged through 3.3.2), which explain and doctor read.
+  await knex.schema.createTable('job', (t) => {
+    t.increments('id', {primaryKey: true})
+    t.string('dag_id', 250)
+    t.string('state', 20)
+    t.string('job_type', 30)
+    t.timestamp('start_date', tz)
+    t.timestamp('end_date', tz)
+    t.timestamp('latest_heartbeat', tz)
+    t.string('executor_class', 500)
+    t.string('hostname', 500)
+    t.string('unixname', 1000)
+    t.index(['dag_id'], 'idx_job_dag_id')
+    t.index(['state', 'latest_heartbeat'], 'idx_job_state_heartbeat')
+    t.index(['job_type', 'latest_heartbeat'], 'job_type_heart')
+  })
 }
 
 export async function down(knex: Knex): Promise<void> {
   for (const table of [
+    'job',
     'log',
     'task_instance_note',
     'task_reschedule',

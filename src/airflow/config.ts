@@ -162,3 +162,36 @@ function readOption(file: string, option: AirflowOption): string | undefined {
 
   return found?.join('\n').trimEnd()
 }
+
+/** A number option, the value Airflow reads and where it came from. */
+export interface AirflowNumberSetting {
+  value: number
+  /** `[section] key`, as Airflow's docs name it. */
+  option: string
+  source: string
+}
+
+/**
+ * A number option as `conf.getint` (`int(value)`: an integer, else Airflow refuses it) or
+ * `conf.getfloat` reads it: the variable, then airflow.cfg, else `fallback` (the option's default
+ * in Airflow's config.yml).
+ */
+export function readAirflowNumber(
+  section: string,
+  key: string,
+  kind: 'int' | 'float',
+  fallback: number,
+  env: NodeJS.ProcessEnv = process.env,
+): AirflowNumberSetting {
+  const option = `[${section}] ${key}`
+  const found = readAirflowString(section, key, env)
+  if (found === undefined) return {value: fallback, option, source: "Airflow's default"}
+  const raw = found.value.trim()
+  const value =
+    kind === 'int' ? (/^[+-]?\d+$/.test(raw) ? Number(raw) : Number.NaN) : raw === '' ? Number.NaN : Number(raw)
+  if (!Number.isFinite(value))
+    throw new AirflowConfigError(
+      `${option} in ${found.source} is ${JSON.stringify(found.value)}, which Airflow does not read as ${kind === 'int' ? 'an integer' : 'a number'}`,
+    )
+  return {value, option, source: found.source}
+}

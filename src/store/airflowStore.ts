@@ -3,6 +3,7 @@ import type {CatalogStore} from './families/catalog.js'
 import type {ClearStore} from './families/clear.js'
 import type {DownstreamStore} from './families/downstream.js'
 import type {EventStore} from './families/events.js'
+import type {JobStore} from './families/jobs.js'
 import type {LineageStore} from './families/lineage.js'
 import type {RegistrationStore} from './families/registration.js'
 import type {SelectionStore} from './families/selection.js'
@@ -32,4 +33,5 @@ export type AirflowStore = StoreCapabilities &
   ClearStore &
   EventStore &
   EventAuditStore &
-  UndoStore
+  UndoStore &
+  JobStore

@@ -63,6 +63,11 @@ export interface ExplainDag extends Omit<DownstreamFacts, 'queued'> {
   /** Whether it has a serialized DAG at all. */
   serialized: boolean
   /**
+   * `dag.asset_expression` is set: the DAG processor writes it from the DAG's asset schedule and
+   * NULL when it has none; 3.2+'s `dags_needing_dagruns` deletes the queue rows of a DAG without it.
+   */
+  hasAssetExpression: boolean
+  /**
    * 3.3+, a partitioned timetable airlock can read: the rollup fingerprint the scheduler compares
    * pending partition runs with (src/airflow/rollupFingerprint.ts).
    */

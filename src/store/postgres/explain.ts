@@ -92,6 +92,7 @@ function explainStatements(
     `explain_dags${capabilities.partitionedTimetables ? '_partitioned' : ''}${capabilities.maxRunsFlag ? '_flag' : ''}_${capabilities.queueShape}`,
     `select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as stale,
             d.has_import_errors is not false as import_errors, d.max_active_runs,
+            d.asset_expression is not null as has_asset_expression,
             (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
             ${maxRunsFlag} as max_runs_flag, ${partitioned} as partitioned,
             sd.timetable, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,
@@ -283,6 +284,7 @@ interface EventJson {
 
 interface DagRow extends SchedulerDagRow {
   serialized: boolean
+  has_asset_expression: boolean
   queue: Array<{
     asset_id: number
     name: string | null
@@ -353,6 +355,7 @@ function toDag(row: DagRow, partitionStep: Capabilities['partitionStep']): Expla
     maxRunsFlag: row.max_runs_flag,
     partitioned: row.partitioned,
     serialized: row.serialized,
+    hasAssetExpression: row.has_asset_expression,
     condition: timetable?.__var?.asset_condition,
     ...(fingerprint ? {rollupFingerprint: fingerprint} : {}),
     queue: row.queue.map((q) => ({

@@ -7,6 +7,7 @@ import {downstreamPreview} from './downstream.js'
 import {eventAuditStore} from './eventAudit.js'
 import {eventStore} from './events.js'
 import {downstreamStore} from './explain.js'
+import {jobStore} from './jobs.js'
 import {lineageStore} from './lineage.js'
 import {registrationStore} from './registration.js'
 import {selectionStore} from './selection.js'
@@ -34,6 +35,7 @@ export function postgresStore(capabilities: Capabilities): AirflowStore {
     ...eventStore(capabilities),
     ...eventAuditStore(capabilities),
     ...undoStore(capabilities),
+    ...jobStore(),
     // Last: the statement files list what the store prepares in the order it builds them.
     ...downstreamStore(capabilities, preview),
   }

@@ -1368,6 +1368,12 @@ update dag_run d
  from json_populate_record(null::dag_run, $1::json) as b
 where d.id = b.id;
 
+-- airlock_latest_jobs_b6ebf976748b
+select distinct on (job_type) id, job_type, state, latest_heartbeat, hostname
+ from job
+where job_type = any($1::text[])
+order by job_type, case state when 'running' then 0 else 1 end, latest_heartbeat desc;
+
 -- airlock_explain_dag_page_all_586b757c6b21
 select d.dag_id from (
   (select r.dag_id from dag_schedule_asset_reference r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)
@@ -1394,9 +1400,10 @@ where d.dag_id > $1
 order by d.dag_id
 limit $5;
 
--- airlock_explain_dags_per_asset_2deb09d8abfb
+-- airlock_explain_dags_per_asset_721127c12f98
 select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as stale,
       d.has_import_errors is not false as import_errors, d.max_active_runs,
+      d.asset_expression is not null as has_asset_expression,
       (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
       false as max_runs_flag, false as partitioned,
       sd.timetable, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,

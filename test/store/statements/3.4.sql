@@ -1383,6 +1383,12 @@ update dag_run d
  from json_populate_record(null::dag_run, $1::json) as b
 where d.id = b.id;
 
+-- airlock_latest_jobs_b6ebf976748b
+select distinct on (job_type) id, job_type, state, latest_heartbeat, hostname
+ from job
+where job_type = any($1::text[])
+order by job_type, case state when 'running' then 0 else 1 end, latest_heartbeat desc;
+
 -- airlock_explain_dag_page_all_partitioned_7e5e49c0e442
 select d.dag_id from (
   (select r.dag_id from dag_schedule_asset_reference r where r.dag_id > $1 group by r.dag_id order by r.dag_id limit $2)
@@ -1409,9 +1415,10 @@ where d.dag_id > $1
 order by d.dag_id
 limit $5;
 
--- airlock_explain_dags_partitioned_flag_per_event_35e326122ede
+-- airlock_explain_dags_partitioned_flag_per_event_e1ca304979d9
 select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as stale,
       d.has_import_errors is not false as import_errors, d.max_active_runs,
+      d.asset_expression is not null as has_asset_expression,
       (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
       d.exceeds_max_non_backfill is true as max_runs_flag, coalesce(d.timetable_partitioned, false) as partitioned,
       sd.timetable, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,

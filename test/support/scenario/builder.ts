@@ -372,6 +372,24 @@ export class ScenarioBuilder {
             },
           },
         }
+        // The dag row's `asset_expression` (`BaseAsset.as_expression`), which the DAG processor
+        // writes with the schedule: 3.2+'s `dags_needing_dagruns` deletes the queue rows of a DAG
+        // without one.
+        const expressions = [
+          ...consumer.by.flatMap((kind) =>
+            targets.map((a) =>
+              kind === 'id'
+                ? {asset: {uri: a.uri, name: a.name, group: 'asset', id: a.id}}
+                : kind === 'name'
+                  ? {asset_ref: {name: a.name}}
+                  : {asset_ref: {uri: a.uri}},
+            ),
+          ),
+          ...(consumer.alias === undefined ? [] : [{alias: {name: consumer.alias, group: 'asset'}}]),
+        ]
+        await trx('dag')
+          .where({dag_id: consumer.dagId})
+          .update({asset_expression: JSON.stringify({[consumer.condition === 'any' ? 'any' : 'all']: expressions})})
         await trx('serialized_dag').insert({
           id: randomUUID(),
           dag_id: consumer.dagId,
