@@ -13,7 +13,9 @@ import {runExplain, type ExplainSummary} from '../src/explain/runExplain.js'
 import type {ExplainSelection} from '../src/store/families/downstream.js'
 
 interface ExplainResult {
-  summary: ExplainSummary
+  summary: Omit<ExplainSummary, 'scheduler' | 'dag_processor'>
+  scheduler: ExplainSummary['scheduler']
+  dag_processor: ExplainSummary['dag_processor']
   dags: DagExplanation[]
 }
 
@@ -21,19 +23,24 @@ export default class Explain extends AirlockCommand<ExplainResult> {
   static override summary =
     'Why an asset-scheduled DAG will run, waits, or is blocked; runs that consumed one event twice.'
   static override description =
-    prose(`Read-only (a read-only role is enough). For each DAG, what the scheduler's next loop will do
+    prose(`Read-only (a read-only role is enough). For each DAG, what a coming scheduler loop will do
 with it, from what the database holds now: its asset condition (from its latest serialized DAG) as
 a tree, each asset queued (since when, by which event) or missing (its last event); the exclusions
 that apply (paused, stale, import errors, max_active_runs, from 3.2 the scheduler's cached
 exceeds_max_non_backfill flag); for a partitioned consumer (3.2+) each pending partition run; its
-last asset-triggered runs with the events each consumed. The verdict is will_run (the next loop
-creates a run), waiting (for the fewest assets that would make its condition true), blocked (by
+last asset-triggered runs with the events each consumed. The verdict is will_run (a coming
+loop creates a run: each loop takes a limited number of DAGs and skips those another scheduler
+holds), waiting (for the fewest assets that would make its condition true), blocked (by
 what) or not_asset_scheduled.
 
 Findings: stuck (the condition has held, or a partition run has been pending, longer than
 --stuck-after with no run created), duplicate_run (two runs consumed the same event: the race of
 two schedulers), duplicate_partition_run (two pending partition runs for one key), orphan_queue (a
-queue row whose asset is gone). --fail-on makes a finding exit 6, for cron.`)
+queue row whose asset is gone). --fail-on makes a finding exit 6, for cron.
+
+A verdict is what a running scheduler does: with no live scheduler (the job table's heartbeats,
+judged as Airflow's health check judges them) or DAG processor, the verdicts that need one say
+so, and so does the report.`)
 
   static override examples = [
     {description: 'Why did my consumer not run?', command: '<%= config.bin %> explain --dag-id report_daily'},
@@ -110,10 +117,14 @@ queue row whose asset is gone). --fail-on makes a finding exit 6, for cron.`)
     )
     this.settle(exit)
     if (flags.ndjson) this.emit(JSON.stringify({type: 'summary', ...summary}))
-    return {result: {summary, dags}, exit}
+    const {scheduler, dag_processor, ...counts} = summary
+    return {result: {summary: counts, scheduler, dag_processor, dags}, exit}
   }
 
   protected render(result: ExplainResult): string {
-    return renderExplainSummary(result.summary)
+    return renderExplainSummary(
+      {...result.summary, scheduler: result.scheduler, dag_processor: result.dag_processor},
+      this.now,
+    )
   }
 }

@@ -1,4 +1,11 @@
-import {ago, type ConditionJson, type DagExplanation, type EventJson, type LeafJson} from '../explain/explainDag.js'
+import {
+  ago,
+  notRunning,
+  type ConditionJson,
+  type DagExplanation,
+  type EventJson,
+  type LeafJson,
+} from '../explain/explainDag.js'
 import type {ExplainSummary} from '../explain/runExplain.js'
 
 /** Condition lines shown per DAG for people; --json lists every leaf. */
@@ -29,6 +36,7 @@ export function renderExplainedDag(dag: DagExplanation, now: Date): string {
     )
   }
   for (const finding of dag.findings) lines.push(`  ! ${finding.kind}: ${finding.detail}`)
+  for (const caveat of dag.caveats ?? []) lines.push(`  ! but ${caveat}`)
   return lines.join('\n')
 }
 
@@ -38,7 +46,7 @@ function headline(dag: DagExplanation, now: Date): string {
   const of = `${queued} of ${leaves.length} asset${leaves.length === 1 ? '' : 's'} queued`
   switch (dag.verdict) {
     case 'will_run':
-      return `${dag.dag_id}: will run: the scheduler's next loop creates its run (${of})`
+      return `${dag.dag_id}: will run: a coming scheduler loop creates its run (${of})`
     case 'blocked':
       return `${dag.dag_id}: blocked by ${dag.blocked_by}: ${dag.reason} (${of})`
     case 'not_asset_scheduled':
@@ -90,10 +98,14 @@ const describe = (event: EventJson) => `${event.id} of ${short(event.timestamp)}
 /** An instant to the minute, UTC: "2026-12-05 03:12Z". */
 const short = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)}Z`
 
-export function renderExplainSummary(summary: ExplainSummary): string {
+export function renderExplainSummary(summary: ExplainSummary, now: Date): string {
   const {verdicts, findings} = summary
+  const down = [
+    notRunning('scheduler', 'SchedulerJob', summary.scheduler, now),
+    notRunning('DAG processor', 'DagProcessorJob', summary.dag_processor, now),
+  ].filter((line) => line !== undefined)
   const found = Object.entries(findings)
     .filter(([, n]) => n > 0)
     .map(([kind, n]) => `${n} ${kind}`)
-  return `${summary.dags} DAG${summary.dags === 1 ? '' : 's'}: ${verdicts.will_run} will run, ${verdicts.waiting} waiting, ${verdicts.blocked} blocked, ${verdicts.not_asset_scheduled} not asset-scheduled; ${found.length > 0 ? `findings: ${found.join(', ')}` : 'no findings'}.`
+  return `${summary.dags} DAG${summary.dags === 1 ? '' : 's'}: ${verdicts.will_run} will run, ${verdicts.waiting} waiting, ${verdicts.blocked} blocked, ${verdicts.not_asset_scheduled} not asset-scheduled; ${found.length > 0 ? `findings: ${found.join(', ')}` : 'no findings'}.${down.map((line) => `\n! ${line}: a verdict is what a running one does.`).join('')}`
 }

@@ -17,6 +17,8 @@ import type {
   ExplainRun,
 } from '../store/families/downstream.js'
 import {exclusionsOf, maxRunsFlagReason, type ExclusionBlock} from '../protocol/downstream.js'
+import type {ComponentHealth} from '../airflow/jobHealth.js'
+import {instant} from '../output/instant.js'
 
 /**
  * `airlock explain`: the scheduler's asset-triggered step for one DAG, as it will take it on its
@@ -100,12 +102,26 @@ export interface DagExplanation {
   }>
   runs: Array<{run_id: string; state: string | null; run_after: string; queued_at: string | null; events: number[]}>
   findings: FindingJson[]
+  /**
+   * What the verdict takes for granted and the database says may not hold: no live scheduler
+   * (nothing creates the run), no live DAG processor (nothing parses the file), queue rows a
+   * coming loop deletes. Absent when there is none.
+   */
+  caveats?: string[]
 }
 
 export interface ExplainOptions {
   now: Date
   /** A condition that has held (or a partition run pending) this long with no run is `stuck`. */
   stuckAfterMs: number
+  /** The scheduler's and the DAG processor's health (src/airflow/jobHealth.ts); unknown when absent. */
+  scheduler?: ComponentHealth
+  dagProcessor?: ComponentHealth
+  /**
+   * 3.2+: `dags_needing_dagruns` deletes the queue rows of a DAG whose `asset_expression` is NULL
+   * before it evaluates anything; 3.0 and 3.1 leave them.
+   */
+  deletesQueueWithoutExpression?: boolean
 }
 
 /**
@@ -141,16 +157,66 @@ export function missingLeafAssets(page: ExplainPage): number[] {
 export function explainPage(page: ExplainPage, options: ExplainOptions): DagExplanation[] {
   const context = pageContext(page)
   return page.dags.map((dag) =>
-    inContractOrder(
-      explainDag(
-        dag,
-        context,
-        page.runs.filter((r) => r.dagId === dag.dagId),
-        page.partitions.filter((p) => p.dagId === dag.dagId),
-        options,
+    withCaveats(
+      inContractOrder(
+        explainDag(
+          dag,
+          context,
+          page.runs.filter((r) => r.dagId === dag.dagId),
+          page.partitions.filter((p) => p.dagId === dag.dagId),
+          options,
+        ),
       ),
+      dag,
+      options,
     ),
   )
+}
+
+/**
+ * The verdict's caveats, and the scheduler's absence on a `stuck` finding. A verdict says what the
+ * scheduler's step does with the rows the database holds; it does not say a scheduler runs.
+ */
+function withCaveats(e: DagExplanation, dag: ExplainDag, options: ExplainOptions): DagExplanation {
+  const caveats: string[] = []
+  const noScheduler = options.scheduler && notRunning('scheduler', 'SchedulerJob', options.scheduler, options.now)
+  const noProcessor =
+    options.dagProcessor && notRunning('DAG processor', 'DagProcessorJob', options.dagProcessor, options.now)
+  const createsRun =
+    e.verdict === 'will_run' ||
+    (e.verdict === 'blocked' && e.blocked_by === 'max_active_runs') ||
+    (e.partitions ?? []).some((p) => p.verdict !== 'waiting')
+  if (noScheduler && createsRun) caveats.push(`${noScheduler}: no run is created until one runs`)
+  const parsed = e.verdict === 'not_asset_scheduled' || e.blocked_by === 'import_errors' || e.blocked_by === 'stale'
+  if (noProcessor && parsed)
+    caveats.push(`${noProcessor}: the file is not parsed again (nor its DAG serialized) until one runs`)
+  if (!dag.hasAssetExpression && dag.queue.length > 0) {
+    const rows = `${dag.queue.length} queue row${dag.queue.length === 1 ? '' : 's'}`
+    caveats.push(
+      options.deletesQueueWithoutExpression
+        ? `its dag.asset_expression is NULL (it is not asset-scheduled now): a coming scheduler loop deletes its ${rows} before it evaluates any condition, and no run comes from them${noScheduler ? ` (${noScheduler})` : ''}`
+        : `its dag.asset_expression is NULL (it is not asset-scheduled now): before 3.2 the scheduler leaves its ${rows} in place and creates no run from them`,
+    )
+  }
+  if (noScheduler)
+    for (const finding of e.findings)
+      if (finding.kind === 'stuck')
+        finding.detail = `${finding.detail}; ${noScheduler}: no run is created until one runs`
+  return caveats.length > 0 ? {...e, caveats} : e
+}
+
+/**
+ * Why a component is not running, in words ("no scheduler heartbeat since 2025-12-07 20:13:32Z
+ * (365 d ago)"), or undefined when it is alive or nobody can tell.
+ */
+export function notRunning(name: string, jobType: string, health: ComponentHealth, now: Date): string | undefined {
+  if (health.alive !== false) return undefined
+  if (health.state === null) return `no ${name} has run here (the job table has no ${jobType} row)`
+  if (health.last_heartbeat === null) return `no ${name} heartbeat (its latest job, ${health.state}, never beat)`
+  const since = `${instant(health.last_heartbeat)} (${ago(new Date(health.last_heartbeat), now)})`
+  return health.state === 'running'
+    ? `no ${name} heartbeat since ${since}`
+    : `no ${name} running (its latest job is ${health.state}, its last heartbeat ${since})`
 }
 
 /** The answer first (verdict, what it waits for, what blocks it), the evidence after, as the docs list the fields. */

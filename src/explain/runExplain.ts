@@ -1,4 +1,4 @@
-import {AirlockError} from '../errors.js'
+import {AirlockError, usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {closeMatches} from '../input/closeMatches.js'
 import {requireAssets} from '../selection/assetFilter.js'
@@ -14,9 +14,13 @@ import {
 } from './explainDag.js'
 import type {RegistrationStore} from '../store/families/registration.js'
 import type {SelectionStore} from '../store/families/selection.js'
+import type {JobStore} from '../store/families/jobs.js'
+import {AirflowConfigError} from '../airflow/config.js'
+import {componentHealth, healthThresholds, type ComponentHealth, type HealthThresholds} from '../airflow/jobHealth.js'
+import {compareVersions} from '../airflow/revisions.js'
 
 /** The store families this module uses. */
-type ExplainStore = DownstreamStore & SelectionStore & RegistrationStore
+type ExplainStore = DownstreamStore & SelectionStore & RegistrationStore & JobStore
 
 export interface ExplainSettings {
   selection: ExplainSelection
@@ -32,6 +36,12 @@ export interface ExplainSummary {
   dags: number
   verdicts: Record<Verdict, number>
   findings: Record<FindingKind, number>
+  /**
+   * Whether a scheduler and a DAG processor are running, as Airflow's health check judges it
+   * (src/airflow/jobHealth.ts): a verdict is what a running scheduler does.
+   */
+  scheduler: ComponentHealth
+  dag_processor: ComponentHealth
 }
 
 /**
@@ -41,18 +51,26 @@ export interface ExplainSummary {
  * is read.
  */
 export async function runExplain(
-  airflow: Pick<AirflowDatabase<ExplainStore>, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<ExplainStore>, 'db' | 'store' | 'schema'>,
   settings: ExplainSettings,
   onDag: (dag: DagExplanation) => void,
 ): Promise<ExplainSummary> {
   const {db, store} = airflow
   const ex = db.executor
   await requireSelection(airflow, settings.selection)
+  // The heartbeats once, judged on the first page's clock: a report is one answer about them.
+  const thresholds = readThresholds(airflow.schema.behaviourVersion)
+  const jobs = await store.readLatestJobs(ex, ['SchedulerJob', 'DagProcessorJob'])
+  const jobOf = (type: 'SchedulerJob' | 'DagProcessorJob') => (jobs === 'unreadable' ? jobs : jobs.get(type))
+  const healthAt = settings.now ?? new Date()
   const summary: ExplainSummary = {
     dags: 0,
     verdicts: {will_run: 0, waiting: 0, blocked: 0, not_asset_scheduled: 0},
     findings: Object.fromEntries(findingKinds.map((kind) => [kind, 0])) as Record<FindingKind, number>,
+    scheduler: componentHealth(jobOf('SchedulerJob'), thresholds.scheduler, healthAt),
+    dag_processor: componentHealth(jobOf('DagProcessorJob'), thresholds.dagProcessor, healthAt),
   }
+  const deletesQueueWithoutExpression = compareVersions(airflow.schema.behaviourVersion, '3.2.0') >= 0
   const pageSize = settings.pageSize ?? 500
   let after = ''
   for (;;) {
@@ -64,7 +82,14 @@ export async function runExplain(
     for (const asset of page.assets) asset.lastEvent = lastEvents.get(asset.id) ?? asset.lastEvent
     // One clock for the page: "how long ago" and `stuck` agree within it.
     const now = settings.now ?? new Date()
-    for (const dag of explainPage(page, {now, stuckAfterMs: settings.stuckAfterMs})) {
+    const options = {
+      now,
+      stuckAfterMs: settings.stuckAfterMs,
+      scheduler: summary.scheduler,
+      dagProcessor: summary.dag_processor,
+      deletesQueueWithoutExpression,
+    }
+    for (const dag of explainPage(page, options)) {
       summary.dags++
       summary.verdicts[dag.verdict]++
       for (const finding of dag.findings) summary.findings[finding.kind]++
@@ -77,7 +102,7 @@ export async function runExplain(
 }
 
 async function requireSelection(
-  airflow: Pick<AirflowDatabase<ExplainStore>, 'db' | 'store'>,
+  airflow: Pick<AirflowDatabase<ExplainStore>, 'db' | 'store' | 'schema'>,
   selection: ExplainSelection,
 ): Promise<void> {
   if (selection.kind === 'assets') return requireAssets(airflow, selection.assets, '--asset')
@@ -93,4 +118,14 @@ async function requireSelection(
     `No DAG is named ${unknown.map((id) => JSON.stringify(id)).join(', ')}${close.length > 0 ? `; did you mean ${[...new Set(close)].join(', ')}?` : ''}`,
     ['Check --dag-id; nothing was read.'],
   )
+}
+
+/** Airflow's own thresholds; a value Airflow refuses is a usage error, as the other settings airlock reads. */
+function readThresholds(behaviourVersion: string): HealthThresholds {
+  try {
+    return healthThresholds(behaviourVersion)
+  } catch (error) {
+    if (error instanceof AirflowConfigError) throw usageError(`Airflow's configuration: ${error.message}.`)
+    throw error
+  }
 }

@@ -32,11 +32,20 @@ interface Explained {
   partitions?: Array<{partition_key: string; verdict: string; waiting_for: string[]}>
   runs: Array<{run_id: string; events: number[]}>
   findings: Array<{kind: string; detail: string; runs?: string[]; events?: number[]}>
+  caveats?: string[]
+}
+interface Health {
+  alive: boolean | null
+  last_heartbeat: string | null
+  state: string | null
+  threshold_seconds: number
 }
 interface Report {
   status: number
   result: {
     summary: {dags: number; verdicts: Record<string, number>; findings: Record<string, number>}
+    scheduler: Health
+    dag_processor: Health
     dags: Explained[]
   }
 }
@@ -247,6 +256,102 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
     })
     const {report} = await explain('--dag-id', 'both', '--json')
     expect(dagOf(report, 'both').findings).toEqual([expect.objectContaining({kind: 'orphan_queue'})])
+  })
+
+  it("no live scheduler: the report, every will_run and stuck say so, as Airflow's health check judges the job table", async () => {
+    const w = await world()
+    await completeOne(db.knex, w.ti('etl', 'a').id)
+    await db.knex('asset_dag_run_queue').update({created_at: db.knex.raw(`created_at - interval '3 hours'`)})
+    await db.knex('job').delete()
+    const heartbeat = (type: string, state: string, age: string) =>
+      db.knex('job').insert({
+        job_type: type,
+        state,
+        hostname: 'sched-1',
+        start_date: db.knex.raw(`now() - interval '2 years'`),
+        latest_heartbeat: db.knex.raw(`now() - ?::interval`, [age]),
+      })
+    try {
+      // No job row at all.
+      let {report} = await explain('--dag-id', 'either', '--dag-id', 'both', '--json')
+      expect(report!.result.scheduler).toMatchObject({alive: false, last_heartbeat: null, threshold_seconds: 30})
+      expect(dagOf(report, 'either').caveats).toEqual([
+        'no scheduler has run here (the job table has no SchedulerJob row): no run is created until one runs',
+      ])
+      // A waiting DAG needs no scheduler to be waiting.
+      expect(dagOf(report, 'both').caveats).toBeUndefined()
+
+      // A scheduler whose last heartbeat is a year old: still "running" in its row, not alive.
+      await heartbeat('SchedulerJob', 'running', '365 days')
+      ;({report} = await explain('--dag-id', 'either', '--stuck-after', '2h', '--json'))
+      expect(report!.result.scheduler).toMatchObject({alive: false, state: 'running'})
+      const either = dagOf(report, 'either')
+      expect(either.verdict).toBe('will_run')
+      expect(either.caveats![0]).toMatch(
+        /^no scheduler heartbeat since \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ \(365 d ago\): no run is created until one runs$/,
+      )
+      expect(either.findings[0]!.kind).toBe('stuck')
+      expect(either.findings[0]!.detail).toMatch(/; no scheduler heartbeat since .*: no run is created until one runs$/)
+      const people = await runCli(['explain', '--database-url', db.url, '--dag-id', 'either'])
+      expect(people.stdout).toContain('either: will run: a coming scheduler loop creates its run')
+      expect(people.stdout).toMatch(/! but no scheduler heartbeat since .* \(365 d ago\)/)
+      expect(people.stdout).toMatch(/! no scheduler heartbeat since .*: a verdict is what a running one does\./)
+
+      // The threshold is Airflow's [scheduler] scheduler_health_check_threshold: 30 s by default.
+      await db.knex('job').delete()
+      await heartbeat('SchedulerJob', 'running', '40 seconds')
+      ;({report} = await explain('--dag-id', 'either', '--json'))
+      expect(report!.result.scheduler.alive).toBe(false)
+      const lenient = await runCli(['explain', '--database-url', db.url, '--dag-id', 'either', '--json'], {
+        env: {AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD: '60'},
+      })
+      const alive = (envelope(lenient) as unknown as Report).result
+      expect(alive.scheduler).toMatchObject({alive: true, threshold_seconds: 60})
+      expect(dagOf({result: alive} as Report, 'either').caveats).toBeUndefined()
+    } finally {
+      await db.knex('job').delete()
+    }
+  })
+
+  it('no live DAG processor: a verdict that waits on parsing says so', async () => {
+    await world()
+    await db.knex('job').delete()
+    await db.knex('dag').where({dag_id: 'both'}).update({has_import_errors: true})
+    await db.knex('job').insert({job_type: 'SchedulerJob', state: 'running', latest_heartbeat: db.knex.raw('now()')})
+    try {
+      const {report} = await explain('--dag-id', 'both', '--json')
+      expect(report!.result.dag_processor).toMatchObject({alive: false, state: null})
+      expect(dagOf(report, 'both')).toMatchObject({verdict: 'blocked', blocked_by: 'import_errors'})
+      expect(dagOf(report, 'both').caveats).toEqual([
+        'no DAG processor has run here (the job table has no DagProcessorJob row): the file is not parsed again (nor its DAG serialized) until one runs',
+      ])
+      await db
+        .knex('job')
+        .insert({job_type: 'DagProcessorJob', state: 'running', latest_heartbeat: db.knex.raw('now()')})
+      const again = await explain('--dag-id', 'both', '--json')
+      expect(again.report!.result.dag_processor.alive).toBe(true)
+      expect(dagOf(again.report, 'both').caveats).toBeUndefined()
+    } finally {
+      await db.knex('job').delete()
+    }
+  })
+
+  it('queue rows of a DAG whose asset_expression is NULL: from 3.2 a coming loop deletes them', async () => {
+    const w = await world()
+    await completeOne(db.knex, w.ti('etl', 'a').id)
+    const [asset] = await db.knex('asset').where({name: 'etl.a.out_1'}).select('id')
+    await db
+      .knex('asset_dag_run_queue')
+      .insert({asset_id: asset.id, target_dag_id: 'plain', created_at: db.knex.raw('now()')})
+    const {report} = await explain('--dag-id', 'plain', '--json')
+    const plain = dagOf(report, 'plain')
+    expect(plain.verdict).toBe('not_asset_scheduled')
+    const deletion = plain.caveats!.find((c) => c.startsWith('its dag.asset_expression is NULL'))
+    expect(deletion).toContain(
+      version === '3.0'
+        ? 'before 3.2 the scheduler leaves its 1 queue row in place and creates no run from them'
+        : 'a coming scheduler loop deletes its 1 queue row before it evaluates any condition',
+    )
   })
 
   it('a read-only role is enough; bad input is a clear exit 2 or 4 and reads nothing', async () => {
