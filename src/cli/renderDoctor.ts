@@ -1,4 +1,6 @@
+import type {ComponentHealth} from '../airflow/jobHealth.js'
 import type {DoctorReport} from '../doctor/runDoctor.js'
+import {ago, instant} from '../output/instant.js'
 import {renderKeyValues, renderTable} from '../output/table.js'
 
 export function renderDoctor(report: DoctorReport, width?: number): string {
@@ -47,6 +49,8 @@ export function renderDoctor(report: DoctorReport, width?: number): string {
           : null,
       ],
       ['worker task state backend', workerStateBackendText(airflow)],
+      ['scheduler', airflow.components ? componentText(airflow.components.scheduler, 'SchedulerJob') : null],
+      ['DAG processor', airflow.components ? componentText(airflow.components.dag_processor, 'DagProcessorJob') : null],
       ['lock monitoring (pg_monitor)', server.canMonitor ? 'yes' : "no: audit-locks sees only this user's sessions"],
     ]),
   ]
@@ -110,4 +114,21 @@ function placementText(airflow: DoctorReport['airflow']): string {
   if (airflow.placement === 'assumed')
     return `${airflow.version}: head unknown to airlock, tables checked against --assume-version`
   return `${airflow.version}${behaviour}`
+}
+
+/**
+ * A component's health for people: information, not a failure (airlock needs no scheduler), as
+ * Airflow's health check judges it ("alive, last heartbeat 2026-12-07 20:13:02Z, 3 s ago").
+ */
+export function componentText(health: ComponentHealth, jobType: string, now: Date = new Date()): string {
+  if (health.alive === null) return 'unknown (this role may not read the job table)'
+  if (health.state === null) return `none (the job table has no ${jobType} row)`
+  const beat =
+    health.last_heartbeat === null
+      ? 'never beat'
+      : `last heartbeat ${instant(health.last_heartbeat)}, ${ago(new Date(health.last_heartbeat), now)}`
+  const host = health.hostname ? ` on ${health.hostname}` : ''
+  return health.alive
+    ? `alive${host} (${beat})`
+    : `not running (latest job${host} ${health.state}, ${beat}; alive means running with a heartbeat younger than ${health.threshold_seconds} s, ${health.threshold_from})`
 }

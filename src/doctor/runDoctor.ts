@@ -1,9 +1,12 @@
+import {AirflowConfigError} from '../airflow/config.js'
+import {componentHealth, healthThresholds, type ComponentHealth} from '../airflow/jobHealth.js'
 import type {AirflowSchema, AirflowSettings, Capabilities} from '../airflow/schema.js'
 import type {Database} from '../engine/engine.js'
+import {usageError} from '../errors.js'
 import {ExitCode} from '../exitCodes.js'
 import {adviseOn, lockSettingNames, type SettingReport} from '../report/settingsAdvice.js'
 import type {ServerInfo} from '../store/families/catalog.js'
-import {catalogFor} from '../store/openStore.js'
+import {catalogFor, storeFor} from '../store/openStore.js'
 import {checkAirflowSchema, type SchemaCheckOptions} from '../store/schemaCheck.js'
 import {whyReadOnly} from './writableServer.js'
 import {neededPrivileges, readOnlyCommands} from './writePrivileges.js'
@@ -36,6 +39,11 @@ export interface DoctorReport {
     capabilities: Capabilities | null
     /** Airflow's own settings that change what a success writes, and where each was found. */
     airflowSettings: AirflowSettings | null
+    /**
+     * Whether a scheduler and a DAG processor run, as Airflow's health check judges the job table
+     * (src/airflow/jobHealth.ts). Information only: airlock needs neither. null when unsupported.
+     */
+    components: {scheduler: ComponentHealth; dag_processor: ComponentHealth} | null
   }
   privileges: Array<{object: string; privilege: string; granted: boolean; neededBy: string}>
   settings: SettingReport[]
@@ -66,6 +74,7 @@ export async function runDoctor(
   }))
   const settings = (await catalog.readSettings(db.executor, lockSettingNames)).map(adviseOn)
 
+  const components = check.supported ? await readComponents(db, check.schema) : null
   const airflow = check.supported
     ? {
         supported: true,
@@ -77,6 +86,7 @@ export async function runDoctor(
         missing: [],
         capabilities: check.schema.capabilities,
         airflowSettings: check.schema.settings,
+        components,
       }
     : {
         supported: false,
@@ -88,6 +98,7 @@ export async function runDoctor(
         missing: check.missing,
         airflowSettings: null,
         capabilities: null,
+        components: null,
       }
 
   const denied = privileges.filter((p) => !p.granted)
@@ -148,4 +159,25 @@ function verdictOf(
           ? ' No Airflow release airlock knows has this head: it is a development build.'
           : ''
   return `ready: Airflow ${schema.airflowVersion} (${schema.alembicHead}) on PostgreSQL ${server.version}; ${server.currentUser} can run every airlock command.${caveat}`
+}
+
+/** The scheduler's and the DAG processor's latest jobs, judged as Airflow's health check judges them. */
+async function readComponents(
+  db: Database,
+  schema: AirflowSchema,
+): Promise<{scheduler: ComponentHealth; dag_processor: ComponentHealth}> {
+  let thresholds
+  try {
+    thresholds = healthThresholds(schema.behaviourVersion)
+  } catch (error) {
+    if (error instanceof AirflowConfigError) throw usageError(`Airflow's configuration: ${error.message}.`)
+    throw error
+  }
+  const jobs = await storeFor(db, schema.capabilities).readLatestJobs(db.executor, ['SchedulerJob', 'DagProcessorJob'])
+  const now = new Date()
+  const jobOf = (type: 'SchedulerJob' | 'DagProcessorJob') => (jobs === 'unreadable' ? jobs : jobs.get(type))
+  return {
+    scheduler: componentHealth(jobOf('SchedulerJob'), thresholds.scheduler, now),
+    dag_processor: componentHealth(jobOf('DagProcessorJob'), thresholds.dagProcessor, now),
+  }
 }

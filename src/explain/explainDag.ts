@@ -18,11 +18,12 @@ import type {
 } from '../store/families/downstream.js'
 import {exclusionsOf, maxRunsFlagReason, type ExclusionBlock} from '../protocol/downstream.js'
 import type {ComponentHealth} from '../airflow/jobHealth.js'
-import {instant} from '../output/instant.js'
+import {ago, instant} from '../output/instant.js'
 
 /**
- * `airlock explain`: the scheduler's asset-triggered step for one DAG, as it will take it on its
- * next loop, from what the database holds now. The decision is `DagModel.dags_needing_dagruns`
+ * `airlock explain`: the scheduler's asset-triggered step for one DAG, as a coming loop will take
+ * it, from what the database holds now (not the next loop: `dags_needing_dagruns` takes at most
+ * `[scheduler] max_dagruns_to_create_per_loop` DAGs a loop and skips rows another scheduler locks). The decision is `DagModel.dags_needing_dagruns`
  * (airflow-core/src/airflow/models/dag.py): the DAG's condition evaluated by `AssetEvaluator`
  * against its queue rows, then the exclusions of its WHERE clause (paused, stale, import errors;
  * from 3.2 the cached `exceeds_max_non_backfill` flag) and of its `exclusion_list` (QUEUED and
@@ -94,7 +95,7 @@ export interface DagExplanation {
   partitions?: Array<{
     partition_key: string
     created_at: string
-    /** cleared: 3.3's next loop deletes it, queued under another mapper definition (`reason` says). */
+    /** cleared: a coming 3.3 loop deletes it, queued under another mapper definition (`reason` says). */
     verdict: 'will_run' | 'waiting' | 'cleared'
     waiting_for: string[]
     received: string[]
@@ -365,7 +366,7 @@ function blockReason(dag: ExplainDag, blocked: ExplainBlock | undefined, always:
     case 'max_active_runs':
       return always === 'max_active_runs'
         ? maxRunsFlagReason
-        : `${dag.activeRuns} of its runs ${dag.activeRuns === 1 ? 'is' : 'are'} queued or running, max_active_runs ${dag.maxActiveRuns}: the loop after one ends creates its run`
+        : `${dag.activeRuns} of its runs ${dag.activeRuns === 1 ? 'is' : 'are'} queued or running, max_active_runs ${dag.maxActiveRuns}: a scheduler loop after one ends creates its run`
     default:
       return ''
   }
@@ -490,7 +491,7 @@ function rowEvidence(row: QueueRow): {since: string; event: EventJson | null} {
  * A partitioned consumer (3.2+) gets its runs from its pending partition runs
  * (`asset_partition_dag_run` with no run yet), each satisfied by the assets whose events it
  * received (`partitioned_asset_key_log`), not from the queue. A pending row whose condition holds
- * gets its run on the scheduler's next loop; two pending rows for one key split the events
+ * gets its run on a coming scheduler loop; two pending rows for one key split the events
  * between them, so neither may ever hold (apache/airflow #71070, fixed from 3.4 by a unique key).
  * From 3.3 the step skips a stale DAG's rows and deletes a row whose rollup fingerprint is not the
  * timetable's (docs/explain.md). A partition mapper that rolls several upstream keys into one (a
@@ -568,8 +569,8 @@ function explainPartitioned(
         ? {
             reason:
               partition.fingerprint === null
-                ? 'queued without a rollup fingerprint (before 3.3): the next scheduler loop deletes it and its key log rows; the next event for its key queues it afresh'
-                : "queued under another partition mapper definition (its rollup fingerprint is not the DAG's now): the next scheduler loop deletes it and its key log rows; the next event for its key queues it afresh",
+                ? 'queued without a rollup fingerprint (before 3.3): a coming scheduler loop deletes it and its key log rows; the next event for its key queues it afresh'
+                : "queued under another partition mapper definition (its rollup fingerprint is not the DAG's now): a coming scheduler loop deletes it and its key log rows; the next event for its key queues it afresh",
           }
         : {}),
     })),
@@ -615,11 +616,4 @@ function eventJson(event: ExplainEvent | null): EventJson | null {
   return {id: event.id, timestamp: event.timestamp.toISOString(), source}
 }
 
-/** "26 h ago", "3 min ago". */
-export function ago(then: Date, now: Date): string {
-  const seconds = Math.max(0, Math.round((now.getTime() - then.getTime()) / 1000))
-  if (seconds < 120) return `${seconds} s ago`
-  if (seconds < 7200) return `${Math.round(seconds / 60)} min ago`
-  if (seconds < 172_800) return `${Math.round(seconds / 3600)} h ago`
-  return `${Math.round(seconds / 86_400)} d ago`
-}
+export {ago}

@@ -470,6 +470,74 @@ describe('airlock doctor', () => {
     expect(development.result.airflow.reason).toContain('names no released Airflow line airlock knows')
   })
 
+  it("reports the scheduler and the DAG processor as Airflow's health check judges them: information, not a failure", async () => {
+    for (const version of ['3.1', '3.3'] as const) {
+      const database = await createTestDatabase(version, 1)
+      databases.push(database)
+      const doctor = async (env: Record<string, string> = {}) => {
+        // 12 s ago: dead at 3.1's 10.5 s threshold, alive at 3.3's 30 s.
+        await database
+          .knex('job')
+          .where({job_type: 'DagProcessorJob'})
+          .update({latest_heartbeat: database.knex.raw(`now() - interval '12 seconds'`)})
+        const json = await runCli(['doctor', '--database-url', database.url, '--json'], {env})
+        const human = await runCli(['doctor', '--database-url', database.url], {env})
+        const airflow = (envelope(json) as {result: {airflow: {components: Record<string, Record<string, unknown>>}}})
+          .result.airflow
+        return {code: json.code, components: airflow.components, text: human.stdout}
+      }
+      // No job row at all: doctor still says ready.
+      let seen = await doctor()
+      expect(seen.code).toBe(0)
+      expect(seen.components.scheduler).toMatchObject({alive: false, last_heartbeat: null, state: null})
+      expect(seen.text).toMatch(/scheduler\s+none \(the job table has no SchedulerJob row\)/)
+      expect(seen.text).toMatch(/DAG processor\s+none \(the job table has no DagProcessorJob row\)/)
+
+      // A scheduler that beat a year ago and a DAG processor that beat 12 s ago.
+      await database.knex('job').insert([
+        {
+          job_type: 'SchedulerJob',
+          state: 'running',
+          hostname: 'sched-1',
+          latest_heartbeat: database.knex.raw(`now() - interval '365 days'`),
+        },
+        {
+          job_type: 'DagProcessorJob',
+          state: 'running',
+          hostname: 'proc-1',
+          latest_heartbeat: database.knex.raw(`now() - interval '20 seconds'`),
+        },
+      ])
+      seen = await doctor()
+      expect(seen.code).toBe(0)
+      expect(seen.components.scheduler).toMatchObject({
+        alive: false,
+        state: 'running',
+        hostname: 'sched-1',
+        threshold_seconds: 30,
+      })
+      expect(seen.text).toMatch(
+        /scheduler\s+not running \(latest job on sched-1 running, last heartbeat \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ, 365 d ago/,
+      )
+      // The DAG processor's threshold: [dag_processor] health_check_threshold (30 s) from 3.2,
+      // before it [scheduler] job_heartbeat_sec × 2.1 (10.5 s).
+      expect(seen.components.dag_processor).toMatchObject(
+        version === '3.3' ? {alive: true, threshold_seconds: 30} : {alive: false, threshold_seconds: 10.5},
+      )
+      if (version === '3.3')
+        expect(seen.text).toMatch(/DAG processor\s+alive on proc-1 \(last heartbeat .*, \d+ s ago\)/)
+      // Settable where Airflow reads it.
+      const lenient = await doctor(
+        version === '3.3'
+          ? {AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD: '40000000'}
+          : {AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC: '100'},
+      )
+      expect(version === '3.3' ? lenient.components.scheduler : lenient.components.dag_processor).toMatchObject({
+        alive: true,
+      })
+    }
+  })
+
   it('a role that can only read: doctor exits 9 and names what still works; a writer stops before its first item (exit 2)', async () => {
     const database = await createTestDatabase('3.0', 2)
     databases.push(database)
