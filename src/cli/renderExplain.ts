@@ -7,13 +7,14 @@ import {
   type LeafJson,
 } from '../explain/explainDag.js'
 import type {ExplainSummary} from '../explain/runExplain.js'
+import {instant} from '../output/instant.js'
 
 /** Condition lines shown per DAG for people; --json lists every leaf. */
 const leafLines = 30
 
 /**
  * One DAG as an answer: the verdict in a sentence ("report_daily: waiting for ledger (last event
- * 2026-12-05 03:12, 26 h ago); 2 of 3 assets queued"), then its condition as a tree with each
+ * 2026-12-05 03:12:07Z, 26 h ago); 2 of 3 assets queued"), then its condition as a tree with each
  * leaf's state, its pending partition runs, its last runs and its findings.
  */
 export function renderExplainedDag(dag: DagExplanation, now: Date): string {
@@ -26,7 +27,7 @@ export function renderExplainedDag(dag: DagExplanation, now: Date): string {
   }
   for (const p of dag.partitions ?? []) {
     lines.push(
-      `  partition ${p.partition_key} (pending since ${short(p.created_at)}): ${p.verdict === 'will_run' ? 'will run' : p.verdict === 'cleared' ? `cleared: ${p.reason}` : `waiting for ${p.waiting_for.join(', ')}`}${p.received.length > 0 ? `; received ${p.received.join(', ')}` : ''}`,
+      `  partition ${p.partition_key} (pending since ${instant(p.created_at)}): ${p.verdict === 'will_run' ? 'will run' : p.verdict === 'cleared' ? `cleared: ${p.reason}` : `waiting for ${p.waiting_for.join(', ')}`}${p.received.length > 0 ? `; received ${p.received.join(', ')}` : ''}`,
     )
   }
   if (dag.runs.length > 0) {
@@ -55,7 +56,7 @@ function headline(dag: DagExplanation, now: Date): string {
       const missing = dag.waiting_for.map((label) => {
         const leaf = leaves.find((l) => l.leaf === label)
         const last = leaf?.last_event
-        return last ? `${label} (last event ${short(last.timestamp)}, ${ago(new Date(last.timestamp), now)})` : label
+        return last ? `${label} (last event ${instant(last.timestamp)}, ${ago(new Date(last.timestamp), now)})` : label
       })
       const rest = leaves.length - dag.waiting_for.length
       const others = rest === 1 ? 'the other asset is queued' : `all other ${rest} are queued`
@@ -75,7 +76,7 @@ function conditionLines(node: ConditionJson, indent: string, now: Date): string[
 function leafLine(leaf: LeafJson, now: Date): string {
   switch (leaf.state) {
     case 'queued':
-      return `✓ ${leaf.leaf}: queued${leaf.since ? ` ${short(leaf.since)}` : ''}${leaf.event ? ` by event ${describe(leaf.event)}` : ''}`
+      return `✓ ${leaf.leaf}: queued${leaf.since ? ` ${instant(leaf.since)}` : ''}${leaf.event ? ` by event ${describe(leaf.event)}` : ''}`
     case 'unresolved':
       return `✗ ${leaf.leaf}: no active asset answers it (the scheduler counts it false)`
     case 'inactive':
@@ -93,10 +94,7 @@ function leavesOf(node: ConditionJson | null): LeafJson[] {
   return [node]
 }
 
-const describe = (event: EventJson) => `${event.id} of ${short(event.timestamp)} from ${event.source}`
-
-/** An instant to the minute, UTC: "2026-12-05 03:12Z". */
-const short = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)}Z`
+const describe = (event: EventJson) => `${event.id} of ${instant(event.timestamp)} from ${event.source}`
 
 export function renderExplainSummary(summary: ExplainSummary, now: Date): string {
   const {verdicts, findings} = summary

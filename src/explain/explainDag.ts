@@ -329,7 +329,7 @@ function explainDag(
   if (metSince && options.now.getTime() - metSince.getTime() > options.stuckAfterMs) {
     findings.unshift({
       kind: 'stuck',
-      detail: `its condition has held since ${metSince.toISOString()} (${ago(metSince, options.now)}) and no run was created${blocked ? `: ${reason}` : ''}`,
+      detail: `its condition has held since ${instant(metSince)} (${ago(metSince, options.now)}) and no run was created${blocked ? `: ${reason}` : ''}`,
     })
   }
   return {
@@ -541,7 +541,7 @@ function explainPartitioned(
   if (oldest && options.now.getTime() - oldest.createdAt.getTime() > options.stuckAfterMs) {
     findings.unshift({
       kind: 'stuck',
-      detail: `its partition run for key ${oldest.partitionKey} has been pending since ${oldest.createdAt.toISOString()} (${ago(oldest.createdAt, options.now)})`,
+      detail: `its partition run for key ${oldest.partitionKey} has been pending since ${instant(oldest.createdAt)} (${ago(oldest.createdAt, options.now)})`,
     })
   }
   const ready = evaluated.find((e) => e.runs)
@@ -584,7 +584,7 @@ function orphanFindings(dag: ExplainDag): FindingJson[] {
     .filter((q) => q.asset === null)
     .map((q) => ({
       kind: 'orphan_queue' as const,
-      detail: `queue row for asset id ${q.assetId}, which no longer exists (written ${q.createdAt.toISOString()})`,
+      detail: `queue row for asset id ${q.assetId}, which no longer exists (written ${instant(q.createdAt)})`,
     }))
 }
 

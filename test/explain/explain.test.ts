@@ -296,6 +296,10 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
       expect(people.stdout).toContain('either: will run: a coming scheduler loop creates its run')
       expect(people.stdout).toMatch(/! but no scheduler heartbeat since .* \(365 d ago\)/)
       expect(people.stdout).toMatch(/! no scheduler heartbeat since .*: a verdict is what a running one does\./)
+      // One time format in every sentence: to the second, UTC, as the heartbeat's.
+      const at = String.raw`\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ`
+      expect(either.findings[0]!.detail).toMatch(new RegExp(`^its condition has held since ${at} \\(3 h ago\\)`))
+      expect(people.stdout).toMatch(new RegExp(`✓ etl\\.a\\.out_1: queued ${at}\n`))
 
       // The threshold is Airflow's [scheduler] scheduler_health_check_threshold: 30 s by default.
       await db.knex('job').delete()
