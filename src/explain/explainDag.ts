@@ -196,7 +196,11 @@ function withCaveats(e: DagExplanation, dag: ExplainDag, options: ExplainOptions
     caveats.push(
       options.deletesQueueWithoutExpression
         ? `its dag.asset_expression is NULL (it is not asset-scheduled now): a coming scheduler loop deletes its ${rows} before it evaluates any condition, and no run comes from them${noScheduler ? ` (${noScheduler})` : ''}`
-        : `its dag.asset_expression is NULL (it is not asset-scheduled now): before 3.2 the scheduler leaves its ${rows} in place and creates no run from them`,
+        : `its dag.asset_expression is NULL (it is not asset-scheduled now): before 3.2 the scheduler leaves its ${rows} in place and creates no run from them${
+            e.verdict === 'not_asset_scheduled' && dag.serialized
+              ? '; while its latest serialized DAG has no asset condition, dags_needing_dagruns raises NotImplementedError on them ("can not evaluate _NullAsset": its dag_ready catches AttributeError only), failing the scheduler\'s run-creation step until they are deleted'
+              : ''
+          }`,
     )
   }
   if (noScheduler)
