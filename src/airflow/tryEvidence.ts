@@ -3,9 +3,11 @@
  * tell: the strongest evidence there is (the store reads it; its SQL cites the Airflow code that
  * writes each row). Only positive evidence that the events existed makes them `lost`; a path that
  * sets SUCCESS without events on purpose makes them `deliberate`; everything else is `unknown`,
- * never guessed lost. An event that may be this try's (stamped between the previous try's end and
- * this one's start, named by no audit row) outranks them all: neither lost nor deliberate can be
- * told then, so the try is `unknown`.
+ * never guessed lost. An outlet whose event may be this try's (stamped between the previous try's
+ * end and this one's start, named by no audit row) is `unattributed_event` whatever the try's
+ * evidence says: neither lost nor deliberate can be told of that outlet, so it is `unknown`. It is
+ * decided on its own: the try's other outlets keep the try's evidence, so one outlet's doubt never
+ * hides another's certain loss.
  */
 export const tryEvidenceKinds = [
   'unattributed_event',

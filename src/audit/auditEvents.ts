@@ -6,7 +6,7 @@ import {selectTaskInstances} from '../selection/selection.js'
 import type {ClassifiedEvent, EventAuditStore} from '../store/families/audit.js'
 import type {EventFilter} from '../store/types.js'
 import type {AirflowDatabase} from '../store/airflowDatabase.js'
-import type {SelectionStore} from '../store/families/selection.js'
+import type {SelectedTaskInstance, SelectionStore} from '../store/families/selection.js'
 
 /** The store families audit-events uses: its own reads, and the selection of tries missing events. */
 type AuditEventsStore = EventAuditStore & SelectionStore
@@ -151,9 +151,12 @@ export async function auditEvents(
     })
   }
 
-  // The same selection as replay-events' missing mode, each try with its evidence: missing_events
-  // is exactly what a replay writes by default (the events were written, then lost), missing_unknown
-  // what it writes only with --include-unknown, and a try marked success on purpose is not_emitted.
+  // The same selection as replay-events' missing mode, each missing outlet of a try with its own
+  // evidence (as the replay decides it): missing_events is exactly what a replay writes by default
+  // (the events were written, then lost), missing_unknown what it writes only with
+  // --include-unknown, and an outlet of a try marked success on purpose is not_emitted. An outlet
+  // whose event may be the try's is missing_unknown on its own: the try's other outlets keep the
+  // try's evidence, so one outlet's doubt never hides another's certain loss.
   const selection = {
     dagId: filter.sourceDagId,
     runIds: [],
@@ -167,23 +170,10 @@ export async function auditEvents(
   if (filter.assets.length === 0) {
     options.onStage?.('looking for successful task instances missing their events…')
     for await (const {tiId, row} of selectTaskInstances(store, retryingReads(db), selection)) {
-      const kind = row?.evidence ?? 'unknown'
-      const cls = missingClassOf[verdictOf[kind]]
-      counts[cls]++
-      if (cls === 'not_emitted') continue
-      onFinding({
-        ...blank(cls),
-        ti_id: tiId,
-        source_dag_id: row?.dagId ?? null,
-        source_run_id: row?.runId ?? null,
-        source_task_id: row?.taskId ?? null,
-        source_map_index: row?.mapIndex ?? null,
-        evidence: `an active declared outlet has no event of its last try; ${describeEvidence({kind, log: null})}`,
-        suggestion:
-          cls === 'missing_events'
-            ? `airlock replay-events --ti-id ${tiId}`
-            : `airlock replay-events --include-unknown --ti-id ${tiId}`,
-      })
+      for (const finding of missingFindings(tiId, row)) {
+        counts[finding.class]++
+        if (finding.class !== 'not_emitted') onFinding(finding)
+      }
     }
   }
 
@@ -193,6 +183,38 @@ export async function auditEvents(
   }
 
   return {counts, groups: [...groups].map(([kept, group]) => ({kept, ...group}))}
+}
+
+/**
+ * A selected try's missing outlets as findings, one per outlet on its own evidence: an absent one
+ * on the try's, a doubtful one (an event may be the try's) as unattributed_event.
+ */
+function missingFindings(tiId: string, row: SelectedTaskInstance | undefined): Finding[] {
+  const tryKind = row?.evidence ?? 'unknown'
+  // The page reads its outlets in the statement that selected it, so a row has one at least;
+  // without them, one finding on the try's evidence.
+  const read = row?.missingOutlets ?? []
+  const outlets: Array<{asset: string | null; doubtful: boolean}> =
+    read.length > 0 ? read : [{asset: null, doubtful: false}]
+  return outlets.map((outlet) => {
+    const kind = outlet.doubtful ? 'unattributed_event' : tryKind
+    const cls = missingClassOf[verdictOf[kind]]
+    const which = outlet.asset === null ? 'an active declared outlet' : `active declared outlet ${outlet.asset}`
+    return {
+      ...blank(cls),
+      ti_id: tiId,
+      asset: outlet.asset,
+      source_dag_id: row?.dagId ?? null,
+      source_run_id: row?.runId ?? null,
+      source_task_id: row?.taskId ?? null,
+      source_map_index: row?.mapIndex ?? null,
+      evidence: `${which} has no event of its last try; ${describeEvidence({kind, log: null})}`,
+      suggestion:
+        cls === 'missing_events'
+          ? `airlock replay-events --ti-id ${tiId}`
+          : `airlock replay-events --include-unknown --ti-id ${tiId}`,
+    }
+  })
 }
 
 /** --fix's groups: each duplicate under the event its group keeps, consumed ones counted. */

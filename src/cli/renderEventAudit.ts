@@ -77,9 +77,12 @@ export function renderEventAudit(report: EventAuditReport, width?: number): stri
   return parts.join('\n\n')
 }
 
-/** One command for every task instance missing its events: replay-events over the findings file. */
+/**
+ * One command for every task instance missing its events: replay-events over the findings file.
+ * `n` counts outlets (a missing_* finding is one outlet of a try, each on its own evidence).
+ */
 function replayAdvice(report: EventAuditReport, n: number): string {
-  const what = `${n} task instance${n === 1 ? '' : 's'} missing ${n === 1 ? 'its' : 'their'} events`
+  const what = `${n} missing event${n === 1 ? '' : 's'} of successful task instances`
   const unknown = report.counts.missing_unknown
   const caveat =
     unknown > 0

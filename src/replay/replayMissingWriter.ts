@@ -5,7 +5,7 @@ import {queueEventConsumers, type EventRegistrationStore, type Registration} fro
 import {RetryFromStart, type Writer} from '../protocol/protocol.js'
 import type {Executor} from '../engine/engine.js'
 import type {PlannedWrite} from '../protocol/plan.js'
-import type {SelectionStore} from '../store/families/selection.js'
+import type {MissingOutlets, SelectionStore} from '../store/families/selection.js'
 
 /** The store families replay-events' missing mode uses. */
 export type ReplayMissingStore = SelectionStore & EventRegistrationStore
@@ -34,7 +34,14 @@ export interface ReplaySettings {
   downstream?: boolean | undefined
 }
 
-type ReplayRegistration = Registration & {missing: number[]; logId: number | null; refused: ReplayOutcome | null}
+type ReplayRegistration = Registration & {
+  /** The outlets this replay writes (missing, and replayable on their own evidence). */
+  missing: number[]
+  logId: number | null
+  refused: ReplayOutcome | null
+  /** Missing outlets left unwritten beside the written ones, each with why (its refusal's outcome). */
+  left: Array<{asset: string; outcome: 'not_emitted' | 'unknown'}>
+}
 
 /** log.event of a replay; varchar(60) in Airflow. */
 export const replayLogEvent = 'airlock.replay-events'
@@ -46,8 +53,11 @@ export const replayLogEvent = 'airlock.replay-events'
  * provenance into the audit log. A try marked success without events on purpose is
  * `not_emitted`, one the database cannot tell about `unknown`: replaying either would start
  * downstream DAGs nobody asked for, so each is written only when the operator asks
- * (--include-marked-success, --include-unknown). Under the lock it rechecks that the task
- * instance is still success, the events still missing and the evidence unchanged.
+ * (--include-marked-success, --include-unknown). Each missing outlet is decided on its own
+ * (decideOutlets): an outlet whose event may be this try's is `unknown` by itself, and the try's
+ * other outlets are decided on the try's evidence, so a certain loss is replayed beside a doubtful
+ * outlet, which is left and named. Under the lock it rechecks that the task instance is still
+ * success, the events still missing and the evidence unchanged.
  */
 export function replayMissingWriter(
   store: ReplayMissingStore,
@@ -56,45 +66,30 @@ export function replayMissingWriter(
   const identity = auditIdentity()
   const changed = (state: StoredState): ReplayOutcome => ({outcome: 'changed', previousState: state})
   const replayable = new Set(replayableKinds(settings))
-  const refusal = (evidence: TryEvidence) => refusalOf(replayable, evidence)
+  const decide = (read: MissingOutlets, names: ReadonlyMap<number, string>) => decideOutlets(replayable, read, names)
   return {
     verb: 'replay',
     readsOutlets: true,
     committed: {outcome: 'replayed'},
     decideBeforeRegistering: (ti) => (ti.state === 'success' ? undefined : changed(ti.state)),
     // --plan: register()'s own reads (the missing outlets and the try's evidence), nothing written.
-    plan: (ex, ti) => planReplay(store, ex, ti, refusal),
+    plan: (ex, ti) => planReplay(store, ex, ti, decide),
     async register(tx, ti) {
       const active = activeOutlets(ti)
-      const {assetIds: missing, evidence} = await store.readMissingOutlets(tx, ti, [
-        ...new Set(active.map((o) => o.assetId)),
-      ])
-      const nothing = {events: [], consumers: [], warnings: [], downstream: [], missing, logId: null}
-      if (missing.length === 0) return {...nothing, refused: null}
-      const refused = refusal(evidence)
+      const read = await store.readMissingOutlets(tx, ti, [...new Set(active.map((o) => o.assetId))])
+      const {write: missing, left, refused, warnings} = decide(read, namesOf(active))
+      const nothing = {events: [], consumers: [], warnings: [], downstream: [], missing, logId: null, left}
+      if (read.assetIds.length === 0) return {...nothing, refused: null}
       if (refused) return {...nothing, refused}
-      const names = [...new Set(active.filter((o) => missing.includes(o.assetId)).map((o) => o.name))]
-      // A silent outlet's event carries the run's partition key, as Airflow's would have.
-      const {events, logId} = await store.insertAssetEvents(
-        tx,
-        ti,
-        missing.map((assetId) => ({assetId, extra: settings.defaultExtra, partitionKey: ti.partitionKey})),
-        {
-          event: replayLogEvent,
-          tryNumber: ti.tryNumber,
-          logicalDate: ti.logicalDate,
-          owner: settings.actor ?? identity.os_user,
-          extra: extraAroundEventIds((eventIds) => replayAuditExtra(settings, identity, ti, names, eventIds, evidence)),
-        },
-      )
-      const registration = await queueEventConsumers(
-        store,
-        tx,
-        ti,
-        {events, aliasesOfEvent: new Map(), warnings: []},
-        {downstream: settings.downstream ?? true},
-      )
-      return {...registration, missing, logId, refused: null}
+      const {logId, ...registration} = await writeEvents(store, settings, identity, tx, ti, read, missing)
+      return {
+        ...registration,
+        warnings: [...registration.warnings, ...warnings],
+        missing,
+        logId,
+        refused: null,
+        left,
+      }
     },
     decideAfterRegistering(registration) {
       if (registration.refused) return registration.refused
@@ -102,15 +97,16 @@ export function replayMissingWriter(
     },
     async decideUnderLock(tx, lockedState, ti, registration) {
       if (lockedState !== 'success') return changed(lockedState)
-      const {assetIds: stillMissing, evidence} = await store.readMissingOutlets(tx, ti, registration.missing, {
+      const read = await store.readMissingOutlets(tx, ti, registration.missing, {
         eventIds: registration.events.map((e) => e.eventId),
         logId: registration.logId,
       })
-      // A mark-success logged since the unlocked read (its row commits before the state change).
-      const refused = refusal(evidence)
+      // Each outlet decided again: a mark-success logged since the unlocked read (its row commits
+      // before the state change) refuses what it decides.
+      const {write, refused} = decide(read, namesOf(activeOutlets(ti)))
+      if (write.length === registration.missing.length) return 'commit'
+      if (read.assetIds.length === 0) return {outcome: 'nothing_missing'}
       if (refused) return refused
-      if (stillMissing.length === registration.missing.length) return 'commit'
-      if (stillMissing.length === 0) return {outcome: 'nothing_missing'}
       // Another replayer committed part of the set: start over from a fresh read.
       throw new RetryFromStart('other sessions kept replaying part of these events; run again')
     },
@@ -122,6 +118,7 @@ export function replayMissingWriter(
       warnings: registration.warnings,
       report: {
         ...(registration.logId === null ? {} : {log_id: registration.logId}),
+        ...(registration.left.length === 0 ? {} : {not_replayed: registration.left}),
         downstream: registration.downstream,
       },
     }),
@@ -129,8 +126,76 @@ export function replayMissingWriter(
   }
 }
 
+/** An outcome that refuses a replay on the evidence. */
+type Refusal = Extract<ReplayOutcome, {outcome: 'not_emitted' | 'unknown'}>
+
+const namesOf = (outlets: ReadonlyArray<{assetId: number; name: string}>): Map<number, string> =>
+  new Map(outlets.map((o) => [o.assetId, o.name]))
+
+/** The evidence of a doubtful outlet: an event may be this try's, so nothing can be told. */
+const doubtfulEvidence: TryEvidence = {kind: 'unattributed_event', log: null}
+
+/** What refuses the absent outlets (the try's evidence) and the doubtful ones, when it does. */
+function refusalsOf(
+  replayable: ReadonlySet<TryEvidence['kind']>,
+  read: MissingOutlets,
+): {absent: Refusal | null; doubtful: Refusal | null} {
+  return {absent: refusalOf(replayable, read.evidence), doubtful: refusalOf(replayable, doubtfulEvidence)}
+}
+
+/**
+ * Which missing outlets the replay writes, outlet by outlet: an outlet with no event of the try
+ * on the try's evidence, one whose event may be the try's as `unattributed_event` (unknown) on its
+ * own. `left`: the missing outlets not written. `refused`: when nothing is written, why (the
+ * absent outlets' refusal, the doubtful ones', or both named).
+ */
+function decideOutlets(
+  replayable: ReadonlySet<TryEvidence['kind']>,
+  read: MissingOutlets,
+  names: ReadonlyMap<number, string>,
+): {write: number[]; left: ReplayRegistration['left']; refused: ReplayOutcome | null; warnings: string[]} {
+  const refusals = refusalsOf(replayable, read)
+  const refusalOfOutlet = (id: number) => (read.doubtful.includes(id) ? refusals.doubtful : refusals.absent)
+  const write = read.assetIds.filter((id) => refusalOfOutlet(id) === null)
+  const left = read.assetIds.flatMap((id) => {
+    const refused = refusalOfOutlet(id)
+    return refused === null ? [] : [{asset: names.get(id) ?? `asset ${id}`, outcome: refused.outcome}]
+  })
+  if (write.length > 0 || read.assetIds.length === 0)
+    return {write, left, refused: null, warnings: leftWarnings(left, refusals)}
+  const absent = read.assetIds.filter((id) => !read.doubtful.includes(id))
+  if (absent.length === 0) return {write, left, refused: refusals.doubtful, warnings: []}
+  if (read.doubtful.length === 0) return {write, left, refused: refusals.absent, warnings: []}
+  // Both kinds left: unknown (the doubt needs a decision), each part named with its own reason.
+  const named = (ids: readonly number[]) => ids.map((id) => names.get(id) ?? `asset ${id}`).join(', ')
+  return {
+    write,
+    left,
+    refused: {
+      outcome: 'unknown',
+      detail: `${named(absent)}: ${detailOf(refusals.absent)}; ${named(read.doubtful)}: ${detailOf(refusals.doubtful)}`,
+    },
+    warnings: [],
+  }
+}
+
+const detailOf = (refusal: Refusal | null): string => refusal?.detail ?? ''
+
+/**
+ * A replay's notes on the missing outlets it left beside the ones it wrote: with something
+ * written, a left outlet is either doubtful (unknown) or absent on deliberate evidence.
+ */
+function leftWarnings(left: ReplayRegistration['left'], refusals: ReturnType<typeof refusalsOf>): string[] {
+  return (['unknown', 'not_emitted'] as const).flatMap((outcome) => {
+    const assets = left.filter((o) => o.outcome === outcome).map((o) => o.asset)
+    if (assets.length === 0) return []
+    const why = detailOf(outcome === 'unknown' ? refusals.doubtful : refusals.absent)
+    return [`not replayed, ${outcome}: ${assets.join(', ')} (${why})`]
+  })
+}
+
 /** What the evidence decides, when it does not allow the replay. */
-function refusalOf(replayable: ReadonlySet<TryEvidence['kind']>, evidence: TryEvidence): ReplayOutcome | null {
+function refusalOf(replayable: ReadonlySet<TryEvidence['kind']>, evidence: TryEvidence): Refusal | null {
   if (replayable.has(evidence.kind)) return null
   const why = describeEvidence(evidence)
   return verdictOf[evidence.kind] === 'deliberate'
@@ -139,6 +204,48 @@ function refusalOf(replayable: ReadonlySet<TryEvidence['kind']>, evidence: TryEv
         detail: `${why}; --include-marked-success replays them anyway (their consumers will run)`,
       }
     : {outcome: 'unknown', detail: `${why}; --include-unknown replays them (their consumers will run)`}
+}
+
+/**
+ * The replay's write of the outlets decided replayable: their events, the audit row naming them
+ * and on what evidence (doubtful ones, written only with --include-unknown, named as such), and
+ * their consumers queued.
+ */
+async function writeEvents(
+  store: ReplayMissingStore,
+  settings: ReplaySettings,
+  identity: {host_name: string; os_user: string},
+  tx: Executor,
+  ti: TaskInstanceContext,
+  read: MissingOutlets,
+  missing: readonly number[],
+): Promise<Registration & {logId: number}> {
+  const written = activeOutlets(ti).filter((o) => missing.includes(o.assetId))
+  const names = [...new Set(written.map((o) => o.name))]
+  const doubtful = [...new Set(written.filter((o) => read.doubtful.includes(o.assetId)).map((o) => o.name))]
+  // A silent outlet's event carries the run's partition key, as Airflow's would have.
+  const {events, logId} = await store.insertAssetEvents(
+    tx,
+    ti,
+    missing.map((assetId) => ({assetId, extra: settings.defaultExtra, partitionKey: ti.partitionKey})),
+    {
+      event: replayLogEvent,
+      tryNumber: ti.tryNumber,
+      logicalDate: ti.logicalDate,
+      owner: settings.actor ?? identity.os_user,
+      extra: extraAroundEventIds((eventIds) =>
+        replayAuditExtra(settings, identity, ti, names, eventIds, read.evidence, doubtful),
+      ),
+    },
+  )
+  const registration = await queueEventConsumers(
+    store,
+    tx,
+    ti,
+    {events, aliasesOfEvent: new Map(), warnings: []},
+    {downstream: settings.downstream ?? true},
+  )
+  return {...registration, logId}
 }
 
 /** The audit row's extra: what was replayed, for which try, on what evidence (audit-events reads event_ids). */
@@ -150,6 +257,8 @@ function replayAuditExtra(
   /** The ids' array, or the stand-in extraAroundEventIds writes them in place of. */
   eventIds: unknown,
   evidence: TryEvidence,
+  /** Outlets written although an event may be this try's (--include-unknown): unattributed_event. */
+  doubtful: string[],
 ) {
   return {
     host_name: identity.host_name,
@@ -162,6 +271,7 @@ function replayAuditExtra(
       assets,
       event_ids: eventIds,
       evidence: evidence.kind,
+      ...(doubtful.length === 0 ? {} : {unattributed_event: doubtful}),
       // airlock undo deletes the events above and the queue rows this transaction created (their
       // row version's xmin is this row's): nothing else to record.
       before: {version: 1},
@@ -177,20 +287,18 @@ const tiKey = (ti: TaskInstanceContext) => ({
   try_number: ti.tryNumber,
 })
 
-/** replay's plan: the active outlets this try has no event of, when its evidence allows a replay. */
+/** replay's plan: the active outlets this try has no event of, each as its evidence allows. */
 async function planReplay(
   store: ReplayMissingStore,
   ex: Executor,
   ti: TaskInstanceContext,
-  refusal: (evidence: TryEvidence) => ReplayOutcome | null,
+  decide: (read: MissingOutlets, names: ReadonlyMap<number, string>) => ReturnType<typeof decideOutlets>,
 ): Promise<PlannedWrite<ReplayOutcome>> {
   const active = activeOutlets(ti)
-  const {assetIds: missing, evidence} = await store.readMissingOutlets(ex, ti, [
-    ...new Set(active.map((o) => o.assetId)),
-  ])
-  if (missing.length === 0) return {result: {outcome: 'nothing_missing'}, outlets: [], warnings: []}
-  const refused = refusal(evidence)
+  const read = await store.readMissingOutlets(ex, ti, [...new Set(active.map((o) => o.assetId))])
+  if (read.assetIds.length === 0) return {result: {outcome: 'nothing_missing'}, outlets: [], warnings: []}
+  const {write, refused, warnings} = decide(read, namesOf(active))
   if (refused) return {result: refused, outlets: [], warnings: []}
-  const outlets = [...new Map(active.filter((o) => missing.includes(o.assetId)).map((o) => [o.assetId, o])).values()]
-  return {result: {outcome: 'replayed'}, outlets, warnings: []}
+  const outlets = [...new Map(active.filter((o) => write.includes(o.assetId)).map((o) => [o.assetId, o])).values()]
+  return {result: {outcome: 'replayed'}, outlets, warnings}
 }

@@ -212,6 +212,58 @@ describe.each(fixtureVersions)('which try an event belongs to, on %s', (version)
     expect(findingsOf((await audit(dagId)).report, 'missing_unknown')).toEqual([])
   })
 
+  it("one outlet's doubt never hides another's certain loss: the lost outlet is missing_events, and a plain replay writes it alone", async () => {
+    const dagId = `etl_${++dag}`
+    const world = await scenario(db.knex).producer(dagId, {outlets: 2}).build()
+    const tiId = world.ti(dagId).id
+    await airflowCompletes(tiId)
+    const assetOf = async (id: number) =>
+      (await db.knex('asset_event as e').join('asset as a', 'a.id', 'e.asset_id').where('e.id', id).first('a.name'))
+        .name as string
+    const [doubtfulFirst, lostFirst] = await eventIds(db.knex, dagId)
+    const doubtful = await assetOf(doubtfulFirst!)
+    const lost = await assetOf(lostFirst!)
+    expect(doubtful).not.toBe(lost)
+    // A late copy of try 1's event of one outlet, stamped before try 2 began: nobody can tell whose.
+    const copy = await lateCopy(doubtfulFirst!)
+    const second = await rerunAsAirflowDoes(db.knex, tiId)
+    // airlock completes try 2: its audit row names both events, so losing them is certain.
+    await airlockCompletes(second)
+    await db.knex('asset_event').where({source_dag_id: dagId}).where('id', '>', copy).delete()
+
+    const {code, report} = await audit(dagId)
+    const of = (cls: string) => findingsOf(report, cls).map((f) => [f.ti_id, f.asset])
+    expect(of('missing_events')).toEqual([[second, lost]])
+    expect(of('missing_unknown')).toEqual([[second, doubtful]])
+    expect(findingsOf(report, 'missing_unknown')[0]!.evidence).toContain('the database cannot tell')
+    expect(of('unattributed')).toEqual([[null, doubtful]])
+    expect(report.counts).toMatchObject({missing_events: 1, missing_unknown: 1})
+    expect(code).toBe(6)
+    expect((await audit(dagId, '--fail-on', 'missing_events')).code).toBe(6)
+
+    // A plain replay writes the certain loss alone and names the doubtful outlet unknown.
+    const replay = await cli('replay-events', '--dag-id', dagId, '--yes', '--json')
+    expect(replay.code, replay.stderr).toBe(0)
+    const out = envelope(replay) as {
+      result: {items: Array<{ti_id: string; outcome: string; events: number; not_replayed?: unknown}>}
+      warnings: string[]
+    }
+    expect(out.result.items.map((item) => [item.ti_id, item.outcome, item.events])).toEqual([[second, 'replayed', 1]])
+    expect(out.result.items[0]!.not_replayed).toEqual([{asset: doubtful, outcome: 'unknown'}])
+    expect(out.warnings.join('\n')).toContain(`not replayed, unknown: ${doubtful}`)
+    const written = (await eventIds(db.knex, dagId)).filter((id) => id > copy)
+    expect(await Promise.all(written.map(assetOf))).toEqual([lost])
+
+    const after = await audit(dagId)
+    expect(after.report.counts).toMatchObject({missing_events: 0, missing_unknown: 1})
+    expect(after.code).toBe(0)
+    const asked = await cli('replay-events', '--dag-id', dagId, '--include-unknown', '--yes', '--json')
+    expect(asked.code, asked.stderr).toBe(0)
+    const all = (await eventIds(db.knex, dagId)).filter((id) => id > copy)
+    expect((await Promise.all(all.map(assetOf))).sort()).toEqual([doubtful, lost].sort())
+    expect((await audit(dagId)).report.counts).toMatchObject({missing_events: 0, missing_unknown: 0})
+  })
+
   it("a rerun not started yet: an unnamed copy after try 1's last write is nobody's, try 1's own event stays ok", async () => {
     const {dagId, tiId} = await producer()
     await airflowCompletes(tiId)

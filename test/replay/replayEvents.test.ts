@@ -364,7 +364,8 @@ describe('replay-events, missing mode: lost, or never emitted?', () => {
     const audit = envelope(await cli('audit-events', '--dag-id', 'etl', '--json')) as {
       result: {counts: Record<string, number>}
     }
-    expect(audit.result.counts).toMatchObject({missing_events: 0, missing_unknown: 1})
+    // One finding per outlet: both are unknown.
+    expect(audit.result.counts).toMatchObject({missing_events: 0, missing_unknown: 2})
     const again = await cli('replay-events', '--ti-id', target.id, '--yes', '--json')
     expect(envelope(again)).toMatchObject({result: {items: [{outcome: 'unknown'}]}})
     expect(await eventsOf(db.knex, target)).toHaveLength(0)
@@ -450,7 +451,8 @@ describe('replay-events, missing mode: only what the database says was lost', ()
     })
     expect(await writeFootprint(db.knex)).toEqual(footprint)
     const found = await audit()
-    expect(found.result.counts).toMatchObject({missing_events: 0, missing_unknown: 1})
+    // One finding per outlet: both are unknown.
+    expect(found.result.counts).toMatchObject({missing_events: 0, missing_unknown: 2})
     expect(found.result.findings).toContainEqual(expect.objectContaining({class: 'missing_unknown', ti_id: target.id}))
 
     const forced = await cli('replay-events', '--ti-id', target.id, '--include-unknown', '--yes', '--json')

@@ -52,8 +52,9 @@ export interface SelectionStore {
     named: {runIds: readonly string[]; taskIds: readonly string[]},
   ): Promise<UnknownSelectors>
   /**
-   * Which of the given assets have no event of this task instance's try, and the strongest
-   * evidence of how the try came to be success (lost events, or marked success without them).
+   * Which of the given assets have no event of this task instance's try (and of those, which may
+   * have one: doubtful), and the strongest evidence of how the try came to be success (lost
+   * events, or marked success without them), which decides the others.
    * `ignore`: the events and log row the calling transaction wrote itself (a recheck).
    */
   readMissingOutlets(
@@ -97,6 +98,12 @@ export interface SelectedTaskInstance {
   state: string | null
   /** A missing-events page: the strongest evidence of how its try came to be success. */
   evidence?: TryEvidenceKind
+  /**
+   * A missing-events page: the active declared outlets with no event of its try, each on its own
+   * evidence: an absent one on the try's (`evidence`), a doubtful one (an event may be this try's:
+   * unattributed_event) on none.
+   */
+  missingOutlets?: Array<{assetId: number; asset: string; doubtful: boolean}>
 }
 
 /** Run and task ids a selection names that nothing carries, with the ids a typo may have meant. */
@@ -110,6 +117,9 @@ export interface UnknownSelectors {
 /** The outlets of a try that have no event, and what the database says about why. */
 export interface MissingOutlets {
   assetIds: number[]
+  /** Of assetIds, those with an event that may be this try's (unattributed_event, whatever `evidence` says). */
+  doubtful: number[]
+  /** The try's evidence: it decides the outlets of assetIds that are not doubtful. */
   evidence: TryEvidence
 }
 

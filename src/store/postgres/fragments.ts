@@ -116,14 +116,10 @@ function tryEvidenceRows(on: EvidenceOn): string {
   const airlockRow = `l.extra like '{%"airlock":{%'`
   const airlockEvents = "coalesce((l.extra::jsonb -> 'airlock' ->> 'events')::int, -1)"
   const sinceTryBegan = `l.dttm > ${tryBegan(on)}`
-  // Ahead of every other row: an event that may be this try's makes "lost" and "marked success
-  // without events" both unprovable (eventOfThisTry).
-  const unattributed = on.unattributed
-    ? `select 0 as rank, 'unattributed_event' as kind, null::int as log_id where ${on.unattributed}
-         union all
-         `
-    : ''
-  return `${unattributed}select 1 as rank, 'worker_success' as kind, l.id as log_id from log l
+  // An event that may be this try's (eventOfThisTry's 'unattributed') makes "lost" and "marked
+  // success without events" both unprovable for its outlet alone: the callers decide that outlet
+  // as unattributed_event and the others on the rows below.
+  return `select 1 as rank, 'worker_success' as kind, l.id as log_id from log l
           where ${thisTry} and l.event = 'success' and not (coalesce(l.extra, '') like '{%"airlock":{%')
          union all
          select 2, 'airlock_events', l.id from log l
@@ -154,12 +150,8 @@ function tryEvidenceRows(on: EvidenceOn): string {
           where r.dag_id = ${on.dagId} and r.run_id = ${on.runId} and r.triggered_by = 'test'`
 }
 
-/**
- * The try and, for a writer's recheck, the log row its own transaction wrote (never counted);
- * `unattributed`: a condition that holds when an outlet's event may be this try's
- * (eventOfThisTry's 'unattributed'), which outranks every other kind.
- */
-type EvidenceOn = TryKey & {exceptLogId?: string; unattributed?: string}
+/** The try and, for a writer's recheck, the log row its own transaction wrote (never counted). */
+type EvidenceOn = TryKey & {exceptLogId?: string}
 
 /** The strongest evidence of this try (tryEvidenceRows), as its kind: 'unknown' when there is none. */
 export function tryEvidenceKind(on: EvidenceOn): string {

@@ -68,7 +68,7 @@ function filtered(
     // 190,000 task instances).
     where.push(
       filter.evidence
-        ? `case when ${missing} then ${missingEvidenceOf('ti')} = any(${params.add([...filter.evidence])}::text[]) else false end`
+        ? `case when ${missing} then ${evidenceWhere('ti', params, filter.evidence)} else false end`
         : missing,
     )
   }
@@ -107,11 +107,40 @@ function outletWhere(ti: string, test: string): string {
 }
 
 /**
- * The strongest evidence of the try of task instance `ti` (a row alias) whose outlets miss events,
- * as its kind: an outlet whose event may be this try's makes it `unattributed_event`.
+ * The strongest evidence of how the try of task instance `ti` (a row alias) came to be success,
+ * as its kind. It decides the outlets with no event of the try (`'none'`); an outlet whose event
+ * may be this try's (`'unattributed'`) is `unattributed_event` on its own, whatever the try says:
+ * one outlet's doubt never hides another's certain loss.
  */
-const missingEvidenceOf = (ti: string) =>
-  tryEvidenceKind({...tiTry(ti), unattributed: outletWhere(ti, `= 'unattributed'`)})
+const tryEvidenceOf = (ti: string) => tryEvidenceKind(tiTry(ti))
+
+/**
+ * "Some missing outlet of `ti`'s try has one of these kinds of evidence", outlet by outlet (see
+ * tryEvidenceOf): an absent one takes the try's evidence, a doubtful one `unattributed_event`.
+ * The try's evidence is read first (once), the outlets only when it is wanted.
+ */
+function evidenceWhere(ti: string, params: Params, kinds: readonly TryEvidenceKind[]): string {
+  const absent = `(${tryEvidenceOf(ti)} = any(${params.add([...kinds])}::text[]) and ${outletWhere(ti, `= 'none'`)})`
+  return kinds.includes('unattributed_event') ? `(${absent} or ${outletWhere(ti, `= 'unattributed'`)})` : absent
+}
+
+/**
+ * The active declared outlets of `ti`'s try with no event of it (eventOfThisTry), as JSON
+ * [{id, name, doubtful}] in name order (`doubtful`: an event may be this try's), over the
+ * `outlets` that `filtered` joins. One look at each outlet's events, for a selected row only.
+ */
+function missingOutletsOf(ti: string): string {
+  const state = eventOfThisTry({
+    ...tiTry(ti),
+    assetId: 'o.asset_id',
+    earliest: tryEarliest(ti),
+    start: `${ti}.start_date`,
+  })
+  return `(select json_agg(json_build_object('id', a.id, 'name', a.name, 'doubtful', s.state = 'unattributed') order by a.name, a.id)
+      from (select o.asset_id, ${state} as state from unnest(outlets.asset_ids) as o(asset_id) offset 0) as s
+      join asset a on a.id = s.asset_id
+     where s.state <> 'attributed')`
+}
 
 /**
  * One keyset page of the selection (WHERE id > last ORDER BY id LIMIT n): memory stays flat and
@@ -133,18 +162,32 @@ function selectTaskInstancePage() {
   ): Promise<SelectedTaskInstance[]> => {
     const params = new Params()
     const from = filtered(filter, params, after === undefined ? undefined : (p) => `ti.id > ${p.add(after)}::uuid`)
-    // A missing-events page says, per task instance, how its try came to be success.
-    const columns = `ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state${filter.missingEventsOnly ? `, ${missingEvidenceOf('ti')} as evidence` : ''}`
+    // A missing-events page says, per task instance, how its try came to be success and which
+    // outlets miss their event (each decided on its own: absent, or doubtful).
+    const columns = `ti.id, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state${filter.missingEventsOnly ? `, ${tryEvidenceOf('ti')} as evidence, ${missingOutletsOf('ti')} as missing_outlets` : ''}`
     const page = filter.missingEventsOnly
       ? `select s.* from (select ${columns} ${from} offset 0) as s order by s.id limit ${params.add(limit)}::int`
       : `select ${columns} ${from} order by ti.id limit ${params.add(limit)}::int`
-    const rows = await ex.query<KeyedTaskInstanceRow & {state: string | null; evidence?: TryEvidenceKind}>(
-      statement(page, params.values),
-    )
+    const rows = await ex.query<
+      KeyedTaskInstanceRow & {
+        state: string | null
+        evidence?: TryEvidenceKind
+        missing_outlets?: Array<{id: number; name: string; doubtful: boolean}> | null
+      }
+    >(statement(page, params.values))
     return rows.map((row) => ({
       ...keyedTaskInstanceOf(row),
       state: row.state,
       ...(row.evidence ? {evidence: row.evidence} : {}),
+      ...(row.missing_outlets === undefined
+        ? {}
+        : {
+            missingOutlets: (row.missing_outlets ?? []).map((o) => ({
+              assetId: o.id,
+              asset: o.name,
+              doubtful: o.doubtful,
+            })),
+          }),
     }))
   }
 }
@@ -270,10 +313,11 @@ function countTaskInstancesByState() {
 
 /**
  * Which of the given (active, declared outlet) assets have no event of this task instance's try
- * (eventOfThisTry: none, or only one that may be this try's): the events its last successful try
- * should have emitted; and the strongest evidence of how the try came to be success
- * (tryEvidence), which decides whether they were lost (`unattributed_event` when an event may be
- * this try's: then nothing can be told).
+ * (eventOfThisTry: none, or only one that may be this try's: `doubtful`): the events its last
+ * successful try should have emitted; and the strongest evidence of how the try came to be
+ * success (tryEvidence), which decides whether the absent ones were lost. A doubtful outlet is
+ * decided on its own (`unattributed_event`): nothing can be told of it, which says nothing of the
+ * others.
  * One statement, so the recheck under the row lock costs one round trip. `ignore` leaves out the
  * events and the log row this very transaction wrote (for that recheck).
  */
@@ -301,12 +345,9 @@ function readMissingOutlets() {
        select o.asset_id, o.state from outlets o where o.state <> 'attributed'
      )
      select (select coalesce(array_agg(m.asset_id order by m.asset_id), '{}') from missing m) as missing,
+            (select coalesce(array_agg(m.asset_id order by m.asset_id), '{}') from missing m where m.state = 'unattributed') as doubtful,
             coalesce(ev.kind, 'unknown') as kind, ev.log_id, ev.event, ev.owner, ev.dttm
-       from (select 1) as one left join lateral (${tryEvidence({
-         ...on,
-         exceptLogId: '$8::int',
-         unattributed: "exists (select 1 from missing m where m.state = 'unattributed')",
-       })}) as ev on true`,
+       from (select 1) as one left join lateral (${tryEvidence({...on, exceptLogId: '$8::int'})}) as ev on true`,
   )
   return async (
     ex: Executor,
@@ -316,6 +357,7 @@ function readMissingOutlets() {
   ): Promise<MissingOutlets> => {
     const [row] = await ex.query<{
       missing: number[]
+      doubtful: number[]
       kind: TryEvidenceKind
       log_id: number | null
       event: string | null
@@ -335,7 +377,7 @@ function readMissingOutlets() {
     )
     if (!row) throw new Error('missing_outlets returned no row')
     const log = row.log_id === null ? null : {id: row.log_id, event: row.event ?? '', owner: row.owner, dttm: row.dttm}
-    return {assetIds: row.missing, evidence: {kind: row.kind, log}}
+    return {assetIds: row.missing, doubtful: row.doubtful, evidence: {kind: row.kind, log}}
   }
 }
 

@@ -572,7 +572,7 @@ returning id;
 -- airlock_log_exists_bf1d39573d1b
 select 1 from log where id = $1;
 
--- airlock_missing_outlets_e60440d7047c
+-- airlock_missing_outlets_041e9f5047bb
 with ti as materialized (
      select least(t.queued_dttm, t.scheduled_dttm, t.start_date) as earliest, t.start_date, coalesce((select max(coalesce(h.updated_at, h.end_date, h.start_date)) from task_instance_history h
    where h.dag_id = $2 and h.run_id = $3 and h.task_id = $4 and h.map_index = $5::int
@@ -680,11 +680,10 @@ else (
      select o.asset_id, o.state from outlets o where o.state <> 'attributed'
    )
    select (select coalesce(array_agg(m.asset_id order by m.asset_id), '{}') from missing m) as missing,
+          (select coalesce(array_agg(m.asset_id order by m.asset_id), '{}') from missing m where m.state = 'unattributed') as doubtful,
           coalesce(ev.kind, 'unknown') as kind, ev.log_id, ev.event, ev.owner, ev.dttm
      from (select 1) as one left join lateral (select v.kind, l.id as log_id, l.event, l.owner, l.dttm
-          from (select 0 as rank, 'unattributed_event' as kind, null::int as log_id where exists (select 1 from missing m where m.state = 'unattributed')
-       union all
-       select 1 as rank, 'worker_success' as kind, l.id as log_id from log l
+          from (select 1 as rank, 'worker_success' as kind, l.id as log_id from log l
         where l.dag_id = $2 and l.task_id = $4 and l.run_id = $3 and l.id is distinct from $8::int and l.map_index = $5::int and l.try_number = $6::int and l.event = 'success' and not (coalesce(l.extra, '') like '{%"airlock":{%')
        union all
        select 2, 'airlock_events', l.id from log l
