@@ -93,8 +93,8 @@ const tiTry = (ti: string) => ({
 
 /**
  * "An active declared outlet of `ti`'s try whose eventOfThisTry is `test`" (`<> 'attributed'`:
- * missing or maybe missing; `= 'unattributed'`: maybe missing), over the `outlets` that
- * `filtered` joins.
+ * missing or maybe missing; `= 'none'`: missing; `= 'unattributed'`: maybe missing), over the
+ * `outlets` that `filtered` joins.
  */
 function outletWhere(ti: string, test: string): string {
   const state = eventOfThisTry({
@@ -120,7 +120,8 @@ const tryEvidenceOf = (ti: string) => tryEvidenceKind(tiTry(ti))
  * The try's evidence is read first (once), the outlets only when it is wanted.
  */
 function evidenceWhere(ti: string, params: Params, kinds: readonly TryEvidenceKind[]): string {
-  const absent = `(${tryEvidenceOf(ti)} = any(${params.add([...kinds])}::text[]) and ${outletWhere(ti, `= 'none'`)})`
+  // A CASE keeps that order (the planner reorders an AND of subplans by their estimated cost).
+  const absent = `case when ${tryEvidenceOf(ti)} = any(${params.add([...kinds])}::text[]) then ${outletWhere(ti, `= 'none'`)} else false end`
   return kinds.includes('unattributed_event') ? `(${absent} or ${outletWhere(ti, `= 'unattributed'`)})` : absent
 }
 
