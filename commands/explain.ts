@@ -33,8 +33,9 @@ loop creates a run: each loop takes a limited number of DAGs and skips those ano
 holds), waiting (for the fewest assets that would make its condition true), blocked (by
 what) or not_asset_scheduled.
 
-Findings: stuck (the condition has held, or a partition run has been pending, longer than
---stuck-after with no run created), duplicate_run (two runs consumed the same event: the race of
+Findings: stuck (the verdict is will_run, its condition or a pending partition run's has held
+longer than --stuck-after, and no run was created), paused_backlog (a paused DAG whose condition
+has held that long: unpausing runs it; fails only when --fail-on names it), duplicate_run (two runs consumed the same event: the race of
 two schedulers), duplicate_partition_run (two pending partition runs for one key), orphan_queue (a
 queue row whose asset is gone). --fail-on makes a finding exit 6, for cron.
 
@@ -68,7 +69,7 @@ so, and so does the report.`)
     }),
     'stuck-after': Flags.string({
       description:
-        'A condition held (or a partition run pending) this long with no run is stuck (5m, 1h, 24h; up to 168h).',
+        'A condition that has held this long with no run is stuck, or paused_backlog if paused (5m, 1h, 24h; up to 168h).',
       default: '1h',
     }),
     'fail-on': Flags.string({

@@ -45,7 +45,19 @@ export type Verdict = 'will_run' | 'waiting' | 'blocked' | 'not_asset_scheduled'
  */
 export type ExplainBlock = ExclusionBlock | 'inactive_assets'
 
-export const findingKinds = ['stuck', 'duplicate_run', 'orphan_queue', 'duplicate_partition_run'] as const
+/**
+ * `stuck`: the DAG would run now by every rule (its verdict is will_run: condition met, nothing
+ * excludes it) and no run was created for longer than --stuck-after, so the scheduler is not taking
+ * its step. `paused_backlog`: a paused DAG whose condition has held that long: normal operation
+ * (the operator paused it), so it is reported but fails the run only when --fail-on names it.
+ */
+export const findingKinds = [
+  'stuck',
+  'paused_backlog',
+  'duplicate_run',
+  'orphan_queue',
+  'duplicate_partition_run',
+] as const
 export type FindingKind = (typeof findingKinds)[number]
 
 export interface EventJson {
@@ -330,11 +342,20 @@ function explainDag(
       ? `its condition needs inactive asset${inactive.length > 1 ? 's' : ''} ${inactive.map((l) => l.label).join(', ')}: no task outlet emits an event for an inactive asset (only an alias emission or an event posted through Airflow's API would), until the scheduler activates it again (an asset is inactive when no DAG references it, or its name or uri clashes with an active asset)`
       : blockReason(dag, blocked, always)
   const metSince = result.met ? metSinceOf(tree, rows, context) : undefined
+  // Held past --stuck-after: stuck only when nothing excludes the DAG (a scheduler loop should
+  // have created its run long ago); a paused DAG's held condition is its backlog, which
+  // unpausing runs. Stale, import errors and max_active_runs are the verdict's block, not a finding.
   if (metSince && options.now.getTime() - metSince.getTime() > options.stuckAfterMs) {
-    findings.unshift({
-      kind: 'stuck',
-      detail: `its condition has held since ${instant(metSince)} (${ago(metSince, options.now)}) and no run was created${blocked ? `: ${reason}` : ''}`,
-    })
+    if (!blocked)
+      findings.unshift({
+        kind: 'stuck',
+        detail: `its condition has held since ${instant(metSince)} (${ago(metSince, options.now)}) and no run was created, though nothing excludes it`,
+      })
+    else if (blocked === 'paused')
+      findings.unshift({
+        kind: 'paused_backlog',
+        detail: `it is paused and its condition has held since ${instant(metSince)} (${ago(metSince, options.now)}): unpausing it creates a run from its queue rows on a coming scheduler loop`,
+      })
   }
   return {
     ...base,
@@ -541,13 +562,11 @@ function explainPartitioned(
         detail: `${count} pending partition runs for key ${key}: the events are split between them, so neither may ever run (apache/airflow #71070)`,
       })
   }
-  const oldest = partitions[0]
-  if (oldest && options.now.getTime() - oldest.createdAt.getTime() > options.stuckAfterMs) {
-    findings.unshift({
-      kind: 'stuck',
-      detail: `its partition run for key ${oldest.partitionKey} has been pending since ${instant(oldest.createdAt)} (${ago(oldest.createdAt, options.now)})`,
-    })
-  }
+  const stuck = stuckPartition(
+    evaluated.filter((e) => e.runs).map((e) => e.partition),
+    options,
+  )
+  if (stuck) findings.unshift(stuck)
   const ready = evaluated.find((e) => e.runs)
   const first = evaluated.find((e) => !e.cleared)
   const nothingYet = tree ? evaluateTree(tree, () => false).waitingFor : []
@@ -580,6 +599,29 @@ function explainPartitioned(
     })),
     findings,
   }
+}
+
+/**
+ * Stuck: a pending partition run a coming loop would turn into a run (its condition met, not
+ * cleared, not skipped) whose last received event is older than --stuck-after: from then on every
+ * loop should have created it. One still waiting for an event is normal operation.
+ */
+function stuckPartition(ready: readonly ExplainPartition[], options: ExplainOptions): FindingJson | undefined {
+  const overdue = ready.find((p) => options.now.getTime() - metAt(p).getTime() > options.stuckAfterMs)
+  if (!overdue) return undefined
+  const since = metAt(overdue)
+  return {
+    kind: 'stuck',
+    detail: `its partition run for key ${overdue.partitionKey} has had what its condition needs since ${instant(since)} (${ago(since, options.now)}; pending since ${instant(overdue.createdAt)}) and no run was created`,
+  }
+}
+
+/**
+ * When a pending partition run's condition became true, at the latest: its last key log row (the
+ * event that completed it, or a later one); the row's own creation when it received none.
+ */
+function metAt(partition: ExplainPartition): Date {
+  return partition.lastReceivedAt ?? partition.createdAt
 }
 
 /** Queue rows whose asset row is gone: the scheduler cannot match them to any condition. */

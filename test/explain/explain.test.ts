@@ -248,6 +248,19 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
       (await explain('--dag-id', 'either', '--stuck-after', '4h', '--fail-on', 'stuck', '--json')).result.code,
     ).toBe(0)
 
+    // Every DAG whose condition holds is paused or at max_active_runs: normal operation, not stuck.
+    await db.knex('dag').where({dag_id: 'either'}).update({is_paused: true})
+    const silent = await explain('--all', '--stuck-after', '2h', '--fail-on', 'stuck', '--json')
+    expect(silent.result.code).toBe(0)
+    expect(silent.report!.result.summary.findings).toMatchObject({stuck: 0, paused_backlog: 1})
+    expect(dagOf(silent.report, 'either').findings[0]!.detail).toMatch(
+      /paused and its condition has held since .* \(3 h ago\): unpausing it creates a run/,
+    )
+    expect(dagOf(silent.report, 'busy').findings).toEqual([])
+    // Opt-in: a paused backlog fails the run only when --fail-on names it.
+    expect((await explain('--all', '--stuck-after', '2h', '--fail-on', 'paused_backlog', '--json')).result.code).toBe(6)
+    await db.knex('dag').where({dag_id: 'either'}).update({is_paused: false})
+
     // A queue row whose asset row is gone: the foreign key cascades, so only a restore or a manual
     // fix that bypassed it (as session_replication_role = replica does) leaves one.
     await db.knex.transaction(async (trx) => {
@@ -433,8 +446,9 @@ describe('airlock explain on partitioned consumers (3.3)', () => {
     ])
     expect(parts.findings).toEqual([expect.objectContaining({kind: 'duplicate_partition_run'})])
 
-    // A partition run pending past --stuck-after is stuck, for cron.
+    // A partition run whose condition has held past --stuck-after is stuck, for cron.
     await db.knex('asset_partition_dag_run').update({created_at: db.knex.raw(`created_at - interval '2 days'`)})
+    await db.knex('partitioned_asset_key_log').update({created_at: db.knex.raw(`created_at - interval '2 days'`)})
     const stuck = await runCli([
       'explain',
       '--database-url',
@@ -448,6 +462,25 @@ describe('airlock explain on partitioned consumers (3.3)', () => {
     expect(stuck.code).toBe(6)
     const [first] = (envelope(stuck) as unknown as Report).result.dags[0]!.findings
     expect(first).toMatchObject({kind: 'stuck'})
-    expect(first!.detail).toMatch(/partition run for key 2026-12-01 has been pending since .* \(2 d ago\)/)
+    expect(first!.detail).toMatch(
+      /partition run for key 2026-12-01 has had what its condition needs since .* \(2 d ago/,
+    )
+
+    // Pending runs still waiting for an event are normal operation, however old: not stuck.
+    await db.knex('asset_partition_dag_run').where({partition_key: '2026-12-01'}).delete()
+    const waiting = await runCli([
+      'explain',
+      '--database-url',
+      db.url,
+      '--dag-id',
+      'parts',
+      '--json',
+      '--fail-on',
+      'stuck',
+    ])
+    expect(waiting.code).toBe(0)
+    expect((envelope(waiting) as unknown as Report).result.dags[0]!.findings.map((f) => f.kind)).toEqual([
+      'duplicate_partition_run',
+    ])
   })
 })

@@ -113,6 +113,8 @@ export interface ExplainPartition {
   partitionKey: string
   createdAt: Date
   received: Array<{assetId: number; sourceKeys: string[]}>
+  /** When its last `partitioned_asset_key_log` row was written (undefined: it received none). */
+  lastReceivedAt?: Date
   /**
    * 3.3+ (the `fresh_active` partition step): the fingerprint stamped when the row was queued
    * (null: none, as rows queued before 3.3), and `received` counts active assets only. Left out

@@ -182,7 +182,9 @@ function explainStatements(
                                                          where a.id = l.asset_id)`
                                          : ''
                                      }
-                                   group by l.asset_id) as k), '[]') as received
+                                   group by l.asset_id) as k), '[]') as received,
+                (select max(l.created_at) from partitioned_asset_key_log l
+                  where l.asset_partition_dag_run_id = p.id) as last_received_at
            from asset_partition_dag_run p
           where p.target_dag_id = any($1::text[]) and p.created_dag_run_id is null
           order by p.target_dag_id, p.created_at, p.id`,
@@ -266,6 +268,7 @@ function explainStatements(
           partitionKey: row.partition_key,
           createdAt: new Date(row.created_at),
           received: row.received.map((r) => ({assetId: r.asset_id, sourceKeys: r.source_keys})),
+          ...(row.last_received_at !== null ? {lastReceivedAt: new Date(row.last_received_at)} : {}),
           ...(freshActive ? {fingerprint: row.fingerprint} : {}),
         })),
       }
@@ -324,6 +327,7 @@ interface PartitionRow {
   created_at: string
   fingerprint: unknown
   received: Array<{asset_id: number; source_keys: string[]}>
+  last_received_at: Date | string | null
 }
 
 function toEvent(row: EventJson | null): ExplainEvent | null {

@@ -1467,7 +1467,7 @@ select d.dag_id, r.run_id, r.state, r.run_after, r.queued_at,
  ) as r
 order by d.dag_id, r.run_after desc, r.id desc;
 
--- airlock_explain_partitions_2a855f5adf7c
+-- airlock_explain_partitions_3eaae3755b3a
 select p.id, p.target_dag_id, p.partition_key, p.created_at,
       null as fingerprint,
       coalesce((select json_agg(json_build_object('asset_id', k.asset_id, 'source_keys', k.keys) order by k.asset_id)
@@ -1475,7 +1475,9 @@ select p.id, p.target_dag_id, p.partition_key, p.created_at,
                           from partitioned_asset_key_log l
                          where l.asset_partition_dag_run_id = p.id
 
-                         group by l.asset_id) as k), '[]') as received
+                         group by l.asset_id) as k), '[]') as received,
+      (select max(l.created_at) from partitioned_asset_key_log l
+        where l.asset_partition_dag_run_id = p.id) as last_received_at
  from asset_partition_dag_run p
 where p.target_dag_id = any($1::text[]) and p.created_dag_run_id is null
 order by p.target_dag_id, p.created_at, p.id;

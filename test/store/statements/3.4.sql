@@ -1479,7 +1479,7 @@ select d.dag_id, r.run_id, r.state, r.run_after, r.queued_at,
  ) as r
 order by d.dag_id, r.run_after desc, r.id desc;
 
--- airlock_explain_partitions_fresh_active_518319109efb
+-- airlock_explain_partitions_fresh_active_2a07377b2b1e
 select p.id, p.target_dag_id, p.partition_key, p.created_at,
       p.rollup_fingerprint as fingerprint,
       coalesce((select json_agg(json_build_object('asset_id', k.asset_id, 'source_keys', k.keys) order by k.asset_id)
@@ -1488,7 +1488,9 @@ select p.id, p.target_dag_id, p.partition_key, p.created_at,
                          where l.asset_partition_dag_run_id = p.id
                            and exists (select 1 from asset a join asset_active aa on aa.name = a.name and aa.uri = a.uri
                                                where a.id = l.asset_id)
-                         group by l.asset_id) as k), '[]') as received
+                         group by l.asset_id) as k), '[]') as received,
+      (select max(l.created_at) from partitioned_asset_key_log l
+        where l.asset_partition_dag_run_id = p.id) as last_received_at
  from asset_partition_dag_run p
 where p.target_dag_id = any($1::text[]) and p.created_dag_run_id is null
 order by p.target_dag_id, p.created_at, p.id;
