@@ -5,6 +5,7 @@ import {
   type DagExplanation,
   type EventJson,
   type LeafJson,
+  type ProducerJson,
 } from '../explain/explainDag.js'
 import type {ExplainSummary} from '../explain/runExplain.js'
 import {instant} from '../output/instant.js'
@@ -20,7 +21,7 @@ const leafLines = 30
 export function renderExplainedDag(dag: DagExplanation, now: Date): string {
   const lines = [headline(dag, now)]
   if (dag.condition) {
-    const tree = conditionLines(dag.condition, '    ', now)
+    const tree = conditionLines(dag.condition, '    ', now, dag.blocked_by === 'paused')
     lines.push('  condition:')
     lines.push(...tree.slice(0, leafLines))
     if (tree.length > leafLines) lines.push(`    … and ${tree.length - leafLines} more lines (--json lists them all)`)
@@ -56,7 +57,12 @@ function headline(dag: DagExplanation, now: Date): string {
       const missing = dag.waiting_for.map((label) => {
         const leaf = leaves.find((l) => l.leaf === label)
         const last = leaf?.last_event
-        return last ? `${label} (last event ${instant(last.timestamp)}, ${ago(new Date(last.timestamp), now)})` : label
+        const fate = leaf?.last_event_consumed_by
+        const consumed =
+          fate === undefined ? '' : fate.length > 0 ? `, consumed by run ${fate[0]}` : ', never queued for it'
+        return last
+          ? `${label} (last event ${instant(last.timestamp)}, ${ago(new Date(last.timestamp), now)}${consumed})`
+          : label
       })
       const rest = leaves.length - dag.waiting_for.length
       const others = rest === 1 ? 'the other asset is queued' : `all other ${rest} are queued`
@@ -65,12 +71,42 @@ function headline(dag: DagExplanation, now: Date): string {
   }
 }
 
-function conditionLines(node: ConditionJson, indent: string, now: Date): string[] {
-  if ('all' in node) return [`${indent}all of`, ...node.all.flatMap((n) => conditionLines(n, `${indent}  `, now))]
-  if ('any' in node) return [`${indent}any of`, ...node.any.flatMap((n) => conditionLines(n, `${indent}  `, now))]
+function conditionLines(node: ConditionJson, indent: string, now: Date, paused: boolean): string[] {
+  if ('all' in node)
+    return [`${indent}all of`, ...node.all.flatMap((n) => conditionLines(n, `${indent}  `, now, paused))]
+  if ('any' in node)
+    return [`${indent}any of`, ...node.any.flatMap((n) => conditionLines(n, `${indent}  `, now, paused))]
   if ('unknown' in node)
     return [`${indent}✗ ${node.unknown || 'an unknown node'} (a type airlock does not know: never true)`]
-  return [`${indent}${leafLine(node, now)}`]
+  return [`${indent}${leafLine(node, now)}${fateOf(node, paused)}${producedBy(node.producers)}`]
+}
+
+/** What became of a missing leaf's last event for this DAG: consumed by a run, or never queued. */
+function fateOf(leaf: LeafJson, paused: boolean): string {
+  const runs = leaf.last_event_consumed_by
+  if (runs === undefined || !leaf.last_event) return ''
+  if (runs.length > 0) return `; consumed by run ${runs.join(', ')}`
+  return `; event ${leaf.last_event.id} was never queued for this DAG (it was paused when it arrived, was not yet scheduled on the asset, or its queue row was deleted): ${paused ? 'unpausing will not run it' : 'no run will consume it'}; trigger it or wait for the next event`
+}
+
+/** Producers shown per leaf for people; --json lists them all. */
+const producersShown = 3
+
+/** The tasks that emit a missing asset, each with what keeps its DAG from producing it. */
+function producedBy(producers: ProducerJson[] | undefined): string {
+  if (producers === undefined) return ''
+  if (producers.length === 0) return '; no task produces it (only an external event or an alias emission)'
+  const shown = producers.slice(0, producersShown).map((p) => {
+    const states = [
+      p.paused ? 'paused' : '',
+      p.stale ? 'stale' : '',
+      p.import_errors ? 'import errors' : '',
+      p.latest_run?.state === 'failed' ? `latest run ${p.latest_run.run_id} failed` : '',
+    ].filter(Boolean)
+    return `${p.dag_id}/${p.task_id}${states.length > 0 ? ` (${states.join(', ')})` : ''}`
+  })
+  const more = producers.length > producersShown ? ` and ${producers.length - producersShown} more` : ''
+  return `; produced by ${shown.join(', ')}${more}`
 }
 
 function leafLine(leaf: LeafJson, now: Date): string {

@@ -81,6 +81,25 @@ export interface LeafJson {
   event?: EventJson | null
   /** missing: the asset's (or alias's) last event, if it ever had one. */
   last_event?: EventJson | null
+  /**
+   * missing, with a last event, on a DAG the queue feeds (not partitioned): the runs of this DAG
+   * that consumed it (`dagrun_asset_event`). Empty: no run consumed it and no queue row holds it,
+   * so it was never queued for this DAG (it was paused when the event arrived, was not yet
+   * scheduled on the asset, or the row was deleted): unpausing will not run it.
+   */
+  last_event_consumed_by?: string[]
+  /** missing or inactive asset (or resolved ref): the tasks whose outlets emit it (`task_outlet_asset_reference`). */
+  producers?: ProducerJson[]
+}
+
+export interface ProducerJson {
+  dag_id: string
+  task_id: string
+  paused: boolean
+  stale: boolean
+  import_errors: boolean
+  /** Its DAG's latest run, of any type: a failed one is what to look at. */
+  latest_run: {run_id: string; state: string | null} | null
 }
 
 export type ConditionJson = {all: ConditionJson[]} | {any: ConditionJson[]} | {unknown: string} | LeafJson
@@ -169,6 +188,7 @@ export function missingLeafAssets(page: ExplainPage): number[] {
 /** The page's DAGs, each explained. */
 export function explainPage(page: ExplainPage, options: ExplainOptions): DagExplanation[] {
   const context = pageContext(page)
+  addEvidence(context, page)
   return page.dags.map((dag) =>
     withCaveats(
       inContractOrder(
@@ -259,6 +279,39 @@ interface PageContext {
   activeByName: Map<string, ExplainAsset>
   activeByUri: Map<string, ExplainAsset>
   aliases: Map<string, {assetIds: Set<number>; lastEvent: ExplainEvent | null}>
+  /** By DAG, then event id: the runs that consumed it (only when the page's evidence was read). */
+  consumed?: Map<string, Map<number, string[]>>
+  producers?: Map<number, ProducerJson[]>
+}
+
+/**
+ * The page's leaf evidence (runExplain reads it after missingLeafAssets built the context), set
+ * on the context once it is there.
+ */
+function addEvidence(context: PageContext, page: ExplainPage): void {
+  if (page.consumed && !context.consumed) {
+    context.consumed = new Map()
+    for (const c of page.consumed) {
+      const byEvent = context.consumed.get(c.dagId) ?? new Map<number, string[]>()
+      context.consumed.set(c.dagId, byEvent)
+      byEvent.set(c.eventId, [...(byEvent.get(c.eventId) ?? []), c.runId])
+    }
+  }
+  if (page.producers && !context.producers) {
+    context.producers = new Map()
+    for (const p of page.producers) {
+      const list = context.producers.get(p.assetId) ?? []
+      context.producers.set(p.assetId, list)
+      list.push({
+        dag_id: p.dagId,
+        task_id: p.taskId,
+        paused: p.paused,
+        stale: p.stale,
+        import_errors: p.importErrors,
+        latest_run: p.latestRun ? {run_id: p.latestRun.runId, state: p.latestRun.state} : null,
+      })
+    }
+  }
 }
 
 /** The aliases linked to any of these assets: what an alias leaf is satisfied by. */
@@ -362,7 +415,7 @@ function explainDag(
     verdict: blocked ? 'blocked' : result.met ? 'will_run' : 'waiting',
     waiting_for: result.waitingFor,
     ...(blocked ? {blocked_by: blocked, reason} : {}),
-    condition: conditionJson(tree, isMet, rows, context),
+    condition: conditionJson(tree, isMet, rows, context, dag.dagId),
     ...(metSince ? {met_since: metSince.toISOString()} : {}),
     findings,
   }
@@ -383,7 +436,7 @@ function inactiveLeaves(
 function blockReason(dag: ExplainDag, blocked: ExplainBlock | undefined, always: ExplainBlock | undefined): string {
   switch (blocked) {
     case 'paused':
-      return 'it is paused: the scheduler creates no run for a paused DAG (its queue rows stay)'
+      return 'it is paused: the scheduler creates no run for a paused DAG (its queue rows stay; an event that arrives while it is paused queues nothing for it)'
     case 'stale':
       return 'it is stale (its file is gone): the scheduler creates no run for it'
     case 'import_errors':
@@ -434,17 +487,38 @@ function conditionJson(
   isMet: (leaf: ConditionLeaf) => boolean,
   rows: ExplainDag['queue'],
   context: PageContext,
+  queueOf: string | undefined,
 ): ConditionJson {
   switch (tree.kind) {
     case 'all':
-      return {all: tree.children.map((child) => conditionJson(child, isMet, rows, context))}
+      return {all: tree.children.map((child) => conditionJson(child, isMet, rows, context, queueOf))}
     case 'any':
-      return {any: tree.children.map((child) => conditionJson(child, isMet, rows, context))}
+      return {any: tree.children.map((child) => conditionJson(child, isMet, rows, context, queueOf))}
     case 'unknown':
       return {unknown: tree.type}
     default:
-      return leafJson(tree, isMet(tree), rows, context)
+      return withEvidence(leafJson(tree, isMet(tree), rows, context), tree, context, queueOf)
   }
+}
+
+/**
+ * A missing leaf's next evidence: whether a run of the DAG the queue feeds (`queueOf`; none for a
+ * partitioned consumer) consumed its last event, and which tasks produce it.
+ */
+function withEvidence(
+  json: LeafJson,
+  leaf: ConditionLeaf,
+  context: PageContext,
+  queueOf: string | undefined,
+): LeafJson {
+  if (json.state !== 'missing' && json.state !== 'inactive') return json
+  const consumed =
+    queueOf !== undefined && context.consumed && json.last_event
+      ? {last_event_consumed_by: context.consumed.get(queueOf)?.get(json.last_event.id) ?? []}
+      : {}
+  const asset = leaf.kind === 'alias' ? undefined : leafAsset(leaf, context)
+  const producers = asset && context.producers ? {producers: context.producers.get(asset.id) ?? []} : {}
+  return {...json, ...consumed, ...producers}
 }
 
 function leafJson(leaf: ConditionLeaf, met: boolean, rows: ExplainDag['queue'], context: PageContext): LeafJson {
@@ -581,7 +655,7 @@ function explainPartitioned(
         }
       : {}),
     waiting_for: ready ? [] : (first?.result.waitingFor ?? nothingYet),
-    condition: tree ? conditionJson(tree, () => false, [], context) : null,
+    condition: tree ? conditionJson(tree, () => false, [], context, undefined) : null,
     partitions: evaluated.map(({partition, result, queue, cleared, runs}) => ({
       partition_key: partition.partitionKey,
       created_at: partition.createdAt.toISOString(),

@@ -78,8 +78,16 @@ export async function runExplain(
     if (dagIds.length === 0) break
     const page = await store.readExplainPage(ex, dagIds, settings.runs)
     // The last events of the assets the answer calls missing, set on the page's own assets.
-    const lastEvents = await store.readExplainLastEvents(ex, missingLeafAssets(page))
+    const missing = missingLeafAssets(page)
+    const lastEvents = await store.readExplainLastEvents(ex, missing)
     for (const asset of page.assets) asset.lastEvent = lastEvents.get(asset.id) ?? asset.lastEvent
+    // Whether the page's DAGs consumed those last events (and the aliases'), and who produces the
+    // missing assets: what tells "consumed by run R" from "never queued", and what to check next.
+    const eventIds = new Set([...lastEvents.values()].map((e) => e.id))
+    for (const alias of page.aliases) if (alias.lastEvent) eventIds.add(alias.lastEvent.id)
+    const evidence = await store.readExplainLeafEvidence(ex, dagIds, [...eventIds], missing)
+    page.consumed = evidence.consumed
+    page.producers = evidence.producers
     // One clock for the page: "how long ago" and `stuck` agree within it.
     const now = settings.now ?? new Date()
     const options = {

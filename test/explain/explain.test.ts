@@ -18,6 +18,8 @@ interface Leaf {
   since?: string
   event?: {id: number; source: string} | null
   last_event?: {id: number} | null
+  last_event_consumed_by?: string[]
+  producers?: Array<{dag_id: string; task_id: string}>
 }
 type Condition = {all: Condition[]} | {any: Condition[]} | Leaf
 interface Explained {
@@ -369,6 +371,55 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
         ? 'before 3.2 the scheduler leaves its 1 queue row in place and creates no run from them; while its latest serialized DAG has no asset condition, dags_needing_dagruns raises NotImplementedError'
         : 'a coming scheduler loop deletes its 1 queue row before it evaluates any condition',
     )
+  })
+
+  it('a missing leaf says whether its last event was consumed or never queued for the DAG, and who produces it', async () => {
+    const w = await world()
+    // `paused` is paused when etl.a's event arrives: register_asset_change queues nothing for it.
+    await completeOne(db.knex, w.ti('etl', 'a').id)
+    // The scheduler's step: `either` gets its run, which consumes the event and its queue row.
+    await createAssetTriggeredRuns(db.knex, await schemaOf(db.knex))
+    await db.knex('dag').where({dag_id: 'paused'}).update({is_paused: false})
+    const [event] = await db.knex('asset_event').pluck('id')
+    const [run] = await db.knex('dag_run').where({dag_id: 'either', run_type: 'asset_triggered'}).pluck('run_id')
+    expect(run).toBeDefined()
+    // The producer: paused, its latest run failed.
+    await db.knex('dag').where({dag_id: 'etl'}).update({is_paused: true})
+    await db.knex('dag_run').where({dag_id: 'etl'}).update({state: 'failed'})
+
+    const {report} = await explain('--dag-id', 'either', '--dag-id', 'paused', '--runs', '0', '--json')
+    const producer = {dag_id: 'etl', task_id: 'a', paused: true, stale: false, import_errors: false}
+    const paused = dagOf(report, 'paused')
+    expect(paused.verdict).toBe('waiting')
+    expect((paused.condition as {all: Leaf[]}).all[0]).toMatchObject({
+      leaf: 'etl.a.out_1',
+      state: 'missing',
+      last_event: {id: event},
+      last_event_consumed_by: [],
+      producers: [expect.objectContaining({...producer, latest_run: expect.objectContaining({state: 'failed'})})],
+    })
+    // Consumed by a run --runs 0 does not show: read whatever --runs says.
+    const either = dagOf(report, 'either')
+    expect((either.condition as {any: Leaf[]}).any[0]).toMatchObject({
+      leaf: 'etl.a.out_1',
+      state: 'missing',
+      last_event_consumed_by: [run],
+    })
+    // etl.b.out_1 never had an event: nothing to consume; its producer is named.
+    expect((either.condition as {any: Leaf[]}).any[1]).toMatchObject({
+      leaf: 'etl.b.out_1',
+      last_event: null,
+      producers: [expect.objectContaining({dag_id: 'etl', task_id: 'b'})],
+    })
+    expect((either.condition as {any: Leaf[]}).any[1]).not.toHaveProperty('last_event_consumed_by')
+
+    const human = await runCli(['explain', '--database-url', db.url, '--dag-id', 'either', '--dag-id', 'paused'])
+    expect(human.stdout).toMatch(/paused: waiting for etl\.a\.out_1 \(last event .*, never queued for it\)/)
+    expect(human.stdout).toContain(
+      `event ${event} was never queued for this DAG (it was paused when it arrived, was not yet scheduled on the asset, or its queue row was deleted): no run will consume it; trigger it or wait for the next event`,
+    )
+    expect(human.stdout).toContain(`; consumed by run ${run}`)
+    expect(human.stdout).toMatch(/produced by etl\/a \(paused, latest run .* failed\)/)
   })
 
   it('a read-only role is enough; bad input is a clear exit 2 or 4 and reads nothing', async () => {

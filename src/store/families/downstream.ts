@@ -24,6 +24,36 @@ export interface DownstreamStore {
   readExplainPage(ex: Executor, dagIds: readonly string[], runsPerDag: number): Promise<ExplainPage>
   /** `explain`: the last event of each of these assets (none: not in the map), in one statement. */
   readExplainLastEvents(ex: Executor, assetIds: readonly number[]): Promise<Map<number, ExplainEvent>>
+  /**
+   * `explain`, for the leaves it calls missing: which runs of these DAGs consumed these events
+   * (`dagrun_asset_event`, whatever --runs shows), and the tasks that produce these assets
+   * (`task_outlet_asset_reference`) with their DAG's flags and latest run. Two statements.
+   */
+  readExplainLeafEvidence(
+    ex: Executor,
+    dagIds: readonly string[],
+    eventIds: readonly number[],
+    assetIds: readonly number[],
+  ): Promise<{consumed: ExplainConsumption[]; producers: ExplainProducer[]}>
+}
+
+/** A run of a DAG that consumed an event (`dagrun_asset_event`). */
+export interface ExplainConsumption {
+  dagId: string
+  eventId: number
+  runId: string
+}
+
+/** A task with the asset among its outlets, and what keeps its DAG from producing it. */
+export interface ExplainProducer {
+  assetId: number
+  dagId: string
+  taskId: string
+  paused: boolean
+  stale: boolean
+  importErrors: boolean
+  /** Its DAG's latest run (by run_after), of any type. */
+  latestRun: {runId: string; state: string | null} | null
 }
 
 /** A consumer DAG as the scheduler's asset-triggered step sees it. */
@@ -129,4 +159,7 @@ export interface ExplainPage {
   aliases: ExplainAlias[]
   runs: ExplainRun[]
   partitions: ExplainPartition[]
+  /** Set by readExplainLeafEvidence's caller: the consumptions and producers of the missing leaves. */
+  consumed?: ExplainConsumption[]
+  producers?: ExplainProducer[]
 }

@@ -6,10 +6,12 @@ import {prepared} from '../../engine/prepared.js'
 import type {
   ExplainAlias,
   ExplainAsset,
+  ExplainConsumption,
   ExplainDag,
   ExplainEvent,
   ExplainPage,
   ExplainPartition,
+  ExplainProducer,
   ExplainRun,
   ExplainSelection,
 } from '../families/downstream.js'
@@ -164,6 +166,36 @@ function explainStatements(
        ) as r
       order by d.dag_id, r.run_after desc, r.id desc`,
   )
+  // Which runs of the page's DAGs consumed the missing leaves' last events: an event a run
+  // consumed is done with; one no run consumed and no queue row holds was never queued for the
+  // DAG (`AssetManager.register_asset_change`, airflow/assets/manager.py, queues no paused DAG:
+  // 3.0.6 for its asset and alias references, from 3.1 for Asset.ref ones too).
+  const consumed = prepared(
+    'explain_consumed',
+    `select r.dag_id, c.event_id, r.run_id
+       from dagrun_asset_event c
+       join dag_run r on r.id = c.dag_run_id
+      where c.event_id = any($1::int[]) and r.dag_id = any($2::text[])
+      order by r.dag_id, c.event_id, r.run_after, r.id`,
+  )
+  // The tasks that emit each missing asset (`task_outlet_asset_reference`, written by the DAG
+  // processor from each task's outlets) and what an operator checks next: their DAG's flags and
+  // its latest run.
+  const producers = prepared(
+    'explain_producers',
+    `select t.asset_id, t.dag_id, t.task_id,
+            d.is_paused is not false as paused, d.is_stale is not false as stale,
+            d.has_import_errors is not false as import_errors,
+            lr.run_id as latest_run_id, lr.state as latest_run_state
+       from task_outlet_asset_reference t
+       left join dag d on d.dag_id = t.dag_id
+       left join lateral (
+         select r.run_id, r.state from dag_run r where r.dag_id = t.dag_id
+          order by r.run_after desc, r.id desc limit 1
+       ) as lr on true
+      where t.asset_id = any($1::int[])
+      order by t.asset_id, t.dag_id, t.task_id`,
+  )
   // 3.3's step counts no key log row of an inactive asset (`AssetModel.active.has()`) and compares
   // each row's rollup fingerprint with the timetable's (explainDag decides what that means).
   const freshActive = capabilities.partitionStep === 'fresh_active'
@@ -196,6 +228,31 @@ function explainStatements(
       if (assetIds.length === 0) return new Map()
       const rows = await ex.query<{asset_id: number; event: EventJson | null}>(lastEvents([[...assetIds]]))
       return new Map(rows.flatMap((row) => (row.event ? [[row.asset_id, toEvent(row.event)!] as const] : [])))
+    },
+
+    async readExplainLeafEvidence(
+      ex: Executor,
+      dagIds: readonly string[],
+      eventIds: readonly number[],
+      assetIds: readonly number[],
+    ): Promise<{consumed: ExplainConsumption[]; producers: ExplainProducer[]}> {
+      const consumedRows =
+        eventIds.length > 0 && dagIds.length > 0
+          ? await ex.query<{dag_id: string; event_id: number; run_id: string}>(consumed([[...eventIds], [...dagIds]]))
+          : []
+      const producerRows = assetIds.length > 0 ? await ex.query<ProducerRow>(producers([[...assetIds]])) : []
+      return {
+        consumed: consumedRows.map((row) => ({dagId: row.dag_id, eventId: row.event_id, runId: row.run_id})),
+        producers: producerRows.map((row) => ({
+          assetId: row.asset_id,
+          dagId: row.dag_id,
+          taskId: row.task_id,
+          paused: row.paused,
+          stale: row.stale,
+          importErrors: row.import_errors,
+          latestRun: row.latest_run_id === null ? null : {runId: row.latest_run_id, state: row.latest_run_state},
+        })),
+      }
     },
 
     async pageExplainDags(ex: Executor, selection: ExplainSelection, after: string, limit: number): Promise<string[]> {
@@ -318,6 +375,17 @@ interface RunRow {
   run_after: Date
   queued_at: Date | null
   event_ids: number[]
+}
+
+interface ProducerRow {
+  asset_id: number
+  dag_id: string
+  task_id: string
+  paused: boolean
+  stale: boolean
+  import_errors: boolean
+  latest_run_id: string | null
+  latest_run_state: string | null
 }
 
 interface PartitionRow {

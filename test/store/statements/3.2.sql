@@ -1467,6 +1467,27 @@ select d.dag_id, r.run_id, r.state, r.run_after, r.queued_at,
  ) as r
 order by d.dag_id, r.run_after desc, r.id desc;
 
+-- airlock_explain_consumed_ebcad8394a3b
+select r.dag_id, c.event_id, r.run_id
+ from dagrun_asset_event c
+ join dag_run r on r.id = c.dag_run_id
+where c.event_id = any($1::int[]) and r.dag_id = any($2::text[])
+order by r.dag_id, c.event_id, r.run_after, r.id;
+
+-- airlock_explain_producers_78d358537541
+select t.asset_id, t.dag_id, t.task_id,
+      d.is_paused is not false as paused, d.is_stale is not false as stale,
+      d.has_import_errors is not false as import_errors,
+      lr.run_id as latest_run_id, lr.state as latest_run_state
+ from task_outlet_asset_reference t
+ left join dag d on d.dag_id = t.dag_id
+ left join lateral (
+   select r.run_id, r.state from dag_run r where r.dag_id = t.dag_id
+    order by r.run_after desc, r.id desc limit 1
+ ) as lr on true
+where t.asset_id = any($1::int[])
+order by t.asset_id, t.dag_id, t.task_id;
+
 -- airlock_explain_partitions_3eaae3755b3a
 select p.id, p.target_dag_id, p.partition_key, p.created_at,
       null as fingerprint,
