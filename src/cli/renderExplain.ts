@@ -86,7 +86,7 @@ function fateOf(leaf: LeafJson, paused: boolean): string {
   const runs = leaf.last_event_consumed_by
   if (runs === undefined || !leaf.last_event) return ''
   if (runs.length > 0) return `; consumed by run ${runs.join(', ')}`
-  return `; event ${leaf.last_event.id} was never queued for this DAG (it was paused when it arrived, was not yet scheduled on the asset, or its queue row was deleted): ${paused ? 'unpausing will not run it' : 'no run will consume it'}; trigger it or wait for the next event`
+  return `; event ${leaf.last_event.id} was never queued for this DAG (it was paused when it arrived, was not yet scheduled on the asset, or its queue row was deleted): ${paused ? 'unpausing will not start a run for it' : 'it will start no run'}; trigger it or wait for the next event`
 }
 
 /** Producers shown per leaf for people; --json lists them all. */

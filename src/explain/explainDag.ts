@@ -85,7 +85,8 @@ export interface LeafJson {
    * missing, with a last event, on a DAG the queue feeds (not partitioned): the runs of this DAG
    * that consumed it (`dagrun_asset_event`). Empty: no run consumed it and no queue row holds it,
    * so it was never queued for this DAG (it was paused when the event arrived, was not yet
-   * scheduled on the asset, or the row was deleted): unpausing will not run it.
+   * scheduled on the asset, or the row was deleted): unpausing starts no run for it (the next run
+   * another event triggers takes it among its consumed events).
    */
   last_event_consumed_by?: string[]
   /** missing or inactive asset (or resolved ref): the tasks whose outlets emit it (`task_outlet_asset_reference`). */

@@ -416,7 +416,7 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
     const human = await runCli(['explain', '--database-url', db.url, '--dag-id', 'either', '--dag-id', 'paused'])
     expect(human.stdout).toMatch(/paused: waiting for etl\.a\.out_1 \(last event .*, never queued for it\)/)
     expect(human.stdout).toContain(
-      `event ${event} was never queued for this DAG (it was paused when it arrived, was not yet scheduled on the asset, or its queue row was deleted): no run will consume it; trigger it or wait for the next event`,
+      `event ${event} was never queued for this DAG (it was paused when it arrived, was not yet scheduled on the asset, or its queue row was deleted): it will start no run; trigger it or wait for the next event`,
     )
     expect(human.stdout).toContain(`; consumed by run ${run}`)
     expect(human.stdout).toMatch(/produced by etl\/a \(paused, latest run .* failed\)/)
