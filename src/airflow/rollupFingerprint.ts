@@ -12,14 +12,37 @@
  * fingerprint to compare with.
  */
 export function rollupFingerprint(timetable: unknown): Record<string, unknown> | undefined {
+  const mappers = partitionMappers(timetable)
+  if (!mappers) return undefined
+  const {resolve} = mappers
+  const fields = ((timetable as Encoded).__var ?? {}) as Record<string, unknown>
+
+  const entries = new Map<string, unknown>()
+  const condition = leaves(fields.asset_condition)
+  for (const leaf of condition.filter((l) => l.kind === 'asset'))
+    entries.set(`${leaf.name}|${leaf.uri}`, resolve(leaf.name, leaf.uri))
+  for (const leaf of condition) {
+    if (leaf.kind === 'name') entries.set(`${leaf.name}|`, resolve(leaf.name, ''))
+    else if (leaf.kind === 'uri') entries.set(`|${leaf.uri}`, resolve('', leaf.uri))
+  }
+  return Object.fromEntries(entries)
+}
+
+/**
+ * A `PartitionedAssetTimetable`'s partition mappers as `get_partition_mapper` resolves them
+ * (airflow/timetables/simple.py): each configured asset-like maps its assets' names and uris, its
+ * references' name or uri, a later entry winning; a name is looked up by name only (a miss falls
+ * back to the default, never to the uri); only a uri reference, whose name is empty, is looked up
+ * by uri. undefined: not a timetable airlock can read.
+ */
+export function partitionMappers(
+  timetable: unknown,
+): {resolve: (name: string, uri: string) => unknown; byName: Record<string, unknown>; fallback: unknown} | undefined {
   const t = timetable as Encoded | null | undefined
   if (t?.__type !== 'airflow.timetables.simple.PartitionedAssetTimetable') return undefined
   const fields = (t.__var ?? {}) as Record<string, unknown>
   const fallback = fields.default_partition_mapper
   if (fallback === undefined) return undefined
-
-  // _build_name_uri_mapping: each configured asset-like maps its assets' names and uris, its
-  // references' name or uri; a later entry wins.
   const byName = new Map<string, unknown>()
   const byUri = new Map<string, unknown>()
   const config = Array.isArray(fields.partition_mapper_config) ? fields.partition_mapper_config : []
@@ -34,20 +57,9 @@ export function rollupFingerprint(timetable: unknown): Record<string, unknown> |
       else byUri.set(leaf.uri, mapper)
     }
   }
-  // get_partition_mapper: a name is looked up by name only (a miss falls back to the default,
-  // never to the uri); only a uri reference, whose name is empty, is looked up by uri.
   const resolve = (name: string, uri: string) =>
     name ? (byName.get(name) ?? fallback) : uri ? (byUri.get(uri) ?? fallback) : fallback
-
-  const entries = new Map<string, unknown>()
-  const condition = leaves(fields.asset_condition)
-  for (const leaf of condition.filter((l) => l.kind === 'asset'))
-    entries.set(`${leaf.name}|${leaf.uri}`, resolve(leaf.name, leaf.uri))
-  for (const leaf of condition) {
-    if (leaf.kind === 'name') entries.set(`${leaf.name}|`, resolve(leaf.name, ''))
-    else if (leaf.kind === 'uri') entries.set(`|${leaf.uri}`, resolve('', leaf.uri))
-  }
-  return Object.fromEntries(entries)
+  return {resolve, byName: Object.fromEntries(byName), fallback}
 }
 
 /** Whether two fingerprints are the same JSON value (a jsonb comparison: key order is not part of it). */

@@ -64,6 +64,16 @@ export interface Capabilities {
    */
   aliasAssetShape: 'bare' | 'declared'
   /**
+   * The events an asset-triggered run consumes before 3.4 (`_create_dag_runs_asset_triggered`,
+   * airflow/jobs/scheduler_job_runner.py): those of the DAG's id-referenced assets stamped in
+   * (previous asset-triggered run's `run_after`, the newest queue row's `created_at`]. 'assets'
+   * (3.0): those assets' events only. 'assets_and_aliases' (3.1, 3.2): and the events of its
+   * aliases. 'catchup_floor' (3.3, read in 3.3.2; apache/airflow #68749, backported to 3.3.1): with
+   * no previous run and `catchup` off, the window starts at the DAG's earliest
+   * `dag_schedule_asset_reference.created_at` instead of the beginning of time.
+   */
+  eventWindow: 'assets' | 'assets_and_aliases' | 'catchup_floor'
+  /**
    * Whether consumers are filtered by team (3.3+ `AssetManager._filter_dags_by_team`): the
    * multi-team columns exist and Airflow's `[core] multi_team` is true (read as Airflow reads it:
    * src/airflow/config.ts).
@@ -175,8 +185,10 @@ export const requiredColumns: Readonly<Record<string, readonly string[]>> = {
   asset_dag_run_queue: ['asset_id', 'target_dag_id', 'created_at'],
   dagrun_asset_event: ['dag_run_id', 'event_id'],
   task_outlet_asset_reference: ['asset_id', 'dag_id', 'task_id'],
-  dag_schedule_asset_reference: ['asset_id', 'dag_id'],
-  dag_schedule_asset_alias_reference: ['alias_id', 'dag_id'],
+  // created_at: the scheduler's event window floor for a first run with catchup off (3.3), and
+  // explain's "did the DAG consume this asset when the event came".
+  dag_schedule_asset_reference: ['asset_id', 'dag_id', 'created_at'],
+  dag_schedule_asset_alias_reference: ['alias_id', 'dag_id', 'created_at'],
   dag_schedule_asset_name_reference: ['name', 'dag_id'],
   dag_schedule_asset_uri_reference: ['uri', 'dag_id'],
   log: [
@@ -228,7 +240,10 @@ export const optionalTables = [
  */
 export function releaseBehaviour(
   version: string,
-): Pick<Capabilities, 'consumerFilter' | 'eventPartitionKeys' | 'missingPartitionKeyLog' | 'aliasAssetShape'> {
+): Pick<
+  Capabilities,
+  'consumerFilter' | 'eventPartitionKeys' | 'missingPartitionKeyLog' | 'aliasAssetShape' | 'eventWindow'
+> {
   const before60022 = compareVersions(version, '3.1.7') < 0
   const from33 = compareVersions(version, '3.3.0') >= 0
   const from32 = compareVersions(version, '3.2.0') >= 0
@@ -237,6 +252,7 @@ export function releaseBehaviour(
     eventPartitionKeys: from33,
     missingPartitionKeyLog: from32,
     aliasAssetShape: compareVersions(version, '3.1.5') < 0 ? 'bare' : 'declared',
+    eventWindow: from33 ? 'catchup_floor' : compareVersions(version, '3.1.0') >= 0 ? 'assets_and_aliases' : 'assets',
   }
 }
 

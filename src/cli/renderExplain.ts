@@ -26,9 +26,16 @@ export function renderExplainedDag(dag: DagExplanation, now: Date): string {
     lines.push(...tree.slice(0, leafLines))
     if (tree.length > leafLines) lines.push(`    … and ${tree.length - leafLines} more lines (--json lists them all)`)
   }
+  if (dag.consumes) {
+    const {count, events, after, run_after} = dag.consumes
+    const shown = events.slice(0, 10).map((e) => e.id)
+    lines.push(
+      `  consumes: ${count} event${count === 1 ? '' : 's'} stamped ${after ? `after ${after} ` : ''}through ${run_after}${shown.length > 0 ? ` (${shown.join(', ')}${count > shown.length ? ', …' : ''})` : ''}`,
+    )
+  }
   for (const p of dag.partitions ?? []) {
     lines.push(
-      `  partition ${p.partition_key} (pending since ${instant(p.created_at)}): ${p.verdict === 'will_run' ? 'will run' : p.verdict === 'cleared' ? `cleared: ${p.reason}` : `waiting for ${p.waiting_for.join(', ')}`}${p.received.length > 0 ? `; received ${p.received.join(', ')}` : ''}`,
+      `  partition ${p.partition_key} (pending since ${instant(p.created_at)}): ${p.verdict === 'will_run' ? 'will run' : p.verdict === 'cleared' ? `cleared: ${p.reason}` : `waiting for ${p.waiting_for.join(', ')}`}${p.received.length > 0 ? `; received ${p.received.join(', ')}` : ''}${p.verdict === 'waiting' && p.reason ? `; ${p.reason}` : ''}`,
     )
   }
   if (dag.runs.length > 0) {
@@ -48,7 +55,7 @@ function headline(dag: DagExplanation, now: Date): string {
   const of = `${queued} of ${leaves.length} asset${leaves.length === 1 ? '' : 's'} queued`
   switch (dag.verdict) {
     case 'will_run':
-      return `${dag.dag_id}: will run: a coming scheduler loop creates its run (${of})`
+      return `${dag.dag_id}: will run: a coming scheduler loop creates its run (${of})${dag.reason ? `; ${dag.reason}` : ''}`
     case 'blocked':
       return `${dag.dag_id}: blocked by ${dag.blocked_by}: ${dag.reason} (${of})`
     case 'not_asset_scheduled':

@@ -1,4 +1,5 @@
 import {sameFingerprint} from '../airflow/rollupFingerprint.js'
+import {rollupStatus} from '../airflow/rollupWindow.js'
 import {
   evaluateTree,
   leavesOf,
@@ -15,6 +16,7 @@ import type {
   ExplainPage,
   ExplainPartition,
   ExplainRun,
+  ExplainWindow,
 } from '../store/families/downstream.js'
 import {exclusionsOf, maxRunsFlagReason, type ExclusionBlock} from '../protocol/downstream.js'
 import type {ComponentHealth} from '../airflow/jobHealth.js'
@@ -57,6 +59,7 @@ export const findingKinds = [
   'duplicate_run',
   'orphan_queue',
   'duplicate_partition_run',
+  'stranded_events',
 ] as const
 export type FindingKind = (typeof findingKinds)[number]
 
@@ -108,7 +111,7 @@ export type ConditionJson = {all: ConditionJson[]} | {any: ConditionJson[]} | {u
 export interface FindingJson {
   kind: FindingKind
   detail: string
-  /** duplicate_run: the runs, and the events both consumed. */
+  /** duplicate_run: the runs, and the events both consumed; stranded_events: the events (the first 100). */
   runs?: string[]
   events?: number[]
 }
@@ -119,10 +122,18 @@ export interface DagExplanation {
   /** The leaves that would make the condition true (every missing part of an AND, the cheapest side of an OR). */
   waiting_for: string[]
   blocked_by?: ExplainBlock
+  /** Why it is blocked; or, for a partitioned consumer that runs though paused or stale, what that means. */
   reason?: string
   condition: ConditionJson | null
   /** When the queue rows first made the condition true (the queue's rows in order), if they do. */
   met_since?: string
+  /**
+   * will_run, before 3.4: the events the run consumes, as `_create_dag_runs_asset_triggered` selects
+   * them: its assets' (3.1+: and aliases') events stamped after `after` (the previous
+   * asset-triggered run's run_after; null: none) through `run_after` (its newest queue row's
+   * created_at), to the microsecond; `events` lists the first 100 of `count`.
+   */
+  consumes?: {run_after: string; after: string | null; count: number; events: EventJson[]}
   queued: Array<{asset: string; uri: string; since: string; event: EventJson | null}>
   partitions?: Array<{
     partition_key: string
@@ -132,6 +143,20 @@ export interface DagExplanation {
     waiting_for: string[]
     received: string[]
     reason?: string
+    /**
+     * 3.3: the received assets whose partition mapper is a rollup, counted against the upstream
+     * keys the downstream key needs (`expected_keys`, `needs` from the wait policy); `counted`
+     * false: airlock cannot compute them, and the asset is not counted received.
+     */
+    rollups?: Array<{
+      asset: string
+      counted: boolean
+      received_keys: number
+      expected_keys?: number
+      needs?: number | null
+      missing?: string[]
+      why?: string
+    }>
   }>
   runs: Array<{run_id: string; state: string | null; run_after: string; queued_at: string | null; events: number[]}>
   findings: FindingJson[]
@@ -198,6 +223,7 @@ export function explainPage(page: ExplainPage, options: ExplainOptions): DagExpl
           context,
           page.runs.filter((r) => r.dagId === dag.dagId),
           page.partitions.filter((p) => p.dagId === dag.dagId),
+          page.windows.find((w) => w.dagId === dag.dagId),
           options,
         ),
       ),
@@ -263,9 +289,10 @@ function inContractOrder(e: DagExplanation): DagExplanation {
     dag_id: e.dag_id,
     verdict: e.verdict,
     waiting_for: e.waiting_for,
-    ...(e.blocked_by ? {blocked_by: e.blocked_by, reason: e.reason} : {}),
+    ...(e.blocked_by ? {blocked_by: e.blocked_by, reason: e.reason} : e.reason ? {reason: e.reason} : {}),
     condition: e.condition,
     ...(e.met_since ? {met_since: e.met_since} : {}),
+    ...(e.consumes ? {consumes: e.consumes} : {}),
     queued: e.queued,
     ...(e.partitions ? {partitions: e.partitions} : {}),
     runs: e.runs,
@@ -354,6 +381,7 @@ function explainDag(
   context: PageContext,
   runs: readonly ExplainRun[],
   partitions: readonly ExplainPartition[],
+  window: ExplainWindow | undefined,
   options: ExplainOptions,
 ): DagExplanation {
   const tree = parseCondition(dag.condition)
@@ -393,7 +421,7 @@ function explainDag(
       : undefined)
   const reason =
     blocked === 'inactive_assets'
-      ? `its condition needs inactive asset${inactive.length > 1 ? 's' : ''} ${inactive.map((l) => l.label).join(', ')}: no task outlet emits an event for an inactive asset (only an alias emission or an event posted through Airflow's API would), until the scheduler activates it again (an asset is inactive when no DAG references it, or its name or uri clashes with an active asset)`
+      ? `its condition needs inactive asset${inactive.length > 1 ? 's' : ''} ${inactive.map((l) => l.label + clashOf(l, context)).join(', ')}: no task outlet emits an event for an inactive asset (only an alias emission or an event posted through Airflow's API would), until the scheduler activates it again (an asset is inactive when no DAG references it, or its name or uri clashes with an active asset)`
       : blockReason(dag, blocked, always)
   const metSince = result.met ? metSinceOf(tree, rows, context) : undefined
   // Held past --stuck-after: stuck only when nothing excludes the DAG (a scheduler loop should
@@ -411,6 +439,17 @@ function explainDag(
         detail: `it is paused and its condition has held since ${instant(metSince)} (${ago(metSince, options.now)}): unpausing it creates a run from its queue rows on a coming scheduler loop`,
       })
   }
+  const stranded = window && (result.met || dag.queue.length === 0) ? strandedFinding(window, result.met) : undefined
+  if (stranded) findings.push(stranded)
+  const consumes =
+    window?.triggered && result.met && !blocked
+      ? {
+          run_after: window.triggered,
+          after: window.after,
+          count: window.consumed.count,
+          events: window.consumed.events.map((e) => eventJson(e)!),
+        }
+      : undefined
   return {
     ...base,
     verdict: blocked ? 'blocked' : result.met ? 'will_run' : 'waiting',
@@ -418,8 +457,44 @@ function explainDag(
     ...(blocked ? {blocked_by: blocked, reason} : {}),
     condition: conditionJson(tree, isMet, rows, context, dag.dagId),
     ...(metSince ? {met_since: metSince.toISOString()} : {}),
+    ...(consumes ? {consumes} : {}),
     findings,
   }
+}
+
+/**
+ * Events of its assets that no run takes until an unrelated new event queues one (apache/airflow
+ * #56050, 3.0–3.3): before 3.4 a queue row is one per asset and DAG, kept as it was written when
+ * another event of its asset comes (`on_conflict_do_nothing`), and the run takes the events
+ * stamped through the newest row's created_at. So an event stamped after it (met: the run
+ * about to be created leaves it; no queue row: the last run left it) has no row of its own, and
+ * waits for the window of the run after the next event. Not when the condition waits with rows:
+ * the run that completes it takes them.
+ */
+function strandedFinding(window: ExplainWindow, met: boolean): FindingJson | undefined {
+  const {count, events} = window.stranded
+  if (count === 0) return undefined
+  const ids = events.map((e) => e.id)
+  const listed = `${count === 1 ? 'event' : `${count} events`} ${ids.join(', ')}${count > ids.length ? ', …' : ''}`
+  const detail =
+    met && window.triggered
+      ? `${listed} of its assets came after its newest queue row (${window.triggered}) and wrote none (an asset already queued keeps its row): the run the scheduler creates next consumes events stamped through ${window.triggered} only, and no run comes for ${count === 1 ? 'it' : 'these'} until a new event queues one (apache/airflow #56050)`
+      : `${listed} of its assets came ${window.previous ? `after its last asset-triggered run (run_after ${window.previous})` : 'since it was scheduled on them'} and wrote no queue row: no run comes for ${count === 1 ? 'it' : 'them'} until a new event queues one, whose run consumes ${count === 1 ? 'it' : 'them'} too (apache/airflow #56050)`
+  return {kind: 'stranded_events', detail, events: ids}
+}
+
+/**
+ * Why an inactive asset leaf cannot be activated, when the page shows it: its name or its uri
+ * belongs to an active asset (`activate_assets_if_possible`, airflow/dag_processing/collection.py,
+ * activates an asset only when neither is taken). Empty when nothing clashes (no DAG references it).
+ */
+function clashOf(leaf: ConditionLeaf, context: PageContext): string {
+  if (leaf.kind !== 'asset') return ''
+  const byName = context.activeByName.get(leaf.name)
+  if (byName && byName.uri !== leaf.uri) return ` (its name belongs to active asset ${byName.name} at ${byName.uri})`
+  const byUri = context.activeByUri.get(leaf.uri)
+  if (byUri && byUri.name !== leaf.name) return ` (its uri ${leaf.uri} belongs to active asset ${byUri.name})`
+  return ''
 }
 
 /** The unqueued asset leaves whose asset exists but is inactive (no asset_active row). */
@@ -595,8 +670,9 @@ function rowEvidence(row: QueueRow): {since: string; event: EventJson | null} {
  * between them, so neither may ever hold (apache/airflow #71070, fixed from 3.4 by a unique key).
  * From 3.3 the step skips a stale DAG's rows and deletes a row whose rollup fingerprint is not the
  * timetable's (docs/explain.md). A partition mapper that rolls several upstream keys into one (a
- * rollup) needs more than one key per asset, which only Python can tell: airlock counts an asset
- * received once any key arrived.
+ * rollup, 3.3's `RollupMapper`) needs the keys its window names, as many as its wait policy asks
+ * (src/airflow/rollupWindow.ts); one airlock cannot count is not counted received, so such a
+ * partition is never said to run.
  */
 function explainPartitioned(
   dag: ExplainDag,
@@ -612,7 +688,7 @@ function explainPartitioned(
   const freshActive = partitions.some((p) => p.fingerprint !== undefined)
   const skipped = freshActive && dag.stale
   const evaluated = partitions.map((p) => {
-    const received = new Set(p.received.map((r) => r.assetId))
+    const {received, rollups} = receivedOf(dag, p, context)
     const queue: QueuedAssets = {
       assets: [...received].flatMap((id) => {
         const asset = context.byId.get(id)
@@ -626,7 +702,7 @@ function explainPartitioned(
       p.fingerprint !== undefined &&
       dag.rollupFingerprint !== undefined &&
       !sameFingerprint(p.fingerprint, dag.rollupFingerprint)
-    return {partition: p, result, queue, cleared, runs: !skipped && !cleared && result.met}
+    return {partition: p, result, queue, cleared, runs: !skipped && !cleared && result.met, rollups}
   })
   const keys = new Map<string, number>()
   for (const p of partitions) keys.set(p.partitionKey, (keys.get(p.partitionKey) ?? 0) + 1)
@@ -649,20 +725,20 @@ function explainPartitioned(
     ...base,
     verdict: skipped ? 'blocked' : ready ? 'will_run' : 'waiting',
     ...(skipped
-      ? {
-          blocked_by: 'stale' as const,
-          reason:
-            "it is stale (its file is gone): from 3.3 the scheduler's partition step skips its pending partition runs",
-        }
-      : {}),
+      ? {blocked_by: 'stale' as const, reason: staleSkipped}
+      : ready && (dag.paused || dag.stale)
+        ? {reason: excludedButRuns(dag)}
+        : {}),
     waiting_for: ready ? [] : (first?.result.waitingFor ?? nothingYet),
     condition: tree ? conditionJson(tree, () => false, [], context, undefined) : null,
-    partitions: evaluated.map(({partition, result, queue, cleared, runs}) => ({
+    partitions: evaluated.map(({partition, result, queue, cleared, runs, rollups}) => ({
       partition_key: partition.partitionKey,
       created_at: partition.createdAt.toISOString(),
       verdict: cleared ? 'cleared' : runs ? 'will_run' : 'waiting',
       waiting_for: cleared ? [] : result.waitingFor,
       received: queue.assets.map((a) => a.name),
+      ...(rollups.length > 0 ? {rollups} : {}),
+      ...(!cleared && !runs && rollups.some((r) => !r.counted || r.missing) ? {reason: rollupReason(rollups)} : {}),
       ...(cleared
         ? {
             reason:
@@ -697,6 +773,75 @@ function stuckPartition(ready: readonly ExplainPartition[], options: ExplainOpti
  */
 function metAt(partition: ExplainPartition): Date {
   return partition.lastReceivedAt ?? partition.createdAt
+}
+
+type RollupJson = NonNullable<NonNullable<DagExplanation['partitions']>[number]['rollups']>[number]
+
+/**
+ * The assets a pending partition run received: one counts once any key arrived, unless its mapper
+ * is a rollup (3.3): then when its wait policy is satisfied by the expected upstream keys received.
+ */
+function receivedOf(
+  dag: ExplainDag,
+  p: ExplainPartition,
+  context: PageContext,
+): {received: Set<number>; rollups: RollupJson[]} {
+  const rollups: RollupJson[] = []
+  const received = new Set<number>()
+  for (const r of p.received) {
+    const asset = context.byId.get(r.assetId)
+    const mapper = dag.partitionMappers
+      ? (dag.partitionMappers.byName[asset?.name ?? ''] ?? dag.partitionMappers.fallback)
+      : undefined
+    const status = rollupStatus(mapper, p.partitionKey, r.sourceKeys)
+    if (status.kind === 'not_rollup') {
+      received.add(r.assetId)
+      continue
+    }
+    const name = asset?.name ?? String(r.assetId)
+    if (status.kind === 'uncountable') {
+      rollups.push({asset: name, counted: false, received_keys: r.sourceKeys.length, why: status.why})
+      continue
+    }
+    if (status.satisfied) received.add(r.assetId)
+    rollups.push({
+      asset: name,
+      counted: true,
+      received_keys: status.matched,
+      expected_keys: status.expected,
+      needs: Number.isFinite(status.needs) ? status.needs : null,
+      ...(status.satisfied ? {} : {missing: status.missing}),
+    })
+  }
+  return {received, rollups}
+}
+
+const staleSkipped =
+  "it is stale (its file is gone): from 3.3 the scheduler's partition step skips its pending partition runs"
+
+/**
+ * A paused (3.2, 3.3) or stale (3.2) partitioned consumer still gets its run: neither release's
+ * `_create_dagruns_for_partitioned_asset_dags` reads `is_paused` (3.2.2 reads no DagModel column,
+ * 3.3.2 only `is_stale`); apache/airflow #73151, in neither, makes the step pass over paused,
+ * stale and draining DAGs. The run is created QUEUED and the pending row is spent on it.
+ */
+function excludedButRuns(dag: ExplainDag): string {
+  const what = dag.paused ? 'paused' : 'stale (its file is gone)'
+  return `it is ${what}, yet this release's partition step creates its run (apache/airflow #73151, which skips paused, stale and draining DAGs, is not in 3.2 or 3.3): ${dag.paused ? 'the run stays queued while the DAG is paused, and ' : ''}the partition is spent on it`
+}
+
+/** Why a rollup asset is not counted received yet, in words. */
+function rollupReason(rollups: RollupJson[]): string {
+  return rollups
+    .filter((r) => !r.counted || r.missing)
+    .map((r) =>
+      r.counted
+        ? r.needs === null
+          ? `${r.asset} is a rollup whose wait policy needs more keys than its window has (${r.expected_keys}): it never runs`
+          : `${r.asset} is a rollup: ${r.received_keys} of the ${r.expected_keys} upstream keys its window needs received, its wait policy needs ${r.needs}${r.missing && r.missing.length > 0 ? ` (missing ${r.missing.join(', ')}${r.expected_keys! - r.received_keys > r.missing.length ? ', …' : ''})` : ''}`
+        : `${r.asset} is a rollup: airlock cannot count the keys it needs (${r.why}); it is not counted received`,
+    )
+    .join('; ')
 }
 
 /** Queue rows whose asset row is gone: the scheduler cannot match them to any condition. */

@@ -190,7 +190,8 @@ async function evaluate(trx: Knex.Transaction, encoded: unknown, statuses: Reado
 /**
  * Before 3.4: triggered_date = max(created_at) of the DAG's queue rows; the run consumes the events
  * of its id-referenced assets (3.1+: and of its aliases, apache/airflow #50182) in
- * (previous asset-triggered run's run_after, triggered_date]; then the DAG's queue rows are deleted
+ * (previous asset-triggered run's run_after [3.3, catchup off: else the DAG's first schedule
+ * reference], triggered_date]; then the DAG's queue rows are deleted
  * (3.0/3.1 all of them; 3.2 the rows it locked FOR UPDATE SKIP LOCKED, the same rows here).
  */
 async function windowRun(
@@ -203,6 +204,15 @@ async function windowRun(
     compareVersions(schema.behaviourVersion, '3.1.0') < 0
       ? ''
       : `or e.id in (select l.event_id from asset_alias_asset_event l join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id where r.dag_id = :dag)`
+  // 3.3 (read in 3.3.2's `_create_dag_runs_asset_triggered`, apache/airflow #68749): with no
+  // previous run and the serialized DAG's `catchup` off, the window starts at the DAG's earliest
+  // schedule reference.
+  const catchupFloor =
+    compareVersions(schema.behaviourVersion, '3.3.0') >= 0
+      ? `(select min(r.created_at) from dag_schedule_asset_reference r, serialized_dag sd
+           where r.dag_id = :dag and sd.id = (select s.id from serialized_dag s where s.dag_id = :dag order by s.created_at desc limit 1)
+             and coalesce((sd.data -> 'dag' ->> 'catchup') = 'true', false) is false),`
+      : ''
   // triggered_date as the queue read found it: a loop that read the queue before another
   // scheduler consumed it goes on with that instant (the HA race of apache/airflow #54491).
   const {rows: events} = await trx.raw<{rows: Array<{id: number}>}>(
@@ -214,7 +224,7 @@ async function windowRun(
      select e.id from asset_event e, previous, triggered
       where (e.asset_id in (select asset_id from dag_schedule_asset_reference where dag_id = :dag) ${aliasBranch})
         and e."timestamp" <= triggered.at
-        and e."timestamp" > coalesce(previous.run_after, '-infinity')
+        and e."timestamp" > coalesce(previous.run_after, ${catchupFloor} '-infinity')
       order by e."timestamp", e.id`,
     {dag: dagId, triggered: rows[0]!.triggered_text},
   )

@@ -30,6 +30,7 @@ interface Explained {
   reason?: string
   condition: Condition | null
   met_since?: string
+  consumes?: {run_after: string; after: string | null; count: number; events: Array<{id: number}>}
   queued: Array<{asset: string; event: {id: number; source: string} | null}>
   partitions?: Array<{partition_key: string; verdict: string; waiting_for: string[]}>
   runs: Array<{run_id: string; events: number[]}>
@@ -153,6 +154,22 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
     expect(dagOf(report, 'nested')).toMatchObject({verdict: 'waiting', waiting_for: ['etl.c.out_1']})
     const human = await runCli(['explain', '--database-url', db.url, '--dag-id', 'both'])
     expect(human.stdout).toContain('etl.b.out_1: inactive')
+
+    // Its uri taken by an active asset of another name: the reason names the clash, which keeps
+    // it inactive (asset_active is unique on name and on uri).
+    const now = new Date()
+    await db.knex('asset').insert({
+      name: 'lake.b',
+      uri: 's3://lake/etl/b/out_1',
+      group: 'asset',
+      extra: '{}',
+      created_at: now,
+      updated_at: now,
+    })
+    await db.knex('asset_active').insert({name: 'lake.b', uri: 's3://lake/etl/b/out_1'})
+    const clash = dagOf((await explain('--dag-id', 'both', '--json')).report, 'both')
+    expect(clash).toMatchObject({verdict: 'blocked', blocked_by: 'inactive_assets'})
+    expect(clash.reason).toContain('etl.b.out_1 (its uri s3://lake/etl/b/out_1 belongs to active asset lake.b)')
   })
 
   it('reads like an answer for people, and --asset explains every consumer of that asset', async () => {
@@ -422,6 +439,56 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
     expect(human.stdout).toMatch(/produced by etl\/a \(paused, latest run .* failed\)/)
   })
 
+  it('will_run names the events the run consumes; one that came after the newest queue row is stranded_events', async () => {
+    const w = await world()
+    await completeOne(db.knex, w.ti('etl', 'a').id)
+    const [asset] = await db.knex('asset').where({name: 'etl.a.out_1'}).pluck('id')
+    const [first] = await db.knex('asset_event').pluck('id')
+    // A second event of etl.a.out_1 (posted through the API, say) after its queue rows were
+    // written: those rows are kept as they were (on_conflict_do_nothing), it writes none.
+    const [second] = await db
+      .knex('asset_event')
+      .insert({asset_id: asset, extra: '{}', timestamp: db.knex.raw(`now() + interval '1 second'`)})
+      .returning('id')
+    const secondId = (second as {id: number}).id
+    const {result, report} = await explain('--dag-id', 'either', '--fail-on', 'stranded_events', '--json')
+    expect(result.code).toBe(6)
+    const either = dagOf(report, 'either')
+    expect(either.verdict).toBe('will_run')
+    // From 3.3 (apache/airflow #68749, catchup off) a first run's window starts at the DAG's first
+    // schedule reference; before, at the beginning of time.
+    const {rows: refs} = await db.knex.raw<{rows: Array<{at: string}>}>(
+      `select to_char(min(created_at) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at
+         from dag_schedule_asset_reference where dag_id = 'either'`,
+    )
+    expect(either.consumes).toMatchObject({
+      after: version === '3.0' ? null : refs[0]!.at,
+      count: 1,
+      events: [{id: first}],
+    })
+    expect(either.findings).toEqual([expect.objectContaining({kind: 'stranded_events', events: [secondId]})])
+    expect(either.findings[0]!.detail).toContain('came after its newest queue row')
+    const human = await runCli(['explain', '--database-url', db.url, '--dag-id', 'either'])
+    expect(human.stdout).toMatch(new RegExp(`consumes: 1 event stamped (after \\S+ )?through \\S+ \\(${first}\\)`))
+    expect(human.stdout).toContain(`! stranded_events: event ${secondId} of its assets came after`)
+
+    // The scheduler's step (transcribed) takes the first event only: the second stays behind,
+    // with no queue row and no run coming for it.
+    await createAssetTriggeredRuns(db.knex, await schemaOf(db.knex))
+    const [run] = await db
+      .knex('dag_run')
+      .where({dag_id: 'either', run_type: 'asset_triggered'})
+      .select('id', 'run_after')
+    expect(await db.knex('dagrun_asset_event').where({dag_run_id: run.id}).pluck('event_id')).toEqual([first])
+    const after = dagOf((await explain('--dag-id', 'either', '--json')).report, 'either')
+    expect(after.verdict).toBe('waiting')
+    expect(after.consumes).toBeUndefined()
+    expect(after.findings).toEqual([expect.objectContaining({kind: 'stranded_events', events: [secondId]})])
+    expect(after.findings[0]!.detail).toContain('after its last asset-triggered run')
+    // both waits with etl.a queued: the run that completes it takes every event, nothing strands.
+    expect(dagOf((await explain('--dag-id', 'both', '--json')).report, 'both').findings).toEqual([])
+  })
+
   it('a read-only role is enough; bad input is a clear exit 2 or 4 and reads nothing', async () => {
     await world()
     const reader = await createReadOnlyRole(db)
@@ -497,6 +564,18 @@ describe('airlock explain on partitioned consumers (3.3)', () => {
     ])
     expect(parts.findings).toEqual([expect.objectContaining({kind: 'duplicate_partition_run'})])
 
+    // Paused: 3.3's partition step reads no is_paused (apache/airflow #73151 is not in it), so
+    // the run is still created, and stays queued.
+    await db.knex('dag').where({dag_id: 'parts'}).update({is_paused: true})
+    const paused = (
+      envelope(await runCli(['explain', '--database-url', db.url, '--dag-id', 'parts', '--json'])) as unknown as Report
+    ).result.dags[0]!
+    expect(paused).toMatchObject({verdict: 'will_run'})
+    expect(paused.blocked_by).toBeUndefined()
+    expect(paused.reason).toContain('it is paused, yet this release')
+    expect(paused.reason).toContain('the run stays queued while the DAG is paused')
+    await db.knex('dag').where({dag_id: 'parts'}).update({is_paused: false})
+
     // A partition run whose condition has held past --stuck-after is stuck, for cron.
     await db.knex('asset_partition_dag_run').update({created_at: db.knex.raw(`created_at - interval '2 days'`)})
     await db.knex('partitioned_asset_key_log').update({created_at: db.knex.raw(`created_at - interval '2 days'`)})
@@ -533,5 +612,114 @@ describe('airlock explain on partitioned consumers (3.3)', () => {
     expect((envelope(waiting) as unknown as Report).result.dags[0]!.findings.map((f) => f.kind)).toEqual([
       'duplicate_partition_run',
     ])
+  })
+})
+
+describe('airlock explain on rollup partitions (3.3)', () => {
+  let db: TestDatabase
+  beforeAll(async () => {
+    db = await createTestDatabase('3.3')
+  })
+  afterAll(async () => db?.drop())
+
+  const startOfDay = (timezone = 'UTC') => ({
+    __type: 'airflow.partition_mappers.temporal.StartOfDayMapper',
+    __var: {timezone, input_format: '%Y-%m-%dT%H', output_format: '%Y-%m-%d'},
+  })
+  const rollup = (
+    upstream: unknown,
+    policy: unknown = {__type: 'airflow.partition_mappers.wait_policy.WaitForAll', __var: {}},
+  ) => ({
+    __type: 'airflow.partition_mappers.base.RollupMapper',
+    __var: {
+      upstream_mapper: upstream,
+      window: {__type: 'airflow.partition_mappers.window.DayWindow', __var: {direction: 'forward'}},
+      wait_policy: policy,
+    },
+  })
+
+  /** daily: one asset, its mapper a DayWindow rollup of hourly keys; one pending run for 2026-12-01 with these hours. */
+  async function daily(mapper: unknown, hours: number) {
+    await scenario(db.knex)
+      .producer('etl', {tasks: ['a'], outlets: 1})
+      .consumer('daily', {on: ['etl.a']})
+      .build()
+    const [a] = await db.knex('asset').select('id', 'name', 'uri')
+    const timetable = {
+      __type: 'airflow.timetables.simple.PartitionedAssetTimetable',
+      __var: {asset_condition: asset('etl.a.out_1'), default_partition_mapper: mapper, partition_mapper_config: []},
+    }
+    await db.knex.raw(
+      `update serialized_dag set data = jsonb_set(data::jsonb, '{dag,timetable}', ?::jsonb)::json where dag_id = 'daily'`,
+      [JSON.stringify(timetable)],
+    )
+    await db.knex('dag').where({dag_id: 'daily'}).update({timetable_partitioned: true})
+    const now = new Date()
+    const [row] = await db
+      .knex('asset_partition_dag_run')
+      .insert({
+        target_dag_id: 'daily',
+        partition_key: '2026-12-01',
+        created_at: now,
+        updated_at: now,
+        rollup_fingerprint: JSON.stringify({[`${a.name}|${a.uri}`]: mapper}),
+      })
+      .returning('id')
+    for (let h = 0; h < hours; h++) {
+      await db.knex('partitioned_asset_key_log').insert({
+        asset_id: a.id,
+        asset_event_id: 1,
+        asset_partition_dag_run_id: (row as {id: number}).id,
+        source_partition_key: `2026-12-01T${String(h).padStart(2, '0')}`,
+        target_dag_id: 'daily',
+        target_partition_key: '2026-12-01',
+        created_at: now,
+      })
+    }
+    const result = await runCli(['explain', '--database-url', db.url, '--dag-id', 'daily', '--json'])
+    return (envelope(result) as unknown as Report).result.dags[0]!
+  }
+
+  it('a daily rollup of hourly keys waits for the whole window, as its wait policy asks', async () => {
+    // One hourly key of 24: waiting, with the count and the first missing keys.
+    const one = await daily(rollup(startOfDay()), 1)
+    expect(one.verdict).toBe('waiting')
+    expect(one.partitions).toEqual([
+      expect.objectContaining({
+        partition_key: '2026-12-01',
+        verdict: 'waiting',
+        waiting_for: ['etl.a.out_1'],
+        rollups: [
+          expect.objectContaining({
+            asset: 'etl.a.out_1',
+            counted: true,
+            received_keys: 1,
+            expected_keys: 24,
+            needs: 24,
+          }),
+        ],
+      }),
+    ])
+    expect((one.partitions![0] as {reason?: string}).reason).toContain(
+      '1 of the 24 upstream keys its window needs received',
+    )
+    expect((one.partitions![0] as {reason?: string}).reason).toContain('missing 2026-12-01T01')
+  })
+
+  it('the whole window runs', async () => {
+    expect((await daily(rollup(startOfDay()), 24)).verdict).toBe('will_run')
+  })
+
+  it('MinimumCount(-1): one key may be missing', async () => {
+    const minimum = rollup(startOfDay(), {__type: 'airflow.partition_mappers.wait_policy.MinimumCount', __var: {n: -1}})
+    expect((await daily(minimum, 23)).verdict).toBe('will_run')
+  })
+
+  it('a rollup airlock cannot count is waiting, never will_run', async () => {
+    const paris = await daily(rollup(startOfDay('Europe/Paris')), 24)
+    expect(paris.verdict).toBe('waiting')
+    expect((paris.partitions![0] as {reason?: string}).reason).toContain(
+      'a rollup: airlock cannot count the keys it needs (a mapper in timezone Europe/Paris)',
+    )
   })
 })

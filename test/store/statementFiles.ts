@@ -21,6 +21,7 @@ const base = {
   eventPartitionKeys: false,
   missingPartitionKeyLog: false,
   aliasAssetShape: 'bare',
+  eventWindow: 'assets',
   teamFilter: false,
   clearTaskStateOnSuccess: false,
 } as const satisfies Capabilities
@@ -34,6 +35,7 @@ const from32 = {
   consumerFilter: 'all_skip_paused',
   aliasAssetShape: 'declared',
   missingPartitionKeyLog: true,
+  eventWindow: 'assets_and_aliases',
 } as const
 const from33 = {
   ...from32,
@@ -41,11 +43,12 @@ const from33 = {
   partitionStep: 'fresh_active',
   taskStateTable: 'task_state_store',
   eventPartitionKeys: true,
+  eventWindow: 'catchup_floor',
 } as const
 
 export const lineCapabilities: Record<FixtureVersion, Capabilities> = {
   '3.0': base,
-  '3.1': {...base, inletReferences: true},
+  '3.1': {...base, inletReferences: true, eventWindow: 'assets_and_aliases'},
   '3.2': from32,
   '3.3': from33,
   '3.4': {...from33, queueShape: 'per_event'},

@@ -92,6 +92,8 @@ export interface ExplainEvent {
 export interface ExplainDag extends Omit<DownstreamFacts, 'queued'> {
   /** Whether it has a serialized DAG at all. */
   serialized: boolean
+  /** Its latest serialized DAG's `catchup` (absent: false, `SerializedDAG.catchup`'s default). */
+  catchup: boolean
   /**
    * `dag.asset_expression` is set: the DAG processor writes it from the DAG's asset schedule and
    * NULL when it has none; 3.2+'s `dags_needing_dagruns` deletes the queue rows of a DAG without it.
@@ -102,6 +104,11 @@ export interface ExplainDag extends Omit<DownstreamFacts, 'queued'> {
    * pending partition runs with (src/airflow/rollupFingerprint.ts).
    */
   rollupFingerprint?: Record<string, unknown>
+  /**
+   * 3.3+, a partitioned timetable airlock can read: its partition mappers by asset name and the
+   * default (`get_partition_mapper`), for the rollups among them (src/airflow/rollupWindow.ts).
+   */
+  partitionMappers?: {byName: Record<string, unknown>; fallback: unknown}
   queue: Array<{
     assetId: number
     /** null: the asset row is gone (an orphan queue row). */
@@ -153,8 +160,33 @@ export interface ExplainPartition {
   fingerprint?: unknown
 }
 
+/**
+ * Before 3.4 (one queue row per asset and DAG), the event window of a DAG's next asset-triggered
+ * run as `_create_dag_runs_asset_triggered` takes it, and the events it leaves behind. Instants
+ * are text to the microsecond, as the scheduler compares them.
+ */
+export interface ExplainWindow {
+  dagId: string
+  /** max(created_at) of its queue rows: the run's `run_after` and the window's end (null: no row). */
+  triggered: string | null
+  /** The window's start, exclusive: the previous asset-triggered run's `run_after`, or (3.3, catchup off, no such run) its first reference; null: the beginning of time. */
+  after: string | null
+  /** The previous asset-triggered run's `run_after` (before `triggered`; with no row, the latest). */
+  previous: string | null
+  /** Its assets' (3.1+: and aliases') events in (after, triggered]: the ones its next run consumes; the first `limit`. */
+  consumed: {count: number; events: ExplainEvent[]}
+  /**
+   * Events of an asset (or alias) it was scheduled on when they came, stamped after `triggered`
+   * (no queue row: after `previous`), the first `limit`: no queue row is theirs, so no run comes
+   * for them, and the next run leaves them to the one after (apache/airflow #56050).
+   */
+  stranded: {count: number; events: ExplainEvent[]}
+}
+
 export interface ExplainPage {
   dags: ExplainDag[]
+  /** Before 3.4, for the page's DAGs that are not partitioned. */
+  windows: ExplainWindow[]
   assets: ExplainAsset[]
   aliases: ExplainAlias[]
   runs: ExplainRun[]

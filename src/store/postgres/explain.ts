@@ -1,5 +1,5 @@
 import {leavesOf, parseCondition} from '../../airflow/assetCondition.js'
-import {rollupFingerprint} from '../../airflow/rollupFingerprint.js'
+import {partitionMappers, rollupFingerprint} from '../../airflow/rollupFingerprint.js'
 import type {Capabilities} from '../../airflow/schema.js'
 import type {Executor} from '../../engine/engine.js'
 import {prepared} from '../../engine/prepared.js'
@@ -14,8 +14,10 @@ import type {
   ExplainProducer,
   ExplainRun,
   ExplainSelection,
+  ExplainWindow,
 } from '../families/downstream.js'
 import {timetableOfRow, type DownstreamPreview, type SchedulerDagRow} from './downstream.js'
+import {storedDagJson} from './storedDag.js'
 import type {DownstreamStore} from '../families/downstream.js'
 
 /**
@@ -42,7 +44,10 @@ import type {DownstreamStore} from '../families/downstream.js'
  *   and compares each row's `rollup_fingerprint`, read here for explainDag).
  */
 function explainStatements(
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'partitionStep' | 'maxRunsFlag' | 'queueShape'>,
+  capabilities: Pick<
+    Capabilities,
+    'partitionedTimetables' | 'partitionStep' | 'maxRunsFlag' | 'queueShape' | 'eventWindow'
+  >,
 ) {
   const partitioned = capabilities.partitionedTimetables ? 'coalesce(d.timetable_partitioned, false)' : 'false'
   const maxRunsFlag = capabilities.maxRunsFlag ? 'd.exceeds_max_non_backfill is true' : 'false'
@@ -97,7 +102,7 @@ function explainStatements(
             d.asset_expression is not null as has_asset_expression,
             (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
             ${maxRunsFlag} as max_runs_flag, ${partitioned} as partitioned,
-            sd.timetable, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,
+            sd.timetable, sd.catchup, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,
             coalesce((select json_agg(json_build_object(
                         'asset_id', q.asset_id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null,
                         'created_at', q.created_at, 'event', (select ${eventJson('e')} from (${queuedBy}) as e))
@@ -109,7 +114,7 @@ function explainStatements(
        from dag d
        -- The latest serialized DAG, as the scheduler loads it (SerializedDagModel by created_at).
        left join lateral (
-         select s.dag_hash, s.data -> 'dag' -> 'timetable' as timetable,
+         select s.dag_hash, s.data -> 'dag' -> 'timetable' as timetable, (s.data -> 'dag' ->> 'catchup') = 'true' as catchup,
                 case when s.data is null then s.data_compressed end as data_compressed
            from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
        ) as sd on true
@@ -196,6 +201,82 @@ function explainStatements(
       where t.asset_id = any($1::int[])
       order by t.asset_id, t.dag_id, t.task_id`,
   )
+  // Before 3.4, the window of each DAG's next asset-triggered run, as
+  // `SchedulerJobRunner._create_dag_runs_asset_triggered` (airflow/jobs/scheduler_job_runner.py)
+  // takes it: triggered_date is the newest queue row's created_at (`triggered_date_by_dag`,
+  // `DagModel.dags_needing_dagruns`; from 3.2 the same rows read again locked); the events are
+  // those of the DAG's `dag_schedule_asset_reference` assets (3.1+: or linked to one of its
+  // `dag_schedule_asset_alias_reference` aliases through asset_alias_asset_event) stamped in
+  // (coalesce(previous asset-triggered run_after before triggered_date[, 3.3 with catchup off:
+  // min(dag_schedule_asset_reference.created_at)], -infinity), triggered_date]. All compared in
+  // SQL to the microsecond. The events after the window (with no queue row: after the previous
+  // run) of an asset or alias the DAG referenced when they came wrote no queue row (an existing
+  // one is kept, `on_conflict_do_nothing` in `AssetManager._queue_dagruns`): stranded.
+  const aliasWindow = capabilities.eventWindow !== 'assets'
+  const catchupFloor =
+    capabilities.eventWindow === 'catchup_floor'
+      ? `case when not d.catchup then (select min(r.created_at) from dag_schedule_asset_reference r where r.dag_id = d.dag_id) end,`
+      : ''
+  const us = (t: string) => `to_char(${t} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+  const firstOf = (which: string) =>
+    `coalesce((select json_agg(j.event order by j."timestamp", j.id)
+                 from (select ev.id, ev."timestamp", ${eventJson('ev')} as event from ev
+                        where ev.dag_id = w.dag_id and ev.${which} order by ev."timestamp", ev.id limit $3) as j), '[]')`
+  const windows =
+    capabilities.queueShape === 'per_asset'
+      ? prepared(
+          `explain_windows${aliasWindow ? '_aliases' : ''}${catchupFloor ? '_catchup_floor' : ''}`,
+          `with d as (
+             select d.dag_id, d.catchup, t.triggered,
+                    (select max(r.run_after) from dag_run r
+                      where r.dag_id = d.dag_id and r.run_type = 'asset_triggered'
+                        and r.run_after < coalesce(t.triggered, 'infinity')) as previous
+               from unnest($1::text[], $2::boolean[]) as d(dag_id, catchup)
+               cross join lateral (
+                 select max(q.created_at) as triggered from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+               ) as t
+           ), w as (
+             select d.*, coalesce(d.previous, ${catchupFloor} '-infinity'::timestamptz) as after from d
+           ), ev as (
+             select w.dag_id, x.id, x."timestamp", x.source_dag_id, x.source_run_id, x.source_task_id, x.source_map_index,
+                    w.triggered is not null and x."timestamp" <= w.triggered as consumed,
+                    x."timestamp" > coalesce(w.triggered, w.previous, '-infinity')
+                      and (exists (select 1 from dag_schedule_asset_reference r
+                                    where r.dag_id = w.dag_id and r.asset_id = x.asset_id and r.created_at < x."timestamp")
+                           ${
+                             aliasWindow
+                               ? `or exists (select 1 from asset_alias_asset_event l
+                                               join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id
+                                              where l.event_id = x.id and r.dag_id = w.dag_id and r.created_at < x."timestamp")`
+                               : ''
+                           }) as stranded
+               from w
+               cross join lateral (
+                 select e.id from asset_event e
+                  where e.asset_id in (select r.asset_id from dag_schedule_asset_reference r where r.dag_id = w.dag_id)
+                    and e."timestamp" > w.after
+                 ${
+                   aliasWindow
+                     ? `union
+                 select l.event_id from asset_alias_asset_event l
+                   join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id
+                  where r.dag_id = w.dag_id`
+                     : ''
+                 }
+               ) as ids
+               join asset_event x on x.id = ids.id and x."timestamp" > w.after
+           )
+           select w.dag_id, ${us('w.triggered')} as triggered, ${us("nullif(w.after, '-infinity')")} as after,
+                  ${us('w.previous')} as previous,
+                  (select count(*)::int from ev where ev.dag_id = w.dag_id and ev.consumed) as consumed_count,
+                  ${firstOf('consumed')} as consumed,
+                  (select count(*)::int from ev where ev.dag_id = w.dag_id and ev.stranded) as stranded_count,
+                  ${firstOf('stranded')} as stranded
+             from w
+            order by w.dag_id`,
+        )
+      : undefined
+
   // 3.3's step counts no key log row of an inactive asset (`AssetModel.active.has()`) and compares
   // each row's rollup fingerprint with the timetable's (explainDag decides what that means).
   const freshActive = capabilities.partitionStep === 'fresh_active'
@@ -273,7 +354,7 @@ function explainStatements(
     },
 
     async readExplainPage(ex: Executor, dagIds: readonly string[], runsPerDag: number): Promise<ExplainPage> {
-      if (dagIds.length === 0) return {dags: [], assets: [], aliases: [], runs: [], partitions: []}
+      if (dagIds.length === 0) return {dags: [], windows: [], assets: [], aliases: [], runs: [], partitions: []}
       const dagRows = await ex.query<DagRow>(facts([[...dagIds]]))
       const dags = dagRows.map((row) => toDag(row, capabilities.partitionStep))
       // The leaves every condition of the page names, read in one statement each: the assets (by
@@ -303,8 +384,23 @@ function explainStatements(
       const extra = [...new Set([...linked, ...received])].filter((id) => !known.has(id))
       const extraRows = extra.length > 0 ? await ex.query<AssetRow>(assetsById([extra])) : []
       const runRows = await ex.query<RunRow>(runs([[...dagIds], runsPerDag]))
+      const windowed = dags.filter((dag) => !dag.partitioned && dag.serialized)
+      const windowRows =
+        windows && windowed.length > 0
+          ? await ex.query<WindowRow>(
+              windows([windowed.map((dag) => dag.dagId), windowed.map((dag) => dag.catchup), windowEvents]),
+            )
+          : []
       return {
         dags,
+        windows: windowRows.map((row): ExplainWindow => ({
+          dagId: row.dag_id,
+          triggered: row.triggered,
+          after: row.after,
+          previous: row.previous,
+          consumed: {count: row.consumed_count, events: row.consumed.map((e) => toEvent(e)!)},
+          stranded: {count: row.stranded_count, events: row.stranded.map((e) => toEvent(e)!)},
+        })),
         assets: [...assetRows, ...extraRows].map(toAsset),
         aliases: aliasRows.map((row): ExplainAlias => ({
           name: row.name,
@@ -345,6 +441,8 @@ interface EventJson {
 interface DagRow extends SchedulerDagRow {
   serialized: boolean
   has_asset_expression: boolean
+  /** The serialized DAG's `catchup` (null when `data` is NULL: read from data_compressed). */
+  catchup: boolean | null
   queue: Array<{
     asset_id: number
     name: string | null
@@ -353,6 +451,17 @@ interface DagRow extends SchedulerDagRow {
     created_at: string
     event: EventJson | null
   }>
+}
+
+interface WindowRow {
+  dag_id: string
+  triggered: string | null
+  after: string | null
+  previous: string | null
+  consumed_count: number
+  consumed: EventJson[]
+  stranded_count: number
+  stranded: EventJson[]
 }
 
 interface AssetRow {
@@ -414,9 +523,17 @@ function toAsset(row: AssetRow): ExplainAsset {
   return {id: row.id, name: row.name, uri: row.uri, active: row.active, lastEvent: null}
 }
 
+/** Events each window lists (consumed, stranded); the counts are whole. */
+const windowEvents = 100
+
 function toDag(row: DagRow, partitionStep: Capabilities['partitionStep']): ExplainDag {
   const timetable = timetableOfRow(row)
+  const catchup = row.data_compressed
+    ? (storedDagJson(null, Buffer.from(row.data_compressed, 'base64')) as {dag?: {catchup?: unknown}} | undefined)?.dag
+        ?.catchup === true
+    : row.catchup === true
   const fingerprint = partitionStep === 'fresh_active' && row.partitioned ? rollupFingerprint(timetable) : undefined
+  const mappers = partitionStep === 'fresh_active' && row.partitioned ? partitionMappers(timetable) : undefined
   return {
     dagId: row.dag_id,
     paused: row.paused,
@@ -428,8 +545,10 @@ function toDag(row: DagRow, partitionStep: Capabilities['partitionStep']): Expla
     partitioned: row.partitioned,
     serialized: row.serialized,
     hasAssetExpression: row.has_asset_expression,
+    catchup,
     condition: timetable?.__var?.asset_condition,
     ...(fingerprint ? {rollupFingerprint: fingerprint} : {}),
+    ...(mappers ? {partitionMappers: {byName: mappers.byName, fallback: mappers.fallback}} : {}),
     queue: row.queue.map((q) => ({
       assetId: q.asset_id,
       // A row whose asset is gone (no asset row): an orphan the scheduler cannot match.
@@ -442,7 +561,10 @@ function toDag(row: DagRow, partitionStep: Capabilities['partitionStep']): Expla
 
 /** The downstream family: the preview's own read and `explain`'s pages. */
 export function downstreamStore(
-  capabilities: Pick<Capabilities, 'partitionedTimetables' | 'partitionStep' | 'maxRunsFlag' | 'queueShape'>,
+  capabilities: Pick<
+    Capabilities,
+    'partitionedTimetables' | 'partitionStep' | 'maxRunsFlag' | 'queueShape' | 'eventWindow'
+  >,
   preview: DownstreamPreview,
 ): DownstreamStore {
   return {readDownstream: preview.readDownstream, ...explainStatements(capabilities)}

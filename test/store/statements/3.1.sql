@@ -1,6 +1,6 @@
 -- Every statement airlock prepares on an Airflow 3.1 database (Airflow defaults).
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
--- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"maxRunsFlag":false,"partitionStep":null,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","teamFilter":false,"clearTaskStateOnSuccess":false}
+-- Capabilities: {"eventPartitionKey":false,"partitionedTimetables":false,"maxRunsFlag":false,"partitionStep":null,"queueShape":"per_asset","multiTeam":false,"inletReferences":true,"taskStateTable":null,"consumerFilter":"id_and_alias_skip_paused_and_stale","eventPartitionKeys":false,"missingPartitionKeyLog":false,"aliasAssetShape":"bare","eventWindow":"assets_and_aliases","teamFilter":false,"clearTaskStateOnSuccess":false}
 
 -- airlock_downstream_asset_keys_025dc3f61d9a
 select id, name, uri from asset where id = any($1::int[]);
@@ -1399,13 +1399,13 @@ where d.dag_id > $1
 order by d.dag_id
 limit $5;
 
--- airlock_explain_dags_per_asset_721127c12f98
+-- airlock_explain_dags_per_asset_9d52e1ad7351
 select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as stale,
       d.has_import_errors is not false as import_errors, d.max_active_runs,
       d.asset_expression is not null as has_asset_expression,
       (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
       false as max_runs_flag, false as partitioned,
-      sd.timetable, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,
+      sd.timetable, sd.catchup, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,
       coalesce((select json_agg(json_build_object(
                   'asset_id', q.asset_id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null,
                   'created_at', q.created_at, 'event', (select json_build_object('id', e.id, 'timestamp', e."timestamp", 'source_dag_id', e.source_dag_id, 'source_run_id', e.source_run_id, 'source_task_id', e.source_task_id, 'source_map_index', e.source_map_index) from (select e.* from asset_event e where e.asset_id = q.asset_id and e."timestamp" <= q.created_at
@@ -1418,7 +1418,7 @@ select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as 
  from dag d
  -- The latest serialized DAG, as the scheduler loads it (SerializedDagModel by created_at).
  left join lateral (
-   select s.dag_hash, s.data -> 'dag' -> 'timetable' as timetable,
+   select s.dag_hash, s.data -> 'dag' -> 'timetable' as timetable, (s.data -> 'dag' ->> 'catchup') = 'true' as catchup,
           case when s.data is null then s.data_compressed end as data_compressed
      from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
  ) as sd on true
@@ -1485,3 +1485,49 @@ select t.asset_id, t.dag_id, t.task_id,
  ) as lr on true
 where t.asset_id = any($1::int[])
 order by t.asset_id, t.dag_id, t.task_id;
+
+-- airlock_explain_windows_aliases_c2015bfeb3bf
+with d as (
+  select d.dag_id, d.catchup, t.triggered,
+         (select max(r.run_after) from dag_run r
+           where r.dag_id = d.dag_id and r.run_type = 'asset_triggered'
+             and r.run_after < coalesce(t.triggered, 'infinity')) as previous
+    from unnest($1::text[], $2::boolean[]) as d(dag_id, catchup)
+    cross join lateral (
+      select max(q.created_at) as triggered from asset_dag_run_queue q where q.target_dag_id = d.dag_id
+    ) as t
+), w as (
+  select d.*, coalesce(d.previous,  '-infinity'::timestamptz) as after from d
+), ev as (
+  select w.dag_id, x.id, x."timestamp", x.source_dag_id, x.source_run_id, x.source_task_id, x.source_map_index,
+         w.triggered is not null and x."timestamp" <= w.triggered as consumed,
+         x."timestamp" > coalesce(w.triggered, w.previous, '-infinity')
+           and (exists (select 1 from dag_schedule_asset_reference r
+                         where r.dag_id = w.dag_id and r.asset_id = x.asset_id and r.created_at < x."timestamp")
+                or exists (select 1 from asset_alias_asset_event l
+                                    join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id
+                                   where l.event_id = x.id and r.dag_id = w.dag_id and r.created_at < x."timestamp")) as stranded
+    from w
+    cross join lateral (
+      select e.id from asset_event e
+       where e.asset_id in (select r.asset_id from dag_schedule_asset_reference r where r.dag_id = w.dag_id)
+         and e."timestamp" > w.after
+      union
+      select l.event_id from asset_alias_asset_event l
+        join dag_schedule_asset_alias_reference r on r.alias_id = l.alias_id
+       where r.dag_id = w.dag_id
+    ) as ids
+    join asset_event x on x.id = ids.id and x."timestamp" > w.after
+)
+select w.dag_id, to_char(w.triggered at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as triggered, to_char(nullif(w.after, '-infinity') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as after,
+       to_char(w.previous at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as previous,
+       (select count(*)::int from ev where ev.dag_id = w.dag_id and ev.consumed) as consumed_count,
+       coalesce((select json_agg(j.event order by j."timestamp", j.id)
+      from (select ev.id, ev."timestamp", json_build_object('id', ev.id, 'timestamp', ev."timestamp", 'source_dag_id', ev.source_dag_id, 'source_run_id', ev.source_run_id, 'source_task_id', ev.source_task_id, 'source_map_index', ev.source_map_index) as event from ev
+             where ev.dag_id = w.dag_id and ev.consumed order by ev."timestamp", ev.id limit $3) as j), '[]') as consumed,
+       (select count(*)::int from ev where ev.dag_id = w.dag_id and ev.stranded) as stranded_count,
+       coalesce((select json_agg(j.event order by j."timestamp", j.id)
+      from (select ev.id, ev."timestamp", json_build_object('id', ev.id, 'timestamp', ev."timestamp", 'source_dag_id', ev.source_dag_id, 'source_run_id', ev.source_run_id, 'source_task_id', ev.source_task_id, 'source_map_index', ev.source_map_index) as event from ev
+             where ev.dag_id = w.dag_id and ev.stranded order by ev."timestamp", ev.id limit $3) as j), '[]') as stranded
+  from w
+ order by w.dag_id;

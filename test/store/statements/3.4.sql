@@ -1,6 +1,6 @@
 -- Every statement airlock prepares on an Airflow 3.4 database (Airflow defaults).
 -- Written by `npm run statements`; test/store/statementFiles.unit.test.ts fails when it is stale.
--- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"partitionStep":"fresh_active","queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state_store","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","teamFilter":false,"clearTaskStateOnSuccess":false}
+-- Capabilities: {"eventPartitionKey":true,"partitionedTimetables":true,"maxRunsFlag":true,"partitionStep":"fresh_active","queueShape":"per_event","multiTeam":true,"inletReferences":true,"taskStateTable":"task_state_store","consumerFilter":"all_skip_paused","eventPartitionKeys":true,"missingPartitionKeyLog":true,"aliasAssetShape":"declared","eventWindow":"catchup_floor","teamFilter":false,"clearTaskStateOnSuccess":false}
 
 -- airlock_downstream_asset_keys_025dc3f61d9a
 select id, name, uri from asset where id = any($1::int[]);
@@ -1414,13 +1414,13 @@ where d.dag_id > $1
 order by d.dag_id
 limit $5;
 
--- airlock_explain_dags_partitioned_flag_per_event_e1ca304979d9
+-- airlock_explain_dags_partitioned_flag_per_event_68d418c584dc
 select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as stale,
       d.has_import_errors is not false as import_errors, d.max_active_runs,
       d.asset_expression is not null as has_asset_expression,
       (select count(*)::int from dag_run r where r.dag_id = d.dag_id and r.state in ('queued', 'running')) as active_runs,
       d.exceeds_max_non_backfill is true as max_runs_flag, coalesce(d.timetable_partitioned, false) as partitioned,
-      sd.timetable, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,
+      sd.timetable, sd.catchup, encode(sd.data_compressed, 'base64') as data_compressed, sd.dag_hash is not null as serialized,
       coalesce((select json_agg(json_build_object(
                   'asset_id', q.asset_id, 'name', a.name, 'uri', a.uri, 'active', aa.name is not null,
                   'created_at', q.created_at, 'event', (select json_build_object('id', e.id, 'timestamp', e."timestamp", 'source_dag_id', e.source_dag_id, 'source_run_id', e.source_run_id, 'source_task_id', e.source_task_id, 'source_map_index', e.source_map_index) from (select e.* from asset_event e where e.id = q.asset_event_id) as e))
@@ -1432,7 +1432,7 @@ select d.dag_id, d.is_paused is not false as paused, d.is_stale is not false as 
  from dag d
  -- The latest serialized DAG, as the scheduler loads it (SerializedDagModel by created_at).
  left join lateral (
-   select s.dag_hash, s.data -> 'dag' -> 'timetable' as timetable,
+   select s.dag_hash, s.data -> 'dag' -> 'timetable' as timetable, (s.data -> 'dag' ->> 'catchup') = 'true' as catchup,
           case when s.data is null then s.data_compressed end as data_compressed
      from serialized_dag s where s.dag_id = d.dag_id order by s.created_at desc limit 1
  ) as sd on true
