@@ -256,7 +256,11 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
   it('stuck: a condition held past --stuck-after with no run; an orphan queue row is named', async () => {
     const w = await world()
     await completeOne(db.knex, w.ti('etl', 'a').id)
+    // Three hours ago, event and queue rows together (the event moved too, or it would read as
+    // one that came after its queue row: stranded), the DAGs scheduled on the assets before that.
     await db.knex('asset_dag_run_queue').update({created_at: db.knex.raw(`created_at - interval '3 hours'`)})
+    await db.knex('asset_event').update({timestamp: db.knex.raw(`timestamp - interval '3 hours'`)})
+    await db.knex('dag_schedule_asset_reference').update({created_at: db.knex.raw(`created_at - interval '4 hours'`)})
     const stuck = await explain('--dag-id', 'either', '--stuck-after', '2h', '--fail-on', 'stuck', '--json')
     expect(stuck.result.code).toBe(6)
     expect(dagOf(stuck.report, 'either').findings[0]).toMatchObject({kind: 'stuck'})
@@ -293,7 +297,11 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
   it("no live scheduler: the report, every will_run and stuck say so, as Airflow's health check judges the job table", async () => {
     const w = await world()
     await completeOne(db.knex, w.ti('etl', 'a').id)
+    // Three hours ago, event and queue rows together (the event moved too, or it would read as
+    // one that came after its queue row: stranded), the DAGs scheduled on the assets before that.
     await db.knex('asset_dag_run_queue').update({created_at: db.knex.raw(`created_at - interval '3 hours'`)})
+    await db.knex('asset_event').update({timestamp: db.knex.raw(`timestamp - interval '3 hours'`)})
+    await db.knex('dag_schedule_asset_reference').update({created_at: db.knex.raw(`created_at - interval '4 hours'`)})
     await db.knex('job').delete()
     const heartbeat = (type: string, state: string, age: string) =>
       db.knex('job').insert({
@@ -331,7 +339,7 @@ describe.each(['3.0', '3.3'] as const)('airlock explain on %s', (version) => {
       // One time format in every sentence: to the second, UTC, as the heartbeat's.
       const at = String.raw`\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ`
       expect(either.findings[0]!.detail).toMatch(new RegExp(`^its condition has held since ${at} \\(3 h ago\\)`))
-      expect(people.stdout).toMatch(new RegExp(`✓ etl\\.a\\.out_1: queued ${at}\n`))
+      expect(people.stdout).toMatch(new RegExp(`✓ etl\\.a\\.out_1: queued ${at} by event \\d+ of ${at} from `))
 
       // The threshold is Airflow's [scheduler] scheduler_health_check_threshold: 30 s by default.
       await db.knex('job').delete()
