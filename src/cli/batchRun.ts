@@ -160,7 +160,7 @@ async function confirmBatch(
 function batchExit<Name extends string>(
   host: Pick<BatchHost, 'note'>,
   tally: Tally<Name>,
-  batch: {count: number; label: string; explicit: boolean},
+  batch: {count: number; label: string; explicit: boolean; warnings: readonly string[]},
   interrupted: boolean,
   failIfEmpty: boolean,
   lineage?: {delivery: LineageDeliveryReport; required: boolean},
@@ -173,6 +173,7 @@ function batchExit<Name extends string>(
     batch.count === 0,
     `${batch.label} selected nothing`,
     tally.exit({explicit: batch.explicit}),
+    batch.warnings.length > 0,
   )
   const kept = lineage ? notConfirmed(lineage.delivery) : 0
   if (lineage?.required && kept > 0 && exit !== ExitCode.partialFailure) {
@@ -185,8 +186,8 @@ function batchExit<Name extends string>(
 }
 
 /**
- * --fail-if-empty: exit 4, said in a warning, when the selection matched nothing; otherwise the
- * exit the command decided.
+ * --fail-if-empty: exit 4, said in a warning, when the selection matched nothing; without it the
+ * exit the command decided, with a warning that nothing matched (unless the selection said so).
  */
 export function exitUnlessEmpty(
   host: Pick<BatchHost, 'note'>,
@@ -194,8 +195,15 @@ export function exitUnlessEmpty(
   empty: boolean,
   what: string,
   exit: ExitCode,
+  /** The selection already said it matched nothing (a batch's own warning). */
+  said = false,
 ): ExitCode {
-  if (!flags['fail-if-empty'] || !empty) return exit
+  if (!empty) return exit
+  if (!flags['fail-if-empty']) {
+    // Exit 0, as --fail-if-empty's help promises, but never silently: a cron job's log says why.
+    if (!said) host.note(`${what}: nothing to do`)
+    return exit
+  }
   host.note(`--fail-if-empty: ${what}: exit 4`)
   return ExitCode.notFound
 }
