@@ -5,10 +5,10 @@ import {fileURLToPath} from 'node:url'
 import {describe, expect, it} from 'vitest'
 
 /**
- * The README's install section works on a fresh machine today: the package is not on the npm
- * registry, so it leads with what works (a checkout, `npm pack`, the tarball installed), names
- * the tarball this version packs, and marks every registry line as applying once published.
- * CI installs that tarball the small way and runs it (.ci/run).
+ * The README's install section works on a fresh machine today, in the order an operator tries
+ * things: the single executable, the image, then npm. The package is not on the npm registry, so
+ * the npm way is a checkout, `npm pack` and the tarball this version packs, and every registry
+ * line is marked as applying once published. CI builds and runs each of them (.ci/run).
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 
@@ -26,16 +26,27 @@ const commands = (text: string) =>
     .map((line) => line.trim())
 
 describe("the README's install section", () => {
-  it('leads with the checkout, npm pack and the tarball this version packs', async () => {
-    const {name, version} = JSON.parse(await fs.readFile(path.join(root, 'package.json'), 'utf8')) as {
+  it('leads with the executable, then the image, then the checkout, npm pack and the tarball this version packs', async () => {
+    const {name, version, scripts} = JSON.parse(await fs.readFile(path.join(root, 'package.json'), 'utf8')) as {
       name: string
       version: string
+      scripts: Record<string, string>
     }
     const lines = commands(await installSection())
-    expect(lines[0]).toMatch(/^npm ci\b/)
-    expect(lines[1]).toMatch(/^npm pack\b/)
-    expect(lines[1]).toContain(`${name}-${version}.tgz`)
-    expect(lines[2]).toMatch(new RegExp(`^npm i -g \\./${name}-${version}\\.tgz\\b`))
+    // The single file first: built by a script this package has, then installed and run.
+    expect(lines[0]).toMatch(/^npm ci && npm run build:executable\b/)
+    expect(scripts['build:executable']).toBe('node scripts/executable/build.mjs')
+    expect(lines[1]).toMatch(/^install -m 755 build\/executable\/airlock-linux-x64 /)
+    // Then the image, by the name scripts/executable/image.mjs gives it.
+    const image = lines.findIndex((line) => line.startsWith('node scripts/executable/image.mjs'))
+    expect(image).toBeGreaterThan(1)
+    expect(lines[image]).toContain(`airlock-image-${version}-linux-amd64.tar`)
+    // Then npm: the checkout, npm pack, the tarball this version packs.
+    const pack = lines.findIndex((line) => /^npm pack\b/.test(line))
+    expect(pack).toBeGreaterThan(image)
+    expect(lines[pack - 1]).toMatch(/^npm ci\b/)
+    expect(lines[pack]).toContain(`${name}-${version}.tgz`)
+    expect(lines[pack + 1]).toMatch(new RegExp(`^npm i -g \\./${name}-${version}\\.tgz\\b`))
   })
 
   it('marks every line that needs the registry as applying after publishing, and links the checklist', async () => {
